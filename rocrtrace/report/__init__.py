@@ -1,0 +1,1 @@
+"""Reporters: render an analysis result (findings, inputs, coverage)."""

@@ -1,0 +1,57 @@
+"""The result of one analysis: what reporters render."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import __version__
+from .events import InputInfo
+from .findings import Finding
+from .rules import SEVERITY_RANK
+
+
+@dataclass
+class AnalysisResult:
+    inputs: list[InputInfo] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    # coverage: what this input could and could not show, and how to see more
+    coverage: dict[str, list[str]] = field(
+        default_factory=lambda: {"shows": [], "cannot_show": [], "advice": []})
+    suppressed: list[Finding] = field(default_factory=list)
+    fail_on: str = "error"
+
+    def summary(self) -> dict[str, Any]:
+        by_sev = Counter(f.severity for f in self.findings)
+        by_rule = Counter(f.rule for f in self.findings)
+        return {
+            "findings": len(self.findings),
+            "errors": by_sev.get("error", 0),
+            "warnings": by_sev.get("warning", 0),
+            "notes": by_sev.get("note", 0),
+            "by_rule": dict(sorted(by_rule.items())),
+            "suppressed": len(self.suppressed),
+            "lines": sum(i.lines for i in self.inputs),
+            "events": sum(i.events for i in self.inputs),
+            "unparsed": sum(i.unparsed for i in self.inputs),
+            "fail_on": self.fail_on,
+            "failed": self.failed(),
+        }
+
+    def failed(self) -> bool:
+        limit = SEVERITY_RANK[self.fail_on]
+        return any(SEVERITY_RANK[f.severity] >= limit for f in self.findings)
+
+    def sorted_findings(self) -> list[Finding]:
+        """Most severe first, then by input order."""
+        return sorted(self.findings,
+                      key=lambda f: (-SEVERITY_RANK[f.severity], f.file or "", f.line or 0, f.rule))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool": {"name": "rocrtrace", "version": __version__},
+            "inputs": [i.to_dict() for i in self.inputs],
+            "coverage": self.coverage,
+            "findings": [f.to_dict() for f in self.sorted_findings()],
+            "summary": self.summary(),
+        }
