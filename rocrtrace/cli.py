@@ -1,0 +1,382 @@
+"""The command line.  Heavy modules (pandas, the models, pyelftools) are
+imported inside the commands so that ``rocrtrace --help`` stays fast.
+
+Exit codes (every command): 0 nothing at or above --fail-on, 1 findings at or
+above it, 2 usage error or unreadable input, 3 internal error.  click's own
+exit 1 (ClickException, Abort, uncaught exceptions) must never leak through,
+so the group runs with standalone_mode=False and ``main`` maps everything.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+import click
+
+from . import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+REPORT_FORMATS = ("text", "json", "jsonl", "csv", "junit", "sarif", "github", "markdown")
+
+
+class UsageFail(click.ClickException):
+    """A usage or input problem: one line, exit 2."""
+
+    exit_code = EXIT_USAGE
+
+
+def _open_traces(paths, input_format=None):
+    from .inputs import open_trace
+
+    return [open_trace(p, input_format=input_format) for p in paths]
+
+
+def _parse_format_specs(specs, default_out):
+    """``--format json:out.json`` → [(fmt, path|None)]; bare formats go to -o."""
+    out = []
+    for spec in specs or ("text",):
+        fmt, _, path = spec.partition(":")
+        if fmt not in REPORT_FORMATS:
+            raise UsageFail(f"unknown format {fmt!r} (choose from {', '.join(REPORT_FORMATS)})")
+        out.append((fmt, path or default_out))
+    bare_stdout = [f for f, p in out if p is None]
+    if len(bare_stdout) > 1:
+        raise UsageFail("several formats would go to standard output: give each a file "
+                        "(--format FMT:FILE)")
+    return out
+
+
+def _emit(text: str, path: str | None) -> None:
+    if path is None or path == "-":
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as e:
+        raise UsageFail(f"cannot write {path}: {e.strerror}") from None
+
+
+def _check_rules(ids):
+    from .rules import RULES
+
+    for r in ids:
+        if r not in RULES:
+            raise UsageFail(f"unknown rule {r!r} (see 'rocrtrace rules')")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="rocrtrace", message="%(prog)s %(version)s")
+def cli():
+    """Replay strace and preload traces of ROCm programs against models of SVM
+    ranges, fds and buffer handles, and report over-revokes, coherency
+    downgrades, double closes, leaks and the rest, with the evidence.
+
+    \b
+    Exit status: 0 clean (nothing at or above --fail-on), 1 findings,
+    2 usage error or unreadable input, 3 internal error.
+    """
+
+
+@cli.command()
+@click.argument("traces", nargs=-1, required=True)
+@click.option("--format", "formats", multiple=True, metavar="FMT[:FILE]",
+              help="Report format: text, json, jsonl, csv, junit, sarif, github, markdown. "
+                   "Repeat with :FILE for several outputs in one run.")
+@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "note", "never"]),
+              default="error", show_default=True,
+              help="Exit 1 when a finding at or above this severity remains.")
+@click.option("--enable", multiple=True, metavar="RULE", help="Report only these rules.")
+@click.option("--disable", multiple=True, metavar="RULE", help="Do not report these rules.")
+@click.option("--baseline", metavar="FILE", help="Suppress findings whose fingerprints FILE lists.")
+@click.option("--write-baseline", metavar="FILE", help="Write the findings' fingerprints to FILE.")
+@click.option("--input-format", type=click.Choice(["strace", "preload"]),
+              help="Force the input format instead of detecting it.")
+@click.option("--debug-dir", "debug_dirs", multiple=True, metavar="DIR",
+              help="Look for separate debug files (by build-id) under DIR.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Analyze several TRACE arguments in parallel.")
+@click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
+@click.option("--color/--no-color", default=None, help="Colour the text report.")
+def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_baseline,
+            input_format, debug_dirs, jobs, no_progress, color):
+    """Parse TRACE..., replay it and report findings (the main job).
+
+    TRACE is a file, '-' (stdin), a directory or a glob (strace -ff files or
+    one preload log per process), optionally compressed (.gz, .xz, .bz2).
+    """
+    from .report import render
+    from .rules import RULES
+
+    _check_rules(enable)
+    _check_rules(disable)
+    specs = _parse_format_specs(formats, output)
+    enabled = set(enable) if enable else set(RULES)
+    enabled -= set(disable)
+
+    result = _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs,
+                           progress=not no_progress)
+    if baseline:
+        from .baseline import apply_baseline, load_baseline
+
+        expired = apply_baseline(result, load_baseline(baseline))
+        for entry in expired or ():
+            click.echo(f"rocrtrace: baseline entry {entry} has expired and no longer "
+                       "suppresses", err=True)
+    if write_baseline:
+        from .baseline import write_baseline as write_bl
+
+        write_bl(write_baseline, result)
+    for fmt, path in specs:
+        opts = {"enabled": enabled}
+        if fmt == "text":
+            opts["color"] = color if color is not None else (path is None and sys.stdout.isatty())
+        _emit(render(result, fmt, **opts), path)
+    return EXIT_FINDINGS if result.failed() else EXIT_CLEAN
+
+
+def _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs, progress):
+    from .replay import analyze as run
+
+    if jobs > 1 and len(traces) > 1:
+        from .parallel import analyze_parallel
+
+        return analyze_parallel(traces, input_format, enabled, debug_dirs, fail_on, jobs)
+    opened = _open_traces(traces, input_format)
+    on_event = _progress_hook(opened) if progress and sys.stderr.isatty() else None
+    try:
+        return run(opened, enabled=enabled, debug_dirs=debug_dirs, fail_on=fail_on,
+                   on_event=on_event)
+    finally:
+        if on_event is not None:
+            on_event.close()
+
+
+class _Progress:
+    """A line on stderr, shown only once a run has taken a few seconds."""
+
+    def __init__(self):
+        self.n = 0
+        self.start = time.monotonic()
+        self.shown = False
+
+    def __call__(self, ev):
+        self.n += 1
+        if self.n & 0xFFFF:
+            return
+        el = time.monotonic() - self.start
+        if el > 2.0:
+            self.shown = True
+            click.echo(f"\rrocrtrace: {self.n:,} events, {el:.0f} s, "
+                       f"line {ev.line:,} of {ev.file}", err=True, nl=False)
+
+    def close(self):
+        if self.shown:
+            click.echo("", err=True)
+
+
+def _progress_hook(_traces):
+    return _Progress()
+
+
+@cli.command()
+@click.option("--method", type=click.Choice(["preload", "strace"]), default="preload",
+              show_default=True, help="Capture with the preload library or with strace.")
+@click.option("-o", "--output", "prefix", metavar="PREFIX",
+              help="Log file prefix (one file per process: PREFIX.PID).")
+@click.option("--stack-depth", type=click.IntRange(0, 64), default=0, show_default=True,
+              help="Record N stack frames per call (0: off).")
+@click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
+def capture(method, prefix, stack_depth, cmd):
+    """Run CMD and write a trace that 'analyze' reads (use '--' before CMD).
+
+    The program's exit status is passed through.
+    """
+    from .capture.run import CaptureError, capture as run_capture
+
+    try:
+        return run_capture(list(cmd), method=method, prefix=prefix, stack_depth=stack_depth,
+                           echo=lambda msg: click.echo(msg, err=True))
+    except CaptureError as e:
+        raise UsageFail(str(e)) from None
+
+
+@cli.command()
+@click.argument("traces", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "parquet"]), default="csv",
+              show_default=True, help="Table format.")
+@click.option("-o", "--output", metavar="FILE", help="Write the table to FILE.")
+@click.option("--input-format", type=click.Choice(["strace", "preload"]),
+              help="Force the input format instead of detecting it.")
+def events(traces, fmt, output, input_format):
+    """The normalized event table of TRACE... (pandas)."""
+    from .tables import TableError, events_frame, write_events
+
+    opened = _open_traces(traces, input_format)
+    frame = events_frame(ev for t in opened for ev in t.events())
+    if fmt == "parquet" and not output:
+        raise UsageFail("parquet is binary: give -o FILE")
+    try:
+        write_events(frame, fmt, output or sys.stdout)
+    except TableError as e:
+        raise UsageFail(str(e)) from None
+    return EXIT_CLEAN
+
+
+@cli.command()
+@click.argument("traces", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Output format.")
+@click.option("--input-format", type=click.Choice(["strace", "preload"]),
+              help="Force the input format instead of detecting it.")
+def stats(traces, fmt, input_format):
+    """Counts, errors, sizes and latency percentiles per ioctl and SVM attribute shape."""
+    from .tables import render_stats, stats as compute
+
+    opened = _open_traces(traces, input_format)
+    _emit(render_stats(compute(ev for t in opened for ev in t.events()), fmt), None)
+    return EXIT_CLEAN
+
+
+def _parse_addr(spec: str):
+    addr, _, length = spec.partition(":")
+    try:
+        start = int(addr, 0)
+        size = int(length, 0) if length else 1
+    except ValueError:
+        raise UsageFail(f"--addr {spec!r}: expected ADDR[:LEN] (hex or decimal)") from None
+    if size <= 0:
+        raise UsageFail(f"--addr {spec!r}: LEN must be positive")
+    return start, start + size
+
+
+@cli.command()
+@click.argument("trace")
+@click.option("--addr", metavar="ADDR[:LEN]", help="The pages of this address range.")
+@click.option("--fd", type=int, help="This fd number.")
+@click.option("--pid", type=int, help="Only this process.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Output format.")
+@click.option("--input-format", type=click.Choice(["strace", "preload"]),
+              help="Force the input format instead of detecting it.")
+def show(trace, addr, fd, pid, fmt, input_format):
+    """The full history of one page range or fd, event by event."""
+    from .history import render_history
+    from .replay import build_models, replay
+
+    if (addr is None) == (fd is None):
+        raise UsageFail("give exactly one of --addr ADDR[:LEN] or --fd N")
+    watch_addr = _parse_addr(addr) if addr else None
+    if watch_addr is not None and pid is not None:
+        watch_addr = (*watch_addr, pid)
+    models = build_models(watch_fd=(pid, fd) if fd is not None else None,
+                          watch_addr=watch_addr)
+    (opened,) = _open_traces([trace], input_format)
+    replay(opened.events(), models)
+    subject = f"--addr {addr}" if addr else f"--fd {fd}"
+    watcher = models[2] if addr else models[0]
+    _emit(render_history(watcher.history, subject, fmt, pid=pid), None)
+    return EXIT_CLEAN
+
+
+@cli.command()
+@click.argument("a")
+@click.argument("b")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
+              default="text", show_default=True, help="Output format.")
+@click.option("--input-format", type=click.Choice(["strace", "preload"]),
+              help="Force the input format instead of detecting it.")
+def diff(a, b, fmt, input_format):
+    """What changed between two traces: ioctl mix, SVM shapes, findings."""
+    from .replay import analyze as run
+    from .tables import diff as compute, render_diff
+
+    sides = []
+    for path in (a, b):
+        collected = []
+        (opened,) = _open_traces([path], input_format)
+        result = run([opened], on_event=collected.append)
+        sides.append((collected, result.findings))
+    _emit(render_diff(compute(sides[0][0], sides[0][1], sides[1][0], sides[1][1]), fmt,
+                      names=(a, b)), None)
+    return EXIT_CLEAN
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Output format.")
+def rules(fmt):
+    """The rule catalogue: ids, severities, what each means."""
+    import json
+
+    from .rules import RULES
+
+    if fmt == "json":
+        _emit(json.dumps([{"id": r.id, "severity": r.severity, "summary": r.summary,
+                           "help": r.help} for r in RULES.values()], indent=2), None)
+        return EXIT_CLEAN
+    from tabulate import tabulate
+
+    rows = [(r.id, r.severity, r.summary) for r in RULES.values()]
+    _emit(tabulate(rows, headers=("rule", "severity", "fires when")), None)
+    return EXIT_CLEAN
+
+
+def _internal_error(exc: BaseException) -> int:
+    fd, path = tempfile.mkstemp(prefix="rocrtrace-crash-", suffix=".txt")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(f"rocrtrace {__version__}\nargv: {sys.argv!r}\n\n")
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=fh)
+    click.echo(f"rocrtrace: internal error: {type(exc).__name__}: {exc} "
+               f"(traceback written to {path})", err=True)
+    return EXIT_INTERNAL
+
+
+def main(argv=None) -> None:
+    from_errors = _known_errors()
+    try:
+        rv = cli.main(args=argv, prog_name="rocrtrace", standalone_mode=False)
+    except click.UsageError as e:
+        e.show()
+        rv = EXIT_USAGE
+    except click.ClickException as e:
+        e.show()
+        rv = e.exit_code if e.exit_code in (EXIT_USAGE, EXIT_INTERNAL) else EXIT_USAGE
+    except (click.Abort, KeyboardInterrupt):
+        click.echo("rocrtrace: interrupted", err=True)
+        rv = EXIT_INTERNAL
+    except from_errors as e:
+        click.echo(str(e) if str(e).startswith("rocrtrace:") else f"rocrtrace: {e}", err=True)
+        rv = EXIT_USAGE
+    except BrokenPipeError:
+        # The reader went away (| head): nothing more to say to anyone.
+        sys.stderr.close()
+        rv = EXIT_CLEAN
+    except Exception as e:  # noqa: BLE001 - the one place a crash becomes exit 3
+        rv = _internal_error(e)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(rv if isinstance(rv, int) else EXIT_CLEAN)
+
+
+def _known_errors() -> tuple:
+    """Input and file errors the user can fix: exit 2, one line."""
+    errs: list[type] = []
+    try:
+        from .inputs import InputError
+        errs.append(InputError)
+    except ImportError:
+        pass
+    try:
+        from .baseline import BaselineError
+        errs.append(BaselineError)
+    except ImportError:
+        pass
+    return tuple(errs) or (click.BadParameter,)

@@ -1,0 +1,157 @@
+"""Replay: drive the models over one trace's event stream and collect what
+they conclude, plus what the input itself says about its own coverage."""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from .events import Event, InputInfo, ModuleMap
+from .findings import Evidence, Finding
+from .result import AnalysisResult
+
+
+def build_models(watch_fd=None, watch_addr=None):
+    """The model stack, in feeding order: fds first (handles look fds up)."""
+    from .models.fds import FdModel
+    from .models.handles import HandleModel
+    from .models.svm import SvmModel
+
+    fds = FdModel(watch=watch_fd) if watch_fd is not None else FdModel()
+    handles = HandleModel(fds)
+    svm = SvmModel(watch=watch_addr) if watch_addr is not None else SvmModel()
+    return fds, handles, svm
+
+
+def replay(events: Iterable[Event], models, on_event: Callable[[Event], None] | None = None,
+           maps: list | None = None) -> None:
+    feeds = [m.feed for m in models]
+    for ev in events:
+        if maps is not None and isinstance(ev, ModuleMap):
+            maps.append(ev)
+        for feed in feeds:
+            feed(ev)
+        if on_event is not None:
+            on_event(ev)
+    for m in models:
+        m.finish()
+
+
+def input_findings(info: InputInfo) -> list[Finding]:
+    """trace-unparsed and trace-incomplete: what the input could not show."""
+    out: list[Finding] = []
+    if info.unparsed:
+        first = ", ".join(str(ln) for ln, _ in info.unparsed_samples[:10])
+        extra = f" ({info.too_long} over-long)" if info.too_long else ""
+        out.append(Finding(
+            rule="trace-unparsed",
+            message=f"{info.unparsed} line(s) of {info.file} could not be parsed{extra}; "
+                    f"first at line(s) {first}",
+            event=None, subject={"kind": "input", "file": info.file},
+            key=("unparsed",), file=info.file,
+            line=info.unparsed_samples[0][0] if info.unparsed_samples else None,
+            details={"count": info.unparsed, "samples": [
+                {"line": ln, "text": text} for ln, text in info.unparsed_samples]}))
+    reasons = []
+    if info.unfinished:
+        reasons.append(f"{info.unfinished} call(s) never completed")
+    if info.orphans:
+        reasons.append(f"{info.orphans} call(s) resumed with no entry (attached mid-run or cut)")
+    if info.detached:
+        reasons.append(f"strace detached from {info.detached} call(s)")
+    if info.ends_mid_line:
+        reasons.append("the last line is cut short (truncated end)")
+    if info.format == "preload" and not info.exit_seen:
+        reasons.append("no '# exit' line: the process was killed or the log was cut; "
+                       "leaks are judged as notes")
+    if reasons:
+        out.append(Finding(
+            rule="trace-incomplete",
+            message=f"{info.file}: " + "; ".join(reasons),
+            event=None, subject={"kind": "input", "file": info.file},
+            key=("incomplete", *sorted(r.split(" ", 1)[-1] for r in reasons)),
+            file=info.file, details={"reasons": reasons}))
+    return out
+
+
+def coverage(infos: list[InputInfo], limits: list[str]) -> dict[str, list[str]]:
+    shows: list[str] = []
+    cannot: list[str] = []
+    advice: list[str] = []
+    fmts = {i.format for i in infos}
+    if "strace" in fmts:
+        shows.append("strace: fd lifetimes (open, dup, close, close_range, exec, fork), "
+                     "ioctl request (type, nr, size) and results")
+        cannot.append("strace prints no ioctl argument structs: no SVM ranges or attributes, "
+                      "so no SVM analysis")
+        cannot.append("strace cannot see fds created inside ioctl structs (dma-buf exports, "
+                      "PRIME fds): they appear only at their first use or close")
+        advice.append("run 'rocrtrace capture -- CMD' (preload method) to decode ioctl "
+                      "structs: SVM ranges, exported dma-buf fds, buffer handles")
+        if not any(i.has_time for i in infos if i.format == "strace"):
+            cannot.append("no timestamps: order is file order, concurrency cannot be told "
+                          "(capture with -ttt -T)")
+        if not any(i.has_stacks for i in infos if i.format == "strace"):
+            advice.append("add -k to strace (or --stack-depth to capture) for call stacks")
+        if not any(i.has_decorations for i in infos if i.format == "strace"):
+            cannot.append("no -y decorations: fd kinds (dma-buf, /dev/kfd, render node) are "
+                          "unknown unless the open is visible (capture with -yy)")
+    if "preload" in fmts:
+        shows.append("preload: decoded KFD/DRM ioctl structs (SVM ranges and attributes, "
+                      "dma-buf fds, buffer handles), fd lifetimes, mmap/munmap")
+        cannot.append("preload: closes done inside glibc (fclose, closedir) and raw "
+                      "syscall(2) calls are not seen; fd snapshots reconcile them at exit")
+        if not any(i.intent_calls for i in infos if i.format == "preload"):
+            cannot.append("no intent calls (hsa_amd_memory_lock/unlock): registrations are "
+                          "inferred from ioctl shapes")
+        if any(not i.exit_seen for i in infos if i.format == "preload"):
+            cannot.append("a preload log has no '# exit' line: leaks at its end are notes")
+    if "preload" in fmts:   # the SVM model's limits only matter where it ran
+        for lim in limits:
+            if lim not in cannot:
+                cannot.append(lim)
+    return {"shows": shows, "cannot_show": cannot, "advice": advice}
+
+
+def symbolize_findings(findings: list[Finding], maps: list, debug_dirs=()) -> None:
+    """Resolve the frames the report will show, and only those."""
+    stacks = []
+    for f in findings:
+        if f.event is not None and f.event.stack:
+            stacks.append(f.event.stack)
+        for ev in f.evidence:
+            if ev.event.stack:
+                stacks.append(ev.event.stack)
+    if not stacks:
+        return
+    from .symbolize import Symbolizer
+
+    sym = Symbolizer(debug_dirs=list(debug_dirs), maps=maps)
+    for st in stacks:
+        for fr in st:
+            sym.symbolize(fr)
+
+
+def analyze(traces, enabled=None, debug_dirs=(), fail_on="error",
+            on_event=None) -> AnalysisResult:
+    """Replay every trace with its own models (traces are independent runs)."""
+    result = AnalysisResult(fail_on=fail_on)
+    limits: list[str] = []
+    for trace in traces:
+        models = build_models()
+        maps: list = []
+        replay(trace.events(), models, on_event=on_event, maps=maps)
+        found: list[Finding] = []
+        for m in models:
+            found.extend(m.findings)
+            limits.extend(x for x in getattr(m, "limits", []) if x not in limits)
+        for info in trace.infos:
+            found.extend(input_findings(info))
+        symbolize_findings(found, maps, debug_dirs)
+        result.inputs.extend(trace.infos)
+        result.findings.extend(found)
+    if enabled is not None:
+        result.findings = [f for f in result.findings if f.rule in enabled]
+    result.coverage = coverage(result.inputs, limits)
+    return result
+
+
+__all__ = ["analyze", "replay", "build_models", "input_findings", "coverage", "Evidence"]
