@@ -1,0 +1,208 @@
+"""Symbolizer against real frames.
+
+The frames come from running a freshly built program under ``strace -k``, so
+their brackets are genuine file offsets; binutils' addr2line and nm are the
+oracle for function and source line.  The main program is linked -no-pie so
+file offsets and virtual addresses differ and the PT_LOAD conversion is
+really exercised.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from rocrtrace.events import Frame, ModuleMap
+from rocrtrace.symbolize import Symbolizer
+
+pytestmark = pytest.mark.skipif(
+    not all(shutil.which(t) for t in ("cc", "strace", "addr2line", "nm", "objcopy", "strip")),
+    reason="needs cc, strace and binutils")
+
+LIB_C = r"""
+#include <unistd.h>
+int lib_probe(int n)
+{
+    int r = 0;
+    for (int i = 0; i < n; i++)
+        r += (int)getppid();
+    return r;
+}
+"""
+
+MAIN_C = r"""
+#include <unistd.h>
+int lib_probe(int n);
+static int inner(int n)
+{
+    return (int)getpid() + lib_probe(n);
+}
+int outer(int n)
+{
+    return inner(n) + 1;
+}
+int main(void)
+{
+    return outer(2) == 12345;
+}
+"""
+
+# ` > /path/mod(sym+0xoff) [0xfileoff]` and the symbol-less forms.
+FRAME_RE = re.compile(r"^ > (?P<mod>[^(]+)\((?P<sym>[^+)]*)(?:\+(?P<off>0x[0-9a-f]+))?\) "
+                      r"\[(?P<addr>0x[0-9a-f]+)\]$")
+
+
+def _run(*cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def _build_id(path):
+    out = _run("readelf", "-n", path).stdout
+    return re.search(r"Build ID: ([0-9a-f]+)", out).group(1)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sym")
+    (d / "lib.c").write_text(LIB_C)
+    (d / "main.c").write_text(MAIN_C)
+    lib = str(d / "libprobe.so")
+    prog = str(d / "prog")
+    _run("cc", "-g", "-O0", "-shared", "-fPIC", "-Wl,--build-id", "-o", lib, str(d / "lib.c"))
+    _run("cc", "-g", "-O0", "-no-pie", "-Wl,--build-id", "-o", prog, str(d / "main.c"),
+         f"-L{d}", "-lprobe", f"-Wl,-rpath,{d}")
+    log = d / "strace.txt"
+    _run("strace", "-k", "-f", "-e", "trace=getpid,getppid", "-o", str(log), prog)
+    frames = []
+    for line in log.read_text().splitlines():
+        m = FRAME_RE.match(line)
+        if m:
+            frames.append((m["mod"], m["sym"] or None,
+                           int(m["off"], 16) if m["off"] else None, int(m["addr"], 16)))
+    ours = [f for f in frames if f[0] in (prog, lib)]
+    assert ours, "strace -k gave no frames in the test modules"
+    return {"dir": d, "prog": prog, "lib": lib, "frames": ours}
+
+
+def _nm(path):
+    syms = {}
+    for line in _run("nm", path).stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            syms[parts[2]] = int(parts[0], 16)
+    return syms
+
+
+def _addr2line(path, vaddr):
+    fn, where = _run("addr2line", "-f", "-e", path, hex(vaddr)).stdout.splitlines()[:2]
+    where = where.split(" (discriminator")[0]
+    src, _, line = where.rpartition(":")
+    if line == "?":          # crt code without debug info (_start)
+        return fn, None, None
+    return fn, src, int(line)
+
+
+def test_frames_name_function_and_line_like_addr2line(built):
+    sym = Symbolizer()
+    nm = {built["prog"]: _nm(built["prog"]), built["lib"]: _nm(built["lib"])}
+    seen = set()
+    for mod, ssym, soff, addr in built["frames"]:
+        # strace's symbol+offset, through nm, gives the virtual address
+        # independently of our PT_LOAD arithmetic.
+        vaddr = nm[mod][ssym] + soff
+        fn, src, line = _addr2line(mod, vaddr)
+        f = sym.symbolize(Frame(module=mod, addr=addr))
+        assert (f.function, f.source, f.source_line) == (fn, src, line), (mod, hex(addr))
+        seen.add(fn)
+    assert {"inner", "outer", "main", "lib_probe"} <= seen
+    # -no-pie: the program's offsets really are not its addresses.
+    prog_frames = [f for f in built["frames"] if f[0] == built["prog"]]
+    assert any(nm[built["prog"]][s] + o != a for _, s, o, a in prog_frames)
+
+
+def test_strace_symbol_is_kept(built):
+    mod, ssym, soff, addr = next(f for f in built["frames"] if f[1] == "inner")
+    f = Symbolizer().symbolize(Frame(module=mod, symbol="weird::name(int)", sym_offset=soff,
+                                     addr=addr))
+    assert f.function == "weird::name(int)" and f.symbol == "weird::name(int)"
+    assert f.source.endswith("main.c")
+
+
+def test_symbol_plus_offset_without_bracket(built):
+    mod, ssym, soff, addr = next(f for f in built["frames"] if f[1] == "outer")
+    a = Symbolizer().symbolize(Frame(module=mod, addr=addr))
+    b = Symbolizer().symbolize(Frame(module=mod, symbol="outer", sym_offset=soff))
+    assert (b.source, b.source_line) == (a.source, a.source_line)
+
+
+def test_stripped_copy_with_debug_file_by_build_id(built, tmp_path):
+    prog = built["prog"]
+    stripped = str(tmp_path / "prog.stripped")
+    _run("strip", "--strip-all", "-o", stripped, prog)
+    bid = _build_id(prog)
+    debug_dir = tmp_path / "dbg"
+    target = debug_dir / ".build-id" / bid[:2] / (bid[2:] + ".debug")
+    target.parent.mkdir(parents=True)
+    _run("objcopy", "--only-keep-debug", prog, str(target))
+
+    frames = [f for f in built["frames"] if f[0] == prog]
+    plain = Symbolizer()
+    helped = Symbolizer(debug_dirs=[str(debug_dir)],
+                        maps=[ModuleMap(module=stripped, build_id=bid)])
+    for _, _, _, addr in frames:
+        want = plain.symbolize(Frame(module=prog, addr=addr))
+        got = helped.symbolize(Frame(module=stripped, addr=addr))
+        assert (got.function, got.source, got.source_line) == \
+            (want.function, want.source, want.source_line)
+    # Without the debug dir the stripped file has no .symtab and no lines.
+    bare = Symbolizer().symbolize(Frame(module=stripped, addr=frames[0][3]))
+    assert bare.source is None
+
+
+def test_debuglink(built, tmp_path):
+    prog = built["prog"]
+    dbg = tmp_path / "prog.dbg"
+    _run("objcopy", "--only-keep-debug", prog, str(dbg))
+    linked = tmp_path / "prog.linked"
+    _run("strip", "--strip-all", "-o", str(linked), prog)
+    _run("objcopy", f"--add-gnu-debuglink={dbg}", str(linked), cwd=str(tmp_path))
+    mod, ssym, soff, addr = next(f for f in built["frames"] if f[0] == prog and f[1] == "inner")
+    f = Symbolizer().symbolize(Frame(module=str(linked), addr=addr))
+    assert f.function == "inner" and f.source.endswith("main.c")
+
+
+def test_unusable_modules_stay_unsymbolized(built, tmp_path):
+    junk = tmp_path / "not-elf.so"
+    junk.write_bytes(b"this is not an ELF file at all" * 10)
+    trunc = tmp_path / "truncated.so"
+    trunc.write_bytes(open(built["prog"], "rb").read()[:200])
+    sym = Symbolizer(maps=[ModuleMap(module=built["lib"], build_id="00" * 20)])
+    cases = [Frame(module="/nonexistent/libfoo.so", addr=0x1234),
+             Frame(module=str(junk), addr=0x10),
+             Frame(module=str(trunc), addr=0x1150),
+             Frame(module=str(tmp_path), addr=0x10),         # a directory
+             Frame(module=built["lib"], addr=0x1129),         # build-id mismatch
+             Frame(module=built["prog"], addr=0x7fffffff),    # outside every PT_LOAD
+             Frame(module="", addr=None)]
+    for f in cases:
+        out = sym.symbolize(f)
+        assert out.function is None and out.source is None, f
+
+
+def test_symbolize_stack_and_throughput(built):
+    sym = Symbolizer()
+    stack = [Frame(module=m, addr=a) for m, s, _, a in built["frames"] if s != "_start"]
+    out = sym.symbolize_stack(stack)
+    assert out and all(f.source for f in out)
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < 0.5:
+        for m, _, _, a in built["frames"]:
+            sym.symbolize(Frame(module=m, addr=a))
+            n += 1
+    rate = n / (time.perf_counter() - t0)
+    print(f"\nsymbolize: {rate:,.0f} frames/s (warm cache)")
+    assert rate > 1000
