@@ -1,0 +1,175 @@
+"""Helpers every reporter shares: where a finding points, how a subject and an
+evidence line read, and how untrusted trace text is made safe to print.
+
+Trace text is untrusted: a program's paths and strings reach the report
+through fd decorations and call text, so every reporter escapes it for its
+own medium; the terminal ones start from :func:`printable`.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from ..rules import RULES, SEVERITY_RANK
+
+SCHEMA = "rocrtrace/v1"
+SEVERITY_ORDER = ("error", "warning", "note")
+
+# C0 controls (but tab and newline), DEL and C1 controls: what a terminal
+# would interpret as escape sequences or that XML 1.0 cannot carry.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: object, keep_newlines: bool = False) -> str:
+    """Text with control characters shown as ``\\xNN`` so that trace content
+    can never move a terminal's cursor or end a line early."""
+    s = "" if text is None else str(text)
+    s = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+    if not keep_newlines:
+        s = s.replace("\n", "\\n")
+    return s
+
+
+def hexs(value) -> str:
+    """Addresses as hex strings; strings already formatted pass through."""
+    if value is None:
+        return ""
+    if isinstance(value, int):
+        return f"{value:#x}"
+    return str(value)
+
+
+def to_int(value) -> int | None:
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value, 0)
+        except ValueError:
+            return None
+    return None
+
+
+def rule_summary(rule_id: str) -> str:
+    r = RULES.get(rule_id)
+    return r.summary if r else ""
+
+
+def severity_rank(sev: str) -> int:
+    return SEVERITY_RANK.get(sev, 0)
+
+
+def by_rule(findings) -> list[tuple[str, list]]:
+    """Findings grouped by rule, the group of the most severe rule first,
+    then by rule id; inside a group, by input order."""
+    groups: dict[str, list] = {}
+    for f in findings:
+        groups.setdefault(f.rule, []).append(f)
+    for fs in groups.values():
+        fs.sort(key=lambda f: (f.file or "", f.line or 0))
+    return sorted(groups.items(),
+                  key=lambda kv: (-max(severity_rank(f.severity) for f in kv[1]), kv[0]))
+
+
+def subject_text(subject: dict | None) -> str:
+    """One line naming the subject: ``pages 0x…-0x… (17 pages) on gpus …``."""
+    if not subject:
+        return ""
+    kind = subject.get("kind")
+    if kind == "svm-range":
+        start, end = to_int(subject.get("start")), to_int(subject.get("end"))
+        s = f"range {hexs(subject.get('start'))}-{hexs(subject.get('end'))}"
+        if start is not None and end is not None and end >= start:
+            size = end - start
+            s += f" ({size:#x} bytes, {pages(size)} pages)"
+        gpus = subject.get("gpu_ids") or []
+        if gpus:
+            s += " gpus " + ",".join(hexs(g) for g in gpus)
+        return s
+    if kind == "fd":
+        s = f"fd {subject.get('fd')}"
+        if subject.get("fd_kind"):
+            s += f" ({subject['fd_kind']})"
+        return s
+    if kind == "handle":
+        return f"handle {hexs(subject.get('handle'))}"
+    if kind == "process":
+        return "process"
+    return ", ".join(f"{k}={v}" for k, v in subject.items())
+
+
+def pages(size: int, page: int = 4096) -> int:
+    return (size + page - 1) // page
+
+
+def location_text(f) -> str:
+    parts = [f"{f.file}:{f.line}" if f.file else "(whole input)"]
+    if f.pid is not None:
+        parts.append(f"pid {f.pid}")
+    if f.tid is not None and f.tid != f.pid:
+        parts.append(f"tid {f.tid}")
+    if f.time is not None:
+        parts.append(f"t={f.time:.6f}")
+    return " ".join(parts)
+
+
+def source_frame(stack, cwd: str | None = None):
+    """The topmost frame whose source file lies in the repository (a relative
+    path, or one under ``cwd``), with that path made repo-relative; or None.
+
+    Frames of system libraries are skipped so that code scanning lands on
+    the program's own line rather than on /opt/rocm sources it cannot show.
+    """
+    cwd = os.path.abspath(cwd or os.getcwd())
+    for fr in stack:
+        if not fr.source or not fr.source_line:
+            continue
+        rel = repo_relative(fr.source, cwd)
+        if rel is not None:
+            return fr, rel
+    return None
+
+
+def repo_relative(path: str, cwd: str | None = None) -> str | None:
+    """``path`` relative to ``cwd`` with forward slashes, or None when it
+    lies outside (or climbs out with ``..``)."""
+    cwd = os.path.abspath(cwd or os.getcwd())
+    if not os.path.isabs(path):
+        norm = os.path.normpath(path)
+    else:
+        try:
+            norm = os.path.relpath(path, cwd)
+        except ValueError:
+            return None
+    if norm == ".." or norm.startswith(".." + os.sep) or os.path.isabs(norm):
+        return None
+    return norm.replace(os.sep, "/")
+
+
+def primary_location(f, cwd: str | None = None) -> tuple[str | None, int | None]:
+    """(file, line) a CI annotation should point at: the program's source
+    line when symbolized, else the trace file and line."""
+    sf = source_frame(f.stack, cwd)
+    if sf:
+        return sf[1], sf[0].source_line
+    if f.file and f.file != "-":
+        return repo_relative(f.file, cwd) or f.file, f.line or None
+    return None, None
+
+
+def evidence_line(ev) -> str:
+    e = ev.event
+    where = f"{e.file}:{e.line}"
+    who = f"tid {e.tid}" if e.tid is not None else ""
+    when = f"t={e.time:.6f}" if e.time is not None else ""
+    bits = [f"{ev.role}:", where, who, when, printable(e.text)]
+    if ev.note:
+        bits.append(f"({printable(ev.note)})")
+    return " ".join(b for b in bits if b)
+
+
+def counts_line(summary: dict) -> str:
+    def n(k, word):
+        c = summary.get(k, 0)
+        return f"{c} {word}{'' if c == 1 else 's'}"
+    return f"{n('errors', 'error')}, {n('warnings', 'warning')}, {n('notes', 'note')}"

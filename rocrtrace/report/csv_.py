@@ -1,0 +1,50 @@
+"""CSV: one row per finding, flat columns, for spreadsheets and pandas."""
+from __future__ import annotations
+
+import csv
+import io
+
+from .common import hexs, printable
+
+COLUMNS = ("rule", "severity", "fingerprint", "message", "file", "line", "pid", "tid",
+           "time", "cause", "subject_kind", "start", "end", "gpu_ids", "fd", "fd_kind",
+           "handle", "call", "evidence", "top_frame")
+
+# A cell a spreadsheet would evaluate as a formula (CSV injection): trace
+# text is untrusted, so such cells get a leading apostrophe.
+_FORMULA = ("=", "+", "@", "\t", "\r")
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    s = str(v)
+    if s.startswith(_FORMULA):
+        s = "'" + s
+    return s
+
+
+def row(f) -> dict:
+    subj = f.subject or {}
+    return {
+        "rule": f.rule, "severity": f.severity, "fingerprint": f.fingerprint,
+        "message": f.message, "file": f.file, "line": f.line, "pid": f.pid, "tid": f.tid,
+        "time": None if f.time is None else f"{f.time:.6f}", "cause": f.cause,
+        "subject_kind": subj.get("kind"),
+        "start": hexs(subj.get("start")) or None, "end": hexs(subj.get("end")) or None,
+        "gpu_ids": " ".join(hexs(g) for g in subj.get("gpu_ids") or []) or None,
+        "fd": subj.get("fd"), "fd_kind": subj.get("fd_kind"),
+        "handle": hexs(subj.get("handle")) or None,
+        "call": printable(f.event.text) if f.event is not None else None,
+        "evidence": " | ".join(f"{e.role} {e.event.file}:{e.event.line}" for e in f.evidence),
+        "top_frame": f.stack[0].label() if f.stack else None,
+    }
+
+
+def render(result, **_opts) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for f in result.sorted_findings():
+        w.writerow({k: _cell(v) for k, v in row(f).items()})
+    return buf.getvalue()

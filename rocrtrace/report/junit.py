@@ -1,0 +1,95 @@
+"""JUnit XML: a testsuite per input, a testcase per enabled rule per input
+(so passing checks show as passed), a <failure> per finding.
+
+A finding below ``--fail-on`` does not fail its testcase: a JUnit report that
+shows red while the gate passed would contradict the exit code.  Such
+findings are listed in the testcase's <system-out> instead.
+"""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from ..rules import RULES
+from .common import evidence_line, location_text, printable, severity_rank, subject_text
+
+# XML 1.0 cannot carry most C0 controls even as character references.
+_XML_BAD = {c: f"\\x{c:02x}" for c in range(0x20) if c not in (0x09, 0x0A, 0x0D)}
+_XML_BAD.update({0xFFFE: "\\ufffe", 0xFFFF: "\\uffff"})
+
+
+def xml_text(s) -> str:
+    return ("" if s is None else str(s)).translate(_XML_BAD)
+
+
+def _body(f) -> str:
+    lines = [f"{f.severity} {f.rule}: {f.message}", f"at {location_text(f)}"]
+    if f.event is not None and f.event.text:
+        lines.append(f"call: {printable(f.event.text)}")
+    if f.subject:
+        lines.append(f"subject: {subject_text(f.subject)}")
+    if f.cause:
+        lines.append(f"cause: {f.cause}")
+    if f.evidence:
+        lines.append("evidence:")
+        lines += ["  " + evidence_line(e) for e in f.evidence]
+    if f.stack:
+        lines.append("stack:")
+        lines += [f"  #{n} {printable(fr.label())}" for n, fr in enumerate(f.stack)]
+    lines.append(f"fingerprint: {f.fingerprint}")
+    return "\n".join(lines)
+
+
+def _suites(result) -> list[tuple[str, object, list]]:
+    """(name, InputInfo or None, findings) per input, in input order; findings
+    that name no known input get a suite of their own so none is lost."""
+    suites: dict[str, tuple[object, list]] = {i.file: (i, []) for i in result.inputs}
+    for f in result.sorted_findings():
+        key = f.file if f.file in suites else (f.file or "rocrtrace")
+        suites.setdefault(key, (None, []))[1].append(f)
+    if not suites:
+        suites["rocrtrace"] = (None, [])
+    return [(name, info, fs) for name, (info, fs) in suites.items()]
+
+
+def render(result, rules=None, **_opts) -> str:
+    rule_ids = list(rules) if rules is not None else list(RULES)
+    # Findings of rules not listed still have to show up somewhere.
+    for f in result.findings:
+        if f.rule not in rule_ids:
+            rule_ids.append(f.rule)
+    limit = severity_rank(result.fail_on)
+    root = ET.Element("testsuites", name="rocrtrace")
+    total_tests = total_fail = 0
+    for name, info, fs in _suites(result):
+        suite = ET.SubElement(root, "testsuite", name=xml_text(name))
+        if info is not None:
+            props = ET.SubElement(suite, "properties")
+            for k, v in info.to_dict().items():
+                ET.SubElement(props, "property", name=k, value=xml_text(v))
+        for rid in rule_ids:
+            case = ET.SubElement(suite, "testcase", name=rid,
+                                 classname=xml_text(f"rocrtrace.{name}"))
+            below = []
+            for f in (x for x in fs if x.rule == rid):
+                if severity_rank(f.severity) >= limit:
+                    fail = ET.SubElement(case, "failure", type=f.severity,
+                                         message=xml_text(f"{f.rule}: {f.message}"))
+                    fail.text = xml_text(_body(f))
+                else:
+                    below.append(f)
+            if below:
+                out = ET.SubElement(case, "system-out")
+                out.text = xml_text("\n\n".join(
+                    f"(below --fail-on {result.fail_on})\n{_body(f)}" for f in below))
+        failed_cases = sum(1 for c in suite.findall("testcase") if c.find("failure") is not None)
+        suite.set("tests", str(len(rule_ids)))
+        suite.set("failures", str(failed_cases))
+        suite.set("errors", "0")
+        suite.set("skipped", "0")
+        total_tests += len(rule_ids)
+        total_fail += failed_cases
+    root.set("tests", str(total_tests))
+    root.set("failures", str(total_fail))
+    root.set("errors", "0")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

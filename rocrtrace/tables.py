@@ -1,0 +1,354 @@
+"""Event tables (pandas) for ``events``, ``stats`` and ``diff``.
+
+pandas is imported inside the functions: it costs ~0.3 s to import and
+``rocrtrace --help`` or ``analyze`` must not pay for it.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from typing import Iterable
+
+from . import kfd
+from .events import Event, Ioctl, event_record
+
+# Columns that hold integers or nothing: nullable Int64 keeps them integers
+# in CSV/JSONL/parquet instead of floats with NaN.
+_INT_COLUMNS = ("line", "seq", "pid", "tid", "ret", "fd", "type", "nr", "size", "request",
+                "length", "nattr")
+ORDER = ("file", "line", "seq", "pid", "tid", "time", "dur", "event", "name", "ret", "err",
+         "fd", "ioctl", "type", "nr", "size", "request", "length", "op", "nattr", "attr_shape")
+
+OP_NAMES = {kfd.SVM_OP_SET_ATTR: "SET_ATTR", kfd.SVM_OP_GET_ATTR: "GET_ATTR"}
+_ATTR_SHORT = {v: n.removeprefix("KFD_IOCTL_SVM_ATTR_") for v, n in kfd.ATTR_NAMES.items()}
+PERCENTILES = (0.5, 0.9, 0.99)
+
+
+# --- SVM attribute shapes ----------------------------------------------------
+
+def attr_shape(attrs) -> str:
+    """``NO_ACCESS×2+CLR_FLAGS×2``: attribute types with their counts, in the
+    kernel's type order, so equal shapes compare equal whatever the order."""
+    counts = Counter(t for t, _ in attrs)
+    return "+".join(f"{_ATTR_SHORT.get(t, f'ATTR_{t:#x}')}×{n}" for t, n in sorted(counts.items()))
+
+
+def svm_columns(ev) -> dict:
+    """op, nattr and shape of an AMDKFD_IOC_SVM call; nattr from the request's
+    size field when the struct was not decoded (strace logs)."""
+    if not isinstance(ev, Ioctl) or (ev.type, ev.nr) != kfd.SVM:
+        return {}
+    arg = ev.arg or {}
+    op = arg.get("op")
+    attrs = arg.get("attrs")
+    nattr = arg.get("nattr")
+    if nattr is None and attrs is not None:
+        nattr = len(attrs)
+    if nattr is None and ev.size is not None and ev.size >= 24 and (ev.size - 24) % 8 == 0:
+        nattr = (ev.size - 24) // 8
+    return {"op": OP_NAMES.get(op, None if op is None else str(op)), "nattr": nattr,
+            "attr_shape": attr_shape(attrs) if attrs else None}
+
+
+def ioctl_label(ev) -> str:
+    if ev.ioctl:
+        return ev.ioctl
+    if ev.type is not None and ev.nr is not None:
+        return f"_IOC(type={ev.type:#x}, nr={ev.nr:#x})"
+    return "ioctl(?)"
+
+
+# --- the event table -----------------------------------------------------------
+
+def events_frame(events: Iterable[Event]):
+    import pandas as pd
+
+    rows = []
+    for ev in events:
+        rec = event_record(ev)
+        if isinstance(ev, Ioctl):
+            rec["ioctl"] = ioctl_label(ev)
+            rec.update(svm_columns(ev))
+        rows.append(rec)
+    df = pd.DataFrame.from_records(rows, columns=[c for c in ORDER])
+    for c in _INT_COLUMNS:
+        df[c] = _nullable_int(df[c])
+    for c in ("time", "dur"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
+    for c in ("file", "event", "name", "err", "ioctl", "op", "attr_shape"):
+        df[c] = df[c].astype("string")
+    return df
+
+
+def _nullable_int(col):
+    import pandas as pd
+
+    vals = [None if v is None or (isinstance(v, float) and v != v) else int(v) for v in col]
+    # Int64 holds signed 64-bit; request codes and addresses fit, but an
+    # odd value that does not is kept exact as text rather than wrapped.
+    if any(v is not None and not -2**63 <= v < 2**63 for v in vals):
+        return pd.Series([None if v is None else str(v) for v in vals], dtype="string",
+                         index=col.index)
+    return pd.array(vals, dtype="Int64")
+
+
+class ParquetUnavailable(RuntimeError):
+    pass
+
+
+def write_events(df, fmt: str, out) -> None:
+    """Write the event table as csv, jsonl or parquet to a path or an open
+    file (``-`` is standard output)."""
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ParquetUnavailable(
+                "parquet output needs pyarrow: pip install pyarrow "
+                "(or choose --format csv or jsonl)") from None
+        if out == "-":
+            out = sys.stdout.buffer
+        df.to_parquet(out, index=False)
+        return
+    if fmt == "csv":
+        text = df.to_csv(index=False)
+    elif fmt == "jsonl":
+        text = df.to_json(orient="records", lines=True, force_ascii=True)
+        if text and not text.endswith("\n"):
+            text += "\n"
+    else:
+        raise ValueError(f"unknown events format {fmt!r} (choose csv, jsonl or parquet)")
+    if out == "-":
+        sys.stdout.write(text)
+    elif hasattr(out, "write"):
+        out.write(text)
+    else:
+        with open(out, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+
+
+# --- stats -------------------------------------------------------------------
+
+def _frame(events):
+    import pandas as pd
+
+    return events if isinstance(events, pd.DataFrame) else events_frame(events)
+
+
+def _latency(group) -> dict:
+    """p50/p90/p99/max in microseconds, linear interpolation between
+    samples (pandas' default), over calls whose duration is known."""
+    d = group["dur"].dropna() * 1e6
+    if d.empty:
+        return {"timed": 0, "p50_us": None, "p90_us": None, "p99_us": None, "max_us": None}
+    q = d.quantile(list(PERCENTILES))
+    return {"timed": int(d.size), "p50_us": float(q.iloc[0]), "p90_us": float(q.iloc[1]),
+            "p99_us": float(q.iloc[2]), "max_us": float(d.max())}
+
+
+def _per(df, keys: list[str]):
+    import pandas as pd
+
+    rows = []
+    for k, g in df.groupby(keys, dropna=False, sort=True):
+        k = k if isinstance(k, tuple) else (k,)
+        row = dict(zip(keys, k))
+        row["calls"] = int(len(g))
+        row["errors"] = int(g["err"].notna().sum())
+        row.update(_latency(g))
+        rows.append(row)
+    cols = keys + ["calls", "errors", "timed", "p50_us", "p90_us", "p99_us", "max_us"]
+    out = pd.DataFrame(rows, columns=cols)
+    return out.sort_values(["calls"] + keys, ascending=[False] + [True] * len(keys),
+                           kind="stable").reset_index(drop=True)
+
+
+def _count(df, keys: list[str], name: str = "count"):
+    import pandas as pd
+
+    if df.empty:
+        return pd.DataFrame(columns=keys + [name])
+    out = df.groupby(keys, dropna=False).size().reset_index(name=name)
+    return out.sort_values([name] + keys, ascending=[False] + [True] * len(keys),
+                           kind="stable").reset_index(drop=True)
+
+
+def stats(events) -> dict:
+    """Tables of counts, errors, request sizes and latency percentiles:
+
+    * ``ioctls``: per ioctl (named by (type, nr)) calls, errors, latency;
+    * ``svm_shapes``: per AMDKFD_IOC_SVM op and attribute shape;
+    * ``errors``: per ioctl and errno;
+    * ``sizes``: per ioctl and request size field (the histogram);
+    * ``threads``: per thread and ioctl;
+    * ``syscalls``: every other call by name.
+    """
+    df = _frame(events)
+    io = df[df["event"] == "Ioctl"]
+    svm = io[io["op"].notna() | io["nattr"].notna()].copy()
+    svm["op"] = svm["op"].fillna("?")
+    svm["attr_shape"] = svm["attr_shape"].fillna(
+        svm["nattr"].map(lambda n: f"nattr={n} (not decoded)", na_action="ignore")
+    ).fillna("?")
+    calls = df[~df["event"].isin(["Ioctl", "ProcessInfo", "FdSnapshot", "ModuleMap"])]
+    return {
+        "ioctls": _per(io, ["ioctl"]),
+        "svm_shapes": _per(svm, ["op", "attr_shape"]),
+        "errors": _count(io[io["err"].notna()], ["ioctl", "err"]),
+        "sizes": _count(io[io["size"].notna()], ["ioctl", "size"]),
+        "threads": _count(io, ["tid", "ioctl"], "calls"),
+        "syscalls": _per(calls, ["name"]),
+    }
+
+
+def _records(df) -> list[dict]:
+    return json.loads(df.to_json(orient="records", force_ascii=True)) if len(df) else []
+
+
+def render_stats(st: dict, fmt: str = "text") -> str:
+    if fmt == "json":
+        return json.dumps({k: _records(v) for k, v in st.items()}, indent=2) + "\n"
+    if fmt != "text":
+        raise ValueError(f"unknown stats format {fmt!r} (choose text or json)")
+    from tabulate import tabulate
+
+    titles = {"ioctls": "ioctls (by type, nr)", "svm_shapes": "AMDKFD_IOC_SVM attribute shapes",
+              "errors": "ioctl errors by errno", "sizes": "ioctl request sizes",
+              "threads": "ioctls per thread", "syscalls": "other calls"}
+    out = []
+    for key, title in titles.items():
+        df = st.get(key)
+        if df is None or df.empty:
+            continue
+        out.append(f"{title}\n" + tabulate(df.astype(object).where(df.notna(), ""),
+                                           headers="keys", showindex=False, floatfmt=".1f"))
+    return ("\n\n".join(out) if out else "no events") + "\n"
+
+
+# --- diff --------------------------------------------------------------------
+
+def describe_shape(shape: str) -> str:
+    """A plain-language name for an SVM attribute shape."""
+    parts = dict(p.rsplit("×", 1) for p in shape.split("+") if "×" in p)
+    kinds = set(parts)
+    n = int(parts.get("NO_ACCESS", 0) or 0)
+    if "NO_ACCESS" in kinds and kinds <= {"NO_ACCESS", "CLR_FLAGS"}:
+        return ("a per-GPU NO_ACCESS revoke" if n == 1
+                else f"a NO_ACCESS revoke of {n} GPUs")
+    if "ACCESS_IN_PLACE" in kinds and kinds <= {"ACCESS_IN_PLACE", "SET_FLAGS", "CLR_FLAGS"}:
+        return "an ACCESS_IN_PLACE grant"
+    if kinds and kinds <= {"SET_FLAGS", "CLR_FLAGS"}:
+        return "a flags-only SET_ATTR"
+    if "ACCESS" in kinds:
+        return "an ACCESS grant"
+    return "a SET_ATTR"
+
+
+def _mix(a, b, keys: list[str]) -> list[dict]:
+    ca = {tuple(r[:-1]): int(r[-1]) for r in a[keys + ["calls"]].itertuples(index=False)}
+    cb = {tuple(r[:-1]): int(r[-1]) for r in b[keys + ["calls"]].itertuples(index=False)}
+    rows = []
+    for k in sorted(set(ca) | set(cb), key=lambda k: tuple(str(x) for x in k)):
+        if ca.get(k, 0) != cb.get(k, 0):
+            rows.append({**dict(zip(keys, k)), "a": ca.get(k, 0), "b": cb.get(k, 0),
+                         "delta": cb.get(k, 0) - ca.get(k, 0)})
+    return rows
+
+
+def _only(xs, ys) -> list:
+    """Findings of ``xs`` whose fingerprints ``ys`` lacks, counted as a
+    multiset: three leaks before and one after leave two."""
+    left = Counter(f.fingerprint for f in ys)
+    out = []
+    for f in xs:
+        if left[f.fingerprint] > 0:
+            left[f.fingerprint] -= 1
+        else:
+            out.append(f)
+    return out
+
+
+def diff(a_events, a_findings, b_events, b_findings) -> dict:
+    sa, sb = stats(a_events), stats(b_events)
+    ioctls = _mix(sa["ioctls"], sb["ioctls"], ["ioctl"])
+    shapes = _mix(sa["svm_shapes"], sb["svm_shapes"], ["op", "attr_shape"])
+    only_a, only_b = _only(a_findings, b_findings), _only(b_findings, a_findings)
+    return {
+        "ioctls": ioctls, "svm_shapes": shapes,
+        "only_in_a": [f.to_dict() for f in only_a],
+        "only_in_b": [f.to_dict() for f in only_b],
+        "lines": _lines(ioctls, shapes, only_a, only_b),
+    }
+
+
+def _phrase(rows, side: str) -> str:
+    return " and ".join(
+        f"{describe_shape(r['attr_shape']) if r['op'] == 'SET_ATTR' else r['op']} "
+        f"({r['attr_shape']}, {r[side]} call{'' if r[side] == 1 else 's'})" for r in rows)
+
+
+def _lines(ioctls, shapes, only_a, only_b) -> list[str]:
+    out = []
+    for side, other in (("b", "a"), ("a", "b")):
+        new = [r for r in shapes if r[other] == 0]
+        if new:
+            out.append(f"{side.upper()} sends {_phrase(new, side)} that {other.upper()} "
+                       "does not")
+    for r in shapes:
+        if r["a"] and r["b"]:
+            out.append(f"{r['op']} {r['attr_shape']}: A {r['a']} calls, B {r['b']} "
+                       f"({r['delta']:+d})")
+    for r in ioctls:
+        if not r["a"]:
+            out.append(f"B issues {r['ioctl']} ({r['b']} calls) that A does not")
+        elif not r["b"]:
+            out.append(f"A issues {r['ioctl']} ({r['a']} calls) that B does not")
+        else:
+            out.append(f"{r['ioctl']}: A {r['a']} calls, B {r['b']} ({r['delta']:+d})")
+    for name, fs in (("A", only_a), ("B", only_b)):
+        by_rule = Counter(f.rule for f in fs)
+        if by_rule:
+            out.append(f"findings only in {name}: "
+                       + ", ".join(f"{n} {r}" for r, n in sorted(by_rule.items())))
+    if not out:
+        out.append("A and B issue the same ioctl mix and have the same findings")
+    return out
+
+
+def render_diff(d: dict, fmt: str = "text") -> str:
+    if fmt == "json":
+        return json.dumps(d, indent=2, default=str) + "\n"
+    from tabulate import tabulate
+
+    if fmt == "markdown":
+        from .report.markdown import md
+
+        out = ["### rocrtrace diff", ""] + [f"- {md(x)}" for x in d["lines"]] + [""]
+        for key, title in (("ioctls", "ioctl mix"), ("svm_shapes", "SVM attribute shapes")):
+            if d[key]:
+                out += [f"#### {title}", "", tabulate(d[key], headers="keys", tablefmt="github"),
+                        ""]
+        for key, title in (("only_in_a", "Findings only in A"), ("only_in_b",
+                                                                  "Findings only in B")):
+            if d[key]:
+                out += [f"#### {title}", ""]
+                out += [f"- {f['severity']} `{f['rule']}`: {md(f['message'])} "
+                        f"({md(f['file'])}:{f['line']})" for f in d[key]]
+                out.append("")
+        return "\n".join(out).rstrip("\n") + "\n"
+    if fmt != "text":
+        raise ValueError(f"unknown diff format {fmt!r} (choose text, json or markdown)")
+    from .report.common import printable
+
+    out = [printable(x) for x in d["lines"]]
+    for key, title in (("ioctls", "ioctl mix (A vs B)"),
+                       ("svm_shapes", "SVM attribute shapes (A vs B)")):
+        if d[key]:
+            out += ["", title, tabulate(d[key], headers="keys")]
+    for key, title in (("only_in_a", "findings only in A"), ("only_in_b", "findings only in B")):
+        if d[key]:
+            out += ["", title]
+            out += [f"  {f['severity']} {f['rule']}: {printable(f['message'])} "
+                    f"({printable(f['file'])}:{f['line']})" for f in d[key]]
+    return "\n".join(out) + "\n"
