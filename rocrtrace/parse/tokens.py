@@ -1,0 +1,438 @@
+"""Scanning strace argument text: splitting argument lists at top-level
+commas, finding a call's closing parenthesis, decoding fd decorations and
+turning argument values into Python values.
+
+Traces are untrusted input: nothing here evaluates text, and every function
+returns something (possibly a raw string) instead of raising on odd input.
+
+The scanner jumps between "interesting" characters with a compiled regex
+instead of walking the string char by char, because most of a line is plain
+text and the parser has to keep up with millions of lines.
+"""
+from __future__ import annotations
+
+import re
+
+from .. import kfd
+
+# Characters that change the scanner's state outside decorations.
+_SPECIAL = re.compile(r'[",(){}\[\]<>]|/\*')
+# Inside a decoration only these matter.
+_DECO_SPECIAL = re.compile(r'[\\"<>]')
+# The rest of a C string after its opening quote.
+_STR_END = re.compile(r'(?:[^"\\]|\\.)*"', re.S)
+_OPEN = "({["
+_CLOSE = ")}]"
+_DELETED = "(deleted)"
+
+
+def string_end(s: str, i: int) -> int:
+    """Index just past the string whose opening quote is at ``i`` (and past
+    a ``...`` truncation mark); ``len(s)`` when it never closes."""
+    m = _STR_END.match(s, i + 1)
+    if not m:
+        return len(s)
+    j = m.end()
+    if s.startswith("...", j):
+        j += 3
+    return j
+
+
+def deco_end(s: str, i: int) -> int:
+    """Index just past the decoration whose ``<`` is at ``i`` (nested ``<…>``,
+    quoted runs and ``\\`` escapes understood, ``->`` of socket peers is not
+    a closer), including a following ``(deleted)``; ``len(s)`` if open."""
+    depth = 0
+    n = len(s)
+    search = _DECO_SPECIAL.search
+    j = i
+    while True:
+        m = search(s, j)
+        if not m:
+            return n
+        k = m.start()
+        c = s[k]
+        if c == "\\":
+            j = k + 2
+        elif c == '"':
+            j = string_end(s, k)
+        elif c == "<":
+            depth += 1
+            j = k + 1
+        else:  # '>'
+            if (s[k - 1] == "-" and depth > 0 and k + 1 < n
+                    and (s[k + 1].isdigit() or s[k + 1] == "[")):
+                j = k + 1      # "->" inside a socket peer, not a closer
+                continue
+            depth -= 1
+            j = k + 1
+            if depth <= 0:
+                if s.startswith(_DELETED, j):
+                    j += len(_DELETED)
+                return j
+
+
+def scan_args(s: str, pos: int = 0) -> tuple[list[str], int]:
+    """Split the argument list that starts at ``pos`` (just after ``name(``)
+    into top-level arguments.  Returns (args, index of the closing ``)``), the
+    index being -1 when the list never closes (``<unfinished ...>``, a cut
+    line).  Arguments are stripped; an empty list gives ``[]``."""
+    # Fast path: nothing nested before the first ')'.
+    close = s.find(")", pos)
+    if close >= 0:
+        seg = s[pos:close]
+        if not ('"' in seg or "<" in seg or "{" in seg or "[" in seg
+                or "(" in seg or "/*" in seg):
+            seg = seg.strip()
+            return ([a.strip() for a in seg.split(",")] if seg else []), close
+    args: list[str] = []
+    depth = 0
+    start = pos
+    j = pos
+    n = len(s)
+    search = _SPECIAL.search
+    while True:
+        m = search(s, j)
+        if not m:
+            tail = s[start:n].strip()
+            if tail:
+                args.append(tail)
+            return args, -1
+        k = m.start()
+        c = s[k]
+        if c == '"':
+            j = string_end(s, k)
+        elif c == "<":
+            j = deco_end(s, k)
+        elif c == "/":
+            e = s.find("*/", k + 2)
+            j = n if e < 0 else e + 2
+        elif c in _OPEN:
+            depth += 1
+            j = k + 1
+        elif c in _CLOSE:
+            if depth == 0:
+                if c == ")":
+                    tail = s[start:k].strip()
+                    if tail or args:
+                        args.append(tail)
+                    return args, k
+                j = k + 1      # stray closer: keep going
+            else:
+                depth -= 1
+                j = k + 1
+        elif c == ",":
+            if depth == 0:
+                args.append(s[start:k].strip())
+                start = k + 1
+            j = k + 1
+        else:  # a '>' outside a decoration (=>, ->)
+            j = k + 1
+
+
+def split_top(s: str, sep: str = ",") -> list[str]:
+    """Split ``s`` (a struct or array body) at top-level ``sep``."""
+    args, close = scan_args(s + ")", 0)
+    if close < 0 or close != len(s):
+        # an unbalanced ')' inside: fall back to the scanner's view
+        return args
+    return args
+
+
+# --- escapes -----------------------------------------------------------------
+
+_ESC = re.compile(r'\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)', re.S)
+_SIMPLE_ESC = {"n": 10, "t": 9, "r": 13, "v": 11, "f": 12, "a": 7, "b": 8,
+               "e": 27, "\\": 92, '"': 34, "'": 39, "?": 63}
+
+
+def unescape(text: str) -> str:
+    """Resolve C escapes (octal, ``\\x``, ``\\n`` …) to bytes, then decode as
+    UTF-8 with surrogateescape so arbitrary bytes survive."""
+    if "\\" not in text:
+        return text
+
+    out = bytearray()
+    pos = 0
+    for m in _ESC.finditer(text):
+        out += text[pos:m.start()].encode("utf-8", "surrogateescape")
+        e = m.group(1)
+        if e[0] == "x" and len(e) > 1:
+            out.append(int(e[1:], 16))
+        elif e[0] in "01234567":
+            out.append(int(e, 8) & 0xFF)
+        else:
+            b = _SIMPLE_ESC.get(e)
+            if b is None:
+                out += e.encode("utf-8", "surrogateescape")
+            else:
+                out.append(b)
+        pos = m.end()
+    out += text[pos:].encode("utf-8", "surrogateescape")
+    return out.decode("utf-8", "surrogateescape")
+
+
+def parse_string(tok: str) -> tuple[str, bool]:
+    """(text, truncated) of a quoted C string token ``"…"`` or ``"…"...``."""
+    trunc = tok.endswith("...") and not tok.endswith('\\"...')
+    body = tok[:-3] if trunc else tok
+    if body.startswith('"'):
+        body = body[1:]
+    if body.endswith('"'):
+        body = body[:-1]
+    return unescape(body), trunc
+
+
+# --- fds and decorations ------------------------------------------------------
+
+_FD = re.compile(r"(-?\d+|0x[0-9a-fA-F]+)(?=<|$)")
+
+
+def decoration_path(inner: str) -> str:
+    """The path a decoration names: escapes resolved, a trailing ``<char M:m>``
+    / ``<pid comm>`` sub-decoration dropped, ``(deleted)`` normalised to the
+    readlink form ``PATH (deleted)`` whichever side of ``>`` strace put it."""
+    deleted = False
+    if inner.endswith(" (deleted)"):
+        deleted = True
+        inner = inner[:-10]
+    # A nested group starts at the first unquoted '<' (escaped '<' is \74).
+    if "<" in inner:
+        if '"' not in inner:
+            cut = inner.find("<")
+        else:
+            cut = -1
+            j = 0
+            while j < len(inner):
+                c = inner[j]
+                if c == "\\":
+                    j += 2
+                    continue
+                if c == '"':
+                    j = string_end(inner, j)
+                    continue
+                if c == "<":
+                    cut = j
+                    break
+                j += 1
+        if cut > 0 and inner.endswith(">"):
+            inner = inner[:cut]
+    path = unescape(inner)
+    if deleted:
+        path += " (deleted)"
+    return path
+
+
+def parse_fd(tok: str) -> tuple[int | None, str | None]:
+    """(fd, path) of ``3``, ``0x3``, ``3</dev/kfd<char 1:3>>``,
+    ``6</x>(deleted)``; (None, None) when the token is not an fd."""
+    if not tok:
+        return None, None
+    c = tok[0]
+    if not (c.isdigit() or c == "-"):
+        return None, None
+    lt = tok.find("<")
+    if lt < 0:
+        try:
+            return int(tok, 0), None
+        except ValueError:
+            return None, None
+    num = tok[:lt]
+    try:
+        fd = int(num, 0)
+    except ValueError:
+        return None, None
+    rest = tok[lt:]
+    deleted = False
+    if rest.endswith(_DELETED):
+        rest = rest[:-len(_DELETED)]
+        deleted = True
+    if not rest.endswith(">"):
+        return fd, None
+    path = decoration_path(rest[1:-1])
+    if deleted and not path.endswith(" (deleted)"):
+        path += " (deleted)"
+    return fd, path
+
+
+def strip_name(arg: str) -> tuple[str | None, str]:
+    """``fd=3`` → ("fd", "3") for ``-N`` argument names at depth 0."""
+    eq = arg.find("=")
+    if eq <= 0 or eq > 40:
+        return None, arg
+    name = arg[:eq]
+    if not name.replace("_", "a").isalnum() or not (name[0].isalpha() or name[0] == "_"):
+        return None, arg
+    if arg.startswith("=>", eq) or arg.startswith("==", eq):
+        return None, arg
+    return name, arg[eq + 1:]
+
+
+# --- values -------------------------------------------------------------------
+
+_INT = re.compile(r"-?(?:0x[0-9a-fA-F]+|\d+)\Z")
+
+
+def parse_int(tok: str) -> int | None:
+    """Integers as strace prints them: decimal, ``0x`` hex, ``0644`` octal;
+    None otherwise."""
+    tok = tok.strip()
+    if not tok:
+        return None
+    if _INT.match(tok):
+        neg = tok[0] == "-"
+        t = tok[1:] if neg else tok
+        if len(t) > 1 and t[0] == "0" and t[1] != "x":
+            try:
+                v = int(t, 8)
+            except ValueError:
+                v = int(t, 10)
+        else:
+            v = int(t, 0)
+        return -v if neg else v
+    return None
+
+
+def strip_comment(tok: str) -> tuple[str, str | None]:
+    """(value, comment) of ``0x80084b01 /* NAME */``."""
+    i = tok.find("/*")
+    if i < 0:
+        return tok, None
+    e = tok.find("*/", i)
+    comment = tok[i + 2:e if e >= 0 else len(tok)].strip()
+    rest = (tok[:i] + (tok[e + 2:] if e >= 0 else "")).strip()
+    return rest, comment
+
+
+def parse_flags(tok: str, names: dict[str, int] | None = None) -> int | None:
+    """``A|B|0x100`` → int when every part is known (``names`` first, then
+    kfd.CONSTANTS); None otherwise."""
+    tok, _ = strip_comment(tok)
+    total = 0
+    for part in tok.split("|"):
+        part = part.strip()
+        v = parse_int(part)
+        if v is None:
+            if names is not None and part in names:
+                v = names[part]
+            else:
+                v = kfd.CONSTANTS.get(part)
+        if v is None:
+            return None
+        total |= v
+    return total
+
+
+_IOC_DIRS = {"_IOC_NONE": 0, "_IOC_WRITE": 1, "_IOC_READ": 2}
+
+
+def parse_ioc(tok: str) -> int | None:
+    """The request code of ``_IOC(_IOC_READ|_IOC_WRITE, 0x4b, 0x20, 0x28)``."""
+    if not tok.startswith("_IOC(") or not tok.endswith(")"):
+        return None
+    parts = [p.strip() for p in tok[5:-1].split(",")]
+    if len(parts) != 4:
+        return None
+    d = 0
+    for p in parts[0].split("|"):
+        p = p.strip()
+        if p in _IOC_DIRS:
+            d |= _IOC_DIRS[p]
+        else:
+            v = parse_int(p)
+            if v is None:
+                return None
+            d |= v
+    vals = [parse_int(p) for p in parts[1:]]
+    if None in vals:
+        return None
+    return kfd.ioc(d & 3, vals[0] & 0xFF, vals[1] & 0xFF, vals[2] & 0x3FFF)
+
+
+def parse_value(tok: str, names: dict[str, int] | None = None):
+    """A Python value for one argument or field value.
+
+    ints, ``NULL`` → 0, strings → str, ``{k=v, …}`` → dict, ``[…]`` → list
+    (``...`` elements dropped), decorated fds → int, flag expressions → int
+    where every name is known, ``_IOC(…)`` → int; anything else stays a
+    string.  ``{…} => {…}`` is returned as (entry, exit) tuple."""
+    tok = tok.strip()
+    if not tok:
+        return tok
+    if "/*" in tok:
+        tok, _ = strip_comment(tok)
+        if not tok:
+            return ""
+    c = tok[0]
+    if c == "{" or c == "[":
+        close = "}" if c == "{" else "]"
+        end = _matching(tok, 0)
+        if end == len(tok) - 1:
+            items = split_top(tok[1:end])
+            if c == "[":
+                return [parse_value(x, names) for x in items if x and x != "..."]
+            d = {}
+            for x in items:
+                if not x or x == "...":
+                    continue
+                k, v = strip_name(x)
+                if k is None:
+                    continue
+                d[k] = parse_value(v, names)
+            return d
+        if end > 0:
+            rest = tok[end + 1:].strip()
+            if rest.startswith("=>"):
+                return (parse_value(tok[:end + 1], names), parse_value(rest[2:], names))
+        del close
+        return tok
+    if c == '"':
+        return parse_string(tok)[0]
+    v = parse_int(tok)
+    if v is not None:
+        return v
+    if tok == "NULL":
+        return 0
+    if "<" in tok and (c.isdigit() or c == "-"):
+        fd, _ = parse_fd(tok)
+        if fd is not None:
+            return fd
+    if tok.startswith("_IOC("):
+        r = parse_ioc(tok)
+        return tok if r is None else r
+    if " => " in tok:
+        a, b = tok.split(" => ", 1)
+        return (parse_value(a, names), parse_value(b, names))
+    f = parse_flags(tok, names)
+    return tok if f is None else f
+
+
+def _matching(s: str, i: int) -> int:
+    """Index of the bracket closing the one at ``i``; -1 if none."""
+    depth = 0
+    j = i
+    n = len(s)
+    search = _SPECIAL.search
+    while True:
+        m = search(s, j)
+        if not m:
+            return -1
+        k = m.start()
+        c = s[k]
+        if c == '"':
+            j = string_end(s, k)
+        elif c == "<":
+            j = deco_end(s, k)
+        elif c == "/":
+            e = s.find("*/", k + 2)
+            j = n if e < 0 else e + 2
+        elif c in _OPEN:
+            depth += 1
+            j = k + 1
+        elif c in _CLOSE:
+            depth -= 1
+            j = k + 1
+            if depth == 0:
+                return k
+        else:
+            j = k + 1
