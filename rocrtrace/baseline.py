@@ -51,6 +51,9 @@ class Entry:
                 "justification": self.justification,
                 "expires": self.expires.isoformat() if self.expires else None}
 
+    def __str__(self) -> str:
+        return self.describe()
+
     def describe(self) -> str:
         occ = f"#{self.occurrence}" if self.occurrence else ""
         return f"{self.rule or '?'} {self.fingerprint}{occ}"
@@ -69,6 +72,10 @@ class Applied:
     suppressed: list = field(default_factory=list)     # findings moved
     expired: list[Entry] = field(default_factory=list)  # entries past their date
     unused: list[Entry] = field(default_factory=list)   # entries that matched nothing
+
+    def __iter__(self):
+        """Iterating gives the expired entries: what a gate must warn about."""
+        return iter(self.expired)
 
     def messages(self) -> list[str]:
         out = []

@@ -93,7 +93,11 @@ def _nullable_int(col):
     return pd.array(vals, dtype="Int64")
 
 
-class ParquetUnavailable(RuntimeError):
+class TableError(ValueError):
+    """A table request the user can fix (format, missing pyarrow)."""
+
+
+class ParquetUnavailable(TableError):
     pass
 
 
@@ -118,7 +122,7 @@ def write_events(df, fmt: str, out) -> None:
         if text and not text.endswith("\n"):
             text += "\n"
     else:
-        raise ValueError(f"unknown events format {fmt!r} (choose csv, jsonl or parquet)")
+        raise TableError(f"unknown events format {fmt!r} (choose csv, jsonl or parquet)")
     if out == "-":
         sys.stdout.write(text)
     elif hasattr(out, "write"):
@@ -316,15 +320,20 @@ def _lines(ioctls, shapes, only_a, only_b) -> list[str]:
     return out
 
 
-def render_diff(d: dict, fmt: str = "text") -> str:
+def render_diff(d: dict, fmt: str = "text", names: tuple[str, str] | None = None) -> str:
+    """``names`` are the two inputs, shown so that "A" and "B" mean something."""
     if fmt == "json":
-        return json.dumps(d, indent=2, default=str) + "\n"
+        doc = {"a": names[0], "b": names[1], **d} if names else d
+        return json.dumps(doc, indent=2, default=str) + "\n"
     from tabulate import tabulate
 
     if fmt == "markdown":
         from .report.markdown import md
 
-        out = ["### rocrtrace diff", ""] + [f"- {md(x)}" for x in d["lines"]] + [""]
+        out = ["### rocrtrace diff", ""]
+        if names:
+            out += [f"A = {md(names[0])}, B = {md(names[1])}", ""]
+        out += [f"- {md(x)}" for x in d["lines"]] + [""]
         for key, title in (("ioctls", "ioctl mix"), ("svm_shapes", "SVM attribute shapes")):
             if d[key]:
                 out += [f"#### {title}", "", tabulate(d[key], headers="keys", tablefmt="github"),
@@ -341,7 +350,8 @@ def render_diff(d: dict, fmt: str = "text") -> str:
         raise ValueError(f"unknown diff format {fmt!r} (choose text, json or markdown)")
     from .report.common import printable
 
-    out = [printable(x) for x in d["lines"]]
+    out = [f"A = {printable(names[0])}", f"B = {printable(names[1])}", ""] if names else []
+    out += [printable(x) for x in d["lines"]]
     for key, title in (("ioctls", "ioctl mix (A vs B)"),
                        ("svm_shapes", "SVM attribute shapes (A vs B)")):
         if d[key]:

@@ -4,7 +4,8 @@
 format does not use are ignored, so the CLI can pass the same set to all:
 
 * ``color`` (text): ANSI colour, only when asked;
-* ``rules`` (junit, sarif): ids of the enabled rules (default: all);
+* ``enabled`` or ``rules`` (junit, sarif): ids of the enabled rules, any
+  iterable (default: all), listed in catalogue order;
 * ``cwd`` (sarif, github): the repository root that source paths and
   trace files are made relative to (default: the working directory);
 * ``step_summary`` (github): the file to append a markdown summary to

@@ -50,6 +50,16 @@ def to_int(value) -> int | None:
     return None
 
 
+def rule_ids(rules=None, enabled=None) -> list[str]:
+    """The enabled rules in catalogue order (``enabled`` may be a set)."""
+    chosen = rules if rules is not None else enabled
+    if chosen is None:
+        return list(RULES)
+    chosen = list(chosen)
+    known = [r for r in RULES if r in chosen]
+    return known + sorted(r for r in chosen if r not in RULES)
+
+
 def rule_summary(rule_id: str) -> str:
     r = RULES.get(rule_id)
     return r.summary if r else ""

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..rules import RULES
-from .common import evidence_line, location_text, printable, severity_rank, subject_text
+from .common import evidence_line, rule_ids as enabled_ids, location_text, printable, severity_rank, subject_text
 
 # XML 1.0 cannot carry most C0 controls even as character references.
 _XML_BAD = {c: f"\\x{c:02x}" for c in range(0x20) if c not in (0x09, 0x0A, 0x0D)}
@@ -51,8 +50,8 @@ def _suites(result) -> list[tuple[str, object, list]]:
     return [(name, info, fs) for name, (info, fs) in suites.items()]
 
 
-def render(result, rules=None, **_opts) -> str:
-    rule_ids = list(rules) if rules is not None else list(RULES)
+def render(result, rules=None, enabled=None, **_opts) -> str:
+    rule_ids = enabled_ids(rules, enabled)
     # Findings of rules not listed still have to show up somewhere.
     for f in result.findings:
         if f.rule not in rule_ids:

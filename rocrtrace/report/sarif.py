@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..rules import RULES
-from .common import SCHEMA, printable, repo_relative, source_frame, subject_text
+from .common import SCHEMA, printable, repo_relative, rule_ids, source_frame, subject_text
 from .json_ import dumps
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -164,9 +164,9 @@ def _rules(ids) -> list:
     return out
 
 
-def document(result, rules=None, cwd: str | None = None) -> dict:
+def document(result, rules=None, cwd: str | None = None, enabled=None) -> dict:
     cwd = os.path.abspath(cwd or os.getcwd())
-    ids = list(rules) if rules is not None else list(RULES)
+    ids = rule_ids(rules, enabled)
     for f in [*result.findings, *result.suppressed]:
         if f.rule not in ids:
             ids.append(f.rule)
@@ -190,5 +190,5 @@ def document(result, rules=None, cwd: str | None = None) -> dict:
     return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
 
 
-def render(result, rules=None, cwd: str | None = None, **_opts) -> str:
-    return dumps(document(result, rules=rules, cwd=cwd)) + "\n"
+def render(result, rules=None, cwd: str | None = None, enabled=None, **_opts) -> str:
+    return dumps(document(result, rules=rules, cwd=cwd, enabled=enabled)) + "\n"

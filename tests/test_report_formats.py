@@ -1,0 +1,376 @@
+"""Every report format, rendered from realistic results and read back the
+way its consumer reads it: JSON and SARIF against their schemas, JUnit with
+an XML parser, CSV with csv, JSONL line by line, GitHub commands as the
+runner parses them."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import pathlib
+import sys
+import xml.etree.ElementTree as ET
+
+import jsonschema
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import report_samples as S  # noqa: E402
+
+from rocrtrace.report import FORMATS, render  # noqa: E402
+from rocrtrace.result import AnalysisResult  # noqa: E402
+from rocrtrace.rules import RULES  # noqa: E402
+
+SCHEMAS = pathlib.Path(__file__).parent / "schemas"
+
+
+@pytest.fixture
+def result():
+    return S.sample_result()
+
+
+def _load(name):
+    return json.loads((SCHEMAS / name).read_text())
+
+
+# --- every format ------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_renders_results_and_empty_results(fmt, result, tmp_path):
+    opts = {"step_summary": str(tmp_path / "summary.md")}
+    out = render(result, fmt, **opts)
+    assert isinstance(out, str) and out.endswith("\n")
+    empty = render(AnalysisResult(), fmt, **opts)
+    assert isinstance(empty, str)
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "csv", "github", "junit"])
+def test_no_raw_escape_sequence_from_trace_text(fmt, result, tmp_path):
+    # The double close's call text carries ESC[31m: a report must never pass
+    # a program's bytes to a terminal or a viewer as control characters.
+    out = render(result, fmt, step_summary=str(tmp_path / "s.md"))
+    assert "\x1b" not in out
+
+
+def test_unknown_format_is_a_clear_error(result):
+    with pytest.raises(ValueError, match="unknown report format"):
+        render(result, "yaml")
+
+
+# --- text ----------------------------------------------------------------------
+
+def test_text_groups_by_rule_most_severe_first_with_story(result):
+    out = render(result, "text")
+    heads = [ln for ln in out.splitlines() if ln.startswith("== ")]
+    sevs = [h.split()[1] for h in heads]
+    assert sevs == sorted(sevs, key=["error", "warning", "note"].index)
+    assert {h.split()[2] for h in heads} == {"svm-over-revoke", "fd-double-close", "fd-leak",
+                                            "trace-unparsed"}
+    # coverage and the verdict
+    assert "It cannot show:" in out and "rocrtrace capture --method preload" in out
+    assert "FAILED" in out
+    # the over-revoke diagnosis: revoking call, released and hurt claims, pages, GPUs
+    diag = out[out.index("diagnosis:"):]
+    for word in ("revoking call", "claim it released", "live claim it hurt",
+                 "pages               16", "0x1a2b", "enclosing-range", "order               certain"):
+        assert word in diag
+    # the symbolized frame with its source line, and a table of the range
+    assert "src/sweep.cpp:42" in out
+    assert "0x7f3a1c200000  0x7f3a1c210000" in out
+    # an fd table for fd findings
+    assert "dmabuf" in out and "previous close traces/vmm.log:4" in out
+
+
+def test_text_colour_only_when_asked(result):
+    assert "\x1b[" not in render(result, "text")
+    assert "\x1b[31m" in render(result, "text", color=True)
+
+
+# --- json ----------------------------------------------------------------------
+
+def test_json_matches_the_spec_schema(result):
+    doc = json.loads(render(result, "json"))
+    jsonschema.Draft202012Validator(_load("report.schema.json")).validate(doc)
+    assert doc["schema"] == "rocrtrace/v1"
+    assert doc == json.loads(json.dumps({"schema": "rocrtrace/v1", **result.to_dict()}))
+    assert [f["severity"] for f in doc["findings"]][:2] == ["error", "error"]
+    assert doc["summary"]["failed"] is True
+
+
+def test_json_schema_rejects_what_the_spec_forbids(result):
+    # The schema must have teeth: decimal addresses and unknown kinds fail.
+    doc = json.loads(render(result, "json"))
+    bad = json.loads(json.dumps(doc))
+    bad["findings"][0]["subject"]["start"] = 139887000000000
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(_load("report.schema.json")).validate(bad)
+    bad = json.loads(json.dumps(doc))
+    bad["findings"][1]["subject"]["fd_kind"] = "socket?"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(_load("report.schema.json")).validate(bad)
+
+
+def test_json_survives_odd_details(result):
+    result.findings[0].details["weird"] = {1, 2}
+    result.findings[0].details["nan"] = float("nan")
+    doc = json.loads(render(result, "json"))
+    d = [f for f in doc["findings"] if f["rule"] == "svm-over-revoke"][0]["details"]
+    assert d["weird"] == [1, 2] and d["nan"] is None
+
+
+# --- jsonl ---------------------------------------------------------------------
+
+def test_jsonl_one_finding_per_line_with_stable_keys(result):
+    lines = render(result, "jsonl").splitlines()
+    assert len(lines) == len(result.findings)
+    keys = ["schema", "rule", "severity", "fingerprint", "message", "file", "line", "pid",
+            "tid", "time", "subject", "cause", "evidence", "stack"]
+    for ln in lines:
+        rec = json.loads(ln)
+        assert list(rec) == keys
+        assert rec["schema"] == "rocrtrace/v1"
+    # a message with a newline stays on its line
+    assert any("\\nnext line" in ln for ln in lines)
+
+
+# --- csv -----------------------------------------------------------------------
+
+def test_csv_round_trips(result):
+    rows = list(csv.DictReader(io.StringIO(render(result, "csv"))))
+    assert len(rows) == len(result.findings)
+    dc = [r for r in rows if r["rule"] == "fd-double-close"][0]
+    assert dc["message"] == result.findings[1].message     # quotes, commas, newline intact
+    assert dc["fd"] == "7" and dc["fd_kind"] == "dmabuf"
+    ov = [r for r in rows if r["rule"] == "svm-over-revoke"][0]
+    assert (ov["start"], ov["end"], ov["gpu_ids"]) == ("0x7f3a1c200000", "0x7f3a1c210000",
+                                                       "0x1a2b")
+    assert ov["cause"] == "enclosing-range"
+
+
+def test_csv_defuses_spreadsheet_formulas(result):
+    result.findings[0].message = "=HYPERLINK(\"http://x\")"
+    rows = list(csv.DictReader(io.StringIO(render(result, "csv"))))
+    assert rows[0]["message"].startswith("'=")
+
+
+# --- junit ---------------------------------------------------------------------
+
+def test_junit_suite_per_input_case_per_rule_failure_per_finding(result):
+    root = ET.fromstring(render(result, "junit"))
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == [S.TRACE, S.OTHER]
+    for s in suites:
+        cases = s.findall("testcase")
+        assert [c.get("name") for c in cases] == list(RULES)
+        assert int(s.get("tests")) == len(RULES)
+        failed = [c for c in cases if c.find("failure") is not None]
+        assert int(s.get("failures")) == len(failed)
+    other = suites[1]
+    # --fail-on error: the double close fails; the leaks (warnings) show as
+    # output of a passing case, consistent with the exit code.
+    case = {c.get("name"): c for c in other.findall("testcase")}
+    assert len(case["fd-double-close"].findall("failure")) == 1
+    assert case["fd-leak"].find("failure") is None
+    assert "still open at exit" in case["fd-leak"].find("system-out").text
+    assert int(root.get("failures")) == 2
+    assert int(root.get("tests")) == 2 * len(RULES)
+
+
+def test_junit_fail_on_warning_fails_each_leak(result):
+    result.fail_on = "warning"
+    root = ET.fromstring(render(result, "junit"))
+    case = {c.get("name"): c for c in root.findall("testsuite")[1].findall("testcase")}
+    assert len(case["fd-leak"].findall("failure")) == 2
+
+
+def test_junit_escapes_markup_and_control_characters(result):
+    out = render(result, "junit")
+    root = ET.fromstring(out)       # would raise on a raw ESC or a bare '<'
+    fail = [f for f in root.iter("failure") if "closed twice" in f.get("message")][0]
+    assert '"second" close, a:b, 100% <sure>' in fail.get("message")
+    assert "\\x1b[31m" in fail.text
+
+
+def test_junit_enabled_rules_only(result):
+    root = ET.fromstring(render(result, "junit", rules=["fd-double-close", "fd-leak"]))
+    names = [c.get("name") for c in root.findall("testsuite")[0].findall("testcase")]
+    # rules of findings that were produced still get a case, so none is lost
+    assert names[:2] == ["fd-double-close", "fd-leak"]
+    assert "svm-over-revoke" in names and "svm-coherency-downgrade" not in names
+
+
+# --- sarif ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sarif_validator():
+    return jsonschema.Draft4Validator(_load("sarif-schema-2.1.0.json"))
+
+
+def test_sarif_is_valid_2_1_0(result, sarif_validator, tmp_path):
+    doc = json.loads(render(result, "sarif", cwd=str(tmp_path)))
+    sarif_validator.validate(doc)
+    assert doc["version"] == "2.1.0"
+    run = doc["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == list(RULES)
+    for r in rules:
+        assert r["defaultConfiguration"]["level"] == RULES[r["id"]].severity
+        assert r["shortDescription"]["text"] and r["fullDescription"]["text"]
+    assert len(run["results"]) == len(result.findings)
+    for res in run["results"]:
+        assert res["locations"], "code scanning rejects results without a location"
+        assert rules[res["ruleIndex"]]["id"] == res["ruleId"]
+        assert len(res["partialFingerprints"]["rocrtrace/v1"]) == 32
+
+
+def test_sarif_points_at_source_frame_in_repo_else_trace(result, sarif_validator, tmp_path):
+    doc = json.loads(render(result, "sarif", cwd=str(tmp_path)))
+    res = {r["ruleId"]: r for r in doc["runs"][0]["results"]}
+    ov = res["svm-over-revoke"]
+    phys = ov["locations"][0]["physicalLocation"]
+    # the symbolized app frame (relative path) wins over the /opt/rocm frames
+    assert phys["artifactLocation"]["uri"] == "src/sweep.cpp"
+    assert phys["region"]["startLine"] == 42
+    assert ov["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"] == S.TRACE
+    # stacks from frames, codeFlows from the evidence (one threadFlow per thread)
+    assert len(ov["stacks"][0]["frames"]) == 3
+    flows = ov["codeFlows"][0]["threadFlows"]
+    assert {tf["id"] for tf in flows} == {"4243", "4244"}
+    orders = sorted(loc["executionOrder"] for tf in flows for loc in tf["locations"])
+    assert orders == [1, 2, 3]
+    dc = res["fd-double-close"]
+    phys = dc["locations"][0]["physicalLocation"]
+    assert phys["artifactLocation"]["uri"] == S.OTHER and phys["region"]["startLine"] == 9
+
+
+def test_sarif_absolute_source_under_cwd_is_repo_relative(result, sarif_validator, tmp_path):
+    fr = result.findings[0].event.stack[2]
+    fr.source = str(tmp_path / "src" / "sweep.cpp")
+    doc = json.loads(render(result, "sarif", cwd=str(tmp_path)))
+    ov = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "svm-over-revoke"][0]
+    assert ov["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "src/sweep.cpp"
+    # outside the repository: back to the trace file and line
+    fr.source = "/usr/src/elsewhere/sweep.cpp"
+    doc = json.loads(render(result, "sarif", cwd=str(tmp_path)))
+    sarif_validator.validate(doc)
+    ov = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "svm-over-revoke"][0]
+    loc = ov["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == S.TRACE and loc["region"]["startLine"] == 20
+
+
+def test_sarif_finding_without_file_still_has_a_location(sarif_validator):
+    r = AnalysisResult()
+    f = S.unparsed()
+    f.file, f.line = None, None
+    r.findings = [f]
+    doc = json.loads(render(r, "sarif"))
+    sarif_validator.validate(doc)
+    assert doc["runs"][0]["results"][0]["locations"]
+
+
+def test_sarif_marks_baselined_findings_suppressed(result, sarif_validator):
+    from rocrtrace.baseline import Baseline, Entry, apply_baseline
+
+    fp = result.findings[1].fingerprint
+    apply_baseline(result, Baseline([Entry(fp, justification="known, tracked in #12")]))
+    doc = json.loads(render(result, "sarif"))
+    sarif_validator.validate(doc)
+    sup = [r for r in doc["runs"][0]["results"] if "suppressions" in r]
+    assert len(sup) == 1
+    assert sup[0]["suppressions"][0]["justification"] == "known, tracked in #12"
+
+
+# --- github --------------------------------------------------------------------
+
+def _parse_command(line: str):
+    """Split a workflow command the way the runner does."""
+    assert line.startswith("::")
+    head, _, data = line[2:].partition("::")
+    kind, _, props = head.partition(" ")
+    pairs = dict(p.split("=", 1) for p in props.split(",")) if props else {}
+    return kind, pairs, data
+
+
+def _unescape(s: str) -> str:
+    return (s.replace("%0D", "\r").replace("%0A", "\n").replace("%3A", ":")
+            .replace("%2C", ",").replace("%25", "%"))
+
+
+def test_github_escapes_data_and_properties(result, tmp_path):
+    out = render(result, "github", cwd=str(tmp_path), step_summary=str(tmp_path / "s.md"))
+    cmds = [ln for ln in out.splitlines() if ln.startswith("::")]
+    assert len(cmds) == len(result.findings)
+    for ln in cmds:
+        kind, props, data = _parse_command(ln)
+        assert kind in ("error", "warning", "notice")
+        assert "\n" not in data and "\r" not in data
+        for v in props.values():
+            assert ":" not in v and "," not in v
+    kind, props, data = _parse_command(cmds[1])
+    assert (kind, _unescape(props["file"]), props["line"]) == ("error", S.OTHER, "9")
+    assert _unescape(props["title"]) == "fd-double-close (error)"
+    msg = _unescape(data)
+    assert msg.startswith('fd 7 (dmabuf) closed twice: "second" close, a:b, 100% <sure>')
+    assert "a:b%0A" in msg          # a literal %0A in trace text is not a newline
+    # the over-revoke points at the program's source line
+    kind, props, _ = _parse_command(cmds[0])
+    assert (props["file"], props["line"]) == ("src/sweep.cpp", "42")
+
+
+def test_github_property_escaping_of_colon_and_comma():
+    from rocrtrace.report.github import command
+
+    line = command("error", "50% done\r\nnext", file="a,b:c.log", line=3, title="x: y, z")
+    assert line == "::error file=a%2Cb%3Ac.log,line=3,title=x%3A y%2C z::50%25 done%0D%0Anext"
+
+
+def test_github_limits_most_severe_first_then_summary(tmp_path):
+    r = S.many_result(n_err=14, n_warn=3, n_note=12)
+    out = render(r, "github", step_summary=str(tmp_path / "s.md"))
+    cmds = [_parse_command(ln) for ln in out.splitlines() if ln.startswith("::")]
+    kinds = [k for k, _, _ in cmds]
+    assert kinds.count("error") == 10 and kinds.count("warning") == 3
+    # 9 notes plus the summary notice: GitHub would drop an 11th notice
+    assert kinds.count("notice") == 10
+    assert kinds == sorted(kinds, key=["error", "warning", "notice"].index)
+    kind, props, data = cmds[-1]
+    assert kind == "notice" and data.startswith("7 more findings in the report")  # 4 errors, 2+1 notes
+    assert len(cmds) <= 50
+
+
+def test_github_step_summary_appended(result, tmp_path, monkeypatch):
+    path = tmp_path / "summary.md"
+    path.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(path))
+    render(result, "github")
+    text = path.read_text()
+    assert text.startswith("earlier step\n")
+    assert "| severity | rule |" in text and "`svm-over-revoke`" in text
+
+
+def test_github_no_step_summary_without_env(result, tmp_path, monkeypatch):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    render(result, "github")
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- markdown ------------------------------------------------------------------
+
+def test_markdown_table_rows_and_details(result):
+    out = render(result, "markdown")
+    rows = [ln for ln in out.splitlines() if ln.startswith("| ") and "`" in ln]
+    assert len(rows) == len(result.findings)
+    for ln in rows:
+        # escaped pipes only: every row keeps exactly five cells
+        cells = ln.replace("\\|", "").split("|")
+        assert len(cells) == 7
+    assert out.count("<details>") == len(result.findings)
+    assert out.count("</details>") == len(result.findings)
+    assert "&lt;sure&gt;" in out and "<sure>" not in out.split("```")[0]
+
+
+def test_markdown_code_fence_outlasts_backticks_in_trace(result):
+    result.findings[1].event.text = "close(7) ```` fenced"
+    out = render(result, "markdown")
+    assert "`````text" in out
