@@ -218,14 +218,17 @@ class Trace:
             stream = _open_bytes(f.path)
             try:
                 p = Parser(f.path, info, tid=f.tid)
+                evs = []
                 for lineno, line in read_lines(stream, info, self.max_line):
                     if line is None or ("clone" not in line and "fork" not in line
                                         and "syscall_0x1b3" not in line):
                         continue
-                    for ev in p.feed(lineno, line):
-                        if ev.name in ("clone", "clone3", "fork", "vfork") and ev.ret \
-                                and ev.ret > 0:
-                            parent[ev.ret] = (f.tid, getattr(ev, "thread", False))
+                    evs.extend(p.feed(lineno, line))
+                evs.extend(p.finish())
+                for ev in evs:
+                    if ev.name in ("clone", "clone3", "fork", "vfork") and ev.ret \
+                            and ev.ret > 0:
+                        parent[ev.ret] = (f.tid, getattr(ev, "thread", False))
             finally:
                 if stream is not sys.stdin.buffer:
                     stream.close()

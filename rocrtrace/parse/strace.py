@@ -30,7 +30,7 @@ _PREFIX = re.compile(r"""
     """, re.X)
 _NAME = re.compile(r"([A-Za-z_][\w#:]*)\(")
 _RESUMED = re.compile(r"<\.\.\. ([\w#:]+) resumed>")
-_RESULT = re.compile(r"\s*=\s*(-?\d+|0x[0-9a-fA-F]+|\?)")
+_RESULT = re.compile(r"\s*=\s*(0x[0-9a-fA-F]+|-?\d+|\?)")
 _DUR = re.compile(r"\s*<(\d+(?:\.\d*)?|unavailable)>\s*$")
 _ERR = re.compile(r"\s*([A-Z][A-Z0-9_]+)(?:\s|$)")
 _ERRNO = re.compile(r"\s*\(errno (\d+)\)")

@@ -1,0 +1,170 @@
+"""Real programs under the real strace, in every option set we can run:
+zero unparsed lines and the exact normalized events of the key calls."""
+from __future__ import annotations
+
+import pytest
+
+from rocrtrace.events import Clone, Close, CloseRange, FdCreate, Ioctl, SetCloexec
+from rocrtrace.inputs import open_trace
+
+import realtrace
+
+pytestmark = pytest.mark.skipif(not realtrace.have_strace(), reason="needs strace and cc")
+
+OPTION_SETS = {
+    "f-o": ["-f", "-o"],
+    "f-stderr": ["-f"],
+    "ff": ["-ff", "-o"],
+    "tt-T-yy": ["-f", "-o", "-tt", "-T", "-yy"],
+    "ttt": ["-f", "-o", "-ttt"],
+    "k": ["-f", "-o", "-k"],
+    "Y": ["-f", "-o", "-Y", "-y"],
+    "X-raw": ["-f", "-o", "-X", "raw"],
+    "X-verbose": ["-f", "-o", "-X", "verbose"],
+    "r": ["-f", "-o", "-r"],
+    "n-i": ["-f", "-o", "-n", "-i"],
+    "unix-ns": ["-f", "-o", "--timestamps=unix,ns", "-T"],
+    "raw-all": ["-f", "-o", "-e", "raw=all"],
+    "stderr-k-yy": ["-f", "-k", "-yy", "-ttt"],
+}
+
+
+def trace(opts, mode, tmp_path):
+    paths = realtrace.run_strace(opts, "fdops", [mode], tmp_path)
+    arg = paths[0] if len(paths) == 1 else str(tmp_path / "trace.log.*")
+    t = open_trace(arg)
+    evs = list(t.events())
+    for info in t.infos:
+        assert info.unparsed == 0, info.unparsed_samples
+    assert len({e.seq for e in evs}) == len(evs)
+    return evs, t
+
+
+def own(evs):
+    """Events after the program's own startup (its first open of /dev/null
+    or /dev/zero, recognisable also in raw mode by being after the last
+    libc mmap): everything after the last close of the loader's fds."""
+    # the loader closes fd 3 twice (ld.so.cache, libc); the program starts after
+    idx = 0
+    closes = [i for i, e in enumerate(evs) if isinstance(e, Close) and e.fd == 3 and e.ok]
+    if len(closes) >= 2:
+        idx = closes[1] + 1
+    return evs[idx:]
+
+
+@pytest.mark.parametrize("opt", OPTION_SETS)
+def test_double_close(opt, tmp_path):
+    evs, _ = trace(OPTION_SETS[opt], "double_close", tmp_path)
+    mine = own(evs)
+    creates = [e for e in mine if isinstance(e, FdCreate) and e.name.startswith("open")]
+    assert creates and creates[0].fds == (3,) and creates[0].cloexec
+    closes = [e for e in mine if isinstance(e, Close)]
+    assert [(c.fd, c.ret, c.err) for c in closes] == [(3, 0, None), (3, -1, "EBADF")]
+    assert closes[0].tid == closes[1].tid == creates[0].tid
+    assert closes[0].pid == closes[0].tid and closes[0].pid is not None
+
+
+@pytest.mark.parametrize("opt", OPTION_SETS)
+def test_close_range_and_dup(opt, tmp_path):
+    evs, _ = trace(OPTION_SETS[opt], "close_range", tmp_path)
+    ranges = [(e.first, e.last, e.flags, e.ret) for e in evs if isinstance(e, CloseRange)]
+    assert ranges == [(50, 51, 0, 0), (3, 0xFFFFFFFF, 4, 0)]
+    dups = [(e.src_fd, e.fds, e.replace) for e in own(evs) if isinstance(e, FdCreate)
+            and e.origin == "dup"]
+    assert dups == [(3, (50,), True), (3, (51,), True)]
+
+
+@pytest.mark.parametrize("opt", OPTION_SETS)
+def test_threads_grouped(opt, tmp_path):
+    evs, _ = trace(OPTION_SETS[opt], "threads", tmp_path)
+    clones = [e for e in evs if isinstance(e, Clone)]
+    assert len(clones) == 1 and clones[0].thread and clones[0].share_files
+    child = clones[0].child
+    main = clones[0].pid
+    close = [e for e in own(evs) if isinstance(e, Close) and e.tid == child]
+    assert close and close[0].fd == 3 and close[0].ok and close[0].pid == main
+    io = [e for e in evs if isinstance(e, Ioctl)]
+    assert [(e.fd, e.type, e.nr, e.size, e.err, e.tid) for e in io] == \
+        [(3, 0x4B, 0x24, 16, "EBADF", main)]
+    assert io[0].ioctl == "AMDKFD_IOC_EXPORT_DMABUF"
+
+
+@pytest.mark.parametrize("opt", OPTION_SETS)
+def test_fork_child_is_a_process(opt, tmp_path):
+    evs, _ = trace(OPTION_SETS[opt], "fork", tmp_path)
+    clones = [e for e in evs if isinstance(e, Clone)]
+    assert len(clones) == 1 and not clones[0].thread and not clones[0].share_files
+    child = clones[0].child
+    assert child != clones[0].pid
+    cc = [e for e in evs if isinstance(e, Close) and e.tid == child]
+    assert cc and cc[0].pid == child and cc[0].fd == 3
+
+
+@pytest.mark.parametrize("opt", OPTION_SETS)
+def test_kfd_drm_requests(opt, tmp_path):
+    evs, _ = trace(OPTION_SETS[opt], "ioctls", tmp_path)
+    got = [(e.fd, e.type, e.nr, e.size, e.ioctl, e.err) for e in evs if isinstance(e, Ioctl)
+           and e.type in (0x4B, 0x64)]
+    assert got == [
+        (3, 0x4B, 0x20, 40, "AMDKFD_IOC_SVM", "ENOTTY"),
+        (3, 0x4B, 0x24, 16, "AMDKFD_IOC_EXPORT_DMABUF", "ENOTTY"),
+        (3, 0x64, 0x2D, 12, "DRM_IOCTL_PRIME_HANDLE_TO_FD", "ENOTTY"),
+        (3, 0x4B, 0x01, 8, "AMDKFD_IOC_GET_VERSION", "ENOTTY"),
+    ]
+
+
+def test_injected_success(tmp_path):
+    evs, _ = trace(["-f", "-o", "-e", "inject=ioctl:retval=0"], "ioctls", tmp_path)
+    io = [e for e in evs if isinstance(e, Ioctl) and e.type == 0x4B]
+    assert io and all(e.ret == 0 and e.err is None for e in io)
+
+
+def test_fd_passing_pidfd_memfd(tmp_path):
+    evs, t = trace(["-f", "-o", "-yy", "-ttt", "-T"], "pass", tmp_path)
+    mine = own(evs)
+    fdc = [(e.origin, e.fds, e.cloexec) for e in mine if isinstance(e, FdCreate)]
+    assert fdc == [("pipe", (3, 4), True), ("socketpair", (5, 6), False),
+                   ("open", (7,), False), ("recvmsg", (8,), True)]
+    send = [e for e in mine if e.name == "sendmsg"]
+    assert send and 7 in send[0].fds
+    assert t.infos[0].has_decorations and t.infos[0].has_durations and t.infos[0].has_pids
+    evs, _ = trace(["-f", "-o", "-yy"], "pidfd", tmp_path)
+    fdc = [(e.origin, e.fds, e.src_fd, e.cloexec, e.paths) for e in own(evs)
+           if isinstance(e, FdCreate)]
+    assert fdc[1:] == [("pidfd_open", (4,), None, True, (fdc[1][4][0],)),
+                       ("pidfd_getfd", (5,), 3, True, ("/dev/null",)),
+                       ("memfd_create", (6,), None, True, ("/memfd:hsa-queue (deleted)",))]
+    kinds = [type(e).__name__ for e in own(evs) if e.name in ("mmap", "mremap", "munmap")]
+    assert kinds[-3:] == ["Mmap", "Mremap", "Munmap"]
+
+
+def test_dup_family(tmp_path):
+    evs, _ = trace(["-f", "-o", "-y"], "dup2", tmp_path)
+    got = [(e.name, e.src_fd, e.fds, e.cloexec, e.replace) for e in own(evs)
+           if isinstance(e, FdCreate) and e.origin == "dup"]
+    assert got == [("dup2", 3, (4,), False, True), ("dup3", 3, (50,), True, True),
+                   ("fcntl", 3, (60,), False, False), ("fcntl", 3, (70,), True, False),
+                   ("dup", 3, (5,), False, False)]
+    sc = [(e.fd, e.cloexec) for e in evs if isinstance(e, SetCloexec)]
+    assert sc == [(3, True)]
+
+
+def test_emfile_and_exec(tmp_path):
+    evs, _ = trace(["-f", "-o"], "emfile", tmp_path)
+    opens = [e for e in own(evs) if isinstance(e, FdCreate)]
+    assert opens[-1].err == "EMFILE" and opens[-1].fds == ()
+    assert [e.fds[0] for e in opens[:-1]] == [3, 4, 5, 6, 7]
+    evs, _ = trace(["-f", "-o", "-k"], "exec", tmp_path)
+    execs = [e for e in evs if e.name == "execve"]
+    assert [e.path for e in execs][-1] == "/bin/true" and execs[-1].ok
+    assert execs[-1].stack, "execve frames attached"
+    exits = [e for e in evs if e.name == "exit_group"]
+    assert exits and exits[-1].stack, "exit_group frames after +++ attached"
+
+
+def test_stacks_attached_to_right_event(tmp_path):
+    evs, t = trace(["-f", "-o", "-k"], "double_close", tmp_path)
+    assert t.infos[0].has_stacks
+    closes = [e for e in own(evs) if isinstance(e, Close)]
+    for c in closes:
+        assert c.stack and "close" in (c.stack[0].symbol or "")
