@@ -295,7 +295,8 @@ def _phrase(rows, side: str) -> str:
 def _lines(ioctls, shapes, only_a, only_b) -> list[str]:
     out = []
     for side, other in (("b", "a"), ("a", "b")):
-        new = [r for r in shapes if r[other] == 0]
+        # the biggest change reads first
+        new = sorted((r for r in shapes if r[other] == 0), key=lambda r: -r[side])
         if new:
             out.append(f"{side.upper()} sends {_phrase(new, side)} that {other.upper()} "
                        "does not")
