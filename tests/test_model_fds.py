@@ -1,0 +1,552 @@
+"""FdModel: pure model tests on constructed events (no files)."""
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from rocrtrace import kfd
+from rocrtrace.events import (Clone, Close, CloseRange, Exec, Exit, FdCreate, FdSnapshot,
+                              Frame, Intent, Ioctl, Mmap, SetCloexec, Syscall)
+from rocrtrace.models.fds import FdModel, kind_of_path
+
+O_CLOEXEC = 0o2000000
+
+
+def stk(*specs):
+    """'mod!func' frames, innermost first, with libc's wrapper on top."""
+    frames = [Frame(module="/lib/x86_64-linux-gnu/libc.so.6", symbol="close", addr=0x1)]
+    for i, sp in enumerate(specs):
+        mod, fn = sp.split("!")
+        frames.append(Frame(module=f"/opt/rocm/lib/{mod}", symbol=fn, addr=0x100 + i))
+    return tuple(frames)
+
+
+class B:
+    """Event builder: sequential lines, times and a pid/tid."""
+
+    def __init__(self, pid=100):
+        self.pid = pid
+        self.seq = 0
+
+    def _b(self, pid=None, tid=None, stack=(), **kw):
+        self.seq += 1
+        d = dict(file="t.log", line=self.seq, seq=self.seq, time=1000.0 + self.seq * 0.001,
+                 dur=0.00001, pid=self.pid if pid is None else pid,
+                 tid=tid if tid is not None else (self.pid if pid is None else pid),
+                 stack=stack, text=f"event {self.seq}")
+        d.update(kw)
+        return d
+
+    def open(self, fd, path="/etc/hosts", cloexec=False, **kw):
+        return FdCreate(name="openat", origin="open", fds=(fd,), paths=(path,), cloexec=cloexec,
+                        **self._b(ret=fd, **kw))
+
+    def dup(self, src, new, **kw):
+        return FdCreate(name="dup", origin="dup", fds=(new,), paths=(None,), src_fd=src,
+                        **self._b(ret=new, **kw))
+
+    def dup2(self, src, new, cloexec=False, **kw):
+        return FdCreate(name="dup2", origin="dup", fds=(new,), paths=(None,), src_fd=src,
+                        replace=src != new, cloexec=cloexec, **self._b(ret=new, **kw))
+
+    def close(self, fd, err=None, path=None, **kw):
+        return Close(fd=fd, path=path, **self._b(ret=-1 if err else 0, err=err, **kw))
+
+    def close_range(self, first, last=0xFFFFFFFF, flags=0, **kw):
+        return CloseRange(first=first, last=last, flags=flags, **self._b(ret=0, **kw))
+
+    def ioctl(self, fd, name, arg=None, out=None, ret=0, err=None, path=None, **kw):
+        d, t, nr, size = kfd.REQUEST_BY_NAME[name]
+        return Ioctl(fd=fd, path=path, request=kfd.ioc(d, t, nr, size), dir=d, type=t, nr=nr,
+                     size=size, ioctl=name, arg=arg, out=out,
+                     **self._b(ret=-1 if err else ret, err=err, **kw))
+
+    def export(self, kfd_fd, handle, fd, **kw):
+        return self.ioctl(kfd_fd, "AMDKFD_IOC_EXPORT_DMABUF", {"handle": handle, "flags": O_CLOEXEC},
+                          {"dmabuf_fd": fd}, **kw)
+
+    def mmap(self, fd, err=None, **kw):
+        return Mmap(fd=fd, length=4096, prot=3, flags=1,
+                    **self._b(ret=-1 if err else 0x7f0000000000, err=err, **kw))
+
+    def syscall(self, name, fds, err=None, **kw):
+        return Syscall(name=name, fds=tuple(fds), paths=(None,) * len(fds),
+                       **self._b(ret=-1 if err else 0, err=err, **kw))
+
+    def clone(self, child, thread=False, share_files=False, **kw):
+        return Clone(name="clone", child=child, thread=thread, share_files=share_files,
+                     **self._b(ret=child, **kw))
+
+    def exec_(self, **kw):
+        return Exec(path="/bin/true", **self._b(ret=0, **kw))
+
+    def exit(self, **kw):
+        return Exit(whole=True, status=0, **self._b(**kw))
+
+    def snapshot(self, fds, when="start", **kw):
+        return FdSnapshot(when=when, fds=dict(fds), **self._b(**kw))
+
+
+def run(events, model=None, finish=True):
+    m = model or FdModel()
+    for ev in events:
+        m.feed(ev)
+    if finish:
+        m.finish()
+    return m
+
+
+def rules(m):
+    return [f.rule for f in m.findings]
+
+
+def assert_key_clean(f):
+    """Fingerprint keys hold what, never run-specific numbers."""
+    for part in f.key:
+        assert not isinstance(part, int), f.key
+
+
+# --- clean churn -------------------------------------------------------------
+
+def test_clean_churn_has_no_findings():
+    b = B()
+    evs = [b.snapshot({0: "/dev/pts/0", 1: "/dev/pts/0", 2: "/dev/pts/0"}),
+           b.open(3, "/dev/kfd", cloexec=True), b.open(4, "/dev/dri/renderD128", cloexec=True)]
+    for i in range(50):
+        evs += [b.export(3, 0x1000 + i, 5), b.ioctl(4, "DRM_IOCTL_PRIME_FD_TO_HANDLE",
+                                                      {"fd": 5}, {"handle": 1}),
+                b.close(5), b.open(5, "/etc/hosts"), b.dup(5, 6), b.dup2(6, 9), b.close(5),
+                b.close(6), b.close_range(9, 20)]
+    evs += [b.exec_(), b.exit()]
+    m = run(evs)
+    assert m.findings == []
+
+
+def test_dup2_onto_a_free_number_is_not_a_close():
+    b = B()
+    m = run([b.open(3), b.dup2(3, 10), b.close(10), b.close(3)], finish=False)
+    assert m.findings == []
+    m2 = run([b.open(3), b.dup2(3, 10)], finish=False)
+    s = m2.lookup(100, 10)
+    assert s.origin == "dup" and s.ofd == m2.lookup(100, 3).ofd
+
+
+def test_dup2_onto_open_fd_closes_it_and_keeps_original_creator():
+    b = B()
+    o3 = b.open(3, "/dev/null")
+    m = run([o3, b.open(4, "/etc/passwd"), b.dup2(3, 4), b.dup(4, 5)], finish=False)
+    s = m.lookup(100, 5)
+    assert s.root is o3 and s.root_origin == "open"
+    # the old fd 4 was closed by dup2 and is remembered as the number's previous occupant
+    assert m.lookup(100, 4).prev.how == "dup2"
+    assert m.lookup(100, 4).prev.slot.path == "/etc/passwd"
+    m.feed(b.close(4))
+    m.feed(b.close(4, err="EBADF"))
+    (f,) = m.findings
+    assert f.rule == "fd-double-close"
+    assert any(e.event is o3 for e in f.evidence), "original creation through the dup chain"
+
+
+def test_close_range_over_free_numbers_is_not_a_double_close():
+    b = B()
+    m = run([b.open(3), b.open(4), b.close(4), b.close_range(3), b.close_range(3),
+             b.close_range(3, 100)])
+    assert m.findings == []
+    assert m.procs == {}
+
+
+def test_close_range_of_one_closed_fd_is_a_double_close():
+    b = B()
+    m = run([b.open(7), b.close(7), b.close_range(7, 7)])
+    assert rules(m) == ["fd-double-close"]
+
+
+def test_close_range_cloexec_then_exec():
+    b = B()
+    m = run([b.open(3), b.open(4), b.close_range(4, 10, flags=4)], finish=False)
+    assert m.lookup(100, 4).cloexec and not m.lookup(100, 3).cloexec
+    m.feed(b.exec_())
+    assert m.lookup(100, 4) is None and m.lookup(100, 3) is not None
+
+
+def test_close_range_unshare_copies_a_shared_table():
+    b = B()
+    m = run([b.open(3), b.clone(200, share_files=True),
+             b.close_range(3, 10, flags=2, pid=200)], finish=False)
+    assert m.lookup(200, 3) is None
+    assert m.lookup(100, 3) is not None
+
+
+# --- fd-double-close -----------------------------------------------------------
+
+def test_double_close_three_part_evidence():
+    b = B()
+    o = b.open(5, "/dev/null", stack=stk("app!open_it", "app!main"))
+    c1 = b.close(5, stack=stk("app!first_closer", "app!main"))
+    c2 = b.close(5, err="EBADF", stack=stk("app!second_closer", "app!main"))
+    m = run([o, c1, c2])
+    (f,) = m.findings
+    assert f.rule == "fd-double-close" and f.severity == "error"
+    assert f.event is c2
+    assert f.subject == {"kind": "fd", "fd": 5, "fd_kind": "other"}
+    roles = {e.role: e.event for e in f.evidence}
+    assert roles["this close"] is c2 and roles["previous close"] is c1
+    assert roles["originally created by"] is o
+    assert "first close may be the culprit" in f.message
+    assert "first_closer" in f.message and "second_closer" in f.message
+    assert_key_clean(f)
+
+
+def test_bad_close_of_never_seen_fd_wording():
+    b = B()
+    m = run([b.close(7, err="EBADF")])
+    (f,) = m.findings
+    assert f.rule == "fd-double-close"
+    assert f.message.startswith("close(7) failed with EBADF: fd 7 was not open "
+                                "(no earlier close is visible")
+
+
+def test_successful_close_of_a_number_the_model_thinks_closed_is_not_a_finding():
+    # strace cannot see ioctl-created fds: the kernel's 0 proves it was re-created
+    b = B()
+    m = run([b.open(7), b.close(7), b.ioctl(3, "AMDKFD_IOC_EXPORT_DMABUF"),
+             b.close(7, path="/dmabuf:")])
+    assert m.findings == []
+
+
+def test_eintr_close_releases_the_fd():
+    b = B()
+    m = run([b.open(3), b.close(3, err="EINTR")], finish=False)
+    assert m.lookup(100, 3) is None
+    m.feed(b.open(3))            # the number is free again
+    m.feed(b.close(3))
+    assert m.findings == []
+    m.feed(b.close(3, err="EBADF"))
+    assert rules(m) == ["fd-double-close"]
+
+
+def test_close_after_exec_of_a_cloexec_fd():
+    b = B()
+    m = run([b.open(3, cloexec=True), b.open(4), b.exec_(), b.close(4)], finish=False)
+    assert m.findings == []
+    m.feed(b.close(3, err="EBADF"))
+    (f,) = m.findings
+    assert f.rule == "fd-double-close"
+    assert "close-on-exec" in f.message and "execve" in f.message
+
+
+def test_unseen_close_then_ebadf_close():
+    # preload: fclose is invisible; a later close(fd) = EBADF is still a double close
+    b = B()
+    m = run([b.open(3, "/etc/hosts"), b.close(3, err="EBADF")])
+    (f,) = m.findings
+    assert "cannot see" in f.message
+
+
+def test_forked_child_close_storm_is_not_reported():
+    b = B()
+    evs = [b.open(3), b.clone(200)]
+    evs += [b.close(n, err="EBADF", pid=200) for n in range(4, 40)]
+    evs += [b.close(3, pid=200), b.exec_(pid=200)]
+    m = run(evs)
+    assert m.findings == []
+
+
+# --- fork, threads -------------------------------------------------------------
+
+def test_fork_child_closes_its_copy_parent_keeps_its_own():
+    b = B()
+    m = run([b.open(3, "/dev/kfd"), b.export(3, 0x10, 7), b.clone(200),
+             b.close(7, pid=200)], finish=False)
+    assert m.lookup(100, 7) is not None and m.lookup(200, 7) is None
+    assert m.lookup(200, 3).origin == "inherited"
+    m.feed(b.close(7))
+    assert m.findings == []
+    m.feed(b.close(7, err="EBADF", pid=200))
+    (f,) = m.findings
+    assert f.pid == 200 and f.rule == "fd-double-close"
+
+
+def test_threads_share_one_table():
+    b = B()
+    m = run([b.clone(101, thread=True), b.open(3, tid=101), b.close(3, tid=100)], finish=False)
+    assert m.lookup(100, 3) is None
+    m.feed(b.close(3, err="EBADF", tid=101))
+    assert rules(m) == ["fd-double-close"]
+
+
+def test_clone_files_shares_the_table_between_processes():
+    b = B()
+    m = run([b.open(3), b.clone(200, share_files=True), b.close(3, pid=200)], finish=False)
+    assert m.lookup(100, 3) is None
+
+
+# --- fd-use-after-close ----------------------------------------------------------
+
+def test_ioctl_on_closed_fd():
+    b = B()
+    c = b.close(3)
+    u = b.ioctl(3, "AMDKFD_IOC_GET_VERSION", err="EBADF")
+    m = run([b.open(3, "/dev/kfd"), c, u])
+    (f,) = m.findings
+    assert f.rule == "fd-use-after-close" and f.event is u
+    assert f.subject["fd_kind"] == "kfd"
+    assert any(e.event is c for e in f.evidence)
+    assert_key_clean(f)
+
+
+def test_import_of_closed_dmabuf_blames_the_inner_fd():
+    b = B()
+    m = run([b.open(3, "/dev/kfd"), b.export(3, 0x20, 7), b.close(7),
+             b.ioctl(3, "AMDKFD_IOC_IMPORT_DMABUF", {"dmabuf_fd": 7, "gpu_id": 1, "va_addr": 0},
+                     err="EBADF")])
+    (f,) = m.findings
+    assert f.subject == {"kind": "fd", "fd": 7, "fd_kind": "dmabuf"}
+    assert "AMDKFD_IOC_EXPORT_DMABUF" in f.message
+
+
+def test_use_of_never_seen_fd_says_so():
+    b = B()
+    m = run([b.mmap(9, err="EBADF")])
+    (f,) = m.findings
+    assert f.rule == "fd-use-after-close" and "never seen" in f.message
+
+
+def test_read_ebadf_on_open_fd_may_be_open_mode_not_a_finding():
+    b = B()
+    m = run([b.open(3), b.syscall("write", [3], err="EBADF")])
+    assert m.findings == []
+
+
+def test_successful_use_of_unknown_fd_is_unknown_origin():
+    b = B()
+    m = run([b.ioctl(5, "DRM_IOCTL_PRIME_FD_TO_HANDLE", {"fd": 9}, {"handle": 1},
+                     path="/dev/dri/renderD128")], finish=False)
+    assert m.lookup(100, 5).kind == "drm-render" and m.lookup(100, 5).origin == "unknown"
+    assert m.lookup(100, 9).origin == "unknown"
+    assert m.findings == []
+
+
+# --- fd-leak -------------------------------------------------------------------------
+
+def test_leak_at_exit_is_a_warning_device_fds_are_not_leaks():
+    b = B()
+    m = run([b.open(3, "/dev/kfd"), b.open(4, "/dev/dri/renderD128"),
+             b.open(5, "/dev/accel/accel0"), b.export(3, 0x30, 6), b.exit()])
+    (f,) = m.findings
+    assert f.rule == "fd-leak" and f.severity == "warning"
+    assert f.subject == {"kind": "fd", "fd": 6, "fd_kind": "dmabuf"}
+    assert "AMDKFD_IOC_EXPORT_DMABUF" in f.message
+    assert_key_clean(f)
+
+
+def test_leak_when_trace_merely_ends_is_a_note():
+    b = B()
+    m = run([b.open(3, "/dev/kfd"), b.export(3, 0x30, 6)])
+    (f,) = m.findings
+    assert f.rule == "fd-leak" and f.severity == "note"
+
+
+def test_exit_snapshot_is_authoritative():
+    b = B()
+    m = run([b.open(3, "/dev/kfd"), b.export(3, 0x30, 6), b.export(3, 0x31, 7),
+             # fd 6 absent: closed by a call the hook could not see; 9 unknown to the model
+             b.snapshot({3: "/dev/kfd", 7: "/dmabuf:", 9: "/dmabuf:"}, when="exit"),
+             b.exit()])
+    leaks = {f.subject["fd"]: f for f in m.findings if f.rule == "fd-leak"}
+    assert set(leaks) == {7, 9}
+    assert leaks[7].severity == "warning"
+    assert leaks[9].severity == "note" and "creator is not in the trace" in leaks[9].message
+
+
+def test_pre_existing_and_inherited_fds_are_not_leaks():
+    b = B()
+    m = run([b.snapshot({0: "/dev/null", 8: "/dmabuf:"}), b.open(3, "/dev/kfd"),
+             b.export(3, 1, 6), b.clone(200), b.exit(pid=200), b.close(6), b.exit()])
+    assert m.findings == []
+
+
+def test_sync_file_and_prime_fds_leak():
+    b = B()
+    m = run([b.open(4, "/dev/dri/renderD128"),
+             b.ioctl(4, "DRM_IOCTL_PRIME_HANDLE_TO_FD", {"handle": 1, "flags": 0}, {"fd": 5}),
+             b.ioctl(5, "DMA_BUF_IOCTL_EXPORT_SYNC_FILE", {"flags": 1}, {"fd": 6}), b.exit()])
+    kinds = sorted(f.subject["fd_kind"] for f in m.findings)
+    assert kinds == ["dmabuf", "sync_file"]
+
+
+# --- fd-exhaustion ---------------------------------------------------------------------
+
+def test_exhaustion_once_per_process_names_kinds():
+    b = B()
+    evs = [b.open(3, "/dev/kfd")]
+    evs += [b.export(3, 0x100 + i, 4 + i) for i in range(40)]
+    evs += [b.ioctl(3, "AMDKFD_IOC_EXPORT_DMABUF", {"handle": 0x999, "flags": 0}, err="EMFILE"),
+            FdCreate(name="openat", fds=(), paths=(), **b._b(ret=-1, err="EMFILE"))]
+    m = run(evs, finish=False)
+    (f,) = [f for f in m.findings if f.rule == "fd-exhaustion"]
+    assert f.subject == {"kind": "process"}
+    assert f.details["open_by_kind"]["dmabuf"] == 40 and f.details["failed_calls"] == 2
+    assert "40 dmabuf" in f.message and "dmabuf fds fill it" in f.message
+    assert_key_clean(f)
+
+
+# --- fd-close-reused ---------------------------------------------------------------------
+
+def test_close_reused_by_stack_evidence():
+    b = B()
+    keep = b.ioctl(4, "DRM_IOCTL_PRIME_HANDLE_TO_FD", {"handle": 1, "flags": O_CLOEXEC},
+                   {"fd": 7}, stack=stk("libdrm_amdgpu.so!drmPrimeHandleToFD",
+                                        "libhsakmt.so!hsaKmtHandleExport",
+                                        "libhsa-runtime64.so!CreateShareableHandle"))
+    app_close = b.close(7, stack=stk("app!main"))
+    app_open = b.open(7, "/etc/app.conf", stack=stk("app!load_config", "app!main"))
+    rt_close = b.close(7, stack=stk("libhsa-runtime64.so!DestroyMemoryHandle",
+                                    "libhsa-runtime64.so!hsa_amd_vmem_handle_release",
+                                    "app!main"))
+    m = run([b.open(4, "/dev/dri/renderD128"), keep, app_close, app_open, rt_close],
+            finish=False)
+    (f,) = m.findings
+    assert f.rule == "fd-close-reused" and f.event is rt_close
+    assert f.subject["fd_kind"] == "other"
+    assert "meant for" in f.message and "DestroyMemoryHandle" in f.message
+
+
+def test_close_by_the_new_owner_is_not_close_reused():
+    b = B()
+    m = run([b.open(7, "/a", stack=stk("liba!reader")), b.close(7, stack=stk("liba!reader")),
+             b.ioctl(4, "DRM_IOCTL_PRIME_HANDLE_TO_FD", {"handle": 1, "flags": 0}, {"fd": 7},
+                     stack=stk("libhsa-runtime64.so!Export", "app!main")),
+             b.close(7, stack=stk("app!main"))])
+    assert [r for r in rules(m) if r != "fd-leak"] == []
+
+
+def test_close_reused_by_later_ebadf_of_the_new_owner():
+    b = B()
+    rogue = b.close(7, stack=stk("liba!reader_cleanup"))
+    m = run([b.open(7, "/a", stack=stk("liba!reader")), b.close(7, stack=stk("liba!reader")),
+             b.open(7, "/b", stack=stk("libb!logger")), rogue,
+             b.syscall("write", [7], err="EBADF", stack=stk("libb!logger"))])
+    got = sorted(rules(m))
+    assert got == ["fd-close-reused", "fd-use-after-close"]
+    (f,) = [f for f in m.findings if f.rule == "fd-close-reused"]
+    assert f.event is rogue and "later got EBADF" in f.message
+
+
+def test_no_close_reused_without_stacks():
+    b = B()
+    m = run([b.open(7, "/a"), b.close(7), b.open(7, "/b"), b.close(7),
+             b.syscall("write", [7], err="EBADF")])
+    assert rules(m) == ["fd-use-after-close"]
+
+
+# --- kinds, history ----------------------------------------------------------------------
+
+def test_kind_of_path_is_tolerant():
+    assert kind_of_path("/dmabuf:") == "dmabuf"
+    assert kind_of_path("/dmabuf:name (deleted)") == "dmabuf"
+    assert kind_of_path("anon_inode:dmabuf") == "dmabuf"
+    assert kind_of_path("anon_inode:sync_file") == "sync_file"
+    assert kind_of_path("/dev/kfd<char 238:0>") == "kfd"
+    assert kind_of_path("/dev/dri/renderD128") == "drm-render"
+    assert kind_of_path("/dev/accel/accel0") == "accel"
+    assert kind_of_path("/etc/hosts") == "other"
+    assert kind_of_path(None) == "unknown"
+
+
+def test_history_records_every_event_touching_the_watched_fd():
+    b = B()
+    m = FdModel(watch=(None, 7))
+    run([b.open(3, "/dev/kfd"), b.export(3, 0x40, 7), b.syscall("lseek", [7]),
+         b.close(7), b.open(8), b.close(7, err="EBADF")], model=m)
+    assert len(m.history) == 4
+    assert all(isinstance(d, str) for _, d, *_ in m.history)
+    assert "EXPORT_DMABUF" in m.history[0][1]
+    assert "double close" in m.history[-1][1]
+
+
+def test_intent_handover_is_named_in_double_close():
+    b = B()
+    hand = Intent(name="hsa_amd_vmem_export_shareable_handle", args={"handle": 1},
+                  outs={"dmabuf_fd": 7}, **b._b(ret=0))
+    m = run([b.open(3, "/dev/kfd"), b.export(3, 0x40, 7), hand, b.close(7),
+             b.close(7, err="EBADF")])
+    (f,) = m.findings
+    assert any(e.event is hand for e in f.evidence)
+    assert "handed this fd to its caller" in f.message
+
+
+def test_setcloexec_and_mode_use():
+    b = B()
+    m = run([b.open(3), SetCloexec(fd=3, cloexec=True, **b._b(ret=0)), b.exec_(),
+             SetCloexec(fd=3, cloexec=True, **b._b(ret=-1, err="EBADF"))])
+    (f,) = m.findings
+    assert f.rule == "fd-use-after-close"
+
+
+# --- property: against a brute-force kernel fd table -----------------------------------------
+
+OPS = st.lists(st.tuples(st.sampled_from(["open", "dup", "dup2", "close", "close_range"]),
+                         st.integers(0, 12), st.integers(0, 12)), max_size=60)
+
+
+def _simulate(ops, allow_double: bool):
+    """Kernel semantics with lowest-free allocation; returns events and the
+    final open set, plus whether a closed fd was ever closed again."""
+    b = B()
+    table: set[int] = set()
+    evs = []
+    doubled = False
+    closed_once: set[int] = set()
+    for op, x, y in ops:
+        low = next(n for n in range(100) if n not in table)
+        if op == "open":
+            evs.append(b.open(low))
+            table.add(low)
+            closed_once.discard(low)
+        elif op == "dup" and x in table:
+            evs.append(b.dup(x, low))
+            table.add(low)
+            closed_once.discard(low)
+        elif op == "dup2" and x in table:
+            evs.append(b.dup2(x, y))
+            if x != y:
+                table.add(y)
+                closed_once.discard(y)
+        elif op == "close":
+            if x in table:
+                evs.append(b.close(x))
+                table.discard(x)
+                closed_once.add(x)
+            elif allow_double:
+                evs.append(b.close(x, err="EBADF"))
+                doubled = True
+        elif op == "close_range":
+            lo, hi = min(x, y), max(x, y)
+            if lo == hi and lo in closed_once and lo not in table:
+                if not allow_double:
+                    continue
+                doubled = True
+            evs.append(b.close_range(lo, hi))
+            for n in [n for n in table if lo <= n <= hi]:
+                table.discard(n)
+                closed_once.add(n)
+    return evs, table, doubled
+
+
+@settings(max_examples=150, deadline=None)
+@given(OPS)
+def test_random_sequences_match_reference_and_never_close_twice_means_no_findings(ops):
+    evs, table, _ = _simulate(ops, allow_double=False)
+    m = run(evs, finish=False)
+    assert set(m.open_fds(100)) == table
+    assert m.findings == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(OPS)
+def test_random_sequences_with_double_closes_are_found(ops):
+    evs, table, doubled = _simulate(ops, allow_double=True)
+    m = run(evs, finish=False)
+    assert set(m.open_fds(100)) == table
+    assert bool(m.findings) == doubled
+    assert all(f.rule == "fd-double-close" for f in m.findings)
