@@ -93,6 +93,22 @@ def _nullable_int(col):
     return pd.array(vals, dtype="Int64")
 
 
+def _plain(v):
+    """A pandas/numpy scalar as the JSON value it stands for."""
+    if v is None:
+        return None
+    try:
+        import pandas as pd
+
+        if pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        pass
+    if hasattr(v, "item"):
+        return v.item()
+    return v
+
+
 class TableError(ValueError):
     """A table request the user can fix (format, missing pyarrow)."""
 
@@ -118,9 +134,10 @@ def write_events(df, fmt: str, out) -> None:
     if fmt == "csv":
         text = df.to_csv(index=False)
     elif fmt == "jsonl":
-        text = df.to_json(orient="records", lines=True, force_ascii=True)
-        if text and not text.endswith("\n"):
-            text += "\n"
+        # Not DataFrame.to_json: it escapes '/' in paths and rounds times
+        # to 10 significant digits, which loses microseconds of epoch times.
+        text = "".join(json.dumps({k: _plain(v) for k, v in rec.items()}) + "\n"
+                       for rec in df.to_dict(orient="records"))
     else:
         raise TableError(f"unknown events format {fmt!r} (choose csv, jsonl or parquet)")
     if out == "-":

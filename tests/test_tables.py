@@ -102,6 +102,12 @@ def test_write_events_csv_jsonl_parquet(tmp_path):
     write_events(df, "jsonl", str(tmp_path / "e.jsonl"))
     recs = [json.loads(ln) for ln in (tmp_path / "e.jsonl").read_text().splitlines()]
     assert len(recs) == 105 and recs[0]["pid"] == 4242 and recs[0]["nattr"] is None
+    raw = (tmp_path / "e.jsonl").read_text()
+    assert "\\/" not in raw and recs[0]["file"] == S.TRACE
+    epoch = S.svm(1, 1, 1764435600.123457, 0x1000, 0x1000, S.REVOKE)
+    out = io.StringIO()
+    write_events(events_frame([epoch]), "jsonl", out)
+    assert json.loads(out.getvalue())["time"] == 1764435600.123457   # microseconds kept
     pytest.importorskip("pyarrow")
     import pandas as pd
 
