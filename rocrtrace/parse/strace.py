@@ -162,9 +162,10 @@ class Parser:
 
     def _drain(self) -> list[Event]:
         out = self.out
-        if out:
-            self.out = []
-            self.info.events += len(out)
+        if not out:
+            return []
+        self.out = []
+        self.info.events += len(out)
         return out
 
     def _emit(self, ev: Event) -> None:
