@@ -1,0 +1,112 @@
+"""Run a program under capture: the preload library (default) or strace.
+
+API for the CLI: ``capture(cmd, method, prefix, stack_depth, echo) -> int``
+returns the program's exit status (128+N when killed by signal N), or raises
+CaptureError with a one-line message for usage problems.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from typing import Callable
+
+from .build import BuildError, library_path
+
+DEFAULT_PREFIX = "rocrtrace.log"
+STRACE_TRACE = "%desc,%memory,%process,ioctl,sendmsg,recvmsg,pidfd_getfd"
+
+
+class CaptureError(Exception):
+    """A usage problem (exit code 2 in the CLI); str() is one line."""
+
+
+def strace_command(cmd: list[str], prefix: str, stack_depth: int = 0) -> list[str]:
+    exe = shutil.which("strace")
+    if not exe:
+        raise CaptureError("strace not found: install strace or use --method preload")
+    args = [exe, "-f", "-o", prefix, "-ttt", "-T", "-yy", "-X", "verbose", "-s", "256",
+            "-e", f"trace={STRACE_TRACE}"]
+    if stack_depth > 0:
+        args.append("-k")
+    return args + ["--", *cmd]
+
+
+def preload_env(prefix: str, stack_depth: int = 0, base: dict[str, str] | None = None,
+                extra_preload: list[str] | None = None) -> dict[str, str]:
+    """Environment that loads the capture library (prepended to LD_PRELOAD)."""
+    env = dict(os.environ if base is None else base)
+    try:
+        lib = str(library_path())
+    except BuildError as e:
+        raise CaptureError(str(e)) from None
+    parts = [lib] + list(extra_preload or [])
+    if env.get("LD_PRELOAD"):
+        parts.append(env["LD_PRELOAD"])
+    env["LD_PRELOAD"] = ":".join(parts)
+    env["ROCRTRACE_LOG"] = prefix
+    env["ROCRTRACE_STACK_DEPTH"] = str(max(0, int(stack_depth)))
+    return env
+
+
+def _exit_status(rc: int) -> int:
+    return 128 - rc if rc < 0 else rc
+
+
+def _written(prefix: str, before: set[str]) -> list[str]:
+    pattern = glob.escape(prefix) + "*"
+    files = [f for f in glob.glob(pattern) if f not in before or os.path.getsize(f) > 0]
+    if os.path.exists(prefix) and prefix not in files:
+        files.append(prefix)
+    return sorted(set(files), key=lambda f: (len(f), f))
+
+
+def capture(cmd: list[str], method: str = "preload", prefix: str | None = None,
+            stack_depth: int = 0, echo: Callable[[str], object] | None = print) -> int:
+    """Run `cmd` under capture and return its exit status."""
+    if not cmd:
+        raise CaptureError("no command given (usage: rocrtrace capture [...] -- CMD ...)")
+    if method not in ("preload", "strace"):
+        raise CaptureError(f"unknown capture method {method!r} (preload or strace)")
+    if stack_depth < 0:
+        raise CaptureError("--stack-depth must be >= 0")
+    prefix = prefix or DEFAULT_PREFIX
+    if "\n" in prefix:
+        raise CaptureError("the log prefix must not contain a newline")
+    parent = Path(prefix).parent
+    if not parent.is_dir():
+        raise CaptureError(f"directory of the log prefix does not exist: {parent}")
+    prefix = str(Path(prefix).absolute())   # the program may chdir
+    exe = cmd[0]
+    if os.sep not in exe and not shutil.which(exe):
+        raise CaptureError(f"command not found: {exe}")
+    before = set(glob.glob(glob.escape(prefix) + "*"))
+    if method == "strace":
+        argv = strace_command(cmd, prefix, stack_depth)
+        env = None
+    else:
+        argv = list(cmd)
+        env = preload_env(prefix, stack_depth)
+    # the child gets the terminal's signals itself; we only wait for it
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        try:
+            proc = subprocess.Popen(argv, env=env)
+        except OSError as e:
+            raise CaptureError(f"cannot run {argv[0]}: {e.strerror}") from None
+        rc = proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, old)
+    status = _exit_status(rc)
+    if echo is not None:
+        files = _written(prefix, before)
+        if files:
+            echo(f"rocrtrace: {method} capture wrote {len(files)} file(s):")
+            for f in files:
+                echo(f"  {f}")
+        else:
+            echo(f"rocrtrace: {method} capture wrote no log (prefix {prefix})")
+    return status
