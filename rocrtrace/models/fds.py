@@ -192,19 +192,20 @@ class Slot:
         return self.root_origin in EXPORT_ORIGINS
 
     def describe(self) -> str:
-        bits = [f"fd {self.fd}", self.kind]
-        if self.path:
-            bits.append(self.path)
-        s = f"{bits[0]} ({', '.join(bits[1:])})"
-        if self.origin in ("unknown", "pre-existing", "inherited"):
-            s += {"unknown": ", creator not in the trace",
-                  "pre-existing": ", open before the trace started",
-                  "inherited": ""}[self.origin]
+        """``fd 7 (dmabuf /dmabuf:, created by AMDKFD_IOC_EXPORT_DMABUF at f:12)``"""
+        bits = [self.kind + (f" {self.path}" if self.path else "")]
+        if self.origin == "unknown":
+            bits.append("creator not in the trace")
+        elif self.origin == "pre-existing":
+            bits.append("open before the trace started")
         if self.creator is not None:
-            s += f", created by {short(self.creator)}"
-            if self.root is not self.creator and self.root is not None:
-                s += f" (a {self.origin} of the fd made by {short(self.root)})"
-        return s
+            if self.root is not None and self.root is not self.creator:
+                bits.append(f"a {self.origin} made by {short(self.creator)} of the fd "
+                            f"created by {short(self.root)}")
+            else:
+                bits.append(f"{'inherited, ' if self.origin == 'inherited' else ''}"
+                            f"created by {short(self.creator)}")
+        return f"fd {self.fd} ({', '.join(bits)})"
 
     def note(self, role: str, ev: Event) -> None:
         if len(self.notable) < 4:
