@@ -550,3 +550,61 @@ def test_random_sequences_with_double_closes_are_found(ops):
     assert set(m.open_fds(100)) == table
     assert bool(m.findings) == doubled
     assert all(f.rule == "fd-double-close" for f in m.findings)
+
+
+# --- more creators, the boundary chain, bounded memory ------------------------------------------
+
+def test_export_import_close_close_chain_names_both_call_sites():
+    b = B()
+    exp = b.export(3, 0x50, 7, stack=stk("libhsa-runtime64.so!ExportDMABuf"))
+    imp = b.ioctl(3, "AMDKFD_IOC_IMPORT_DMABUF", {"dmabuf_fd": 7, "gpu_id": 1, "va_addr": 0},
+                  {"handle": 0x51})
+    c1 = b.close(7, stack=stk("app!release_buffer", "app!main"))
+    c2 = b.close(7, err="EBADF", stack=stk("libhsa-runtime64.so!DmaBufClose",
+                                           "libhsa-runtime64.so!DestroyMemoryHandle"))
+    m = run([b.open(3, "/dev/kfd"), exp, imp, c1, c2])
+    (f,) = m.findings
+    assert [e.event for e in f.evidence] == [exp, imp, c1, c2]
+    assert [e.role for e in f.evidence][1] == "imported by"
+    assert "release_buffer" in f.message and "DmaBufClose" in f.message
+
+
+def test_recvmsg_dmabuf_is_an_import_that_can_leak():
+    b = B()
+    got = FdCreate(name="recvmsg", origin="recvmsg", fds=(6,), paths=("/dmabuf:",), src_fd=5,
+                   **b._b(ret=1))
+    m = run([b.open(5, "socket:[1]"), got, b.exit()])
+    (f,) = m.findings
+    assert f.rule == "fd-leak" and f.subject["fd_kind"] == "dmabuf"
+    assert f.key[1] == "recvmsg"
+
+
+def test_udmabuf_fd_is_the_return_value_and_heap_fd_is_in_the_struct():
+    b = B()
+    m = run([b.open(3, "/dev/udmabuf"), b.ioctl(3, "UDMABUF_CREATE", {"memfd": 4, "flags": 1},
+                                                 ret=9),
+             b.open(4, "/dev/dma_heap/system"),
+             b.ioctl(4, "DMA_HEAP_IOCTL_ALLOC", {"len": 4096, "fd_flags": O_CLOEXEC},
+                     {"fd": 10})], finish=False)
+    assert m.lookup(100, 9).kind == "dmabuf" and m.lookup(100, 9).cloexec
+    assert m.lookup(100, 10).origin == "DMA_HEAP_IOCTL_ALLOC"
+
+
+def test_strace_blind_export_is_not_a_double_close():
+    # strace shows no struct: the export's fd appears only at its close
+    b = B()
+    m = run([b.open(3, "/dev/kfd"), b.open(7), b.close(7),
+             b.ioctl(3, "AMDKFD_IOC_EXPORT_DMABUF"), b.close_range(7, 7)])
+    assert m.findings == []
+
+
+def test_memory_follows_live_state():
+    b = B()
+    m = FdModel()
+    for i in range(5000):
+        m.feed(b.open(3 + i % 7))
+        m.feed(b.close(3 + i % 7))
+    t = m.procs[100].table
+    assert len(t.slots) == 0 and len(t.closed) == 7
+    # one previous occupant per number, never a chain
+    assert all(c.slot.prev is None or c.slot.prev.slot.prev is None for c in t.closed.values())

@@ -132,14 +132,21 @@ def frames_of(stack, depth: int = 3) -> list:
 
 
 def call_site(ev: Event | None) -> str:
+    """The innermost frame outside libc, or "" when the event has no stack."""
     if ev is None:
-        return "an unseen call"
+        return ""
     fr = frames_of(ev.stack, 1)
     if fr:
         return fr[0].label()
     if ev.stack:
         return ev.stack[0].label()
-    return "no stack"
+    return ""
+
+
+def at(ev: Event | None) -> str:
+    """`` (call site)`` for messages, nothing without a stack."""
+    site = call_site(ev)
+    return f" ({site})" if site else ""
 
 
 def _func(fr) -> tuple | None:
@@ -848,9 +855,9 @@ class FdModel(Model):
             else:
                 how = {"close_range": "close_range", "dup2": "dup2/dup3 onto it"}.get(c.how, "close")
                 msg = (f"{failed}: {s.describe()} was already closed by {how} at "
-                       f"{c.event.file}:{c.event.line} ({call_site(c.event)}) and nothing "
+                       f"{c.event.file}:{c.event.line}{at(c.event)} and nothing "
                        "re-created it. This close is at "
-                       f"{ev.file}:{ev.line} ({call_site(ev)}). The first close may be the "
+                       f"{ev.file}:{ev.line}{at(ev)}. The first close may be the "
                        "culprit: whoever closed it first may not have owned it")
                 evidence.append(Evidence("previous close", c.event, call_site(c.event)))
             if s.root is not None:
@@ -898,7 +905,7 @@ class FdModel(Model):
             s = c.slot
             kind = s.kind
             msg = (f"{name} on fd {fd} failed with EBADF: {s.describe()} was closed by "
-                   f"{short(c.event)} ({call_site(c.event)}) and nothing re-created it")
+                   f"{short(c.event)}{at(c.event)} and nothing re-created it")
             if s.last_use is not None:
                 msg += f"; its last successful use was {short(s.last_use)}"
             key = ("use-after-close", s.kind, s.root_origin, name, c.how)
@@ -971,10 +978,10 @@ class FdModel(Model):
         hit = close_mods & old_mods
         if not hit or close_mods & new_mods:
             return False
-        self._reused(p, ev, s, prev, f"its call stack ({call_site(ev)}) is in "
+        self._reused(p, ev, s, prev, f"its call stack{at(ev)} is in "
                      f"{', '.join(sorted(hit))}, the code that created and used the old fd, "
-                     f"and shares no frame with the code that created the new one "
-                     f"({call_site(s.creator)})", None)
+                     f"and shares no frame with the code that created the new one"
+                     f"{at(s.creator)}", None)
         return True
 
     def _reused_by_ebadf(self, p: Proc, ev: Event, fd: int, c: Closed) -> None:
@@ -992,7 +999,7 @@ class FdModel(Model):
         if not (mine & owner) or closer & owner or closer & mine:
             return
         c.flagged = True
-        self._reused(p, c.event, s, prev, f"the new fd's owner ({call_site(ev)}) later got "
+        self._reused(p, c.event, s, prev, f"the new fd's owner{at(ev)} later got "
                      f"EBADF at {ev.file}:{ev.line}, so it never closed it itself", ev)
 
     def _reused(self, p: Proc, ev: Event, s: Slot, prev: Closed, why: str,

@@ -17,7 +17,7 @@ from ..events import Event, Ioctl
 from ..findings import Evidence, Finding
 from . import Model
 from .dmabuf import Buffer, DmabufTracker, merge
-from .fds import FdModel, Slot, call_site, fd_value, short
+from .fds import FdModel, Slot, at, call_site, fd_value, short
 
 FREED_MEMORY = 4096          # freed handles remembered per model (bounded)
 
@@ -243,7 +243,7 @@ class HandleModel(Model):
         ent, prev = prior if prior is not None else (None, None)
         if prev is not None:
             msg += (f"the handle was already {'closed' if gem else 'freed'} by "
-                    f"{short(prev)} ({call_site(prev)}) and nothing re-created it "
+                    f"{short(prev)}{at(prev)} and nothing re-created it "
                     f"{'in this DRM file' if gem else 'in this process'}")
             evidence.append(Evidence("previous free", prev, call_site(prev)))
         else:
