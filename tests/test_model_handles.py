@@ -277,8 +277,11 @@ def test_xdna_7660_double_gem_close():
 def test_xdna_fixed_owns_allocation_has_no_findings():
     t = Trace()
     xdna(t, fixed=True)
+    t.ioctl(4, "DRM_IOCTL_AMDGPU_GEM_CREATE", {"bo_size": 0x1000}, {"handle": 7})
     fds, hm = replay(t.events)
     assert all_findings(fds, hm) == []
+    # memory follows live state: nothing is kept for a process that ended
+    assert hm.kfd_live == {} and hm.gem_live == {} and hm.dmabuf.stats == {}
 
 
 # --- KFD handles and GEM scoping -----------------------------------------------------------------

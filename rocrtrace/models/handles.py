@@ -90,8 +90,15 @@ class HandleModel(Model):
     def on_process_end(self, proc, ev, exited) -> None:
         slots = list(proc.table.slots.values()) if proc.table.users <= 0 else []
         self.dmabuf.process_end(proc, ev, exited, slots)
-        for k in [k for k in self.kfd_live if k[0] == proc.pid]:
+        for k in [k for k in self.kfd_live if k[0] == ("kfd", proc.pid)]:
             del self.kfd_live[k]
+        if proc.table.users <= 0:
+            # GEM handles die with the last fd of their DRM file description
+            gone = {("ofd", s.ofd) for s in slots} | {("ofd", s.ofd) for s in
+                                                       proc.table.slots.values()}
+            for k in [k for k in self.gem_live if k[0] in gone or
+                      (k[0][0] == "fd" and k[0][1] == proc.pid)]:
+                del self.gem_live[k]
 
     def describe_fd(self, pid, slot: Slot) -> str | None:
         buf = self.dmabuf.buffer_of(slot)
