@@ -65,14 +65,18 @@ def read_lines(stream, info: InputInfo, max_line: int = 1 << 20,
     """(line number, text) for each line; text is None for an over-long line
     (counted in info.too_long and as unparsed).  Memory stays within one
     chunk plus ``max_line`` whatever the input."""
-    buf = first
+    buf = b""
     lineno = 0
     skipping = False
+    pending = first       # bytes already read (format detection on stdin)
     while True:
-        try:
-            chunk = stream.read(CHUNK)
-        except (OSError, EOFError, lzma.LZMAError, ValueError) as e:
-            raise _err(info.file, f"read error: {e}") from None
+        if pending:
+            chunk, pending = pending, b""
+        else:
+            try:
+                chunk = stream.read(CHUNK)
+            except (OSError, EOFError, lzma.LZMAError, ValueError) as e:
+                raise _err(info.file, f"read error: {e}") from None
         if not chunk:
             break
         if skipping:
