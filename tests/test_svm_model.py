@@ -1,0 +1,511 @@
+"""SvmModel on constructed event streams: the worked examples and scenarios of
+ref/rocm-paths.md (sections 4.4, 6, 10), each without intent calls (claims
+inferred from ioctl shapes) and with lock/unlock intent calls wrapping the
+ioctls on their thread.  Buggy variants must give exactly the expected
+findings, fixed and clean ones none."""
+from __future__ import annotations
+
+import pytest
+
+from rocrtrace import kfd
+from rocrtrace.events import Intent, Ioctl, Mmap, Munmap, ProcessInfo
+from rocrtrace.models.svm import SvmModel
+
+X = 0x7F3A1C200000
+G = 0x1A2B
+GPUS8 = [0x1A2B + 0x111 * i for i in range(8)]
+PAGE = 0x1000
+
+
+def AIP(g):
+    return (kfd.ATTR_ACCESS_IN_PLACE, g)
+
+
+def NO(g):
+    return (kfd.ATTR_NO_ACCESS, g)
+
+
+def ACC(g):
+    return (kfd.ATTR_ACCESS, g)
+
+
+def SETF(v):
+    return (kfd.ATTR_SET_FLAGS, v)
+
+
+def CLRF(v):
+    return (kfd.ATTR_CLR_FLAGS, v)
+
+
+COH, EXT = kfd.FLAG_COHERENT, kfd.FLAG_EXT_COHERENT
+FINE = [SETF(COH), CLRF(EXT)]          # rocm-paths 4.3: COH/EXT of a fine-grained pool
+COARSE = [CLRF(COH), CLRF(EXT)]
+
+
+class Trace:
+    """Builds events on a shared clock; ``run`` feeds them in completion
+    order as the analyzer does.  ``explicit`` wraps registrations and
+    deregistrations in lock/unlock intent calls on the same thread."""
+
+    def __init__(self, explicit: bool, pid: int = 4242, t0: float = 1764435600.0):
+        self.explicit = explicit
+        self.pid = pid
+        self.now = t0
+        self.events = [ProcessInfo(pid=pid, tid=pid, time=t0, page_size=PAGE)]
+        self.open: dict = {}
+
+    def _ev(self, cls, tid, dur=1e-5, at=None, **kw):
+        t = self.now if at is None else at
+        ev = cls(pid=self.pid, tid=tid, time=t, dur=dur, file="t.log",
+                 line=len(self.events) + 1, seq=len(self.events), **kw)
+        if at is None:
+            self.now = t + dur + 1e-5
+        self.events.append(ev)
+        return ev
+
+    def svm(self, tid, start, size, attrs, op=kfd.SVM_OP_SET_ATTR, out=None, err=None,
+            at=None, dur=1e-5):
+        arg = {"start_addr": start, "size": size, "op": op, "nattr": len(attrs),
+               "attrs": list(attrs)}
+        return self._ev(Ioctl, tid, dur=dur, at=at, type=kfd.TYPE_KFD, nr=0x20, fd=3,
+                        ioctl="AMDKFD_IOC_SVM", arg=arg,
+                        out={"attrs": out} if out is not None else None,
+                        ret=-1 if err else 0, err=err,
+                        text=f"ioctl(3, AMDKFD_IOC_SVM, {{start_addr={start:#x}, "
+                             f"size={size:#x}, ...}})")
+
+    def get_access(self, tid, start, size, gpu, answer):
+        return self.svm(tid, start, size, [ACC(gpu)], op=kfd.SVM_OP_GET_ATTR,
+                        out=[(answer, gpu)])
+
+    def begin(self, tid, name, **args):
+        self.open[(tid, name)] = (self.now, args)
+        self.now += 1e-5
+
+    def end(self, tid, name, ret=0):
+        t, args = self.open.pop((tid, name))
+        self.now += 1e-5
+        self._ev(Intent, tid, dur=self.now - t, at=t, name=name, args=args, ret=ret,
+                 text=f"{name}(...) = {ret}")
+
+    # the runtime paths -------------------------------------------------
+
+    def lock(self, tid, ptr, size, register, map_attrs=()):
+        """hsa_amd_memory_lock: register (+ map) ioctls on the outward-rounded range."""
+        a, b = ptr & ~(PAGE - 1), (ptr + size + PAGE - 1) & ~(PAGE - 1)
+        if self.explicit:
+            self.begin(tid, "hsa_amd_memory_lock", host_ptr=ptr, size=size)
+        if register is not None:
+            self.svm(tid, a, b - a, register)
+        if map_attrs:
+            self.svm(tid, a, b - a, map_attrs)
+        if self.explicit:
+            self.end(tid, "hsa_amd_memory_lock")
+
+    def unlock(self, tid, ptr, revokes=()):
+        """hsa_amd_memory_unlock issuing the given (start, size, attrs) revokes."""
+        if self.explicit:
+            self.begin(tid, "hsa_amd_memory_unlock", host_ptr=ptr)
+        for start, size, attrs in revokes:
+            self.svm(tid, start, size, attrs)
+        if self.explicit:
+            self.end(tid, "hsa_amd_memory_unlock")
+
+    def mmap(self, tid, addr, length):
+        return self._ev(Mmap, tid, addr=addr, length=length, ret=addr, prot=3, flags=0x22)
+
+    def munmap(self, tid, addr, length):
+        return self._ev(Munmap, tid, addr=addr, length=length, ret=0)
+
+    def run(self, **kw) -> SvmModel:
+        m = SvmModel(**kw)
+        for ev in sorted(self.events, key=lambda e: (e.end, e.seq)):
+            m.feed(ev)
+        m.finish()
+        return m
+
+
+def summary(m: SvmModel):
+    return sorted((f.rule, f.cause) for f in m.findings)
+
+
+def v1_revoke(gpus):
+    return [NO(g) for g in gpus] + [CLRF(COH), CLRF(EXT)]
+
+
+MODES = pytest.mark.parametrize("explicit", [False, True], ids=["inferred", "explicit"])
+
+
+# --- C1: enclosing range skipped (V1 bug 2) ------------------------------------
+
+@MODES
+@pytest.mark.parametrize("gpus", [[G], GPUS8[:2], GPUS8], ids=["1gpu", "2gpu", "8gpu"])
+@pytest.mark.parametrize("buggy", [True, False], ids=["V1", "fixed"])
+def test_c1_enclosing_range(explicit, gpus, buggy):
+    t = Trace(explicit)
+    maps = [AIP(g) for g in gpus]
+    t.lock(1, X, 0x8000, FINE, maps)                 # E
+    t.lock(2, X + 0x2000, 0x1000, FINE, maps)        # F, another thread
+    t.lock(1, X + 0x3000, 0x1000, FINE, maps)        # H
+    # V1: the sweep starts at F, never sees E, revokes H's page under E
+    t.unlock(1, X + 0x3000, [(X + 0x3000, 0x1000, v1_revoke(gpus))] if buggy else [])
+    m = t.run()
+    if not buggy:
+        assert m.findings == []
+        return
+    assert summary(m) == [("svm-coherency-downgrade", None),
+                          ("svm-over-revoke", "enclosing-range")]
+    over = next(f for f in m.findings if f.rule == "svm-over-revoke")
+    assert over.subject == {"kind": "svm-range", "start": hex(X + 0x3000),
+                            "end": hex(X + 0x4000), "gpu_ids": [hex(g) for g in sorted(gpus)]}
+    assert over.details["order"] == "certain"
+    assert over.details["victim"]["start"] == hex(X)
+    assert over.details["released"][0]["start"] == hex(X + 0x3000)
+    roles = [e.role for e in over.evidence]
+    assert roles[0] == "revoking call"
+    assert any(r.startswith("victim claim") for r in roles)
+    assert any(r.startswith("released claim") for r in roles)
+    if explicit:
+        assert "deregistration (unlock) it ran inside" in roles
+        assert over.details["victim"]["kind"] == "explicit"
+    down = next(f for f in m.findings if f.rule == "svm-coherency-downgrade")
+    assert down.subject["flags"] == "COHERENT"
+
+
+def test_c1_fingerprint_ignores_run_values():
+    def run(base_pid, base_time, shift):
+        t = Trace(False, pid=base_pid, t0=base_time)
+        x = X + shift
+        t.lock(1, x, 0x8000, FINE, [AIP(G)])
+        t.lock(1, x + 0x3000, 0x1000, FINE, [AIP(G)])
+        t.unlock(1, x + 0x3000, [(x + 0x3000, 0x1000, v1_revoke([G]))])
+        return sorted(f.fingerprint for f in t.run().findings)
+    assert run(1, 1000.0, 0) == run(777, 5e9, 0x10000000)
+
+
+# --- C2: grown extent (V1 bug 1) ------------------------------------------------
+
+@MODES
+@pytest.mark.parametrize("buggy", [True, False], ids=["V1", "V3"])
+def test_c2_grown_extent(explicit, buggy):
+    t = Trace(explicit)
+    reg = FINE if buggy else [AIP(G)] + FINE          # V3 grants at register
+    t.lock(1, X + 0x10, 0x20, reg, [AIP(G)])           # A: page 0
+    t.lock(1, X + 0x100, 0x7000, reg, [AIP(G)])        # B: same base, pages 0-7
+    # V1: refcount 2 -> 1, no ioctl; V3: B's extent minus A's page
+    t.unlock(1, X + 0x100, [] if buggy else [(X + 0x1000, 0x7000, [NO(G)] + [CLRF(COH)])])
+    # the allocator reuses pages 1-7 for data made fine-grained by the application
+    if explicit:
+        t.begin(2, "hsa_amd_svm_attributes_set", ptr=X + 0x1000, size=0x7000)
+    t.svm(2, X + 0x1000, 0x7000, [ACC(G), SETF(COH)])
+    if explicit:
+        t.end(2, "hsa_amd_svm_attributes_set")
+    # V1: base goes cold -> revoke the grown extent; V3: A's own page only
+    t.unlock(1, X + 0x10, [(X, 0x8000, v1_revoke([G]))] if buggy
+             else [(X, 0x1000, [NO(G)])])
+    m = t.run()
+    if not buggy:
+        assert m.findings == []
+        return
+    assert summary(m) == [("svm-coherency-downgrade", None), ("svm-over-revoke", "grown-extent")]
+    over = next(f for f in m.findings if f.rule == "svm-over-revoke")
+    assert (over.subject["start"], over.subject["end"]) == (hex(X + 0x1000), hex(X + 0x8000))
+    assert over.details["victim"]["kind"] == "application"
+    assert over.details["pages"] == 7
+
+
+# --- C3 / kfdtest SVMApiRegisterReGrant: VA reuse without re-grant -------------
+
+@MODES
+@pytest.mark.parametrize("buggy", [True, False], ids=["V1", "V3"])
+def test_c3_regrant(explicit, buggy):
+    t = Trace(explicit)
+    t.mmap(1, X, PAGE)
+    reg = FINE if buggy else [AIP(G)] + FINE
+    rev = v1_revoke([G]) if buggy else [NO(G)]
+    t.lock(1, X, PAGE, reg)                    # register only: no map
+    t.unlock(1, X, [(X, PAGE, rev)])
+    t.get_access(1, X, PAGE, G, kfd.ATTR_NO_ACCESS)
+    t.lock(1, X, PAGE, reg)                    # the allocator hands X out again
+    again = t.get_access(1, X, PAGE, G, kfd.ATTR_NO_ACCESS if buggy
+                         else kfd.ATTR_ACCESS_IN_PLACE)
+    t.unlock(1, X, [(X, PAGE, rev)])
+    t.munmap(1, X, PAGE)
+    m = t.run()
+    if not buggy:
+        assert m.findings == []
+        return
+    assert summary(m) == [("svm-stale-no-access", None)]
+    f = m.findings[0]
+    assert f.subject["gpu_ids"] == [hex(G)]
+    assert any(e.event is again for e in f.evidence)      # GET_ATTR is extra evidence
+    assert f.details["get_attr_confirms"]
+
+
+# --- kfdtest SVMApiPartialPageNotRevoked ---------------------------------------
+
+@MODES
+@pytest.mark.parametrize("buggy", [True, False], ids=["outward", "inward"])
+def test_partial_page(explicit, buggy):
+    t = Trace(explicit)
+    t.mmap(1, X, 2 * PAGE)
+    grant = [AIP(G)] + FINE
+    t.lock(2, X + 0x800, 0x1000, grant)        # neighbour on pages 0-1
+    t.lock(1, X, 0x10, grant)                  # 16 bytes at the page start
+    # buggy rounds the revoke outward (page 0), fixed revokes whole pages only (none)
+    t.unlock(1, X, [(X, PAGE, [NO(G)])] if buggy else [])
+    m = t.run()
+    if not buggy:
+        assert m.findings == []
+        return
+    assert summary(m) == [("svm-over-revoke", "shared-page")]
+    assert m.findings[0].subject["start"] == hex(X)
+    assert m.findings[0].subject["end"] == hex(X + PAGE)
+
+
+@MODES
+def test_partial_page_kfdtest_fixed_clean(explicit):
+    """The kfdtest sequence itself on a fixed runtime: nothing to report."""
+    t = Trace(explicit)
+    t.mmap(1, X, 2 * PAGE)
+    grant = [AIP(G)] + FINE
+    t.lock(1, X, 0x10, grant)
+    t.unlock(1, X, [])
+    t.get_access(1, X, PAGE, G, kfd.ATTR_ACCESS_IN_PLACE)
+    t.lock(1, X, PAGE, grant)
+    t.unlock(1, X, [(X, PAGE, [NO(G)])])
+    t.get_access(1, X, PAGE, G, kfd.ATTR_NO_ACCESS)
+    m = t.run()
+    assert m.findings == []
+
+
+# --- the two adjacent 17-page pins racing (rocm-paths 6) ------------------------
+
+A_PTR, B_PTR, SZ17 = X, X + 0x10000, 0x11000
+GRANT = [AIP(G)] + COARSE
+
+
+def _race(explicit, order):
+    t = Trace(explicit)
+    t.lock(1, A_PTR, SZ17, GRANT, [AIP(G)])
+    t.now += 1e-3
+    t0 = t.now
+    if order == "fixed-b":     # T1's NO_ACCESS completes before T2's grant
+        t.unlock(1, A_PTR, [(A_PTR, SZ17, [NO(G)] + COARSE)])
+        t.lock(2, B_PTR, SZ17, GRANT, [AIP(G)])
+        return t
+    if order == "fixed-a":     # B inserted before T1 computes: 16 pages revoked
+        t.lock(2, B_PTR, SZ17, GRANT, [AIP(G)])
+        t.unlock(1, A_PTR, [(A_PTR, 0x10000, [NO(G)] + COARSE)])
+        return t
+    # first commit of #11411: T1 computes, drops the lock; T2 grants; T1 revokes
+    if explicit:
+        t.begin(1, "hsa_amd_memory_unlock", host_ptr=A_PTR)
+        t.begin(2, "hsa_amd_memory_lock", host_ptr=B_PTR, size=SZ17)
+    t.svm(2, B_PTR, SZ17, GRANT)
+    if order == "buggy":
+        t.svm(2, B_PTR, SZ17, [AIP(G)])
+        t.svm(1, A_PTR, SZ17, [NO(G)] + COARSE)
+    else:   # concurrent: the map and the revoke overlap, the map completes first
+        t.svm(2, B_PTR, SZ17, [AIP(G)], at=t.now, dur=4e-5)
+        t.svm(1, A_PTR, SZ17, [NO(G)] + COARSE, at=t.now + 1e-5, dur=5e-5)
+        t.now += 1e-4
+    if explicit:
+        t.end(2, "hsa_amd_memory_lock")
+        t.end(1, "hsa_amd_memory_unlock")
+    assert t.now > t0
+    return t
+
+
+@MODES
+@pytest.mark.parametrize("order,cause,certainty", [
+    ("buggy", None, "certain"),
+    ("concurrent", "cross-thread-order", "concurrent"),
+    ("fixed-a", None, None),
+    ("fixed-b", None, None),
+])
+def test_adjacent_17_page_race(explicit, order, cause, certainty):
+    m = _race(explicit, order).run()
+    if certainty is None:
+        assert m.findings == []
+        return
+    if cause is None:
+        # with the unlock's window the race is visible; without it only the page
+        cause = "cross-thread-order" if explicit else "shared-page"
+    assert summary(m) == [("svm-over-revoke", cause)]
+    f = m.findings[0]
+    assert f.details["order"] == certainty
+    assert (f.subject["start"], f.subject["end"]) == (hex(X + 0x10000), hex(X + 0x11000))
+    assert f.tid == 1
+    assert f.details["victim"]["tid"] == 2
+
+
+# --- clr hostUnlock NO_ACCESS before unlock (#6724) ------------------------------
+
+@MODES
+@pytest.mark.parametrize("buggy", [True, False], ids=["6724", "7085-revert"])
+def test_clr_no_access_before_unlock(explicit, buggy):
+    t = Trace(explicit)
+    a, b, n = X + 0x10, X + 0x10020, 0x10000       # glibc chunks: share page 16
+    t.lock(1, a, n, COARSE, [AIP(G)])
+    t.lock(2, b, n, COARSE, [AIP(G)])
+    if buggy:   # SetSvmAttrib rounds outward: pages 0-16, page 16 is B's too
+        if explicit:
+            t.begin(1, "hsa_amd_svm_attributes_set", ptr=a, size=n)
+        t.svm(1, X, 0x11000, [NO(G)])
+        if explicit:
+            t.end(1, "hsa_amd_svm_attributes_set")
+    t.unlock(1, a, [])                              # V0: unlock issues nothing
+    m = t.run()
+    if not buggy:
+        assert m.findings == []
+        return
+    assert summary(m) == [("svm-over-revoke", "shared-page")]
+    assert m.findings[0].subject["start"] == hex(X + 0x10000)
+
+
+# --- V4: grant at map, revoke only granted GPUs ---------------------------------
+
+@MODES
+@pytest.mark.parametrize("revoke_pages", [16, 17])
+def test_v4_revokes_only_granted_gpus(explicit, revoke_pages):
+    g1, g2 = GPUS8[0], GPUS8[1]
+    t = Trace(explicit)
+    t.lock(1, A_PTR, SZ17, COARSE, [AIP(g1)])
+    t.lock(2, B_PTR, SZ17, COARSE, [AIP(g2)])
+    t.unlock(1, A_PTR, [(A_PTR, revoke_pages * PAGE, [NO(g1)])])
+    t.unlock(2, B_PTR, [(B_PTR, SZ17, [NO(g2)])])
+    assert t.run().findings == []
+
+
+# --- clean paths ----------------------------------------------------------------
+
+@MODES
+def test_clean_v0_many_threads(explicit):
+    """Baseline runtime: register + map, deregister issues nothing."""
+    t = Trace(explicit)
+    for i in range(6):
+        # one pool: mixing pools on a shared page is a downgrade (tested below)
+        t.lock(1 + i % 3, X + i * 0x10000, SZ17, FINE, [AIP(g) for g in GPUS8[:2]])
+    for i in range(6):
+        t.unlock(1 + (i + 1) % 3, X + i * 0x10000, [])
+    if explicit:     # unlocked memory may be freed
+        t.munmap(1, X, 0x80000)
+    assert t.run().findings == []
+
+
+@MODES
+def test_clean_v3_shared_pages(explicit):
+    t = Trace(explicit)
+    for i in range(4):
+        t.lock(1 + i % 2, X + i * 0x10000, SZ17, GRANT, [AIP(G)])
+    # last reference of each: its extent minus surviving coverage
+    t.unlock(1, X, [(X, 0x10000, [NO(G)])])
+    t.unlock(2, X + 0x10000, [(X + 0x10000, 0x10000, [NO(G)])])
+    t.unlock(1, X + 0x20000, [(X + 0x20000, 0x10000, [NO(G)])])
+    t.unlock(2, X + 0x30000, [(X + 0x30000, 0x11000, [NO(G)])])
+    t.munmap(1, X, 0x100000)
+    assert t.run().findings == []
+
+
+def test_clean_application_managed_range():
+    t = Trace(False)
+    t.mmap(1, X, 0x200000)
+    t.svm(1, X, 0x200000, [(kfd.ATTR_PREFERRED_LOC, G), ACC(G), SETF(COH)])
+    t.svm(1, X, 0x200000, [(kfd.ATTR_GRANULARITY, 4)])
+    t.svm(1, X + 0x100000, 0x1000, [(kfd.ATTR_PREFETCH_LOC, G)])
+    t.svm(1, X, 0x200000, [(kfd.ATTR_PREFERRED_LOC, 0), (kfd.ATTR_SET_FLAGS, 0)],
+          op=kfd.SVM_OP_GET_ATTR, out=[(kfd.ATTR_PREFERRED_LOC, G),
+                                       (kfd.ATTR_SET_FLAGS, kfd.FLAG_HOST_ACCESS | COH)])
+    t.svm(1, X, 0x200000, [NO(G)])     # its own NO_ACCESS on exactly its range
+    t.munmap(1, X, 0x200000)
+    m = t.run()
+    assert m.findings == []
+
+
+# --- the other rules -------------------------------------------------------------
+
+@MODES
+def test_unmap_registered(explicit):
+    t = Trace(explicit)
+    t.lock(1, X, 0x2000, GRANT, [AIP(G)])
+    t.munmap(1, X, 0x1000)
+    m = t.run()
+    assert [(f.rule, f.severity) for f in m.findings] == [
+        ("svm-unmap-registered", "warning" if explicit else "note")]
+
+
+def test_unmap_resets_pages_and_ends_claims():
+    t = Trace(False)
+    t.lock(1, X, 0x2000, FINE, [AIP(G)])
+    t.munmap(1, X, 0x2000)
+    t.mmap(1, X, 0x2000)
+    t.svm(1, X, 0x2000, v1_revoke([G]))     # nothing left to hurt
+    m = t.run()
+    assert [f.rule for f in m.findings] == ["svm-unmap-registered"]
+    assert len(m.procs[4242].map) == 1
+
+
+def test_bad_range():
+    t = Trace(False)
+    t.svm(1, X + 0x10, 0x1000, [AIP(G)])                  # unaligned start
+    t.svm(1, X, 0, [AIP(G)])                              # zero size
+    t.svm(1, X, 0x1000, [AIP(G)], err="EFAULT")           # not mapped
+    t.svm(1, X, 0x2000, [AIP(G)], err="EINTR")            # retried: fine
+    t.svm(1, X, 0x2000, [AIP(G)])
+    t.svm(1, X, 0x3000, [AIP(G)], err="EAGAIN")           # never retried
+    t.svm(1, X, 0x1000, FINE)
+    m = t.run()
+    assert [f.rule for f in m.findings] == ["svm-bad-range"] * 4
+    whys = [f.key[0] for f in m.findings]
+    assert whys == ["unaligned start", "zero size", "failed with EFAULT",
+                    "failed with EAGAIN and was not retried"]
+
+
+def test_model_mismatch_and_xnack_caution():
+    t = Trace(False)
+    t.svm(1, X, 0x2000, FINE)                              # access left at default
+    t.get_access(1, X, 0x2000, G, kfd.ATTR_ACCESS)         # XNACK unknown: no judgement
+    t.svm(1, X, 0x1000, [AIP(G)])
+    t.get_access(1, X, 0x1000, G, kfd.ATTR_ACCESS_IN_PLACE)   # agrees
+    t.get_access(1, X, 0x1000, G, kfd.ATTR_NO_ACCESS)         # disagrees
+    t.svm(1, X, 0x2000, [SETF(COH), CLRF(0)], op=kfd.SVM_OP_GET_ATTR,
+          out=[(kfd.ATTR_SET_FLAGS, kfd.FLAG_HOST_ACCESS | COH),
+               (kfd.ATTR_CLR_FLAGS, ~(kfd.FLAG_HOST_ACCESS | COH) & 0xFFFFFFFF)])
+    m = t.run()
+    assert [f.rule for f in m.findings] == ["svm-model-mismatch"]
+    assert "ACCESS for GPU" in m.findings[0].message
+    # with XNACK known off, default access is no access: ACCESS is a mismatch
+    assert len(t.run(xnack=False).findings) == 2
+
+
+def test_coarse_registration_downgrades_fine_neighbour():
+    """Whatever the shape: a registration clearing COHERENT on a shared page."""
+    t = Trace(False)
+    t.lock(1, X, 0x11000, FINE, [AIP(G)])
+    t.lock(2, X + 0x10000, 0x11000, COARSE, [AIP(G)])
+    m = t.run()
+    assert summary(m) == [("svm-coherency-downgrade", None)]
+    assert m.findings[0].subject["start"] == hex(X + 0x10000)
+
+
+def test_history_watch():
+    t = Trace(True)
+    t.lock(1, X, 0x8000, FINE, [AIP(G)])
+    t.lock(1, X + 0x3000, 0x1000, FINE, [AIP(G)])
+    t.unlock(1, X + 0x3000, [(X + 0x3000, 0x1000, v1_revoke([G]))])
+    t.lock(1, X + 0x100000, 0x1000, FINE, [AIP(G)])       # elsewhere: not recorded
+    m = t.run(watch=(X + 0x3000, X + 0x3001))
+    whats = [w for _, w, _ in m.history]
+    # E's register + map + lock, H's register + map + lock, the revoke, the unlock
+    assert len(whats) == 8
+    assert whats[0].startswith("SET_ATTR SET_FLAGS(COHERENT)")
+    assert "takes gpu" in whats[6] and "releases" in whats[6]
+    state = m.history[6][2]
+    assert state["pieces"][0]["access"] == {hex(G): "NO_ACCESS"}
+    assert "lock(" in state["claims"][0]
+
+
+def test_limits_listed():
+    assert any("identical page ranges" in x for x in SvmModel.limits)
+    assert any("no ioctl" in x for x in SvmModel.limits)
