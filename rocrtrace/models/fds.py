@@ -998,6 +998,19 @@ class FdModel(Model):
         closer = _funcs(c.event.stack, 3)
         if not (mine & owner) or closer & owner or closer & mine:
             return
+        # ...and the closing code must be tied to the previous occupant, else
+        # this is a plain use-after-close (another thread closed it on purpose)
+        old = prev.slot
+        old_funcs: set = set()
+        old_mods: set = set()
+        for e in (old.root, old.creator, old.last_use, prev.event):
+            if e is not None:
+                old_funcs |= _funcs(e.stack)
+                old_mods |= _mods(e.stack)
+        closer_mods = _mods(c.event.stack, 3)
+        new_mods = _mods(s.creator.stack) | (_mods(s.last_use.stack) if s.last_use else set())
+        if not (closer & old_funcs or closer_mods & old_mods) or closer_mods & new_mods:
+            return
         c.flagged = True
         self._reused(p, c.event, s, prev, f"the new fd's owner{at(ev)} later got "
                      f"EBADF at {ev.file}:{ev.line}, so it never closed it itself", ev)
