@@ -43,20 +43,18 @@ class PieceMap:
         for s, (e, v) in self._d.items():
             yield s, e, v
 
-    def _first_index(self, s: int) -> int:
-        d = self._d
-        i = d.bisect_right(s) - 1
-        if i >= 0 and d.peekitem(i)[1][0] > s:
-            return i
-        return i + 1
-
     def overlapping(self, s: int, e: int) -> list[tuple[int, int, Any]]:
         """Pieces overlapping [s, e), unclipped, in address order."""
         d = self._d
+        keys = d.keys()
+        i = d.bisect_right(s) - 1
+        lo = s
+        if i >= 0:
+            k = keys[i]
+            if d[k][0] > s:
+                lo = k
         out = []
-        for k in d.islice(self._first_index(s)):
-            if k >= e:
-                break
+        for k in d.irange(lo, e, inclusive=(True, False)):
             pe, v = d[k]
             out.append((k, pe, v))
         return out
