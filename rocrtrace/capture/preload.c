@@ -247,13 +247,48 @@ static void ob_str(struct ob *b, const char *s) {
   if (len > 256) ob_s(b, "...");
 }
 
-static int fd_path(long fd, char *buf, int size) {
+static int fd_readlink(long fd, char *buf, int size) {
   char p[40]; struct ob o = {p, 0, 39, 40, 0};
   ob_s(&o, "/proc/self/fd/"); ob_u(&o, (unsigned long long)fd); p[o.n] = 0;
   long n = syscall(SYS_readlinkat, AT_FDCWD, p, buf, size - 1);
   if (n < 0) return -1;
   buf[n] = 0;
   return (int)n;
+}
+
+/* readlink of /proc/self/fd/N costs several microseconds (most of a hooked
+ * call), so paths are cached per fd number and revalidated by fstat: the
+ * entry is used only while the fd still names the same (dev, inode).  That
+ * stays right across closes and reuses the hooks never see (raw syscalls,
+ * fclose, fds made inside ioctls).  Slots are seqlocked, so threads never
+ * read a half-written path and never wait: a writer that loses the race
+ * simply does not cache. */
+#define FDC_N 4096
+struct fdc { unsigned seq; int len; uint64_t dev, ino; char path[232]; };
+static struct fdc g_fdc[FDC_N];
+
+static int fd_path(long fd, char *buf, int size) {
+  if (fd < 0 || fd >= FDC_N || size < (int)sizeof g_fdc[0].path) return fd_readlink(fd, buf, size);
+  struct stat st;
+  if (syscall(SYS_fstat, fd, &st) != 0) return -1;
+  struct fdc *c = &g_fdc[fd];
+  unsigned s1 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+  if (s1 && !(s1 & 1) && c->dev == (uint64_t)st.st_dev && c->ino == (uint64_t)st.st_ino) {
+    int len = c->len;
+    if (len >= 0 && len < (int)sizeof c->path) {
+      memcpy(buf, c->path, len);
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      if (__atomic_load_n(&c->seq, __ATOMIC_RELAXED) == s1) { buf[len] = 0; return len; }
+    }
+  }
+  int n = fd_readlink(fd, buf, size);
+  if (n >= 0 && n < (int)sizeof c->path && !(s1 & 1) &&
+      __atomic_compare_exchange_n(&c->seq, &s1, s1 + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    c->dev = (uint64_t)st.st_dev; c->ino = (uint64_t)st.st_ino; c->len = n;
+    memcpy(c->path, buf, n);
+    __atomic_store_n(&c->seq, s1 + 2, __ATOMIC_RELEASE);
+  }
+  return n;
 }
 
 /* `N<path>` like strace -y; strace 5.19+ puts `(deleted)` after the bracket */
