@@ -153,7 +153,7 @@ def test_c1_enclosing_range(explicit, gpus, buggy):
     if not buggy:
         assert m.findings == []
         return
-    assert summary(m) == [("svm-coherency-downgrade", None),
+    assert summary(m) == [("svm-coherency-downgrade", "enclosing-range"),
                           ("svm-over-revoke", "enclosing-range")]
     over = next(f for f in m.findings if f.rule == "svm-over-revoke")
     assert over.subject == {"kind": "svm-range", "start": hex(X + 0x3000),
@@ -170,6 +170,7 @@ def test_c1_enclosing_range(explicit, gpus, buggy):
         assert over.details["victim"]["kind"] == "explicit"
     down = next(f for f in m.findings if f.rule == "svm-coherency-downgrade")
     assert down.subject["flags"] == "COHERENT"
+    assert down.subject["gpu_ids"] == over.subject["gpu_ids"]
 
 
 def test_c1_fingerprint_ignores_run_values():
@@ -207,7 +208,10 @@ def test_c2_grown_extent(explicit, buggy):
     if not buggy:
         assert m.findings == []
         return
-    assert summary(m) == [("svm-coherency-downgrade", None), ("svm-over-revoke", "grown-extent")]
+    # Without the unlock windows the revoke looks like B's own release (B's
+    # no-ioctl deregistration is invisible): the grown extent cannot be told.
+    cause = "grown-extent" if explicit else None
+    assert summary(m) == [("svm-coherency-downgrade", cause), ("svm-over-revoke", cause)]
     over = next(f for f in m.findings if f.rule == "svm-over-revoke")
     assert (over.subject["start"], over.subject["end"]) == (hex(X + 0x1000), hex(X + 0x8000))
     assert over.details["victim"]["kind"] == "application"
@@ -509,3 +513,38 @@ def test_history_watch():
 def test_limits_listed():
     assert any("identical page ranges" in x for x in SvmModel.limits)
     assert any("no ioctl" in x for x in SvmModel.limits)
+
+
+def test_partial_page_application_neighbour_then_own_no_access():
+    """kfdtest with the program's own SVM range on the page: the V1 outward
+    revoke hurts it (shared page); after the program ends its range itself, a
+    register-only claim on the page is not 'stale' (no deregistration left it
+    NO_ACCESS)."""
+    t = Trace(False)
+    t.mmap(1, X, 2 * PAGE)
+    t.svm(1, X, 2 * PAGE, [ACC(G)])
+    t.svm(1, X, PAGE, COARSE)                         # register 16 bytes (V1)
+    t.svm(1, X, PAGE, v1_revoke([G]))                 # deregister, outward
+    t.get_access(1, X, PAGE, G, kfd.ATTR_NO_ACCESS)
+    t.svm(1, X, 2 * PAGE, [NO(G)])                    # the program ends its range
+    t.svm(1, X, PAGE, COARSE)                         # register the whole page
+    t.svm(1, X, PAGE, v1_revoke([G]))
+    t.get_access(1, X, PAGE, G, kfd.ATTR_NO_ACCESS)
+    t.munmap(1, X, 2 * PAGE)
+    m = t.run()
+    assert summary(m) == [("svm-over-revoke", "shared-page")]
+    assert m.findings[0].subject["gpu_ids"] == [hex(G)]
+
+
+def test_c3_v4_register_only_never_revoked():
+    """V4 grants at map only: a register-only caller issues no revoke, so the
+    munmap removes a claim that still looks registered (a note)."""
+    t = Trace(False)
+    t.mmap(1, X, PAGE)
+    t.svm(1, X, PAGE, COARSE)
+    t.get_access(1, X, PAGE, G, kfd.ATTR_NO_ACCESS)   # XNACK unknown: not judged
+    t.svm(1, X, PAGE, COARSE)
+    t.munmap(1, X, PAGE)
+    m = t.run()
+    assert [(f.rule, f.severity, f.subject["gpu_ids"]) for f in m.findings] == [
+        ("svm-unmap-registered", "note", [])]

@@ -25,7 +25,7 @@ from .. import kfd
 from ..events import Event, Exec, Exit, Intent, Ioctl, Mmap, Mremap, Munmap, ProcessInfo
 from ..findings import Evidence, Finding
 from . import Model
-from .svm_map import ACCESS_NAMES, NO_ACCESS, CoverIndex, SvmMap
+from .svm_map import ACCESS_NAMES, NO_ACCESS, CoverIndex, PieceMap, SvmMap
 
 REG_FLAGS = (kfd.FLAG_HOST_ACCESS | kfd.FLAG_COHERENT | kfd.FLAG_EXT_COHERENT
              | kfd.FLAG_GPU_ALWAYS_MAPPED)
@@ -244,6 +244,9 @@ class _Proc:
         self.app: dict = {}       # (s, e) -> live application claim
         self.by_ptr: dict = {}    # host_ptr -> explicit claim (while locked)
         self.recent: dict = {}    # tid -> deque[Rec]
+        # pages whose access a deregistration took last: what svm-stale-no-access
+        # means by "left NO_ACCESS by an earlier revoke" (not the program's own)
+        self.dereg = PieceMap()
         self.xnack: bool | None = None
         self.retry: dict = {}     # tid -> failed EINTR/EAGAIN SET_ATTR awaiting its retry
 
@@ -253,6 +256,16 @@ def _overlap(a: tuple, b: tuple) -> bool:
     if a[0] is None or b[0] is None:
         return False
     return a[0] < b[1] - EPS and b[0] < a[1] - EPS
+
+
+def _union(ranges: list) -> list:
+    out: list = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 def _win(ev: Event) -> tuple:
@@ -483,6 +496,11 @@ class SvmModel(Model):
         for c in released:
             self._end(p, c, ev, rec.stale_pre.get(c, "now"))
         p.map.set_attr(s, e, attrs)
+        if eff.taken:
+            if any(c.kind != "application" for c in released):
+                p.dereg.update(s, e, lambda v: True, lambda: True)
+            else:
+                p.dereg.delete(s, e)
         for c, loss in rec.losses.items():
             if c not in released:
                 self._victim(p, rec, c, loss)
@@ -587,9 +605,11 @@ class SvmModel(Model):
         return " and ".join(parts) + f" on {loss.npages} page(s)"
 
     def _noaccess_gpus(self, p: _Proc, s: int, e: int) -> frozenset:
+        """GPUs a deregistration left NO_ACCESS somewhere on [s, e)."""
         out: set = set()
-        for _, _, st in p.map.overlapping(s, e):
-            out |= {g for g, a in st.access if a == NO_ACCESS}
+        for ds, de, _ in p.dereg.overlapping(s, e):
+            for _, _, st in p.map.overlapping(max(ds, s), min(de, e)):
+                out |= {g for g, a in st.access if a == NO_ACCESS}
         return frozenset(out)
 
     def _still_stale(self, p: _Proc, c: Claim):
@@ -718,6 +738,7 @@ class SvmModel(Model):
             else:
                 c.pages = left
         p.map.unmap(s, e)
+        p.dereg.delete(s, e)
         if had_range or hit:
             self._note(p, ev, s, e, f"unmap {_h(s << p.shift)}-{_h(e << p.shift)}: SVM attributes "
                        "forgotten"
@@ -928,7 +949,8 @@ class SvmModel(Model):
             "gpus": [_h(g) for g in sorted(loss.gpus)] if over else [],
             "flags": _flags_text(loss.flags) if loss.flags else "",
         }
-        subject = self._subject(loss.lo << sh, loss.hi << sh, loss.gpus if over else [])
+        # one subject for both rules: the victim's pages, the gpus and flags taken
+        subject = self._subject(loss.lo << sh, loss.hi << sh, loss.gpus)
         if not over:
             subject["flags"] = _flags_text(loss.flags)
         key = (cause or "-", shape_of(attrs), victim.kind,
@@ -937,7 +959,7 @@ class SvmModel(Model):
                f"revoke={rec.e - rec.s}",
                "released=" + ",".join(str(c.end - c.start) for c in released))
         return Finding(rule=r.rule, message=msg, event=ev, subject=subject,
-                       evidence=evidence, cause=cause if over else None, key=key,
+                       evidence=evidence, cause=cause, key=key,
                        details=details)
 
     def _cause(self, rec: Rec, victim: Claim, loss: Loss, released: list):
@@ -965,12 +987,13 @@ class SvmModel(Model):
             return "cross-thread-order", order, culprit
         if victim.start < rec.s and victim.end >= rec.e:
             return "enclosing-range", order, culprit
-        if rec.unlock is not None and released:
-            primary = released[0]
-        else:
-            at_base = [c for c in released if c.start == rec.s]
-            primary = min(at_base, key=lambda c: c.end - c.start) if at_base else None
-        if primary is not None and (loss.lo < primary.start or loss.hi > primary.end):
+        # the revoke reaches past what it releases, onto the victim's pages;
+        # without the unlock's window the release is the inferred one, which
+        # covers the revoke whenever a claim contains it (C2 then shows no cause)
+        covered = 0
+        for a, b in _union([(c.start, c.end) for c in released]):
+            covered += max(0, min(b, loss.hi) - max(a, loss.lo))
+        if released and covered < loss.hi - loss.lo:
             return "grown-extent", order, culprit
         bounds_v = {victim.start, victim.end - 1}
         bounds_r = {rec.s, rec.e - 1}
