@@ -169,7 +169,7 @@ def test_c1_enclosing_range(explicit, gpus, buggy):
         assert "deregistration (unlock) it ran inside" in roles
         assert over.details["victim"]["kind"] == "explicit"
     down = next(f for f in m.findings if f.rule == "svm-coherency-downgrade")
-    assert down.subject["flags"] == "COHERENT"
+    assert down.details["flags"] == "COHERENT"
     assert down.subject["gpu_ids"] == over.subject["gpu_ids"]
 
 
@@ -491,6 +491,7 @@ def test_coarse_registration_downgrades_fine_neighbour():
     m = t.run()
     assert summary(m) == [("svm-coherency-downgrade", None)]
     assert m.findings[0].subject["start"] == hex(X + 0x10000)
+    assert m.findings[0].details["flags"] == "COHERENT"
 
 
 def test_history_watch():

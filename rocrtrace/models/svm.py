@@ -950,9 +950,7 @@ class SvmModel(Model):
             "flags": _flags_text(loss.flags) if loss.flags else "",
         }
         # one subject for both rules: the victim's pages, the gpus and flags taken
-        subject = self._subject(loss.lo << sh, loss.hi << sh, loss.gpus)
-        if not over:
-            subject["flags"] = _flags_text(loss.flags)
+        subject = self._subject(loss.lo << sh, loss.hi << sh, loss.gpus)   # SPEC 6 shape
         key = (cause or "-", shape_of(attrs), victim.kind,
                "+".join(sorted({c.kind for c in released})) or "none",
                f"taken={loss.npages}/{victim.end - victim.start}",
