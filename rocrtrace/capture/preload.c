@@ -393,7 +393,7 @@ static int open_log_fd(void) {
   ob_s(&o, g_prefix); ob_c(&o, '.'); ob_u(&o, (unsigned)g_pid);
   if (o.cut) return -1;
   path[o.n] = 0;
-  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);  /* RDWR: init reads the tail */
   if (fd < 0) return -1;
   /* move it high, out of the way of programs that count fds from 3 */
   struct rlimit rl; long target = 1000;
@@ -952,7 +952,7 @@ static void ioc_out(struct ob *b, enum kind k, void *arg, unsigned size, const u
       ob_s(b, "handle="); ob_x(b, U64(p, 16)); ob_s(b, ", mmap_offset="); ob_x(b, U64(p, 24)); break;
     case K_MAP: case K_UNMAP: ob_s(b, "n_success="); ob_u(b, U32(p, 20)); break;
     case K_H2F: ob_s(b, "fd="); ob_fd(b, S32(p, 8)); break;
-    case K_F2H: ob_s(b, "handle="); ob_x(b, U32(p, 4)); break;
+    case K_F2H: ob_s(b, "handle="); ob_x(b, U32(p, 0)); break;
     case K_XDNABO: ob_s(b, "handle="); ob_x(b, U32(p, 28)); break;
     case K_GEMCREATE: ob_s(b, "handle="); ob_x(b, U32(p, 0)); break;
     case K_HEAP: ob_s(b, "fd="); ob_fd(b, S32(p, 8)); break;

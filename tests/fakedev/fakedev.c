@@ -494,10 +494,10 @@ static int drm_ioctl(int fd, unsigned req, void *arg, int accel) {
       int bo = dmabuf_bo(S32(8));
       if (bo < 0) return bo;
       for (int i = 0; i < MAX_GEM; i++)   /* same buffer in one file: same handle */
-        if (gems[i].live && gems[i].fd == fd && gems[i].bo == bo) { U32(4) = gems[i].handle; return 0; }
+        if (gems[i].live && gems[i].fd == fd && gems[i].bo == bo) { U32(0) = gems[i].handle; return 0; }
       int h = gem_new(fd, bo);
       if (h < 0) return h;
-      U32(4) = (uint32_t)h; return 0;
+      U32(0) = (uint32_t)h; return 0;  /* handle is at offset 0, fd at 8 */
     }
     case 0x40:
       if (!accel) {                                                       /* AMDGPU_GEM_CREATE */
