@@ -78,6 +78,9 @@ _LIBC = re.compile(r"(^|/)(libc|libpthread|ld-linux|libdl)[.-]")
 _DEV_SUFFIX = re.compile(r"<char [0-9]+:[0-9]+>$")
 
 
+_IOCTL_ORIGINS = ("AMDKFD_", "DRM_", "DMA_", "UDMABUF")
+
+
 def kind_of_path(path: str | None) -> str:
     """fd kind from a readlink / -y decoration; tolerant of ' (deleted)' and
     -yy '<char M:m>' nesting a parser may have left in place."""
@@ -392,7 +395,12 @@ class FdModel(Model):
         t = p.table
         s = t.slots.get(fd)
         pk = kind_of_path(path) if path else None
-        if s is not None and pk and pk != "unknown" and s.kind not in ("unknown", pk) \
+        if s is not None and path and s.path is None and s.origin.startswith(_IOCTL_ORIGINS):
+            # The creating ioctl is authoritative about what it installed; the
+            # name is whatever the exporter gave the file (a memfd stand-in,
+            # a named dma-buf): learn it rather than assume a new fd.
+            s.path = path
+        elif s is not None and pk and pk != "unknown" and s.kind not in ("unknown", pk) \
                 and not (s.kind == "other" and pk == "other"):
             # The decoration says another kind of file holds this number: the
             # old one was closed and this one created where the trace cannot see.
