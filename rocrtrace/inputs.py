@@ -60,6 +60,15 @@ def _open_bytes(path: str):
     return f
 
 
+def _too_long(info: InputInfo, lineno: int, text) -> tuple[int, None]:
+    """Count an over-long line as unparsed; only its head is kept."""
+    if isinstance(text, bytes):
+        text = text[:200].decode("utf-8", "surrogateescape")
+    info.too_long += 1
+    info.add_unparsed(lineno, text[:200])
+    return lineno, None
+
+
 def read_lines(stream, info: InputInfo, max_line: int = 1 << 20,
                first: bytes = b"") -> Iterator[tuple[int, str | None]]:
     """(line number, text) for each line; text is None for an over-long line
@@ -91,9 +100,7 @@ def read_lines(stream, info: InputInfo, max_line: int = 1 << 20,
         if last < 0:
             if len(buf) > max_line:
                 lineno += 1
-                info.too_long += 1
-                info.add_unparsed(lineno, buf[:200].decode("utf-8", "surrogateescape"))
-                yield lineno, None
+                yield _too_long(info, lineno, buf)
                 buf = b""
                 skipping = True
             continue
@@ -102,16 +109,12 @@ def read_lines(stream, info: InputInfo, max_line: int = 1 << 20,
         for line in text.split("\n"):
             lineno += 1
             if len(line) > max_line:
-                info.too_long += 1
-                info.add_unparsed(lineno, line[:200])
-                yield lineno, None
+                yield _too_long(info, lineno, line)
             else:
                 yield lineno, line
         if len(buf) > max_line:
             lineno += 1
-            info.too_long += 1
-            info.add_unparsed(lineno, buf[:200].decode("utf-8", "surrogateescape"))
-            yield lineno, None
+            yield _too_long(info, lineno, buf)
             buf = b""
             skipping = True
     if buf and not skipping:
@@ -119,9 +122,7 @@ def read_lines(stream, info: InputInfo, max_line: int = 1 << 20,
         lineno += 1
         line = buf.decode("utf-8", "surrogateescape")
         if len(line) > max_line:
-            info.too_long += 1
-            info.add_unparsed(lineno, line[:200])
-            yield lineno, None
+            yield _too_long(info, lineno, line)
         else:
             yield lineno, line
     elif skipping:

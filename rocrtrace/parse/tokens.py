@@ -72,6 +72,20 @@ def deco_end(s: str, i: int) -> int:
                 return j
 
 
+_OPAQUE = frozenset('"</')
+
+
+def _skip_opaque(s: str, k: int, c: str, n: int) -> int:
+    """End of a run whose brackets and commas do not count: a quoted string,
+    an fd decoration, a /* comment */ (``c`` is its first character)."""
+    if c == '"':
+        return string_end(s, k)
+    if c == "<":
+        return deco_end(s, k)
+    e = s.find("*/", k + 2)
+    return n if e < 0 else e + 2
+
+
 def scan_args(s: str, pos: int = 0) -> tuple[list[str], int]:
     """Split the argument list that starts at ``pos`` (just after ``name(``)
     into top-level arguments.  Returns (args, index of the closing ``)``), the
@@ -100,13 +114,8 @@ def scan_args(s: str, pos: int = 0) -> tuple[list[str], int]:
             return args, -1
         k = m.start()
         c = s[k]
-        if c == '"':
-            j = string_end(s, k)
-        elif c == "<":
-            j = deco_end(s, k)
-        elif c == "/":
-            e = s.find("*/", k + 2)
-            j = n if e < 0 else e + 2
+        if c in _OPAQUE:
+            j = _skip_opaque(s, k, c, n)
         elif c in _OPEN:
             depth += 1
             j = k + 1
@@ -419,13 +428,8 @@ def _matching(s: str, i: int) -> int:
             return -1
         k = m.start()
         c = s[k]
-        if c == '"':
-            j = string_end(s, k)
-        elif c == "<":
-            j = deco_end(s, k)
-        elif c == "/":
-            e = s.find("*/", k + 2)
-            j = n if e < 0 else e + 2
+        if c in _OPAQUE:
+            j = _skip_opaque(s, k, c, n)
         elif c in _OPEN:
             depth += 1
             j = k + 1
