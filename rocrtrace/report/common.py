@@ -183,3 +183,26 @@ def counts_line(summary: dict) -> str:
         c = summary.get(k, 0)
         return f"{c} {word}{'' if c == 1 else 's'}"
     return f"{n('errors', 'error')}, {n('warnings', 'warning')}, {n('notes', 'note')}"
+
+
+def finding_lines(f, clean=lambda text: text, evidence_stacks: bool = False) -> list[str]:
+    """The plain-text body of one finding (JUnit failure text, markdown
+    details): location, call, subject, cause, evidence, stack, fingerprint."""
+    lines = [f"at {location_text(f)}"]
+    if f.event is not None and f.event.text:
+        lines.append(f"call: {clean(f.event.text)}")
+    if f.subject:
+        lines.append(f"subject: {subject_text(f.subject)}")
+    if f.cause:
+        lines.append(f"cause: {f.cause}")
+    if f.evidence:
+        lines.append("evidence:")
+        for ev in f.evidence:
+            lines.append("  " + evidence_line(ev))
+            if evidence_stacks:
+                lines += [f"      > {clean(fr.label())}" for fr in ev.event.stack]
+    if f.stack:
+        lines.append("stack:")
+        lines += [f"  #{n} {clean(fr.label())}" for n, fr in enumerate(f.stack)]
+    lines.append(f"fingerprint: {f.fingerprint}")
+    return lines

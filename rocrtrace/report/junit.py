@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from .common import evidence_line, rule_ids as enabled_ids, location_text, printable, severity_rank, subject_text
+from .common import finding_lines, printable, rule_ids as enabled_ids, severity_rank
 
 # XML 1.0 cannot carry most C0 controls even as character references.
 _XML_BAD = {c: f"\\x{c:02x}" for c in range(0x20) if c not in (0x09, 0x0A, 0x0D)}
@@ -21,21 +21,8 @@ def xml_text(s) -> str:
 
 
 def _body(f) -> str:
-    lines = [f"{f.severity} {f.rule}: {f.message}", f"at {location_text(f)}"]
-    if f.event is not None and f.event.text:
-        lines.append(f"call: {printable(f.event.text)}")
-    if f.subject:
-        lines.append(f"subject: {subject_text(f.subject)}")
-    if f.cause:
-        lines.append(f"cause: {f.cause}")
-    if f.evidence:
-        lines.append("evidence:")
-        lines += ["  " + evidence_line(e) for e in f.evidence]
-    if f.stack:
-        lines.append("stack:")
-        lines += [f"  #{n} {printable(fr.label())}" for n, fr in enumerate(f.stack)]
-    lines.append(f"fingerprint: {f.fingerprint}")
-    return "\n".join(lines)
+    return "\n".join([f"{f.severity} {f.rule}: {f.message}",
+                      *finding_lines(f, clean=printable)])
 
 
 def _suites(result) -> list[tuple[str, object, list]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from .. import __version__
-from .common import (by_rule, counts_line, evidence_line, location_text, printable,
+from .common import (by_rule, finding_lines, counts_line, location_text, printable,
                      subject_text)
 
 # GitHub renders inline HTML and markdown in table cells: escape what would
@@ -54,22 +54,7 @@ def summary_table(result, max_rows: int | None = None) -> list[str]:
 
 
 def _details(f) -> str:
-    lines = [f"at {location_text(f)}"]
-    if f.event is not None and f.event.text:
-        lines.append(f"call: {f.event.text}")
-    if f.cause:
-        lines.append(f"cause: {f.cause}")
-    if f.subject:
-        lines.append(f"subject: {subject_text(f.subject)}")
-    if f.evidence:
-        lines.append("evidence:")
-        for ev in f.evidence:
-            lines.append("  " + evidence_line(ev))
-            lines += [f"      > {fr.label()}" for fr in ev.event.stack]
-    if f.stack:
-        lines.append("stack:")
-        lines += [f"  #{n} {fr.label()}" for n, fr in enumerate(f.stack)]
-    lines.append(f"fingerprint: {f.fingerprint}")
+    lines = finding_lines(f, evidence_stacks=True)
     return (f"<details><summary>{f.severity} <code>{f.rule}</code>: {html(f.message)}"
             f"</summary>\n\n{code_block(lines)}\n\n</details>")
 
