@@ -28,9 +28,13 @@ _PREFIX = re.compile(r"""
     (?:\[\s*(?P<scno>[\d?]+)\]\s+)?
     (?:\[(?P<ip>[0-9a-f?]{8,16})\]\s+)?
     """, re.X)
+_COMMON_PREFIX = re.compile(
+    r"(\d{1,7}) +(?:(\d{9,}\.\d+)|(\d\d):(\d\d):(\d\d\.\d+)) (?=[\w<+-])")
 _NAME = re.compile(r"([A-Za-z_][\w#:]*)\(")
 _RESUMED = re.compile(r"<\.\.\. ([\w#:]+) resumed>")
 _RESULT = re.compile(r"\s*=\s*(0x[0-9a-fA-F]+|-?\d+|\?)")
+# A non-negative result with no decoration, error or comment, optionally timed.
+_PLAIN_RESULT = re.compile(r" = (0x[0-9a-fA-F]+|\d+)(?: <(\d+(?:\.\d*)?)>)?\Z")
 _DUR = re.compile(r"\s*<(\d+(?:\.\d*)?|unavailable)>\s*$")
 _ERR = re.compile(r"\s*([A-Z][A-Z0-9_]+)(?:\s|$)")
 _ERRNO = re.compile(r"\s*\(errno (\d+)\)")
@@ -230,9 +234,8 @@ class Parser:
         self.live.add(tid)
         return g
 
-    def _who(self, m) -> tuple[int | None, bool]:
-        """tid of a prefix match (or the implied tracee); and had-pid."""
-        p = m.group("pid1") or m.group("pid2")
+    def _who(self, p: str | None) -> tuple[int | None, bool]:
+        """tid of a prefix's pid text (or the implied tracee); and had-pid."""
         if p is not None:
             tid = int(p)
             if not self.info.has_pids:
@@ -252,35 +255,47 @@ class Parser:
     # --- one line ----------------------------------------------------------
 
     def _line(self, lineno: int, line: str) -> bool:
-        m = _PREFIX.match(line)
-        body = line[m.end():] if m else line
-        if not body:
-            return False
-        t, rel = _time_of(m)
-        if rel is not None:
-            self.rel_sum += rel
-            if t is None:
-                t = self.rel_sum
+        m = _COMMON_PREFIX.match(line)
+        if m is not None:
+            # The usual `-f -ttt` / `-f -tt` prefix, without the general
+            # pattern's alternatives.
+            p, ep = m.group(1, 2)
+            if ep is not None:
+                t = float(ep)
+            else:
+                h, mi, sec = m.group(3, 4, 5)
+                t = int(h) * 3600 + int(mi) * 60 + float(sec)
+        else:
+            m = _PREFIX.match(line)
+            if m.end() == len(line):
+                return False
+            p = m.group("pid1") or m.group("pid2")
+            t, rel = _time_of(m)
+            if rel is not None:
+                self.rel_sum += rel
+                if t is None:
+                    t = self.rel_sum
+        body = line[m.end():]
         if t is not None:
             self.info.has_time = True
             self.last_time = t
         b0 = body[0]
         if b0 == "<":
             if body.startswith("<... "):
-                return self._resumed(lineno, line, body, m, t)
+                return self._resumed(lineno, line, body, p, t)
             return False
         if b0 == "+" and body.startswith("+++ "):
-            return self._plus(lineno, line, body, m, t)
+            return self._plus(lineno, line, body, p, t)
         if b0 == "-" and body.startswith("--- "):
-            return self._signal(lineno, line, body, m, t)
+            return self._signal(lineno, line, body, p, t)
         if b0 == "[" and _PERSONALITY.match(body):
             return True
         nm = _NAME.match(body)
         if nm is None:
             return False
-        return self._call(lineno, line, body, nm, m, t)
+        return self._call(lineno, line, body, nm, p, t)
 
-    def _call(self, lineno, line, body, nm, m, t) -> bool:
+    def _call(self, lineno, line, body, nm, p, t) -> bool:
         name = nm.group(1)
         end = nm.end()
         unfinished = False
@@ -291,7 +306,7 @@ class Parser:
                 unfinished = True
             elif body.endswith("<detached ...>"):
                 body = body[:body.rfind("<detached ...>")].rstrip()
-                tid, _ = self._who(m)
+                tid, _ = self._who(p)
                 self.info.detached += 1
                 args, _close = scan_args(body, end)
                 ev = self._call_event(name, args, None, None, None, lineno, None,
@@ -300,14 +315,14 @@ class Parser:
                 return True
             elif "<pid changed to " in body:
                 body = body[:body.rfind("<pid changed to ")].rstrip()
-                tid, _ = self._who(m)
+                tid, _ = self._who(p)
                 # the exec completes in the leader's file/lines
                 return True
         if "<unfinished ...>)" in body:
             body = body.replace(" <unfinished ...>)", ")").replace("<unfinished ...>)", ")")
             never = True
         args, close = scan_args(body, end)
-        tid, _ = self._who(m)
+        tid, _ = self._who(p)
         if unfinished:
             if name in ("syscall_0x1b3", "syscall_435"):
                 name = "clone3"
@@ -341,6 +356,13 @@ class Parser:
     def _result(self, body: str, pos: int):
         """(ret, err, ret_path, dur) of the text after the closing ')';
         None when there is no ``= …``."""
+        m = _PLAIN_RESULT.match(body, pos)
+        if m is not None:
+            val, d = m.group(1, 2)
+            if d is None:
+                return int(val, 0), None, None, None
+            self.info.has_durations = True
+            return int(val, 0), None, None, float(d)
         m = _RESULT.match(body, pos)
         if m is None:
             return None
@@ -389,14 +411,14 @@ class Parser:
                     text, partial) -> Event:
         names = {}
         if args:
-            for i, a in enumerate(args):
-                if "=" in a and a[0].isalpha():
-                    k, v = strip_name(a)
-                    if k is not None and not (name.startswith("clone") and name != "clone3"
-                                              and False):
-                        names[i] = k
-                        args[i] = v
-            if args and not self.info.has_decorations:
+            if any("=" in a for a in args):
+                for i, a in enumerate(args):
+                    if "=" in a and a[0].isalpha():
+                        k, v = strip_name(a)
+                        if k is not None:
+                            names[i] = k
+                            args[i] = v
+            if not self.info.has_decorations:
                 a0 = args[0]
                 if a0 and a0[0].isdigit() and "<" in a0:
                     self.info.has_decorations = True
@@ -436,7 +458,7 @@ class Parser:
             return
         self._emit(ev)
 
-    def _resumed(self, lineno, line, body, m, t) -> bool:
+    def _resumed(self, lineno, line, body, pidtext, t) -> bool:
         rm = _RESUMED.match(body)
         if rm is None:
             return False
@@ -454,7 +476,7 @@ class Parser:
             rest = rest[:rest.rfind("<unfinished ...>")].rstrip()
             unfinished_again = True
         cont, close = scan_args(rest, 0)
-        tid, _ = self._who(m)
+        tid, _ = self._who(pidtext)
         p = self.inflight.pop(tid, None)
         if p is None and name == "execve" and tid in self.expect_exec:
             self.expect_exec.discard(tid)
@@ -492,11 +514,11 @@ class Parser:
         self._after_call(ev, tid)
         return True
 
-    def _plus(self, lineno, line, body, m, t) -> bool:
+    def _plus(self, lineno, line, body, p, t) -> bool:
         em = _EXITED.match(body)
         if em is None:
             return False
-        tid, _ = self._who(m)
+        tid, _ = self._who(p)
         status, sig, superseded = em.groups()
         if superseded is not None:
             old = int(superseded)
@@ -534,11 +556,11 @@ class Parser:
                     self.live.discard(k)
         return True
 
-    def _signal(self, lineno, line, body, m, t) -> bool:
+    def _signal(self, lineno, line, body, p, t) -> bool:
         sm = _SIGNAL.match(body)
         if sm is None:
             return False
-        tid, _ = self._who(m)
+        tid, _ = self._who(p)
         name = "stopped" if body.startswith("--- stopped by") else "signal"
         self._emit(Signal(name=name, signal=sm.group(1), file=self.file, line=lineno,
                           pid=self._tgid(tid), tid=tid, time=t, text=line[:TEXT_MAX]))

@@ -7,6 +7,7 @@ live here; the line grammar lives in strace.py.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from .. import kfd
@@ -169,10 +170,12 @@ def _int_of(tok: str | None, names: dict | None = None, default: int = 0) -> int
 def used_fds(call: Call) -> tuple[tuple, tuple]:
     """(fds, paths) an ordinary syscall used: decorated top-level args (not
     pid args) and the known fd positions of undecorated logs."""
+    positions = FD_POSITIONS.get(call.name, ())
+    if not positions and not any("<" in tok for tok in call.args):
+        return (), ()       # most calls: no fd argument and no decoration
     fds: list[int] = []
     paths: list = []
     skip = PID_POSITIONS.get(call.name, ()) + _NOT_OWN_FD.get(call.name, ())
-    positions = FD_POSITIONS.get(call.name, ())
     for i, tok in enumerate(call.args):
         if i in skip or not tok:
             continue
@@ -353,7 +356,38 @@ _SVM_FIELDS_INT = ("start_addr", "size", "op", "nattr")
 
 def _ioctl(call: Call, base: dict) -> Event:
     fd, path = _fd_of(_arg(call, 0))
-    req_tok = _arg(call, 1) or ""
+    request, d, t, nr, size, hint, name = _request_of(_arg(call, 1) or "", path)
+    arg = out = None
+    atok = _arg(call, 2)
+    if atok and (atok.startswith("{") or atok.startswith("[")):
+        val = parse_value(atok)
+        if isinstance(val, tuple):
+            arg, out = val
+        else:
+            arg = val
+        arg = _ioctl_struct(arg)
+        out = _ioctl_struct(out)
+        if not isinstance(arg, dict):
+            arg = None
+        if not isinstance(out, dict):
+            out = None
+        if (t, nr) == kfd.SVM and arg and isinstance(arg.get("nattr"), int) \
+                and hint and not hint.startswith("_IOC"):
+            size = 24 + 8 * arg["nattr"]
+            request = kfd.ioc(d if d is not None else 3, t, nr, size & 0x3FFF)
+    return Ioctl(fd=-1 if fd is None else fd, path=path, request=request, dir=d,
+                 type=t, nr=nr, size=size, ioctl=name, arg=arg, out=out, **base)
+
+
+# A trace names a handful of requests on a handful of fds millions of times.
+@functools.lru_cache(maxsize=4096)
+def _request_of(req_tok: str, path: str | None) -> tuple:
+    """(request, dir, type, nr, size, hint, canonical name) of a request
+    argument as strace printed it, on an fd with this path."""
+    return _decode_request(req_tok, path)
+
+
+def _decode_request(req_tok: str, path: str | None) -> tuple:
     req_tok, comment = strip_comment(req_tok)
     req_tok = req_tok.strip()
     request = d = t = nr = size = None
@@ -378,29 +412,10 @@ def _ioctl(call: Call, base: dict) -> Event:
             request = kfd.ioc(d, t, nr, size)
     if request is not None:
         d, t, nr, size = kfd.decode_request(request)
-    arg = out = None
-    atok = _arg(call, 2)
-    if atok and (atok.startswith("{") or atok.startswith("[")):
-        val = parse_value(atok)
-        if isinstance(val, tuple):
-            arg, out = val
-        else:
-            arg = val
-        arg = _ioctl_struct(arg)
-        out = _ioctl_struct(out)
-        if not isinstance(arg, dict):
-            arg = None
-        if not isinstance(out, dict):
-            out = None
-        if (t, nr) == kfd.SVM and arg and isinstance(arg.get("nattr"), int) \
-                and hint and not hint.startswith("_IOC"):
-            size = 24 + 8 * arg["nattr"]
-            request = kfd.ioc(d if d is not None else 3, t, nr, size & 0x3FFF)
     name = kfd.ioctl_name(t, nr, path, hint)
     if name is None and hint and not hint.startswith("_IOC"):
         name = hint.split(" or ")[0].strip()
-    return Ioctl(fd=-1 if fd is None else fd, path=path, request=request, dir=d,
-                 type=t, nr=nr, size=size, ioctl=name, arg=arg, out=out, **base)
+    return request, d, t, nr, size, hint, name
 
 
 def _ioctl_struct(val):

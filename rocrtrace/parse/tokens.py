@@ -11,7 +11,9 @@ text and the parser has to keep up with millions of lines.
 """
 from __future__ import annotations
 
+import functools
 import re
+import sys
 
 from .. import kfd
 
@@ -73,6 +75,10 @@ def deco_end(s: str, i: int) -> int:
 
 
 _OPAQUE = frozenset('"</')
+# An argument list whose only structure is well-formed decorations (one
+# nesting level) that hold no comma: top-level commas are all the commas.
+_PLAIN_DECORATED = re.compile(
+    r'(?:[^<>"{}\[\]()\\]|<(?:[^<>",\\]|<[^<>",\\]*>)*>)*')
 
 
 def _skip_opaque(s: str, k: int, c: str, n: int) -> int:
@@ -86,17 +92,70 @@ def _skip_opaque(s: str, k: int, c: str, n: int) -> int:
     return n if e < 0 else e + 2
 
 
+def _well_formed_patterns(depth: int) -> tuple[re.Pattern, re.Pattern] | None:
+    """(one argument, one bracketed group) of well-formed text, as regexes
+    that run in C with no backtracking: brackets nested at most ``depth``
+    deep, strings, comments, and decorations holding no quote, escape or
+    ``->``.  Like the scanner, any opener pairs with any closer.  None before
+    Python 3.11 (no possessive quantifiers): the scanner alone is used."""
+    if sys.version_info < (3, 11):
+        return None
+    atom = (r'[^"<>(){}\[\],/]++|"(?:[^"\\]|\\.)*+"(?:\.\.\.)?'
+            r'|<(?:[^<>"\\-]|-(?!>)|<(?:[^<>"\\-]|-(?!>))*+>)*+>(?:\(deleted\))?'
+            r'|/\*.*?\*/|/(?!\*)|>')
+    nest = r'(?!)'
+    for _ in range(depth):
+        nest = r'[({\[](?:%s|,|%s)*+[)}\]]' % (atom, nest)
+    return re.compile(r'(?:%s|%s)*+' % (atom, nest)), re.compile(nest)
+
+
+_WELL_FORMED = _well_formed_patterns(6)
+
+
 def scan_args(s: str, pos: int = 0) -> tuple[list[str], int]:
     """Split the argument list that starts at ``pos`` (just after ``name(``)
     into top-level arguments.  Returns (args, index of the closing ``)``), the
     index being -1 when the list never closes (``<unfinished ...>``, a cut
     line).  Arguments are stripped; an empty list gives ``[]``."""
-    # Fast path: nothing nested before the first ')'.
+    if _WELL_FORMED is not None:
+        # Well-formed lists (nearly all) are split by the regex one argument
+        # at a time; anything else falls through to the scanner below.
+        match = _WELL_FORMED[0].match
+        args = []
+        j = pos
+        n = len(s)
+        while True:
+            m = match(s, j)
+            e = m.end()
+            if e >= n:
+                # never closes (an unfinished call): what is left is whole
+                tail = s[j:].strip()
+                if tail:
+                    args.append(tail)
+                return args, -1
+            c = s[e]
+            if c == ",":
+                args.append(s[j:e].strip())
+                j = e + 1
+            elif c == ")":
+                tail = s[j:e].strip()
+                if tail or args:
+                    args.append(tail)
+                return args, e
+            else:
+                break
+    return _scan_args(s, pos)
+
+
+def _scan_args(s: str, pos: int) -> tuple[list[str], int]:
+    # Fast paths: nothing nested before the first ')', or only fd
+    # decorations without commas, quotes, escapes or socket arrows in them.
     close = s.find(")", pos)
     if close >= 0:
         seg = s[pos:close]
         if not ('"' in seg or "<" in seg or "{" in seg or "[" in seg
-                or "(" in seg or "/*" in seg):
+                or "(" in seg or "/*" in seg) or (
+                "->" not in seg and "/*" not in seg and _PLAIN_DECORATED.fullmatch(seg)):
             seg = seg.strip()
             return ([a.strip() for a in seg.split(",")] if seg else []), close
     args: list[str] = []
@@ -232,9 +291,16 @@ def decoration_path(inner: str) -> str:
     return path
 
 
+# Traces repeat the same few fd tokens (``3</dev/kfd<char 238:0>>``) on
+# nearly every line; a bounded cache keeps memory flat.
+@functools.lru_cache(maxsize=4096)
 def parse_fd(tok: str) -> tuple[int | None, str | None]:
     """(fd, path) of ``3``, ``0x3``, ``3</dev/kfd<char 1:3>>``,
     ``6</x>(deleted)``; (None, None) when the token is not an fd."""
+    return _parse_fd(tok)
+
+
+def _parse_fd(tok: str) -> tuple[int | None, str | None]:
     if not tok:
         return None, None
     c = tok[0]
@@ -264,8 +330,19 @@ def parse_fd(tok: str) -> tuple[int | None, str | None]:
     return fd, path
 
 
+_ASCII_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}=(?![=>])")
+
+
 def strip_name(arg: str) -> tuple[str | None, str]:
     """``fd=3`` → ("fd", "3") for ``-N`` argument names at depth 0."""
+    m = _ASCII_NAME.match(arg)
+    if m is not None:
+        eq = m.end()
+        return arg[:eq - 1], arg[eq:]
+    return _strip_name_scan(arg)
+
+
+def _strip_name_scan(arg: str) -> tuple[str | None, str]:
     eq = arg.find("=")
     if eq <= 0 or eq > 40:
         return None, arg
@@ -365,6 +442,18 @@ def parse_value(tok: str, names: dict[str, int] | None = None):
     (``...`` elements dropped), decorated fds → int, flag expressions → int
     where every name is known, ``_IOC(…)`` → int; anything else stays a
     string.  ``{…} => {…}`` is returned as (entry, exit) tuple."""
+    if names is None and "{" not in tok and "[" not in tok:
+        return _scalar(tok)     # immutable, so it can be shared
+    return _value(tok, names)
+
+
+# Field values repeat (flag names, attribute types, small numbers).
+@functools.lru_cache(maxsize=8192)
+def _scalar(tok: str):
+    return _value(tok, None)
+
+
+def _value(tok: str, names: dict[str, int] | None):
     tok = tok.strip()
     if not tok:
         return tok
@@ -377,7 +466,7 @@ def parse_value(tok: str, names: dict[str, int] | None = None):
         close = "}" if c == "{" else "]"
         end = _matching(tok, 0)
         if end == len(tok) - 1:
-            items = split_top(tok[1:end])
+            items = _items(tok, end)
             if c == "[":
                 return [parse_value(x, names) for x in items if x and x != "..."]
             d = {}
@@ -416,8 +505,37 @@ def parse_value(tok: str, names: dict[str, int] | None = None):
     return tok if f is None else f
 
 
+def _items(tok: str, end: int) -> list[str]:
+    """split_top(tok[1:end]) for the bracketed body ending at ``end``,
+    without copying it."""
+    if _WELL_FORMED is not None:
+        match = _WELL_FORMED[0].match
+        items: list[str] = []
+        j = 1
+        while True:
+            e = match(tok, j, end).end()
+            if e == end:
+                tail = tok[j:e].strip()
+                if tail or items:
+                    items.append(tail)
+                return items
+            if tok[e] != ",":
+                break
+            items.append(tok[j:e].strip())
+            j = e + 1
+    return split_top(tok[1:end])
+
+
 def _matching(s: str, i: int) -> int:
     """Index of the bracket closing the one at ``i``; -1 if none."""
+    if _WELL_FORMED is not None:
+        m = _WELL_FORMED[1].match(s, i)
+        if m is not None:
+            return m.end() - 1
+    return _matching_scan(s, i)
+
+
+def _matching_scan(s: str, i: int) -> int:
     depth = 0
     j = i
     n = len(s)
