@@ -13,6 +13,7 @@ held it and the close that ended it (so a second close can name the first).
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -81,6 +82,7 @@ _DEV_SUFFIX = re.compile(r"<char [0-9]+:[0-9]+>$")
 _IOCTL_ORIGINS = ("AMDKFD_", "DRM_", "DMA_", "UDMABUF")
 
 
+@functools.lru_cache(maxsize=4096)
 def kind_of_path(path: str | None) -> str:
     """fd kind from a readlink / -y decoration; tolerant of ' (deleted)' and
     -yy '<char M:m>' nesting a parser may have left in place."""

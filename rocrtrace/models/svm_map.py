@@ -46,17 +46,14 @@ class PieceMap:
     def overlapping(self, s: int, e: int) -> list[tuple[int, int, Any]]:
         """Pieces overlapping [s, e), unclipped, in address order."""
         d = self._d
-        keys = d.keys()
+        # from the last piece starting at or before s to the last before e;
+        # a key slice is one bisect each end (irange costs more per call)
         i = d.bisect_right(s) - 1
-        lo = s
-        if i >= 0:
-            k = keys[i]
-            if d[k][0] > s:
-                lo = k
         out = []
-        for k in d.irange(lo, e, inclusive=(True, False)):
+        for k in d.keys()[i if i > 0 else 0:d.bisect_left(e)]:
             pe, v = d[k]
-            out.append((k, pe, v))
+            if pe > s:
+                out.append((k, pe, v))
         return out
 
     def get(self, page: int):
