@@ -103,6 +103,7 @@ def _clear_caches():
     tokens.parse_fd.cache_clear()
     tokens._scalar.cache_clear()
     syscalls._request_of.cache_clear()
+    syscalls._int_token.cache_clear()
 
 
 def _events(path: str) -> list[str]:

@@ -179,7 +179,9 @@ class Parser:
     def _flush_hold(self) -> None:
         if not self.hold:
             return
-        if self.root is None and self.file_tid is None and self.fixed_tgid is None:
+        if self.root is None and self.file_tid is None and self.fixed_tgid is None and (
+                self.nopid or any(ev.tid is None for ev in self.hold)):
+            # events of a tracee whose pid is not known yet wait for it
             for ev in self.hold:
                 if ev.tid is None:
                     self.nopid.append(ev)
@@ -411,7 +413,7 @@ class Parser:
                     text, partial) -> Event:
         names = {}
         if args:
-            if any("=" in a for a in args):
+            if "=" in "".join(args):
                 for i, a in enumerate(args):
                     if "=" in a and a[0].isalpha():
                         k, v = strip_name(a)

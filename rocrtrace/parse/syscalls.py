@@ -55,6 +55,7 @@ MMAP_NAMES = {
     "MREMAP_MAYMOVE": 1, "MREMAP_FIXED": 2, "MREMAP_DONTUNMAP": 4,
 }
 CLOSE_RANGE_NAMES = {"CLOSE_RANGE_UNSHARE": 2, "CLOSE_RANGE_CLOEXEC": 4}
+_NAME_TABLES = {None: None, "mmap": MMAP_NAMES, "close_range": CLOSE_RANGE_NAMES}
 FCNTL_CMDS = {"F_DUPFD": 0, "F_GETFD": 1, "F_SETFD": 2, "F_DUPFD_CLOEXEC": 1030}
 O_CLOEXEC = 0o2000000
 
@@ -152,9 +153,17 @@ def _fd_of(tok: str | None) -> tuple[int | None, str | None]:
     return parse_fd(tok)
 
 
-def _int_of(tok: str | None, names: dict | None = None, default: int = 0) -> int:
+def _int_of(tok: str | None, table: str | None = None, default: int = 0) -> int:
+    """An integer argument: a number, NULL, an fd, or flag names (from
+    ``_NAME_TABLES[table]`` and the KFD constants)."""
     if tok is None:
         return default
+    return _int_token(tok, table, default)
+
+
+# Sizes, protections and flags repeat from line to line.
+@functools.lru_cache(maxsize=8192)
+def _int_token(tok: str, table: str | None, default: int) -> int:
     v = parse_int(tok)
     if v is not None:
         return v
@@ -163,7 +172,7 @@ def _int_of(tok: str | None, names: dict | None = None, default: int = 0) -> int
     fd, _ = _fd_of(tok)
     if fd is not None:
         return fd
-    f = parse_flags(tok, names)
+    f = parse_flags(tok, _NAME_TABLES[table])
     return default if f is None else f
 
 
@@ -171,7 +180,7 @@ def used_fds(call: Call) -> tuple[tuple, tuple]:
     """(fds, paths) an ordinary syscall used: decorated top-level args (not
     pid args) and the known fd positions of undecorated logs."""
     positions = FD_POSITIONS.get(call.name, ())
-    if not positions and not any("<" in tok for tok in call.args):
+    if not positions and "<" not in "".join(call.args):
         return (), ()       # most calls: no fd argument and no decoration
     fds: list[int] = []
     paths: list = []
@@ -347,7 +356,7 @@ def _close(call: Call, base: dict) -> Event:
 def _close_range(call: Call, base: dict) -> Event:
     first = _int_of(_arg(call, 0), default=0)
     last = _int_of(_arg(call, 1), default=0xFFFFFFFF) & 0xFFFFFFFF
-    flags = _int_of(_arg(call, 2), CLOSE_RANGE_NAMES, default=0)
+    flags = _int_of(_arg(call, 2), "close_range", default=0)
     return CloseRange(first=first & 0xFFFFFFFF, last=last, flags=flags, **base)
 
 
@@ -445,7 +454,7 @@ def _mmap(call: Call, base: dict) -> Event:
     if call.name == "mmap2":
         off *= 4096
     return Mmap(name=call.name, addr=addr or None, length=_int_of(_arg(call, 1)),
-                prot=_int_of(_arg(call, 2), MMAP_NAMES), flags=_int_of(_arg(call, 3), MMAP_NAMES),
+                prot=_int_of(_arg(call, 2), "mmap"), flags=_int_of(_arg(call, 3), "mmap"),
                 fd=-1 if fd is None else fd, path=path, offset=off, **base)
 
 
@@ -454,7 +463,7 @@ def _munmap(call: Call, base: dict) -> Event:
 
 
 def _mremap(call: Call, base: dict) -> Event:
-    flags = _int_of(_arg(call, 3), MMAP_NAMES)
+    flags = _int_of(_arg(call, 3), "mmap")
     new = _arg(call, 4)
     return Mremap(old_addr=_int_of(_arg(call, 0)), old_len=_int_of(_arg(call, 1)),
                   new_len=_int_of(_arg(call, 2)), flags=flags,
