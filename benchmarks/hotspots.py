@@ -1,0 +1,97 @@
+"""Where analyze spends its time: the parse / replay split per event, and the
+functions with the most self time (cProfile, or py-spy when installed:
+py-spy samples without slowing the code down, so its shares are truer).
+
+    python benchmarks/hotspots.py                      # 200k-line strace trace
+    python benchmarks/hotspots.py preload 100000
+    python benchmarks/hotspots.py --file TRACE --top 40
+
+The traces come from gen_traces.py (deterministic), written to --workdir.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import cProfile
+import pstats
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+
+def split(path: str) -> None:
+    from rocrtrace.inputs import open_trace
+    from rocrtrace.replay import build_models, replay
+
+    t0 = time.perf_counter()
+    n = sum(1 for _ in open_trace(path).events())
+    t1 = time.perf_counter()
+    events = list(open_trace(path).events())
+    t2 = time.perf_counter()
+    replay(events, build_models())
+    t3 = time.perf_counter()
+    print(f"{n:,} events: parse {t1 - t0:.2f} s ({(t1 - t0) / n * 1e6:.1f} us/event), "
+          f"replay {t3 - t2:.2f} s ({(t3 - t2) / n * 1e6:.1f} us/event)")
+
+
+def top_pyspy(path: str, top: int) -> bool:
+    spy = shutil.which("py-spy")
+    if spy is None:
+        return False
+    with tempfile.NamedTemporaryFile(suffix=".txt") as raw:
+        subprocess.run([spy, "record", "-o", raw.name, "-f", "raw", "-r", "250", "--",
+                        sys.executable, "-m", "rocrtrace", "analyze", "--fail-on", "never",
+                        "--no-progress", path], check=True, capture_output=True)
+        own: collections.Counter = collections.Counter()
+        total = 0
+        for line in open(raw.name):
+            stack, count = line.rsplit(" ", 1)
+            frame = re.sub(r" \(.*?([\w.]+/[\w.]+\.py):\d+\)$", r" \1", stack.split(";")[-1])
+            own[frame] += int(count)
+            total += int(count)
+    print(f"py-spy, {total} samples; self time:")
+    for frame, count in own.most_common(top):
+        print(f"  {100 * count / total:5.1f}%  {frame}")
+    return True
+
+
+def top_cprofile(path: str, top: int) -> None:
+    from rocrtrace.inputs import open_trace
+    from rocrtrace.replay import analyze
+
+    prof = cProfile.Profile()
+    prof.runcall(analyze, [open_trace(path)])
+    print("cProfile (adds overhead per call); self time:")
+    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("kind", nargs="?", default="strace", choices=["strace", "preload"])
+    ap.add_argument("lines", nargs="?", type=int, default=200000)
+    ap.add_argument("--file", help="profile this trace instead of a generated one")
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--workdir", default=str(ROOT / "out" / "bench"))
+    a = ap.parse_args(argv)
+    path = a.file
+    if path is None:
+        Path(a.workdir).mkdir(parents=True, exist_ok=True)
+        path = str(Path(a.workdir) / f"{a.kind}-{a.lines}.log")
+        if not Path(path).exists():
+            subprocess.run([sys.executable, str(HERE / "gen_traces.py"), a.kind,
+                            str(a.lines), path], check=True)
+    split(path)
+    if not top_pyspy(path, a.top):
+        top_cprofile(path, a.top)
+
+
+if __name__ == "__main__":
+    main()
