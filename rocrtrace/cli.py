@@ -29,10 +29,14 @@ class UsageFail(click.ClickException):
     exit_code = EXIT_USAGE
 
 
-def _open_traces(paths, input_format=None):
+def _open_traces(paths, input_format=None, jobs=1):
     from .inputs import open_trace
 
-    return [open_trace(p, input_format=input_format) for p in paths]
+    return [open_trace(p, input_format=input_format, jobs=jobs) for p in paths]
+
+
+_JOBS_HELP = ("Use N processes: several TRACE arguments are analyzed in parallel; one "
+              "large uncompressed file is parsed in chunks, with exactly the same result.")
 
 
 def _parse_format_specs(specs, default_out):
@@ -100,7 +104,7 @@ def cli():
 @click.option("--debug-dir", "debug_dirs", multiple=True, metavar="DIR",
               help="Look for separate debug files (by build-id) under DIR.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Analyze several TRACE arguments in parallel.")
+              metavar="N", help=_JOBS_HELP)
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
 @click.option("--color/--no-color", default=None, help="Colour the text report.")
 def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_baseline,
@@ -147,7 +151,7 @@ def _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs, prog
         from .parallel import analyze_parallel
 
         return analyze_parallel(traces, input_format, enabled, debug_dirs, fail_on, jobs)
-    opened = _open_traces(traces, input_format)
+    opened = _open_traces(traces, input_format, jobs)
     on_event = _progress_hook(opened) if progress and sys.stderr.isatty() else None
     try:
         return run(opened, enabled=enabled, debug_dirs=debug_dirs, fail_on=fail_on,
@@ -213,11 +217,14 @@ def capture(method, prefix, stack_depth, cmd):
 @click.option("-o", "--output", metavar="FILE", help="Write the table to FILE.")
 @click.option("--input-format", type=click.Choice(["strace", "preload"]),
               help="Force the input format instead of detecting it.")
-def events(traces, fmt, output, input_format):
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
+              metavar="N", help="Parse one large uncompressed TRACE file in chunks with N "
+                                "processes (same events).")
+def events(traces, fmt, output, input_format, jobs):
     """The normalized event table of TRACE... (pandas)."""
     from .tables import TableError, events_frame, write_events
 
-    opened = _open_traces(traces, input_format)
+    opened = _open_traces(traces, input_format, jobs)
     frame = events_frame(ev for t in opened for ev in t.events())
     if fmt == "parquet" and not output:
         raise UsageFail("parquet is binary: give -o FILE")
@@ -234,11 +241,14 @@ def events(traces, fmt, output, input_format):
               show_default=True, help="Output format.")
 @click.option("--input-format", type=click.Choice(["strace", "preload"]),
               help="Force the input format instead of detecting it.")
-def stats(traces, fmt, input_format):
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
+              metavar="N", help="Parse one large uncompressed TRACE file in chunks with N "
+                                "processes (same counts).")
+def stats(traces, fmt, input_format, jobs):
     """Counts, errors, sizes and latency percentiles per ioctl and SVM attribute shape."""
     from .tables import render_stats, stats as compute
 
-    opened = _open_traces(traces, input_format)
+    opened = _open_traces(traces, input_format, jobs)
     _emit(render_stats(compute(ev for t in opened for ev in t.events()), fmt), None)
     return EXIT_CLEAN
 

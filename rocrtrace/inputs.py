@@ -70,12 +70,13 @@ def _too_long(info: InputInfo, lineno: int, text) -> tuple[int, None]:
 
 
 def read_lines(stream, info: InputInfo, max_line: int = 1 << 20,
-               first: bytes = b"") -> Iterator[tuple[int, str | None]]:
+               first: bytes = b"", start_line: int = 0) -> Iterator[tuple[int, str | None]]:
     """(line number, text) for each line; text is None for an over-long line
     (counted in info.too_long and as unparsed).  Memory stays within one
-    chunk plus ``max_line`` whatever the input."""
+    chunk plus ``max_line`` whatever the input.  ``start_line`` is the number
+    of lines before the stream's first byte (a chunk of a larger file)."""
     buf = b""
-    lineno = 0
+    lineno = start_line
     skipping = False
     pending = first       # bytes already read (format detection on stdin)
     while True:
@@ -157,11 +158,13 @@ class _File:
 class Trace:
     """One TRACE argument: its files and their merged event stream."""
 
-    def __init__(self, arg: str, files: list[_File], max_line: int):
+    def __init__(self, arg: str, files: list[_File], max_line: int, jobs: int = 1):
         self.arg = arg
         self._files = files
         self.infos: list[InputInfo] = [f.info for f in files]
         self.max_line = max_line
+        self.jobs = jobs
+        self.chunk_opts: dict = {}   # tests: options for parse.chunks.file_events
 
     def _file_events(self, f: _File, tgid_of: dict | None) -> Iterator[Event]:
         stream = _open_bytes(f.path)
@@ -180,12 +183,15 @@ class Trace:
             if stream is not sys.stdin.buffer:
                 stream.close()
 
-    def events(self) -> Iterator[Event]:
-        """The merged stream in completion order; seq unique in the trace."""
+    def events(self, jobs: int | None = None) -> Iterator[Event]:
+        """The merged stream in completion order; seq unique in the trace.
+        With ``jobs`` > 1 one large plain file is parsed in chunks by that
+        many processes (rocrtrace.parse.chunks); the events are the same."""
         files = self._files
         seq = 0
         if len(files) == 1:
-            for ev in self._file_events(files[0], None):
+            jobs = self.jobs if jobs is None else jobs
+            for ev in self._one_file_events(files[0], jobs):
                 ev.seq = seq
                 seq += 1
                 yield ev
@@ -196,6 +202,16 @@ class Trace:
             ev.seq = seq
             seq += 1
             yield ev
+
+    def _one_file_events(self, f: _File, jobs: int) -> Iterator[Event]:
+        if jobs > 1:
+            from .parse import chunks
+
+            evs = chunks.file_events(f.path, f.fmt, f.info, self.max_line, jobs,
+                                     **self.chunk_opts)
+            if evs is not None:
+                return evs
+        return self._file_events(f, None)
 
     @staticmethod
     def _keyed(evs: Iterator[Event], idx: int):
@@ -280,8 +296,10 @@ def _strip_compression(path: str) -> str:
     return path
 
 
-def open_trace(arg: str, input_format: str | None = None, max_line: int = 1 << 20) -> Trace:
-    """Open a TRACE argument; raises InputError (one line naming the file)."""
+def open_trace(arg: str, input_format: str | None = None, max_line: int = 1 << 20,
+               jobs: int = 1) -> Trace:
+    """Open a TRACE argument; raises InputError (one line naming the file).
+    ``jobs`` > 1: parse one large plain file with that many processes."""
     paths = _expand(arg)
     files: list[_File] = []
     stdin_head = b""
@@ -312,7 +330,7 @@ def open_trace(arg: str, input_format: str | None = None, max_line: int = 1 << 2
         files.append(_File(path, fmt, info, tid))
     if stdin_head:
         return _StdinTrace(arg, files, max_line, stdin_head)
-    return Trace(arg, files, max_line)
+    return Trace(arg, files, max_line, jobs)
 
 
 class _StdinTrace(Trace):
