@@ -162,30 +162,79 @@ def _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs, prog
 
 
 class _Progress:
-    """A line on stderr, shown only once a run has taken a few seconds."""
+    """A progress bar on stderr, shown only once a run has taken a few
+    seconds.  The share done is estimated per file from the line reached and
+    the file's size over its mean line length (sampled from its head); for
+    compressed files and stdin only the count is shown."""
 
-    def __init__(self):
+    WIDTH = 24
+
+    def __init__(self, files=(), delay: float = 2.0, out=None):
         self.n = 0
         self.start = time.monotonic()
+        self.delay = delay
         self.shown = False
+        self.out = out
+        self.size: dict = {}        # file -> bytes
+        self.lines: dict = {}       # file -> estimated lines
+        self.reached: dict = {}     # file -> last line seen
+        for path in files:
+            est = _estimate_lines(path)
+            if est is not None:
+                self.size[path], self.lines[path] = est
 
     def __call__(self, ev):
         self.n += 1
         if self.n & 0xFFFF:
             return
+        self.reached[ev.file] = max(ev.line, self.reached.get(ev.file, 0))
         el = time.monotonic() - self.start
-        if el > 2.0:
+        if el > self.delay:
             self.shown = True
-            click.echo(f"\rrocrtrace: {self.n:,} events, {el:.0f} s, "
-                       f"line {ev.line:,} of {ev.file}", err=True, nl=False)
+            click.echo("\r" + self.render(el), err=True, nl=False, file=self.out)
+
+    def fraction(self) -> float | None:
+        if not self.size:
+            return None
+        done = sum(self.size[f] * min(1.0, self.reached.get(f, 0) / self.lines[f])
+                   for f in self.size)
+        return done / sum(self.size.values())
+
+    def render(self, el: float) -> str:
+        frac = self.fraction()
+        text = f"{self.n:,} events, {el:.0f} s"
+        if frac is None:
+            return f"rocrtrace: {text}"
+        full = int(frac * self.WIDTH)
+        bar = "#" * full + "." * (self.WIDTH - full)
+        left = f", ~{el / frac - el:.0f} s left" if frac > 0.01 else ""
+        return f"rocrtrace: [{bar}] {frac:4.0%} {text}{left}"
 
     def close(self):
         if self.shown:
-            click.echo("", err=True)
+            click.echo("", err=True, file=self.out)
 
 
-def _progress_hook(_traces):
-    return _Progress()
+def _estimate_lines(path: str) -> tuple[int, float] | None:
+    """(size, estimated line count) of a plain file; None if unknown."""
+    from .inputs import is_plain_file
+
+    if not is_plain_file(path):
+        return None
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return None
+    nl = head.count(b"\n")
+    if not size or not nl:
+        return None
+    return size, max(1.0, size / (len(head) / nl))
+
+
+def _progress_hook(traces):
+    return _Progress([f for t in traces for f in t.paths])
 
 
 @cli.command()

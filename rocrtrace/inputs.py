@@ -32,24 +32,49 @@ def _err(path: str, why: str) -> InputError:
     return InputError(f"rocrtrace: {path}: {why}")
 
 
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"),
+          (b"\x28\xb5\x2f\xfd", "zstd"))
+
+
+def compression_of(head: bytes) -> str | None:
+    """The compression a file's first bytes announce, or None."""
+    for magic, name in _MAGIC:
+        if head.startswith(magic):
+            return name
+    return None
+
+
+def is_plain_file(path: str) -> bool:
+    """A regular, readable, uncompressed file (not stdin)."""
+    if path == "-":
+        return False
+    try:
+        if not os.path.isfile(path):
+            return False
+        with open(path, "rb") as f:
+            return compression_of(f.read(6)) is None
+    except OSError:
+        return False
+
+
 def _open_bytes(path: str):
-    """A binary stream for ``path`` (``-`` = stdin), decompressing by suffix
-    or magic bytes."""
+    """A binary stream for ``path`` (``-`` = stdin), decompressing by magic
+    bytes."""
     if path == "-":
         return sys.stdin.buffer
     try:
         f = open(path, "rb")
     except OSError as e:
         raise _err(path, e.strerror or "cannot open") from None
-    magic = f.read(6)
+    kind = compression_of(f.read(6))
     f.seek(0)
-    if magic[:2] == b"\x1f\x8b":
+    if kind == "gzip":
         return gzip.GzipFile(fileobj=f)
-    if magic[:6] == b"\xfd7zXZ\x00":
+    if kind == "xz":
         return lzma.LZMAFile(f)
-    if magic[:3] == b"BZh":
+    if kind == "bzip2":
         return bz2.BZ2File(f)
-    if magic[:4] == b"\x28\xb5\x2f\xfd":
+    if kind == "zstd":
         try:
             import zstandard  # type: ignore
         except ImportError:
@@ -165,6 +190,10 @@ class Trace:
         self.max_line = max_line
         self.jobs = jobs
         self.chunk_opts: dict = {}   # tests: options for parse.chunks.file_events
+
+    @property
+    def paths(self) -> list[str]:
+        return [f.path for f in self._files]
 
     def _file_events(self, f: _File, tgid_of: dict | None) -> Iterator[Event]:
         stream = _open_bytes(f.path)

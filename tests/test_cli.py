@@ -137,3 +137,39 @@ def test_help_is_fast():
         [sys.executable, "-X", "importtime", "-m", "rocrtrace", "--help"], cwd=ROOT,
         capture_output=True).stderr
     assert time.monotonic() - t < 30
+
+
+def test_progress_bar_estimates_share_done(tmp_path):
+    import io
+    from types import SimpleNamespace
+
+    from rocrtrace.cli import _Progress
+
+    log = tmp_path / "t.log"
+    log.write_text("".join(f"{1000 + i % 9000} close(3) = 0\n" for i in range(200000)))
+    gz = tmp_path / "t.log.gz"
+    gz.write_bytes(gzip.compress(log.read_bytes()))
+    out = io.StringIO()
+    bar = _Progress([str(log)], delay=0.0, out=out)
+    for _ in range(0x10000):
+        bar(SimpleNamespace(file=str(log), line=100000))
+    assert 0.45 < bar.fraction() < 0.55
+    text = out.getvalue()
+    assert text.startswith("\rrocrtrace: [############............]  50% 65,536 events")
+    assert "s left" in text
+    bar.close()
+    assert out.getvalue().endswith("\n")
+    # compressed input: no estimate, only the count
+    out = io.StringIO()
+    bar = _Progress([str(gz)], delay=0.0, out=out)
+    for _ in range(0x10000):
+        bar(SimpleNamespace(file=str(gz), line=5))
+    assert bar.fraction() is None
+    assert out.getvalue().startswith("\rrocrtrace: 65,536 events, ")
+    # nothing is drawn before the delay
+    out = io.StringIO()
+    bar = _Progress([str(log)], delay=3600.0, out=out)
+    for _ in range(0x20000):
+        bar(SimpleNamespace(file=str(log), line=7))
+    bar.close()
+    assert out.getvalue() == ""

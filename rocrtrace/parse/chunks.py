@@ -772,17 +772,14 @@ def _chain(first: list, rest):
 def applicable(path: str, fmt: str, min_bytes: int = MIN_BYTES) -> bool:
     """One regular, uncompressed file big enough to be worth cutting, and a
     Parser whose state this module knows how to carry."""
-    if path == "-" or fmt not in ("strace", "preload") or unsupported() is not None:
+    if fmt not in ("strace", "preload") or unsupported() is not None:
         return False
+    from ..inputs import is_plain_file
+
     try:
-        if not os.path.isfile(path) or os.path.getsize(path) < min_bytes:
-            return False
-        with open(path, "rb") as f:
-            magic = f.read(6)
+        return is_plain_file(path) and os.path.getsize(path) >= min_bytes
     except OSError:
         return False
-    return not (magic[:2] == b"\x1f\x8b" or magic[:6] == b"\xfd7zXZ\x00"
-                or magic[:3] == b"BZh" or magic[:4] == b"\x28\xb5\x2f\xfd")
 
 
 def file_events(path: str, fmt: str, info: InputInfo, max_line: int, jobs: int,
