@@ -22,18 +22,53 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
-# Runs a command and reports its wall time and the peak RSS of the process
-# tree it started (RUSAGE_CHILDREN: the max over waited-for descendants).
+# Runs a command and reports its wall time, the peak RSS of the largest
+# process it started (RUSAGE_CHILDREN: the max over waited-for descendants)
+# and the peak of the whole tree's summed RSS, sampled every 0.2 s (--jobs
+# runs several processes; shared pages count once per process: an upper bound).
 MEASURE = r"""
-import json, resource, subprocess, sys, time
+import json, os, resource, subprocess, sys, threading, time
+
+def tree_rss(root):
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo += kids.get(pid, [])
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+peak = 0
 t = time.perf_counter()
 # stdout is a pipe, not /dev/null: GNU grep stops at the first match when
 # its output is /dev/null, which would make the floor look free.
-p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+done = threading.Event()
+
+def sample():
+    global peak
+    while not done.wait(0.2):
+        peak = max(peak, tree_rss(p.pid))
+
+threading.Thread(target=sample, daemon=True).start()
+out, err = p.communicate()
 el = time.perf_counter() - t
+done.set()
 print(json.dumps({"rc": p.returncode, "wall": el,
                   "rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
-                  "err": p.stderr.decode(errors="replace")[-400:]}))
+                  "tree_mb": peak / 2 ** 20, "err": err.decode(errors="replace")[-400:]}))
 """
 
 
@@ -47,7 +82,8 @@ def measure(cmd, runs):
     if bad:
         raise SystemExit(f"{cmd[0]} failed: rc={bad[0]['rc']} {bad[0]['err']}")
     return {"wall": statistics.median(r["wall"] for r in res),
-            "rss_mb": max(r["rss_mb"] for r in res), "runs": len(res)}
+            "rss_mb": max(r["rss_mb"] for r in res),
+            "tree_mb": max(max(r["tree_mb"], r["rss_mb"]) for r in res), "runs": len(res)}
 
 
 def generate(kind, n, workdir, tt=False):
@@ -113,8 +149,8 @@ print(len(evs))
 
 def report(name, lines, m, floor=None):
     lps = lines / m["wall"]
-    s = (f"{name:<44} {m['wall']:8.2f} s  {lps:12,.0f} lines/s  peak RSS {m['rss_mb']:7.1f} MB"
-         f"  [median of {m['runs']}]")
+    s = (f"{name:<44} {m['wall']:8.2f} s  {lps:12,.0f} lines/s  peak RSS {m['rss_mb']:6.1f} MB"
+         f" (all processes {m['tree_mb']:6.1f} MB)  [median of {m['runs']}]")
     if floor:
         s += f"  {m['wall'] / floor:7.1f}x wc -l"
     print(s, flush=True)
@@ -171,7 +207,7 @@ def main(argv=None):
             lps = report(f"rocrtrace analyze --jobs {j}", lines, m, floor)
             print(f"{'':<44} {lps / (lines / grep):12.4f} of grep -c's lines/s, "
                   f"{lps / (lines / pyfloor['wall']):.3f} of the python floor")
-            figures[(n, j)] = {"lines_per_s": lps, "rss_mb": m["rss_mb"], "wall": m["wall"]}
+            figures[(n, j)] = {"lines_per_s": lps, "rss_mb": m["tree_mb"], "wall": m["wall"]}
         if n <= 2_000_000:
             evs = events_of(path, rocrtrace)
             w = figures[(n, best)]["wall"]
@@ -182,7 +218,8 @@ def main(argv=None):
     targets.append((f"analyze, {big:,} strace lines", f"{top:,.0f} lines/s",
                     ">= 1,000,000 lines/s", top >= 1e6))
     rss = max(f["rss_mb"] for f in figures.values())
-    targets.append(("peak RSS of analyze", f"{rss:.1f} MB", "<= 150 MB", rss <= 150))
+    targets.append(("peak RSS of analyze, all processes", f"{rss:.1f} MB", "<= 150 MB",
+                    rss <= 150))
     if len(sizes) > 1:
         for j in jobs:
             lo, hi = figures[(sizes[0], j)]["rss_mb"], figures[(big, j)]["rss_mb"]
