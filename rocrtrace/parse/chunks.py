@@ -65,15 +65,13 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Iterator
 
 from ..events import Event, Frame, InputInfo, Syscall
-from .strace import Parser
+from .strace import _CLONES, Parser
 
 CHUNK_BYTES = 1 << 20       # per worker job
 FIRST_BYTES = 256 << 10     # the first chunk: parsed by the main process
 MIN_BYTES = 2 << 20         # smaller files are parsed sequentially
 
 _SENT = -7.25e300           # "last_time not known yet" in a worker
-_CLONES = frozenset(("clone", "clone2", "clone3", "fork", "vfork", "syscall_0x1b3",
-                     "syscall_435"))
 
 # Every attribute of a Parser, as this module knows them.  Another attribute
 # means state this module cannot carry across a boundary: chunking is off.
