@@ -75,10 +75,6 @@ def deco_end(s: str, i: int) -> int:
 
 
 _OPAQUE = frozenset('"</')
-# An argument list whose only structure is well-formed decorations (one
-# nesting level) that hold no comma: top-level commas are all the commas.
-_PLAIN_DECORATED = re.compile(
-    r'(?:[^<>"{}\[\]()\\]|<(?:[^<>",\\]|<[^<>",\\]*>)*>)*')
 
 
 def _skip_opaque(s: str, k: int, c: str, n: int) -> int:
@@ -147,55 +143,56 @@ def scan_args(s: str, pos: int = 0) -> tuple[list[str], int]:
     return _scan_args(s, pos)
 
 
-def _scan_args(s: str, pos: int) -> tuple[list[str], int]:
-    # Fast paths: nothing nested before the first ')', or only fd
-    # decorations without commas, quotes, escapes or socket arrows in them.
-    close = s.find(")", pos)
-    if close >= 0:
-        seg = s[pos:close]
-        if not ('"' in seg or "<" in seg or "{" in seg or "[" in seg
-                or "(" in seg or "/*" in seg) or (
-                "->" not in seg and "/*" not in seg and _PLAIN_DECORATED.fullmatch(seg)):
-            seg = seg.strip()
-            return ([a.strip() for a in seg.split(",")] if seg else []), close
-    args: list[str] = []
-    depth = 0
-    start = pos
-    j = pos
+def _structure(s: str, j: int):
+    """(index, char) of each bracket, comma and stray '>' from ``j`` on,
+    stepping over strings, decorations and comments; the general scanner
+    under scan_args and _matching."""
     n = len(s)
     search = _SPECIAL.search
     while True:
         m = search(s, j)
         if not m:
-            tail = s[start:n].strip()
-            if tail:
-                args.append(tail)
-            return args, -1
+            return
         k = m.start()
         c = s[k]
         if c in _OPAQUE:
             j = _skip_opaque(s, k, c, n)
-        elif c in _OPEN:
+            continue
+        yield k, c
+        j = k + 1
+
+
+def _scan_args(s: str, pos: int) -> tuple[list[str], int]:
+    # Nothing nested before the first ')': a plain split.
+    close = s.find(")", pos)
+    if close >= 0:
+        seg = s[pos:close]
+        if not ('"' in seg or "<" in seg or "{" in seg or "[" in seg
+                or "(" in seg or "/*" in seg):
+            seg = seg.strip()
+            return ([a.strip() for a in seg.split(",")] if seg else []), close
+    args: list[str] = []
+    depth = 0
+    start = pos
+    for k, c in _structure(s, pos):
+        if c in _OPEN:
             depth += 1
-            j = k + 1
         elif c in _CLOSE:
-            if depth == 0:
-                if c == ")":
-                    tail = s[start:k].strip()
-                    if tail or args:
-                        args.append(tail)
-                    return args, k
-                j = k + 1      # stray closer: keep going
-            else:
+            if depth:
                 depth -= 1
-                j = k + 1
-        elif c == ",":
-            if depth == 0:
-                args.append(s[start:k].strip())
-                start = k + 1
-            j = k + 1
-        else:  # a '>' outside a decoration (=>, ->)
-            j = k + 1
+            elif c == ")":
+                tail = s[start:k].strip()
+                if tail or args:
+                    args.append(tail)
+                return args, k
+            # else a stray closer: keep going
+        elif c == "," and depth == 0:
+            args.append(s[start:k].strip())
+            start = k + 1
+    tail = s[start:].strip()
+    if tail:
+        args.append(tail)
+    return args, -1
 
 
 def split_top(s: str, sep: str = ",") -> list[str]:
@@ -537,24 +534,11 @@ def _matching(s: str, i: int) -> int:
 
 def _matching_scan(s: str, i: int) -> int:
     depth = 0
-    j = i
-    n = len(s)
-    search = _SPECIAL.search
-    while True:
-        m = search(s, j)
-        if not m:
-            return -1
-        k = m.start()
-        c = s[k]
-        if c in _OPAQUE:
-            j = _skip_opaque(s, k, c, n)
-        elif c in _OPEN:
+    for k, c in _structure(s, i):
+        if c in _OPEN:
             depth += 1
-            j = k + 1
         elif c in _CLOSE:
             depth -= 1
-            j = k + 1
             if depth == 0:
                 return k
-        else:
-            j = k + 1
+    return -1
