@@ -168,3 +168,20 @@ def test_stacks_attached_to_right_event(tmp_path):
     closes = [e for e in own(evs) if isinstance(e, Close)]
     for c in closes:
         assert c.stack and "close" in (c.stack[0].symbol or "")
+
+
+@pytest.mark.parametrize("opt", ["f-o", "ttt", "tt-T-yy"])
+def test_octal_results(opt, tmp_path):
+    """strace prints umask's result in octal (``= 077``): a number, not a
+    crash of int(…, 0)."""
+    import subprocess
+    log = tmp_path / "trace.log"
+    opts = list(OPTION_SETS[opt])
+    opts.insert(opts.index("-o") + 1, str(log))
+    subprocess.run(["strace", *opts, "-e", "trace=umask", "--", "sh", "-c",
+                    "umask 022; umask 077; umask 022"], check=True, timeout=60)
+    t = open_trace(str(log))
+    evs = [e for e in t.events() if e.name == "umask"]
+    assert t.infos[0].unparsed == 0
+    assert evs and all(e.ret == int(e.text.rsplit("= ", 1)[1].split()[0], 8) for e in evs)
+    assert {0o22, 0o77} <= {e.ret for e in evs}

@@ -16,6 +16,14 @@ from . import syscalls
 from .syscalls import Call, normalize
 from .tokens import parse_int, scan_args, strip_name, deco_end, decoration_path
 
+try:
+    # The compiled tokenizer for the common line shapes (built at install
+    # from _scan.c); it refuses every other line, and without it the Python
+    # grammar below does all the work.
+    from ._scan import scan_line as _SCAN
+except ImportError:
+    _SCAN = None
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PREFIX = re.compile(r"""
     (?:\[pid\s+(?P<pid1>\d+)(?P<comm1><[^>]*>)?\]\s+
@@ -59,6 +67,15 @@ _SELF_PID = frozenset(("set_tid_address", "getpid", "gettid"))
 _NORETURN = frozenset(("exit", "exit_group"))
 _UNFINISHED = " <unfinished ...>"
 TEXT_MAX = 300
+
+
+def _number(val: str) -> int:
+    """A result value: decimal, hex, or octal with a leading 0 (umask's
+    ``= 022``, which int(…, 0) refuses)."""
+    try:
+        return int(val, 0)
+    except ValueError:
+        return parse_int(val)
 
 
 def _time_of(m) -> tuple[float | None, float | None]:
@@ -177,10 +194,12 @@ class Parser:
         self.target = ev
 
     def _flush_hold(self) -> None:
-        if not self.hold:
+        hold = self.hold
+        if not hold:
             return
         if self.root is None and self.file_tid is None and self.fixed_tgid is None and (
-                self.nopid or any(ev.tid is None for ev in self.hold)):
+                self.nopid or (hold[0].tid is None if len(hold) == 1
+                               else any(ev.tid is None for ev in hold))):
             # events of a tracee whose pid is not known yet wait for it
             for ev in self.hold:
                 if ev.tid is None:
@@ -257,6 +276,10 @@ class Parser:
     # --- one line ----------------------------------------------------------
 
     def _line(self, lineno: int, line: str) -> bool:
+        if _SCAN is not None:
+            r = _SCAN(line)
+            if r is not None:
+                return self._scanned(lineno, line, r)
         m = _COMMON_PREFIX.match(line)
         if m is not None:
             # The usual `-f -ttt` / `-f -tt` prefix, without the general
@@ -326,16 +349,7 @@ class Parser:
         args, close = scan_args(body, end)
         tid, _ = self._who(p)
         if unfinished:
-            if name in ("syscall_0x1b3", "syscall_435"):
-                name = "clone3"
-            pid = self._tgid(tid)
-            old = self.inflight.pop(tid, None)
-            if old is not None:
-                self.info.unfinished += 1
-                self._emit(self._call_event(old.name, old.args, None, None, None, old.line,
-                                            None, old.pid, tid, old.time, None, old.text,
-                                            partial=True))
-            self.inflight[tid] = _Pending(name, args, lineno, t, line, pid, tid)
+            self._start(lineno, line, name, args, tid, t)
             return True
         if close < 0:
             # cut short: by a diagnostic or the program's own output
@@ -346,6 +360,45 @@ class Parser:
         res = self._result(body, close + 1)
         if res is None:
             return False
+        self._complete(lineno, line, name, args, res, never, tid, t)
+        return True
+
+    def _scanned(self, lineno: int, line: str, r: tuple) -> bool:
+        """A line the compiled tokenizer took: what _line, _call/_resumed
+        and _result compute for it, from its tokens."""
+        kind, tid, t, name, args, ret, err, rpath, dur = r
+        info = self.info
+        info.has_time = True
+        self.last_time = t
+        if dur is not None:
+            info.has_durations = True
+        if rpath is not None:
+            info.has_decorations = True
+        tid, _ = self._who(tid)
+        if kind == 0:
+            self._complete(lineno, line, name, args, (ret, err, rpath, dur), False, tid, t)
+        elif kind == 1:
+            self._start(lineno, line, name, args, tid, t)
+        else:
+            p, args = self._take(name, args, tid)
+            self._finish_resumed(lineno, line, name, args, (ret, err, rpath, dur), False,
+                                 p, tid, t)
+        return True
+
+    def _start(self, lineno, line, name, args, tid, t) -> None:
+        """An unfinished call: it waits for its resumed line."""
+        if name in ("syscall_0x1b3", "syscall_435"):
+            name = "clone3"
+        pid = self._tgid(tid)
+        old = self.inflight.pop(tid, None)
+        if old is not None:
+            self.info.unfinished += 1
+            self._emit(self._call_event(old.name, old.args, None, None, None, old.line,
+                                        None, old.pid, tid, old.time, None, old.text,
+                                        partial=True))
+        self.inflight[tid] = _Pending(name, args, lineno, t, line, pid, tid)
+
+    def _complete(self, lineno, line, name, args, res, never, tid, t) -> None:
         ret, err, rpath, dur = res
         pid = self._tgid(tid)
         ev = self._call_event(name, args, ret, err, rpath, lineno, None, pid, tid, t, dur,
@@ -353,7 +406,6 @@ class Parser:
         if never:
             ev.ret = None
         self._after_call(ev, tid)
-        return True
 
     def _result(self, body: str, pos: int):
         """(ret, err, ret_path, dur) of the text after the closing ')';
@@ -362,9 +414,9 @@ class Parser:
         if m is not None:
             val, d = m.group(1, 2)
             if d is None:
-                return int(val, 0), None, None, None
+                return _number(val), None, None, None
             self.info.has_durations = True
-            return int(val, 0), None, None, float(d)
+            return _number(val), None, None, float(d)
         m = _RESULT.match(body, pos)
         if m is None:
             return None
@@ -376,7 +428,7 @@ class Parser:
         if val == "?":
             ret = None
         else:
-            ret = int(val, 0)
+            ret = _number(val)
             if rest.startswith("<"):
                 e = deco_end(rest, 0)
                 inner = rest[1:e]
@@ -479,6 +531,23 @@ class Parser:
             unfinished_again = True
         cont, close = scan_args(rest, 0)
         tid, _ = self._who(pidtext)
+        p, args = self._take(name, cont, tid)
+        if unfinished_again:
+            # resumed then cut again (rare): keep waiting
+            self.inflight[tid] = _Pending(name, args, p.line if p else lineno,
+                                          p.time if p else t, line, self._tgid(tid), tid)
+            return True
+        if close < 0:
+            return False
+        res = self._result(rest, close + 1)
+        if res is None:
+            return False
+        self._finish_resumed(lineno, line, name, args, res, never, p, tid, t)
+        return True
+
+    def _take(self, name, cont, tid) -> tuple:
+        """The pending half of a resumed call (or None) and the whole
+        argument list."""
         p = self.inflight.pop(tid, None)
         if p is None and name == "execve" and tid in self.expect_exec:
             self.expect_exec.discard(tid)
@@ -493,16 +562,9 @@ class Parser:
             args[-1] = args[-1] + " " + cont[0]
             cont = cont[1:]
         args.extend(cont)
-        if unfinished_again:
-            # resumed then cut again (rare): keep waiting
-            self.inflight[tid] = _Pending(name, args, p.line if p else lineno,
-                                          p.time if p else t, line, self._tgid(tid), tid)
-            return True
-        if close < 0:
-            return False
-        res = self._result(rest, close + 1)
-        if res is None:
-            return False
+        return p, args
+
+    def _finish_resumed(self, lineno, line, name, args, res, never, p, tid, t) -> None:
         ret, err, rpath, dur = res
         start = p.time if p is not None else t
         if dur is None and start is not None and t is not None and p is not None:
@@ -514,7 +576,6 @@ class Parser:
         if never:
             ev.ret = None
         self._after_call(ev, tid)
-        return True
 
     def _plus(self, lineno, line, body, p, t) -> bool:
         em = _EXITED.match(body)
