@@ -208,8 +208,14 @@ def time_of_day(line: str) -> str:
 
 
 def main(argv):
-    kind, n, path = argv[1], int(argv[2]), argv[3]
-    tt = "--tt" in argv[4:]
+    import argparse
+    ap = argparse.ArgumentParser(description="Write a deterministic GPU-program trace.")
+    ap.add_argument("kind", choices=["strace", "preload"])
+    ap.add_argument("lines", type=int, help="number of lines")
+    ap.add_argument("path", help="output file")
+    ap.add_argument("--tt", action="store_true", help="strace: -tt time of day, not -ttt")
+    a = ap.parse_args(argv[1:])
+    kind, n, path, tt = a.kind, a.lines, a.path, a.tt
     gen = strace_lines if kind == "strace" else preload_lines
     with open(path, "w") as fh:
         buf = []

@@ -173,3 +173,15 @@ def test_progress_bar_estimates_share_done(tmp_path):
         bar(SimpleNamespace(file=str(log), line=7))
     bar.close()
     assert out.getvalue() == ""
+
+
+def test_whole_file_findings_have_no_line(tmp_path):
+    """A finding about the input as a whole (a call that never completed)
+    names the file, not line "None"."""
+    log = tmp_path / "cut.log"
+    log.write_text("100   1700000000.000100 ioctl(3, 0xc0184b0c, 0x7ffd <unfinished ...>\n")
+    r = run("analyze", str(log))
+    out = r.stdout.decode()
+    assert "never completed" in out
+    assert f"{log} (whole file)" in out and ":None" not in out
+    assert r.returncode == 0

@@ -113,7 +113,12 @@ def pages(size: int, page: int = 4096) -> int:
 
 
 def location_text(f) -> str:
-    parts = [f"{f.file}:{f.line}" if f.file else "(whole input)"]
+    if not f.file:
+        parts = ["(whole input)"]
+    elif f.line is None:
+        parts = [f"{f.file} (whole file)"]
+    else:
+        parts = [f"{f.file}:{f.line}"]
     if f.pid is not None:
         parts.append(f"pid {f.pid}")
     if f.tid is not None and f.tid != f.pid:
