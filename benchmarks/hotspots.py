@@ -47,9 +47,14 @@ def top_pyspy(path: str, top: int) -> bool:
     if spy is None:
         return False
     with tempfile.NamedTemporaryFile(suffix=".txt") as raw:
-        subprocess.run([spy, "record", "-o", raw.name, "-f", "raw", "-r", "250", "--",
-                        sys.executable, "-m", "rocrtrace", "analyze", "--fail-on", "never",
-                        "--no-progress", path], check=True, capture_output=True)
+        r = subprocess.run([spy, "record", "-o", raw.name, "-f", "raw", "-r", "250", "--",
+                            sys.executable, "-m", "rocrtrace", "analyze", "--fail-on", "never",
+                            "--no-progress", path], capture_output=True, text=True)
+        if r.returncode != 0:
+            # e.g. ptrace refused, or another py-spy attached: say so, use cProfile
+            why = (r.stderr.strip().splitlines() or ["no message"])[-1]
+            print(f"py-spy failed (exit {r.returncode}: {why}); falling back to cProfile")
+            return False
         own: collections.Counter = collections.Counter()
         total = 0
         for line in open(raw.name):

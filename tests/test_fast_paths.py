@@ -120,6 +120,7 @@ def general_only(monkeypatch):
         monkeypatch.setattr(strace, "_COMMON_PREFIX", never)
         monkeypatch.setattr(strace, "_PLAIN_RESULT", never)
         monkeypatch.setattr(strace, "_SCAN", None)
+        monkeypatch.setattr(tokens, "_BRACKETED", None)
     return off
 
 
@@ -222,3 +223,38 @@ def test_compiled_tokenizer_is_built():
     if os.environ.get("ROCRTRACE_ALLOW_PURE_PYTHON"):
         pytest.skip("pure-Python install allowed")
     assert strace._SCAN is not None, "rocrtrace/parse/_scan.c was not built at install"
+
+
+SCALARS = st.one_of(SPECIAL, st.sampled_from(["0x1a2b", "3", "-1", "NULL", "KFD_IOCTL_SVM_OP_SET_ATTR",
+                                              '"s{t}r"', "3</dev/kfd>", "_IOC(1, 2, 3, 4)",
+                                              "A|B", "...", "", " 5 ", "1 /* x */", "é"]))
+FIELD_NAMES = st.sampled_from(["a", "attrs", "_x", "x" * 40, "x" * 41, "9a", "a b", "", "a=", "a>"])
+
+
+def _struct(children):
+    items = st.lists(st.one_of(children, st.tuples(FIELD_NAMES, children).map("=".join),
+                               st.tuples(FIELD_NAMES, children).map("=>".join)), max_size=5)
+    return st.one_of(items.map(lambda xs: "{" + ", ".join(xs) + "}"),
+                     items.map(lambda xs: "[" + ",".join(xs) + "]"),
+                     st.tuples(children, children).map(" => ".join))
+
+
+VALUES = st.recursive(SCALARS, _struct, max_leaves=25)
+
+
+@pytest.mark.skipif(tokens._BRACKETED is None, reason="compiled tokenizer not built")
+@SETTINGS
+@given(VALUES, st.sampled_from(["", " ", "  \t", "} ", "]", " x"]))
+@example("{a=1, attrs=[{type=1, value=0x2}, ...]} => {b=2}", "")
+@example("{" * 7 + "}" * 7, "")
+def test_compiled_bracketed_equals_parse_value(text, tail):
+    tok = text + tail
+    _clear_caches()
+    fast = repr(tokens.parse_value(tok))       # repr: dict order and types count
+    saved = tokens._BRACKETED
+    tokens._BRACKETED = None
+    try:
+        _clear_caches()
+        assert repr(tokens.parse_value(tok)) == fast
+    finally:
+        tokens._BRACKETED = saved

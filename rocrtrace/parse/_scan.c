@@ -597,7 +597,154 @@ static PyObject *scan_line(PyObject *self, PyObject *line)
     return pack(KIND_CALL, tid, t, s, n0, n1, args, &r);
 }
 
+/* --- bracketed values: tokens.parse_value(tok) for {…} and […] ------------ */
+
+static int ascii_name_start(unsigned char c) { return is_name_start(c); }
+
+static int ascii_name_char(unsigned char c) { return is_name_start(c) || is_digit(c); }
+
+static int has_bracket(const char *s, ssize a, ssize b)
+{
+    return memchr(s + a, '{', b - a) != NULL || memchr(s + a, '[', b - a) != NULL;
+}
+
+static PyObject *value_at(PyObject *whole, const char *s, ssize a, ssize b,
+                          PyObject *scalar, PyObject *general);
+
+/* parse_value(x) of the substring s[a:b]: the cache for scalars, this file
+ * for bracketed values, the Python code (general) for everything else. */
+static PyObject *sub_value(const char *s, ssize a, ssize b, PyObject *scalar,
+                           PyObject *general)
+{
+    PyObject *tok = PyUnicode_FromStringAndSize(s + a, b - a);
+    if (tok == NULL)
+        return NULL;
+    PyObject *v;
+    if (!has_bracket(s, a, b))
+        v = PyObject_CallOneArg(scalar, tok);
+    else
+        v = value_at(tok, s, a, b, scalar, general);
+    Py_DECREF(tok);
+    return v;
+}
+
+/* tokens._value(tok, None) for a tok (= s[a:b], the str `whole`) holding a
+ * bracket. */
+static PyObject *value_at(PyObject *whole, const char *s, ssize a, ssize b,
+                          PyObject *scalar, PyObject *general)
+{
+    while (a < b && is_ws((unsigned char)s[a]))
+        a++;
+    while (b > a && is_ws((unsigned char)s[b - 1]))
+        b--;
+    if (b - a < 2 || (s[a] != '{' && s[a] != '[') || contains(s, a, b, "/*"))
+        return PyObject_CallOneArg(general, whole);
+    /* _matching: the well-formed bracket group at a */
+    ssize k = well_formed(s, a + 1, b, MAX_DEPTH - 1, 1);
+    if (k >= b || !is_closer((unsigned char)s[k]))
+        return PyObject_CallOneArg(general, whole);
+    ssize end = k;
+    if (end != b - 1) {
+        ssize r = end + 1;
+        while (r < b && is_ws((unsigned char)s[r]))
+            r++;
+        if (b - r >= 2 && s[r] == '=' && s[r + 1] == '>') {
+            PyObject *x = sub_value(s, a, end + 1, scalar, general);
+            if (x == NULL)
+                return NULL;
+            PyObject *y = sub_value(s, r + 2, b, scalar, general);
+            if (y == NULL) {
+                Py_DECREF(x);
+                return NULL;
+            }
+            PyObject *t = PyTuple_Pack(2, x, y);
+            Py_DECREF(x);
+            Py_DECREF(y);
+            return t;
+        }
+        return PyUnicode_FromStringAndSize(s + a, b - a);
+    }
+    /* _items: split the body at top-level commas, then the elements */
+    int is_list = s[a] == '[';
+    PyObject *out = is_list ? PyList_New(0) : PyDict_New();
+    if (out == NULL)
+        return NULL;
+    ssize j = a + 1;
+    for (;;) {
+        ssize e = well_formed(s, j, end, MAX_DEPTH, 0);
+        if (e != end && s[e] != ',') {
+            Py_DECREF(out);
+            return PyObject_CallOneArg(general, whole);
+        }
+        ssize x0 = j, x1 = e;
+        while (x0 < x1 && is_ws((unsigned char)s[x0]))
+            x0++;
+        while (x1 > x0 && is_ws((unsigned char)s[x1 - 1]))
+            x1--;
+        int last = e == end;
+        /* empty items and "..." are skipped (an empty tail is not an item) */
+        if (x1 > x0 && !(x1 - x0 == 3 && memcmp(s + x0, "...", 3) == 0)) {
+            if (is_list) {
+                PyObject *v = sub_value(s, x0, x1, scalar, general);
+                if (v == NULL || PyList_Append(out, v) < 0) {
+                    Py_XDECREF(v);
+                    Py_DECREF(out);
+                    return NULL;
+                }
+                Py_DECREF(v);
+            } else {
+                /* strip_name: [A-Za-z_][A-Za-z0-9_]{0,39}=(?![=>]) */
+                ssize q = x0;
+                if (ascii_name_start((unsigned char)s[q])) {
+                    q++;
+                    while (q < x1 && ascii_name_char((unsigned char)s[q]) && q - x0 < 40)
+                        q++;
+                }
+                if (q > x0 && q < x1 && s[q] == '='
+                        && !(q + 1 < x1 && (s[q + 1] == '=' || s[q + 1] == '>'))) {
+                    PyObject *key = PyUnicode_FromStringAndSize(s + x0, q - x0);
+                    if (key == NULL) {
+                        Py_DECREF(out);
+                        return NULL;
+                    }
+                    PyUnicode_InternInPlace(&key);
+                    PyObject *v = sub_value(s, q + 1, x1, scalar, general);
+                    if (v == NULL || PyDict_SetItem(out, key, v) < 0) {
+                        Py_XDECREF(v);
+                        Py_DECREF(key);
+                        Py_DECREF(out);
+                        return NULL;
+                    }
+                    Py_DECREF(v);
+                    Py_DECREF(key);
+                }
+            }
+        }
+        if (last)
+            break;
+        j = e + 1;
+    }
+    return out;
+}
+
+static PyObject *bracketed(PyObject *self, PyObject *const *argv, Py_ssize_t argc)
+{
+    if (argc != 3 || !PyUnicode_Check(argv[0])) {
+        PyErr_SetString(PyExc_TypeError, "bracketed(tok, scalar, general)");
+        return NULL;
+    }
+    PyObject *tok = argv[0];
+    if (!PyUnicode_IS_ASCII(tok))
+        return PyObject_CallOneArg(argv[2], tok);
+    const char *s = (const char *)PyUnicode_DATA(tok);
+    return value_at(tok, s, 0, PyUnicode_GET_LENGTH(tok), argv[1], argv[2]);
+}
+
 static PyMethodDef methods[] = {
+    {"bracketed", (PyCFunction)(void (*)(void))bracketed, METH_FASTCALL,
+     "bracketed(tok, scalar, general) -> tokens.parse_value(tok) for a tok holding\n"
+     "'{' or '[': lists, dicts and (entry, exit) pairs built here, scalars from\n"
+     "scalar(text), anything outside the well-formed language from general(text)."},
     {"scan_line", scan_line, METH_O,
      "scan_line(line) -> (kind, tid, time, name, args, ret, err, ret_path, dur) or None\n\n"
      "kind: 0 a complete call, 1 an unfinished call, 2 a resumed call."},

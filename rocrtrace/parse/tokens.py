@@ -107,6 +107,12 @@ def _well_formed_patterns(depth: int) -> tuple[re.Pattern, re.Pattern] | None:
 
 _WELL_FORMED = _well_formed_patterns(6)
 
+try:
+    # parse_value for bracketed values, compiled (setup.py builds _scan.c)
+    from ._scan import bracketed as _BRACKETED
+except ImportError:
+    _BRACKETED = None
+
 
 def scan_args(s: str, pos: int = 0) -> tuple[list[str], int]:
     """Split the argument list that starts at ``pos`` (just after ``name(``)
@@ -439,9 +445,18 @@ def parse_value(tok: str, names: dict[str, int] | None = None):
     (``...`` elements dropped), decorated fds → int, flag expressions → int
     where every name is known, ``_IOC(…)`` → int; anything else stays a
     string.  ``{…} => {…}`` is returned as (entry, exit) tuple."""
-    if names is None and "{" not in tok and "[" not in tok:
-        return _scalar(tok)     # immutable, so it can be shared
+    if names is None:
+        if "{" not in tok and "[" not in tok:
+            return _scalar(tok)     # immutable, so it can be shared
+        if _BRACKETED is not None:
+            # the compiled walk over well-formed structs; scalars still come
+            # from _scalar, and anything else from _value
+            return _BRACKETED(tok, _scalar, _general)
     return _value(tok, names)
+
+
+def _general(tok: str):
+    return _value(tok, None)
 
 
 # Field values repeat (flag names, attribute types, small numbers).
