@@ -37,6 +37,7 @@ RETRY_ERRNOS = {"EINTR", "EAGAIN", "ERESTARTSYS", "ERESTARTNOINTR", "ERESTARTNOH
 # committed attributes (kfd-uapi 6, step 6), which the model cannot know
 EARLY_ERRNOS = {"EINVAL", "EFAULT", "EADDRINUSE", "EPERM", "EOPNOTSUPP", "EBADF", "ENOTTY"}
 MAP_FIXED = 0x10
+_SVM_TYPE, _SVM_NR = kfd.SVM
 EPS = 1e-7
 RECENT = 256
 
@@ -130,14 +131,45 @@ def effect_of(attrs) -> Effect:
     return eff
 
 
-@dataclass(eq=False)
+_EFFECTS: dict = {}
+
+
+def _effect(attrs: list) -> Effect:
+    """effect_of, kept per attribute array (read-only once made: records
+    share it).  Bounded: shapes repeat, traces don't."""
+    key = tuple(attrs)
+    eff = _EFFECTS.get(key)
+    if eff is None:
+        if len(_EFFECTS) > 1024:
+            _EFFECTS.clear()
+        eff = _EFFECTS[key] = effect_of(attrs)
+    return eff
+
+
+def _by_id(c) -> int:
+    return c.id
+
+
+def _noaccess(st) -> bool:
+    for _, a in st.access:
+        if a == NO_ACCESS:
+            return True
+    return False
+
+
+def _true(v=None) -> bool:
+    return True
+
+
+
+@dataclass(eq=False, slots=True)
 class Grant:
     event: Event
     gpus: frozenset
     flags: int
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Claim:
     """Who relies on which pages.  ``kind``: registration (inferred from a
     SET_ATTR shape), application, or explicit (a lock ... unlock)."""
@@ -196,7 +228,7 @@ class Claim:
         return d
 
 
-@dataclass
+@dataclass(slots=True)
 class Loss:
     gpus: frozenset
     flags: int
@@ -205,7 +237,7 @@ class Loss:
     npages: int
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Rec:
     """One SET_ATTR as the model saw it, kept while an intent call may still
     claim it (bounded per thread) or while findings refer to it."""
@@ -288,6 +320,9 @@ class SvmModel(Model):
     """
 
     limits = LIMITS
+    # False: every SET_ATTR takes the general path (each question asked of
+    # the maps on its own); the fast one reuses walks.  Same results (tests).
+    fast = True
 
     def __init__(self, watch=None, xnack: bool | None = None, clean_start: bool = True) -> None:
         super().__init__()
@@ -315,20 +350,27 @@ class SvmModel(Model):
             p.xnack = self.xnack
         return p
 
-    def _new_claim(self, p: _Proc, kind: str, s: int, e: int, born: Event | None) -> Claim:
+    def _new_claim(self, p: _Proc, kind: str, s: int, e: int, born: Event | None,
+                   near: tuple | None = None) -> Claim:
         self._ids += 1
         self.counts["claims"] += 1
         c = Claim(self._ids, kind, s, e, pages=[(s, e)], born=born)
-        p.cover.add(s, e, c)
+        p.cover.add(s, e, c, near)
         if kind == "registration":
             p.reg[(s, e)] = c
         elif kind == "application":
             p.app[(s, e)] = c
         return c
 
-    def _unindex(self, p: _Proc, c: Claim) -> None:
+    def _unindex(self, p: _Proc, c: Claim, near: tuple | None = None) -> None:
+        """``near``: (s, e, walk) from ``CoverIndex.query_near(s, e)`` with
+        the index unchanged since, for a part that is exactly [s, e)."""
         for s, e in c.pages:
-            p.cover.remove(s, e, c)
+            if near is not None and near[0] == s and near[1] == e:
+                p.cover.remove(s, e, c, near[2])
+            else:
+                p.cover.remove(s, e, c)
+            near = None
         key = (c.start, c.end)
         if p.reg.get(key) is c:
             del p.reg[key]
@@ -361,6 +403,22 @@ class SvmModel(Model):
     # --- feed ---------------------------------------------------------------
 
     def feed(self, ev: Event) -> None:
+        t = type(ev)
+        if t is Ioctl:
+            if ev.nr == _SVM_NR and ev.type == _SVM_TYPE:
+                self._svm(ev)
+                return
+        elif t is Intent:
+            name = ev.name
+            if name == UNLOCK:
+                self._unlock(ev)
+                return
+            if name in LOCKS:
+                self._lock(ev)
+                return
+        self._feed(ev)
+
+    def _feed(self, ev: Event) -> None:
         if isinstance(ev, Ioctl):
             if (ev.type, ev.nr) == kfd.SVM:
                 self._svm(ev)
@@ -469,6 +527,107 @@ class SvmModel(Model):
                    f"svm-bad-range: SET_ATTR {why}")
 
     def _set_attr(self, p: _Proc, ev: Ioctl, s: int, e: int, attrs: list) -> None:
+        """One SET_ATTR: the general path's steps in the same order, asking
+        the cover index once and the map once for what the revoke reaches
+        (the same walk then places the update), and the new pieces for what
+        a deregistration left NO_ACCESS under a new registration."""
+        if not self.fast:
+            return self._set_attr_general(p, ev, s, e, attrs)
+        eff = _effect(attrs)
+        kind = eff.kind
+        rec = Rec(ev, eff, s, e)
+        own = None
+        if kind == "registration":
+            own = p.reg.get((s, e))
+        elif kind == "application":
+            own = p.app.get((s, e))
+        # the cover index's walk around [s, e) serves the query and, for a
+        # registration or application (which end nothing first), the claim's add
+        touched, near_cover = p.cover.query_near(s, e)
+        released: list[Claim] = []
+        if kind == "revoke":
+            app = p.app.get((s, e))
+            if app is not None:
+                released.append(app)   # the program's own NO_ACCESS on exactly its range
+            if touched:
+                released += self._infer_release(p, s, e, touched)
+        rec.released = released
+        mp = p.map
+        walk = mp.walk(s, e)
+        taken, cleared = eff.taken, eff.cleared
+        if touched and (taken or cleared):
+            near = None
+            for c in sorted(touched, key=_by_id) if len(touched) > 1 else touched:
+                if c is own:
+                    continue
+                # _loss's own first test, before any piece is looked at
+                if c.gpus:
+                    want = c.gpus & taken
+                elif c.kind != "application":
+                    want = taken
+                else:
+                    want = None
+                if want or c.flags & cleared:
+                    if near is None:
+                        near = mp.overlapping_at(walk)
+                    loss = self._loss(p, c, s, e, eff, near)
+                    if loss is not None:
+                        rec.losses[c] = loss
+                if c.stale_gpus and not c.gpus and c.kind != "application":
+                    rec.stale_pre[c] = self._still_stale(p, c)
+        if released:
+            # the first claim ended is the first change to the cover index:
+            # its removal can reuse the walk the query made
+            near_rm = (s, e, near_cover)
+            for c in released:
+                if c.live:
+                    self._end(p, c, ev, rec.stale_pre.get(c, "now"), near_rm)
+                    near_rm = None
+        after = mp.set_attr(s, e, attrs, walk)
+        if taken:
+            if any(c.kind != "application" for c in released):
+                p.dereg.update(s, e, _true, _true)
+            else:
+                p.dereg.delete(s, e)
+        if rec.losses:
+            for c, loss in rec.losses.items():
+                if c not in released:
+                    self._victim(p, rec, c, loss)
+        if kind == "registration" or kind == "application":
+            new = own is None
+            if new:
+                own = self._new_claim(p, kind, s, e, ev, near_cover)
+            g = Grant(ev, eff.granted, eff.set_)
+            if kind == "application" and not new:
+                # the program's own range: what it takes from itself is not a loss
+                own.grants = [Grant(x.event, x.gpus - taken, x.flags & ~cleared)
+                              for x in own.grants]
+            own.grants.append(g)
+            own.recompute()
+            rec.claim, rec.grant = own, g
+            if new and kind == "registration":
+                own.stale_gpus = self._noaccess_gpus(p, s, e, after)
+        if self.watch is not None and self._watched(p, s, e):
+            self._note_set_attr(p, ev, s, e, attrs, eff, rec, released)
+        dq = p.recent.get(ev.tid)
+        if dq is None:
+            dq = p.recent[ev.tid] = deque(maxlen=RECENT)
+        dq.append(rec)
+
+    def _note_set_attr(self, p: _Proc, ev: Ioctl, s: int, e: int, attrs: list, eff: Effect,
+                       rec: Rec, released: list) -> None:
+        what = (f"SET_ATTR {shape_of(attrs)} on {_h(s << p.shift)}-{_h(e << p.shift)} "
+                f"({eff.kind})")
+        if released:
+            what += "; releases " + ", ".join(f"#{c.id}" for c in released)
+        if rec.claim is not None:
+            what += f"; claim #{rec.claim.id}"
+        for c, loss in rec.losses.items():
+            if c not in released:
+                what += f"; takes {self._loss_text(loss)} from live claim #{c.id}"
+        self._note(p, ev, s, e, what)
+
+    def _set_attr_general(self, p: _Proc, ev: Ioctl, s: int, e: int, attrs: list) -> None:
         eff = effect_of(attrs)
         rec = Rec(ev, eff, s, e)
         own = None
@@ -534,10 +693,18 @@ class SvmModel(Model):
             dq = p.recent[ev.tid] = deque(maxlen=RECENT)
         dq.append(rec)
 
-    def _infer_release(self, p: _Proc, s: int, e: int) -> list[Claim]:
+    def _infer_release(self, p: _Proc, s: int, e: int, touched=None) -> list[Claim]:
         """The smallest registration claim containing [s, e), and every one
-        lying wholly inside it."""
-        regs = [c for c in p.cover.query(s, e) if c.kind != "application"]
+        lying wholly inside it.  ``touched``: the claims on [s, e) when known."""
+        if touched is None:
+            touched = p.cover.query(s, e)
+        regs = [c for c in touched if c.kind != "application"]
+        if len(regs) < 2:
+            if regs:
+                c = regs[0]
+                if (c.start <= s and c.end >= e) or (c.start >= s and c.end <= e):
+                    return [c]
+            return []
         containing = [c for c in regs if c.start <= s and c.end >= e]
         out: list[Claim] = []
         if containing:
@@ -548,10 +715,12 @@ class SvmModel(Model):
                 out.append(c)
         return out
 
-    def _loss(self, p: _Proc, c: Claim, s: int, e: int, eff: Effect) -> Loss | None:
+    def _loss(self, p: _Proc, c: Claim, s: int, e: int, eff: Effect,
+              near: list | None = None) -> Loss | None:
         """What claim c loses on [s, e): gpus it granted (any gpu if it is a
         registration that granted none) still accessible there, and flags it
-        set that are not already clear."""
+        set that are not already clear.  ``near``: the map's pieces
+        overlapping [s, e) (unclipped) when known."""
         if c.gpus:
             want = c.gpus & eff.taken
         elif c.kind != "application":
@@ -569,7 +738,11 @@ class SvmModel(Model):
             a, b = max(cs, s), min(ce, e)
             if a >= b:
                 continue
-            pieces = p.map.overlapping(a, b)
+            if near is None:
+                pieces = p.map.overlapping(a, b)
+            else:   # what p.map.overlapping(a, b) answers, [a, b) lying in [s, e)
+                pieces = [(ps if ps > a else a, pe if pe < b else b, st)
+                          for ps, pe, st in near if ps < b and pe > a]
             pos = a
             for ps, pe, st in pieces + [(b, b, None)]:
                 if pos < ps:   # no range yet: default access, default flags
@@ -604,12 +777,26 @@ class SvmModel(Model):
             parts.append(_flags_text(loss.flags))
         return " and ".join(parts) + f" on {loss.npages} page(s)"
 
-    def _noaccess_gpus(self, p: _Proc, s: int, e: int) -> frozenset:
-        """GPUs a deregistration left NO_ACCESS somewhere on [s, e)."""
+    def _noaccess_gpus(self, p: _Proc, s: int, e: int, after: list | None = None) -> frozenset:
+        """GPUs a deregistration left NO_ACCESS somewhere on [s, e).
+        ``after``: what ``SvmMap.set_attr`` on [s, e) just returned."""
         out: set = set()
+        if after is not None:
+            # nothing NO_ACCESS on [s, e) at all: no need to ask where
+            # deregistrations were
+            for ps, (pe, st) in after:
+                if ps < e and pe > s and _noaccess(st):
+                    break
+            else:
+                return frozenset()
         for ds, de, _ in p.dereg.overlapping(s, e):
-            for _, _, st in p.map.overlapping(max(ds, s), min(de, e)):
-                out |= {g for g, a in st.access if a == NO_ACCESS}
+            a, b = max(ds, s), min(de, e)
+            if after is None:
+                states = [st for _, _, st in p.map.overlapping(a, b)]
+            else:   # the pieces overlapping [a, b) are among those covering [s, e)
+                states = [st for ps, (pe, st) in after if ps < b and pe > a]
+            for st in states:
+                out |= {g for g, x in st.access if x == NO_ACCESS}
         return frozenset(out)
 
     def _still_stale(self, p: _Proc, c: Claim):
@@ -636,13 +823,13 @@ class SvmModel(Model):
             self._stale[c] = r
             self._raw.append(r)
 
-    def _end(self, p: _Proc, c: Claim, ev: Event, pre="now") -> None:
+    def _end(self, p: _Proc, c: Claim, ev: Event, pre="now", near: tuple | None = None) -> None:
         if not c.live:
             return
         self._judge_stale(p, c, pre)
         c.live = False
         c.ended_by = ev
-        self._unindex(p, c)
+        self._unindex(p, c, near)
 
     def _revive(self, p: _Proc, c: Claim) -> None:
         if c.live:
@@ -817,9 +1004,10 @@ class SvmModel(Model):
             if not target.stale_gpus:
                 target.stale_gpus = src.stale_gpus
         target.recompute()
-        self._note(p, ev, target.start, target.end,
-                   f"lock {_h(ptr)} size {_h(size)}: explicit claim #{target.id} "
-                   f"(refcount {target.refcount}, {len(recs)} SET_ATTR(s) in its window)")
+        if self.watch is not None:   # descriptions cost: only for `show`
+            self._note(p, ev, target.start, target.end,
+                       f"lock {_h(ptr)} size {_h(size)}: explicit claim #{target.id} "
+                       f"(refcount {target.refcount}, {len(recs)} SET_ATTR(s) in its window)")
 
     def _unlock(self, ev: Intent) -> None:
         p = self._proc(ev.pid)
@@ -832,13 +1020,16 @@ class SvmModel(Model):
         c.refcount -= 1
         for r in recs:
             self._rebind(p, r, c, ev)
-        what = f"unlock {_h(ptr)}: claim #{c.id} refcount {c.refcount}"
+        ended = False
         if c.refcount <= 0:
             del p.by_ptr[ptr]
             if c.live:
                 self._end(p, c, ev)
-                what += "; last unlock ends it"
-        self._note(p, ev, c.start, c.end, what)
+                ended = True
+        if self.watch is not None:
+            self._note(p, ev, c.start, c.end,
+                       f"unlock {_h(ptr)}: claim #{c.id} refcount {c.refcount}"
+                       + ("; last unlock ends it" if ended else ""))
 
     def _rebind(self, p: _Proc, rec: Rec, c: Claim, unlock: Intent) -> None:
         """A revoke inside an unlock's window releases that unlock's claim,
