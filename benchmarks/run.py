@@ -180,6 +180,9 @@ def main(argv=None):
     best = max(jobs)
     targets = []            # (what, figure, target, met)
 
+    version = subprocess.run([*rocrtrace, "--version"], capture_output=True, text=True)
+    print(f"{version.stdout.strip()}, python {sys.version.split()[0]}, "
+          f"{os.cpu_count()} cpus", flush=True)
     subprocess.run([*rocrtrace, "--help"], capture_output=True)
     helps = []
     for _ in range(5):

@@ -188,3 +188,10 @@ def test_large_nattr_is_cut_not_torn(tmp_path):
     line = [ln for ln in logread.read(next(tmp_path.glob("rt.*"))).lines if "AMDKFD_IOC_SVM" in ln][0]
     assert len(line) < 4096
     assert "nattr=300" in line and line.endswith(f"...) = -1 EFAULT (Bad address) <{line.rsplit('<', 1)[1]}")
+    # what docs/preload-log.md promises: the analyzer counts the cut record
+    # as unparsed (reported by trace-unparsed) rather than guessing its rest
+    from rocrtrace.inputs import open_trace
+    t = open_trace(str(next(tmp_path.glob("rt.*"))))
+    evs = list(t.events())
+    assert t.infos[0].unparsed == 1
+    assert not [e for e in evs if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
