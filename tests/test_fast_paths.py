@@ -258,3 +258,37 @@ def test_compiled_bracketed_equals_parse_value(text, tail):
         assert repr(tokens.parse_value(tok)) == fast
     finally:
         tokens._BRACKETED = saved
+
+
+DEEP = ["{a=" * 5000 + "1" + "}" * 5000, "[" * 3000 + "]" * 3000,
+        "{a=1} => " * 3000 + "{}", "1 => " * 3000 + "1", "{a=1 => " * 2000 + "2" + "}" * 2000,
+        "[{x=" * 1500 + "0" + "}]" * 1500, "{" * 20000]
+DEEP += ["{a=" * n + "1" + "}" * n for n in range(60, 70)]
+
+
+@pytest.mark.parametrize("tok", DEEP, ids=lambda t: f"{t[:12]}…{len(t)}")
+def test_deep_values_stay_bounded(tok):
+    """Untrusted nesting and '=>' chains: no RecursionError, the deep part
+    stays text (MAX_NESTING), and the compiled walk agrees with Python."""
+    _clear_caches()
+    fast = repr(tokens.parse_value(tok))
+    saved = tokens._BRACKETED
+    tokens._BRACKETED = None
+    try:
+        _clear_caches()
+        assert repr(tokens.parse_value(tok)) == fast
+    finally:
+        tokens._BRACKETED = saved
+
+
+def test_deep_struct_in_a_trace_is_not_a_crash(tmp_path):
+    """A preload line with a struct nested thousands deep: analyze reads it
+    (the deep part as text) and exits normally."""
+    log = tmp_path / "deep.log"
+    log.write_text("# rocrtrace-log 1\n# pid=5000 ppid=1 exe=/x page_size=4096 start=1764435600.0\n"
+                   "5000  1764435600.000028 ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, "
+                   + "{a=" * 3000 + "1" + "}" * 3000 + ") = 0\n")
+    r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", str(log)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "internal error" not in r.stderr and "0 unparsed" in r.stdout

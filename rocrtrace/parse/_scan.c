@@ -608,51 +608,71 @@ static int has_bracket(const char *s, ssize a, ssize b)
     return memchr(s + a, '{', b - a) != NULL || memchr(s + a, '[', b - a) != NULL;
 }
 
+struct vctx {
+    PyObject *scalar, *general;     /* tokens._scalar, tokens._value */
+    Py_ssize_t max_depth;           /* tokens.MAX_NESTING */
+};
+
 static PyObject *value_at(PyObject *whole, const char *s, ssize a, ssize b,
-                          PyObject *scalar, PyObject *general);
+                          const struct vctx *cx, Py_ssize_t depth);
+
+/* tokens._value(tok, None, depth): the Python code, for what is not ours */
+static PyObject *general(const struct vctx *cx, PyObject *tok, Py_ssize_t depth)
+{
+    PyObject *d = PyLong_FromSsize_t(depth);
+    if (d == NULL)
+        return NULL;
+    PyObject *args[3] = {tok, Py_None, d};
+    PyObject *r = PyObject_Vectorcall(cx->general, args, 3, NULL);
+    Py_DECREF(d);
+    return r;
+}
 
 /* parse_value(x) of the substring s[a:b]: the cache for scalars, this file
  * for bracketed values, the Python code (general) for everything else. */
-static PyObject *sub_value(const char *s, ssize a, ssize b, PyObject *scalar,
-                           PyObject *general)
+static PyObject *sub_value(const char *s, ssize a, ssize b, const struct vctx *cx,
+                           Py_ssize_t depth)
 {
     PyObject *tok = PyUnicode_FromStringAndSize(s + a, b - a);
     if (tok == NULL)
         return NULL;
     PyObject *v;
     if (!has_bracket(s, a, b))
-        v = PyObject_CallOneArg(scalar, tok);
+        v = PyObject_CallOneArg(cx->scalar, tok);
     else
-        v = value_at(tok, s, a, b, scalar, general);
+        v = value_at(tok, s, a, b, cx, depth);
     Py_DECREF(tok);
     return v;
 }
 
-/* tokens._value(tok, None) for a tok (= s[a:b], the str `whole`) holding a
- * bracket. */
+/* tokens._value(tok, None, depth) for a tok (= s[a:b], the str `whole`)
+ * holding a bracket. */
 static PyObject *value_at(PyObject *whole, const char *s, ssize a, ssize b,
-                          PyObject *scalar, PyObject *general)
+                          const struct vctx *cx, Py_ssize_t depth)
 {
     while (a < b && is_ws((unsigned char)s[a]))
         a++;
     while (b > a && is_ws((unsigned char)s[b - 1]))
         b--;
     if (b - a < 2 || (s[a] != '{' && s[a] != '[') || contains(s, a, b, "/*"))
-        return PyObject_CallOneArg(general, whole);
+        return general(cx, whole, depth);
+    if (depth > cx->max_depth)
+        return PyUnicode_FromStringAndSize(s + a, b - a);    /* too deep: raw text */
     /* _matching: the well-formed bracket group at a */
     ssize k = well_formed(s, a + 1, b, MAX_DEPTH - 1, 1);
     if (k >= b || !is_closer((unsigned char)s[k]))
-        return PyObject_CallOneArg(general, whole);
+        return general(cx, whole, depth);
     ssize end = k;
+    depth++;
     if (end != b - 1) {
         ssize r = end + 1;
         while (r < b && is_ws((unsigned char)s[r]))
             r++;
         if (b - r >= 2 && s[r] == '=' && s[r + 1] == '>') {
-            PyObject *x = sub_value(s, a, end + 1, scalar, general);
+            PyObject *x = sub_value(s, a, end + 1, cx, depth);
             if (x == NULL)
                 return NULL;
-            PyObject *y = sub_value(s, r + 2, b, scalar, general);
+            PyObject *y = sub_value(s, r + 2, b, cx, depth);
             if (y == NULL) {
                 Py_DECREF(x);
                 return NULL;
@@ -674,7 +694,7 @@ static PyObject *value_at(PyObject *whole, const char *s, ssize a, ssize b,
         ssize e = well_formed(s, j, end, MAX_DEPTH, 0);
         if (e != end && s[e] != ',') {
             Py_DECREF(out);
-            return PyObject_CallOneArg(general, whole);
+            return general(cx, whole, depth - 1);
         }
         ssize x0 = j, x1 = e;
         while (x0 < x1 && is_ws((unsigned char)s[x0]))
@@ -685,7 +705,7 @@ static PyObject *value_at(PyObject *whole, const char *s, ssize a, ssize b,
         /* empty items and "..." are skipped (an empty tail is not an item) */
         if (x1 > x0 && !(x1 - x0 == 3 && memcmp(s + x0, "...", 3) == 0)) {
             if (is_list) {
-                PyObject *v = sub_value(s, x0, x1, scalar, general);
+                PyObject *v = sub_value(s, x0, x1, cx, depth);
                 if (v == NULL || PyList_Append(out, v) < 0) {
                     Py_XDECREF(v);
                     Py_DECREF(out);
@@ -708,7 +728,7 @@ static PyObject *value_at(PyObject *whole, const char *s, ssize a, ssize b,
                         return NULL;
                     }
                     PyUnicode_InternInPlace(&key);
-                    PyObject *v = sub_value(s, q + 1, x1, scalar, general);
+                    PyObject *v = sub_value(s, q + 1, x1, cx, depth);
                     if (v == NULL || PyDict_SetItem(out, key, v) < 0) {
                         Py_XDECREF(v);
                         Py_DECREF(key);
@@ -729,22 +749,28 @@ static PyObject *value_at(PyObject *whole, const char *s, ssize a, ssize b,
 
 static PyObject *bracketed(PyObject *self, PyObject *const *argv, Py_ssize_t argc)
 {
-    if (argc != 3 || !PyUnicode_Check(argv[0])) {
-        PyErr_SetString(PyExc_TypeError, "bracketed(tok, scalar, general)");
+    if (argc != 5 || !PyUnicode_Check(argv[0])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "bracketed(tok, scalar, general, depth, max_depth)");
         return NULL;
     }
+    struct vctx cx = {argv[1], argv[2], PyLong_AsSsize_t(argv[4])};
+    Py_ssize_t depth = PyLong_AsSsize_t(argv[3]);
+    if ((cx.max_depth == -1 || depth == -1) && PyErr_Occurred())
+        return NULL;
     PyObject *tok = argv[0];
     if (!PyUnicode_IS_ASCII(tok))
-        return PyObject_CallOneArg(argv[2], tok);
+        return general(&cx, tok, depth);
     const char *s = (const char *)PyUnicode_DATA(tok);
-    return value_at(tok, s, 0, PyUnicode_GET_LENGTH(tok), argv[1], argv[2]);
+    return value_at(tok, s, 0, PyUnicode_GET_LENGTH(tok), &cx, depth);
 }
 
 static PyMethodDef methods[] = {
     {"bracketed", (PyCFunction)(void (*)(void))bracketed, METH_FASTCALL,
-     "bracketed(tok, scalar, general) -> tokens.parse_value(tok) for a tok holding\n"
-     "'{' or '[': lists, dicts and (entry, exit) pairs built here, scalars from\n"
-     "scalar(text), anything outside the well-formed language from general(text)."},
+     "bracketed(tok, scalar, general, depth, max_depth) -> tokens._parse(tok, None,\n"
+     "depth) for a tok holding '{' or '[': lists, dicts and (entry, exit) pairs built\n"
+     "here, scalars from scalar(text), anything outside the well-formed language\n"
+     "from general(text, None, depth); deeper than max_depth: the text."},
     {"scan_line", scan_line, METH_O,
      "scan_line(line) -> (kind, tid, time, name, args, ret, err, ret_path, dur) or None\n\n"
      "kind: 0 a complete call, 1 an unfinished call, 2 a resumed call."},

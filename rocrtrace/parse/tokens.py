@@ -438,6 +438,13 @@ def parse_ioc(tok: str) -> int | None:
     return kfd.ioc(d & 3, vals[0] & 0xFF, vals[1] & 0xFF, vals[2] & 0x3FFF)
 
 
+# Values nested deeper than this (or chains of more " => " than _MAX_CHAIN)
+# stay raw text: real structs nest a few levels, and untrusted input must not
+# exhaust the stack.
+MAX_NESTING = 64
+_MAX_CHAIN = 8
+
+
 def parse_value(tok: str, names: dict[str, int] | None = None):
     """A Python value for one argument or field value.
 
@@ -445,18 +452,18 @@ def parse_value(tok: str, names: dict[str, int] | None = None):
     (``...`` elements dropped), decorated fds → int, flag expressions → int
     where every name is known, ``_IOC(…)`` → int; anything else stays a
     string.  ``{…} => {…}`` is returned as (entry, exit) tuple."""
+    return _parse(tok, names, 0)
+
+
+def _parse(tok: str, names: dict[str, int] | None, depth: int):
     if names is None:
         if "{" not in tok and "[" not in tok:
             return _scalar(tok)     # immutable, so it can be shared
         if _BRACKETED is not None:
             # the compiled walk over well-formed structs; scalars still come
-            # from _scalar, and anything else from _value
-            return _BRACKETED(tok, _scalar, _general)
-    return _value(tok, names)
-
-
-def _general(tok: str):
-    return _value(tok, None)
+            # from _scalar, and anything else from _value at the same depth
+            return _BRACKETED(tok, _scalar, _value, depth, MAX_NESTING)
+    return _value(tok, names, depth)
 
 
 # Field values repeat (flag names, attribute types, small numbers).
@@ -465,7 +472,7 @@ def _scalar(tok: str):
     return _value(tok, None)
 
 
-def _value(tok: str, names: dict[str, int] | None):
+def _value(tok: str, names: dict[str, int] | None, depth: int = 0):
     tok = tok.strip()
     if not tok:
         return tok
@@ -475,12 +482,14 @@ def _value(tok: str, names: dict[str, int] | None):
             return ""
     c = tok[0]
     if c == "{" or c == "[":
-        close = "}" if c == "{" else "]"
+        if depth > MAX_NESTING:
+            return tok
         end = _matching(tok, 0)
+        depth += 1
         if end == len(tok) - 1:
             items = _items(tok, end)
             if c == "[":
-                return [parse_value(x, names) for x in items if x and x != "..."]
+                return [_parse(x, names, depth) for x in items if x and x != "..."]
             d = {}
             for x in items:
                 if not x or x == "...":
@@ -488,13 +497,12 @@ def _value(tok: str, names: dict[str, int] | None):
                 k, v = strip_name(x)
                 if k is None:
                     continue
-                d[k] = parse_value(v, names)
+                d[k] = _parse(v, names, depth)
             return d
         if end > 0:
             rest = tok[end + 1:].strip()
             if rest.startswith("=>"):
-                return (parse_value(tok[:end + 1], names), parse_value(rest[2:], names))
-        del close
+                return (_parse(tok[:end + 1], names, depth), _parse(rest[2:], names, depth))
         return tok
     if c == '"':
         return parse_string(tok)[0]
@@ -510,7 +518,8 @@ def _value(tok: str, names: dict[str, int] | None):
     if tok.startswith("_IOC("):
         r = parse_ioc(tok)
         return tok if r is None else r
-    if " => " in tok:
+    if " => " in tok and tok.count(" => ") <= _MAX_CHAIN:
+        # (no depth here: _scalar caches these whatever the depth)
         a, b = tok.split(" => ", 1)
         return (parse_value(a, names), parse_value(b, names))
     f = parse_flags(tok, names)
