@@ -74,10 +74,13 @@ def _check_rules(ids):
 
 
 def _tokenizer() -> str:
-    """Whether setup.py could build the parser's C tokenizer (same results,
-    faster); found without importing the parser, to keep --version quick."""
-    from importlib.util import find_spec
-    return "compiled" if find_spec("rocrtrace.parse._scan") else "pure Python"
+    """Whether the parser's C tokenizer (built by setup.py; same results,
+    faster) loads; the parser itself is not imported, to keep --version quick."""
+    try:
+        from .parse import _scan  # noqa: F401
+    except ImportError:
+        return "pure Python"
+    return "compiled"
 
 
 def _print_version(ctx, _param, value):

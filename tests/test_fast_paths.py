@@ -292,3 +292,36 @@ def test_deep_struct_in_a_trace_is_not_a_crash(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "internal error" not in r.stderr and "0 unparsed" in r.stdout
+
+
+_NO_SCAN = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "rocrtrace.parse._scan":
+            raise ImportError("blocked for the test")
+sys.meta_path.insert(0, Block())
+from rocrtrace.cli import main
+sys.exit(main())
+"""
+
+
+def test_pure_python_install_gives_the_same_report(tmp_path):
+    """An install where the extension could not be built (setup.py marks it
+    optional): --version says so, and analyze gives the same JSON report."""
+    fixture = str(ROOT / "fixtures/scenarios/c1-enclosing-range/v1-buggy-explicit.log")
+    gen = tmp_path / "g.log"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks/gen_traces.py"), "strace", "3000",
+                    str(gen)], check=True)
+
+    def run(pure, *args):
+        cmd = [sys.executable, "-c", _NO_SCAN] if pure else [sys.executable, "-m", "rocrtrace"]
+        return subprocess.run(cmd + list(args), cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
+
+    assert "strace tokenizer: pure Python" in run(True, "--version").stdout
+    for trace in (fixture, str(gen)):
+        pure = run(True, "analyze", "--format", "json", "--fail-on", "never", trace)
+        built = run(False, "analyze", "--format", "json", "--fail-on", "never", trace)
+        assert pure.returncode == built.returncode == 0, pure.stderr
+        assert pure.stdout == built.stdout and len(pure.stdout) > 1000
