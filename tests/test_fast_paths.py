@@ -5,6 +5,7 @@ general counterpart on generated text, and the whole fixture corpus is parsed
 with the fast paths switched off and on: the event streams must be equal."""
 from __future__ import annotations
 
+import contextlib
 import glob
 import re
 import subprocess
@@ -141,6 +142,19 @@ def test_corpus_fast_paths_equal_general_grammar(general_only, tmp_path):
 
 needs_scan = pytest.mark.skipif(strace._SCAN is None, reason="compiled tokenizer not built")
 
+
+@contextlib.contextmanager
+def _compiled_off():
+    """The Python grammar alone (the tokenizer and the bracketed walk off),
+    caches cleared so nothing computed with them is reused."""
+    saved = strace._SCAN, tokens._BRACKETED
+    strace._SCAN = tokens._BRACKETED = None
+    _clear_caches()
+    try:
+        yield
+    finally:
+        strace._SCAN, tokens._BRACKETED = saved
+
 PREFIXES = st.sampled_from(["4242  1764435600.000013 ", "7 1764435600.5 ", "4242 12:34:56.789 ",
                             "12345678 1764435600.1 ", "42  1764435600 ", "42 1:2:3.4 ",
                             "", "[pid 42] ", "42 1764435600.1  "])
@@ -184,12 +198,8 @@ def test_compiled_tokenizer_equals_python_grammar(lines):
     shapes: the Parser gives the same events and state with the compiled
     tokenizer on and off."""
     with_scan = _parse_lines(lines)
-    saved = strace._SCAN
-    strace._SCAN = None
-    try:
+    with _compiled_off():
         assert _parse_lines(lines) == with_scan
-    finally:
-        strace._SCAN = saved
 
 
 @needs_scan
@@ -251,13 +261,8 @@ def test_compiled_bracketed_equals_parse_value(text, tail):
     tok = text + tail
     _clear_caches()
     fast = repr(tokens.parse_value(tok))       # repr: dict order and types count
-    saved = tokens._BRACKETED
-    tokens._BRACKETED = None
-    try:
-        _clear_caches()
+    with _compiled_off():
         assert repr(tokens.parse_value(tok)) == fast
-    finally:
-        tokens._BRACKETED = saved
 
 
 DEEP = ["{a=" * 5000 + "1" + "}" * 5000, "[" * 3000 + "]" * 3000,
@@ -272,13 +277,8 @@ def test_deep_values_stay_bounded(tok):
     stays text (MAX_NESTING), and the compiled walk agrees with Python."""
     _clear_caches()
     fast = repr(tokens.parse_value(tok))
-    saved = tokens._BRACKETED
-    tokens._BRACKETED = None
-    try:
-        _clear_caches()
+    with _compiled_off():
         assert repr(tokens.parse_value(tok)) == fast
-    finally:
-        tokens._BRACKETED = saved
 
 
 def test_deep_struct_in_a_trace_is_not_a_crash(tmp_path):

@@ -678,16 +678,7 @@ class SvmModel(Model):
             if new and eff.kind == "registration":
                 own.stale_gpus = self._noaccess_gpus(p, s, e)
         if self._watched(p, s, e):   # descriptions cost: only for `show`
-            what = (f"SET_ATTR {shape_of(attrs)} on {_h(s << p.shift)}-{_h(e << p.shift)} "
-                    f"({eff.kind})")
-            if released:
-                what += "; releases " + ", ".join(f"#{c.id}" for c in released)
-            if rec.claim is not None:
-                what += f"; claim #{rec.claim.id}"
-            for c, loss in rec.losses.items():
-                if c not in released:
-                    what += f"; takes {self._loss_text(loss)} from live claim #{c.id}"
-            self._note(p, ev, s, e, what)
+            self._note_set_attr(p, ev, s, e, attrs, eff, rec, released)
         dq = p.recent.get(ev.tid)
         if dq is None:
             dq = p.recent[ev.tid] = deque(maxlen=RECENT)
