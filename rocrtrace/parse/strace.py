@@ -255,8 +255,9 @@ class Parser:
         self.live.add(tid)
         return g
 
-    def _who(self, p: str | None) -> tuple[int | None, bool]:
-        """tid of a prefix's pid text (or the implied tracee); and had-pid."""
+    def _who(self, p: str | int | None) -> tuple[int | None, bool]:
+        """tid of a prefix's pid (its text, or the number the compiled
+        tokenizer read; else the implied tracee); and had-pid."""
         if p is not None:
             tid = int(p)
             if not self.info.has_pids:
