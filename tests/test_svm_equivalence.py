@@ -4,8 +4,8 @@
   plain dict scanned in full, doing what the SortedDict version did, with
   tiny blocks so that splits, empty blocks and runs crossing a block boundary
   all happen; ``update_coalesce`` against ``update`` then ``coalesce``.
-* ``SvmModel`` with ``fast`` on and off (off: every SET_ATTR asks the maps
-  each question on its own, as before the walks were shared): the same
+* ``SvmModel`` against ``PlainSvmModel`` below (every SET_ATTR asks the
+  maps each question on its own, as before the walks were shared): the same
   findings, the same ``show`` history and the same state (pieces, cover
   index, claims, records) after every event, on hypothesis-made sequences
   and on longer seeded random traffic.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import random
+from collections import deque
 
 import pytest
 from hypothesis import given, settings
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 
 from rocrtrace import kfd
 from rocrtrace.events import Exit, Intent, Ioctl, Mmap, Mremap, Munmap, ProcessInfo
-from rocrtrace.models.svm import SvmModel
+from rocrtrace.models.svm import RECENT, Grant, Rec, SvmModel, effect_of
 from rocrtrace.models.svm_map import PieceMap
 
 # --- PieceMap -----------------------------------------------------------------
@@ -330,9 +331,71 @@ def model_state(m: SvmModel):
     return out
 
 
+class PlainSvmModel(SvmModel):
+    """SvmModel with SET_ATTR done the plain way, each question asked of the
+    maps on its own, in the same order as the model's shared-walk version:
+    the reference that version is checked against."""
+
+    def _set_attr(self, p, ev, s: int, e: int, attrs: list) -> None:
+        eff = effect_of(attrs)
+        rec = Rec(ev, eff, s, e)
+        own = None
+        if eff.kind == "registration":
+            own = p.reg.get((s, e))
+        elif eff.kind == "application":
+            own = p.app.get((s, e))
+        released: list = []
+        if eff.kind == "revoke":
+            app = p.app.get((s, e))
+            if app is not None:
+                released.append(app)   # the program's own NO_ACCESS on exactly its range
+            released += self._infer_release(p, s, e)
+        rec.released = released
+        touched = p.cover.query(s, e)
+        if eff.taken or eff.cleared:
+            for c in sorted(touched, key=lambda c: c.id):
+                if c is own:
+                    continue
+                loss = self._loss(p, c, s, e, eff)
+                if loss is not None:
+                    rec.losses[c] = loss
+                if c.stale_gpus and not c.gpus and c.kind != "application":
+                    rec.stale_pre[c] = self._still_stale(p, c)
+        for c in released:
+            self._end(p, c, ev, rec.stale_pre.get(c, "now"))
+        p.map.set_attr(s, e, attrs)
+        if eff.taken:
+            if any(c.kind != "application" for c in released):
+                p.dereg.update(s, e, lambda v: True, lambda: True)
+            else:
+                p.dereg.delete(s, e)
+        for c, loss in rec.losses.items():
+            if c not in released:
+                self._victim(p, rec, c, loss)
+        if eff.kind in ("registration", "application"):
+            new = own is None
+            if new:
+                own = self._new_claim(p, eff.kind, s, e, ev)
+            g = Grant(ev, eff.granted, eff.set_)
+            if eff.kind == "application" and not new:
+                # the program's own range: what it takes from itself is not a loss
+                own.grants = [Grant(x.event, x.gpus - eff.taken, x.flags & ~eff.cleared)
+                              for x in own.grants]
+            own.grants.append(g)
+            own.recompute()
+            rec.claim, rec.grant = own, g
+            if new and eff.kind == "registration":
+                own.stale_gpus = self._noaccess_gpus(p, s, e)
+        if self._watched(p, s, e):   # descriptions cost: only for `show`
+            self._note_set_attr(p, ev, s, e, attrs, eff, rec, released)
+        dq = p.recent.get(ev.tid)
+        if dq is None:
+            dq = p.recent[ev.tid] = deque(maxlen=RECENT)
+        dq.append(rec)
+
+
 def replay(events, fast: bool, every: bool = True):
-    m = SvmModel(watch=(X, X + N * PAGE))
-    m.fast = fast
+    m = (SvmModel if fast else PlainSvmModel)(watch=(X, X + N * PAGE))
     states = []
     for ev in events:
         m.feed(ev)

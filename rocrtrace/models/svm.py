@@ -161,7 +161,6 @@ def _true(v=None) -> bool:
     return True
 
 
-
 @dataclass(eq=False, slots=True)
 class Grant:
     event: Event
@@ -320,9 +319,6 @@ class SvmModel(Model):
     """
 
     limits = LIMITS
-    # False: every SET_ATTR takes the general path (each question asked of
-    # the maps on its own); the fast one reuses walks.  Same results (tests).
-    fast = True
 
     def __init__(self, watch=None, xnack: bool | None = None, clean_start: bool = True) -> None:
         super().__init__()
@@ -527,12 +523,11 @@ class SvmModel(Model):
                    f"svm-bad-range: SET_ATTR {why}")
 
     def _set_attr(self, p: _Proc, ev: Ioctl, s: int, e: int, attrs: list) -> None:
-        """One SET_ATTR: the general path's steps in the same order, asking
-        the cover index once and the map once for what the revoke reaches
-        (the same walk then places the update), and the new pieces for what
-        a deregistration left NO_ACCESS under a new registration."""
-        if not self.fast:
-            return self._set_attr_general(p, ev, s, e, attrs)
+        """One SET_ATTR, asking the cover index once and the map once for
+        what the revoke reaches (the same walk then places the update), and
+        the new pieces for what a deregistration left NO_ACCESS under a new
+        registration.  tests/test_svm_equivalence.py keeps the plain version
+        (each question asked of the maps on its own) and compares the two."""
         eff = _effect(attrs)
         kind = eff.kind
         rec = Rec(ev, eff, s, e)
@@ -626,63 +621,6 @@ class SvmModel(Model):
             if c not in released:
                 what += f"; takes {self._loss_text(loss)} from live claim #{c.id}"
         self._note(p, ev, s, e, what)
-
-    def _set_attr_general(self, p: _Proc, ev: Ioctl, s: int, e: int, attrs: list) -> None:
-        eff = effect_of(attrs)
-        rec = Rec(ev, eff, s, e)
-        own = None
-        if eff.kind == "registration":
-            own = p.reg.get((s, e))
-        elif eff.kind == "application":
-            own = p.app.get((s, e))
-        released: list[Claim] = []
-        if eff.kind == "revoke":
-            app = p.app.get((s, e))
-            if app is not None:
-                released.append(app)   # the program's own NO_ACCESS on exactly its range
-            released += self._infer_release(p, s, e)
-        rec.released = released
-        touched = p.cover.query(s, e)
-        if eff.taken or eff.cleared:
-            for c in sorted(touched, key=lambda c: c.id):
-                if c is own:
-                    continue
-                loss = self._loss(p, c, s, e, eff)
-                if loss is not None:
-                    rec.losses[c] = loss
-                if c.stale_gpus and not c.gpus and c.kind != "application":
-                    rec.stale_pre[c] = self._still_stale(p, c)
-        for c in released:
-            self._end(p, c, ev, rec.stale_pre.get(c, "now"))
-        p.map.set_attr(s, e, attrs)
-        if eff.taken:
-            if any(c.kind != "application" for c in released):
-                p.dereg.update(s, e, lambda v: True, lambda: True)
-            else:
-                p.dereg.delete(s, e)
-        for c, loss in rec.losses.items():
-            if c not in released:
-                self._victim(p, rec, c, loss)
-        if eff.kind in ("registration", "application"):
-            new = own is None
-            if new:
-                own = self._new_claim(p, eff.kind, s, e, ev)
-            g = Grant(ev, eff.granted, eff.set_)
-            if eff.kind == "application" and not new:
-                # the program's own range: what it takes from itself is not a loss
-                own.grants = [Grant(x.event, x.gpus - eff.taken, x.flags & ~eff.cleared)
-                              for x in own.grants]
-            own.grants.append(g)
-            own.recompute()
-            rec.claim, rec.grant = own, g
-            if new and eff.kind == "registration":
-                own.stale_gpus = self._noaccess_gpus(p, s, e)
-        if self._watched(p, s, e):   # descriptions cost: only for `show`
-            self._note_set_attr(p, ev, s, e, attrs, eff, rec, released)
-        dq = p.recent.get(ev.tid)
-        if dq is None:
-            dq = p.recent[ev.tid] = deque(maxlen=RECENT)
-        dq.append(rec)
 
     def _infer_release(self, p: _Proc, s: int, e: int, touched=None) -> list[Claim]:
         """The smallest registration claim containing [s, e), and every one
