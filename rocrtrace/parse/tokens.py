@@ -212,7 +212,9 @@ def split_top(s: str, sep: str = ",") -> list[str]:
 
 # --- escapes -----------------------------------------------------------------
 
-_ESC = re.compile(r'\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)', re.S)
+# An octal escape is at most three digits and at most \377: strace writes
+# \ooo only when a digit follows, so "\740" is "\74" then "0", never 0o740.
+_ESC = re.compile(r'\\(x[0-9a-fA-F]{1,2}|[0-3][0-7]{2}|[0-7]{1,2}|.)', re.S)
 _SIMPLE_ESC = {"n": 10, "t": 9, "r": 13, "v": 11, "f": 12, "a": 7, "b": 8,
                "e": 27, "\\": 92, '"': 34, "'": 39, "?": 63}
 
@@ -231,7 +233,7 @@ def unescape(text: str) -> str:
         if e[0] == "x" and len(e) > 1:
             out.append(int(e[1:], 16))
         elif e[0] in "01234567":
-            out.append(int(e, 8) & 0xFF)
+            out.append(int(e, 8))
         else:
             b = _SIMPLE_ESC.get(e)
             if b is None:
