@@ -121,14 +121,13 @@ static void mode_svm_mmap(void) {
 }
 
 static void mode_svm_neighbours(void) {
-  /* fine-grained A and coarse-grained B next to it; the program then takes
-   * its own B away (NO_ACCESS on exactly B's range) */
+  /* fine-grained A and B sharing a page; the program then takes both away
+   * in one call over the two of them */
   char *b, *a = neighbours(0x8000, &b);
   svm_fine(a, 0x8000);
   svm_fine(b, 0x8000);
   svm_get(a, 0x8000);
-  svm_noaccess(b, 0x8000);         /* exactly B's range: ends B, and ... */
-  svm_noaccess(a, 0x8000);
+  svm_noaccess(a, 0x10000);
 }
 
 static void mode_svm_pool(void) {

@@ -6,6 +6,8 @@
  */
 #define _GNU_SOURCE
 #include <hsakmt.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +77,42 @@ static void mode_svm(void) {
   munmap(p, 16 * 4096);
 }
 
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static HsaEvent *ev;
+static void *setter(void *arg) {
+  (void)arg;
+  usleep(100000);
+  OK(hsaKmtSetEvent(ev));
+  return 0;
+}
+
+/* WAIT_EVENTS blocks until SET_EVENT from another thread, or times out */
+static void mode_events(void) {
+  HsaEventDescriptor d = {HSA_EVENTTYPE_SIGNAL, 0, {{0}, 0}};
+  OK(hsaKmtCreateEvent(&d, false, false, &ev));
+  double t0 = now();
+  HSAKMT_STATUS s = hsaKmtWaitOnEvent(ev, 50);
+  double waited = now() - t0;
+  if (s != HSAKMT_STATUS_WAIT_TIMEOUT || waited < 0.045) {
+    fprintf(stderr, "timeout wait: status %d after %.3fs\n", s, waited); fails++;
+  }
+  pthread_t t;
+  pthread_create(&t, 0, setter, 0);
+  t0 = now();
+  s = hsaKmtWaitOnEvent(ev, 5000);
+  waited = now() - t0;
+  pthread_join(t, 0);
+  if (s != HSAKMT_STATUS_SUCCESS || waited < 0.09 || waited > 4) {
+    fprintf(stderr, "set wait: status %d after %.3fs\n", s, waited); fails++;
+  }
+  OK(hsaKmtDestroyEvent(ev));
+}
+
 static void mode_xnack(void) {
   HSAint32 x = -1;
   OK(hsaKmtGetXNACKMode(&x));
@@ -114,6 +152,7 @@ static void mode_bug_close_kfd(void) {
 
 static const struct { const char *name; void (*fn)(void); } MODES[] = {
   {"register", mode_register}, {"svm", mode_svm}, {"xnack", mode_xnack},
+  {"events", mode_events},
   {"bug_over_revoke", mode_bug_over_revoke},
   {"bug_double_deregister", mode_bug_double_deregister},
   {"bug_close_kfd", mode_bug_close_kfd},
