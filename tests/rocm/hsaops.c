@@ -279,7 +279,10 @@ static void mode_revoke_locked(void) {
 }
 
 static void mode_bug_close_kfd(void) {
-  /* the runtime's /dev/kfd fd, closed behind its back */
+  /* the runtime's /dev/kfd fd, closed behind its back, once ROCr's event
+   * thread sits in its WAIT_EVENTS (started at init; closed before that, it
+   * would spin on EBADF a varying number of times) */
+  usleep(300000);
   char p[64], t[64];
   for (int fd = 3; fd < 64; fd++) {
     snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
