@@ -65,6 +65,7 @@ EXPECTED = {
     ("kmtops", "svm"): {},
     ("kmtops", "xnack"): {},
     ("kmtops", "events"): {},
+    ("kmtops", "queue"): {},
     ("rocminfo", ""): {},
     # misuse the kernel sees
     ("hsaops", "svm_pool"): {"svm-bad-range": 1},          # SVM on a userptr BO: EADDRINUSE
@@ -157,6 +158,17 @@ def test_hsa_init_ioctls_are_decoded(topology, tmp_path):
     assert [e.arg["event_type"] for e in evs] == [8, 0]         # memory event, then a signal
     assert evs[1].out["event_page_offset"] == 2 << 62
     assert all(e.arg is not None for e in _ioctls(events, 0x16))
+
+
+def test_create_queue_is_decoded(topology, tmp_path):
+    """ROCm 5.2's thunk sends a 96-byte CREATE_QUEUE (its own header has the
+    fields upstream added in 6.12): decoded all the same."""
+    _, events, _, _ = capture("kmtops", "queue", topology, tmp_path)
+    (q,) = _ioctls(events, 0x02)
+    assert q.size == 96
+    assert q.arg["queue_type"] == 2 and q.arg["gpu_id"] == devns.ROCM_GPU   # COMPUTE_AQL
+    assert q.arg["ring_size"] == 0x10000 and q.arg["queue_percentage"] == 100
+    assert q.out["queue_id"] == 0 and q.out["doorbell_offset"] >> 62 == 3   # DOORBELL mmap type
 
 
 def test_lock_is_a_userptr_buffer(topology, tmp_path):

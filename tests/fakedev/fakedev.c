@@ -94,6 +94,9 @@ struct event { int live; uint32_t id, type, auto_reset, signaled; };
 static struct event events[MAX_EVENTS];
 static pthread_cond_t ev_cond = PTHREAD_COND_INITIALIZER;
 
+#define MAX_QUEUES 128
+static int queues[MAX_QUEUES];    /* queue ids in use */
+
 static void parse_gpus(void) {
   const char *s = getenv("FAKEDEV_GPUS");
   if (!s || !*s) s = "0x1a2b,0x3c4d";
@@ -110,7 +113,7 @@ static void parse_gpus(void) {
 }
 
 static void reset_state(void) {
-  memset(events, 0, sizeof events);
+  memset(events, 0, sizeof events); memset(queues, 0, sizeof queues);
   memset(bos, 0, sizeof bos); memset(khs, 0, sizeof khs); memset(gems, 0, sizeof gems);
   memset(dmabufs, 0, sizeof dmabufs); memset(acquired_fd, 0xff, sizeof acquired_fd);
   nranges = 0;
@@ -426,6 +429,22 @@ static int kfd_ioctl(int fd, unsigned req, void *arg) {
   if (!arg && nr != 0x27) return -EFAULT;
   switch (nr) {
     case 0x01: U32(0) = 1; U32(4) = 17; return 0;                        /* GET_VERSION */
+    case 0x02: {                                                          /* CREATE_QUEUE (88 or 96 B) */
+      uint32_t gpu = U32(36), type = U32(40);
+      if (gpu_index(gpu) < 0 || type > 3 || !U64(0) || U32(32) < 1024) return -EINVAL;
+      int q = -1;
+      for (int i = 0; i < MAX_QUEUES; i++) if (!queues[i]) { q = i; break; }
+      if (q < 0) return -ENOSPC;
+      queues[q] = 1;
+      U32(52) = (uint32_t)q;
+      /* KFD_MMAP_TYPE_DOORBELL | gpu_id: the doorbell page the thunk mmaps */
+      U64(24) = (3ull << 62) | ((uint64_t)gpu << 46);
+      return 0;
+    }
+    case 0x03:                                                            /* DESTROY_QUEUE */
+      if (U32(0) >= MAX_QUEUES || !queues[U32(0)]) return -EINVAL;
+      queues[U32(0)] = 0;
+      return 0;
     case 0x04:                                                            /* SET_MEMORY_POLICY */
       if (gpu_index(U32(16)) < 0) return -EINVAL;
       if (U32(20) > 1 || U32(24) > 1) return -EINVAL;

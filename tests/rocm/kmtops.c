@@ -113,6 +113,24 @@ static void mode_events(void) {
   OK(hsaKmtDestroyEvent(ev));
 }
 
+/* a compute queue straight through the thunk (hsa_queue_create would go on
+ * to run blit kernels, which a fake device cannot) */
+static void mode_queue(void) {
+  size_t n = 0x10000;
+  void *ring = mmap(0, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  HSAuint64 va = 0;
+  OK(hsaKmtRegisterMemoryToNodes(ring, n, 1, &gpu_node));
+  OK(hsaKmtMapMemoryToGPU(ring, n, &va));
+  HsaQueueResource q;
+  memset(&q, 0, sizeof q);
+  OK(hsaKmtCreateQueue(gpu_node, HSA_QUEUE_COMPUTE_AQL, 100, HSA_QUEUE_PRIORITY_NORMAL,
+                       ring, n, 0, &q));
+  OK(hsaKmtDestroyQueue(q.QueueId));
+  OK(hsaKmtUnmapMemoryToGPU(ring));
+  OK(hsaKmtDeregisterMemory(ring));
+  munmap(ring, n);
+}
+
 static void mode_xnack(void) {
   HSAint32 x = -1;
   OK(hsaKmtGetXNACKMode(&x));
@@ -152,7 +170,7 @@ static void mode_bug_close_kfd(void) {
 
 static const struct { const char *name; void (*fn)(void); } MODES[] = {
   {"register", mode_register}, {"svm", mode_svm}, {"xnack", mode_xnack},
-  {"events", mode_events},
+  {"events", mode_events}, {"queue", mode_queue},
   {"bug_over_revoke", mode_bug_over_revoke},
   {"bug_double_deregister", mode_bug_double_deregister},
   {"bug_close_kfd", mode_bug_close_kfd},
