@@ -66,6 +66,7 @@ EXPECTED = {
     ("kmtops", "xnack"): {},
     ("kmtops", "events"): {},
     ("kmtops", "queue"): {},
+    ("kmtops", "default_access"): {},   # XNACK off: the grant-less registration had no access
     ("rocminfo", ""): {},
     # misuse the kernel sees
     ("hsaops", "svm_pool"): {"svm-bad-range": 1},          # SVM on a userptr BO: EADDRINUSE
@@ -88,7 +89,8 @@ def topology(tmp_path_factory):
     return devns.write_topology(tmp_path_factory.mktemp("kfd") / "topology")
 
 
-def capture(prog: str, mode: str, topology, tmp_path, stack_depth: int = 0):
+def capture(prog: str, mode: str, topology, tmp_path, stack_depth: int = 0,
+            xnack: bool = False):
     """Run one program in the fake namespace under the capture library;
     (analysis result, parsed events, process result)."""
     if prog == "rocminfo":
@@ -98,7 +100,7 @@ def capture(prog: str, mode: str, topology, tmp_path, stack_depth: int = 0):
         cmd = [str(exe), mode]
     res = devns.run(["setarch", "x86_64", "-R", *cmd], gpus=(devns.ROCM_GPU,), capture=True,
                     prefix=tmp_path / "log", topology=topology, stack_depth=stack_depth,
-                    timeout=120)
+                    timeout=120, xnack=xnack)
     logs = sorted(glob.glob(str(tmp_path / "log.*")))
     assert logs, res.stderr
     arg = logs[0] if len(logs) == 1 else str(tmp_path / "log.*")
@@ -213,6 +215,18 @@ def test_svm_attributes_set_rounds_outward(topology, tmp_path):
     assert [t for t, _ in get.arg["attrs"]] == [kfd.ATTR_ACCESS, kfd.ATTR_CLR_FLAGS,
                                                 kfd.ATTR_SET_FLAGS]
     assert get.out["attrs"][0] == (kfd.ATTR_ACCESS_IN_PLACE, devns.ROCM_GPU)
+
+
+def test_xnack_mode_decides_default_access(topology, tmp_path):
+    """The same program with XNACK on: the registration that granted nothing
+    relied on default access (every GPU), and the neighbour's revoke took it."""
+    res, events, proc, _ = capture("kmtops", "default_access", topology, tmp_path, xnack=True)
+    assert proc.returncode == 0, proc.stderr
+    (xn,) = _ioctls(events, 0x21)
+    assert xn.out == {"xnack_enabled": 1}
+    assert dict(judged(res)) == {"svm-over-revoke": 1}
+    (f,) = [f for f in res.findings if f.rule == "svm-over-revoke"]
+    assert f.cause == "shared-page" and f.details["pages"] == 1
 
 
 def test_wait_events_blocks_until_set(topology, tmp_path):

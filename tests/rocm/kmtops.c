@@ -149,6 +149,22 @@ static void mode_bug_over_revoke(void) {
   munmap(p, 8 * 4096);
 }
 
+/* a registration that grants no GPU relies on default access, which is
+ * every GPU only with XNACK on; a neighbour's revoke reaches its last page */
+static void mode_default_access(void) {
+  HSAint32 x = -1;
+  OK(hsaKmtGetXNACKMode(&x));          /* SET_XNACK_MODE(-1): the analyzer learns the mode */
+  char *p = pages(8);
+  HSA_SVM_ATTRIBUTE reg[] = {{HSA_SVM_ATTR_SET_FLAGS, HSA_SVM_FLAG_COHERENT}};
+  OK(hsaKmtSVMSetAttr(p, 4 * 4096, 1, reg));
+  HSA_SVM_ATTRIBUTE set[] = {
+    {HSA_SVM_ATTR_ACCESS_IN_PLACE, gpu_node}, {HSA_SVM_ATTR_SET_FLAGS, HSA_SVM_FLAG_COHERENT}};
+  OK(hsaKmtSVMSetAttr(p + 3 * 4096, 4 * 4096, 2, set));
+  HSA_SVM_ATTRIBUTE no[] = {{HSA_SVM_ATTR_NO_ACCESS, gpu_node}};
+  OK(hsaKmtSVMSetAttr(p + 3 * 4096, 4 * 4096, 1, no));
+  munmap(p, 8 * 4096);
+}
+
 static void mode_bug_double_deregister(void) {
   char *p = pages(2);
   OK(hsaKmtRegisterMemory(p, 2 * 4096));
@@ -170,7 +186,7 @@ static void mode_bug_close_kfd(void) {
 
 static const struct { const char *name; void (*fn)(void); } MODES[] = {
   {"register", mode_register}, {"svm", mode_svm}, {"xnack", mode_xnack},
-  {"events", mode_events}, {"queue", mode_queue},
+  {"events", mode_events}, {"queue", mode_queue}, {"default_access", mode_default_access},
   {"bug_over_revoke", mode_bug_over_revoke},
   {"bug_double_deregister", mode_bug_double_deregister},
   {"bug_close_kfd", mode_bug_close_kfd},
