@@ -173,6 +173,15 @@ def test_create_queue_is_decoded(topology, tmp_path):
     assert q.out["queue_id"] == 0 and q.out["doorbell_offset"] >> 62 == 3   # DOORBELL mmap type
 
 
+def test_ipc_needs_a_rocm_only_ioctl(topology, tmp_path):
+    """ROCm 5.2's hsa_amd_ipc_memory_create sends IPC_EXPORT_HANDLE (0x81, the
+    ROCm DKMS driver's number); an upstream KFD has none (EINVAL)."""
+    _, events, proc, _ = capture("hsaops", "ipc", topology, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (ipc,) = _ioctls(events, 0x81)
+    assert ipc.ioctl == "AMDKFD_IOC_IPC_EXPORT_HANDLE" and ipc.err == "EINVAL"
+
+
 def test_lock_is_a_userptr_buffer(topology, tmp_path):
     """ROCm 5.2's hsa_amd_memory_lock: ALLOC(USERPTR) + MAP at a GPU VA of its
     own, no SVM ioctl; unlock UNMAPs and FREEs it (ref/real-rocm-on-fake-kfd)."""
