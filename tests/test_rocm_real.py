@@ -73,6 +73,7 @@ EXPECTED = {
     ("hsaops", "bug_revoke_shared"): {"svm-over-revoke": 1},
     ("hsaops", "bug_close_kfd"): {"fd-use-after-close": 2},  # the ALLOC, and its retry
     ("kmtops", "bug_over_revoke"): {"svm-over-revoke": 1},
+    ("kmtops", "bug_over_revoke_twice"): {"svm-over-revoke": 2},   # two fingerprints
     ("kmtops", "bug_close_kfd"): {"fd-use-after-close": 1},
     # misuse the runtime itself absorbs: no ioctl, nothing a trace can hold against it
     ("hsaops", "bug_double_unlock"): {},

@@ -165,6 +165,12 @@ static void mode_default_access(void) {
   munmap(p, 8 * 4096);
 }
 
+/* the same bug twice: two findings, two fingerprints (SPEC 6) */
+static void mode_bug_over_revoke_twice(void) {
+  mode_bug_over_revoke();
+  mode_bug_over_revoke();
+}
+
 static void mode_bug_double_deregister(void) {
   char *p = pages(2);
   OK(hsaKmtRegisterMemory(p, 2 * 4096));
@@ -187,7 +193,7 @@ static void mode_bug_close_kfd(void) {
 static const struct { const char *name; void (*fn)(void); } MODES[] = {
   {"register", mode_register}, {"svm", mode_svm}, {"xnack", mode_xnack},
   {"events", mode_events}, {"queue", mode_queue}, {"default_access", mode_default_access},
-  {"bug_over_revoke", mode_bug_over_revoke},
+  {"bug_over_revoke", mode_bug_over_revoke}, {"bug_over_revoke_twice", mode_bug_over_revoke_twice},
   {"bug_double_deregister", mode_bug_double_deregister},
   {"bug_close_kfd", mode_bug_close_kfd},
 };
