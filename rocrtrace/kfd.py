@@ -255,6 +255,7 @@ SVM_LOCATION_SYSMEM = 0
 SVM_LOCATION_UNDEFINED = 0xFFFFFFFF
 DEFAULT_GRANULARITY = 9
 
+ALLOC_FLAG_USERPTR = 0x4
 ALLOC_FLAG_NAMES = {
     0x00000001: "KFD_IOC_ALLOC_MEM_FLAGS_VRAM",
     0x00000002: "KFD_IOC_ALLOC_MEM_FLAGS_GTT",
@@ -286,6 +287,18 @@ CONSTANTS: dict[str, int] = {
 for _table in (ATTR_NAMES, SVM_FLAG_NAMES, ALLOC_FLAG_NAMES):
     for _v, _n in _table.items():
         CONSTANTS[_n] = _v
+# enumerations of the KFD set-up ioctls the capture library decodes
+for _v, _n in enumerate(("KFD_IOC_EVENT_SIGNAL", "KFD_IOC_EVENT_NODECHANGE",
+                         "KFD_IOC_EVENT_DEVICESTATECHANGE", "KFD_IOC_EVENT_HW_EXCEPTION",
+                         "KFD_IOC_EVENT_SYSTEM_EVENT", "KFD_IOC_EVENT_DEBUG_EVENT",
+                         "KFD_IOC_EVENT_PROFILE_EVENT", "KFD_IOC_EVENT_QUEUE_EVENT",
+                         "KFD_IOC_EVENT_MEMORY")):
+    CONSTANTS[_n] = _v
+for _v, _n in enumerate(("KFD_IOC_QUEUE_TYPE_COMPUTE", "KFD_IOC_QUEUE_TYPE_SDMA",
+                         "KFD_IOC_QUEUE_TYPE_COMPUTE_AQL", "KFD_IOC_QUEUE_TYPE_SDMA_XGMI")):
+    CONSTANTS[_n] = _v
+CONSTANTS["KFD_IOC_CACHE_POLICY_COHERENT"] = 0
+CONSTANTS["KFD_IOC_CACHE_POLICY_NONCOHERENT"] = 1
 # XDNA BO types
 for _v, _n in enumerate(("AMDXDNA_BO_INVALID", "AMDXDNA_BO_SHARE", "AMDXDNA_BO_DEV_HEAP",
                          "AMDXDNA_BO_DEV", "AMDXDNA_BO_CMD")):
@@ -308,6 +321,13 @@ def flag_names(value: int, names: dict[int, str]) -> str:
 
 
 # (type, nr) of the ioctls the models interpret
+GET_VERSION = (TYPE_KFD, 0x01)
+CREATE_QUEUE = (TYPE_KFD, 0x02)
+SET_MEMORY_POLICY = (TYPE_KFD, 0x04)
+CREATE_EVENT = (TYPE_KFD, 0x08)
+GET_PROCESS_APERTURES_NEW = (TYPE_KFD, 0x14)
+ACQUIRE_VM = (TYPE_KFD, 0x15)
+SET_XNACK_MODE = (TYPE_KFD, 0x21)
 SVM = (TYPE_KFD, 0x20)
 ALLOC_MEMORY_OF_GPU = (TYPE_KFD, 0x16)
 FREE_MEMORY_OF_GPU = (TYPE_KFD, 0x17)

@@ -280,6 +280,33 @@ def build(ops) -> list:
                 q.append((kfd.ATTR_SET_FLAGS, 0))
                 out.append((kfd.ATTR_SET_FLAGS, (0, COH, kfd.FLAG_HOST_ACCESS)[x % 3]))
             b.svm(tid, p0, n, q, op=kfd.SVM_OP_GET_ATTR, out=out)
+        elif kind == "svmset":
+            # the program's own hsa_amd_svm_attributes_set: fine-grained
+            # (registration-shaped), no-access or coarse
+            t0 = b.t
+            b.t += 1e-6
+            attrs = ([(kfd.ATTR_ACCESS_IN_PLACE, gpus[0]), (kfd.ATTR_SET_FLAGS, COH)]
+                     if x % 3 == 0 else [(kfd.ATTR_NO_ACCESS, g) for g in gpus]
+                     if x % 3 == 1 else [(kfd.ATTR_CLR_FLAGS, COH)])
+            b.svm(tid, p0, n, attrs)
+            b.intent(tid, "hsa_amd_svm_attributes_set", t0, ptr=X + p0 * PAGE + 0x10 * (x % 2),
+                     size=n * PAGE - 0x20 * (x % 2))
+        elif kind == "pin":
+            # the legacy lock: a userptr buffer, no SVM ioctl (nested when x is odd)
+            t0 = b.t
+            b.t += 1e-6
+            if x % 2 == 0:
+                b._ev(Ioctl, tid, type=kfd.TYPE_KFD, nr=0x16, fd=3,
+                      ioctl="AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
+                      arg={"va_addr": 0x7F0000000000, "size": n * PAGE, "gpu_id": GPUS[0],
+                           "flags": kfd.ALLOC_FLAG_USERPTR, "mmap_offset": X + p0 * PAGE},
+                      ret=0, text="ioctl(3, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, ...)")
+            b.intent(tid, "hsa_amd_memory_lock" if x % 3 else "hsa_amd_memory_unlock", t0,
+                     host_ptr=X + p0 * PAGE, size=n * PAGE)
+        elif kind == "xnack":
+            b._ev(Ioctl, tid, type=kfd.TYPE_KFD, nr=0x21, fd=3, ioctl="AMDKFD_IOC_SET_XNACK_MODE",
+                  arg={"xnack_enabled": -1}, out={"xnack_enabled": x % 2}, ret=0,
+                  text="ioctl(3, AMDKFD_IOC_SET_XNACK_MODE, ...)")
         elif kind == "unmap":
             b._ev(Munmap, tid, addr=X + p0 * PAGE, length=n * PAGE, ret=0)
         elif kind == "mmap":
@@ -327,7 +354,7 @@ def model_state(m: SvmModel):
                                          l.npages) for c, l in r.losses.items()),
                                  sorted((c.id, str(v)) for c, v in r.stale_pre.items()))
                                 for r in dq]) for t, dq in p.recent.items()),
-                    sorted(p.retry), p.xnack))
+                    sorted(p.retry), p.xnack, sorted(p.userptr.items()), p.legacy))
     return out
 
 
@@ -359,7 +386,10 @@ class PlainSvmModel(SvmModel):
                 loss = self._loss(p, c, s, e, eff)
                 if loss is not None:
                     rec.losses[c] = loss
-                if c.stale_gpus and not c.gpus and c.kind != "application":
+                # with XNACK known off a grant-less registration has no
+                # default access to be left without
+                if c.stale_gpus and not c.gpus and c.kind != "application" \
+                        and p.xnack is not False:
                     rec.stale_pre[c] = self._still_stale(p, c)
         for c in released:
             self._end(p, c, ev, rec.stale_pre.get(c, "now"))
@@ -420,7 +450,7 @@ def assert_same(events, every=True):
 
 op_ = st.tuples(
     st.sampled_from(["reg", "reg", "rev", "rev", "app", "other", "get", "unmap", "mmap",
-                     "mremap", "intent"]),
+                     "mremap", "intent", "svmset", "pin", "xnack"]),
     st.integers(2, 5),                 # tid
     st.integers(0, N - 1),             # first page
     st.sampled_from([1, 1, 2, 3, 5, 8, 17]),
@@ -440,7 +470,7 @@ def test_fast_set_attr_matches_general_long(seed):
     """Longer random traffic: many live claims, neighbours sharing pages."""
     rnd = random.Random(seed)
     kinds = ["reg"] * 4 + ["rev"] * 4 + ["app", "other", "get", "unmap", "mmap", "mremap",
-                                          "intent"]
+                                          "intent", "svmset", "svmset", "pin"]
     ops = [(rnd.choice(kinds), rnd.randint(2, 5), rnd.randrange(N),
             rnd.choice([1, 2, 3, 5, 8, 17]), rnd.randrange(8), rnd.randrange(1000))
            for _ in range(600)]

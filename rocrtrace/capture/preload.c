@@ -746,7 +746,20 @@ __attribute__((constructor)) static void rt_ctor(void) { lib_init(); }
 /* ------------------------------------------------------------ ioctl decode */
 
 enum kind { K_NONE, K_SVM, K_EXPORT, K_IMPORT, K_INFO, K_ALLOC, K_FREE, K_MAP, K_UNMAP,
-            K_H2F, K_F2H, K_GEMCLOSE, K_XDNABO, K_GEMCREATE, K_HEAP };
+            K_H2F, K_F2H, K_GEMCLOSE, K_XDNABO, K_GEMCREATE, K_HEAP,
+            K_VERSION, K_QUEUE, K_POLICY, K_EVENT, K_APERTURES, K_ACQUIRE, K_XNACK };
+
+/* enumerations of the KFD set-up ioctls, by their kernel header names
+ * (kfd.py CONSTANTS reads them back) */
+static const char *const KFD_EVENT_TYPES[9] = {
+  "KFD_IOC_EVENT_SIGNAL", "KFD_IOC_EVENT_NODECHANGE", "KFD_IOC_EVENT_DEVICESTATECHANGE",
+  "KFD_IOC_EVENT_HW_EXCEPTION", "KFD_IOC_EVENT_SYSTEM_EVENT", "KFD_IOC_EVENT_DEBUG_EVENT",
+  "KFD_IOC_EVENT_PROFILE_EVENT", "KFD_IOC_EVENT_QUEUE_EVENT", "KFD_IOC_EVENT_MEMORY"};
+static const char *const KFD_QUEUE_TYPES[4] = {
+  "KFD_IOC_QUEUE_TYPE_COMPUTE", "KFD_IOC_QUEUE_TYPE_SDMA", "KFD_IOC_QUEUE_TYPE_COMPUTE_AQL",
+  "KFD_IOC_QUEUE_TYPE_SDMA_XGMI"};
+static const char *const KFD_CACHE_POLICIES[2] = {
+  "KFD_IOC_CACHE_POLICY_COHERENT", "KFD_IOC_CACHE_POLICY_NONCOHERENT"};
 
 /* Copy from the program's memory without faulting on a bad pointer (the
  * kernel would answer EFAULT; we must not crash the program instead). */
@@ -776,6 +789,9 @@ static const char *ioc_lookup(unsigned type, unsigned nr, unsigned size, int acc
   const struct rt_ioc *e = &t[nr];
   if (!e->name) return 0;
   if (type == 0x4b && nr == 0x20) { *k = K_SVM; return e->name; }  /* size = 24 + 8*nattr */
+  /* CREATE_QUEUE: 88 bytes before Linux 6.12 (ROCm 5.2's thunk), 96 since;
+   * the first 88 are the same */
+  if (type == 0x4b && nr == 0x02 && (size == 88 || size == 96)) { *k = K_QUEUE; return e->name; }
   if (e->size != size) return 0;
   if (type == 0x4b) {
     switch (nr) {
@@ -783,6 +799,9 @@ static const char *ioc_lookup(unsigned type, unsigned nr, unsigned size, int acc
       case 0x1c: *k = K_INFO; break;    case 0x16: *k = K_ALLOC; break;
       case 0x17: *k = K_FREE; break;    case 0x18: *k = K_MAP; break;
       case 0x19: *k = K_UNMAP; break;
+      case 0x01: *k = K_VERSION; break; case 0x04: *k = K_POLICY; break;
+      case 0x08: *k = K_EVENT; break;   case 0x14: *k = K_APERTURES; break;
+      case 0x15: *k = K_ACQUIRE; break; case 0x21: *k = K_XNACK; break;
     }
   } else if (type == 0x64) {
     if (nr == 0x09) *k = K_GEMCLOSE;
@@ -826,7 +845,7 @@ static void ob_attrs(struct ob *b, const struct svm_attr *a, unsigned n, unsigne
 /* per-call decode state kept between the input and the output half */
 union ioc_copy {
   struct svm_args svm;
-  unsigned char raw[64];
+  unsigned char raw[96];
 };
 
 static unsigned svm_ndecode(const struct svm_args *s, unsigned size) {
@@ -840,7 +859,10 @@ static size_t kind_size(enum kind k) {
     case K_EXPORT: return 16; case K_IMPORT: return 24; case K_INFO: return 32;
     case K_ALLOC: return 40; case K_FREE: return 8; case K_MAP: case K_UNMAP: return 24;
     case K_H2F: case K_F2H: return 12; case K_GEMCLOSE: return 8; case K_XDNABO: return 32;
-    case K_GEMCREATE: return 32; case K_HEAP: return 24; default: return 0;
+    case K_GEMCREATE: return 32; case K_HEAP: return 24;
+    case K_VERSION: return 8; case K_QUEUE: return 88; case K_POLICY: return 32;
+    case K_EVENT: return 32; case K_APERTURES: return 16; case K_ACQUIRE: return 8;
+    case K_XNACK: return 4; default: return 0;
   }
 }
 
@@ -867,6 +889,10 @@ static void ob_devids(struct ob *b, uint64_t ptr, uint32_t n) {
   for (uint32_t i = 0; i < m; i++) { if (i) ob_s(b, ", "); ob_x(b, ids[i]); }
   if (m < n) { if (m) ob_s(b, ", "); ob_s(b, "..."); }
   ob_c(b, ']');
+}
+
+static void ob_enum(struct ob *b, uint32_t v, const char *const *names, uint32_t n) {
+  if (v < n) ob_s(b, names[v]); else ob_x(b, v);
 }
 
 static void ioc_in(struct ob *b, enum kind k, const union ioc_copy *c, unsigned size) {
@@ -923,6 +949,39 @@ static void ioc_in(struct ob *b, enum kind k, const union ioc_copy *c, unsigned 
       ob_s(b, "len="); ob_x(b, U64(p, 0));
       ob_s(b, ", fd_flags="); ob_flags(b, U32(p, 12), RT_OPEN_FLAGS);
       ob_s(b, ", heap_flags="); ob_x(b, U64(p, 16)); break;
+    case K_VERSION: break;                       /* everything is the kernel's answer */
+    case K_QUEUE:
+      ob_s(b, "ring_base_address="); ob_x(b, U64(p, 0));
+      ob_s(b, ", ring_size="); ob_x(b, U32(p, 32));
+      ob_s(b, ", gpu_id="); ob_x(b, U32(p, 36));
+      ob_s(b, ", queue_type="); ob_enum(b, U32(p, 40), KFD_QUEUE_TYPES, 4);
+      ob_s(b, ", queue_percentage="); ob_u(b, U32(p, 44));
+      ob_s(b, ", queue_priority="); ob_u(b, U32(p, 48));
+      ob_s(b, ", write_pointer_address="); ob_x(b, U64(p, 8));
+      ob_s(b, ", read_pointer_address="); ob_x(b, U64(p, 16));
+      ob_s(b, ", eop_buffer_address="); ob_x(b, U64(p, 56));
+      ob_s(b, ", eop_buffer_size="); ob_x(b, U64(p, 64));
+      ob_s(b, ", ctx_save_restore_address="); ob_x(b, U64(p, 72));
+      ob_s(b, ", ctx_save_restore_size="); ob_x(b, U32(p, 80));
+      ob_s(b, ", ctl_stack_size="); ob_x(b, U32(p, 84)); break;
+    case K_POLICY:
+      ob_s(b, "alternate_aperture_base="); ob_x(b, U64(p, 0));
+      ob_s(b, ", alternate_aperture_size="); ob_x(b, U64(p, 8));
+      ob_s(b, ", gpu_id="); ob_x(b, U32(p, 16));
+      ob_s(b, ", default_policy="); ob_enum(b, U32(p, 20), KFD_CACHE_POLICIES, 2);
+      ob_s(b, ", alternate_policy="); ob_enum(b, U32(p, 24), KFD_CACHE_POLICIES, 2); break;
+    case K_EVENT:
+      ob_s(b, "event_type="); ob_enum(b, U32(p, 12), KFD_EVENT_TYPES, 9);
+      ob_s(b, ", auto_reset="); ob_u(b, U32(p, 16));
+      ob_s(b, ", node_id="); ob_u(b, U32(p, 20));
+      ob_s(b, ", event_page_offset="); ob_x(b, U64(p, 0)); break;
+    case K_APERTURES:
+      ob_s(b, "kfd_process_device_apertures_ptr="); ob_x(b, U64(p, 0));
+      ob_s(b, ", num_of_nodes="); ob_u(b, U32(p, 8)); break;
+    case K_ACQUIRE:
+      ob_s(b, "drm_fd="); ob_fd(b, S32(p, 0)); ob_s(b, ", gpu_id="); ob_x(b, U32(p, 4)); break;
+    case K_XNACK:
+      ob_s(b, "xnack_enabled="); ob_d(b, S32(p, 0)); break;
     default: break;
   }
   ob_c(b, '}');
@@ -932,7 +991,7 @@ static void ioc_in(struct ob *b, enum kind k, const union ioc_copy *c, unsigned 
 static void ioc_out(struct ob *b, enum kind k, void *arg, unsigned size, const union ioc_copy *in) {
   union ioc_copy c;
   const unsigned char *p = c.raw;
-  if (k == K_FREE || k == K_GEMCLOSE || k == K_NONE) return;
+  if (k == K_FREE || k == K_GEMCLOSE || k == K_NONE || k == K_POLICY || k == K_ACQUIRE) return;
   if (k == K_SVM) {
     if (in->svm.op != 1) return;  /* only GET_ATTR answers */
     unsigned n = svm_ndecode(&in->svm, size);
@@ -956,6 +1015,19 @@ static void ioc_out(struct ob *b, enum kind k, void *arg, unsigned size, const u
     case K_XDNABO: ob_s(b, "handle="); ob_x(b, U32(p, 28)); break;
     case K_GEMCREATE: ob_s(b, "handle="); ob_x(b, U32(p, 0)); break;
     case K_HEAP: ob_s(b, "fd="); ob_fd(b, S32(p, 8)); break;
+    case K_VERSION:
+      ob_s(b, "major_version="); ob_u(b, U32(p, 0));
+      ob_s(b, ", minor_version="); ob_u(b, U32(p, 4)); break;
+    case K_QUEUE:
+      ob_s(b, "queue_id="); ob_u(b, U32(p, 52));
+      ob_s(b, ", doorbell_offset="); ob_x(b, U64(p, 24)); break;
+    case K_EVENT:
+      ob_s(b, "event_id="); ob_u(b, U32(p, 24));
+      ob_s(b, ", event_slot_index="); ob_u(b, U32(p, 28));
+      ob_s(b, ", event_trigger_data="); ob_x(b, U32(p, 8));
+      ob_s(b, ", event_page_offset="); ob_x(b, U64(p, 0)); break;
+    case K_APERTURES: ob_s(b, "num_of_nodes="); ob_u(b, U32(p, 8)); break;
+    case K_XNACK: ob_s(b, "xnack_enabled="); ob_d(b, S32(p, 0)); break;
     default: break;
   }
   ob_c(b, '}');

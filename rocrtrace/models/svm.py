@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from .. import kfd
 from ..events import Event, Exec, Exit, Intent, Ioctl, Mmap, Mremap, Munmap, ProcessInfo
-from ..findings import Evidence, Finding
+from ..findings import Evidence, Finding, fingerprint
 from . import Model
 from .svm_map import ACCESS_NAMES, NO_ACCESS, CoverIndex, PieceMap, SvmMap
 
@@ -32,6 +32,8 @@ REG_FLAGS = (kfd.FLAG_HOST_ACCESS | kfd.FLAG_COHERENT | kfd.FLAG_EXT_COHERENT
 COH_FLAGS = kfd.FLAG_COHERENT | kfd.FLAG_EXT_COHERENT
 LOCKS = ("hsa_amd_memory_lock", "hsa_amd_memory_lock_to_pool")
 UNLOCK = "hsa_amd_memory_unlock"
+SVM_SET = "hsa_amd_svm_attributes_set"
+_ALLOC_TYPE, _ALLOC_NR = kfd.ALLOC_MEMORY_OF_GPU
 RETRY_ERRNOS = {"EINTR", "EAGAIN", "ERESTARTSYS", "ERESTARTNOINTR", "ERESTARTNOHAND"}
 # errors svm_ioctl returns before touching any range; later ones may have
 # committed attributes (kfd-uapi 6, step 6), which the model cannot know
@@ -148,6 +150,13 @@ def _effect(attrs: list) -> Effect:
 
 def _by_id(c) -> int:
     return c.id
+
+
+def _default_reliant(c, xnack) -> bool:
+    """A registration that granted no gpu relies on default access, which
+    is every gpu only with XNACK on (kfd-uapi 6: a new range's access bitmap
+    is all gpus iff XNACK is on); with XNACK known off it has none to lose."""
+    return c.kind != "application" and xnack is not False
 
 
 def _noaccess(st) -> bool:
@@ -280,6 +289,11 @@ class _Proc:
         self.dereg = PieceMap()
         self.xnack: bool | None = None
         self.retry: dict = {}     # tid -> failed EINTR/EAGAIN SET_ATTR awaiting its retry
+        # the legacy pinning path (SPEC 4.3): userptr ALLOCs per thread, kept
+        # until an intent call asks about them, and the locks they served
+        self.allocs: dict = {}    # tid -> deque[Ioctl]
+        self.userptr: dict = {}   # host_ptr -> lock refcount (a buffer handle, no claim)
+        self.legacy = False       # this runtime pins with userptr buffers
 
 
 def _overlap(a: tuple, b: tuple) -> bool:
@@ -404,6 +418,9 @@ class SvmModel(Model):
             if ev.nr == _SVM_NR and ev.type == _SVM_TYPE:
                 self._svm(ev)
                 return
+            if ev.nr == _ALLOC_NR and ev.type == _ALLOC_TYPE:
+                self._alloc(ev)
+                return
         elif t is Intent:
             name = ev.name
             if name == UNLOCK:
@@ -411,6 +428,9 @@ class SvmModel(Model):
                 return
             if name in LOCKS:
                 self._lock(ev)
+                return
+            if name == SVM_SET:
+                self._svm_intent(ev)
                 return
         self._feed(ev)
 
@@ -439,8 +459,11 @@ class SvmModel(Model):
                 self._lock(ev)
             elif ev.name == UNLOCK:
                 self._unlock(ev)
+            elif ev.name == SVM_SET:
+                self._svm_intent(ev)
             elif ev.pid in self.procs:
                 self.procs[ev.pid].recent.pop(ev.tid, None)
+                self.procs[ev.pid].allocs.pop(ev.tid, None)
         elif isinstance(ev, ProcessInfo):
             p = self._proc(ev.pid)
             if ev.page_size and ev.page_size & (ev.page_size - 1) == 0:
@@ -558,7 +581,7 @@ class SvmModel(Model):
                 # _loss's own first test, before any piece is looked at
                 if c.gpus:
                     want = c.gpus & taken
-                elif c.kind != "application":
+                elif _default_reliant(c, p.xnack):
                     want = taken
                 else:
                     want = None
@@ -568,7 +591,7 @@ class SvmModel(Model):
                     loss = self._loss(p, c, s, e, eff, near)
                     if loss is not None:
                         rec.losses[c] = loss
-                if c.stale_gpus and not c.gpus and c.kind != "application":
+                if c.stale_gpus and not c.gpus and _default_reliant(c, p.xnack):
                     rec.stale_pre[c] = self._still_stale(p, c)
         if released:
             # the first claim ended is the first change to the cover index:
@@ -652,7 +675,7 @@ class SvmModel(Model):
         overlapping [s, e) (unclipped) when known."""
         if c.gpus:
             want = c.gpus & eff.taken
-        elif c.kind != "application":
+        elif _default_reliant(c, p.xnack):
             want = eff.taken
         else:
             want = frozenset()
@@ -742,7 +765,7 @@ class SvmModel(Model):
 
     def _judge_stale(self, p: _Proc, c: Claim, pre) -> None:
         """svm-stale-no-access, once per claim, when it ends (or the trace does)."""
-        if c.kind == "application" or c.gpus or not c.stale_gpus or c in self._stale:
+        if c.gpus or not c.stale_gpus or c in self._stale or not _default_reliant(c, p.xnack):
             return
         # pre: judged before the ending revoke applied, or "now"
         res = self._still_stale(p, c) if pre == "now" else pre
@@ -866,13 +889,37 @@ class SvmModel(Model):
 
     # --- intent calls -------------------------------------------------------
 
+    def _alloc(self, ev: Ioctl) -> None:
+        """A userptr ALLOC_MEMORY_OF_GPU: kept for the lock it may serve."""
+        flags = (ev.arg or {}).get("flags")
+        if not ev.ok or not isinstance(flags, int) or not flags & kfd.ALLOC_FLAG_USERPTR:
+            return
+        p = self._proc(ev.pid)
+        dq = p.allocs.get(ev.tid)
+        if dq is None:
+            dq = p.allocs[ev.tid] = deque(maxlen=16)
+        dq.append(ev)
+
     def _lock(self, ev: Intent) -> None:
         p = self._proc(ev.pid)
         recs = [r for r in p.recent.pop(ev.tid, ()) if r.eff.kind == "registration"
                 and r.claim is not None and _inside(r.event, ev)]
+        userptr = any(_inside(a, ev) for a in p.allocs.pop(ev.tid, ()))
         ptr, size = ev.args.get("host_ptr"), ev.args.get("size")
         if ev.ret != 0 or not isinstance(ptr, int) or not isinstance(size, int) or size <= 0:
             return   # a failed lock registers nothing the runtime keeps
+        if not recs and (userptr or ptr in p.userptr or (p.legacy and ptr not in p.by_ptr)):
+            # the legacy path (SPEC 4.3): a userptr buffer at a GPU VA of its
+            # own, a buffer handle (4.2) and no SVM claim; a nested lock of
+            # it (no ioctl: the runtime refcounts) or, once the runtime is
+            # known to pin this way, a lock that issued nothing, joins it
+            p.legacy = p.legacy or userptr
+            p.userptr[ptr] = p.userptr.get(ptr, 0) + 1
+            if self.watch is not None:
+                s, e = self._pages(p, ptr, size)
+                self._note(p, ev, s, e, f"lock {_h(ptr)} size {_h(size)}: a userptr buffer "
+                           f"(refcount {p.userptr[ptr]}), not an SVM claim")
+            return
         s, e = self._pages(p, ptr, size)
         target = p.by_ptr.get(ptr)
         if target is not None and not target.live:
@@ -942,7 +989,16 @@ class SvmModel(Model):
         p = self._proc(ev.pid)
         recs = [r for r in p.recent.pop(ev.tid, ()) if r.eff.kind == "revoke"
                 and _inside(r.event, ev)]
+        p.allocs.pop(ev.tid, None)
         ptr = ev.args.get("host_ptr")
+        n = p.userptr.get(ptr)
+        if n is not None and ptr not in p.by_ptr:
+            if ev.ret == 0:
+                if n > 1:
+                    p.userptr[ptr] = n - 1
+                else:
+                    del p.userptr[ptr]
+            return   # a userptr buffer: the handle model sees its FREE
         c = p.by_ptr.get(ptr)
         if c is None or ev.ret != 0:
             return   # lock never seen: the revokes keep their inferred release
@@ -982,9 +1038,83 @@ class SvmModel(Model):
                 self._end(p, c, rec.event, rec.stale_pre.get(c, "now"))
         rec.released = [c]
 
+    def _svm_intent(self, ev: Intent) -> None:
+        """hsa_amd_svm_attributes_set: the SET_ATTRs inside its window are the
+        program's own (SPEC 4.3), application claims whatever their shape, or
+        for NO_ACCESS on exactly an application claim's range the end of it.
+        They completed before this call returned, so the inference made at
+        their completion is corrected here."""
+        p = self._proc(ev.pid)
+        recs = [r for r in p.recent.pop(ev.tid, ()) if _inside(r.event, ev)]
+        p.allocs.pop(ev.tid, None)
+        mine = {id(r) for r in recs}
+        for r in recs:
+            if r.eff.kind == "registration" and r.claim is not None:
+                self._to_application(p, r)
+            elif r.eff.kind == "revoke":
+                # the application claim on exactly this range (already ended
+                # at completion) stays ended; inferred releases are undone:
+                # the caller's own NO_ACCESS is no deregistration
+                keep = [c for c in r.released if c.real().kind == "application"]
+                for k in r.released:
+                    if k in keep:
+                        continue
+                    self._revive(p, k)
+                    loss = r.losses.get(k)
+                    if loss is not None:
+                        self._victim(p, r, k, loss)
+                r.released = keep
+                p.dereg.delete(r.s, r.e)
+        # what the caller takes from a claim lying wholly inside the range it
+        # names is what it asked for (two buffers freed in one call, clr's
+        # NO_ACCESS on the buffer it is about to unlock); a claim it reaches
+        # only by rounding outward onto a shared page is a victim
+        for raw in self._raw:
+            if raw.rec is not None and id(raw.rec) in mine and raw.loss is not None:
+                v = raw.claim.real()
+                if raw.rec.s <= v.start and v.end <= raw.rec.e:
+                    raw.dead = True
+        if self.watch is not None and recs:
+            self._note(p, ev, recs[0].s, recs[-1].e,
+                       f"hsa_amd_svm_attributes_set: {len(recs)} SET_ATTR(s) are the "
+                       "program's own")
+
+    def _to_application(self, p: _Proc, r: Rec) -> None:
+        """A registration-shaped SET_ATTR made by the program: its grant
+        belongs to the application claim on that exact range."""
+        c = r.claim.real()
+        if c.kind == "application":
+            return
+        app = p.app.get((r.s, r.e))
+        if app is None and c.kind == "registration" and c.start == r.s and c.end == r.e \
+                and all(g is r.grant for g in c.grants):
+            # made by this call alone: the same claim, now the program's
+            key = (c.start, c.end)
+            if p.reg.get(key) is c:
+                del p.reg[key]
+            c.kind = "application"
+            c.stale_gpus = frozenset()
+            p.app[key] = c
+            r.claim = c
+            return
+        if app is None:
+            app = self._new_claim(p, "application", r.s, r.e, r.event)
+        if r.grant in c.grants:
+            c.grants.remove(r.grant)
+            c.recompute()
+        app.grants.append(r.grant)
+        app.recompute()
+        r.claim = app
+        if not c.grants and c.kind == "registration" and c.live:
+            c.live = False
+            c.ended_by = r.event
+            self._unindex(p, c)
+            c.alias = app
+
     # --- findings -----------------------------------------------------------
 
     def _build(self) -> None:
+        new: list[Finding] = []
         for r in self._raw:
             if r.dead:
                 continue
@@ -1008,7 +1138,19 @@ class SvmModel(Model):
                     key=(r.extra["why"].split(" (")[0], shape_of(a.get("attrs") or [])))
             else:
                 f = self._mismatch_finding(r)
-            self.findings.append(f)
+            new.append(f)
+        # SPEC 6: two different findings never share a fingerprint (two locks
+        # of one size at one call site, two identical revokes): those that
+        # would collide get their occurrence number, in trace order
+        seen: dict = {}
+        for f in sorted(new, key=lambda f: (f.file or "", f.line or 0)):
+            seen.setdefault(f.fingerprint, []).append(f)
+        for same in seen.values():
+            if len(same) > 1:
+                for n, f in enumerate(same, 1):
+                    f.key = (*f.key, f"occurrence={n}")
+                    f.fingerprint = fingerprint(f)
+        self.findings.extend(new)
         self._raw = []
 
     @staticmethod

@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_GPUS 8
@@ -43,6 +44,8 @@ typedef int (*close_fn)(int);
 static close_fn real_close;
 typedef int (*munmap_fn)(void *, size_t);
 static munmap_fn real_munmap;
+typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
+static mmap_fn real_mmap;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pid_t state_pid;
@@ -81,6 +84,19 @@ struct range {
 static struct range ranges[MAX_RANGES];
 static int nranges;
 
+/* KFD events, enough for ROCr: signal events get slot = id from 0, others
+ * ids from KFD_SIGNAL_EVENT_LIMIT (4096).  WAIT_EVENTS really blocks (ROCr's
+ * async-events thread waits on one until shutdown sets it), on its own
+ * condition variable with `mu` released. */
+#define MAX_EVENTS 256
+#define SIGNAL_LIMIT 4096
+struct event { int live; uint32_t id, type, auto_reset, signaled; };
+static struct event events[MAX_EVENTS];
+static pthread_cond_t ev_cond = PTHREAD_COND_INITIALIZER;
+
+#define MAX_QUEUES 128
+static int queues[MAX_QUEUES];    /* queue ids in use */
+
 static void parse_gpus(void) {
   const char *s = getenv("FAKEDEV_GPUS");
   if (!s || !*s) s = "0x1a2b,0x3c4d";
@@ -97,6 +113,7 @@ static void parse_gpus(void) {
 }
 
 static void reset_state(void) {
+  memset(events, 0, sizeof events); memset(queues, 0, sizeof queues);
   memset(bos, 0, sizeof bos); memset(khs, 0, sizeof khs); memset(gems, 0, sizeof gems);
   memset(dmabufs, 0, sizeof dmabufs); memset(acquired_fd, 0xff, sizeof acquired_fd);
   nranges = 0;
@@ -111,6 +128,7 @@ __attribute__((constructor)) static void fd_init(void) {
   real_ioctl = (ioctl_fn)dlsym(RTLD_NEXT, "ioctl");
   real_close = (close_fn)dlsym(RTLD_NEXT, "close");
   real_munmap = (munmap_fn)dlsym(RTLD_NEXT, "munmap");
+  real_mmap = (mmap_fn)dlsym(RTLD_NEXT, "mmap");
   parse_gpus();
   reset_state();
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
@@ -365,6 +383,17 @@ static int svm(struct svm_args *a, unsigned usize) {
   return -EINVAL;
 }
 
+/* ---------------------------------------------------------------- events */
+
+
+static struct event *event_find(uint32_t id) {
+  for (int i = 0; i < MAX_EVENTS; i++) if (events[i].live && events[i].id == id) return &events[i];
+  return 0;
+}
+
+static int create_event(void *arg);
+static int wait_events(void *arg);
+
 /* ---------------------------------------------------------------- dispatch */
 
 #define U64(o) (*(uint64_t *)((char *)arg + (o)))
@@ -400,6 +429,62 @@ static int kfd_ioctl(int fd, unsigned req, void *arg) {
   if (!arg && nr != 0x27) return -EFAULT;
   switch (nr) {
     case 0x01: U32(0) = 1; U32(4) = 17; return 0;                        /* GET_VERSION */
+    case 0x02: {                                                          /* CREATE_QUEUE (88 or 96 B) */
+      uint32_t gpu = U32(36), type = U32(40);
+      if (gpu_index(gpu) < 0 || type > 3 || !U64(0) || U32(32) < 1024) return -EINVAL;
+      int q = -1;
+      for (int i = 0; i < MAX_QUEUES; i++) if (!queues[i]) { q = i; break; }
+      if (q < 0) return -ENOSPC;
+      queues[q] = 1;
+      U32(52) = (uint32_t)q;
+      /* KFD_MMAP_TYPE_DOORBELL | gpu_id: the doorbell page the thunk mmaps */
+      U64(24) = (3ull << 62) | ((uint64_t)gpu << 46);
+      return 0;
+    }
+    case 0x03:                                                            /* DESTROY_QUEUE */
+      if (U32(0) >= MAX_QUEUES || !queues[U32(0)]) return -EINVAL;
+      queues[U32(0)] = 0;
+      return 0;
+    case 0x04:                                                            /* SET_MEMORY_POLICY */
+      if (gpu_index(U32(16)) < 0) return -EINVAL;
+      if (U32(20) > 1 || U32(24) > 1) return -EINVAL;
+      return 0;
+    case 0x05: {                                                          /* GET_CLOCK_COUNTERS */
+      /* ROCr asks for node 0 (the CPU): the kernel answers with the system clock */
+      if (U32(32) && gpu_index(U32(32)) < 0) return -EINVAL;
+      struct timespec t;
+      clock_gettime(CLOCK_MONOTONIC_RAW, &t);
+      uint64_t ns = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+      U64(0) = ns; U64(8) = ns; U64(16) = ns; U64(24) = 1000000000ull;
+      return 0;
+    }
+    case 0x08: return create_event(arg);                                  /* CREATE_EVENT */
+    case 0x09: case 0x0a: case 0x0b: {                                    /* DESTROY/SET/RESET_EVENT */
+      struct event *ev = event_find(U32(0));
+      if (!ev) return -EINVAL;
+      if (nr == 0x09) ev->live = 0;
+      else ev->signaled = nr == 0x0a;
+      pthread_cond_broadcast(&ev_cond);
+      return 0;
+    }
+    case 0x0c: return wait_events(arg);                                   /* WAIT_EVENTS */
+    case 0x11: case 0x13:                                                 /* SET_SCRATCH_BACKING_VA, SET_TRAP_HANDLER */
+      return gpu_index(U32(nr == 0x11 ? 8 : 16)) < 0 ? -EINVAL : 0;
+    case 0x14: {                                                          /* GET_PROCESS_APERTURES_NEW */
+      uint32_t n = U32(8);
+      if (!n) { U32(8) = (uint32_t)ngpus; return 0; }
+      if (n > (uint32_t)ngpus) n = (uint32_t)ngpus;
+      uint64_t *ap = (uint64_t *)(uintptr_t)U64(0);
+      if (!ap) return -EFAULT;
+      for (uint32_t i = 0; i < n; i++, ap += 7) {
+        ap[0] = 1ull << 48; ap[1] = (1ull << 48) + 0xffffffffull;    /* LDS */
+        ap[2] = 2ull << 48; ap[3] = (2ull << 48) + 0xffffffffull;    /* scratch */
+        ap[4] = 0x200000; ap[5] = 0x7fffffffffffull;                 /* GPUVM: a canonical limit */
+        ap[6] = gpus[i];                                             /* gpu_id, pad */
+      }
+      U32(8) = n;
+      return 0;
+    }
     case 0x15: {                                                          /* ACQUIRE_VM */
       int drm = S32(0); int gi = gpu_index(U32(4));
       if (fcntl(drm, F_GETFD) < 0) return -EINVAL;
@@ -419,7 +504,7 @@ static int kfd_ioctl(int fd, unsigned req, void *arg) {
       int k = new_kh(bo, gpu, va, sz);
       if (k < 0) { bos[bo].live = 0; return -ENOMEM; }
       U64(16) = (uint64_t)gpu << 32 | khs[k].idr;
-      if (flags & 0x10) U64(24) = (2ULL << 62) | ((uint64_t)gpu << 46);       /* MMIO cookie */
+      if (flags & 0x10) U64(24) = (uint64_t)gpu << 46;    /* KFD_MMAP_TYPE_MMIO (0) | gpu_id */
       else if (!(flags & 0x4)) U64(24) = (1ULL << 40) + ((uint64_t)bo << 21);  /* DRM mmap offset */
       return 0;
     }
@@ -454,6 +539,7 @@ static int kfd_ioctl(int fd, unsigned req, void *arg) {
       if (v >= 0) xnack = v > 0;
       S32(0) = xnack; return 0;
     }
+    case 0x26: return -EINVAL;                                            /* DBG_TRAP: no debugger */
     case 0x23: {                                                          /* AVAILABLE_MEMORY */
       if (gpu_index(U32(8)) < 0) return -EINVAL;
       U64(0) = 8ULL << 30; return 0;
@@ -468,6 +554,63 @@ static int kfd_ioctl(int fd, unsigned req, void *arg) {
     default:
       if (nr == 0 || nr > 0x28) return -EINVAL;  /* outside the kernel's table */
       return -ENOTTY;                             /* a real ioctl this fake does not model */
+  }
+}
+
+static int create_event(void *arg) {
+  uint32_t type = U32(12);
+  uint32_t id = type == 0 ? 0 : SIGNAL_LIMIT;
+  for (;;) {
+    if (!event_find(id)) break;
+    id++;
+    if (type == 0 && id >= SIGNAL_LIMIT) return -ENOSPC;
+  }
+  for (int i = 0; i < MAX_EVENTS; i++)
+    if (!events[i].live) {
+      events[i] = (struct event){1, id, type, U32(16), 0};
+      if (type == 0) {
+        U64(0) = 2ull << 62;            /* KFD_MMAP_TYPE_EVENTS: the signal page */
+        U32(8) = id; U32(28) = id;      /* trigger data, slot */
+      } else {
+        U32(8) = 0; U32(28) = 0;
+      }
+      U32(24) = id;
+      return 0;
+    }
+  return -ENOMEM;
+}
+
+/* called with mu held; waits with it released */
+static int wait_events(void *arg) {
+  uint32_t n = U32(8), all = U32(12), timeout = U32(16);
+  char *evs = (char *)(uintptr_t)U64(0);
+  if (!n || !evs) return -EINVAL;
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  if (timeout != 0xffffffffu) {
+    dl.tv_sec += timeout / 1000;
+    dl.tv_nsec += (long)(timeout % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) { dl.tv_sec++; dl.tv_nsec -= 1000000000L; }
+  }
+  for (;;) {
+    uint32_t done = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      struct event *ev = event_find(*(uint32_t *)(evs + 48 * i + 40));  /* kfd_event_data.event_id */
+      if (!ev) return -EINVAL;
+      if (ev->signaled) done++;
+    }
+    if (done && (!all || done == n)) {
+      for (uint32_t i = 0; i < n; i++) {
+        struct event *ev = event_find(*(uint32_t *)(evs + 48 * i + 40));
+        if (ev->signaled && ev->auto_reset) ev->signaled = 0;
+      }
+      U32(20) = 0;                      /* KFD_IOC_WAIT_RESULT_COMPLETE */
+      return 0;
+    }
+    if (!timeout) { U32(20) = 1; return 0; }
+    int r = timeout == 0xffffffffu ? pthread_cond_wait(&ev_cond, &mu)
+                                   : pthread_cond_timedwait(&ev_cond, &mu, &dl);
+    if (r == ETIMEDOUT) { U32(20) = 1; return 0; }   /* KFD_IOC_WAIT_RESULT_TIMEOUT */
   }
 }
 
@@ -573,4 +716,21 @@ int munmap(void *addr, size_t len) {
     errno = e;
   }
   return r;
+}
+
+/* mmap of a /dev/kfd or render fd (doorbells, event page, MMIO, VRAM/GTT at
+ * an ALLOC's mmap_offset): anonymous shared memory at the same place.  The
+ * null device would refuse (ENODEV), and /dev/zero SIGBUSes at a non-zero
+ * offset on first touch. */
+static void *dev_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  if (!real_mmap) real_mmap = (mmap_fn)dlsym(RTLD_NEXT, "mmap");
+  if (fd >= 0 && dev_of(fd) != D_NONE)
+    return real_mmap(addr, len, prot, (flags & ~MAP_PRIVATE) | MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  return real_mmap(addr, len, prot, flags, fd, off);
+}
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  return dev_mmap(addr, len, prot, flags, fd, off);
+}
+void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  return dev_mmap(addr, len, prot, flags, fd, off);
 }
