@@ -60,8 +60,10 @@ def input_findings(info: InputInfo) -> list[Finding]:
     if info.ends_mid_line:
         reasons.append("the last line is cut short (truncated end)")
     if info.format == "preload" and not info.exit_seen:
-        reasons.append("no '# exit' line: the process was killed or the log was cut; "
-                       "leaks are judged as notes")
+        reasons.append("no '# exit' line: the process died where the capture library "
+                       "could not see it (SIGKILL, raw exit_group, a crash inside a signal "
+                       "handler; other fatal signals are logged as '# exit signal=NAME') "
+                       "or the log was cut; leaks are judged as notes")
     if reasons:
         out.append(Finding(
             rule="trace-incomplete",
