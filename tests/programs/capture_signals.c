@@ -1,5 +1,5 @@
 /* Fatal signals and dispositions.  argv[1]:
- *   segv, abort, term, bus: die of that signal (with the default action);
+ *   segv, abort, term, bus, int: die of that signal (with the default action);
  *   handler: the program's own SIGSEGV handler runs and exits 3;
  *   reraise: its handler resets SIG_DFL and re-raises (dies of SIGSEGV);
  *   query: prints the dispositions the program sees, exits 0. */
@@ -31,6 +31,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "segv")) return *null;
   if (!strcmp(mode, "abort")) abort();
   if (!strcmp(mode, "term")) { raise(SIGTERM); return 1; }
+  if (!strcmp(mode, "int")) { raise(SIGINT); return 1; }
   if (!strcmp(mode, "bus")) { kill(getpid(), SIGBUS); pause(); return 1; }
   if (!strcmp(mode, "handler")) { signal(SIGSEGV, on_segv); return *null; }
   if (!strcmp(mode, "reraise")) { signal(SIGSEGV, on_segv_reraise); return *null; }
