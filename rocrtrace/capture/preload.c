@@ -226,15 +226,23 @@ static void resolve_all(void) {
 static void lib_init(void);
 static int child_mode(void);
 
-/* Tracing on?  0 no, 1 yes, 2 yes but as a child sharing the parent's memory
- * (see child_mode).  Initialises lazily: another library's constructor may
- * call us before our own constructor has run.  The getpid() is what tells a
- * child made without atfork handlers (raw clone3, vfork, posix_spawn) from
- * its parent: its cached pid, tid and log fd are the parent's. */
+/* Tracing on?  0 no, 1 yes.  Initialises lazily: another library's
+ * constructor may call us before our own constructor has run.  The hot
+ * hooks (ioctl, mmap, HSA calls) use this: fork-like children adopt at once
+ * (atfork handler; syscall(2) clone/clone3 and _Fork hooks), and a vfork
+ * child issues none of these in practice. */
 static inline int tracing(void) {
   int s = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
   if (UNLIKELY(s == 0)) { lib_init(); s = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE); }
-  if (s != 2 || t_busy) return 0;
+  return s == 2 && !t_busy;
+}
+
+/* The fd-table, exec and exit hooks, which children on our memory (vfork,
+ * posix_spawn) do call, pay one getpid(): 1 for our own process, 2 for a
+ * child sharing our memory (see child_mode), 0 for off.  A child's cached
+ * pid, tid and log fd are the parent's. */
+static inline int tracing_own(void) {
+  if (!tracing()) return 0;
   if (UNLIKELY(syscall(SYS_getpid) != __atomic_load_n(&g_pid, __ATOMIC_RELAXED))) return child_mode();
   return 1;
 }
@@ -535,6 +543,12 @@ static void rec_res_int(struct rec *r, long ret, int err, int is_fd) {
 
 #define HIGH_CAP 65536         /* above: the fd table would cost MBs per process and fork */
 
+/* The soft RLIMIT_NOFILE as last seen (init, fork child, the program's
+ * setrlimit/prlimit through libc or syscall(2)).  Our fds at or above it
+ * cannot have been handed to the program, so only below it does a write
+ * first check that the number still holds our file. */
+static long g_nofile = 1024;
+
 static long nofile_now(void) {
   struct rlimit rl;
   if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, &rl) != 0) return 1024;
@@ -684,9 +698,9 @@ static void note_identity(int i, int fd) {
   if (fd >= 0 && syscall(SYS_fstat, fd, &st) == 0) { g_lf_dev[i] = st.st_dev; g_lf_ino[i] = st.st_ino; }
 }
 
-/* A raw close (inline syscall, no hook) can free one of our numbers, and a
- * program that raised its limit by a raw prlimit can then put its own file
- * there: each use first checks the number still holds what we opened. */
+/* A raw close (inline syscall, no hook) can free one of our numbers, and
+ * the program can then put its own file there if the number is below its
+ * limit: a use first checks the number still holds what we opened. */
 static int lf_is_ours(int i, int fd) {
   struct stat st;
   return fd >= 0 && syscall(SYS_fstat, fd, &st) == 0 && st.st_dev == g_lf_dev[i] && st.st_ino == g_lf_ino[i];
@@ -714,7 +728,7 @@ static void log_write(const char *p, int len) {
   for (int tries = 0; tries < 3; tries++) {
     int fd = lf_use(LF_LOG);
     if (fd < 0) { lf_done(); break; }
-    if (UNLIKELY(!lf_is_ours(LF_LOG, fd))) {
+    if (UNLIKELY(fd < __atomic_load_n(&g_nofile, __ATOMIC_RELAXED)) && !lf_is_ours(LF_LOG, fd)) {
       lf_done();
       log_reopen(fd);
       continue;
@@ -1141,6 +1155,7 @@ static void adopt_child(void) {
   int old[LF_N];
   for (int i = 0; i < LF_N; i++) old[i] = g_lf[i];
   __atomic_store_n(&g_pid, (int)syscall(SYS_getpid), __ATOMIC_RELEASE);
+  g_nofile = nofile_now();
   g_lost = 0; g_exit_done = 0;
   int existed;
   int fd = open_log_fd(&existed);
@@ -1253,6 +1268,7 @@ static void lib_init(void) {
   if (pl >= sizeof g_prefix || (off && *off && *off != '0')) goto disabled;
   memcpy(g_prefix, prefix, pl + 1);
   g_pid = (int)syscall(SYS_getpid);
+  g_nofile = nofile_now();
   g_may_open = 1;
   int existed;
   int fd = open_log_fd(&existed);
@@ -1587,7 +1603,7 @@ static int log_openat(int dirfd, const char *path, int flags, unsigned mode, int
   unsigned mode = 0;                                                         \
   if (needs_mode(flags)) { va_list ap; va_start(ap, flags); mode = va_arg(ap, unsigned); va_end(ap); } \
   if (UNLIKELY(!R.realfn)) resolve_all();                                    \
-  int on = tracing();                                                        \
+  int on = tracing_own();                                                      \
   if (!on) return R.realfn(__VA_ARGS__, flags, mode);                        \
   t_busy++;                                                                  \
   struct rec r; rec_begin(&r, on);                                           \
@@ -1605,7 +1621,7 @@ EXPORT int openat64(int dirfd, const char *path, int flags, ...) { OPEN_BODY(ope
 EXPORT int close(int fd) {
   if (UNLIKELY(!R.close)) resolve_all();
   guard(fd);
-  int on = tracing();
+  int on = tracing_own();
   if (!on) return R.close(fd);
   t_busy++;
   struct rec r; rec_begin(&r, on);
@@ -1619,7 +1635,7 @@ EXPORT int close(int fd) {
 EXPORT int dup(int fd) {
   if (UNLIKELY(!R.dup)) resolve_all();
   guard(fd);
-  int on = tracing();
+  int on = tracing_own();
   if (!on) return R.dup(fd);
   t_busy++;
   struct rec r; rec_begin(&r, on);
@@ -1632,7 +1648,7 @@ EXPORT int dup(int fd) {
 
 static int dup23(int use3, int oldfd, int newfd, int flags) {
   guard(oldfd); guard(newfd);
-  int on = tracing();
+  int on = tracing_own();
   if (!on) return use3 ? R.dup3(oldfd, newfd, flags) : R.dup2(oldfd, newfd);
   t_busy++;
   struct rec r; rec_begin(&r, on);
@@ -1651,7 +1667,7 @@ EXPORT int dup3(int oldfd, int newfd, int flags) { if (UNLIKELY(!R.dup3)) resolv
 static int do_fcntl(fcntl_fn fn, int fd, int cmd, void *arg) {
   guard(fd);  /* any command on our number: the program sees a free one */
   if (!(cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC || cmd == F_SETFD)) return fn(fd, cmd, arg);
-  int on = tracing();
+  int on = tracing_own();
   if (!on) return fn(fd, cmd, arg);
   t_busy++;
   struct rec r; rec_begin(&r, on);
@@ -1717,7 +1733,7 @@ static void log_crange(struct rec *r, unsigned first, unsigned last, int flags, 
 }
 
 EXPORT int close_range(unsigned first, unsigned last, int flags) {
-  int on = tracing();
+  int on = tracing_own();
   if (!on) return (int)crange_protected(first, last, flags);
   t_busy++;
   struct rec r; rec_begin(&r, on);
@@ -1743,7 +1759,7 @@ static void closefrom_protected(int low) {
 }
 
 EXPORT void closefrom(int low) {
-  int on = tracing();
+  int on = tracing_own();
   if (!on) { closefrom_protected(low); return; }
   int save = errno;
   t_busy++;
@@ -1759,7 +1775,7 @@ EXPORT void closefrom(int low) {
  * close, as strace shows it); the hot success path costs a compare.  The
  * record is stamped at return with the duration unknown (<0.000000>). */
 static void badfd_log(const char *name, int fd, const char *rest_fmt, long a, long b2, long c, int str, const void *buf, size_t len) {
-  int on = tracing();
+  int on = tracing_own();
   if (!on) return;
   t_busy++;
   struct rec r; rec_begin(&r, on);
@@ -1957,11 +1973,28 @@ EXPORT void *mremap(void *old, size_t oldsz, size_t newsz, int flags, ...) {
 
 EXPORT pid_t fork(void) {
   if (UNLIKELY(!R.fork)) resolve_all();
-  int on = tracing();
+  int on = tracing_own();
   if (!on) return R.fork();
   struct rec r; rec_begin(&r, on);
   pid_t ret = R.fork(); int e = errno;
   if (ret == 0) { errno = e; return 0; }  /* the child logs into its own file */
+  t_busy++;
+  ob_s(&r.b, "fork(");
+  rec_res_int(&r, ret, e, 0); rec_emit(&r);
+  t_busy--; errno = e; return ret;
+}
+
+/* glibc's _Fork runs no atfork handlers: the child adopts here */
+typedef pid_t (*xfork_fn)(void);
+EXPORT pid_t _Fork(void) {
+  static xfork_fn real;
+  if (!real) real = (xfork_fn)dlsym(RTLD_NEXT, "_Fork");
+  if (!real) { errno = ENOSYS; return -1; }
+  int on = tracing_own();
+  if (!on) return real();
+  struct rec r; rec_begin(&r, on);
+  pid_t ret = real(); int e = errno;
+  if (ret == 0) { tracing_own(); errno = e; return 0; }
   t_busy++;
   ob_s(&r.b, "fork(");
   rec_res_int(&r, ret, e, 0); rec_emit(&r);
@@ -1975,7 +2008,7 @@ EXPORT pid_t fork(void) {
 static int do_spawn(spawn_fn fn, pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                     const posix_spawnattr_t *at, char *const argv[], char *const envp[]) {
   if (!fn) return ENOSYS;
-  int on = tracing();
+  int on = tracing_own();
   if (!on) return fn(pid, path, fa, at, argv, envp);
   pid_t child = 0;
   struct rec r; rec_begin(&r, on);
@@ -2048,6 +2081,7 @@ EXPORT sighandler_t signal(int sig, sighandler_t h) {
 static void nofile_changed(void) {
   if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != 2) return;
   long cur = nofile_now();
+  __atomic_store_n(&g_nofile, cur, __ATOMIC_RELAXED);
   if (cur > 0) lib_evict_range(0, (unsigned long)cur - 1, 0);
 }
 static int do_setrlimit(setrlimit_fn fn, int res, const struct rlimit *rl) {
@@ -2114,11 +2148,11 @@ static long do_clone(long n, long a, long b, long c, long d, long e, long f) {
     flags = (uint64_t)a;
   }
   if (flags & (CLONE_VM | CLONE_THREAD)) return rsys6(n, a, b, c, d, e, f);
-  int on = tracing();
+  int on = tracing_own();
   if (!on) return rsys6(n, a, b, c, d, e, f);
   struct rec r; rec_begin(&r, on);
   long ret = rsys6(n, a, b, c, d, e, f); int err = errno;
-  if (ret == 0) { errno = err; return 0; }
+  if (ret == 0) { tracing_own(); errno = err; return 0; }   /* the child adopts now */
   t_busy++;
   if (n == SYS_clone3) {
     ob_s(&r.b, "clone3({flags="); ob_flags(&r.b, flags, CLONE_NAMES);
@@ -2140,7 +2174,7 @@ static const struct rt_flag RESOLVE_NAMES[] = {
 
 /* openat2 has no glibc wrapper: programs reach it through syscall(2) */
 static long do_openat2(long dirfd, const char *path, const struct open_how_k *how, long size) {
-  int on = tracing();
+  int on = tracing_own();
   if (!on) return rsys6(SYS_openat2, dirfd, (long)path, (long)how, size, 0, 0);
   t_busy++;
   struct rec r; rec_begin(&r, on);
@@ -2185,6 +2219,12 @@ EXPORT long (syscall)(long n, ...) {
     case SYS_close_range: return close_range((unsigned)a, (unsigned)b, (int)c);
     case SYS_openat2: return do_openat2(a, (const char *)b, (const struct open_how_k *)c, d);
     case SYS_clone: case SYS_clone3: return do_clone(n, a, b, c, d, e, f);
+    case SYS_prlimit64: case SYS_setrlimit: {
+      long r = rsys6(n, a, b, c, d, e, f); int err = errno;
+      if (r == 0 && (n == SYS_setrlimit ? a : b) == RLIMIT_NOFILE &&
+          (n == SYS_setrlimit || (c && (a == 0 || a == syscall(SYS_getpid))))) nofile_changed();
+      errno = err; return r;
+    }
     default: return rsys6(n, a, b, c, d, e, f);
   }
 }
@@ -2229,7 +2269,7 @@ static void exec_failed(struct rec *r, const char *name, const char *path, int f
 #define EXEC_BODY(realfn, name, pathexpr, fdv, envv, ...)          \
   if (UNLIKELY(!R.realfn)) resolve_all();                         \
   if (!R.realfn) { errno = ENOSYS; return -1; }                   \
-  int on = tracing();                                             \
+  int on = tracing_own();                                           \
   if (!on) return R.realfn(__VA_ARGS__);                          \
   struct rec r; rec_begin(&r, on);                                \
   t_busy++; exec_note(pathexpr, on); t_busy--;                    \
