@@ -241,3 +241,44 @@ def test_continuation_with_a_piece_missing_is_unparsed(tmp_path):
     evs = list(t.events())
     assert not [e for e in evs if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
     assert t.infos[0].unparsed >= 2
+
+
+THREADED = r"""
+import sys, threading
+sys.path[:0] = [%(tests)r, %(root)r]
+from fakedev import kfdcalls as K
+kfd = K.open_kfd()
+def big():
+    for i in range(40):
+        K.svm(kfd, 0x100000 * (i + 1), 0x1000, [(6, 0xFF)] * 300, raise_=False)
+def small():
+    for i in range(400):
+        K.try_ioctl(kfd, K.GET_VERSION, None)
+ts = [threading.Thread(target=big), threading.Thread(target=small), threading.Thread(target=small)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+"""
+
+
+def test_continued_records_between_other_threads_parse_the_same_chunked(tmp_path):
+    """Pieces of long records with other threads' records between them: one
+    event each, and chunked parsing (--jobs) gives exactly the sequential
+    result whatever the chunk boundaries."""
+    prog = tmp_path / "threads.py"
+    prog.write_text(THREADED % {"tests": str(TESTS), "root": str(ROOT)})
+    p = devns.run([sys.executable, str(prog)], prefix=tmp_path / "rt", gpus=GPUS)
+    assert p.returncode == 0, p.stderr[-3000:]
+    (f,) = tmp_path.glob("rt.*")
+    lines = f.read_text().splitlines()
+    assert all(len(ln) < 4096 for ln in lines)
+    from rocrtrace.inputs import open_trace
+    t = open_trace(str(f))
+    evs = list(t.events())
+    assert t.infos[0].unparsed == 0
+    svm = [e for e in evs if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
+    assert len(svm) == 40
+    # the interleaving this test is about did happen
+    pieces = [i for i, ln in enumerate(lines) if ln.startswith("#+ ")]
+    assert any(not lines[i + 1].startswith("#+ ") and lines[i].split()[2].endswith("+") for i in pieces)
+    import test_chunked
+    test_chunked._check_all(str(f), ks=(1, 3, 50), both=False)

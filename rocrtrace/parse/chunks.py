@@ -419,7 +419,7 @@ def parse_range(path: str, name: str, start: int, end: int | None, lineno0: int,
     p._flush_hold()
     out += p._drain()
     unclean = bool(p.nopid or p.hold or p.exit_hold or p.fragment is not None
-                   or p.snapshot is not None)
+                   or p.snapshot is not None or p.cont)
     types, codes, vals = _get_codec().encode(out)
     # the sentinel object itself (a time parsed from the text is never it)
     sent = list(itertools.compress(range(len(vals)), map(operator.is_, itertools.repeat(_SENT),
