@@ -99,8 +99,9 @@ def coverage(infos: list[InputInfo], limits: list[str]) -> dict[str, list[str]]:
     if "preload" in fmts:
         shows.append("preload: decoded KFD/DRM ioctl structs (SVM ranges and attributes, "
                       "dma-buf fds, buffer handles), fd lifetimes, mmap/munmap")
-        cannot.append("preload: closes done inside glibc (fclose, closedir) and raw "
-                      "syscall(2) calls are not seen; fd snapshots reconcile them at exit")
+        cannot.append("preload: closes done inside glibc (fclose, closedir) and inline "
+                      "system calls (not through syscall(2)) are not seen; fd snapshots "
+                      "reconcile them at exit")
         if not any(i.intent_calls for i in infos if i.format == "preload"):
             cannot.append("no intent calls (hsa_amd_memory_lock/unlock): registrations are "
                           "inferred from ioctl shapes")
