@@ -205,7 +205,8 @@ def test_stale_log_of_a_reused_pid_is_replaced(tmp_path):
 # --- signals -----------------------------------------------------------------
 
 @pytest.mark.parametrize("mode,sig", [("segv", "SIGSEGV"), ("abort", "SIGABRT"), ("term", "SIGTERM"),
-                                      ("bus", "SIGBUS"), ("reraise", "SIGSEGV")])
+                                      ("bus", "SIGBUS"), ("reraise", "SIGSEGV"),
+                                      ("altstack", "SIGTERM"), ("int", "SIGINT")])
 def test_fatal_signal_is_named_and_the_death_is_the_same(tmp_path, mode, sig):
     plain, cap, files = both(tmp_path, [build("capture_signals"), mode])
     assert plain.returncode == cap.returncode < 0

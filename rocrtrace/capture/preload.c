@@ -1203,7 +1203,10 @@ static int install_ours(int sig, struct sigaction *prev) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_fatal;
-  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  /* the alternate stack only for SIGSEGV (a stack overflow has no other
+   * place to run): a small one the program set up for its own use must not
+   * turn another signal's death into a SIGSEGV */
+  sa.sa_flags = SA_SIGINFO | (sig == SIGSEGV ? SA_ONSTACK : 0);
   sigfillset(&sa.sa_mask);
   return R.sigaction(sig, &sa, prev);
 }
@@ -2064,8 +2067,13 @@ static int rt_sigaction(int sig, const struct sigaction *act, struct sigaction *
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
   return rt_sigaction(sig, act, old);
 }
-/* glibc's signal(): BSD semantics (SA_RESTART, the signal blocked in its handler) */
+/* glibc's signal(): BSD semantics (SA_RESTART, the signal blocked in its
+ * handler); the real one for signals the library does not watch */
+typedef sighandler_t (*signal_fn)(int, sighandler_t);
 EXPORT sighandler_t signal(int sig, sighandler_t h) {
+  static signal_fn real;
+  if (!real) real = (signal_fn)dlsym(RTLD_NEXT, "signal");
+  if (real && !watched(sig)) return real(sig, h);
   struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = h;

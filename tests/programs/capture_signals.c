@@ -2,12 +2,15 @@
  *   segv, abort, term, bus, int: die of that signal (with the default action);
  *   handler: the program's own SIGSEGV handler runs and exits 3;
  *   reraise: its handler resets SIG_DFL and re-raises (dies of SIGSEGV);
+ *   altstack: a one-page alternate signal stack with a guard page below it
+ *     (for a handler it never installs), then raise(SIGTERM);
  *   query: prints the dispositions the program sees, exits 0. */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static void on_segv(int sig) { (void)sig; write(1, "handled\n", 8); _exit(3); }
@@ -32,6 +35,14 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "abort")) abort();
   if (!strcmp(mode, "term")) { raise(SIGTERM); return 1; }
   if (!strcmp(mode, "int")) { raise(SIGINT); return 1; }
+  if (!strcmp(mode, "altstack")) {
+    char *m = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    mprotect(m, 4096, PROT_NONE);
+    stack_t ss = {.ss_sp = m + 4096, .ss_size = 4096};
+    sigaltstack(&ss, NULL);
+    raise(SIGTERM);
+    return 1;
+  }
   if (!strcmp(mode, "bus")) { kill(getpid(), SIGBUS); pause(); return 1; }
   if (!strcmp(mode, "handler")) { signal(SIGSEGV, on_segv); return *null; }
   if (!strcmp(mode, "reraise")) { signal(SIGSEGV, on_segv_reraise); return *null; }
