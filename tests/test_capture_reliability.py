@@ -57,6 +57,8 @@ def test_probing_every_fd_number_sees_what_it_sees_without_capture(tmp_path, mod
     CAP_SYS_RESOURCE): just below it, moved away as the probe reaches them."""
     pre = ["prlimit", f"--nofile={limits}"]
     if limits == "4096:4096":
+        if shutil.which("setpriv") is None:
+            pytest.skip("needs setpriv")
         pre += ["setpriv", "--inh-caps=-sys_resource", "--bounding-set=-sys_resource"]
     plain, cap, files = both(tmp_path, [build("capture_fdprobe"), mode], pre=pre)
     assert plain.returncode == cap.returncode == 0, cap.stderr
