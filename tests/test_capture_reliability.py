@@ -178,20 +178,27 @@ needs_ns = pytest.mark.skipif(shutil.which("unshare") is None or not hasattr(__i
 
 
 @needs_ns
+@pytest.mark.parametrize("who", ["process", "fork child", "vfork child"])
 @pytest.mark.parametrize("plant", ["symlink", "hardlink"])
-def test_log_is_never_opened_through_a_planted_name(tmp_path, plant):
+def test_log_is_never_opened_through_a_planted_name(tmp_path, plant, who):
+    """The name a log will get (pid 1 in a new pid namespace; its first
+    child is pid 2) is planted beforehand: the victim is never touched."""
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
-    name = tmp_path / "p.1"
+    name = tmp_path / ("p.1" if who == "process" else "p.2")
     if plant == "symlink":
         name.symlink_to(victim)
     else:
         name.hardlink_to(victim)
     env = run.preload_env(str(tmp_path / "p"))
-    p = _in_pid_ns([str(build("capture_badfd"))], env)
+    argv = [str(build("capture_badfd"))] if who == "process" else \
+        [str(build("capture_children")), who.split()[0]]
+    p = _in_pid_ns(argv, env)
     assert p.returncode == 0, p.stderr
     assert victim.read_text() == "precious\n"          # neither truncated nor appended to
     assert (name.is_symlink()) == (plant == "symlink")
+    if who != "process":      # the parent still wrote its own log
+        assert logread.read(tmp_path / "p.1").lines[-1] == "# exit status=0"
 
 
 @needs_ns

@@ -225,6 +225,25 @@ def test_large_nattr_is_continued_not_cut(tmp_path):
     assert svm.line == raw.index(pieces[0]) + 1
 
 
+def test_continued_record_keeps_its_stack_frames(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM % {"tests": str(TESTS), "root": str(ROOT)})
+    data = tmp_path / "cases.json"
+    data.write_text(json.dumps([{"kind": "svm", "f": {"start_addr": 0x1000, "size": 0x1000, "op": 0,
+                                                       "attrs": [[6, 0xFF]] * 300}}]))
+    p = devns.run([sys.executable, str(prog), str(data)], prefix=tmp_path / "rt", gpus=GPUS,
+                  stack_depth=4)
+    assert p.returncode == 0, p.stderr[-3000:]
+    (f,) = tmp_path.glob("rt.*")
+    lines = f.read_text().splitlines()
+    last = max(i for i, ln in enumerate(lines) if ln.startswith("#+ "))
+    assert lines[last + 1].startswith(" > ")       # the frames follow the last piece
+    from rocrtrace.inputs import open_trace
+    t = open_trace(str(f))
+    (svm,) = [e for e in t.events() if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
+    assert len(svm.stack) >= 1 and t.infos[0].unparsed == 0
+
+
 def test_continuation_with_a_piece_missing_is_unparsed(tmp_path):
     """A continued record with a piece lost is counted as unparsed, never
     joined wrong or dropped silently."""
