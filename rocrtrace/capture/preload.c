@@ -17,7 +17,8 @@
  *  - the library holds fds only at numbers the program cannot be handed: at
  *    or above RLIMIT_NOFILE's soft limit (the limit is raised for the one
  *    F_DUPFD and put back), so open/dup/accept never return them and a loop
- *    over every fd below the limit never meets them.  When the program aims
+ *    over every fd below the limit never meets them (without the right to
+ *    raise the limit they go just below min(limit, 65536) instead).  When the program aims
  *    a call at one of those numbers anyway (close, dup2 onto it, fcntl,
  *    fstat ...), the library first moves its fd to another number, then lets
  *    the call through: the program sees exactly what it would see without
