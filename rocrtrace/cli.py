@@ -258,7 +258,8 @@ def _progress_hook(traces):
 @click.option("--method", type=click.Choice(["preload", "strace"]), default="preload",
               show_default=True, help="Capture with the preload library or with strace.")
 @click.option("-o", "--output", "prefix", metavar="PREFIX",
-              help="Log file prefix (one file per process: PREFIX.PID).")
+              help="Log file prefix: one file per process, PREFIX.PID (strace: per "
+                   "thread, PREFIX.TID); its directory is created.")
 @click.option("--stack-depth", type=click.IntRange(0, 64), default=0, show_default=True,
               help="Record N stack frames per call (0: off).")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)

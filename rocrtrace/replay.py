@@ -60,8 +60,10 @@ def input_findings(info: InputInfo) -> list[Finding]:
     if info.ends_mid_line:
         reasons.append("the last line is cut short (truncated end)")
     if info.format == "preload" and not info.exit_seen:
-        reasons.append("no '# exit' line: the process was killed or the log was cut; "
-                       "leaks are judged as notes")
+        reasons.append("no '# exit' line: the process died where the capture library "
+                       "could not see it (SIGKILL, raw exit_group, a crash inside a signal "
+                       "handler; other fatal signals are logged as '# exit signal=NAME') "
+                       "or the log was cut; leaks are judged as notes")
     if reasons:
         out.append(Finding(
             rule="trace-incomplete",
@@ -97,8 +99,9 @@ def coverage(infos: list[InputInfo], limits: list[str]) -> dict[str, list[str]]:
     if "preload" in fmts:
         shows.append("preload: decoded KFD/DRM ioctl structs (SVM ranges and attributes, "
                       "dma-buf fds, buffer handles), fd lifetimes, mmap/munmap")
-        cannot.append("preload: closes done inside glibc (fclose, closedir) and raw "
-                      "syscall(2) calls are not seen; fd snapshots reconcile them at exit")
+        cannot.append("preload: closes done inside glibc (fclose, closedir) and inline "
+                      "system calls (not through syscall(2)) are not seen; fd snapshots "
+                      "reconcile them at exit")
         if not any(i.intent_calls for i in infos if i.format == "preload"):
             cannot.append("no intent calls (hsa_amd_memory_lock/unlock): registrations are "
                           "inferred from ioctl shapes")

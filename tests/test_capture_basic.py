@@ -125,18 +125,23 @@ def test_program_closing_everything_keeps_logging(tmp_path, prog, mode):
         assert len(closes) == 1021
 
 
-def test_dup2_and_close_onto_log_fd_refused(tmp_path, prog):
-    # the library keeps its log fd at min(RLIMIT_NOFILE soft, 65536) - 5
+@pytest.mark.parametrize("where", [-5, 0, 1, 2, 3])
+def test_calls_on_the_log_fd_number_behave_as_without_capture(tmp_path, prog, where):
+    # the library keeps its fds at the soft RLIMIT_NOFILE and just above it,
+    # where the program cannot be handed them; dup2/close/fcntl aimed there
+    # see what they see without capture (the library moves its fd first)
     limit = int(subprocess.run(["sh", "-c", "ulimit -n"], capture_output=True, text=True).stdout)
-    target = min(limit, 65536) - 5
-    proc, files = run_prog(tmp_path, [str(prog), "dup2", str(target)])
-    assert "dup2=-1 errno=9" in proc.stdout
-    assert "close=-1 errno=9" in proc.stdout
-    assert "fcntl=-1 errno=9" in proc.stdout
+    target = min(limit, 65536) + where
+    argv = [str(prog), "dup2", str(target)]
+    plain = subprocess.run(argv, capture_output=True, text=True)
+    proc, files = run_prog(tmp_path, argv)
+    assert proc.stdout == plain.stdout
+    assert proc.returncode == plain.returncode == 7
     log = logread.read(files[0])
     assert log.lines[-1] == "# exit status=7"
     d = [e for e in log.events if e.name == "dup2"]
-    assert d and d[0].errno == "EBADF"
+    assert len(d) == 1 and (d[0].errno == "EBADF") == (where >= 0)
+    assert log.events[-1].name == "ioctl"   # still logging after the moves
 
 
 def test_capture_api_exit_status_and_listing(tmp_path, prog):
@@ -155,12 +160,83 @@ def test_capture_api_exit_status_and_listing(tmp_path, prog):
 
 
 @pytest.mark.skipif(not shutil.which("strace"), reason="strace not installed")
-def test_strace_method_writes_a_log(tmp_path, prog):
-    rc = run.capture([str(prog)], method="strace", prefix=str(tmp_path / "st"), echo=None)
-    assert rc == 7
-    text = (tmp_path / "st").read_text()
+def test_strace_method_writes_prefix_pid_files(tmp_path, prog):
+    out = []
+    rc = run.capture(["sh", "-c", f"{prog}; exit 9"], method="strace",
+                     prefix=str(tmp_path / "st"), echo=out.append)
+    assert rc == 9
+    files = sorted(tmp_path.glob("st.*"))
+    assert len(files) == 2 and not (tmp_path / "st").exists()   # sh and the program
+    assert [ln.strip() for ln in out[1:]] == [str(f) for f in sorted(files, key=lambda f: (len(str(f)), str(f)))]
+    text = "".join(f.read_text() for f in files)
     assert "AMDKFD_IOC_GET_VERSION" in text or "0xc0084b01" in text
-    assert "+++ exited with 7 +++" in text
+    assert "+++ exited with 7 +++" in text and "+++ exited with 9 +++" in text
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="strace not installed")
+def test_strace_filter_has_every_fd_call_desc_misses(tmp_path):
+    """%desc on the installed strace leaves some fd calls out: the capture
+    filter names each of them (close_range on strace 6.1, the socket calls)."""
+    src = tmp_path / "fd.c"
+    src.write_text(r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(void) {
+  int sv[2]; char b = 0;
+  struct iovec iov = {&b, 1}; struct msghdr mh = {0}; mh.msg_iov = &iov; mh.msg_iovlen = 1;
+  socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+  sendmsg(sv[0], &mh, 0); recvmsg(sv[1], &mh, 0);
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  accept4(s, 0, 0, 0); accept(s, 0, 0);
+  dup2(s, 40); dup3(s, 41, 0); fcntl(s, F_DUPFD, 50); close(dup(s));
+  close_range(40, 60, 0);
+  return 0;
+}
+""")
+    exe = cbuild.build(src, "capture_fdcalls")
+    calls = {"socketpair", "sendmsg", "recvmsg", "socket", "accept4", "accept", "dup2", "dup3",
+             "fcntl", "dup", "close", "close_range"}
+
+    def seen(trace):
+        log = tmp_path / f"{trace[:5]}.log"
+        subprocess.run(["strace", "-f", "-o", str(log), "-e", f"trace={trace}", str(exe)], check=True)
+        return {m[1] for m in re.finditer(r"^\d+ +(\w+)\(", log.read_text(), re.M)} & calls
+
+    missed = calls - seen("%desc")
+    assert "close_range" in missed
+    assert set(run.STRACE_FD_CALLS.split(",")) >= missed
+    assert seen(run.STRACE_TRACE) == calls
+
+
+def test_capture_creates_the_prefix_directory_and_lists_only_its_files(tmp_path, prog):
+    prefix = tmp_path / "traces" / "suite"
+    out = []
+    assert run.capture([str(prog)], prefix=str(prefix), echo=out.append) == 7
+    first = sorted(prefix.parent.glob("suite.*"))
+    assert len(first) == 1
+    (prefix.parent / "suite.1").write_text("an older run\n")
+    out = []
+    assert run.capture([str(prog)], prefix=str(prefix), echo=out.append) == 7
+    listed = [ln.strip() for ln in out[1:]]
+    assert len(listed) == 1 and listed[0] not in (str(first[0]), str(prefix.parent / "suite.1"))
+    assert out[0] == "rocrtrace: preload capture wrote 1 file(s):"
+    (tmp_path / "file").write_text("")
+    with pytest.raises(run.CaptureError, match="cannot create"):
+        run.capture([str(prog)], prefix=str(tmp_path / "file" / "x"), echo=None)
+
+
+def test_capture_leaves_sigint_to_the_program(tmp_path):
+    sig = cbuild.build(run_path("capture_signals"), "capture_signals")
+    assert run.capture([str(sig), "int"], prefix=str(tmp_path / "i"), echo=None) == 128 + 2
+    log = logread.read(next(tmp_path.glob("i.*")))
+    assert log.lines[-1] == "# exit signal=SIGINT"
+
+
+def run_path(name):
+    from pathlib import Path
+    return Path(__file__).parent / "programs" / f"{name}.c"
 
 
 def test_build_ids_match_readelf(tmp_path, prog):

@@ -49,8 +49,15 @@ def test_exec_continues_the_same_file(tmp_path):
     p = subprocess.run([str(prog)], env=run.preload_env(str(prefix)), capture_output=True, text=True)
     assert p.returncode == 5
     files = sorted(tmp_path.glob("ex.*"))
-    assert len(files) == 1            # the vfork child wrote nothing anywhere
-    log = logread.read(files[0])
+    assert len(files) == 2            # the vfork child writes its own file
+    logs = [logread.read(f) for f in files]
+    log = next(lg for lg in logs if "# exec /nonexistent/prog" in lg.lines)
+    child = next(lg for lg in logs if lg is not log)
+    # the vfork child: its own pid, its parent's pid, its close and its exit
+    assert child.header["ppid"] == log.header["pid"] and not child.bad
+    assert [e.name for e in child.events] == ["close"]
+    assert {e.tid for e in child.events} == {int(child.header["pid"])}
+    assert child.lines[-1] == "# exit status=3"
     assert not log.bad
     lines = log.lines
     assert lines.count("# rocrtrace-log 1") == 1 and lines[0] == "# rocrtrace-log 1"

@@ -7,15 +7,24 @@
  * Rules this file lives by (ref/prior-art.md section 4):
  *  - hooks never allocate or lock: records are formatted by hand into a stack
  *    buffer and written with ONE raw write() to an O_APPEND fd (< 4096 bytes),
- *    so concurrent threads and processes never tear or merge lines;
+ *    so concurrent threads and processes never tear or merge lines; a record
+ *    that does not fit goes out as numbered `#+` continuation records;
  *  - errno is saved right after the real call and restored before returning;
  *  - the library's own work runs under a __thread guard (initial-exec TLS);
- *  - internal calls use raw syscalls: a call to close()/fcntl() from here would
- *    bind to our own hooks, since a preloaded library interposes on itself;
- *  - the log fd is CLOEXEC, moved near RLIMIT_NOFILE and hidden: close, dup2,
- *    dup3, fcntl, close_range and closefrom aimed at it behave as if it were not
- *    open (EBADF; ranges are split around it); if it is lost anyway (raw
- *    syscall close) the next write reopens it.
+ *  - internal calls use raw syscalls (rsys below): a call to close()/fcntl()/
+ *    syscall() from here would bind to our own hooks, since a preloaded
+ *    library interposes on itself;
+ *  - the library holds fds only at numbers the program cannot be handed: at
+ *    or above RLIMIT_NOFILE's soft limit (the limit is raised for the one
+ *    F_DUPFD and put back), so open/dup/accept never return them and a loop
+ *    over every fd below the limit never meets them (without the right to
+ *    raise the limit they go just below min(limit, 65536) instead).  When the program aims
+ *    a call at one of those numbers anyway (close, dup2 onto it, fcntl,
+ *    fstat ...), the library first moves its fd to another number, then lets
+ *    the call through: the program sees exactly what it would see without
+ *    capture.  Moves are not program events.  Transient fds (log reopen,
+ *    /proc reads) are never opened while other threads run, except the
+ *    reopen after a raw close.
  *
  * Decisions beyond docs/preload-log.md:
  *  - exec: `# exec PATH` is written before the real call (the call does not
@@ -25,18 +34,22 @@
  *    `# pid=` header line (no second `# rocrtrace-log 1`), its `# map` lines and
  *    a new `# fd-snapshot start` block, which is the fd table after the kernel
  *    dropped the CLOEXEC fds.
- *  - fork(): logged in the parent as `fork() = CHILD`; the child (pthread_atfork
- *    child handler, so fork() called inside libc is covered too) writes its own
- *    PREFIX.CHILD with a full header.  vfork is not interposed; a vfork child
- *    that calls hooked functions before exec logs into the parent's file.
+ *  - children: fork() is logged in the parent as `fork() = CHILD`; the child
+ *    (pthread_atfork child handler) writes its own PREFIX.CHILD.  A child made
+ *    without atfork handlers (raw clone/clone3, _Fork) is recognised by its
+ *    pid at its first hooked call and adopts the same way.  A child sharing
+ *    the parent's memory (vfork, posix_spawn, CLONE_VM) must not touch the
+ *    library's state: it writes its own PREFIX.CHILD record by record through
+ *    a short-lived fd of its own.
  *  - open()/open64() are printed as `openat(AT_FDCWD, ...)`, what strace shows
  *    for them on x86_64; closefrom(N) as `close_range(N, 4294967295, 0)`, the
  *    syscall glibc issues for it.
- *  - the program's calls that the library refuses (close of the log fd ...)
- *    are logged with the EBADF the program saw.
  *  - exit: glibc's on_exit() gives the status for both `return` from main and
- *    exit(); _exit/_Exit are hooked as well.  Death by signal and raw
- *    exit_group leave the log without `# exit` (the analyzer calls it cut short).
+ *    exit(); _exit/_Exit are hooked as well.  Fatal signals whose disposition
+ *    is the default get a handler that writes `# exit signal=NAME` and dies by
+ *    the same signal with the default action; the program's own sigaction()
+ *    and signal() calls are honoured exactly (and see the disposition they
+ *    set, never ours).  SIGKILL and raw exit_group leave no `# exit`.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -48,13 +61,17 @@
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -67,8 +84,47 @@
 #define TLS __attribute__((tls_model("initial-exec")))
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-#define REC_SIZE 4096          /* whole record incl. prefix and frames, < 4096 written */
-#define PREFIX_ROOM 48
+/* Raw system calls.  The library exports its own syscall() (raw clone3,
+ * openat2, close ... issued through it are program events), so its internal
+ * calls must not bind to that symbol: every `syscall(...)` below is rsys6. */
+#if defined(__x86_64__)
+#define RT_HOOK_SYSCALL 1
+static long rsys6(long n, long a, long b, long c, long d, long e, long f) {
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  long ret;
+  __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+  if ((unsigned long)ret > -4096UL) { errno = (int)-ret; return -1; }
+  return ret;
+}
+#elif defined(__aarch64__)
+#define RT_HOOK_SYSCALL 1
+static long rsys6(long n, long a, long b, long c, long d, long e, long f) {
+  register long x8 __asm__("x8") = n;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  register long x3 __asm__("x3") = d;
+  register long x4 __asm__("x4") = e;
+  register long x5 __asm__("x5") = f;
+  __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
+  if ((unsigned long)x0 > -4096UL) { errno = (int)-x0; return -1; }
+  return x0;
+}
+#else
+#define RT_HOOK_SYSCALL 0
+static long rsys6(long n, long a, long b, long c, long d, long e, long f) {
+  return syscall(n, a, b, c, d, e, f);
+}
+#endif
+#define RSYS_(n, a, b, c, d, e, f, ...) \
+  rsys6((long)(n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
+#define syscall(...) RSYS_(__VA_ARGS__, 0, 0, 0, 0, 0, 0, 0)
+
+#define REC_SIZE 4096          /* one write: prefix, text, frames, newline: < 4096 */
+#define PREFIX_ROOM 64
 #define MAX_ATTRS 256
 #define MAX_DEVIDS 256
 #define MAX_FRAMES 64
@@ -77,16 +133,22 @@
 
 static __thread int t_busy TLS;      /* inside the library's own work */
 static __thread int t_tid TLS;       /* cached gettid(); reset in the fork child */
+static __thread int t_fdwork TLS;    /* this thread is using a library fd */
 
 static int g_state;                  /* 0 untouched, 1 initialising, 2 on, 3 off */
-static int g_logfd = -1;
+/* the library's own fds: the log, /proc/self/fd (snapshots), /proc/self/maps */
+enum { LF_LOG, LF_DIR, LF_MAPS, LF_N };
+static int g_lf[LF_N] = {-1, -1, -1};
+static int g_lf_inuse;               /* threads inside a use of a library fd */
 static int g_pid;
 static int g_depth;
 static int g_exit_done;
+static int g_adopting;
 static unsigned long g_lost;
 static char g_prefix[PATH_MAX];
 static uintptr_t g_self_lo, g_self_hi;  /* our own text: frames there are skipped */
 static long g_page;
+static uint64_t g_lf_dev[LF_N], g_lf_ino[LF_N];   /* what our fds refer to */
 
 typedef int (*ioctl_fn)(int, unsigned long, void *);
 typedef int (*open_fn)(const char *, int, ...);
@@ -105,6 +167,17 @@ typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef void (*exit_fn)(int);
+typedef ssize_t (*rw_fn)(int, void *, size_t);
+typedef ssize_t (*prw_fn)(int, void *, size_t, off_t);
+typedef ssize_t (*rwv_fn)(int, const struct iovec *, int);
+typedef off_t (*lseek_fn)(int, off_t, int);
+typedef int (*fstat_fn)(int, struct stat *);
+typedef ssize_t (*msg_fn)(int, void *, int);
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef int (*setrlimit_fn)(int, const struct rlimit *);
+typedef int (*prlimit_fn)(pid_t, int, const struct rlimit *, struct rlimit *);
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                        const posix_spawnattr_t *, char *const[], char *const[]);
 
 static struct {
   ioctl_fn ioctl;
@@ -124,6 +197,16 @@ static struct {
   execv_fn execv, execvp;
   fexecve_fn fexecve;
   exit_fn _exit, _Exit;
+  rw_fn read, write;
+  prw_fn pread64, pwrite64;
+  rwv_fn readv, writev;
+  lseek_fn lseek, lseek64;
+  fstat_fn fstat, fstat64;
+  msg_fn sendmsg, recvmsg;
+  sigaction_fn sigaction;
+  setrlimit_fn setrlimit, setrlimit64;
+  prlimit_fn prlimit, prlimit64;
+  spawn_fn posix_spawn, posix_spawnp;
 } R;
 
 #define RESOLVE(f) do { if (!R.f) R.f = dlsym(RTLD_NEXT, #f); } while (0)
@@ -134,30 +217,48 @@ static void resolve_all(void) {
   RESOLVE(fcntl64); RESOLVE(close_range); RESOLVE(closefrom); RESOLVE(mmap);
   RESOLVE(mmap64); RESOLVE(munmap); RESOLVE(mremap); RESOLVE(fork); RESOLVE(execve);
   RESOLVE(execvpe); RESOLVE(execv); RESOLVE(execvp); RESOLVE(fexecve); RESOLVE(_exit);
-  RESOLVE(_Exit);
+  RESOLVE(_Exit); RESOLVE(read); RESOLVE(write); RESOLVE(pread64); RESOLVE(pwrite64);
+  RESOLVE(readv); RESOLVE(writev); RESOLVE(lseek); RESOLVE(lseek64); RESOLVE(fstat);
+  RESOLVE(fstat64); RESOLVE(sendmsg); RESOLVE(recvmsg); RESOLVE(sigaction);
+  RESOLVE(setrlimit); RESOLVE(setrlimit64); RESOLVE(prlimit); RESOLVE(prlimit64);
+  RESOLVE(posix_spawn); RESOLVE(posix_spawnp);
 }
 
 static void lib_init(void);
+static int child_mode(void);
 
-/* Tracing on?  Initialises lazily: another library's constructor may call us
- * before our own constructor has run. */
+/* Tracing on?  0 no, 1 yes.  Initialises lazily: another library's
+ * constructor may call us before our own constructor has run.  The hot
+ * hooks (ioctl, mmap, HSA calls) use this: fork-like children adopt at once
+ * (atfork handler; syscall(2) clone/clone3 and _Fork hooks), and a vfork
+ * child issues none of these in practice. */
 static inline int tracing(void) {
   int s = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE);
   if (UNLIKELY(s == 0)) { lib_init(); s = __atomic_load_n(&g_state, __ATOMIC_ACQUIRE); }
   return s == 2 && !t_busy;
 }
 
-/* A vfork child (or raw clone) runs on its parent's memory and TLS: its
- * calls would land in the parent's file under the parent's tid, and its
- * closes/dup2s (subprocess children do many) would be read as the parent's.
- * The fd-table, exec and exit hooks pay one getpid() to tell; ioctl and mmap,
- * the hot ones, do not (a vfork child issues neither in practice). */
+/* The fd-table, exec and exit hooks, which children on our memory (vfork,
+ * posix_spawn) do call, pay one getpid(): 1 for our own process, 2 for a
+ * child sharing our memory (see child_mode), 0 for off.  A child's cached
+ * pid, tid and log fd are the parent's. */
 static inline int tracing_own(void) {
-  return tracing() && syscall(SYS_getpid) == g_pid;
+  if (!tracing()) return 0;
+  if (UNLIKELY(syscall(SYS_getpid) != __atomic_load_n(&g_pid, __ATOMIC_RELAXED))) return child_mode();
+  return 1;
 }
 
-static inline int logfd(void) { return __atomic_load_n(&g_logfd, __ATOMIC_RELAXED); }
-static inline int is_logfd(long fd) { int l = logfd(); return l >= 0 && fd == l; }
+static inline int logfd(void) { return __atomic_load_n(&g_lf[LF_LOG], __ATOMIC_RELAXED); }
+static inline int is_libfd(long fd) {
+  if (fd < 0) return 0;
+  for (int i = 0; i < LF_N; i++)
+    if (fd == __atomic_load_n(&g_lf[i], __ATOMIC_RELAXED)) return 1;
+  return 0;
+}
+
+static void lib_evict(long fd);
+/* the program is about to use fd number `fd`: if it is ours, move ours away */
+static inline void guard(long fd) { if (UNLIKELY(is_libfd(fd))) lib_evict(fd); }
 
 static inline int tid(void) {
   if (UNLIKELY(!t_tid)) t_tid = (int)syscall(SYS_gettid);
@@ -166,11 +267,21 @@ static inline int tid(void) {
 
 /* -------------------------------------------------------------- formatter */
 
-struct ob { char *p; int n, lim, cap, cut; };
+/* An output buffer.  Bounded buffers (meta lines) cut; a record's buffer has
+ * `spill`, which writes what is there as a `#+` continuation record and makes
+ * room, so a record is never cut. */
+struct ob { char *p; int n, lim, cap, cut; void (*spill)(struct ob *); };
 
 static void ob_raw(struct ob *b, const char *s, int len) {
   if (b->cut) return;
-  if (b->n + len > b->lim) { b->cut = 1; return; }
+  while (b->n + len > b->lim) {
+    if (!b->spill) { b->cut = 1; return; }
+    int room = b->lim - b->n;
+    if (room > 0) { memcpy(b->p + b->n, s, room); b->n += room; s += room; len -= room; }
+    int before = b->n;
+    b->spill(b);
+    if (b->n >= before) { b->cut = 1; return; }  /* nothing written: give up, never loop */
+  }
   memcpy(b->p + b->n, s, len);
   b->n += len;
 }
@@ -248,7 +359,7 @@ static void ob_str(struct ob *b, const char *s) {
 }
 
 static int fd_readlink(long fd, char *buf, int size) {
-  char p[40]; struct ob o = {p, 0, 39, 40, 0};
+  char p[40]; struct ob o = {p, 0, 39, 40, 0, 0};
   ob_s(&o, "/proc/self/fd/"); ob_u(&o, (unsigned long long)fd); p[o.n] = 0;
   long n = syscall(SYS_readlinkat, AT_FDCWD, p, buf, size - 1);
   if (n < 0) return -1;
@@ -325,29 +436,31 @@ static void ob_time(struct ob *b, const struct timespec *t) {
 struct rec {
   struct timespec rt, m0;
   struct ob b;
+  int mode;      /* tracing()'s answer: 1 our log, 2 a child sharing our memory */
+  int tid;
+  int piece;     /* `#+` continuation records written so far */
   char buf[REC_SIZE];
 };
 
-static void rec_begin(struct rec *r) {
+static void rec_spill(struct ob *b);
+static int child_logfd(void);
+
+static int frame_reserve(void) { return g_depth > 0 ? (g_depth > 12 ? 12 : g_depth) * 160 : 0; }
+
+static void rec_begin(struct rec *r, int mode) {
+  r->mode = mode; r->piece = 0;
+  r->tid = mode == 2 ? (int)syscall(SYS_gettid) : tid();  /* a vfork child shares our TLS */
+  if (mode == 2) child_logfd();   /* a new file's start snapshot comes before the call */
   r->b.p = r->buf + PREFIX_ROOM;
   r->b.n = 0; r->b.cut = 0;
   r->b.cap = REC_SIZE - PREFIX_ROOM - 2;  /* + newline + prefix < 4096 */
-  /* leave room for the result, duration and the requested frames */
-  int reserve = 120 + (g_depth > 0 ? (g_depth > 12 ? 12 : g_depth) * 160 : 0);
-  r->b.lim = r->b.cap - reserve;
+  r->b.lim = r->b.cap - (mode == 1 ? frame_reserve() : 0);  /* frames go on the last piece */
+  r->b.spill = rec_spill;
   clock_gettime(CLOCK_REALTIME, &r->rt);
   clock_gettime(CLOCK_MONOTONIC, &r->m0);
 }
 
-/* close the argument list: `...)` if it was cut, then the rest may use the
- * reserve */
-static void rec_args_done(struct rec *r) {
-  int was_cut = r->b.cut;
-  r->b.cut = 0;
-  r->b.lim = r->b.cap;
-  if (was_cut) ob_s(&r->b, "...");
-  ob_c(&r->b, ')');
-}
+static void rec_args_done(struct rec *r) { ob_c(&r->b, ')'); }
 
 static void rec_dur(struct rec *r) {
   struct timespec m1; clock_gettime(CLOCK_MONOTONIC, &m1);
@@ -358,22 +471,63 @@ static void rec_dur(struct rec *r) {
 }
 
 static void log_write(const char *p, int len);
+static void child_write(const char *p, int len);
 static void add_frames(struct ob *b);
 
+static void rec_write(struct rec *r, const char *p, int len) {
+  if (r->mode == 2) child_write(p, len); else log_write(p, len);
+}
+
+/* the line's prefix: `TID   TIME ` for a whole record; `#+ TID K+ TID   TIME `
+ * for the first continuation piece, `#+ TID K+ ` for the next ones and
+ * `#+ TID K ` for the last (K counts from 1; `+` means more follows) */
+static int rec_prefix(struct rec *r, char *pre, int last) {
+  struct ob o = {pre, 0, PREFIX_ROOM, PREFIX_ROOM, 0, 0};
+  if (r->piece || !last) {
+    ob_s(&o, "#+ "); ob_u(&o, (unsigned)r->tid); ob_c(&o, ' ');
+    ob_u(&o, (unsigned)r->piece + 1); if (!last) ob_c(&o, '+'); ob_c(&o, ' ');
+  }
+  if (!r->piece) {
+    int w = o.n;
+    ob_u(&o, (unsigned)r->tid);
+    while (o.n - w < 5) ob_c(&o, ' ');
+    ob_c(&o, ' ');
+    ob_time(&o, &r->rt); ob_c(&o, ' ');
+  }
+  return o.n;
+}
+
+static void rec_out(struct rec *r, int len, int last) {
+  char pre[PREFIX_ROOM];
+  int pl = rec_prefix(r, pre, last);
+  char *start = r->b.p - pl;
+  memcpy(start, pre, pl);
+  rec_write(r, start, pl + len);
+}
+
+/* The record does not fit: write what there is as a continuation piece.  The
+ * piece never ends in a space (readers may strip it): trailing spaces move
+ * to the next piece. */
+static void rec_spill(struct ob *b) {
+  struct rec *r = (struct rec *)((char *)b - offsetof(struct rec, b));
+  int cut = b->n;
+  while (cut > 0 && b->p[cut - 1] == ' ') cut--;
+  if (cut == 0) cut = b->n;
+  int carry = b->n - cut;
+  b->p[cut] = '\n';
+  rec_out(r, cut + 1, 0);
+  r->piece++;
+  memset(b->p, ' ', carry);
+  b->n = carry;
+}
+
 static void rec_emit(struct rec *r) {
-  if (g_depth > 0) add_frames(&r->b);
+  r->b.spill = 0;  /* frames are never split from their line */
+  if (g_depth > 0 && r->mode == 1) add_frames(&r->b);
   r->b.lim = r->b.cap + 1;
   r->b.cut = 0;
   ob_c(&r->b, '\n');
-  char pre[PREFIX_ROOM]; struct ob o = {pre, 0, PREFIX_ROOM, PREFIX_ROOM, 0};
-  int t = tid(); int w = o.n;
-  ob_u(&o, (unsigned)t);
-  while (o.n - w < 5) ob_c(&o, ' ');
-  ob_c(&o, ' ');
-  ob_time(&o, &r->rt); ob_c(&o, ' ');
-  char *start = r->b.p - o.n;
-  memcpy(start, pre, o.n);
-  log_write(start, o.n + r->b.n);
+  rec_out(r, r->b.n, 1);
 }
 
 /* `= RESULT <DUR>` for int-returning calls */
@@ -386,43 +540,206 @@ static void rec_res_int(struct rec *r, long ret, int err, int is_fd) {
   rec_dur(r);
 }
 
+/* -------------------------------------------------------- library fds */
+
+#define HIGH_CAP 65536         /* above: the fd table would cost MBs per process and fork */
+
+/* The soft RLIMIT_NOFILE as last seen (init, fork child, the program's
+ * setrlimit/prlimit through libc or syscall(2)).  Our fds at or above it
+ * cannot have been handed to the program, so only below it does a write
+ * first check that the number still holds our file. */
+static long g_nofile = 1024;
+
+static long nofile_now(void) {
+  struct rlimit rl;
+  if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, &rl) != 0) return 1024;
+  return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)INT_MAX ? INT_MAX : (long)rl.rlim_cur;
+}
+
+/* A copy of `fd` at the lowest free number >= max(soft limit, lo): a number
+ * open() and dup2() never hand the program.  The soft limit is raised for
+ * the F_DUPFD only (and the hard one with it when we may).  If that cannot
+ * be done, the copy goes just under min(limit, HIGH_CAP), which only a
+ * program holding nearly that many fds reaches.  -1 if neither works. */
+static int dup_high(int fd, long lo) {
+  int save = errno;
+  struct rlimit old, tmp;
+  long cur = 1024;
+  if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, &old) == 0) {
+    cur = old.rlim_cur == RLIM_INFINITY || old.rlim_cur > (rlim_t)INT_MAX ? INT_MAX : (long)old.rlim_cur;
+    long base = cur > lo ? cur : lo;
+    if (base <= HIGH_CAP) {
+      tmp = old;
+      tmp.rlim_cur = (rlim_t)base + 4 * LF_N;
+      if (tmp.rlim_max != RLIM_INFINITY && tmp.rlim_max < tmp.rlim_cur) tmp.rlim_max = tmp.rlim_cur;
+      if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &tmp, 0) == 0) {
+        long h = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, base);
+        syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &old, 0);
+        if (h >= 0) { errno = save; return (int)h; }
+      }
+    }
+  }
+  long t = (cur < HIGH_CAP ? cur : HIGH_CAP) - 4 * LF_N;
+  if (t < lo) t = lo;
+  if (t < 3) t = 3;
+  long h = t < cur ? syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, t) : -1;
+  errno = save;
+  return (int)h;
+}
+
+/* a fresh library fd `fd` (transient, low): its high copy, the low one closed */
+static int keep_high(int fd) {
+  if (fd < 0) return fd;
+  int h = dup_high(fd, 0);
+  if (h < 0) return fd;
+  syscall(SYS_close, fd);
+  return h;
+}
+
+static inline int lf_use(int i) {
+  t_fdwork++;
+  __atomic_add_fetch(&g_lf_inuse, 1, __ATOMIC_ACQ_REL);
+  return __atomic_load_n(&g_lf[i], __ATOMIC_ACQUIRE);
+}
+static inline void lf_done(void) {
+  __atomic_sub_fetch(&g_lf_inuse, 1, __ATOMIC_ACQ_REL);
+  t_fdwork--;
+}
+
+/* before closing a library fd that was just replaced: let uses that may
+ * still hold the old number finish (bounded: a use interrupted by a signal
+ * on this very thread is not waited for) */
+static void lf_drain(void) {
+  for (int k = 0; k < 100000 && __atomic_load_n(&g_lf_inuse, __ATOMIC_ACQUIRE) > t_fdwork; k++)
+    syscall(SYS_sched_yield);
+}
+
+static int child_evict(long fd);
+static void log_reopen(int stale);
+
+/* Move every library fd in [first, last] to a number >= lo outside it.
+ * Returns 0, or -1 when one of them could not be moved (it stays). */
+static int lib_evict_range(unsigned long first, unsigned long last, long lo) {
+  int save = errno, ret = 0;
+  if (syscall(SYS_getpid) != __atomic_load_n(&g_pid, __ATOMIC_RELAXED)) {
+    int m = child_mode();
+    if (m != 1) {   /* a child on our memory: it must not touch our state */
+      for (int i = 0; i < LF_N; i++) {
+        int cur = __atomic_load_n(&g_lf[i], __ATOMIC_RELAXED);
+        if (cur >= 0 && (unsigned long)cur >= first && (unsigned long)cur <= last) child_evict(cur);
+      }
+      errno = save;
+      return 0;
+    }
+  }
+  for (int i = 0; i < LF_N; i++) {
+    int cur = __atomic_load_n(&g_lf[i], __ATOMIC_ACQUIRE);
+    if (cur < 0 || (unsigned long)cur < first || (unsigned long)cur > last) continue;
+    if (syscall(SYS_fcntl, cur, F_GETFD) < 0 && errno == EBADF) {
+      /* already closed behind our back (a raw syscall): the number is free */
+      if (i == LF_LOG) log_reopen(cur);
+      else __atomic_compare_exchange_n(&g_lf[i], &cur, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+      continue;
+    }
+    int h = dup_high(cur, lo);
+    if (h < 0 || ((unsigned long)h >= first && (unsigned long)h <= last)) {
+      if (h >= 0) syscall(SYS_close, h);
+      ret = -1;
+      continue;
+    }
+    if (!__atomic_compare_exchange_n(&g_lf[i], &cur, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      syscall(SYS_close, h);   /* another thread moved it meanwhile */
+      continue;
+    }
+    lf_drain();
+    syscall(SYS_close, cur);
+  }
+  errno = save;
+  return ret;
+}
+
+static void lib_evict(long fd) { if (fd >= 0) lib_evict_range((unsigned long)fd, (unsigned long)fd, 0); }
+
 /* ------------------------------------------------------------- log file */
 
-static int open_log_fd(void) {
-  char path[PATH_MAX + 24]; struct ob o = {path, 0, sizeof path - 1, sizeof path, 0};
-  ob_s(&o, g_prefix); ob_c(&o, '.'); ob_u(&o, (unsigned)g_pid);
+static int log_path(char *path, int size, int pid) {
+  struct ob o = {path, 0, size - 1, size, 0, 0};
+  ob_s(&o, g_prefix); ob_c(&o, '.'); ob_u(&o, (unsigned)pid);
   if (o.cut) return -1;
   path[o.n] = 0;
-  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);  /* RDWR: init reads the tail */
-  if (fd < 0) return -1;
-  /* move it high, out of the way of programs that count fds from 3 */
-  struct rlimit rl; long target = 1000;
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) target = (long)rl.rlim_cur;
-  if (target > 65536) target = 65536;
-  target -= 5;
-  if (target > fd + 1) {
-    long h = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, target);
-    if (h >= 0) { syscall(SYS_close, fd); fd = (int)h; }
+  return 0;
+}
+
+/* Create PREFIX.PID, or open the one there is, never through a symlink
+ * (O_NOFOLLOW) and only if it is a plain file of ours with one link: the
+ * prefix's directory may be shared (/tmp).  *existed says which. */
+static int open_log_file(int pid, int acc, int *existed) {
+  char path[PATH_MAX + 24];
+  if (log_path(path, sizeof path, pid)) return -1;
+  int base = acc | O_APPEND | O_CLOEXEC | O_NOFOLLOW;
+  *existed = 0;
+  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, base | O_CREAT | O_EXCL, 0644);
+  if (fd >= 0 || errno != EEXIST) return fd;
+  fd = (int)syscall(SYS_openat, AT_FDCWD, path, base | O_NONBLOCK);
+  if (fd < 0) return -1;   /* ELOOP: a symlink sits at the name */
+  struct stat st;
+  if (syscall(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+      st.st_uid != (uid_t)syscall(SYS_geteuid)) {
+    syscall(SYS_close, fd);
+    errno = EPERM;
+    return -1;
   }
+  syscall(SYS_fcntl, fd, F_SETFL, O_APPEND);  /* drop O_NONBLOCK (it guarded a FIFO open) */
+  *existed = 1;
   return fd;
 }
 
+static void note_identity(int i, int fd) {
+  struct stat st;
+  if (fd >= 0 && syscall(SYS_fstat, fd, &st) == 0) { g_lf_dev[i] = st.st_dev; g_lf_ino[i] = st.st_ino; }
+}
+
+/* A raw close (inline syscall, no hook) can free one of our numbers, and
+ * the program can then put its own file there if the number is below its
+ * limit: a use first checks the number still holds what we opened. */
+static int lf_is_ours(int i, int fd) {
+  struct stat st;
+  return fd >= 0 && syscall(SYS_fstat, fd, &st) == 0 && st.st_dev == g_lf_dev[i] && st.st_ino == g_lf_ino[i];
+}
+
+/* our log at `fd` (RDWR: init reads the tail), moved high */
+static int open_log_fd(int *existed) {
+  int fd = open_log_file(g_pid, O_RDWR, existed);
+  if (fd < 0) return -1;
+  note_identity(LF_LOG, fd);
+  return keep_high(fd);
+}
+
+/* our log fd is gone (a raw close) or its number is now someone else's file */
 static void log_reopen(int stale) {
-  int fd = open_log_fd();
+  int existed;
+  int fd = open_log_fd(&existed);
   if (fd < 0) return;
   int expect = stale;
-  if (!__atomic_compare_exchange_n(&g_logfd, &expect, fd, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+  if (!__atomic_compare_exchange_n(&g_lf[LF_LOG], &expect, fd, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     syscall(SYS_close, fd);  /* another thread won */
 }
 
 static void log_write(const char *p, int len) {
   for (int tries = 0; tries < 3; tries++) {
-    int fd = logfd();
-    if (fd < 0) break;
+    int fd = lf_use(LF_LOG);
+    if (fd < 0) { lf_done(); break; }
+    if (UNLIKELY(fd < __atomic_load_n(&g_nofile, __ATOMIC_RELAXED)) && !lf_is_ours(LF_LOG, fd)) {
+      lf_done();
+      log_reopen(fd);
+      continue;
+    }
     long n = syscall(SYS_write, fd, p, len);
+    int e = errno;
+    lf_done();
     if (n == len) return;
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EBADF) { log_reopen(fd); continue; }
+    if (n < 0 && e == EINTR) continue;
+    if (n < 0 && e == EBADF) { log_reopen(fd); continue; }
     break;
   }
   __atomic_add_fetch(&g_lost, 1, __ATOMIC_RELAXED);
@@ -434,7 +751,7 @@ static void meta_line(struct ob *b) { ob_c(b, '\n'); log_write(b->p, b->n); }
 
 #define MAXMAPS 2048
 #define POOL 262144
-struct mapent { uintptr_t lo, hi, off; int path; char perms[5]; };
+struct mapent { uintptr_t lo, hi, off, base, blen; int path; char perms[5]; };
 static struct mapent g_maps[MAXMAPS];
 static int g_nmaps;            /* published with release */
 static char g_pool[POOL];
@@ -452,24 +769,25 @@ static const char *parse_hex(const char *s, uintptr_t *v) {
   *v = x; return s;
 }
 
-/* NT_GNU_BUILD_ID of an ELF64 file, read with pread into fixed buffers */
-static int build_id(const char *path, char *hex, int hexsize) {
-  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  int found = -1;
+static int safe_copy(void *dst, const void *src, size_t len);
+static int g_may_open;   /* init or fork child: no other thread can see a transient fd */
+
+/* NT_GNU_BUILD_ID from the notes of a list of phdrs: `rd(off, buf, len)`
+ * reads the ELF file at a file offset */
+typedef int (*elf_rd)(void *ctx, uint64_t off, void *buf, long len);
+
+static int build_id_from(elf_rd rd, void *ctx, char *hex, int hexsize) {
   Elf64_Ehdr eh;
-  if (syscall(SYS_pread64, fd, &eh, sizeof eh, 0) != (long)sizeof eh ||
-      memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-      eh.e_phentsize != sizeof(Elf64_Phdr))
-    goto out;
-  for (int i = 0; i < eh.e_phnum && i < 128 && found < 0; i++) {
+  if (rd(ctx, 0, &eh, sizeof eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr))
+    return -1;
+  for (int i = 0; i < eh.e_phnum && i < 128; i++) {
     Elf64_Phdr ph;
-    if (syscall(SYS_pread64, fd, &ph, sizeof ph, eh.e_phoff + (uint64_t)i * sizeof ph) != (long)sizeof ph)
-      break;
+    if (rd(ctx, eh.e_phoff + (uint64_t)i * sizeof ph, &ph, sizeof ph)) break;
     if (ph.p_type != PT_NOTE) continue;
     unsigned char note[2048];
     long len = ph.p_filesz < sizeof note ? (long)ph.p_filesz : (long)sizeof note;
-    len = syscall(SYS_pread64, fd, note, len, ph.p_offset);
+    if (rd(ctx, ph.p_offset, note, len)) continue;
     long pos = 0;
     while (len > 0 && pos + 12 <= len) {
       uint32_t namesz, descsz, type;
@@ -483,12 +801,38 @@ static int build_id(const char *path, char *hex, int hexsize) {
           hex[2 * k] = "0123456789abcdef"[note[desc + k] >> 4];
           hex[2 * k + 1] = "0123456789abcdef"[note[desc + k] & 15];
         }
-        hex[2 * descsz] = 0; found = 0; break;
+        hex[2 * descsz] = 0;
+        return 0;
       }
       pos = next;
     }
   }
-out:
+  return -1;
+}
+
+struct memctx { uintptr_t base, len; };
+static int rd_mem(void *ctx, uint64_t off, void *buf, long len) {
+  struct memctx *m = ctx;
+  if (off + (uint64_t)len > m->len) return -1;
+  return safe_copy(buf, (const void *)(m->base + off), (size_t)len);
+}
+static int rd_file(void *ctx, uint64_t off, void *buf, long len) {
+  return syscall(SYS_pread64, *(int *)ctx, buf, len, off) == len ? 0 : -1;
+}
+
+/* The build-id of a mapped file.  Read from memory, from the mapping of its
+ * first page (the notes follow the headers), so no fd is opened while the
+ * program runs; the file itself is read only while no other thread can see
+ * the transient fd (init, fork child). */
+static int build_id(const char *path, uintptr_t base, uintptr_t blen, char *hex, int hexsize) {
+  if (base) {
+    struct memctx m = {base, blen};
+    if (build_id_from(rd_mem, &m, hex, hexsize) == 0) return 0;
+  }
+  if (!g_may_open) return -1;
+  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int found = build_id_from(rd_file, &fd, hex, hexsize);
   syscall(SYS_close, fd);
   return found;
 }
@@ -500,7 +844,7 @@ static void print_map(const struct mapent *m, const char *perms) {
   const char *path = g_pool + m->path;
   ob_esc(&b, path, (int)strlen(path), 0);
   char hex[128];
-  if (build_id(path, hex, sizeof hex) == 0) { ob_s(&b, " build-id="); ob_s(&b, hex); }
+  if (build_id(path, m->base, m->blen, hex, sizeof hex) == 0) { ob_s(&b, " build-id="); ob_s(&b, hex); }
   b.cut = 0; b.lim = b.cap;
   meta_line(&b);
 }
@@ -519,9 +863,19 @@ static int map_known(uintptr_t lo, uintptr_t hi, uintptr_t off, const char *path
  * and never need a lock; writers serialise on a try-lock. */
 static void maps_scan(int print) {
   if (__atomic_exchange_n(&g_maps_lock, 1, __ATOMIC_ACQUIRE)) return;
-  int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  /* the kept /proc/self/maps fd, re-read from the start; a transient one only
+   * when no other thread can see it */
+  int own = 0;
+  int fd = lf_use(LF_MAPS);
+  if (fd >= 0 && (!lf_is_ours(LF_MAPS, fd) || syscall(SYS_lseek, fd, 0, SEEK_SET) != 0)) fd = -1;
+  if (fd < 0 && g_may_open) {
+    fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    own = 1;
+  }
   if (fd >= 0) {
     char buf[8192]; int have = 0;
+    char bpath[512]; uintptr_t blo = 0, bhi = 0;   /* the last file mapping at offset 0 */
+    bpath[0] = 0;
     for (;;) {
       long n = syscall(SYS_read, fd, buf + have, sizeof buf - 1 - have);
       if (n <= 0 && have == 0) break;
@@ -542,11 +896,17 @@ static void maps_scan(int print) {
       s = parse_hex(s, &off);
       for (int f = 0; f < 2; f++) { while (*s == ' ') s++; while (*s && *s != ' ') s++; }
       while (*s == ' ') s++;
+      int plen = (int)strlen(s);
+      if (*s == '/' && off == 0 && perms[0] == 'r' && plen < (int)sizeof bpath) {
+        memcpy(bpath, s, plen + 1); blo = lo; bhi = hi;
+      }
       if (perms[2] == 'x' && *s == '/' && !map_known(lo, hi, off, s)) {
-        int len = (int)strlen(s) + 1, n0 = g_nmaps;
+        int len = plen + 1, n0 = g_nmaps;
         if (n0 < MAXMAPS && g_pool_used + len <= POOL) {
           memcpy(g_pool + g_pool_used, s, len);
-          g_maps[n0] = (struct mapent){lo, hi, off, g_pool_used, {perms[0], perms[1], perms[2], perms[3], 0}};
+          int same = bpath[0] && strcmp(bpath, s) == 0;
+          g_maps[n0] = (struct mapent){lo, hi, off, same ? blo : 0, same ? bhi - blo : 0, g_pool_used,
+                                       {perms[0], perms[1], perms[2], perms[3], 0}};
           g_pool_used += len;
           __atomic_store_n(&g_nmaps, n0 + 1, __ATOMIC_RELEASE);
           if (print) print_map(&g_maps[n0], perms);
@@ -557,8 +917,9 @@ static void maps_scan(int print) {
       have -= used;
       if (n <= 0 && have == 0) break;
     }
-    syscall(SYS_close, fd);
+    if (own) syscall(SYS_close, fd);
   }
+  lf_done();
   __atomic_store_n(&g_maps_lock, 0, __ATOMIC_RELEASE);
 }
 
@@ -610,83 +971,286 @@ static int self_range_cb(struct dl_phdr_info *info, size_t size, void *data) {
 
 struct ldirent { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; };
 
-static void fd_snapshot(const char *title) {
-  char line[600]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0};
-  ob_s(&b, title); meta_line(&b);
-  int dfd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return;
+/* a metadata line to our log (out < 0) or straight to fd `out` */
+static void meta_to(int out, struct ob *b) {
+  ob_c(b, '\n');
+  if (out < 0) log_write(b->p, b->n);
+  else syscall(SYS_write, out, b->p, b->n);
+}
+
+/* `# fd N PATH` for every open fd but the library's own.  The kept
+ * /proc/self/fd fd is re-read from the start; a transient one is opened only
+ * when no other thread can see it (a child writing its own file, init). */
+static void fd_snapshot(const char *title, int out) {
+  char line[600]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0, 0};
+  ob_s(&b, title); meta_to(out, &b);
+  int own = 0;
+  int dfd = out < 0 ? lf_use(LF_DIR) : (t_fdwork++, -1);
+  if (dfd >= 0 && (!lf_is_ours(LF_DIR, dfd) || syscall(SYS_lseek, dfd, 0, SEEK_SET) != 0)) dfd = -1;
+  if (dfd < 0 && (out >= 0 || g_may_open)) {
+    dfd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    own = 1;
+  }
   char dbuf[4096];
   for (;;) {
-    long n = syscall(SYS_getdents64, dfd, dbuf, sizeof dbuf);
+    long n = dfd < 0 ? -1 : syscall(SYS_getdents64, dfd, dbuf, sizeof dbuf);
     if (n <= 0) break;
     for (long pos = 0; pos < n;) {
       struct ldirent *d = (struct ldirent *)(dbuf + pos);
       pos += d->reclen;
       if (d->name[0] < '0' || d->name[0] > '9') continue;
       long fd = 0; for (const char *c = d->name; *c; c++) fd = fd * 10 + (*c - '0');
-      if (fd == dfd || is_logfd(fd)) continue;
+      if (fd == dfd || fd == out || is_libfd(fd)) continue;
       char path[512]; int plen = fd_path(fd, path, sizeof path);
       b.n = 0; b.cut = 0;
       ob_s(&b, "# fd "); ob_d(&b, fd); ob_c(&b, ' ');
       if (plen >= 0) ob_esc(&b, path, plen, 1);
       b.cut = 0;
-      meta_line(&b);
+      meta_to(out, &b);
     }
   }
-  syscall(SYS_close, dfd);
+  if (own && dfd >= 0) syscall(SYS_close, dfd);
+  if (out < 0) lf_done(); else t_fdwork--;
 }
 
 /* ------------------------------------------------------------ lifecycle */
 
-static void write_header(int first) {
-  char line[PATH_MAX + 200]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0};
-  if (first) { ob_s(&b, "# rocrtrace-log 1"); meta_line(&b); }
+static void write_header(int first, int out) {
+  char line[PATH_MAX + 200]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0, 0};
+  if (first) { ob_s(&b, "# rocrtrace-log 1"); meta_to(out, &b); }
   b.n = 0;
   char exe[PATH_MAX]; long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof exe - 1);
   if (n < 0) n = 0;
   struct timespec now; clock_gettime(CLOCK_REALTIME, &now);
-  ob_s(&b, "# pid="); ob_u(&b, (unsigned)g_pid);
+  ob_s(&b, "# pid="); ob_u(&b, (unsigned long)syscall(SYS_getpid));
   ob_s(&b, " ppid="); ob_u(&b, (unsigned long)syscall(SYS_getppid));
   ob_s(&b, " exe="); ob_esc(&b, exe, (int)n, 0);
   ob_s(&b, " page_size="); ob_u(&b, (unsigned long)g_page);
   ob_s(&b, " start="); ob_time(&b, &now);
-  b.cut = 0; meta_line(&b);
+  b.cut = 0; meta_to(out, &b);
+}
+
+/* ---- children that share our memory (vfork, posix_spawn, CLONE_VM)
+ *
+ * Such a child runs on the parent's memory and TLS: it must not change any
+ * of the library's state, which the parent reads on resuming.  Its own fd
+ * table is private, though, and that is where it keeps its log: at the
+ * number of the parent's log fd (a number its program cannot be handed),
+ * replacing its inherited copy of the parent's log.  That number holding
+ * the parent's file means "no record yet": the file is created (or a stale
+ * one of a reused pid truncated) and gets its header. */
+
+/* dup3 onto a number that may be at or above the soft limit */
+static int dup_at(int fd, int num) {
+  struct rlimit old, tmp;
+  int raised = 0;
+  if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, &old) == 0 && old.rlim_cur <= (rlim_t)num) {
+    tmp = old; tmp.rlim_cur = (rlim_t)num + 1;
+    if (tmp.rlim_max < tmp.rlim_cur) tmp.rlim_max = tmp.rlim_cur;
+    raised = syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &tmp, 0) == 0;
+  }
+  long r = syscall(SYS_dup3, fd, num, O_CLOEXEC);
+  if (raised) syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &old, 0);
+  return r < 0 ? -1 : num;
+}
+
+static int child_logfd(void) {
+  int num = logfd();
+  if (num < 0) return -1;
+  int me = (int)syscall(SYS_getpid);
+  char path[PATH_MAX + 24];
+  if (log_path(path, sizeof path, me)) return -1;
+  struct stat at, mine;
+  int open_now = syscall(SYS_fstat, num, &at) == 0;
+  if (open_now && !(at.st_dev == g_lf_dev[LF_LOG] && at.st_ino == g_lf_ino[LF_LOG])) {
+    if (syscall(SYS_newfstatat, AT_FDCWD, path, &mine, AT_SYMLINK_NOFOLLOW) == 0 &&
+        mine.st_dev == at.st_dev && mine.st_ino == at.st_ino)
+      return num;   /* our own file already */
+    return -1;      /* something else: leave it alone */
+  }
+  int first = open_now;  /* still the parent's log: our first record */
+  int existed;
+  int fd = open_log_file(me, O_WRONLY, &existed);
+  if (fd < 0) return -1;
+  if (first && existed) { syscall(SYS_ftruncate, fd, 0); existed = 0; }
+  if (dup_at(fd, num) < 0) { syscall(SYS_close, fd); return -1; }
+  syscall(SYS_close, fd);
+  if (!existed) {
+    write_header(1, num);
+    fd_snapshot("# fd-snapshot start", num);
+  }
+  return num;
+}
+
+static void child_write(const char *p, int len) {
+  int fd = child_logfd();
+  if (fd >= 0) syscall(SYS_write, fd, p, len);
+}
+
+/* the child's program aims a call at one of our numbers: that is its own
+ * copy (or its own log); close it so the call sees a free number */
+static int child_evict(long fd) { return (int)syscall(SYS_close, fd); }
+
+static void exit_record(int status);
+
+/* A process (not a thread) whose pid is not ours, in a hook.  Returns what
+ * tracing() returns for it: 2 when it shares our memory (kcmp KCMP_VM), 0
+ * when it shares our fd table too (nothing safe to do), else it is a copy
+ * of us made without atfork handlers (raw clone/clone3, _Fork): it adopts
+ * (own pid, file, header), and gets 1. */
+static void adopt_child(void);
+static int child_mode(void) {
+  int me = (int)syscall(SYS_getpid);
+  int parent = __atomic_load_n(&g_pid, __ATOMIC_RELAXED);
+  int save = errno;
+  long vm = syscall(SYS_kcmp, parent, me, 1 /* KCMP_VM */, 0, 0);
+  int verr = errno;
+  errno = save;
+  if (vm == 0) {
+    long files = syscall(SYS_kcmp, parent, me, 2 /* KCMP_FILES */, 0, 0);
+    errno = save;
+    return files == 0 ? 0 : 2;
+  }
+  if (vm < 0 && verr != ESRCH) return 2;   /* cannot tell: never touch shared state */
+  if (__atomic_exchange_n(&g_adopting, 1, __ATOMIC_ACQ_REL)) return 0;
+  adopt_child();
+  __atomic_store_n(&g_adopting, 0, __ATOMIC_RELEASE);
+  return 1;
 }
 
 static void exit_record(int status) {
   if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != 2) return;
-  if (syscall(SYS_getpid) != g_pid) return;  /* a vfork child's _exit */
-  if (__atomic_exchange_n(&g_exit_done, 1, __ATOMIC_ACQ_REL)) return;
-  int save = errno; t_busy++;
-  fd_snapshot("# fd-snapshot exit");
-  char line[80]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0};
-  unsigned long lost = __atomic_load_n(&g_lost, __ATOMIC_RELAXED);
-  if (lost) { ob_s(&b, "# lost "); ob_u(&b, lost); meta_line(&b); b.n = 0; }
-  ob_s(&b, "# exit status="); ob_d(&b, status & 0xff); meta_line(&b);
+  int save = errno;
+  int mode = syscall(SYS_getpid) == g_pid ? 1 : child_mode();
+  if (mode == 0) { errno = save; return; }
+  if (mode == 1 && __atomic_exchange_n(&g_exit_done, 1, __ATOMIC_ACQ_REL)) { errno = save; return; }
+  t_busy++;
+  int out = mode == 2 ? child_logfd() : -1;
+  if (mode == 2 && out < 0) { t_busy--; errno = save; return; }
+  fd_snapshot("# fd-snapshot exit", out);
+  char line[80]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0, 0};
+  unsigned long lost = mode == 1 ? __atomic_load_n(&g_lost, __ATOMIC_RELAXED) : 0;
+  if (lost) { ob_s(&b, "# lost "); ob_u(&b, lost); meta_to(out, &b); b.n = 0; }
+  ob_s(&b, "# exit status="); ob_d(&b, status & 0xff); meta_to(out, &b);
   t_busy--; errno = save;
 }
 
 static void on_exit_handler(int status, void *arg) { (void)arg; exit_record(status); }
 
-/* the fork child: own pid, own file, own header; the parent's log fd is
- * closed so the child can never write into the parent's file */
-static void atfork_child(void) {
+static int open_proc_high(int i, const char *path, int flags) {
+  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, flags | O_RDONLY | O_CLOEXEC);
+  note_identity(i, fd);
+  return keep_high(fd);
+}
+
+/* Our own pid, file, header and /proc fds in a child that has its own copy
+ * of our memory (fork: atfork child handler; raw clone3/_Fork: first hook).
+ * Only the forking thread exists in the child, so transient fds are fine. */
+static void adopt_child(void) {
   t_tid = 0;
   if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != 2) return;
   int save = errno; t_busy++;
+  g_may_open = 1;
   __atomic_store_n(&g_maps_lock, 0, __ATOMIC_RELEASE);
-  int old = logfd();
-  g_pid = (int)syscall(SYS_getpid);
+  __atomic_store_n(&g_lf_inuse, t_fdwork, __ATOMIC_RELEASE);  /* the parent's other threads are not here */
+  int old[LF_N];
+  for (int i = 0; i < LF_N; i++) old[i] = g_lf[i];
+  __atomic_store_n(&g_pid, (int)syscall(SYS_getpid), __ATOMIC_RELEASE);
+  g_nofile = nofile_now();
   g_lost = 0; g_exit_done = 0;
-  int fd = open_log_fd();
-  __atomic_store_n(&g_logfd, fd, __ATOMIC_RELEASE);
-  if (old >= 0 && old != fd) syscall(SYS_close, old);
-  write_header(1);
+  int existed;
+  int fd = open_log_fd(&existed);
+  if (fd >= 0 && existed) syscall(SYS_ftruncate, fd, 0);   /* a stale log of a reused pid */
+  __atomic_store_n(&g_lf[LF_LOG], fd, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_lf[LF_DIR], -1, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_lf[LF_MAPS], -1, __ATOMIC_RELEASE);
+  for (int i = 0; i < LF_N; i++) if (old[i] >= 0 && old[i] != fd) syscall(SYS_close, old[i]);
+  __atomic_store_n(&g_lf[LF_DIR], open_proc_high(LF_DIR, "/proc/self/fd", O_DIRECTORY), __ATOMIC_RELEASE);
+  __atomic_store_n(&g_lf[LF_MAPS], open_proc_high(LF_MAPS, "/proc/self/maps", 0), __ATOMIC_RELEASE);
+  write_header(1, -1);
   int n = __atomic_load_n(&g_nmaps, __ATOMIC_ACQUIRE);
   for (int i = 0; i < n; i++) print_map(&g_maps[i], g_maps[i].perms);
   maps_scan(1);
-  fd_snapshot("# fd-snapshot start");
+  fd_snapshot("# fd-snapshot start", -1);
+  g_may_open = 0;
   t_busy--; errno = save;
+}
+
+static void atfork_child(void) { adopt_child(); }
+
+/* ---- fatal signals
+ *
+ * A signal whose action is the default (death) gets our handler instead,
+ * which writes `# fd-snapshot exit` and `# exit signal=NAME`, puts the
+ * default back and raises the signal again: on return from the handler the
+ * process dies of it exactly as it would have (same signal, same core).
+ * sigaction()/signal() show the program the disposition it set; a handler
+ * the program installs replaces ours outright, and SIG_DFL brings ours back.
+ */
+static const int FATAL_SIGS[] = {SIGHUP, SIGINT, SIGQUIT, SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE,
+                                 SIGUSR1, SIGSEGV, SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGXCPU,
+                                 SIGXFSZ, SIGSYS};
+#define NSIGS 65
+static unsigned char g_sig_watch[NSIGS];
+static struct sigaction g_sig_prog[NSIGS];   /* what the program set, while ours is installed */
+
+static void on_fatal(int sig, siginfo_t *si, void *uc);
+
+static int is_ours(const struct sigaction *sa) {
+  return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == on_fatal;
+}
+
+static int install_ours(int sig, struct sigaction *prev) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_fatal;
+  /* the alternate stack only for SIGSEGV (a stack overflow has no other
+   * place to run): a small one the program set up for its own use must not
+   * turn another signal's death into a SIGSEGV */
+  sa.sa_flags = SA_SIGINFO | (sig == SIGSEGV ? SA_ONSTACK : 0);
+  sigfillset(&sa.sa_mask);
+  return R.sigaction(sig, &sa, prev);
+}
+
+static void exit_signal(int sig) {
+  if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != 2) return;
+  if (syscall(SYS_getpid) != g_pid) return;   /* a child not (yet) on its own state */
+  if (__atomic_exchange_n(&g_exit_done, 1, __ATOMIC_ACQ_REL)) return;
+  t_busy++;
+  fd_snapshot("# fd-snapshot exit", -1);
+  char line[80]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0, 0};
+  unsigned long lost = __atomic_load_n(&g_lost, __ATOMIC_RELAXED);
+  if (lost) { ob_s(&b, "# lost "); ob_u(&b, lost); meta_to(-1, &b); b.n = 0; }
+  ob_s(&b, "# exit signal=");
+  const char *abbr = sigabbrev_np(sig);
+  if (abbr) { ob_s(&b, "SIG"); ob_s(&b, abbr); } else ob_d(&b, sig);
+  meta_to(-1, &b);
+  t_busy--;
+}
+
+static void on_fatal(int sig, siginfo_t *si, void *uc) {
+  (void)si; (void)uc;
+  int save = errno;
+  exit_signal(sig);
+  /* the kernel's sigaction: SIG_DFL needs no restorer */
+  struct { void *handler; unsigned long flags; void *restorer; unsigned long mask; } k = {SIG_DFL, 0, 0, 0};
+  syscall(SYS_rt_sigaction, sig, &k, 0, 8);
+  /* blocked while we run: delivered, with the default action, as we return
+   * (before a faulting instruction could run again) */
+  syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), sig);
+  errno = save;
+}
+
+static void signals_init(void) {
+  if (!R.sigaction) return;
+  for (unsigned i = 0; i < sizeof FATAL_SIGS / sizeof FATAL_SIGS[0]; i++) {
+    int sig = FATAL_SIGS[i];
+    struct sigaction cur;
+    if (R.sigaction(sig, 0, &cur) != 0) continue;
+    g_sig_watch[sig] = 1;
+    if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL && install_ours(sig, 0) == 0)
+      g_sig_prog[sig] = cur;
+  }
 }
 
 static void lib_init(void) {
@@ -708,13 +1272,16 @@ static void lib_init(void) {
   if (pl >= sizeof g_prefix || (off && *off && *off != '0')) goto disabled;
   memcpy(g_prefix, prefix, pl + 1);
   g_pid = (int)syscall(SYS_getpid);
-  int fd = open_log_fd();
+  g_nofile = nofile_now();
+  g_may_open = 1;
+  int existed;
+  int fd = open_log_fd(&existed);
   if (fd < 0) goto disabled;
   /* A file for our pid ending in `# exec`: we are the image after an execve
    * and continue it.  Any other content is a stale log of a reused pid. */
   int after_exec = 0;
   struct stat st;
-  if (syscall(SYS_fstat, fd, &st) == 0 && st.st_size > 0) {
+  if (existed && syscall(SYS_fstat, fd, &st) == 0 && st.st_size > 0) {
     char tail[PATH_MAX + 16];
     long want = st.st_size < (off_t)sizeof tail ? (long)st.st_size : (long)sizeof tail;
     long n = syscall(SYS_pread64, fd, tail, want, (long)st.st_size - want);
@@ -725,18 +1292,23 @@ static void lib_init(void) {
     }
     if (!after_exec) syscall(SYS_ftruncate, fd, 0);
   }
-  __atomic_store_n(&g_logfd, fd, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_lf[LF_LOG], fd, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_lf[LF_DIR], open_proc_high(LF_DIR, "/proc/self/fd", O_DIRECTORY), __ATOMIC_RELEASE);
+  __atomic_store_n(&g_lf[LF_MAPS], open_proc_high(LF_MAPS, "/proc/self/maps", 0), __ATOMIC_RELEASE);
   dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&lib_init);
   if (g_depth > 0) { void *pcs[4]; backtrace(pcs, 4); }
   pthread_atfork(0, 0, atfork_child);
   on_exit(on_exit_handler, 0);
-  write_header(!after_exec);
+  write_header(!after_exec, -1);
   maps_scan(1);
-  fd_snapshot("# fd-snapshot start");
+  fd_snapshot("# fd-snapshot start", -1);
+  signals_init();
+  g_may_open = 0;
   t_busy--; errno = save;
   __atomic_store_n(&g_state, 2, __ATOMIC_RELEASE);
   return;
 disabled:
+  g_may_open = 0;
   t_busy--; errno = save;
   __atomic_store_n(&g_state, 3, __ATOMIC_RELEASE);
 }
@@ -1038,9 +1610,11 @@ static void ioc_out(struct ob *b, enum kind k, void *arg, unsigned size, const u
 EXPORT int ioctl(int fd, unsigned long request, ...) {
   va_list ap; va_start(ap, request); void *arg = va_arg(ap, void *); va_end(ap);
   if (UNLIKELY(!R.ioctl)) resolve_all();
-  if (!tracing()) return R.ioctl(fd, request, arg);
+  guard(fd);
+  int on = tracing();
+  if (!on) return R.ioctl(fd, request, arg);
   t_busy++;
-  struct rec r; rec_begin(&r);
+  struct rec r; rec_begin(&r, on);
   struct ob *b = &r.b;
   unsigned req = (unsigned)request;
   char path[512]; int plen = fd_path(fd, path, sizeof path);
@@ -1087,10 +1661,13 @@ static void ob_mode(struct ob *b, unsigned mode) {
 
 static int needs_mode(int flags) { return (flags & O_CREAT) || (flags & 020000000) == 020000000; }
 
+static void ob_dirfd(struct ob *b, int dirfd) {
+  if (dirfd == AT_FDCWD) ob_s(b, "AT_FDCWD"); else ob_fd(b, dirfd);
+}
+
 static int log_openat(int dirfd, const char *path, int flags, unsigned mode, int ret, int e, struct rec *r) {
   struct ob *b = &r->b;
-  ob_s(b, "openat(");
-  if (dirfd == AT_FDCWD) ob_s(b, "AT_FDCWD"); else ob_fd(b, dirfd);
+  ob_s(b, "openat("); ob_dirfd(b, dirfd);
   ob_s(b, ", "); ob_str(b, path); ob_s(b, ", "); ob_openflags(b, flags);
   if (needs_mode(flags)) { ob_s(b, ", "); ob_mode(b, mode); }
   rec_res_int(r, ret, e, 1);
@@ -1102,9 +1679,10 @@ static int log_openat(int dirfd, const char *path, int flags, unsigned mode, int
   unsigned mode = 0;                                                         \
   if (needs_mode(flags)) { va_list ap; va_start(ap, flags); mode = va_arg(ap, unsigned); va_end(ap); } \
   if (UNLIKELY(!R.realfn)) resolve_all();                                    \
-  if (!tracing_own()) return R.realfn(__VA_ARGS__, flags, mode);                 \
+  int on = tracing_own();                                                      \
+  if (!on) return R.realfn(__VA_ARGS__, flags, mode);                        \
   t_busy++;                                                                  \
-  struct rec r; rec_begin(&r);                                               \
+  struct rec r; rec_begin(&r, on);                                           \
   int ret = R.realfn(__VA_ARGS__, flags, mode);                              \
   int e = errno;                                                             \
   log_openat(dirfd, path, flags, mode, ret, e, &r);                          \
@@ -1116,20 +1694,15 @@ EXPORT int openat(int dirfd, const char *path, int flags, ...) { OPEN_BODY(opena
 EXPORT int openat64(int dirfd, const char *path, int flags, ...) { OPEN_BODY(openat64, dirfd, dirfd, path) }
 
 /* one-argument fd calls: decoration is taken before the call (close) */
-static void begin_fdcall(struct rec *r, const char *name, int fd) {
-  rec_begin(r); ob_s(&r->b, name); ob_c(&r->b, '('); ob_fd(&r->b, fd);
-}
-
 EXPORT int close(int fd) {
   if (UNLIKELY(!R.close)) resolve_all();
-  int hidden = is_logfd(fd);
-  if (!tracing_own()) { if (hidden) { errno = EBADF; return -1; } return R.close(fd); }
+  guard(fd);
+  int on = tracing_own();
+  if (!on) return R.close(fd);
   t_busy++;
-  struct rec r; rec_begin(&r);
-  ob_s(&r.b, "close(");
-  if (hidden) ob_d(&r.b, fd); else ob_fd(&r.b, fd);
-  int ret, e;
-  if (hidden) { ret = -1; e = EBADF; } else { ret = R.close(fd); e = errno; }
+  struct rec r; rec_begin(&r, on);
+  ob_s(&r.b, "close("); ob_fd(&r.b, fd);
+  int ret = R.close(fd); int e = errno;
   rec_res_int(&r, ret, e, 0);
   rec_emit(&r);
   t_busy--; errno = e; return ret;
@@ -1137,32 +1710,29 @@ EXPORT int close(int fd) {
 
 EXPORT int dup(int fd) {
   if (UNLIKELY(!R.dup)) resolve_all();
-  int hidden = is_logfd(fd);
-  if (!tracing_own()) { if (hidden) { errno = EBADF; return -1; } return R.dup(fd); }
+  guard(fd);
+  int on = tracing_own();
+  if (!on) return R.dup(fd);
   t_busy++;
-  struct rec r; begin_fdcall(&r, "dup", hidden ? -1 : fd);
-  int ret, e;
-  if (hidden) { ret = -1; e = EBADF; } else { ret = R.dup(fd); e = errno; }
+  struct rec r; rec_begin(&r, on);
+  ob_s(&r.b, "dup("); ob_fd(&r.b, fd);
+  int ret = R.dup(fd); int e = errno;
   rec_res_int(&r, ret, e, 1);
   rec_emit(&r);
   t_busy--; errno = e; return ret;
 }
 
 static int dup23(int use3, int oldfd, int newfd, int flags) {
-  int hidden = is_logfd(oldfd) || is_logfd(newfd);
-  if (!tracing_own()) {
-    if (hidden) { errno = EBADF; return -1; }
-    return use3 ? R.dup3(oldfd, newfd, flags) : R.dup2(oldfd, newfd);
-  }
+  guard(oldfd); guard(newfd);
+  int on = tracing_own();
+  if (!on) return use3 ? R.dup3(oldfd, newfd, flags) : R.dup2(oldfd, newfd);
   t_busy++;
-  struct rec r; rec_begin(&r);
+  struct rec r; rec_begin(&r, on);
   ob_s(&r.b, use3 ? "dup3(" : "dup2(");
-  if (is_logfd(oldfd)) ob_d(&r.b, oldfd); else ob_fd(&r.b, oldfd);
+  ob_fd(&r.b, oldfd);
   ob_s(&r.b, ", "); ob_d(&r.b, newfd);
   if (use3) { ob_s(&r.b, ", "); ob_flags(&r.b, (unsigned)flags, RT_OPEN_FLAGS); }
-  int ret, e;
-  if (hidden) { ret = -1; e = EBADF; }
-  else { ret = use3 ? R.dup3(oldfd, newfd, flags) : R.dup2(oldfd, newfd); e = errno; }
+  int ret = use3 ? R.dup3(oldfd, newfd, flags) : R.dup2(oldfd, newfd); int e = errno;
   rec_res_int(&r, ret, e, 1);
   rec_emit(&r);
   t_busy--; errno = e; return ret;
@@ -1171,23 +1741,12 @@ EXPORT int dup2(int oldfd, int newfd) { if (UNLIKELY(!R.dup2)) resolve_all(); re
 EXPORT int dup3(int oldfd, int newfd, int flags) { if (UNLIKELY(!R.dup3)) resolve_all(); return dup23(1, oldfd, newfd, flags); }
 
 static int do_fcntl(fcntl_fn fn, int fd, int cmd, void *arg) {
-  if (is_logfd(fd)) {
-    /* hidden: as if not open (valgrind bug 337388: F_SETFD/F_SETFL on a tool fd) */
-    if (tracing_own() && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC || cmd == F_SETFD)) {
-      t_busy++;
-      struct rec r; rec_begin(&r);
-      ob_s(&r.b, "fcntl("); ob_d(&r.b, fd);
-      ob_s(&r.b, cmd == F_DUPFD ? ", F_DUPFD, " : cmd == F_DUPFD_CLOEXEC ? ", F_DUPFD_CLOEXEC, " : ", F_SETFD, ");
-      ob_d(&r.b, (long)arg);
-      rec_res_int(&r, -1, EBADF, 0); rec_emit(&r);
-      t_busy--;
-    }
-    errno = EBADF; return -1;
-  }
-  if (!(cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC || cmd == F_SETFD) || !tracing_own())
-    return fn(fd, cmd, arg);
+  guard(fd);  /* any command on our number: the program sees a free one */
+  if (!(cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC || cmd == F_SETFD)) return fn(fd, cmd, arg);
+  int on = tracing_own();
+  if (!on) return fn(fd, cmd, arg);
   t_busy++;
-  struct rec r; rec_begin(&r);
+  struct rec r; rec_begin(&r, on);
   ob_s(&r.b, "fcntl("); ob_fd(&r.b, fd);
   if (cmd == F_SETFD) {
     ob_s(&r.b, ", F_SETFD, ");
@@ -1213,14 +1772,29 @@ EXPORT int fcntl64(int fd, int cmd, ...) {
   return do_fcntl(R.fcntl64 ? R.fcntl64 : R.fcntl, fd, cmd, arg);
 }
 
-/* close_range split around the log fd (Onload#111, mirrord#3911) */
+/* close_range over our fds: they move above `last` first.  Only when no
+ * number is left there (close_range(3, ~0U), closefrom: Onload#111,
+ * mirrord#3911) is the call split around them, which leaves the program's
+ * fds exactly as the whole call would (ours are at numbers it cannot use). */
 static long crange_protected(unsigned first, unsigned last, int flags) {
-  int l = logfd();
-  long ret = 0;
-  if ((flags & CLOSE_RANGE_CLOEXEC) || l < 0 || (unsigned)l < first || (unsigned)l > last)
+  if (flags & CLOSE_RANGE_CLOEXEC)   /* ours are close-on-exec already */
     return syscall(SYS_close_range, first, last, flags);
-  if ((unsigned)l > first) ret = syscall(SYS_close_range, first, (unsigned)l - 1, flags);
-  if (ret == 0 && (unsigned)l < last) ret = syscall(SYS_close_range, (unsigned)l + 1, last, flags);
+  if (first <= last) lib_evict_range(first, last, (long)last + 1 > INT_MAX ? INT_MAX : (long)last + 1);
+  int mine[LF_N], n = 0;
+  for (int i = 0; i < LF_N; i++) {
+    int l = __atomic_load_n(&g_lf[i], __ATOMIC_ACQUIRE);
+    if (l >= 0 && (unsigned)l >= first && (unsigned)l <= last) mine[n++] = l;
+  }
+  if (!n) return syscall(SYS_close_range, first, last, flags);
+  for (int i = 1; i < n; i++)   /* ascending */
+    for (int j = i; j > 0 && mine[j - 1] > mine[j]; j--) { int t = mine[j]; mine[j] = mine[j - 1]; mine[j - 1] = t; }
+  unsigned lo = first;
+  long ret = 0;
+  for (int i = 0; i < n && ret == 0; i++) {
+    if ((unsigned)mine[i] > lo) ret = syscall(SYS_close_range, lo, (unsigned)mine[i] - 1, flags);
+    lo = (unsigned)mine[i] + 1;
+  }
+  if (ret == 0 && (unsigned)mine[n - 1] < last) ret = syscall(SYS_close_range, lo, last, flags);
   return ret;
 }
 
@@ -1235,9 +1809,10 @@ static void log_crange(struct rec *r, unsigned first, unsigned last, int flags, 
 }
 
 EXPORT int close_range(unsigned first, unsigned last, int flags) {
-  if (!tracing_own()) return (int)crange_protected(first, last, flags);
+  int on = tracing_own();
+  if (!on) return (int)crange_protected(first, last, flags);
   t_busy++;
-  struct rec r; rec_begin(&r);
+  struct rec r; rec_begin(&r, on);
   long ret = crange_protected(first, last, flags); int e = errno;
   log_crange(&r, first, last, flags, ret, e);
   t_busy--; errno = e; return (int)ret;
@@ -1245,7 +1820,7 @@ EXPORT int close_range(unsigned first, unsigned last, int flags) {
 
 static void closefrom_protected(int low) {
   if (crange_protected((unsigned)low, ~0U, 0) == 0 || errno != ENOSYS) return;
-  /* kernel without close_range: close what /proc lists, sparing the log fd */
+  /* kernel without close_range: close what /proc lists, sparing our fds */
   int dfd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return;
   char dbuf[4096]; long n;
@@ -1254,19 +1829,145 @@ static void closefrom_protected(int low) {
       struct ldirent *d = (struct ldirent *)(dbuf + pos); pos += d->reclen;
       if (d->name[0] < '0' || d->name[0] > '9') continue;
       long fd = atol(d->name);
-      if (fd >= low && fd != dfd && !is_logfd(fd)) syscall(SYS_close, fd);
+      if (fd >= low && fd != dfd && !is_libfd(fd)) syscall(SYS_close, fd);
     }
   syscall(SYS_close, dfd);
 }
 
 EXPORT void closefrom(int low) {
-  if (!tracing_own()) { closefrom_protected(low); return; }
+  int on = tracing_own();
+  if (!on) { closefrom_protected(low); return; }
   int save = errno;
   t_busy++;
-  struct rec r; rec_begin(&r);
+  struct rec r; rec_begin(&r, on);
   closefrom_protected(low);
   log_crange(&r, (unsigned)low, ~0U, 0, 0, 0);
   t_busy--; errno = save;
+}
+
+/* ---- calls that matter only when they fail on a bad fd
+ *
+ * read, write, ... are logged only when they return EBADF (a use after
+ * close, as strace shows it); the hot success path costs a compare.  The
+ * record is stamped at return with the duration unknown (<0.000000>). */
+static void badfd_log(const char *name, int fd, const char *rest_fmt, long a, long b2, long c, int str, const void *buf, size_t len) {
+  int on = tracing_own();
+  if (!on) return;
+  t_busy++;
+  struct rec r; rec_begin(&r, on);
+  struct ob *b = &r.b;
+  ob_s(b, name); ob_c(b, '('); ob_d(b, fd);
+  for (const char *f = rest_fmt; *f; f++) {
+    long v = f - rest_fmt == 0 ? a : f - rest_fmt == 1 ? b2 : c;
+    ob_s(b, ", ");
+    switch (*f) {
+      case 'p': ob_ptr(b, (const void *)v); break;
+      case 'u': ob_u(b, (unsigned long)v); break;
+      case 'd': ob_d(b, v); break;
+      case 'x': ob_x(b, (unsigned long)v); break;
+      case 'w': ob_s(b, v == SEEK_SET ? "SEEK_SET" : v == SEEK_CUR ? "SEEK_CUR" : v == SEEK_END ? "SEEK_END" : "?"); break;
+      case 's': {   /* write's buffer, as strace -s 32 prints it */
+        char t[32]; size_t m = len < sizeof t ? len : sizeof t;
+        if (str && buf && safe_copy(t, buf, m) == 0) {
+          ob_c(b, '"'); ob_esc(b, t, (int)m, 0); ob_c(b, '"'); if (m < len) ob_s(b, "...");
+        } else ob_ptr(b, buf);
+        break;
+      }
+    }
+  }
+  rec_res_int(&r, -1, EBADF, 0);
+  rec_emit(&r);
+  t_busy--;
+  errno = EBADF;
+}
+
+#define BADFD(call, ...) do { if (UNLIKELY(ret < 0) && errno == EBADF) badfd_log(call, fd, __VA_ARGS__); } while (0)
+
+EXPORT ssize_t read(int fd, void *buf, size_t n) {
+  if (UNLIKELY(!R.read)) resolve_all();
+  guard(fd);
+  ssize_t ret = R.read(fd, buf, n);
+  BADFD("read", "pu", (long)buf, (long)n, 0, 0, 0, 0);
+  return ret;
+}
+EXPORT ssize_t write(int fd, const void *buf, size_t n) {
+  if (UNLIKELY(!R.write)) resolve_all();
+  guard(fd);
+  ssize_t ret = R.write(fd, (void *)buf, n);
+  BADFD("write", "su", 0, (long)n, 0, 1, buf, n);
+  return ret;
+}
+EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off) {
+  if (UNLIKELY(!R.pread64)) resolve_all();
+  guard(fd);
+  ssize_t ret = R.pread64(fd, buf, n, off);
+  BADFD("pread64", "pud", (long)buf, (long)n, (long)off, 0, 0, 0);
+  return ret;
+}
+EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) { return pread64(fd, buf, n, off); }
+EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) {
+  if (UNLIKELY(!R.pwrite64)) resolve_all();
+  guard(fd);
+  ssize_t ret = R.pwrite64(fd, (void *)buf, n, off);
+  BADFD("pwrite64", "sud", 0, (long)n, (long)off, 1, buf, n);
+  return ret;
+}
+EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) { return pwrite64(fd, buf, n, off); }
+EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) {
+  if (UNLIKELY(!R.readv)) resolve_all();
+  guard(fd);
+  ssize_t ret = R.readv(fd, iov, cnt);
+  BADFD("readv", "pd", (long)iov, (long)cnt, 0, 0, 0, 0);
+  return ret;
+}
+EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) {
+  if (UNLIKELY(!R.writev)) resolve_all();
+  guard(fd);
+  ssize_t ret = R.writev(fd, iov, cnt);
+  BADFD("writev", "pd", (long)iov, (long)cnt, 0, 0, 0, 0);
+  return ret;
+}
+static off_t do_lseek(lseek_fn fn, int fd, off_t off, int whence) {
+  guard(fd);
+  off_t ret = fn(fd, off, whence);
+  BADFD("lseek", "dw", (long)off, (long)whence, 0, 0, 0, 0);
+  return ret;
+}
+EXPORT off_t lseek(int fd, off_t off, int whence) {
+  if (UNLIKELY(!R.lseek)) resolve_all();
+  return do_lseek(R.lseek, fd, off, whence);
+}
+EXPORT off_t lseek64(int fd, off_t off, int whence) {
+  if (UNLIKELY(!R.lseek64)) resolve_all();
+  return do_lseek(R.lseek64 ? R.lseek64 : R.lseek, fd, off, whence);
+}
+static int do_fstat(fstat_fn fn, int fd, struct stat *st) {
+  guard(fd);
+  int ret = fn(fd, st);
+  BADFD("fstat", "p", (long)st, 0, 0, 0, 0, 0);
+  return ret;
+}
+EXPORT int fstat(int fd, struct stat *st) {
+  if (UNLIKELY(!R.fstat)) resolve_all();
+  return do_fstat(R.fstat, fd, st);
+}
+EXPORT int fstat64(int fd, struct stat64 *st) {
+  if (UNLIKELY(!R.fstat64)) resolve_all();
+  return do_fstat(R.fstat64 ? R.fstat64 : R.fstat, fd, (struct stat *)st);
+}
+EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags) {
+  if (UNLIKELY(!R.sendmsg)) resolve_all();
+  guard(fd);
+  ssize_t ret = R.sendmsg(fd, (void *)m, flags);
+  BADFD("sendmsg", "px", (long)m, (long)flags, 0, 0, 0, 0);
+  return ret;
+}
+EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags) {
+  if (UNLIKELY(!R.recvmsg)) resolve_all();
+  guard(fd);
+  ssize_t ret = R.recvmsg(fd, m, flags);
+  BADFD("recvmsg", "px", (long)m, (long)flags, 0, 0, 0, 0);
+  return ret;
 }
 
 static const struct rt_flag PROT_NAMES[] = {
@@ -1281,9 +1982,11 @@ static const struct rt_flag MAP_NAMES[] = {
   {0, 0}};
 
 static void *do_mmap(mmap_fn fn, void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-  if (!tracing()) return fn(addr, len, prot, flags, fd, off);
+  if (!(flags & MAP_ANONYMOUS)) guard(fd);
+  int on = tracing();
+  if (!on) return fn(addr, len, prot, flags, fd, off);
   t_busy++;
-  struct rec r; rec_begin(&r);
+  struct rec r; rec_begin(&r, on);
   struct ob *b = &r.b;
   ob_s(b, "mmap("); ob_ptr(b, addr); ob_s(b, ", "); ob_u(b, len); ob_s(b, ", ");
   if (prot) ob_flags(b, (unsigned)prot, PROT_NAMES); else ob_s(b, "PROT_NONE");
@@ -1311,9 +2014,10 @@ EXPORT void *mmap64(void *a, size_t l, int p, int f, int fd, off_t o) {
 
 EXPORT int munmap(void *addr, size_t len) {
   if (UNLIKELY(!R.munmap)) resolve_all();
-  if (!tracing()) return R.munmap(addr, len);
+  int on = tracing();
+  if (!on) return R.munmap(addr, len);
   t_busy++;
-  struct rec r; rec_begin(&r);
+  struct rec r; rec_begin(&r, on);
   ob_s(&r.b, "munmap("); ob_ptr(&r.b, addr); ob_s(&r.b, ", "); ob_u(&r.b, len);
   int ret = R.munmap(addr, len); int e = errno;
   rec_res_int(&r, ret, e, 0); rec_emit(&r);
@@ -1323,9 +2027,10 @@ EXPORT int munmap(void *addr, size_t len) {
 EXPORT void *mremap(void *old, size_t oldsz, size_t newsz, int flags, ...) {
   va_list ap; va_start(ap, flags); void *newaddr = va_arg(ap, void *); va_end(ap);
   if (UNLIKELY(!R.mremap)) resolve_all();
-  if (!tracing()) return R.mremap(old, oldsz, newsz, flags, newaddr);
+  int on = tracing();
+  if (!on) return R.mremap(old, oldsz, newsz, flags, newaddr);
   t_busy++;
-  struct rec r; rec_begin(&r);
+  struct rec r; rec_begin(&r, on);
   struct ob *b = &r.b;
   ob_s(b, "mremap("); ob_ptr(b, old); ob_s(b, ", "); ob_u(b, oldsz); ob_s(b, ", "); ob_u(b, newsz);
   ob_s(b, ", ");
@@ -1340,10 +2045,13 @@ EXPORT void *mremap(void *old, size_t oldsz, size_t newsz, int flags, ...) {
   t_busy--; errno = e; return ret;
 }
 
+/* ---- processes */
+
 EXPORT pid_t fork(void) {
   if (UNLIKELY(!R.fork)) resolve_all();
-  if (!tracing()) return R.fork();
-  struct rec r; rec_begin(&r);
+  int on = tracing_own();
+  if (!on) return R.fork();
+  struct rec r; rec_begin(&r, on);
   pid_t ret = R.fork(); int e = errno;
   if (ret == 0) { errno = e; return 0; }  /* the child logs into its own file */
   t_busy++;
@@ -1352,12 +2060,264 @@ EXPORT pid_t fork(void) {
   t_busy--; errno = e; return ret;
 }
 
+/* glibc's _Fork runs no atfork handlers: the child adopts here */
+typedef pid_t (*xfork_fn)(void);
+EXPORT pid_t _Fork(void) {
+  static xfork_fn real;
+  if (!real) real = (xfork_fn)dlsym(RTLD_NEXT, "_Fork");
+  if (!real) { errno = ENOSYS; return -1; }
+  int on = tracing_own();
+  if (!on) return real();
+  struct rec r; rec_begin(&r, on);
+  pid_t ret = real(); int e = errno;
+  if (ret == 0) { tracing_own(); errno = e; return 0; }
+  t_busy++;
+  ob_s(&r.b, "fork(");
+  rec_res_int(&r, ret, e, 0); rec_emit(&r);
+  t_busy--; errno = e; return ret;
+}
+
+/* posix_spawn's child runs on our memory (CLONE_VM|CLONE_VFORK) through
+ * glibc's internal calls, which no hook sees; after its exec the new image
+ * writes PREFIX.CHILD.  The parent logs the child's creation as the vfork it
+ * is. */
+static int do_spawn(spawn_fn fn, pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                    const posix_spawnattr_t *at, char *const argv[], char *const envp[]) {
+  if (!fn) return ENOSYS;
+  int on = tracing_own();
+  if (!on) return fn(pid, path, fa, at, argv, envp);
+  pid_t child = 0;
+  struct rec r; rec_begin(&r, on);
+  int ret = fn(&child, path, fa, at, argv, envp); int e = errno;
+  if (pid && ret == 0) *pid = child;
+  if (ret == 0) {
+    t_busy++;
+    ob_s(&r.b, "vfork(");
+    rec_res_int(&r, child, 0, 0); rec_emit(&r);
+    t_busy--;
+  }
+  errno = e; return ret;
+}
+EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                       const posix_spawnattr_t *at, char *const argv[], char *const envp[]) {
+  if (UNLIKELY(!R.posix_spawn)) resolve_all();
+  return do_spawn(R.posix_spawn, pid, path, fa, at, argv, envp);
+}
+EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                        const posix_spawnattr_t *at, char *const argv[], char *const envp[]) {
+  if (UNLIKELY(!R.posix_spawnp)) resolve_all();
+  return do_spawn(R.posix_spawnp, pid, file, fa, at, argv, envp);
+}
+
+/* ---- signal dispositions (see "fatal signals") */
+
+static int watched(int sig) {
+  return sig > 0 && sig < NSIGS && g_sig_watch[sig] && __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == 2;
+}
+
+static int rt_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  if (UNLIKELY(!R.sigaction)) resolve_all();
+  if (!watched(sig)) return R.sigaction(sig, act, old);
+  struct sigaction cur;
+  if (R.sigaction(sig, 0, &cur) != 0) return -1;
+  int ours = is_ours(&cur);
+  struct sigaction shown = ours ? g_sig_prog[sig] : cur;
+  /* a child on our memory (vfork) must not change what the parent keeps */
+  int shared = syscall(SYS_getpid) != g_pid;
+  int ret = 0;
+  if (act) {
+    if (!shared && !(act->sa_flags & SA_SIGINFO ? act->sa_sigaction != 0 : act->sa_handler != SIG_DFL)) {
+      struct sigaction keep = *act;
+      ret = install_ours(sig, 0);
+      if (ret == 0) g_sig_prog[sig] = keep;
+    } else {
+      ret = R.sigaction(sig, act, 0);
+    }
+  }
+  if (ret == 0 && old) *old = shown;
+  return ret;
+}
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  return rt_sigaction(sig, act, old);
+}
+/* glibc's signal(): BSD semantics (SA_RESTART, the signal blocked in its
+ * handler); the real one for signals the library does not watch */
+typedef sighandler_t (*signal_fn)(int, sighandler_t);
+EXPORT sighandler_t signal(int sig, sighandler_t h) {
+  static signal_fn real;
+  if (!real) real = (signal_fn)dlsym(RTLD_NEXT, "signal");
+  if (real && !watched(sig)) return real(sig, h);
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = h;
+  sigemptyset(&sa.sa_mask);
+  if (sig > 0 && sig < NSIGS) sigaddset(&sa.sa_mask, sig);
+  sa.sa_flags = SA_RESTART;
+  if (rt_sigaction(sig, &sa, &old) < 0) return SIG_ERR;
+  return old.sa_handler;
+}
+
+/* ---- the program raises RLIMIT_NOFILE: our fds may now be at numbers it
+ * can be handed, so they move above the new limit */
+static void nofile_changed(void) {
+  if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != 2) return;
+  long cur = nofile_now();
+  __atomic_store_n(&g_nofile, cur, __ATOMIC_RELAXED);
+  if (cur > 0) lib_evict_range(0, (unsigned long)cur - 1, 0);
+}
+static int do_setrlimit(setrlimit_fn fn, int res, const struct rlimit *rl) {
+  if (!fn) { errno = ENOSYS; return -1; }
+  int ret = fn(res, rl);
+  int e = errno;
+  if (ret == 0 && res == RLIMIT_NOFILE) nofile_changed();
+  errno = e; return ret;
+}
+EXPORT int setrlimit(__rlimit_resource_t res, const struct rlimit *rl) {
+  if (UNLIKELY(!R.setrlimit)) resolve_all();
+  return do_setrlimit(R.setrlimit, res, rl);
+}
+EXPORT int setrlimit64(__rlimit_resource_t res, const struct rlimit64 *rl) {
+  if (UNLIKELY(!R.setrlimit64)) resolve_all();
+  return do_setrlimit(R.setrlimit64 ? R.setrlimit64 : R.setrlimit, res, (const struct rlimit *)rl);
+}
+static int do_prlimit(prlimit_fn fn, pid_t pid, int res, const struct rlimit *nl, struct rlimit *ol) {
+  if (!fn) { errno = ENOSYS; return -1; }
+  int ret = fn(pid, res, nl, ol);
+  int e = errno;
+  if (ret == 0 && nl && res == RLIMIT_NOFILE && (pid == 0 || pid == syscall(SYS_getpid))) nofile_changed();
+  errno = e; return ret;
+}
+EXPORT int prlimit(pid_t pid, __rlimit_resource_t res, const struct rlimit *nl, struct rlimit *ol) {
+  if (UNLIKELY(!R.prlimit)) resolve_all();
+  return do_prlimit(R.prlimit, pid, res, nl, ol);
+}
+EXPORT int prlimit64(pid_t pid, __rlimit_resource_t res, const struct rlimit64 *nl, struct rlimit64 *ol) {
+  if (UNLIKELY(!R.prlimit64)) resolve_all();
+  return do_prlimit(R.prlimit64 ? R.prlimit64 : R.prlimit, pid, res, (const struct rlimit *)nl, (struct rlimit *)ol);
+}
+
+/* ---- syscall(2): raw calls that are program events */
+
+#if RT_HOOK_SYSCALL
+static const struct rt_flag CLONE_NAMES[] = {
+  {0x100, "CLONE_VM"}, {0x200, "CLONE_FS"}, {0x400, "CLONE_FILES"}, {0x800, "CLONE_SIGHAND"},
+  {0x1000, "CLONE_PIDFD"}, {0x2000, "CLONE_PTRACE"}, {0x4000, "CLONE_VFORK"}, {0x8000, "CLONE_PARENT"},
+  {0x10000, "CLONE_THREAD"}, {0x20000, "CLONE_NEWNS"}, {0x40000, "CLONE_SYSVSEM"},
+  {0x80000, "CLONE_SETTLS"}, {0x100000, "CLONE_PARENT_SETTID"}, {0x200000, "CLONE_CHILD_CLEARTID"},
+  {0x800000, "CLONE_UNTRACED"}, {0x1000000, "CLONE_CHILD_SETTID"}, {0x2000000, "CLONE_NEWCGROUP"},
+  {0x4000000, "CLONE_NEWUTS"}, {0x8000000, "CLONE_NEWIPC"}, {0x10000000, "CLONE_NEWUSER"},
+  {0x20000000, "CLONE_NEWPID"}, {0x40000000, "CLONE_NEWNET"}, {0x80000000ULL, "CLONE_IO"}, {0, 0}};
+
+static void ob_signame(struct ob *b, unsigned long sig) {
+  const char *a = sig && sig < NSIGS ? sigabbrev_np((int)sig) : 0;
+  if (a) { ob_s(b, "SIG"); ob_s(b, a); } else ob_u(b, sig);
+}
+
+struct clone_args_k { uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls; };
+
+/* A fork-like clone (own memory): logged in the parent like strace shows
+ * it; the child adopts at its first hooked call.  A clone on our memory
+ * starts the child on another stack: nothing may run after it here. */
+static long do_clone(long n, long a, long b, long c, long d, long e, long f) {
+  uint64_t flags;
+  struct clone_args_k ca;
+  memset(&ca, 0, sizeof ca);
+  if (n == SYS_clone3) {
+    if (safe_copy(&ca, (void *)a, sizeof ca)) return rsys6(n, a, b, c, d, e, f);
+    flags = ca.flags;
+  } else {
+    flags = (uint64_t)a;
+  }
+  if (flags & (CLONE_VM | CLONE_THREAD)) return rsys6(n, a, b, c, d, e, f);
+  int on = tracing_own();
+  if (!on) return rsys6(n, a, b, c, d, e, f);
+  struct rec r; rec_begin(&r, on);
+  long ret = rsys6(n, a, b, c, d, e, f); int err = errno;
+  if (ret == 0) { tracing_own(); errno = err; return 0; }   /* the child adopts now */
+  t_busy++;
+  if (n == SYS_clone3) {
+    ob_s(&r.b, "clone3({flags="); ob_flags(&r.b, flags, CLONE_NAMES);
+    ob_s(&r.b, ", exit_signal="); ob_signame(&r.b, ca.exit_signal); ob_s(&r.b, "}, "); ob_u(&r.b, (unsigned long)b);
+  } else {
+    ob_s(&r.b, "clone(child_stack="); ob_ptr(&r.b, (void *)b); ob_s(&r.b, ", flags=");
+    unsigned long fl = (unsigned long)a & ~0xffUL;
+    if (fl) { ob_flags(&r.b, fl, CLONE_NAMES); ob_c(&r.b, '|'); }
+    ob_signame(&r.b, (unsigned long)a & 0xff);
+  }
+  rec_res_int(&r, ret, err, 0); rec_emit(&r);
+  t_busy--; errno = err; return ret;
+}
+
+struct open_how_k { uint64_t flags, mode, resolve; };
+static const struct rt_flag RESOLVE_NAMES[] = {
+  {0x01, "RESOLVE_NO_XDEV"}, {0x02, "RESOLVE_NO_MAGICLINKS"}, {0x04, "RESOLVE_NO_SYMLINKS"},
+  {0x08, "RESOLVE_BENEATH"}, {0x10, "RESOLVE_IN_ROOT"}, {0x20, "RESOLVE_CACHED"}, {0, 0}};
+
+/* openat2 has no glibc wrapper: programs reach it through syscall(2) */
+static long do_openat2(long dirfd, const char *path, const struct open_how_k *how, long size) {
+  int on = tracing_own();
+  if (!on) return rsys6(SYS_openat2, dirfd, (long)path, (long)how, size, 0, 0);
+  t_busy++;
+  struct rec r; rec_begin(&r, on);
+  struct ob *b = &r.b;
+  struct open_how_k h;
+  int have = size >= (long)sizeof h && safe_copy(&h, how, sizeof h) == 0;
+  char pbuf[260]; int plen = -1;
+  if (path && safe_copy(pbuf, path, 1) == 0) {
+    plen = 0;
+    while (plen < 257 && safe_copy(pbuf + plen, path + plen, 1) == 0 && pbuf[plen]) plen++;
+  }
+  long ret = rsys6(SYS_openat2, dirfd, (long)path, (long)how, size, 0, 0); int e = errno;
+  ob_s(b, "openat2("); ob_dirfd(b, (int)dirfd); ob_s(b, ", ");
+  if (plen < 0) ob_ptr(b, path);
+  else { ob_c(b, '"'); ob_esc(b, pbuf, plen > 256 ? 256 : plen, 0); ob_c(b, '"'); if (plen > 256) ob_s(b, "..."); }
+  ob_s(b, ", ");
+  if (have) {
+    ob_s(b, "{flags="); ob_openflags(b, (int)h.flags);
+    if (needs_mode((int)h.flags) || h.mode) { ob_s(b, ", mode="); ob_mode(b, (unsigned)h.mode); }
+    ob_s(b, ", resolve="); ob_flags(b, h.resolve, RESOLVE_NAMES); ob_c(b, '}');
+  } else ob_ptr(b, how);
+  ob_s(b, ", "); ob_u(b, (unsigned long)size);
+  rec_res_int(&r, ret, e, 1);
+  rec_emit(&r);
+  t_busy--; errno = e; return ret;
+}
+
+EXPORT long (syscall)(long n, ...) {
+  va_list ap; va_start(ap, n);
+  long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+  long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+  va_end(ap);
+  if (UNLIKELY(!R.close)) resolve_all();
+  switch (n) {
+    case SYS_close: return close((int)a);
+    case SYS_dup: return dup((int)a);
+#ifdef SYS_dup2
+    case SYS_dup2: return dup2((int)a, (int)b);
+#endif
+    case SYS_dup3: return dup3((int)a, (int)b, (int)c);
+    case SYS_fcntl: return do_fcntl(R.fcntl, (int)a, (int)b, (void *)c);
+    case SYS_close_range: return close_range((unsigned)a, (unsigned)b, (int)c);
+    case SYS_openat2: return do_openat2(a, (const char *)b, (const struct open_how_k *)c, d);
+    case SYS_clone: case SYS_clone3: return do_clone(n, a, b, c, d, e, f);
+    case SYS_prlimit64: case SYS_setrlimit: {
+      long r = rsys6(n, a, b, c, d, e, f); int err = errno;
+      if (r == 0 && (n == SYS_setrlimit ? a : b) == RLIMIT_NOFILE &&
+          (n == SYS_setrlimit || (c && (a == 0 || a == syscall(SYS_getpid))))) nofile_changed();
+      errno = err; return r;
+    }
+    default: return rsys6(n, a, b, c, d, e, f);
+  }
+}
+#endif
+
 /* --------------------------------------------------------------- exec */
 
-static void exec_note(const char *path) {
-  char line[PATH_MAX + 16]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0};
+static void exec_note(const char *path, int mode) {
+  char line[PATH_MAX + 16]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0, 0};
   ob_s(&b, "# exec "); if (path) ob_esc(&b, path, (int)strnlen(path, PATH_MAX), 0);
-  b.cut = 0; meta_line(&b);
+  b.cut = 0;
+  if (mode == 2) { ob_c(&b, '\n'); child_write(b.p, b.n); } else meta_line(&b);
 }
 
 static void ob_argv(struct ob *b, char *const argv[]) {
@@ -1390,9 +2350,10 @@ static void exec_failed(struct rec *r, const char *name, const char *path, int f
 #define EXEC_BODY(realfn, name, pathexpr, fdv, envv, ...)          \
   if (UNLIKELY(!R.realfn)) resolve_all();                         \
   if (!R.realfn) { errno = ENOSYS; return -1; }                   \
-  if (!tracing_own()) return R.realfn(__VA_ARGS__);                   \
-  struct rec r; rec_begin(&r);                                    \
-  t_busy++; exec_note(pathexpr); t_busy--;                        \
+  int on = tracing_own();                                           \
+  if (!on) return R.realfn(__VA_ARGS__);                          \
+  struct rec r; rec_begin(&r, on);                                \
+  t_busy++; exec_note(pathexpr, on); t_busy--;                    \
   int ret = R.realfn(__VA_ARGS__); int e = errno;                 \
   exec_failed(&r, name, pathexpr, fdv, argv, envv, ret, e);       \
   errno = e; return ret;
@@ -1410,6 +2371,7 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
   EXEC_BODY(execvpe, "execve", file, -1, envp, file, argv, envp)
 }
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
+  guard(fd);
   char path[512]; int n = fd_path(fd, path, sizeof path); if (n < 0) path[0] = 0;
   EXEC_BODY(fexecve, "execveat", path, fd, envp, fd, argv, envp)
 }
@@ -1507,7 +2469,7 @@ static void ob_agents(struct ob *b, const hsa_handle_t *a, int n) {
   static void *slot;                                      \
   fname##_fn real = (fname##_fn)hsa_sym(&slot, #fname);   \
   int on = tracing();                                     \
-  struct rec r; if (on) rec_begin(&r);                    \
+  struct rec r; if (on) rec_begin(&r, on);                \
   hsa_status_t st = real ? real
 #define HSA_END(fname)                                    \
   : HSA_STATUS_ERROR;                                     \
@@ -1582,7 +2544,7 @@ EXPORT hsa_status_t hsa_amd_portable_close_dmabuf(int dmabuf) {
   hsa_amd_portable_close_dmabuf_fn real = (hsa_amd_portable_close_dmabuf_fn)hsa_sym(&slot, "hsa_amd_portable_close_dmabuf");
   int on = tracing();
   struct rec r;
-  if (on) { t_busy++; rec_begin(&r); ob_s(&r.b, "hsa_amd_portable_close_dmabuf("); ob_fd(&r.b, dmabuf); t_busy--; }
+  if (on) { t_busy++; rec_begin(&r, on); ob_s(&r.b, "hsa_amd_portable_close_dmabuf("); ob_fd(&r.b, dmabuf); t_busy--; }
   hsa_status_t st = real ? real(dmabuf) : HSA_STATUS_ERROR;
   if (!on) return st;
   int e = errno; t_busy++; struct ob *b = &r.b;

@@ -17,7 +17,11 @@ from typing import Callable
 from .build import BuildError, library_path
 
 DEFAULT_PREFIX = "rocrtrace.log"
-STRACE_TRACE = "%desc,%memory,%process,ioctl,sendmsg,recvmsg,pidfd_getfd"
+# %desc on strace 6.1 leaves out close_range and the network calls that make
+# or move fds (socket, socketpair, accept, accept4, sendmsg, recvmsg): they
+# are named outside it (checked by tests/test_capture_basic.py)
+STRACE_FD_CALLS = "close_range,socket,socketpair,accept,accept4,sendmsg,recvmsg"
+STRACE_TRACE = f"%desc,%memory,%process,{STRACE_FD_CALLS},ioctl,pidfd_getfd"
 
 
 class CaptureError(Exception):
@@ -28,7 +32,8 @@ def strace_command(cmd: list[str], prefix: str, stack_depth: int = 0) -> list[st
     exe = shutil.which("strace")
     if not exe:
         raise CaptureError("strace not found: install strace or use --method preload")
-    args = [exe, "-f", "-o", prefix, "-ttt", "-T", "-yy", "-X", "verbose", "-s", "256",
+    # -ff: one file per thread, PREFIX.TID (a process's first thread: PREFIX.PID)
+    args = [exe, "-ff", "-o", prefix, "-ttt", "-T", "-yy", "-X", "verbose", "-s", "256",
             "-e", f"trace={STRACE_TRACE}"]
     if stack_depth > 0:
         args.append("-k")
@@ -56,12 +61,23 @@ def _exit_status(rc: int) -> int:
     return 128 - rc if rc < 0 else rc
 
 
-def _written(prefix: str, before: set[str]) -> list[str]:
-    pattern = glob.escape(prefix) + "*"
-    files = [f for f in glob.glob(pattern) if f not in before or os.path.getsize(f) > 0]
-    if os.path.exists(prefix) and prefix not in files:
-        files.append(prefix)
-    return sorted(set(files), key=lambda f: (len(f), f))
+def _stamp(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _existing(prefix: str) -> dict[str, tuple | None]:
+    return {f: _stamp(f) for f in glob.glob(glob.escape(prefix) + ".*")}
+
+
+def _written(prefix: str, before: dict[str, tuple | None]) -> list[str]:
+    """The PREFIX.N files this run created or rewrote (not older ones)."""
+    files = [f for f, st in _existing(prefix).items()
+             if f.rsplit(".", 1)[1].isdigit() and st is not None and before.get(f) != st]
+    return sorted(files, key=lambda f: (len(f), f))
 
 
 def capture(cmd: list[str], method: str = "preload", prefix: str | None = None,
@@ -76,22 +92,29 @@ def capture(cmd: list[str], method: str = "preload", prefix: str | None = None,
     prefix = prefix or DEFAULT_PREFIX
     if "\n" in prefix:
         raise CaptureError("the log prefix must not contain a newline")
-    parent = Path(prefix).parent
-    if not parent.is_dir():
-        raise CaptureError(f"directory of the log prefix does not exist: {parent}")
-    prefix = str(Path(prefix).absolute())   # the program may chdir
     exe = cmd[0]
     if os.sep not in exe and not shutil.which(exe):
         raise CaptureError(f"command not found: {exe}")
-    before = set(glob.glob(glob.escape(prefix) + "*"))
+    if prefix.endswith(os.sep) or Path(prefix).is_dir():
+        raise CaptureError(f"the log prefix names a directory, not a file prefix: {prefix}")
+    parent = Path(prefix).parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CaptureError(f"cannot create the log prefix's directory {parent}: "
+                           f"{e.strerror}") from None
+    prefix = str(Path(prefix).absolute())   # the program may chdir
+    before = _existing(prefix)
     if method == "strace":
         argv = strace_command(cmd, prefix, stack_depth)
         env = None
     else:
         argv = list(cmd)
         env = preload_env(prefix, stack_depth)
-    # the child gets the terminal's signals itself; we only wait for it
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # the child gets the terminal's signals itself; we only wait for it.  A
+    # no-op handler, not SIG_IGN: an ignored signal stays ignored across exec
+    # and the program would no longer die of Ctrl-C
+    old = signal.signal(signal.SIGINT, lambda *_: None)
     try:
         try:
             proc = subprocess.Popen(argv, env=env)

@@ -78,7 +78,7 @@ _SENT = -7.25e300           # "last_time not known yet" in a worker
 _PARSER_STATE = frozenset((
     "file", "info", "file_tid", "tgid", "fixed_tgid", "inflight", "live", "root", "nopid",
     "hold", "target", "exit_hold", "expect_exec", "out", "rel_sum", "fragment",
-    "in_summary", "snapshot", "last_time"))
+    "in_summary", "snapshot", "last_time", "cont"))
 _INFO_SUM = ("lines", "events", "unparsed", "too_long", "unfinished", "orphans", "detached")
 _INFO_OR = ("has_pids", "has_time", "has_durations", "has_stacks", "has_decorations",
             "decoded_structs", "intent_calls", "exit_seen", "ends_mid_line")
@@ -313,7 +313,8 @@ class _State:
 def _clean_state(p: Parser) -> _State | None:
     """The state of ``p`` (already flushed at a boundary) if nothing but
     _State is pending in it."""
-    if p.nopid or p.hold or p.exit_hold or p.fragment is not None or p.snapshot is not None:
+    if (p.nopid or p.hold or p.exit_hold or p.fragment is not None or p.snapshot is not None
+            or p.cont):
         return None
     return _State(dict(p.tgid), set(p.live), p.root, p.fixed_tgid, set(p.expect_exec),
                   p.rel_sum, p.in_summary, p.last_time, list(p.inflight.items()), p.target)
@@ -418,7 +419,7 @@ def parse_range(path: str, name: str, start: int, end: int | None, lineno0: int,
     p._flush_hold()
     out += p._drain()
     unclean = bool(p.nopid or p.hold or p.exit_hold or p.fragment is not None
-                   or p.snapshot is not None)
+                   or p.snapshot is not None or p.cont)
     types, codes, vals = _get_codec().encode(out)
     # the sentinel object itself (a time parsed from the text is never it)
     sent = list(itertools.compress(range(len(vals)), map(operator.is_, itertools.repeat(_SENT),

@@ -126,6 +126,7 @@ class Parser:
         self.in_summary = False
         self.snapshot: FdSnapshot | None = None
         self.last_time: float | None = None
+        self.cont: dict = {}                # tid -> (line, pieces) of a `#+` record
 
     # --- driving ---------------------------------------------------------
 
@@ -159,6 +160,9 @@ class Parser:
 
     def finish(self) -> list[Event]:
         """End of file: unfinished calls become partial events."""
+        for first, parts in self.cont.values():
+            self.info.add_unparsed(first, "".join(parts))
+        self.cont.clear()
         if self.fragment is not None:
             self.info.add_unparsed(*self.fragment)
             self.fragment = None
@@ -724,6 +728,9 @@ class Parser:
     # --- preload '#' lines ------------------------------------------------
 
     def _meta(self, lineno: int, line: str) -> None:
+        if line.startswith("#+ "):
+            self._continued(lineno, line)
+            return
         s = line[1:].strip()
         info = self.info
         if s.startswith("rocrtrace-log"):
@@ -800,6 +807,40 @@ class Parser:
             return
         if kv:
             info.header.update(kv)
+
+
+    def _continued(self, lineno: int, line: str) -> None:
+        """`#+ TID K[+] TEXT`: piece K of a preload record too long for one
+        write (`+`: more follows); the joined pieces are one event line."""
+        m = _CONT.match(line)
+        pend = self.cont
+        if m is None:
+            self.info.add_unparsed(lineno, line)
+            return
+        tid, k, text = m.group(1), int(m.group(2)), line[m.end():]
+        have = pend.get(tid)
+        if k == 1:
+            if have is not None:
+                self.info.add_unparsed(have[0], "".join(have[1]))
+            have = pend[tid] = (lineno, [])
+        elif have is None or len(have[1]) != k - 1:
+            if have is not None:
+                self.info.add_unparsed(have[0], "".join(pend.pop(tid)[1]))
+            self.info.add_unparsed(lineno, line)
+            return
+        have[1].append(text)
+        if m.group(3):
+            return
+        del pend[tid]
+        if self.snapshot is not None:
+            self._emit(self.snapshot)
+            self.snapshot = None
+        joined = "".join(have[1])
+        if not self._line(have[0], joined):
+            self.info.add_unparsed(have[0], joined)
+
+
+_CONT = re.compile(r"#\+ (\d+) (\d+)(\+?) ")
 
 
 def looks_like_trace_line(line: str) -> bool:
