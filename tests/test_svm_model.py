@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from rocrtrace import kfd
-from rocrtrace.events import Intent, Ioctl, Mmap, Munmap, ProcessInfo
+from rocrtrace.events import Intent, Ioctl, Mmap, Mremap, Munmap, ProcessInfo
 from rocrtrace.models.svm import SvmModel
 
 X = 0x7F3A1C200000
@@ -437,6 +437,21 @@ def test_unmap_registered(explicit):
     m = t.run()
     assert [(f.rule, f.severity) for f in m.findings] == [
         ("svm-unmap-registered", "warning" if explicit else "note")]
+
+
+@pytest.mark.parametrize("new_len, unmapped", [(0x2000, True), (0x1800, True),
+                                               (0x2001, False), (0x2FFF, False),
+                                               (0x3000, False)])
+def test_mremap_shrink_keeps_the_partial_page(new_len, unmapped):
+    # mremap page-aligns both lengths (mm/mremap.c): shrinking three pages to
+    # 0x2001 bytes keeps all three mapped, so the lock on the third page is
+    # untouched; only a new length of two pages or less unmaps it.
+    t = Trace(True)
+    t.mmap(1, X, 0x3000)
+    t.lock(1, X + 0x2000, 0x1000, GRANT, [AIP(G)])
+    t._ev(Mremap, 1, old_addr=X, old_len=0x3000, new_len=new_len, ret=X)
+    m = t.run()
+    assert [f.rule for f in m.findings] == (["svm-unmap-registered"] if unmapped else [])
 
 
 def test_unmap_resets_pages_and_ends_claims():

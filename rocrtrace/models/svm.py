@@ -836,9 +836,12 @@ class SvmModel(Model):
             return
         p = self.procs[ev.pid]
         if ev.ret == ev.old_addr:
-            if ev.new_len < ev.old_len:   # shrunk in place: the tail goes
-                self._unmap(p, ev, *self._pages(p, ev.old_addr + ev.new_len,
-                                                ev.old_len - ev.new_len))
+            # shrunk in place: the kernel page-aligns both lengths (mm/mremap.c),
+            # so the partial last page of new_len stays mapped
+            first = ev.old_addr >> p.shift
+            keep = self._pages(p, 0, ev.new_len)[1]
+            had = self._pages(p, 0, ev.old_len)[1]
+            self._unmap(p, ev, first + keep, first + had)
             return
         # moved: whatever was at the target is replaced, the source unmapped
         self._unmap(p, ev, *self._pages(p, ev.ret, ev.new_len))
