@@ -249,13 +249,42 @@ def test_sarif_absolute_source_under_cwd_is_repo_relative(result, sarif_validato
     doc = json.loads(render(result, "sarif", cwd=str(tmp_path)))
     ov = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "svm-over-revoke"][0]
     assert ov["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "src/sweep.cpp"
-    # outside the repository: back to the trace file and line
+    # outside the source root: the first frame outside the runtime libraries
+    # still is the program's (SPEC 6), by its absolute path
     fr.source = "/usr/src/elsewhere/sweep.cpp"
     doc = json.loads(render(result, "sarif", cwd=str(tmp_path)))
     sarif_validator.validate(doc)
     ov = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "svm-over-revoke"][0]
     loc = ov["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == "file:///usr/src/elsewhere/sweep.cpp"
+    assert loc["region"]["startLine"] == 42
+    # a program frame with no line information: back to the trace file and line
+    fr.source, fr.source_line = None, None
+    doc = json.loads(render(result, "sarif", cwd=str(tmp_path)))
+    ov = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "svm-over-revoke"][0]
+    loc = ov["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"]["uri"] == S.TRACE and loc["region"]["startLine"] == 20
+
+
+def test_location_skips_libc_and_runtime_frames_with_sources(tmp_path):
+    """glibc's own debug info (sysdeps/...) or a ROCm runtime source under the
+    root never wins over the program's frame."""
+    from rocrtrace.events import Frame
+    from rocrtrace.report.common import location_frame, runtime_module
+
+    (tmp_path / "sysdeps" / "nptl").mkdir(parents=True)
+    (tmp_path / "sysdeps" / "nptl" / "libc_start_call_main.h").write_text("")
+    stack = (Frame("/usr/lib/x86_64-linux-gnu/libc.so.6", symbol="close", addr=0x10,
+                   function="close", source="sysdeps/nptl/libc_start_call_main.h",
+                   source_line=58),
+             Frame("/opt/rocm/lib/libhsa-runtime64.so.1", function="x",
+                   source=str(tmp_path / "runtime.cpp"), source_line=3),
+             Frame("/elsewhere/bin/app", function="main", source="/src/app/main.c",
+                   source_line=8))
+    fr, path = location_frame(stack, str(tmp_path))
+    assert (fr.function, path, fr.source_line) == ("main", "/src/app/main.c", 8)
+    assert runtime_module("/lib64/ld-linux-x86-64.so.2") and runtime_module("libstdc++.so.6")
+    assert not runtime_module("/usr/bin/python3") and not runtime_module("libfoo.so.1")
 
 
 def test_sarif_finding_without_file_still_has_a_location(sarif_validator):

@@ -128,21 +128,65 @@ def location_text(f) -> str:
     return " ".join(parts)
 
 
-def source_frame(stack, cwd: str | None = None):
-    """The topmost frame whose source file lies in the repository (a relative
-    path, or one under ``cwd``), with that path made repo-relative; or None.
+# Libraries whose frames are never "where the bug is" for the program's
+# author: libc and the dynamic loader, the C++ runtime, the ROCm runtime
+# stack and rocrtrace's own capture library (SPEC 6).
+_RUNTIME_LIB = re.compile(
+    r"^(?:ld-linux[^/]*|ld64\.so[^/]*|ld-[\d.]+\.so[^/]*|ld-musl[^/]*|linux-vdso[^/]*|\[vdso\]"
+    r"|lib(?:c|m|pthread|dl|rt|resolv|util|anl|mvec)(?:-[\d.]+)?\.so[^/]*"
+    r"|lib(?:stdc\+\+|c\+\+|c\+\+abi|supc\+\+|gcc_s|unwind|atomic)\.so[^/]*"
+    r"|lib(?:hsa-runtime64|hsakmt|amdhip64|hiprtc|amd_comgr|drm|drm_amdgpu|amdocl64|OpenCL"
+    r"|rocprofiler[^/]*|roctracer[^/]*|roctx64|rocm_smi64|rocrtrace)\.so[^/]*)$")
 
-    Frames of system libraries are skipped so that code scanning lands on
-    the program's own line rather than on /opt/rocm sources it cannot show.
+
+def runtime_module(module: str | None) -> bool:
+    """Whether a frame's module is a system or ROCm runtime library."""
+    if not module:
+        return False
+    return bool(_RUNTIME_LIB.match(module.rsplit("/", 1)[-1]))
+
+
+def source_root(root: str | None = None) -> str:
+    return os.path.abspath(root or os.getcwd())
+
+
+def location_frame(stack, root: str | None = None):
+    """The frame a finding is located at (SPEC 6), and its source path as a
+    report shows it, or None.
+
+    The first frame whose source file lies under the source root (default:
+    the working directory) wins, shown relative to it; else the first frame
+    outside libc, the loader, the C++ runtime and the ROCm runtime, shown
+    with its absolute source path (None when it has no line information).
+    Frame lines are already those of the call (return address minus one).
     """
-    cwd = os.path.abspath(cwd or os.getcwd())
+    root = source_root(root)
     for fr in stack:
-        if not fr.source or not fr.source_line:
-            continue
-        rel = repo_relative(fr.source, cwd)
-        if rel is not None:
-            return fr, rel
+        if fr.source and fr.source_line and not runtime_module(fr.module):
+            rel = _under(fr.source, root)
+            if rel is not None:
+                return fr, rel
+    for fr in stack:
+        if not runtime_module(fr.module):
+            return fr, (fr.source if fr.source and fr.source_line else None)
     return None
+
+
+def source_frame(stack, cwd: str | None = None):
+    """The location frame when it has a source line: (frame, path)."""
+    hit = location_frame(stack, cwd)
+    if hit and hit[1]:
+        return hit
+    return None
+
+
+def _under(path: str, root: str) -> str | None:
+    if not os.path.isabs(path):
+        # A relative DWARF name counts only if it is really there.
+        if not os.path.exists(os.path.join(root, path)):
+            return None
+        path = os.path.join(root, path)
+    return repo_relative(path, root)
 
 
 def repo_relative(path: str, cwd: str | None = None) -> str | None:
@@ -162,8 +206,8 @@ def repo_relative(path: str, cwd: str | None = None) -> str | None:
 
 
 def primary_location(f, cwd: str | None = None) -> tuple[str | None, int | None]:
-    """(file, line) a CI annotation should point at: the program's source
-    line when symbolized, else the trace file and line."""
+    """(file, line) a finding leads with: the program's source line when
+    symbolized, else the trace file and line."""
     sf = source_frame(f.stack, cwd)
     if sf:
         return sf[1], sf[0].source_line
