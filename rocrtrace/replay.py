@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from .events import Event, InputInfo, ModuleMap
-from .findings import Evidence, Finding
+from .findings import Evidence, Finding, Programs, assign_fingerprints, number_collisions
 from .result import AnalysisResult
 
 
@@ -126,8 +126,7 @@ def symbolize_findings(findings: list[Finding], maps: list, debug_dirs=()) -> No
 
     sym = Symbolizer(debug_dirs=list(debug_dirs), maps=maps)
     for st in stacks:
-        for fr in st:
-            sym.symbolize(fr)
+        sym.symbolize_stack(st)
 
 
 def analyze(traces, enabled=None, debug_dirs=(), fail_on="error",
@@ -138,7 +137,8 @@ def analyze(traces, enabled=None, debug_dirs=(), fail_on="error",
     for trace in traces:
         models = build_models()
         maps: list = []
-        replay(trace.events(), models, on_event=on_event, maps=maps)
+        programs = Programs()
+        replay(trace.events(), [*models, programs], on_event=on_event, maps=maps)
         found: list[Finding] = []
         for m in models:
             found.extend(m.findings)
@@ -146,10 +146,12 @@ def analyze(traces, enabled=None, debug_dirs=(), fail_on="error",
         for info in trace.infos:
             found.extend(input_findings(info))
         symbolize_findings(found, maps, debug_dirs)
+        assign_fingerprints(found, programs)
         result.inputs.extend(trace.infos)
         result.findings.extend(found)
     if enabled is not None:
         result.findings = [f for f in result.findings if f.rule in enabled]
+    number_collisions(result.findings)
     result.coverage = coverage(result.inputs, limits)
     return result
 
