@@ -159,16 +159,11 @@ def evidence_signature(f: Finding) -> list[str]:
     return parts
 
 
-def program_of(exe: str | None, trace_file: str | None) -> str:
-    """The executable's base name; when the trace never names it (strace
-    attached, or no execve line), the trace file's name without its
-    per-process suffix and compression, so one program's baseline cannot
-    suppress another's findings."""
-    if exe:
-        return exe.rsplit("/", 1)[-1]
-    name = (trace_file or "-").rsplit("/", 1)[-1]
-    name = re.sub(r"\.(gz|xz|bz2|zst)$", "", name)
-    return "trace:" + re.sub(r"(\.\d+)+$", "", name)
+def program_of(exe: str | None) -> str:
+    """The executable's base name; "" when the trace never names it (strace
+    attached mid-run, a pasted excerpt): then only the rest of the
+    fingerprint tells programs apart."""
+    return exe.rsplit("/", 1)[-1] if exe else ""
 
 
 class Programs:
@@ -194,16 +189,17 @@ class Programs:
 
     def of(self, f: Finding) -> str:
         exe = self.exe.get(f.pid)
-        if exe is None and len(set(self.exe.values())) == 1 and f.pid is None:
+        if exe is None and len(set(self.exe.values())) == 1:
+            # a process the trace saw no exec or fork of, in a one-program trace
             exe = next(iter(self.exe.values()))
-        return program_of(exe, f.file)
+        return program_of(exe)
 
 
 def assign_fingerprints(findings, programs: Programs | None = None) -> None:
     """Fingerprint findings once their stacks are symbolized; then number
     the ones that would still collide."""
     for f in findings:
-        f.base_fingerprint = fingerprint(f, programs.of(f) if programs else program_of(None, f.file))
+        f.base_fingerprint = fingerprint(f, programs.of(f) if programs else "")
     number_collisions(findings)
 
 

@@ -83,18 +83,19 @@ def _with_findings():
 
 
 def test_a_baseline_for_one_program_suppresses_nothing_in_another(tmp_path):
-    """Every trace with findings, copied with another executable name (or,
-    for strace logs that never name it, under another trace name): the
-    original's baseline suppresses none of the copy's findings, and still
-    all of its own."""
+    """Every trace with findings that names its program, copied with another
+    executable name: the original's baseline suppresses none of the copy's
+    findings, and still all of its own."""
     checked = 0
     for path, r in _with_findings():
+        text = open(path, encoding="utf-8", errors="surrogateescape").read()
+        if not re.search(r"exe=\S|execve\(", text):
+            continue        # a trace that never names its program
         bl = tmp_path / "b.json"
         write_baseline(str(bl), r)
         same = _run([path])
         apply_baseline(same, load_baseline(str(bl)))
         assert same.findings == [], path
-        text = open(path, encoding="utf-8", errors="surrogateescape").read()
         other_text = re.sub(r"exe=\S+", "exe=/opt/other/bin/otherprog", text)
         other_text = re.sub(r'execve\("[^"]*"', 'execve("/opt/other/bin/otherprog"', other_text)
         other = tmp_path / ("another-" + os.path.basename(path))
