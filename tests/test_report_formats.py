@@ -59,31 +59,62 @@ def test_unknown_format_is_a_clear_error(result):
 
 # --- text ----------------------------------------------------------------------
 
-def test_text_groups_by_rule_most_severe_first_with_story(result):
+def test_text_is_concise_headlines_then_proof_then_help(result):
     out = render(result, "text")
-    heads = [ln for ln in out.splitlines() if ln.startswith("== ")]
-    sevs = [h.split()[1] for h in heads]
+    lines = out.splitlines()
+    heads = [ln for ln in lines if not ln.startswith(" ") and "[" in ln and "]" in ln
+             and ": " in ln and not ln.startswith(("5 findings",))]
+    sevs = [h.split(": ", 1)[1].split("[")[0] for h in heads]
     assert sevs == sorted(sevs, key=["error", "warning", "note"].index)
-    assert {h.split()[2] for h in heads} == {"svm-over-revoke", "fd-double-close", "fd-leak",
-                                            "trace-unparsed"}
-    # coverage and the verdict
+    # SOURCE:LINE leads where the stack has the program's frame, else TRACE:LINE
+    assert "src/sweep.cpp:42: error[svm-over-revoke] NO_ACCESS for gpu 0x1a2b" in out
+    assert "vmm.log:9: error[fd-double-close] fd 7 (dmabuf) closed twice" in out
+    # each proving event once, with file:line tid time, then the fix
+    assert "  previous close  vmm.log:4 tid 5000 t=10.100000  close(7</dmabuf:>) = 0" in lines
+    assert sum("vmm.log:9 tid 5001" in ln for ln in lines) == 1
+    assert out.count("help: ") == len(heads) == 5
+    # no coverage section, no fingerprints, no Python reprs by default
+    assert "It cannot show:" not in out and "fingerprint" not in out
+    assert "1 thing this input cannot show: --verbose lists them" in out
+    assert "FAILED" in out and "{'" not in out and "['" not in out
+    assert len(lines) < 30
+
+
+def test_text_verbose_adds_diagnosis_coverage_and_caveats(result):
+    out = render(result, "text", verbose=True)
     assert "It cannot show:" in out and "rocrtrace capture --method preload" in out
-    assert "FAILED" in out
-    # the over-revoke diagnosis: revoking call, released and hurt claims, pages, GPUs
-    diag = out[out.index("diagnosis:"):]
-    for word in ("revoking call", "claim it released", "live claim it hurt",
-                 "pages               16", "0x1a2b", "enclosing-range", "order               certain"):
-        assert word in diag
-    # the symbolized frame with its source line, and a table of the range
-    assert "src/sweep.cpp:42" in out
+    assert "cause: enclosing-range (the victim starts left" in out
+    # the range table and the symbolized stack with its source line
     assert "0x7f3a1c200000  0x7f3a1c210000" in out
-    # an fd table for fd findings
-    assert "dmabuf" in out and "previous close traces/vmm.log:4" in out
+    assert "/work/app/bin/sweep(main) [0x1230] src/sweep.cpp:42" in out
+    assert "--> c1.log:20 pid 4242 tid 4244 t=1764435600.123500" in out
+    assert out.count("fingerprint ") == 5 and "dmabuf" in out
+
+
+def test_text_quiet_is_headlines_only(result):
+    out = render(result, "text", quiet=True).splitlines()
+    assert len(out) == 5 and all(not ln.startswith(" ") for ln in out)
+    assert out[0].startswith(("vmm.log:9: error[", "src/sweep.cpp:42: error["))
+
+
+def test_cut_marks_the_cut_at_a_token_boundary():
+    from rocrtrace.report.text import cut
+
+    text = "ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, {start_addr=0x7e0000003000, size=0x1000})"
+    got = cut(text, 40)
+    assert got.endswith("…") and len(got) <= 40
+    assert text.startswith(got[:-1].rstrip(" ,"))
+    kept = got[:-1]
+    # the cut falls after a separator: the kept part ends a token
+    assert kept[-1] in ",={}()[]<> " or text[len(kept)] in ",={}()[]<> "
+    assert cut("short", 40) == "short"
+    # text the parser already cut at its limit is marked even when it fits
+    assert cut("close(3, abcdef", 40, already_cut=True) == "close(3,…"
 
 
 def test_text_colour_only_when_asked(result):
     assert "\x1b[" not in render(result, "text")
-    assert "\x1b[31m" in render(result, "text", color=True)
+    assert "\x1b[1;31merror[fd-double-close]" in render(result, "text", color=True)
 
 
 # --- json ----------------------------------------------------------------------
