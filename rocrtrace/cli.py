@@ -78,7 +78,9 @@ def check_output_path(path: str | None, what: str = "output") -> None:
 
 def _emit(text, path: str | None) -> None:
     if path is None or path == "-":
-        click.echo(text, nl=not text.endswith("\n"))
+        # color=True: click would strip the escapes off a pipe, but a report
+        # holds them only when colour was asked for (trace text is escaped)
+        click.echo(text, nl=not text.endswith("\n"), color=True)
         return
     try:
         if isinstance(text, bytes):

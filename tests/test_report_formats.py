@@ -170,7 +170,8 @@ def test_csv_round_trips(result):
     rows = list(csv.DictReader(io.StringIO(render(result, "csv"))))
     assert len(rows) == len(result.findings)
     dc = [r for r in rows if r["rule"] == "fd-double-close"][0]
-    assert dc["message"] == result.findings[1].message     # quotes, commas, newline intact
+    # quotes and commas intact; the newline shown escaped (issue 14)
+    assert dc["message"] == result.findings[1].message.replace("\n", "\\n")
     assert dc["fd"] == "7" and dc["fd_kind"] == "dmabuf"
     ov = [r for r in rows if r["rule"] == "svm-over-revoke"][0]
     assert (ov["start"], ov["end"], ov["gpu_ids"]) == ("0x7f3a1c200000", "0x7f3a1c210000",
@@ -434,3 +435,39 @@ def test_markdown_code_fence_outlasts_backticks_in_trace(result):
     result.findings[1].event.text = "close(7) ```` fenced"
     out = render(result, "markdown")
     assert "`````text" in out
+
+
+# --- control characters from trace text (issue 14) -----------------------------
+
+def _hostile_result():
+    """A finding whose decoded path holds a newline and a GitHub workflow
+    command, an escape sequence and a C1 control."""
+    from rocrtrace.events import Close
+    from rocrtrace.findings import Evidence, Finding
+    from rocrtrace.result import AnalysisResult
+    from rocrtrace.events import InputInfo
+
+    evil = "/tmp/x\n::warning::pwned\x1b[2J\x9b"
+    c = Close(file="t.log", line=2, pid=1, tid=1, fd=3, path=evil, ret=-1, err="EBADF",
+              text=f"close(3<{evil}>) = -1 EBADF")
+    f = Finding(rule="fd-double-close", message=f"fd 3 ({evil}) closed twice", event=c,
+                subject={"kind": "fd", "fd": 3, "fd_kind": "other"},
+                evidence=[Evidence("this close", c, note=evil)])
+    return AnalysisResult(inputs=[InputInfo(file="t.log", format="strace", lines=2, events=2)],
+                          findings=[f])
+
+
+@pytest.mark.parametrize("fmt", ["csv", "junit", "github", "markdown", "text", "sarif",
+                                 "json", "jsonl"])
+def test_no_control_character_of_trace_text_reaches_any_format(fmt):
+    out = render(_hostile_result(), fmt)
+    assert "\x1b" not in out and "\x9b" not in out
+    assert not any(ln.lstrip().startswith("::warning::pwned") for ln in out.splitlines()), fmt
+
+
+def test_csv_cells_are_one_line_each():
+    import csv as csvmod
+    out = render(_hostile_result(), "csv")
+    rows = list(csvmod.DictReader(io.StringIO(out)))
+    assert len(out.splitlines()) == 2 and len(rows) == 1
+    assert "\\n::warning::pwned\\x1b[2J\\x9b" in rows[0]["message"]
