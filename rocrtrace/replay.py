@@ -6,7 +6,7 @@ from typing import Callable, Iterable
 
 from .events import Event, InputInfo, ModuleMap
 from .findings import Evidence, Finding, Programs, assign_fingerprints, number_collisions
-from .result import AnalysisResult
+from .result import AnalysisResult, TraceFacts
 
 
 def build_models(watch_fd=None, watch_addr=None):
@@ -134,11 +134,12 @@ def analyze(traces, enabled=None, debug_dirs=(), fail_on="error",
     """Replay every trace with its own models (traces are independent runs)."""
     result = AnalysisResult(fail_on=fail_on)
     limits: list[str] = []
+    facts = TraceFacts()
     for trace in traces:
         models = build_models()
         maps: list = []
         programs = Programs()
-        replay(trace.events(), [*models, programs], on_event=on_event, maps=maps)
+        replay(trace.events(), [*models, programs, facts], on_event=on_event, maps=maps)
         found: list[Finding] = []
         for m in models:
             found.extend(m.findings)
@@ -152,7 +153,7 @@ def analyze(traces, enabled=None, debug_dirs=(), fail_on="error",
     if enabled is not None:
         result.findings = [f for f in result.findings if f.rule in enabled]
     number_collisions(result.findings)
-    result.coverage = coverage(result.inputs, limits)
+    result.coverage = facts.relevant(coverage(result.inputs, limits))
     return result
 
 

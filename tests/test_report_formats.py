@@ -471,3 +471,25 @@ def test_csv_cells_are_one_line_each():
     rows = list(csvmod.DictReader(io.StringIO(out)))
     assert len(out.splitlines()) == 2 and len(rows) == 1
     assert "\\n::warning::pwned\\x1b[2J\\x9b" in rows[0]["message"]
+
+
+def test_svm_caveats_only_for_inputs_with_svm_calls(tmp_path):
+    """A program that never touched a GPU gets no SVM caveats; an SVM trace
+    gets them all in --verbose."""
+    from rocrtrace.inputs import open_trace
+    from rocrtrace.replay import analyze
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    svm = analyze([open_trace(str(root / "fixtures/scenarios/c1-enclosing-range/"
+                                        "v1-buggy-explicit.log"))])
+    assert sum(x.startswith("SVM:") for x in svm.coverage["cannot_show"]) >= 3
+    assert "SVM:" in render(svm, "text", verbose=True)
+    assert "SVM:" not in render(svm, "text")         # caveats are --verbose only
+    log = tmp_path / "plain.log"
+    log.write_text('100 1700000000.000100 openat(AT_FDCWD, "/etc/hostname", O_RDONLY) = 3'
+                   '</etc/hostname> <0.000010>\n100 1700000000.000200 close(3</etc/hostname>)'
+                   ' = 0 <0.000005>\n100 1700000000.000300 exit_group(0) = ?\n'
+                   '100 +++ exited with 0 +++\n')
+    plain = analyze([open_trace(str(log))])
+    text = render(plain, "text", verbose=True)
+    assert "SVM" not in text and "intent calls" not in text
