@@ -607,4 +607,9 @@ def _known_errors() -> tuple:
         errs.append(BaselineError)
     except ImportError:
         pass
+    try:
+        from .report import MissingDependency
+        errs.append(MissingDependency)
+    except ImportError:
+        pass
     return tuple(errs) or (click.BadParameter,)

@@ -46,6 +46,7 @@ class Finding:
     line: int | None = None
     fingerprint: str = ""
     base_fingerprint: str = ""          # before collision numbering
+    program: str = ""                   # executable name, when the trace names it
 
     def __post_init__(self) -> None:
         if not self.severity:
@@ -199,7 +200,8 @@ def assign_fingerprints(findings, programs: Programs | None = None) -> None:
     """Fingerprint findings once their stacks are symbolized; then number
     the ones that would still collide."""
     for f in findings:
-        f.base_fingerprint = fingerprint(f, programs.of(f) if programs else "")
+        f.program = programs.of(f) if programs else ""
+        f.base_fingerprint = fingerprint(f, f.program)
     number_collisions(findings)
 
 
