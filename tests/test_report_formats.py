@@ -39,8 +39,11 @@ def _load(name):
 def test_every_format_renders_results_and_empty_results(fmt, result, tmp_path):
     opts = {"step_summary": str(tmp_path / "summary.md")}
     out = render(result, fmt, **opts)
-    assert isinstance(out, str) and out.endswith("\n")
     empty = render(AnalysisResult(), fmt, **opts)
+    if fmt in ("perfetto", "parquet"):        # binary: bytes that parse back
+        assert isinstance(out, bytes) and isinstance(empty, bytes) and len(out) > len(empty)
+        return
+    assert isinstance(out, str) and out.endswith("\n")
     assert isinstance(empty, str)
 
 
@@ -458,9 +461,11 @@ def _hostile_result():
 
 
 @pytest.mark.parametrize("fmt", ["csv", "junit", "github", "markdown", "text", "sarif",
-                                 "json", "jsonl"])
+                                 "json", "jsonl", "perfetto"])
 def test_no_control_character_of_trace_text_reaches_any_format(fmt):
     out = render(_hostile_result(), fmt)
+    if isinstance(out, bytes):
+        out = out.decode("utf-8", "replace")
     assert "\x1b" not in out and "\x9b" not in out
     assert not any(ln.lstrip().startswith("::warning::pwned") for ln in out.splitlines()), fmt
 

@@ -50,6 +50,7 @@ _LEAD = re.compile(r"^(?:\[pid\s+\d+\]\s*|\d+\s+(?=\S))?(?:\d+\.\d+\s+|\d\d:\d\d
 _KFD_PREFIX = re.compile(r"\bKFD_IOCTL_SVM_(?:ATTR|FLAG|OP|LOCATION)_")
 # Where a cut may fall: after a separator, so no token is split.
 _BOUNDARY = re.compile(r"[,\s(){}\[\]<>|=]")
+_SPACE = re.compile(r"[,\s]")
 
 
 class _Style:
@@ -72,9 +73,16 @@ def cut(text: str, width: int, already_cut: bool = False) -> str:
         head = text
     else:
         head = text[:width - 1]
-    cuts = [m.end() for m in _BOUNDARY.finditer(head)]
-    if cuts and cuts[-1] > len(head) // 3:
-        head = head[:cuts[-1]]
+    # after ", " or a space where one is near; else after any separator
+    for pattern in (_SPACE, _BOUNDARY):
+        cuts = [m.end() for m in pattern.finditer(head)]
+        if cuts and cuts[-1] > len(head) * 2 // 3:
+            head = head[:cuts[-1]]
+            break
+    else:
+        cuts = [m.end() for m in _BOUNDARY.finditer(head)]
+        if cuts and cuts[-1] > len(head) // 3:
+            head = head[:cuts[-1]]
     return head.rstrip() + "…"
 
 
@@ -107,6 +115,14 @@ class _Names:
         if not path:
             return "-"
         return printable(self.short.get(path, path))
+
+    def in_text(self, text: str) -> str:
+        """The models' messages name trace files in full: the short name
+        here too, where it is unambiguous."""
+        for path, short in self.short.items():
+            if path != short and path + ":" in text:
+                text = text.replace(path + ":", short + ":")
+        return text
 
 
 def _when(e) -> str:
@@ -174,7 +190,7 @@ def _ordered(result) -> list:
 
 def _headline(f, st, root, names, full: bool) -> str:
     where, _ = headline_location(f, root, names)
-    msg = printable(f.message if full else first_sentence(f.message))
+    msg = printable(names.in_text(f.message if full else first_sentence(f.message)))
     return (st(where + ":", "bold") + " " + st(f"{f.severity}[{f.rule}]", f.severity)
             + " " + msg)
 
