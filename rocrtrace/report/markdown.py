@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from .. import __version__
-from .common import (by_rule, finding_lines, counts_line, location_text, printable,
-                     subject_text)
+from .common import (by_rule, finding_lines, counts_line, location_text, primary_location,
+                     printable, source_frame, subject_text)
 
 # GitHub renders inline HTML and markdown in table cells: escape what would
 # change the structure or inject markup.
@@ -45,12 +45,21 @@ def summary_table(result, max_rows: int | None = None) -> list[str]:
             "|---|---|---|---|---|"]
     fs = result.sorted_findings()
     for f in fs[:max_rows] if max_rows else fs:
-        out.append(f"| {f.severity} | `{f.rule}` | {md(f.message)} | {md(location_text(f))} "
+        out.append(f"| {f.severity} | `{f.rule}` | {md(f.message)} | {md(_where(f))} "
                    f"| {md(subject_text(f.subject))} |")
     if max_rows and len(fs) > max_rows:
         out.append(f"\n{len(fs) - max_rows} more findings in the full report.")
     out.append("")
     return out
+
+
+def _where(f) -> str:
+    """The program's source line first where the stack has it (SPEC 6),
+    then the trace line."""
+    if source_frame(f.stack):
+        file, line = primary_location(f)
+        return f"{file}:{line} ({location_text(f)})"
+    return location_text(f)
 
 
 def _details(f) -> str:

@@ -19,8 +19,8 @@ from tabulate import tabulate
 
 from .. import __version__
 from ..rules import fix_of
-from .common import (by_rule, counts_line, hexs, location_frame, pages, printable,
-                     source_root, to_int)
+from .common import (by_rule, call_text, counts_line, cut, hexs, location_frame, pages,
+                     printable, source_root, to_int)
 
 _COLORS = {"error": "1;31", "warning": "1;33", "note": "1;36", "bold": "1", "dim": "2",
            "ok": "32", "help": "1;32"}
@@ -38,21 +38,6 @@ CAUSES = {
 CALL_WIDTH = 120           # call text in the concise report
 VERBOSE_CALL_WIDTH = 240
 MAX_EVIDENCE = 8           # events per finding in the concise report
-# The parser keeps at most this much of a line: text this long was cut
-# there, mid-token, and must be shown as cut.
-PARSER_TEXT_MAX = 300
-
-# The pid / timestamp columns a trace line starts with: the report shows tid
-# and time in their own columns.
-_LEAD = re.compile(r"^(?:\[pid\s+\d+\]\s*|\d+\s+(?=\S))?(?:\d+\.\d+\s+|\d\d:\d\d:\d\d(?:\.\d+)?\s+"
-                   r"|\+\d+\.\d+\s+)?")
-# Long KFD enumerator prefixes, dropped in the concise report only.
-_KFD_PREFIX = re.compile(r"\bKFD_IOCTL_SVM_(?:ATTR|FLAG|OP|LOCATION)_")
-# Where a cut may fall: after a separator, so no token is split.
-_BOUNDARY = re.compile(r"[,\s(){}\[\]<>|=]")
-_SPACE = re.compile(r"[,\s]")
-
-
 class _Style:
     def __init__(self, color: bool):
         self.color = color
@@ -61,40 +46,6 @@ class _Style:
         if not self.color or what not in _COLORS:
             return text
         return f"\x1b[{_COLORS[what]}m{text}\x1b[0m"
-
-
-def cut(text: str, width: int, already_cut: bool = False) -> str:
-    """``text`` in at most ``width`` characters, cut after a separator (never
-    inside a token) and marked with ``…`` when anything was dropped."""
-    if len(text) <= width and not already_cut:
-        return text
-    if len(text) <= width:
-        # the parser cut it; drop the partial token it left
-        head = text
-    else:
-        head = text[:width - 1]
-    # after ", " or a space where one is near; else after any separator
-    for pattern in (_SPACE, _BOUNDARY):
-        cuts = [m.end() for m in pattern.finditer(head)]
-        if cuts and cuts[-1] > len(head) * 2 // 3:
-            head = head[:cuts[-1]]
-            break
-    else:
-        cuts = [m.end() for m in _BOUNDARY.finditer(head)]
-        if cuts and cuts[-1] > len(head) // 3:
-            head = head[:cuts[-1]]
-    return head.rstrip() + "…"
-
-
-def call_text(e, width: int, concise: bool = True) -> str:
-    text = e.text or ""
-    if e.tid is not None or e.time is not None:
-        text = _LEAD.sub("", text, count=1)
-    was_cut = len(e.text or "") >= PARSER_TEXT_MAX
-    if concise:
-        text = _KFD_PREFIX.sub("", text)
-        text = re.sub(r" {2,}", " ", text)     # strace's column padding
-    return printable(cut(text.rstrip(), width, already_cut=was_cut))
 
 
 class _Names:
