@@ -107,6 +107,14 @@ def _use_color(flag, path) -> bool:
     return path is None and sys.stdout.isatty()
 
 
+def _terminal_width(path) -> int | None:
+    if path is None and sys.stdout.isatty():
+        import shutil
+
+        return shutil.get_terminal_size().columns
+    return None
+
+
 def check_recognized(infos, input_format=None) -> None:
     """An input of which no line parsed as an event cannot be recognized
     (SPEC 2): exit 2, never a clean pass on garbage."""
@@ -233,7 +241,8 @@ def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_b
     for fmt, path in specs:
         opts = {"enabled": enabled, "cwd": source_root}
         if fmt == "text":
-            opts.update(color=_use_color(color, path), verbose=verbose, quiet=quiet)
+            opts.update(color=_use_color(color, path), verbose=verbose, quiet=quiet,
+                        width=_terminal_width(path))
         if fmt == "perfetto":
             opts["events"] = events_sink
         _emit(render(result, fmt, **opts), path)

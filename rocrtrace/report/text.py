@@ -35,7 +35,7 @@ CAUSES = {
                           "deregistration began, or their windows overlap",
 }
 
-CALL_WIDTH = 120           # call text in the concise report
+CALL_WIDTH = 200           # a call line of the concise report, off a terminal
 VERBOSE_CALL_WIDTH = 240
 MAX_EVIDENCE = 8           # events per finding in the concise report
 class _Style:
@@ -112,7 +112,9 @@ def first_sentence(msg: str) -> str:
 
 
 def render(result, color: bool = False, verbose: bool = False, quiet: bool = False,
-           cwd: str | None = None, **_opts) -> str:
+           cwd: str | None = None, width: int | None = None, **_opts) -> str:
+    """``width``: the terminal's columns, when the report goes to one; call
+    lines are cut to fit it (and to CALL_WIDTH elsewhere)."""
     st = _Style(color)
     root = source_root(cwd)
     names = _Names(result)
@@ -125,11 +127,12 @@ def render(result, color: bool = False, verbose: bool = False, quiet: bool = Fal
     if verbose:
         out += _verbose_top(result, st)
     shown: set[int] = set()
+    call_width = max(80, width) if width else CALL_WIDTH
     for f in ordered:
         if verbose:
             out += _verbose_finding(f, st, root, names, shown)
         else:
-            out += _concise_finding(f, st, root, names, shown)
+            out += _concise_finding(f, st, root, names, shown, call_width)
     out += _summary(result, st, verbose)
     return "\n".join(out) + "\n"
 
@@ -164,7 +167,7 @@ def _story(f) -> list:
     return rows
 
 
-def _concise_finding(f, st, root, names, shown: set) -> list[str]:
+def _concise_finding(f, st, root, names, shown: set, call_width: int = CALL_WIDTH) -> list[str]:
     out = [_headline(f, st, root, names, full=False)]
     rows = _story(f)
     where, is_source = headline_location(f, root, names)
@@ -172,7 +175,7 @@ def _concise_finding(f, st, root, names, shown: set) -> list[str]:
         out.append(f"  --> {names(f.file)}:{f.line}")
     width = min(max((len(printable(r)) for r, _, _ in rows[:MAX_EVIDENCE]), default=0), 40)
     for role, e, note in rows[:MAX_EVIDENCE]:
-        out.append(_event_line(role, e, note, width, names, root, shown, CALL_WIDTH))
+        out.append(_event_line(role, e, note, width, names, root, shown, call_width))
     if len(rows) > MAX_EVIDENCE:
         out.append(f"  … {len(rows) - MAX_EVIDENCE} more events (--verbose)")
     if f.rule == "trace-unparsed":
@@ -188,6 +191,8 @@ def _concise_finding(f, st, root, names, shown: set) -> list[str]:
 
 def _event_line(role, e, note, width, names, root, shown: set, call_width: int,
                 ind: str = "  ", concise: bool = True) -> str:
+    """``role  file:line tid time  source`` and, indented below it, the call
+    (once per report: later mentions say so)."""
     head = f"{ind}{printable(role).ljust(width)}  {names(e.file)}:{e.line}"
     when = _when(e)
     if when:
@@ -195,13 +200,13 @@ def _event_line(role, e, note, width, names, root, shown: set, call_width: int,
     hit = location_frame(e.stack, root) if e.stack else None
     if hit:
         head += "  " + _loc(*hit)
+    if note and not e.stack:
+        head += f"  ({printable(note)})"
     if id(e) in shown:
         return head + "  (shown above)"
     shown.add(id(e))
-    line = head + "  " + call_text(e, call_width, concise)
-    if note and not e.stack:
-        line += f"  ({printable(note)})"
-    return line
+    pad = ind + "    "
+    return head + "\n" + pad + call_text(e, max(40, call_width - len(pad)), concise)
 
 
 def _summary(result, st, verbose: bool) -> list[str]:
