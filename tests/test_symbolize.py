@@ -300,6 +300,18 @@ def test_strace_k_call_sites_are_the_calls_lines(dclose, tmp_path):
     head = f"{d}/dclose.c:{_marker_line(DCLOSE_C, 'SECOND')}: error[fd-double-close]"
     assert head in text, text
     assert "libc_start_call_main" not in text.split("\n\n")[0]
+    # SARIF and GitHub annotations point at the program's line, not glibc's
+    import json
+    rt = os.path.join(os.path.dirname(os.sys.executable), "rocrtrace")
+    sarif = json.loads(subprocess.run([rt, "analyze", "--format", "sarif", log],
+                                      capture_output=True, text=True, cwd=str(other)).stdout)
+    (res,) = sarif["runs"][0]["results"]
+    phys = res["locations"][0]["physicalLocation"]
+    assert phys["artifactLocation"]["uri"] == f"file://{d}/dclose.c"
+    assert phys["region"]["startLine"] == _marker_line(DCLOSE_C, "SECOND")
+    gh = subprocess.run([rt, "analyze", "--format", "github", log], capture_output=True,
+                        text=True, cwd=str(d)).stdout
+    assert gh.startswith(f"::error file=dclose.c,line={_marker_line(DCLOSE_C, 'SECOND')},")
     # from the source directory the path is relative to it
     text = subprocess.run([os.path.join(os.path.dirname(os.sys.executable), "rocrtrace"),
                            "analyze", log], capture_output=True, text=True, cwd=str(d)).stdout
