@@ -288,7 +288,7 @@ def finding_lines(f, clean=lambda text: text, evidence_stacks: bool = False) -> 
     details): location, call, subject, cause, evidence, stack, fingerprint."""
     lines = [f"at {location_text(f)}"]
     if f.event is not None and f.event.text:
-        lines.append(f"call: {clean(f.event.text)}")
+        lines.append(f"call: {clean(call_text(f.event, 300, concise=False))}")
     if f.subject:
         lines.append(f"subject: {subject_text(f.subject)}")
     if f.cause:
