@@ -144,3 +144,22 @@ def test_invalid_utf8_and_surrogates_do_not_break_fingerprints():
 def test_normalized_paths_drop_run_numbers():
     assert normalize_path("socket:[12345]") == normalize_path("socket:[999]")
     assert normalize_path("/proc/4242/fd/7") == "/proc/N/fd/N"
+
+
+def test_parallel_run_gives_the_same_fingerprints():
+    """--jobs 2 over several traces numbers collisions over the merged
+    result exactly as a sequential run does."""
+    import json
+    import subprocess
+    import sys
+
+    logs = sorted(glob.glob(os.path.join(ROOT, "fixtures", "scenarios", "xdna-gem-close",
+                                         "*.log")))
+    out = []
+    for j in ("1", "2"):
+        r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "-j", j, "--format",
+                            "json", "--fail-on", "never", *logs], capture_output=True,
+                           cwd=ROOT, timeout=120)
+        assert r.returncode == 0, r.stderr
+        out.append(sorted(f["fingerprint"] for f in json.loads(r.stdout)["findings"]))
+    assert out[0] == out[1] and len(set(out[0])) == len(out[0]) > 4
