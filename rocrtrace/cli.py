@@ -87,7 +87,9 @@ def _emit(text, path: str | None) -> None:
             with open(path, "wb") as fh:
                 fh.write(text)
         else:
-            with open(path, "w", encoding="utf-8") as fh:
+            # backslashreplace: a report never crashes on a byte the trace
+            # held that UTF-8 cannot carry (reporters escape them already)
+            with open(path, "w", encoding="utf-8", errors="backslashreplace") as fh:
                 fh.write(text)
     except OSError as e:
         raise UsageFail(f"cannot write {path}: {e.strerror}") from None

@@ -329,3 +329,34 @@ def test_show_addr_renders_tables_not_python_reprs():
     # the model's state lines (not the trace's own call text) hold no reprs
     state = [ln for ln in out.splitlines() if ln.startswith("       ")]
     assert state and not any(tok in ln for ln in state for tok in ("{'", "['", "': "))
+
+
+INVALID_UTF8 = (
+    b'100 1700000000.000100 openat(AT_FDCWD, "/tmp/\xff\xfeA", O_RDONLY) = 3</tmp/\xff\xfeA>'
+    b' <0.000010>\n > /tmp/bin/pr\xffog(main+0x10) [0x1130]\n'
+    b'100 1700000000.000200 close(3</tmp/\xff\xfeA>) = 0 <0.000005>\n'
+    b' > /tmp/bin/pr\xffog(main+0x20) [0x1140]\n'
+    b'100 1700000000.000300 close(3) = -1 EBADF (Bad file descriptor) <0.000004>\n'
+    b' > /tmp/bin/pr\xffog(main+0x30) [0x1150]\n'
+    b'100 1700000000.000400 exit_group(0) = ?\n100 +++ exited with 0 +++\n')
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "jsonl", "csv", "junit", "sarif", "github",
+                                 "markdown", "perfetto", "parquet"])
+def test_invalid_utf8_in_paths_and_frames_reaches_every_format_escaped(tmp_path, fmt):
+    log = tmp_path / "u.log"
+    log.write_bytes(INVALID_UTF8)
+    out = tmp_path / f"out.{fmt}"
+    crashes = tmp_path / "crashes"
+    crashes.mkdir()
+    r = run("analyze", str(log), "--format", f"{fmt}:{out}", "--write-baseline",
+            str(tmp_path / "b.json"), env={"ROCRTRACE_CRASH_DIR": str(crashes)})
+    assert r.returncode == 1, r.stderr
+    assert not list(crashes.iterdir())
+    data = out.read_bytes()
+    if fmt not in ("perfetto", "parquet"):
+        text = data.decode("utf-8")          # valid UTF-8 throughout
+        assert "\\xff" in text or "\\\\xff" in text or "\\udcff" in text, text[:300]
+    # and the baseline written from it suppresses the same finding again
+    r = run("analyze", str(log), "--baseline", str(tmp_path / "b.json"))
+    assert r.returncode == 0, r.stdout

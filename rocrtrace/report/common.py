@@ -20,11 +20,24 @@ SEVERITY_ORDER = ("error", "warning", "note")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+# Lone surrogates: bytes that were not UTF-8 in the trace (decoded with
+# surrogateescape), or a \ud800 from a JSON escape.  No UTF-8 output can
+# carry them, so they are shown as the byte (\xNN) or code point (\uXXXX).
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _surrogate(m) -> str:
+    c = ord(m.group())
+    return f"\\x{c - 0xDC00:02x}" if 0xDC80 <= c <= 0xDCFF else f"\\u{c:04x}"
+
+
 def printable(text: object, keep_newlines: bool = False) -> str:
     """Text with control characters shown as ``\\xNN`` so that trace content
-    can never move a terminal's cursor or end a line early."""
+    can never move a terminal's cursor or end a line early, and with the
+    bytes that were not UTF-8 shown the same way."""
     s = "" if text is None else str(text)
     s = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+    s = _SURROGATE.sub(_surrogate, s)
     if not keep_newlines:
         s = s.replace("\n", "\\n")
     return s

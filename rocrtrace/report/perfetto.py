@@ -117,7 +117,7 @@ class _Writer:
             td = self.packet().track_descriptor
             td.uuid = u
             td.process.pid = pid
-            td.process.process_name = name or f"pid {pid}"
+            td.process.process_name = printable(name) if name else f"pid {pid}"
         return u
 
     def thread(self, pid: int, tid: int) -> int:
@@ -140,7 +140,7 @@ class _Writer:
             td.uuid = u
             if parent:
                 td.parent_uuid = parent
-            td.name = name
+            td.name = printable(name)
         return u
 
     def slice(self, track: int, ts: int, end: int, name: str, annotations=(), flows=(),
@@ -149,7 +149,7 @@ class _Writer:
         te = p.track_event
         te.type = te.TYPE_SLICE_BEGIN
         te.track_uuid = track
-        te.name = name
+        te.name = printable(name)
         te.categories.append(category)
         _annotate(te, annotations)
         te.flow_ids.extend(flows)
