@@ -312,6 +312,10 @@ def test_strace_k_call_sites_are_the_calls_lines(dclose, tmp_path):
     gh = subprocess.run([rt, "analyze", "--format", "github", log], capture_output=True,
                         text=True, cwd=str(d)).stdout
     assert gh.startswith(f"::error file=dclose.c,line={_marker_line(DCLOSE_C, 'SECOND')},")
+    # --source-root names the tree the location is relative to
+    text = subprocess.run([rt, "analyze", "--source-root", str(d), log], capture_output=True,
+                          text=True, cwd=str(other)).stdout
+    assert text.startswith(f"dclose.c:{_marker_line(DCLOSE_C, 'SECOND')}: error[")
     # from the source directory the path is relative to it
     text = subprocess.run([os.path.join(os.path.dirname(os.sys.executable), "rocrtrace"),
                            "analyze", log], capture_output=True, text=True, cwd=str(d)).stdout
