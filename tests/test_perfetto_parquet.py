@@ -151,3 +151,32 @@ def test_duckdb_aggregates_many_runs_as_the_readme_says(tmp_path):
     query = (ROOT / "README.md").read_text().split("```sql\n", 1)[1].split("```", 1)[0]
     got = duckdb.sql(query.replace("runs/", f"{runs}/")).fetchall()
     assert {rule: n for rule, sev, n, *_ in got} == expected
+
+
+def test_perfetto_fd_lifetimes_of_a_pipe(tmp_path):
+    """Both ends of a pipe get their lifetime, each ending at its close."""
+    from rocrtrace.report.perfetto import summary
+
+    log = tmp_path / "p.log"
+    log.write_text(
+        "100 1700000000.000100 pipe2([3<pipe:[77]>, 4<pipe:[77]>], O_CLOEXEC) = 0 <0.000010>\n"
+        "100 1700000000.000200 close(4<pipe:[77]>) = 0 <0.000005>\n"
+        "100 1700000000.000300 close(3<pipe:[77]>) = 0 <0.000005>\n"
+        "100 1700000000.000400 exit_group(0) = ?\n100 +++ exited with 0 +++\n")
+    out = tmp_path / "p.pftrace"
+    assert run("analyze", str(log), "--format", f"perfetto:{out}").returncode == 0
+    s = summary(out.read_bytes())
+    assert s["tracks"]["fd"] == 2 and s["slices"]["fd"] == 2
+    trace = _trace(out)
+    _check_nesting(trace)
+    names = {p.track_descriptor.uuid: p.track_descriptor.name for p in trace.packet
+             if p.HasField("track_descriptor")}
+    ends = {}
+    begins = {}
+    for p in trace.packet:
+        te = p.track_event
+        if p.HasField("track_event") and names.get(te.track_uuid, "").startswith("fd "):
+            (begins if te.type == perfetto_pb2.TrackEvent.TYPE_SLICE_BEGIN else ends)[
+                names[te.track_uuid]] = p.timestamp
+    assert ends["fd 4"] == 1700000000000200000 and ends["fd 3"] == 1700000000000300000
+    assert begins["fd 3"] == begins["fd 4"] == 1700000000000110000

@@ -43,6 +43,7 @@ class Row:
     path: str | None
     text: str
     seq: int
+    created: tuple = ()     # (fd, path) of each fd a create installed
 
 
 @dataclass
@@ -63,7 +64,7 @@ class EventSink:
         pid = rec["pid"] if rec["pid"] is not None else (rec["tid"] or 1)
         tid = rec["tid"] if rec["tid"] is not None else pid
         if rec["time"] is not None:
-            ts = int(round(rec["time"] * 1e9))
+            ts = ns(rec["time"])
         else:
             ts = self._last_ns + 1000      # no timestamps: file order, 1 µs apart
         self._last_ns = max(self._last_ns, ts)
@@ -78,14 +79,26 @@ class EventSink:
             self.procs[pid] = ev.path
         if rec["event"] == "Exit" and getattr(ev, "whole", False):
             self.ends[pid] = ts
-        dur = int(round((rec["dur"] or 0) * 1e9))
+        dur = int(round((rec["dur"] or 0) * 1e9))     # small: exact enough
         paths = getattr(ev, "paths", None) or ()
         path = paths[0] if paths and isinstance(paths[0], str) else getattr(ev, "path", None)
         self._seq += 1
+        created = ()
+        if rec["event"] == "FdCreate":
+            # a pipe or socketpair installs two: each gets its lifetime
+            fds = getattr(ev, "fds", None) or ()
+            created = tuple((fd, paths[i] if i < len(paths) and isinstance(paths[i], str)
+                             else None) for i, fd in enumerate(fds) if isinstance(fd, int))
         self.rows.append(Row(pid, tid, ts, max(dur, 1), rec.get("ioctl") or name,
                              rec["file"], rec["line"], rec["ret"], rec["err"], rec["event"],
                              rec.get("fd"), path if isinstance(path, str) else None,
-                             (ev.text or "")[:TEXT_MAX], self._seq))
+                             (ev.text or "")[:TEXT_MAX], self._seq, created))
+
+
+def ns(t: float) -> int:
+    """Seconds to integer nanoseconds, through microseconds: an epoch time
+    in a double carries no more (its ulp is ~0.2 µs), and strace prints µs."""
+    return int(round(t * 1e6)) * 1000
 
 
 def _uuid(*parts) -> int:
@@ -216,7 +229,7 @@ def render(result, events: EventSink | None = None, cwd: str | None = None, **_o
     last = max((r.ts + r.dur for r in rows), default=0)
     for f in result.findings:
         if f.time is not None:
-            last = max(last, int(f.time * 1e9) + 1)
+            last = max(last, ns(f.time) + 1)
 
     pids = sorted({r.pid for r in rows} | {f.pid for f in result.findings if f.pid is not None})
     for pid in pids:
@@ -277,18 +290,19 @@ def _fd_lifetimes(w: _Writer, rows, ends, last: int) -> None:
                 category="fd")
 
     for r in sorted(rows, key=lambda r: (r.ts, r.seq)):
-        if not isinstance(r.fd, int) or r.fd < 0:
-            if r.kind == "Exit" and r.pid in ends and ends[r.pid] == r.ts:
-                for key in [k for k in open_ if k[0] == r.pid]:
-                    finish(key, r.ts)
-            continue
-        key = (r.pid, r.fd)
         if r.kind in _CREATE and r.err is None and r.ret is not None:
-            if key in open_:
+            for fd, path in r.created or ((r.fd, r.path),):
+                if not isinstance(fd, int) or fd < 0:
+                    continue
+                key = (r.pid, fd)
+                if key in open_:            # dup2 onto it, or a close we did not see
+                    finish(key, r.ts)
+                open_[key] = (r.ts + r.dur, path, r)
+        elif r.kind in _CLOSE and r.err is None and (r.pid, r.fd) in open_:
+            finish((r.pid, r.fd), r.ts)
+        elif r.kind == "Exit" and r.pid in ends and ends[r.pid] == r.ts:
+            for key in [k for k in open_ if k[0] == r.pid]:
                 finish(key, r.ts)
-            open_[key] = (r.ts + r.dur, r.path, r)
-        elif r.kind in _CLOSE and key in open_ and r.err is None:
-            finish(key, r.ts)
     for key in list(open_):
         finish(key, ends.get(key[0], last))
 
@@ -307,10 +321,10 @@ def _svm_claims(w: _Writer, findings, last: int) -> None:
             if not isinstance(c, dict) or c.get("time") is None or f.pid is None:
                 continue
             ident = (f.pid, c.get("start"), c.get("end"), c.get("time"))
-            start = int(c["time"] * 1e9)
+            start = ns(c["time"])
             # a released claim ends at the call that released it; a victim
             # lives on past the call that hurt it
-            end = int(f.time * 1e9) if role == "released" and f.time is not None else last
+            end = ns(f.time) if role == "released" and f.time is not None else last
             if ident in seen:
                 continue
             seen.add(ident)
@@ -325,7 +339,7 @@ def _svm_claims(w: _Writer, findings, last: int) -> None:
 
 def _findings(w: _Writer, findings, cwd, last: int) -> None:
     for n, f in enumerate(findings, 1):
-        ts = int(f.time * 1e9) if f.time is not None else last
+        ts = ns(f.time) if f.time is not None else last
         if f.pid is not None and f.tid is not None:
             track = w.thread(f.pid, f.tid)
         elif f.pid is not None:
