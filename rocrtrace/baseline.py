@@ -128,11 +128,18 @@ def write_baseline(path: str, result, previous: Baseline | None = None) -> int:
         # Write then rename: a CI job killed mid-write must not leave a
         # truncated baseline that later fails every run.
         d = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".baseline.", dir=d)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".baseline.", dir=d)
+        except OSError as e:
+            raise BaselineError(f"baseline {path}: cannot write: {e.strerror or e}") from None
         try:
             with os.fdopen(fd, "w") as fh:
                 fh.write(text)
             os.replace(tmp, path)
+        except OSError as e:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise BaselineError(f"baseline {path}: cannot write: {e.strerror or e}") from None
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)

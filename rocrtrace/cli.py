@@ -20,7 +20,9 @@ from . import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
-REPORT_FORMATS = ("text", "json", "jsonl", "csv", "junit", "sarif", "github", "markdown")
+REPORT_FORMATS = ("text", "json", "jsonl", "csv", "junit", "sarif", "github", "markdown",
+                  "perfetto", "parquet")
+BINARY_FORMATS = ("perfetto", "parquet")
 
 
 class UsageFail(click.ClickException):
@@ -46,23 +48,87 @@ def _parse_format_specs(specs, default_out):
         fmt, _, path = spec.partition(":")
         if fmt not in REPORT_FORMATS:
             raise UsageFail(f"unknown format {fmt!r} (choose from {', '.join(REPORT_FORMATS)})")
-        out.append((fmt, path or default_out))
+        path = path or default_out
+        if fmt in BINARY_FORMATS and path in (None, "-"):
+            raise UsageFail(f"{fmt} is binary: give it a file (--format {fmt}:FILE)")
+        out.append((fmt, path))
     bare_stdout = [f for f, p in out if p is None]
     if len(bare_stdout) > 1:
         raise UsageFail("several formats would go to standard output: give each a file "
                         "(--format FMT:FILE)")
+    for _, path in out:
+        check_output_path(path)
     return out
 
 
-def _emit(text: str, path: str | None) -> None:
+def check_output_path(path: str | None, what: str = "output") -> None:
+    """A bad output path is the user's to fix (exit 2), and is found before
+    a long analysis runs, not after."""
     if path is None or path == "-":
-        click.echo(text, nl=not text.endswith("\n"))
+        return
+    if os.path.isdir(path):
+        raise UsageFail(f"cannot write {what} {path}: it is a directory")
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise UsageFail(f"cannot write {what} {path}: no directory {d}")
+    if os.path.exists(path) and not os.access(path, os.W_OK) or \
+            not os.path.exists(path) and not os.access(d, os.W_OK | os.X_OK):
+        raise UsageFail(f"cannot write {what} {path}: permission denied")
+
+
+def _emit(text, path: str | None) -> None:
+    if path is None or path == "-":
+        # color=True: click would strip the escapes off a pipe, but a report
+        # holds them only when colour was asked for (trace text is escaped)
+        click.echo(text, nl=not text.endswith("\n"), color=True)
         return
     try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        if isinstance(text, bytes):
+            with open(path, "wb") as fh:
+                fh.write(text)
+        else:
+            # backslashreplace: a report never crashes on a byte the trace
+            # held that UTF-8 cannot carry (reporters escape them already)
+            with open(path, "w", encoding="utf-8", errors="backslashreplace") as fh:
+                fh.write(text)
     except OSError as e:
         raise UsageFail(f"cannot write {path}: {e.strerror}") from None
+
+
+def split_rules(values) -> list[str]:
+    """``--enable a,b --enable c`` → [a, b, c]."""
+    return [r.strip() for v in values or () for r in v.split(",") if r.strip()]
+
+
+def _use_color(flag, path) -> bool:
+    if flag is not None:
+        return flag
+    # https://no-color.org: any non-empty NO_COLOR turns colour off
+    if os.environ.get("NO_COLOR"):
+        return False
+    return path is None and sys.stdout.isatty()
+
+
+def _terminal_width(path) -> int | None:
+    if path is None and sys.stdout.isatty():
+        import shutil
+
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def check_recognized(infos, input_format=None) -> None:
+    """An input of which no line parsed as an event cannot be recognized
+    (SPEC 2): exit 2, never a clean pass on garbage."""
+    for info in infos:
+        if info.events == 0 and info.lines > 0 and info.unparsed > 0:
+            forced = f" as {input_format}" if input_format else ""
+            sample = ""
+            if info.unparsed_samples:
+                ln, text = info.unparsed_samples[0]
+                sample = f" (line {ln}: {text[:60]!r})"
+            raise UsageFail(f"{info.file}: no line parses{forced} as a trace event: "
+                            f"{info.unparsed} line(s) unparsed{sample}")
 
 
 def _check_rules(ids):
@@ -103,29 +169,43 @@ def cli():
     """
 
 
+_RULES_HELP = "Comma-separated rule ids; may be repeated."
+
+
 @cli.command()
 @click.argument("traces", nargs=-1, required=True)
 @click.option("--format", "formats", multiple=True, metavar="FMT[:FILE]",
-              help="Report format: text, json, jsonl, csv, junit, sarif, github, markdown. "
+              help="Report format: text, json, jsonl, csv, junit, sarif, github, markdown, "
+                   "perfetto:FILE (a Perfetto trace), parquet:FILE (the findings table). "
                    "Repeat with :FILE for several outputs in one run.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE.")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "note", "never"]),
               default="error", show_default=True,
               help="Exit 1 when a finding at or above this severity remains.")
-@click.option("--enable", multiple=True, metavar="RULE", help="Report only these rules.")
-@click.option("--disable", multiple=True, metavar="RULE", help="Do not report these rules.")
+@click.option("--enable", multiple=True, metavar="RULE[,RULE…]",
+              help="Report only these rules. " + _RULES_HELP)
+@click.option("--disable", multiple=True, metavar="RULE[,RULE…]",
+              help="Do not report these rules. " + _RULES_HELP)
 @click.option("--baseline", metavar="FILE", help="Suppress findings whose fingerprints FILE lists.")
 @click.option("--write-baseline", metavar="FILE", help="Write the findings' fingerprints to FILE.")
 @click.option("--input-format", type=click.Choice(["strace", "preload"]),
               help="Force the input format instead of detecting it.")
+@click.option("--source-root", metavar="DIR",
+              help="The program's source tree: a finding is located at the first stack frame "
+                   "whose source lies under DIR (default: the current directory).")
 @click.option("--debug-dir", "debug_dirs", multiple=True, metavar="DIR",
               help="Look for separate debug files (by build-id) under DIR.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
               metavar="N", help=_JOBS_HELP)
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
-@click.option("--color/--no-color", default=None, help="Colour the text report.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Text report: the full diagnosis, coverage and every caveat.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Text report: one line per finding, nothing else.")
+@click.option("--color/--no-color", default=None,
+              help="Colour the text report (default: on a terminal, unless NO_COLOR is set).")
 def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_baseline,
-            input_format, debug_dirs, jobs, no_progress, color):
+            input_format, source_root, debug_dirs, jobs, no_progress, verbose, quiet, color):
     """Parse TRACE..., replay it and report findings (the main job).
 
     TRACE is a file, '-' (stdin), a directory or a glob (strace -ff files or
@@ -134,45 +214,72 @@ def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_b
     from .report import render
     from .rules import RULES
 
+    if verbose and quiet:
+        raise UsageFail("--verbose and --quiet exclude each other")
+    enable, disable = split_rules(enable), split_rules(disable)
     _check_rules(enable)
     _check_rules(disable)
     specs = _parse_format_specs(formats, output)
+    check_output_path(write_baseline, "baseline")
+    if source_root is not None and not os.path.isdir(source_root):
+        raise UsageFail(f"--source-root {source_root}: not a directory")
     enabled = set(enable) if enable else set(RULES)
     enabled -= set(disable)
 
+    events_sink = _event_sink(specs)
     result = _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs,
-                           progress=not no_progress)
+                           progress=not no_progress, sink=events_sink)
+    check_recognized(result.inputs, input_format)
     if baseline:
         from .baseline import apply_baseline, load_baseline
 
-        expired = apply_baseline(result, load_baseline(baseline))
-        for entry in expired or ():
-            click.echo(f"rocrtrace: baseline entry {entry} has expired and no longer "
-                       "suppresses", err=True)
+        applied = apply_baseline(result, load_baseline(baseline))
+        for msg in applied.messages():
+            click.echo(f"rocrtrace: {msg}", err=True)
     if write_baseline:
         from .baseline import write_baseline as write_bl
 
         write_bl(write_baseline, result)
     for fmt, path in specs:
-        opts = {"enabled": enabled}
+        opts = {"enabled": enabled, "cwd": source_root}
         if fmt == "text":
-            opts["color"] = color if color is not None else (path is None and sys.stdout.isatty())
+            opts.update(color=_use_color(color, path), verbose=verbose, quiet=quiet,
+                        width=_terminal_width(path))
+        if fmt == "perfetto":
+            opts["events"] = events_sink
         _emit(render(result, fmt, **opts), path)
     return EXIT_FINDINGS if result.failed() else EXIT_CLEAN
 
 
-def _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs, progress):
+def _event_sink(specs):
+    """What the perfetto format needs of the event stream, collected while
+    the replay runs (only when that format is asked for)."""
+    if not any(fmt == "perfetto" for fmt, _ in specs):
+        return None
+    from .report.perfetto import EventSink
+
+    return EventSink()
+
+
+def _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs, progress,
+                  sink=None):
     from .replay import analyze as run
 
-    if jobs > 1 and len(traces) > 1:
+    if jobs > 1 and len(traces) > 1 and sink is None:
+        from .findings import number_collisions
         from .parallel import analyze_parallel
 
-        return analyze_parallel(traces, input_format, enabled, debug_dirs, fail_on, jobs)
+        result = analyze_parallel(traces, input_format, enabled, debug_dirs, fail_on, jobs)
+        number_collisions(result.findings)
+        return result
     opened = _open_traces(traces, input_format, jobs)
     on_event = _progress_hook(opened) if progress and sys.stderr.isatty() else None
+    hooks = [h for h in (on_event, sink) if h is not None]
+    hook = hooks[0] if len(hooks) == 1 else (lambda ev: [h(ev) for h in hooks]) if hooks \
+        else None
     try:
         return run(opened, enabled=enabled, debug_dirs=debug_dirs, fail_on=fail_on,
-                   on_event=on_event)
+                   on_event=hook)
     finally:
         if on_event is not None:
             on_event.close()
@@ -291,10 +398,12 @@ def events(traces, fmt, output, input_format, jobs):
     """The normalized event table of TRACE... (pandas)."""
     from .tables import TableError, events_frame, write_events
 
-    opened = _open_traces(traces, input_format, jobs)
-    frame = events_frame(ev for t in opened for ev in t.events())
     if fmt == "parquet" and not output:
         raise UsageFail("parquet is binary: give -o FILE")
+    check_output_path(output)
+    opened = _open_traces(traces, input_format, jobs)
+    frame = events_frame(ev for t in opened for ev in t.events())
+    check_recognized([i for t in opened for i in t.infos], input_format)
     try:
         write_events(frame, fmt, output or sys.stdout)
     except TableError as e:
@@ -306,17 +415,21 @@ def events(traces, fmt, output, input_format, jobs):
 @click.argument("traces", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
+@click.option("-o", "--output", metavar="FILE", help="Write the statistics to FILE.")
 @click.option("--input-format", type=click.Choice(["strace", "preload"]),
               help="Force the input format instead of detecting it.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
               metavar="N", help="Parse one large uncompressed TRACE file in chunks with N "
                                 "processes (same counts).")
-def stats(traces, fmt, input_format, jobs):
+def stats(traces, fmt, output, input_format, jobs):
     """Counts, errors, sizes and latency percentiles per ioctl and SVM attribute shape."""
     from .tables import render_stats, stats as compute
 
+    check_output_path(output)
     opened = _open_traces(traces, input_format, jobs)
-    _emit(render_stats(compute(ev for t in opened for ev in t.events()), fmt), None)
+    table = compute(ev for t in opened for ev in t.events())
+    check_recognized([i for t in opened for i in t.infos], input_format)
+    _emit(render_stats(table, fmt), output)
     return EXIT_CLEAN
 
 
@@ -339,15 +452,17 @@ def _parse_addr(spec: str):
 @click.option("--pid", type=int, help="Only this process.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
+@click.option("-o", "--output", metavar="FILE", help="Write the history to FILE.")
 @click.option("--input-format", type=click.Choice(["strace", "preload"]),
               help="Force the input format instead of detecting it.")
-def show(trace, addr, fd, pid, fmt, input_format):
+def show(trace, addr, fd, pid, fmt, output, input_format):
     """The full history of one page range or fd, event by event."""
     from .history import render_history
     from .replay import build_models, replay
 
     if (addr is None) == (fd is None):
         raise UsageFail("give exactly one of --addr ADDR[:LEN] or --fd N")
+    check_output_path(output)
     watch_addr = _parse_addr(addr) if addr else None
     if watch_addr is not None and pid is not None:
         watch_addr = (*watch_addr, pid)
@@ -355,9 +470,10 @@ def show(trace, addr, fd, pid, fmt, input_format):
                           watch_addr=watch_addr)
     (opened,) = _open_traces([trace], input_format)
     replay(opened.events(), models)
+    check_recognized(opened.infos, input_format)
     subject = f"--addr {addr}" if addr else f"--fd {fd}"
     watcher = models[2] if addr else models[0]
-    _emit(render_history(watcher.history, subject, fmt, pid=pid), None)
+    _emit(render_history(watcher.history, subject, fmt, pid=pid), output)
     return EXIT_CLEAN
 
 
@@ -366,46 +482,93 @@ def show(trace, addr, fd, pid, fmt, input_format):
 @click.argument("b")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
               default="text", show_default=True, help="Output format.")
+@click.option("-o", "--output", metavar="FILE", help="Write the comparison to FILE.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "note", "never"]),
+              default="error", show_default=True,
+              help="Exit 1 when a finding only in B is at or above this severity.")
 @click.option("--input-format", type=click.Choice(["strace", "preload"]),
               help="Force the input format instead of detecting it.")
-def diff(a, b, fmt, input_format):
-    """What changed between two traces: ioctl mix, SVM shapes, findings."""
+def diff(a, b, fmt, output, fail_on, input_format):
+    """What changed between two traces: ioctl mix, SVM shapes, findings.
+
+    The exit status gates on the findings only in B (the change's new ones).
+    """
     from .replay import analyze as run
+    from .rules import SEVERITY_RANK
     from .tables import diff as compute, render_diff
 
+    check_output_path(output)
     sides = []
     for path in (a, b):
         collected = []
         (opened,) = _open_traces([path], input_format)
         result = run([opened], on_event=collected.append)
+        check_recognized(result.inputs, input_format)
         sides.append((collected, result.findings))
-    _emit(render_diff(compute(sides[0][0], sides[0][1], sides[1][0], sides[1][1]), fmt,
-                      names=(a, b)), None)
-    return EXIT_CLEAN
+    d = compute(sides[0][0], sides[0][1], sides[1][0], sides[1][1])
+    _emit(render_diff(d, fmt, names=(a, b)), output)
+    limit = SEVERITY_RANK[fail_on]
+    new = [f for f in d["only_in_b"] if SEVERITY_RANK.get(f["severity"], 0) >= limit]
+    return EXIT_FINDINGS if new else EXIT_CLEAN
 
 
 @cli.command()
+@click.argument("rule_ids", nargs=-1, metavar="[RULE]...")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
-def rules(fmt):
-    """The rule catalogue: ids, severities, what each means."""
+def rules(rule_ids, fmt):
+    """The rule catalogue: ids, severities, what each means.
+
+    With RULE ids: each rule's explanation, an example and the fix.
+    """
     import json
 
-    from .rules import RULES
+    from .rules import DOCS, RULES
+
+    ids = split_rules(rule_ids)
+    _check_rules(ids)
+    chosen = [RULES[i] for i in ids] if ids else list(RULES.values())
+
+    def entry(r):
+        doc = DOCS.get(r.id)
+        return {"id": r.id, "severity": r.severity, "summary": r.summary, "help": r.help,
+                "example": doc.example if doc else "", "fix": doc.fix if doc else ""}
 
     if fmt == "json":
-        _emit(json.dumps([{"id": r.id, "severity": r.severity, "summary": r.summary,
-                           "help": r.help} for r in RULES.values()], indent=2), None)
+        _emit(json.dumps([entry(r) for r in chosen], indent=2), None)
+        return EXIT_CLEAN
+    if ids:
+        import textwrap
+
+        out = []
+        for r in chosen:
+            e = entry(r)
+            out.append(f"{r.id} ({r.severity}): {r.summary}")
+            out += ["", *textwrap.wrap(r.help, 78, initial_indent="  ",
+                                       subsequent_indent="  ")]
+            for label in ("example", "fix"):
+                if e[label]:
+                    out += ["", f"  {label}:", *textwrap.wrap(
+                        e[label], 78, initial_indent="    ", subsequent_indent="    ")]
+            out.append("")
+        _emit("\n".join(out), None)
         return EXIT_CLEAN
     from tabulate import tabulate
 
-    rows = [(r.id, r.severity, r.summary) for r in RULES.values()]
-    _emit(tabulate(rows, headers=("rule", "severity", "fires when")), None)
+    rows = [(r.id, r.severity, r.summary) for r in chosen]
+    _emit(tabulate(rows, headers=("rule", "severity", "fires when"))
+          + "\n\n'rocrtrace rules RULE' explains one, with an example and the fix.", None)
     return EXIT_CLEAN
 
 
 def _internal_error(exc: BaseException) -> int:
-    fd, path = tempfile.mkstemp(prefix="rocrtrace-crash-", suffix=".txt")
+    # ROCRTRACE_CRASH_DIR: where tests (and CI jobs that keep artifacts)
+    # want the traceback; the system's temporary directory otherwise.
+    where = os.environ.get("ROCRTRACE_CRASH_DIR") or None
+    try:
+        fd, path = tempfile.mkstemp(prefix="rocrtrace-crash-", suffix=".txt", dir=where)
+    except OSError:
+        fd, path = tempfile.mkstemp(prefix="rocrtrace-crash-", suffix=".txt")
     with os.fdopen(fd, "w") as fh:
         fh.write(f"rocrtrace {__version__}\nargv: {sys.argv!r}\n\n")
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=fh)
@@ -454,6 +617,11 @@ def _known_errors() -> tuple:
     try:
         from .baseline import BaselineError
         errs.append(BaselineError)
+    except ImportError:
+        pass
+    try:
+        from .report import MissingDependency
+        errs.append(MissingDependency)
     except ImportError:
         pass
     return tuple(errs) or (click.BadParameter,)

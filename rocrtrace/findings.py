@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,8 @@ class Finding:
     file: str | None = None             # for findings with no event
     line: int | None = None
     fingerprint: str = ""
+    base_fingerprint: str = ""          # before collision numbering
+    program: str = ""                   # executable name, when the trace names it
 
     def __post_init__(self) -> None:
         if not self.severity:
@@ -88,15 +91,130 @@ class Finding:
 
 def stack_signature(stack, depth: int = 4) -> tuple[str, ...]:
     """Top frames as ``module!function`` (fallback ``module+offset``): stable
-    across runs of the same binaries, independent of ASLR."""
+    across runs of the same binaries, independent of ASLR.  A frame the
+    symbolizer resolved adds its call site (source file name and line), so
+    two calls from one function on different lines differ."""
     sig = []
     for fr in stack[:depth]:
-        mod = fr.module.rsplit("/", 1)[-1]
-        fn = fr.symbol      # not the symbolizer's name: same with or without debug info
-        sig.append(f"{mod}!{fn}" if fn else f"{mod}+{fr.addr:#x}" if fr.addr is not None else mod)
+        mod = (fr.module or "").rsplit("/", 1)[-1]
+        fn = fr.symbol or fr.function
+        s = f"{mod}!{fn}" if fn else f"{mod}+{fr.addr:#x}" if fr.addr is not None else mod
+        if fr.source and fr.source_line:
+            s += f"@{fr.source.rsplit('/', 1)[-1]}:{fr.source_line}"
+        sig.append(s)
     return tuple(sig)
 
 
-def fingerprint(f: Finding) -> str:
-    parts = [FINGERPRINT_SCHEME, f.rule, *map(str, f.key), *stack_signature(f.stack)]
-    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
+def _text(x) -> str:
+    return str(x).encode("utf-8", "surrogatepass").decode("utf-8", "replace") \
+        if isinstance(x, str) else str(x)
+
+
+def _digest(parts) -> str:
+    # surrogatepass: a path decoded from invalid UTF-8 (surrogateescape) or
+    # a lone surrogate from a JSON escape must still hash, not crash.
+    data = "\x1f".join(_text(p) for p in parts).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+def fingerprint(f: Finding, program: str = "") -> str:
+    """The finding's identity without run-specific values (SPEC 6)."""
+    return _digest([FINGERPRINT_SCHEME, program, f.rule, *map(str, f.key),
+                    *evidence_signature(f), *stack_signature(f.stack)])
+
+
+# Numbers that change from run to run inside otherwise stable paths:
+# socket:[12345], /proc/4242/fd, /tmp/tmp.3f2a, anon_inode:[eventfd]-7.
+_RUN_NUMBER = re.compile(r"\d+")
+
+
+def normalize_path(path: str) -> str:
+    return _RUN_NUMBER.sub("N", path)
+
+
+def _event_paths(ev) -> list[str]:
+    # Fingerprinting lives in the Python front with the reporters, so it
+    # reads only plain fields, and only where an event has them.
+    out = []
+    p = getattr(ev, "path", None)
+    if isinstance(p, str):
+        out.append(p)
+    for q in getattr(ev, "paths", ()) or ():
+        if isinstance(q, str):
+            out.append(q)
+    return [normalize_path(x) for x in out]
+
+
+def evidence_signature(f: Finding) -> list[str]:
+    """The calls of the story by name with the paths and fd kinds they
+    touched, then the call sites of the evidence events that have stacks."""
+    parts = []
+    subj = f.subject or {}
+    if subj.get("fd_kind"):
+        parts.append(f"kind={subj['fd_kind']}")
+    for ev in f.evidence:
+        e = ev.event
+        parts.append(f"{normalize_path(ev.role)}:{getattr(e, 'name', '') or ''}:" + ",".join(_event_paths(e)))
+        if e.stack and e is not f.event:
+            parts.append("@" + "|".join(stack_signature(e.stack, depth=2)))
+    return parts
+
+
+def program_of(exe: str | None) -> str:
+    """The executable's base name; "" when the trace never names it (strace
+    attached mid-run, a pasted excerpt): then only the rest of the
+    fingerprint tells programs apart."""
+    return exe.rsplit("/", 1)[-1] if exe else ""
+
+
+class Programs:
+    """Follows which executable each process runs (preload headers, execve,
+    fork), fed like a model so it sees the events in replay order."""
+
+    def __init__(self):
+        self.exe: dict = {}
+        self.findings: list = []
+
+    def feed(self, ev) -> None:
+        name = type(ev).__name__
+        if name == "ProcessInfo" and getattr(ev, "exe", None):
+            self.exe[ev.pid] = ev.exe
+        elif name == "Exec" and ev.ret == 0 and getattr(ev, "path", None):
+            self.exe[ev.pid] = ev.path
+        elif name == "Clone" and ev.ret is not None and ev.ret > 0 \
+                and not getattr(ev, "thread", False) and ev.pid in self.exe:
+            self.exe.setdefault(ev.ret, self.exe[ev.pid])
+
+    def finish(self) -> None:
+        pass
+
+    def of(self, f: Finding) -> str:
+        exe = self.exe.get(f.pid)
+        if exe is None and len(set(self.exe.values())) == 1:
+            # a process the trace saw no exec or fork of, in a one-program trace
+            exe = next(iter(self.exe.values()))
+        return program_of(exe)
+
+
+def assign_fingerprints(findings, programs: Programs | None = None) -> None:
+    """Fingerprint findings once their stacks are symbolized; then number
+    the ones that would still collide."""
+    for f in findings:
+        f.program = programs.of(f) if programs else ""
+        f.base_fingerprint = fingerprint(f, f.program)
+    number_collisions(findings)
+
+
+def number_collisions(findings) -> None:
+    """Two different findings never share a fingerprint: the n-th finding
+    with the same ingredients (in trace order) gets n mixed in.  The first
+    keeps the plain digest, so adding a finding elsewhere changes nothing."""
+    seen: dict[str, int] = {}
+    order = sorted(findings, key=lambda f: (f.file or "", f.line or 0,
+                                            getattr(f.event, "seq", 0) if f.event else 0,
+                                            f.rule, f.message))
+    for f in order:
+        base = f.base_fingerprint or f.fingerprint
+        f.base_fingerprint = base
+        n = seen[base] = seen.get(base, 0) + 1
+        f.fingerprint = base if n == 1 else _digest([base, str(n)])

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from .events import Event, InputInfo, ModuleMap
-from .findings import Evidence, Finding
-from .result import AnalysisResult
+from .findings import Evidence, Finding, Programs, assign_fingerprints, number_collisions
+from .result import AnalysisResult, TraceFacts
 
 
 def build_models(watch_fd=None, watch_addr=None):
@@ -129,8 +129,7 @@ def symbolize_findings(findings: list[Finding], maps: list, debug_dirs=()) -> No
 
     sym = Symbolizer(debug_dirs=list(debug_dirs), maps=maps)
     for st in stacks:
-        for fr in st:
-            sym.symbolize(fr)
+        sym.symbolize_stack(st)
 
 
 def analyze(traces, enabled=None, debug_dirs=(), fail_on="error",
@@ -138,10 +137,12 @@ def analyze(traces, enabled=None, debug_dirs=(), fail_on="error",
     """Replay every trace with its own models (traces are independent runs)."""
     result = AnalysisResult(fail_on=fail_on)
     limits: list[str] = []
+    facts = TraceFacts()
     for trace in traces:
         models = build_models()
         maps: list = []
-        replay(trace.events(), models, on_event=on_event, maps=maps)
+        programs = Programs()
+        replay(trace.events(), [*models, programs, facts], on_event=on_event, maps=maps)
         found: list[Finding] = []
         for m in models:
             found.extend(m.findings)
@@ -149,11 +150,13 @@ def analyze(traces, enabled=None, debug_dirs=(), fail_on="error",
         for info in trace.infos:
             found.extend(input_findings(info))
         symbolize_findings(found, maps, debug_dirs)
+        assign_fingerprints(found, programs)
         result.inputs.extend(trace.infos)
         result.findings.extend(found)
     if enabled is not None:
         result.findings = [f for f in result.findings if f.rule in enabled]
-    result.coverage = coverage(result.inputs, limits)
+    number_collisions(result.findings)
+    result.coverage = facts.relevant(coverage(result.inputs, limits))
     return result
 
 

@@ -55,3 +55,37 @@ class AnalysisResult:
             "findings": [f.to_dict() for f in self.sorted_findings()],
             "summary": self.summary(),
         }
+
+
+class TraceFacts:
+    """What the inputs contained that decides which caveats apply; fed the
+    events like a model.  Reads plain fields only (name, path, ioctl)."""
+
+    def __init__(self):
+        self.svm_ioctls = 0
+        self.gpu_calls = 0
+        self.findings: list = []
+
+    def feed(self, ev) -> None:
+        ioctl = getattr(ev, "ioctl", None)
+        if ioctl == "AMDKFD_IOC_SVM":
+            self.svm_ioctls += 1
+        if ioctl and ioctl.startswith(("AMDKFD_", "DRM_", "AMDGPU_", "AMDXDNA_")) or \
+                "/dev/kfd" in (getattr(ev, "path", None) or "") or \
+                "/dev/dri/" in (getattr(ev, "path", None) or ""):
+            self.gpu_calls += 1
+
+    def finish(self) -> None:
+        pass
+
+    def relevant(self, cov: dict) -> dict:
+        """Caveats about SVM only where the input has SVM calls; the strace
+        warning that SVM cannot be analyzed only for a program that used a
+        GPU at all."""
+        def keep(item: str) -> bool:
+            if item.startswith("SVM:") or "intent calls" in item:
+                return self.svm_ioctls > 0
+            if "SVM" in item:
+                return self.gpu_calls > 0
+            return True
+        return {k: v if k == "shows" else [x for x in v if keep(x)] for k, v in cov.items()}

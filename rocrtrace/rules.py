@@ -91,3 +91,83 @@ RULES: dict[str, Rule] = {r.id: r for r in _RULES}
 
 def rank(severity: str) -> int:
     return SEVERITY_RANK[severity]
+
+
+# --- what `rocrtrace rules ID` and the text report's help: line say ---------
+# Kept apart from the catalogue above so that new rules and these texts merge
+# independently; a rule without an entry here falls back to its help text.
+
+@dataclass(frozen=True)
+class RuleDoc:
+    example: str    # what it looks like in a trace
+    fix: str        # the one-line help: of the text report
+
+
+DOCS: dict[str, RuleDoc] = {
+    "svm-over-revoke": RuleDoc(
+        "lock(A, 8 pages) ... lock(A+3p, 1 page) ... unlock(A+3p) -> SET_ATTR NO_ACCESS on "
+        "[A+3p, A+4p): the 8-page claim loses the GPU on page 4",
+        "revoke only the pages no other live registration covers (split the range against "
+        "live claims), or keep the range's access until the last claim on it ends"),
+    "svm-coherency-downgrade": RuleDoc(
+        "SET_ATTR CLR_FLAGS(COHERENT) on pages a live claim registered fine-grained",
+        "clear COHERENT/EXT_COHERENT only on pages no other live fine-grained claim covers"),
+    "svm-stale-no-access": RuleDoc(
+        "free(p) without munmap; p = malloc(...) again; register p with no ACCESS attribute: "
+        "the pages are still NO_ACCESS from the first deregistration",
+        "grant access explicitly when registering (ACCESS/ACCESS_IN_PLACE for the GPUs), or "
+        "unmap the VA before it is reused"),
+    "svm-unmap-registered": RuleDoc(
+        "hsa_amd_memory_lock(p) ... munmap(p) ... hsa_amd_memory_unlock(p)",
+        "unlock (deregister) the memory before freeing or unmapping it"),
+    "svm-bad-range": RuleDoc(
+        "AMDKFD_IOC_SVM SET_ATTR start_addr=0x7f0000000100 (not page aligned) = -1 EINVAL",
+        "pass page-aligned, non-empty ranges of mapped memory; check the ioctl's result"),
+    "svm-model-mismatch": RuleDoc(
+        "GET_ATTR answers ACCESS for a GPU the replayed trace revoked",
+        "capture the whole run (from exec) with the preload method; report it if it persists"),
+    "fd-double-close": RuleDoc(
+        "close(3) = 0 ... close(3) = -1 EBADF, with nothing opening fd 3 in between",
+        "close each fd once: reset the variable to -1 after close, and find which of the two "
+        "closes does not own the fd"),
+    "fd-bad-fd": RuleDoc(
+        "close(-1) = -1 EBADF, or read(57, ...) = -1 EBADF on a number never opened",
+        "check the fd before use; an fd variable reset to -1 is not an fd"),
+    "fd-close-reused": RuleDoc(
+        "close(5) ... open() = 5 (someone else's) ... close(5) from the first owner's code",
+        "the first owner must forget the fd when it closes it; give each fd one owner"),
+    "fd-use-after-close": RuleDoc(
+        "close(7) = 0 ... ioctl(7, ...) = -1 EBADF",
+        "do not use an fd after closing it; close it when its last user is done"),
+    "fd-leak": RuleDoc(
+        "AMDKFD_IOC_EXPORT_DMABUF => dmabuf_fd=12, never closed before exit_group",
+        "close the dma-buf / PRIME / sync_file fd when the import is done (after the "
+        "importer took its own reference)"),
+    "fd-open-at-exit": RuleDoc(
+        "openat(...) = 5 and no close(5) before the process exits",
+        "close the fd, or open it O_CLOEXEC and document that it lives until exit"),
+    "fd-held-open": RuleDoc(
+        "an exported dma-buf fd last used at t=1.0 s still open at t=60 s",
+        "close exported fds right after the importer has imported them"),
+    "fd-exhaustion": RuleDoc(
+        "openat(...) = -1 EMFILE (Too many open files), 1021 dma-buf fds open",
+        "close fds you no longer need (a handle per allocation keeps one fd each); raise "
+        "RLIMIT_NOFILE only after that"),
+    "dmabuf-reexport": RuleDoc(
+        "the same buffer handle exported to a dma-buf fd 16 times",
+        "export a buffer once and share the fd, or close each export after use"),
+    "bo-double-free": RuleDoc(
+        "AMDKFD_IOC_FREE_MEMORY_OF_GPU handle=0x... twice, or DRM_IOCTL_GEM_CLOSE twice",
+        "free each buffer handle once; forget the handle after freeing it"),
+    "trace-unparsed": RuleDoc(
+        "a line cut by a crash, or output of the program mixed into the strace log",
+        "write the trace to its own file (strace -o FILE), or check the listed lines"),
+    "trace-incomplete": RuleDoc(
+        "attached with strace -p, or the log ends in the middle of a call",
+        "capture from the program's start to its exit (rocrtrace capture -- CMD)"),
+}
+
+
+def fix_of(rule_id: str) -> str:
+    doc = DOCS.get(rule_id)
+    return doc.fix if doc else ""

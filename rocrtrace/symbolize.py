@@ -348,8 +348,15 @@ class Symbolizer:
         return _Module(path, elf_pair, debug_pair)
 
     # --- the API -----------------------------------------------------------
-    def symbolize(self, frame: Frame) -> Frame:
+    def symbolize(self, frame: Frame, exact: bool = False) -> Frame:
         """Fill frame.function / source / source_line in place; return it.
+
+        A frame's address is a return address: the instruction after the
+        call.  Its line is often the next source line (or, after a call to a
+        noreturn function, the next function), so the lookup is made at the
+        address minus one, inside the call instruction, as addr2line users
+        and every debugger do.  ``exact`` is for the frame a signal
+        interrupted: its address is the faulting instruction itself.
 
         strace's own symbol, when the frame has one, is kept as the function
         name: it is what the user saw and may be demangled already.
@@ -369,6 +376,8 @@ class Symbolizer:
                     vaddr = start + frame.sym_offset
             if vaddr is None:
                 return frame
+            if not exact and not (frame.addr is None and frame.sym_offset == 0):
+                vaddr -= 1
             frame.function = frame.symbol or mod.function_at(vaddr)
             hit = mod.line_at(vaddr)
             if hit and hit[0]:
@@ -378,8 +387,26 @@ class Symbolizer:
         return frame
 
     def symbolize_stack(self, stack):
-        """Symbolize every frame of a stack; returns it as a tuple."""
-        return tuple(self.symbolize(f) for f in stack)
+        """Symbolize every frame of a stack, innermost first; returns it as a
+        tuple.  The frame just outside a signal trampoline was interrupted,
+        not calling: its address is exact."""
+        out = []
+        after_trampoline = False
+        for f in stack:
+            out.append(self.symbolize(f, exact=after_trampoline))
+            after_trampoline = is_signal_trampoline(f)
+        return tuple(out)
+
+
+# The kernel returns from a signal handler through these (x86-64 glibc and
+# musl, the vDSO's own names on other architectures).
+_TRAMPOLINES = ("__restore_rt", "__restore", "__kernel_rt_sigreturn", "__kernel_sigreturn",
+                "__vdso_rt_sigreturn")
+
+
+def is_signal_trampoline(frame: Frame) -> bool:
+    name = frame.symbol or frame.function or ""
+    return name in _TRAMPOLINES
 
 
 def _has_full_debug(elf) -> bool:

@@ -129,3 +129,76 @@ def test_bad_files_give_one_clear_line(tmp_path, content, words):
 def test_missing_file(tmp_path):
     with pytest.raises(BaselineError, match="cannot read"):
         load_baseline(str(tmp_path / "nope.json"))
+
+
+# --- a baseline hides known findings, never a new one (real strace runs) -------
+
+TWO_SITES_C = r"""
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static void site_a(void)
+{
+    int fd = open("/etc/hostname", O_RDONLY);
+    close(fd);
+    close(fd);                       /* SITE_A */
+}
+
+static void site_b(void)
+{
+    int fd = open("/etc/hostname", O_RDONLY);
+    close(fd);
+    close(fd);                       /* SITE_B */
+}
+
+int main(int argc, char **argv)
+{
+    site_a();
+    if (argc > 1 && atoi(argv[1]) > 1)
+        site_b();
+    return 0;
+}
+"""
+
+
+def _strace_runs(tmp_path, stacks: bool):
+    import shutil
+    import subprocess
+
+    if not (shutil.which("strace") and shutil.which("cc")):
+        pytest.skip("needs strace and cc")
+    src = tmp_path / "two.c"
+    src.write_text(TWO_SITES_C)
+    prog = tmp_path / "two"
+    subprocess.run(["cc", "-g", "-O0", "-o", str(prog), str(src)], check=True)
+    logs = []
+    for n in ("1", "2"):
+        log = tmp_path / f"run{n}.log"
+        opts = ["-f", "-ttt", "-T", "-yy", "-e", "trace=openat,close"] + (["-k"] if stacks else [])
+        subprocess.run(["strace", *opts, "-o", str(log), str(prog), n], check=True)
+        logs.append(str(log))
+    return src, logs
+
+
+@pytest.mark.parametrize("stacks", [False, True], ids=["plain", "with-k"])
+def test_a_baseline_of_one_double_close_does_not_hide_a_second_site(tmp_path, stacks):
+    from rocrtrace.inputs import open_trace
+    from rocrtrace.replay import analyze
+
+    src, (one, two) = _strace_runs(tmp_path, stacks)
+    known = analyze([open_trace(one)])
+    assert [f.rule for f in known.findings] == ["fd-double-close"]
+    bl = tmp_path / "b.json"
+    write_baseline(str(bl), known)
+    later = analyze([open_trace(two)])
+    fps = [f.fingerprint for f in later.findings if f.rule == "fd-double-close"]
+    assert len(fps) == len(set(fps)) == 2        # two sites, two fingerprints
+    apply_baseline(later, load_baseline(str(bl)))
+    assert [f.rule for f in later.findings] == ["fd-double-close"]
+    assert len(later.suppressed) == 1
+    if stacks:
+        line_b = next(n for n, t in enumerate(TWO_SITES_C.splitlines(), 1) if "SITE_B" in t)
+        frames = [fr for fr in later.findings[0].stack if fr.source and
+                  fr.source.endswith("two.c")]
+        assert frames[0].source_line == line_b

@@ -113,12 +113,17 @@ def test_internal_error_exit_3_without_traceback(tmp_path):
             "r.render = boom\n"
             "import sys; sys.argv=['rocrtrace','analyze',%r]\n"
             "from rocrtrace.cli import main; main()\n") % str(bad)
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, timeout=60)
+    crash_dir = tmp_path / "crashes"
+    crash_dir.mkdir()
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, timeout=60,
+                       env={**os.environ, "ROCRTRACE_CRASH_DIR": str(crash_dir)})
     assert r.returncode == 3
     line = one_line(r.stderr)
     assert "internal error" in line and "traceback written to" in line
-    path = line.rsplit("traceback written to ", 1)[1].rstrip(")")
-    assert "simulated bug" in Path(path).read_text()
+    path = Path(line.rsplit("traceback written to ", 1)[1].rstrip(")"))
+    # written where the caller said, nowhere else (tests leave nothing in /tmp)
+    assert path.parent == crash_dir and list(crash_dir.iterdir()) == [path]
+    assert "simulated bug" in path.read_text()
 
 
 def test_rules_lists_catalogue():
@@ -183,5 +188,175 @@ def test_whole_file_findings_have_no_line(tmp_path):
     r = run("analyze", str(log))
     out = r.stdout.decode()
     assert "never completed" in out
-    assert f"{log} (whole file)" in out and ":None" not in out
+    assert "cut.log: note[trace-incomplete]" in out and ":None" not in out
     assert r.returncode == 0
+
+
+# --- the gate never passes on garbage, bad paths are the user's (SPEC 2) --------
+
+def test_forced_format_that_does_not_fit_is_exit_2(tmp_path):
+    p = tmp_path / "text.txt"
+    p.write_text("hello world\nthis is text\n")
+    for fmt in ("preload", "strace"):
+        for cmd in (["analyze"], ["stats"], ["events"], ["show", "--fd", "3"]):
+            r = run(*cmd, "--input-format", fmt, str(p))
+            assert r.returncode == 2, (cmd, fmt, r.stdout)
+            line = one_line(r.stderr)
+            assert "text.txt" in line and "no line parses" in line
+    # a log that does fit the forced format still works
+    log = tmp_path / "t.log"
+    log.write_text(DOUBLE_CLOSE)
+    assert run("analyze", "--input-format", "strace", str(log)).returncode == 1
+
+
+@pytest.mark.parametrize("opt", ["--write-baseline", "-o", "--format=json:"])
+def test_bad_output_paths_are_exit_2_before_any_work(tmp_path, opt):
+    log = tmp_path / "t.log"
+    log.write_text(DOUBLE_CLOSE)
+    target = "/nonexistent/dir/out.json"
+    args = [opt + target] if opt.endswith(":") else [opt, target]
+    r = run("analyze", str(log), *args)
+    assert r.returncode == 2
+    assert "/nonexistent/dir" in one_line(r.stderr)
+    r = run("analyze", str(log), *(args[:-1] + [str(tmp_path)]) if len(args) == 2 else
+            [opt + str(tmp_path)])
+    assert r.returncode == 2 and "directory" in one_line(r.stderr)
+
+
+def test_unwritable_baseline_is_exit_2(tmp_path):
+    log = tmp_path / "t.log"
+    log.write_text(DOUBLE_CLOSE)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        r = run("analyze", str(log), "--write-baseline", str(ro / "b.json"))
+        if os.geteuid() == 0:
+            # root writes anyway: the baseline is there and complete
+            assert r.returncode == 1 and json.loads((ro / "b.json").read_text())["entries"]
+        else:
+            assert r.returncode == 2 and "b.json" in one_line(r.stderr)
+    finally:
+        ro.chmod(0o700)
+    from rocrtrace.baseline import BaselineError, write_baseline
+    from rocrtrace.result import AnalysisResult
+    with pytest.raises(BaselineError):
+        write_baseline(str(tmp_path / "missing" / "b.json"), AnalysisResult())
+
+
+def test_diff_gates_on_findings_only_in_b(tmp_path):
+    good, bad = tmp_path / "good.log", tmp_path / "bad.log"
+    good.write_text(CLEAN)
+    bad.write_text(DOUBLE_CLOSE)
+    r = run("diff", str(good), str(bad))
+    assert r.returncode == 1 and b"findings only in B: 1 fd-double-close" in r.stdout
+    assert run("diff", str(bad), str(good)).returncode == 0      # B fixed it
+    assert run("diff", str(bad), str(bad)).returncode == 0       # nothing new
+    assert run("diff", "--fail-on", "never", str(good), str(bad)).returncode == 0
+    out = tmp_path / "d.json"
+    r = run("diff", "--format", "json", "-o", str(out), str(good), str(bad))
+    assert r.returncode == 1 and r.stdout == b""
+    assert json.loads(out.read_text())["only_in_b"][0]["rule"] == "fd-double-close"
+
+
+def test_o_on_stats_and_show(tmp_path):
+    log = tmp_path / "t.log"
+    log.write_text(DOUBLE_CLOSE)
+    for cmd in (["stats"], ["show", "--fd", "3"]):
+        out = tmp_path / "out.txt"
+        r = run(*cmd, str(log), "-o", str(out))
+        assert r.returncode == 0 and r.stdout == b"" and out.read_text().strip(), cmd
+        assert run(*cmd, str(log), "-o", "/nonexistent/x.txt").returncode == 2
+
+
+def test_show_renders_rows_not_python_reprs(tmp_path):
+    log = tmp_path / "t.log"
+    log.write_text(DOUBLE_CLOSE)
+    out = run("show", str(log), "--fd", "3").stdout.decode()
+    assert "close" in out
+    assert not any(tok in out for tok in ("{'", "['", "None", "True", "False")), out
+
+
+def test_rules_id_explains_with_example_and_fix():
+    r = run("rules", "fd-double-close")
+    out = r.stdout.decode()
+    assert r.returncode == 0
+    assert out.startswith("fd-double-close (error):")
+    assert "example:" in out and "fix:" in out
+    assert run("rules", "no-such-rule").returncode == 2
+    r = run("rules", "fd-leak,svm-over-revoke", "--format", "json")
+    assert [x["id"] for x in json.loads(r.stdout)] == ["fd-leak", "svm-over-revoke"]
+    assert all(x["fix"] for x in json.loads(r.stdout))
+
+
+def test_every_rule_has_an_example_and_a_fix():
+    from rocrtrace.rules import DOCS, RULES
+    assert set(RULES) <= set(DOCS)
+    assert all(DOCS[r].example and DOCS[r].fix for r in RULES)
+
+
+def test_comma_separated_rule_lists(tmp_path):
+    log = tmp_path / "t.log"
+    log.write_text(DOUBLE_CLOSE)
+    r = run("analyze", "--format", "json", "--enable", "fd-leak,fd-double-close", str(log))
+    assert r.returncode == 1
+    r = run("analyze", "--disable", "fd-leak,fd-double-close", str(log))
+    assert r.returncode == 0
+    r = run("analyze", "--enable", "fd-leak,bogus", str(log))
+    assert r.returncode == 2 and "bogus" in one_line(r.stderr)
+
+
+def test_no_color_and_quiet(tmp_path):
+    log = tmp_path / "t.log"
+    log.write_text(DOUBLE_CLOSE)
+    assert b"\x1b[" in run("analyze", "--color", str(log)).stdout
+    assert b"\x1b[" not in run("analyze", str(log), env={"NO_COLOR": "1"}).stdout
+    # an explicit --color still wins over NO_COLOR
+    assert b"\x1b[" in run("analyze", "--color", str(log), env={"NO_COLOR": "1"}).stdout
+    q = run("analyze", "--quiet", str(log))
+    assert q.returncode == 1
+    lines = q.stdout.decode().splitlines()
+    assert len(lines) == 1 and "error[fd-double-close]" in lines[0]
+    assert run("analyze", "--quiet", "--verbose", str(log)).returncode == 2
+
+
+def test_show_addr_renders_tables_not_python_reprs():
+    r = run("show", "fixtures/scenarios/c1-enclosing-range/v1-buggy-explicit.log",
+            "--addr", "0x7e0000003000")
+    assert r.returncode == 0
+    out = r.stdout.decode()
+    assert "pieces:" in out and "claims:" in out and "range " in out
+    # the model's state lines (not the trace's own call text) hold no reprs
+    state = [ln for ln in out.splitlines() if ln.startswith("       ")]
+    assert state and not any(tok in ln for ln in state for tok in ("{'", "['", "': "))
+
+
+INVALID_UTF8 = (
+    b'100 1700000000.000100 openat(AT_FDCWD, "/tmp/\xff\xfeA", O_RDONLY) = 3</tmp/\xff\xfeA>'
+    b' <0.000010>\n > /tmp/bin/pr\xffog(main+0x10) [0x1130]\n'
+    b'100 1700000000.000200 close(3</tmp/\xff\xfeA>) = 0 <0.000005>\n'
+    b' > /tmp/bin/pr\xffog(main+0x20) [0x1140]\n'
+    b'100 1700000000.000300 close(3) = -1 EBADF (Bad file descriptor) <0.000004>\n'
+    b' > /tmp/bin/pr\xffog(main+0x30) [0x1150]\n'
+    b'100 1700000000.000400 exit_group(0) = ?\n100 +++ exited with 0 +++\n')
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "jsonl", "csv", "junit", "sarif", "github",
+                                 "markdown", "perfetto", "parquet"])
+def test_invalid_utf8_in_paths_and_frames_reaches_every_format_escaped(tmp_path, fmt):
+    log = tmp_path / "u.log"
+    log.write_bytes(INVALID_UTF8)
+    out = tmp_path / f"out.{fmt}"
+    crashes = tmp_path / "crashes"
+    crashes.mkdir()
+    r = run("analyze", str(log), "--format", f"{fmt}:{out}", "--write-baseline",
+            str(tmp_path / "b.json"), env={"ROCRTRACE_CRASH_DIR": str(crashes)})
+    assert r.returncode == 1, r.stderr
+    assert not list(crashes.iterdir())
+    data = out.read_bytes()
+    if fmt not in ("perfetto", "parquet"):
+        text = data.decode("utf-8")          # valid UTF-8 throughout
+        assert "\\xff" in text or "\\\\xff" in text or "\\udcff" in text, text[:300]
+    # and the baseline written from it suppresses the same finding again
+    r = run("analyze", str(log), "--baseline", str(tmp_path / "b.json"))
+    assert r.returncode == 0, r.stdout

@@ -39,8 +39,11 @@ def _load(name):
 def test_every_format_renders_results_and_empty_results(fmt, result, tmp_path):
     opts = {"step_summary": str(tmp_path / "summary.md")}
     out = render(result, fmt, **opts)
-    assert isinstance(out, str) and out.endswith("\n")
     empty = render(AnalysisResult(), fmt, **opts)
+    if fmt in ("perfetto", "parquet"):        # binary: bytes that parse back
+        assert isinstance(out, bytes) and isinstance(empty, bytes) and len(out) > len(empty)
+        return
+    assert isinstance(out, str) and out.endswith("\n")
     assert isinstance(empty, str)
 
 
@@ -59,31 +62,63 @@ def test_unknown_format_is_a_clear_error(result):
 
 # --- text ----------------------------------------------------------------------
 
-def test_text_groups_by_rule_most_severe_first_with_story(result):
+def test_text_is_concise_headlines_then_proof_then_help(result):
     out = render(result, "text")
-    heads = [ln for ln in out.splitlines() if ln.startswith("== ")]
-    sevs = [h.split()[1] for h in heads]
+    lines = out.splitlines()
+    heads = [ln for ln in lines if not ln.startswith(" ") and "[" in ln and "]" in ln
+             and ": " in ln and not ln.startswith(("5 findings",))]
+    sevs = [h.split(": ", 1)[1].split("[")[0] for h in heads]
     assert sevs == sorted(sevs, key=["error", "warning", "note"].index)
-    assert {h.split()[2] for h in heads} == {"svm-over-revoke", "fd-double-close", "fd-leak",
-                                            "trace-unparsed"}
-    # coverage and the verdict
+    # SOURCE:LINE leads where the stack has the program's frame, else TRACE:LINE
+    assert "src/sweep.cpp:42: error[svm-over-revoke] NO_ACCESS for gpu 0x1a2b" in out
+    assert "vmm.log:9: error[fd-double-close] fd 7 (dmabuf) closed twice" in out
+    # each proving event once, with file:line tid time, then the fix
+    i = lines.index("  previous close  vmm.log:4 tid 5000 t=10.100000")
+    assert lines[i + 1] == "      close(7</dmabuf:>) = 0"
+    assert sum("vmm.log:9 tid 5001" in ln for ln in lines) == 1
+    assert out.count("help: ") == len(heads) == 5
+    # no coverage section, no fingerprints, no Python reprs by default
+    assert "It cannot show:" not in out and "fingerprint" not in out
+    assert "1 thing this input cannot show: --verbose lists them" in out
+    assert "FAILED" in out and "{'" not in out and "['" not in out
+    assert len(lines) < 40
+
+
+def test_text_verbose_adds_diagnosis_coverage_and_caveats(result):
+    out = render(result, "text", verbose=True)
     assert "It cannot show:" in out and "rocrtrace capture --method preload" in out
-    assert "FAILED" in out
-    # the over-revoke diagnosis: revoking call, released and hurt claims, pages, GPUs
-    diag = out[out.index("diagnosis:"):]
-    for word in ("revoking call", "claim it released", "live claim it hurt",
-                 "pages               16", "0x1a2b", "enclosing-range", "order               certain"):
-        assert word in diag
-    # the symbolized frame with its source line, and a table of the range
-    assert "src/sweep.cpp:42" in out
+    assert "cause: enclosing-range (the victim starts left" in out
+    # the range table and the symbolized stack with its source line
     assert "0x7f3a1c200000  0x7f3a1c210000" in out
-    # an fd table for fd findings
-    assert "dmabuf" in out and "previous close traces/vmm.log:4" in out
+    assert "/work/app/bin/sweep(main) [0x1230] src/sweep.cpp:42" in out
+    assert "--> c1.log:20 pid 4242 tid 4244 t=1764435600.123500" in out
+    assert out.count("fingerprint ") == 5 and "dmabuf" in out
+
+
+def test_text_quiet_is_headlines_only(result):
+    out = render(result, "text", quiet=True).splitlines()
+    assert len(out) == 5 and all(not ln.startswith(" ") for ln in out)
+    assert out[0].startswith(("vmm.log:9: error[", "src/sweep.cpp:42: error["))
+
+
+def test_cut_marks_the_cut_at_a_token_boundary():
+    from rocrtrace.report.text import cut
+
+    text = "ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, {start_addr=0x7e0000003000, size=0x1000})"
+    got = cut(text, 40)
+    assert got.endswith("…") and len(got) <= 40
+    assert text.startswith(got[:-1].rstrip(" ,"))
+    kept = got[:-1]
+    # the cut falls after a separator: the kept part ends a token
+    assert kept[-1] in ",={}()[]<> " or text[len(kept)] in ",={}()[]<> "
+    assert cut("short", 40) == "short"
+    # text the parser already cut at its limit is marked even when it fits
+    assert cut("close(3, abcdef", 40, already_cut=True) == "close(3,…"
 
 
 def test_text_colour_only_when_asked(result):
     assert "\x1b[" not in render(result, "text")
-    assert "\x1b[31m" in render(result, "text", color=True)
+    assert "\x1b[1;31merror[fd-double-close]" in render(result, "text", color=True)
 
 
 # --- json ----------------------------------------------------------------------
@@ -139,7 +174,8 @@ def test_csv_round_trips(result):
     rows = list(csv.DictReader(io.StringIO(render(result, "csv"))))
     assert len(rows) == len(result.findings)
     dc = [r for r in rows if r["rule"] == "fd-double-close"][0]
-    assert dc["message"] == result.findings[1].message     # quotes, commas, newline intact
+    # quotes and commas intact; the newline shown escaped (issue 14)
+    assert dc["message"] == result.findings[1].message.replace("\n", "\\n")
     assert dc["fd"] == "7" and dc["fd_kind"] == "dmabuf"
     ov = [r for r in rows if r["rule"] == "svm-over-revoke"][0]
     assert (ov["start"], ov["end"], ov["gpu_ids"]) == ("0x7f3a1c200000", "0x7f3a1c210000",
@@ -249,13 +285,42 @@ def test_sarif_absolute_source_under_cwd_is_repo_relative(result, sarif_validato
     doc = json.loads(render(result, "sarif", cwd=str(tmp_path)))
     ov = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "svm-over-revoke"][0]
     assert ov["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "src/sweep.cpp"
-    # outside the repository: back to the trace file and line
+    # outside the source root: the first frame outside the runtime libraries
+    # still is the program's (SPEC 6), by its absolute path
     fr.source = "/usr/src/elsewhere/sweep.cpp"
     doc = json.loads(render(result, "sarif", cwd=str(tmp_path)))
     sarif_validator.validate(doc)
     ov = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "svm-over-revoke"][0]
     loc = ov["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == "file:///usr/src/elsewhere/sweep.cpp"
+    assert loc["region"]["startLine"] == 42
+    # a program frame with no line information: back to the trace file and line
+    fr.source, fr.source_line = None, None
+    doc = json.loads(render(result, "sarif", cwd=str(tmp_path)))
+    ov = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "svm-over-revoke"][0]
+    loc = ov["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"]["uri"] == S.TRACE and loc["region"]["startLine"] == 20
+
+
+def test_location_skips_libc_and_runtime_frames_with_sources(tmp_path):
+    """glibc's own debug info (sysdeps/...) or a ROCm runtime source under the
+    root never wins over the program's frame."""
+    from rocrtrace.events import Frame
+    from rocrtrace.report.common import location_frame, runtime_module
+
+    (tmp_path / "sysdeps" / "nptl").mkdir(parents=True)
+    (tmp_path / "sysdeps" / "nptl" / "libc_start_call_main.h").write_text("")
+    stack = (Frame("/usr/lib/x86_64-linux-gnu/libc.so.6", symbol="close", addr=0x10,
+                   function="close", source="sysdeps/nptl/libc_start_call_main.h",
+                   source_line=58),
+             Frame("/opt/rocm/lib/libhsa-runtime64.so.1", function="x",
+                   source=str(tmp_path / "runtime.cpp"), source_line=3),
+             Frame("/elsewhere/bin/app", function="main", source="/src/app/main.c",
+                   source_line=8))
+    fr, path = location_frame(stack, str(tmp_path))
+    assert (fr.function, path, fr.source_line) == ("main", "/src/app/main.c", 8)
+    assert runtime_module("/lib64/ld-linux-x86-64.so.2") and runtime_module("libstdc++.so.6")
+    assert not runtime_module("/usr/bin/python3") and not runtime_module("libfoo.so.1")
 
 
 def test_sarif_finding_without_file_still_has_a_location(sarif_validator):
@@ -374,3 +439,63 @@ def test_markdown_code_fence_outlasts_backticks_in_trace(result):
     result.findings[1].event.text = "close(7) ```` fenced"
     out = render(result, "markdown")
     assert "`````text" in out
+
+
+# --- control characters from trace text (issue 14) -----------------------------
+
+def _hostile_result():
+    """A finding whose decoded path holds a newline and a GitHub workflow
+    command, an escape sequence and a C1 control."""
+    from rocrtrace.events import Close
+    from rocrtrace.findings import Evidence, Finding
+    from rocrtrace.result import AnalysisResult
+    from rocrtrace.events import InputInfo
+
+    evil = "/tmp/x\n::warning::pwned\x1b[2J\x9b"
+    c = Close(file="t.log", line=2, pid=1, tid=1, fd=3, path=evil, ret=-1, err="EBADF",
+              text=f"close(3<{evil}>) = -1 EBADF")
+    f = Finding(rule="fd-double-close", message=f"fd 3 ({evil}) closed twice", event=c,
+                subject={"kind": "fd", "fd": 3, "fd_kind": "other"},
+                evidence=[Evidence("this close", c, note=evil)])
+    return AnalysisResult(inputs=[InputInfo(file="t.log", format="strace", lines=2, events=2)],
+                          findings=[f])
+
+
+@pytest.mark.parametrize("fmt", ["csv", "junit", "github", "markdown", "text", "sarif",
+                                 "json", "jsonl", "perfetto"])
+def test_no_control_character_of_trace_text_reaches_any_format(fmt):
+    out = render(_hostile_result(), fmt)
+    if isinstance(out, bytes):
+        out = out.decode("utf-8", "replace")
+    assert "\x1b" not in out and "\x9b" not in out
+    assert not any(ln.lstrip().startswith("::warning::pwned") for ln in out.splitlines()), fmt
+
+
+def test_csv_cells_are_one_line_each():
+    import csv as csvmod
+    out = render(_hostile_result(), "csv")
+    rows = list(csvmod.DictReader(io.StringIO(out)))
+    assert len(out.splitlines()) == 2 and len(rows) == 1
+    assert "\\n::warning::pwned\\x1b[2J\\x9b" in rows[0]["message"]
+
+
+def test_svm_caveats_only_for_inputs_with_svm_calls(tmp_path):
+    """A program that never touched a GPU gets no SVM caveats; an SVM trace
+    gets them all in --verbose."""
+    from rocrtrace.inputs import open_trace
+    from rocrtrace.replay import analyze
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    svm = analyze([open_trace(str(root / "fixtures/scenarios/c1-enclosing-range/"
+                                        "v1-buggy-explicit.log"))])
+    assert sum(x.startswith("SVM:") for x in svm.coverage["cannot_show"]) >= 3
+    assert "SVM:" in render(svm, "text", verbose=True)
+    assert "SVM:" not in render(svm, "text")         # caveats are --verbose only
+    log = tmp_path / "plain.log"
+    log.write_text('100 1700000000.000100 openat(AT_FDCWD, "/etc/hostname", O_RDONLY) = 3'
+                   '</etc/hostname> <0.000010>\n100 1700000000.000200 close(3</etc/hostname>)'
+                   ' = 0 <0.000005>\n100 1700000000.000300 exit_group(0) = ?\n'
+                   '100 +++ exited with 0 +++\n')
+    plain = analyze([open_trace(str(log))])
+    text = render(plain, "text", verbose=True)
+    assert "SVM" not in text and "intent calls" not in text

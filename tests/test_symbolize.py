@@ -114,7 +114,8 @@ def test_frames_name_function_and_line_like_addr2line(built):
         # strace's symbol+offset, through nm, gives the virtual address
         # independently of our PT_LOAD arithmetic.
         vaddr = nm[mod][ssym] + soff
-        fn, src, line = _addr2line(mod, vaddr)
+        # a frame holds a return address: its call is at the address minus one
+        fn, src, line = _addr2line(mod, vaddr - 1)
         f = sym.symbolize(Frame(module=mod, addr=addr))
         assert (f.function, f.source, f.source_line) == (fn, src, line), (mod, hex(addr))
         seen.add(fn)
@@ -206,3 +207,150 @@ def test_symbolize_stack_and_throughput(built):
     rate = n / (time.perf_counter() - t0)
     print(f"\nsymbolize: {rate:,.0f} frames/s (warm cache)")
     assert rate > 1000
+
+
+# --- call sites: the line of the call, not the line after it -------------------
+
+DCLOSE_C = r"""
+#include <fcntl.h>
+#include <unistd.h>
+
+static void twice(int fd)
+{
+    close(fd);                       /* FIRST */
+    close(fd);                       /* SECOND */
+}
+
+int main(void)
+{
+    int fd = open("/etc/hostname", O_RDONLY);   /* OPEN */
+    twice(fd);                       /* CALLER */
+    return 0;
+}
+"""
+
+
+def _marker_line(src: str, marker: str) -> int:
+    return next(n for n, text in enumerate(src.splitlines(), 1) if f"/* {marker} */" in text)
+
+
+@pytest.fixture(scope="module")
+def dclose(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dclose")
+    (d / "dclose.c").write_text(DCLOSE_C)
+    prog = str(d / "dclose")
+    _run("cc", "-g", "-O0", "-o", prog, str(d / "dclose.c"))
+    return d, prog
+
+
+def _analyze_json(paths, cwd):
+    import json
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "--format", "json",
+                          *paths], capture_output=True, text=True, cwd=cwd,
+                         env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(
+                             os.path.abspath(__file__)))})
+    assert out.returncode == 1, out.stderr
+    return json.loads(out.stdout)
+
+
+def _check_double_close(doc, prog, src):
+    (f,) = [f for f in doc["findings"] if f["rule"] == "fd-double-close"]
+    prog_frames = lambda st: [fr for fr in st if fr["module"] == prog]  # noqa: E731
+    # the offending call's own frame: the second close, then its caller
+    lines = [(fr.get("function"), fr.get("line")) for fr in prog_frames(f["stack"])]
+    assert lines[:2] == [("twice", _marker_line(src, "SECOND")),
+                         ("main", _marker_line(src, "CALLER"))], lines
+    prev = next(e for e in f["evidence"] if e["role"] == "previous close")
+    assert prog_frames(prev["stack"])[0]["line"] == _marker_line(src, "FIRST")
+    # addr2line on the return address minus one is the oracle for every frame
+    for ev in f["evidence"]:
+        for fr in prog_frames(ev["stack"]):
+            off = int(fr["offset"], 16)
+            vaddr = _vaddr_of(prog, off)
+            fn, srcf, line = _addr2line(prog, vaddr - 1)
+            assert (fr["function"], fr.get("line")) == (fn, line), fr
+    return f
+
+
+def _vaddr_of(path, off):
+    from elftools.elf.elffile import ELFFile
+
+    with open(path, "rb") as fh:
+        for seg in ELFFile(fh).iter_segments():
+            if seg["p_type"] == "PT_LOAD" and seg["p_offset"] <= off < seg["p_offset"] + \
+                    seg["p_filesz"]:
+                return off - seg["p_offset"] + seg["p_vaddr"]
+    raise AssertionError(hex(off))
+
+
+def test_strace_k_call_sites_are_the_calls_lines(dclose, tmp_path):
+    d, prog = dclose
+    log = str(tmp_path / "st.log")
+    _run("strace", "-f", "-k", "-yy", "-ttt", "-T", "-e", "trace=openat,close", "-o", log, prog)
+    # run from another directory: the location is still the program's frame
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    doc = _analyze_json([log], str(other))
+    f = _check_double_close(doc, prog, DCLOSE_C)
+    text = subprocess.run([os.path.join(os.path.dirname(os.sys.executable), "rocrtrace"),
+                           "analyze", log], capture_output=True, text=True, cwd=str(other),
+                          ).stdout
+    head = f"{d}/dclose.c:{_marker_line(DCLOSE_C, 'SECOND')}: error[fd-double-close]"
+    assert head in text, text
+    assert "libc_start_call_main" not in text.split("\n\n")[0]
+    # SARIF and GitHub annotations point at the program's line, not glibc's
+    import json
+    rt = os.path.join(os.path.dirname(os.sys.executable), "rocrtrace")
+    sarif = json.loads(subprocess.run([rt, "analyze", "--format", "sarif", log],
+                                      capture_output=True, text=True, cwd=str(other)).stdout)
+    (res,) = sarif["runs"][0]["results"]
+    phys = res["locations"][0]["physicalLocation"]
+    assert phys["artifactLocation"]["uri"] == f"file://{d}/dclose.c"
+    assert phys["region"]["startLine"] == _marker_line(DCLOSE_C, "SECOND")
+    gh = subprocess.run([rt, "analyze", "--format", "github", log], capture_output=True,
+                        text=True, cwd=str(d)).stdout
+    assert gh.startswith(f"::error file=dclose.c,line={_marker_line(DCLOSE_C, 'SECOND')},")
+    # --source-root names the tree the location is relative to
+    text = subprocess.run([rt, "analyze", "--source-root", str(d), log], capture_output=True,
+                          text=True, cwd=str(other)).stdout
+    assert text.startswith(f"dclose.c:{_marker_line(DCLOSE_C, 'SECOND')}: error[")
+    # from the source directory the path is relative to it
+    text = subprocess.run([os.path.join(os.path.dirname(os.sys.executable), "rocrtrace"),
+                           "analyze", log], capture_output=True, text=True, cwd=str(d)).stdout
+    assert f"dclose.c:{_marker_line(DCLOSE_C, 'SECOND')}: error[fd-double-close]" in text
+    assert f["fingerprint"]
+
+
+def test_preload_capture_call_sites_are_the_calls_lines(dclose, tmp_path):
+    d, prog = dclose
+    import sys
+    prefix = str(tmp_path / "cap")
+    subprocess.run([sys.executable, "-m", "rocrtrace", "capture", "--stack-depth", "4", "-o",
+                    prefix, "--", prog], check=True, capture_output=True)
+    import glob
+    logs = sorted(glob.glob(prefix + ".*"))
+    assert logs
+    _check_double_close(_analyze_json(logs, str(tmp_path)), prog, DCLOSE_C)
+
+
+def test_signal_frame_address_is_exact(dclose, tmp_path):
+    """Past a signal trampoline the frame was interrupted, not calling: its
+    address is not decremented (the interrupted instruction itself)."""
+    d, prog = dclose
+    log = str(tmp_path / "st.log")
+    _run("strace", "-k", "-e", "trace=close", "-o", log, prog)
+    first = [m for m in map(FRAME_RE.match, open(log).read().splitlines())
+             if m and m["mod"] == prog and m["sym"] == "twice"][0]
+    off = int(first["addr"], 16)
+    vaddr = _vaddr_of(prog, off)
+    exact, call = _addr2line(prog, vaddr), _addr2line(prog, vaddr - 1)
+    assert exact[2] != call[2]      # the return address is on the next line
+    sym = Symbolizer()
+    tramp = Frame("/usr/lib/x86_64-linux-gnu/libc.so.6", symbol="__restore_rt", addr=0x10)
+    a, b = Frame(module=prog, addr=off), Frame(module=prog, addr=off)
+    sym.symbolize_stack((tramp, a))
+    sym.symbolize_stack((b,))
+    assert a.source_line == exact[2] and b.source_line == call[2] == \
+        _marker_line(DCLOSE_C, "FIRST")

@@ -1,6 +1,7 @@
 """Reporters: render an analysis result (findings, inputs, coverage).
 
-``render(result, fmt, **opts)`` returns the report as text.  Options a
+``render(result, fmt, **opts)`` returns the report as text (bytes for the
+binary formats, perfetto and parquet).  Options a
 format does not use are ignored, so the CLI can pass the same set to all:
 
 * ``color`` (text): ANSI colour, only when asked;
@@ -8,6 +9,9 @@ format does not use are ignored, so the CLI can pass the same set to all:
   iterable (default: all), listed in catalogue order;
 * ``cwd`` (sarif, github): the repository root that source paths and
   trace files are made relative to (default: the working directory);
+* ``events`` (perfetto): the EventSink that watched the replay; without it
+  only the findings' own events are drawn;
+* ``verbose``, ``quiet`` (text): the full diagnosis, or headlines only;
 * ``step_summary`` (github): the file to append a markdown summary to
   (default: ``$GITHUB_STEP_SUMMARY``).
 
@@ -27,8 +31,23 @@ _MODULES = {
     "sarif": "sarif",
     "github": "github",
     "markdown": "markdown",
+    "perfetto": "perfetto",
+    "parquet": "parquet",
 }
 FORMATS = tuple(_MODULES)
+
+
+class MissingDependency(Exception):
+    """A format whose library is not installed: the user's to fix (exit 2)."""
+
+
+def need(module: str, extra: str):
+    """Import an optional library a format needs, or say how to get it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingDependency(f"rocrtrace: this format needs {module.split('.')[0]}: "
+                                f"pip install 'rocrtrace[{extra}]'") from None
 
 
 def render(result, fmt: str, **opts) -> str:

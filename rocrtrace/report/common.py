@@ -20,11 +20,24 @@ SEVERITY_ORDER = ("error", "warning", "note")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+# Lone surrogates: bytes that were not UTF-8 in the trace (decoded with
+# surrogateescape), or a \ud800 from a JSON escape.  No UTF-8 output can
+# carry them, so they are shown as the byte (\xNN) or code point (\uXXXX).
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _surrogate(m) -> str:
+    c = ord(m.group())
+    return f"\\x{c - 0xDC00:02x}" if 0xDC80 <= c <= 0xDCFF else f"\\u{c:04x}"
+
+
 def printable(text: object, keep_newlines: bool = False) -> str:
     """Text with control characters shown as ``\\xNN`` so that trace content
-    can never move a terminal's cursor or end a line early."""
+    can never move a terminal's cursor or end a line early, and with the
+    bytes that were not UTF-8 shown the same way."""
     s = "" if text is None else str(text)
     s = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+    s = _SURROGATE.sub(_surrogate, s)
     if not keep_newlines:
         s = s.replace("\n", "\\n")
     return s
@@ -128,21 +141,65 @@ def location_text(f) -> str:
     return " ".join(parts)
 
 
-def source_frame(stack, cwd: str | None = None):
-    """The topmost frame whose source file lies in the repository (a relative
-    path, or one under ``cwd``), with that path made repo-relative; or None.
+# Libraries whose frames are never "where the bug is" for the program's
+# author: libc and the dynamic loader, the C++ runtime, the ROCm runtime
+# stack and rocrtrace's own capture library (SPEC 6).
+_RUNTIME_LIB = re.compile(
+    r"^(?:ld-linux[^/]*|ld64\.so[^/]*|ld-[\d.]+\.so[^/]*|ld-musl[^/]*|linux-vdso[^/]*|\[vdso\]"
+    r"|lib(?:c|m|pthread|dl|rt|resolv|util|anl|mvec)(?:-[\d.]+)?\.so[^/]*"
+    r"|lib(?:stdc\+\+|c\+\+|c\+\+abi|supc\+\+|gcc_s|unwind|atomic)\.so[^/]*"
+    r"|lib(?:hsa-runtime64|hsakmt|amdhip64|hiprtc|amd_comgr|drm|drm_amdgpu|amdocl64|OpenCL"
+    r"|rocprofiler[^/]*|roctracer[^/]*|roctx64|rocm_smi64|rocrtrace)\.so[^/]*)$")
 
-    Frames of system libraries are skipped so that code scanning lands on
-    the program's own line rather than on /opt/rocm sources it cannot show.
+
+def runtime_module(module: str | None) -> bool:
+    """Whether a frame's module is a system or ROCm runtime library."""
+    if not module:
+        return False
+    return bool(_RUNTIME_LIB.match(module.rsplit("/", 1)[-1]))
+
+
+def source_root(root: str | None = None) -> str:
+    return os.path.abspath(root or os.getcwd())
+
+
+def location_frame(stack, root: str | None = None):
+    """The frame a finding is located at (SPEC 6), and its source path as a
+    report shows it, or None.
+
+    The first frame whose source file lies under the source root (default:
+    the working directory) wins, shown relative to it; else the first frame
+    outside libc, the loader, the C++ runtime and the ROCm runtime, shown
+    with its absolute source path (None when it has no line information).
+    Frame lines are already those of the call (return address minus one).
     """
-    cwd = os.path.abspath(cwd or os.getcwd())
+    root = source_root(root)
     for fr in stack:
-        if not fr.source or not fr.source_line:
-            continue
-        rel = repo_relative(fr.source, cwd)
-        if rel is not None:
-            return fr, rel
+        if fr.source and fr.source_line and not runtime_module(fr.module):
+            rel = _under(fr.source, root)
+            if rel is not None:
+                return fr, rel
+    for fr in stack:
+        if not runtime_module(fr.module):
+            return fr, (fr.source if fr.source and fr.source_line else None)
     return None
+
+
+def source_frame(stack, cwd: str | None = None):
+    """The location frame when it has a source line: (frame, path)."""
+    hit = location_frame(stack, cwd)
+    if hit and hit[1]:
+        return hit
+    return None
+
+
+def _under(path: str, root: str) -> str | None:
+    if not os.path.isabs(path):
+        # A relative DWARF name counts only if it is really there.
+        if not os.path.exists(os.path.join(root, path)):
+            return None
+        path = os.path.join(root, path)
+    return repo_relative(path, root)
 
 
 def repo_relative(path: str, cwd: str | None = None) -> str | None:
@@ -162,8 +219,8 @@ def repo_relative(path: str, cwd: str | None = None) -> str | None:
 
 
 def primary_location(f, cwd: str | None = None) -> tuple[str | None, int | None]:
-    """(file, line) a CI annotation should point at: the program's source
-    line when symbolized, else the trace file and line."""
+    """(file, line) a finding leads with: the program's source line when
+    symbolized, else the trace file and line."""
     sf = source_frame(f.stack, cwd)
     if sf:
         return sf[1], sf[0].source_line
@@ -172,12 +229,61 @@ def primary_location(f, cwd: str | None = None) -> tuple[str | None, int | None]
     return None, None
 
 
+# The parser keeps at most this much of a line: text this long was cut
+# there, mid-token, and must be shown as cut.
+PARSER_TEXT_MAX = 300
+
+# The pid / timestamp columns a trace line starts with: the report shows tid
+# and time in their own columns.
+_LEAD = re.compile(r"^(?:\[pid\s+\d+\]\s*|\d+\s+(?=\S))?(?:\d+\.\d+\s+|\d\d:\d\d:\d\d(?:\.\d+)?\s+"
+                   r"|\+\d+\.\d+\s+)?")
+# Long KFD enumerator prefixes, dropped in the concise report only.
+_KFD_PREFIX = re.compile(r"\bKFD_IOCTL_SVM_(?:ATTR|FLAG|OP|LOCATION)_")
+# Where a cut may fall: after a separator, so no token is split.
+_BOUNDARY = re.compile(r"[,\s(){}\[\]<>|=]")
+_SPACE = re.compile(r"[,\s]")
+
+
+def cut(text: str, width: int, already_cut: bool = False) -> str:
+    """``text`` in at most ``width`` characters, cut after a separator (never
+    inside a token) and marked with ``…`` when anything was dropped."""
+    if len(text) <= width and not already_cut:
+        return text
+    if len(text) <= width:
+        # the parser cut it; drop the partial token it left
+        head = text
+    else:
+        head = text[:width - 1]
+    # after ", " or a space where one is near; else after any separator
+    for pattern in (_SPACE, _BOUNDARY):
+        cuts = [m.end() for m in pattern.finditer(head)]
+        if cuts and cuts[-1] > len(head) * 2 // 3:
+            head = head[:cuts[-1]]
+            break
+    else:
+        cuts = [m.end() for m in _BOUNDARY.finditer(head)]
+        if cuts and cuts[-1] > len(head) // 3:
+            head = head[:cuts[-1]]
+    return head.rstrip() + "…"
+
+
+def call_text(e, width: int, concise: bool = True) -> str:
+    text = e.text or ""
+    if e.tid is not None or e.time is not None:
+        text = _LEAD.sub("", text, count=1)
+    was_cut = len(e.text or "") >= PARSER_TEXT_MAX
+    if concise:
+        text = _KFD_PREFIX.sub("", text)
+        text = re.sub(r" {2,}", " ", text)     # strace's column padding
+    return printable(cut(text.rstrip(), width, already_cut=was_cut))
+
+
 def evidence_line(ev) -> str:
     e = ev.event
     where = f"{e.file}:{e.line}"
     who = f"tid {e.tid}" if e.tid is not None else ""
     when = f"t={e.time:.6f}" if e.time is not None else ""
-    bits = [f"{ev.role}:", where, who, when, printable(e.text)]
+    bits = [f"{ev.role}:", where, who, when, call_text(e, 300, concise=False)]
     if ev.note:
         bits.append(f"({printable(ev.note)})")
     return " ".join(b for b in bits if b)
@@ -195,7 +301,7 @@ def finding_lines(f, clean=lambda text: text, evidence_stacks: bool = False) -> 
     details): location, call, subject, cause, evidence, stack, fingerprint."""
     lines = [f"at {location_text(f)}"]
     if f.event is not None and f.event.text:
-        lines.append(f"call: {clean(f.event.text)}")
+        lines.append(f"call: {clean(call_text(f.event, 300, concise=False))}")
     if f.subject:
         lines.append(f"subject: {subject_text(f.subject)}")
     if f.cause:

@@ -18,7 +18,10 @@ _FORMULA = ("=", "+", "@", "\t", "\r")
 def _cell(v) -> str:
     if v is None:
         return ""
-    s = str(v)
+    # Control characters from trace text (a decoded path may hold a newline
+    # and then "::warning::", or an escape sequence) are shown, not obeyed,
+    # by whatever prints the cell later: a CI log, a terminal, a sheet.
+    s = printable(v)
     if s.startswith(_FORMULA):
         s = "'" + s
     return s
@@ -35,7 +38,7 @@ def row(f) -> dict:
         "gpu_ids": " ".join(hexs(g) for g in subj.get("gpu_ids") or []) or None,
         "fd": subj.get("fd"), "fd_kind": subj.get("fd_kind"),
         "handle": hexs(subj.get("handle")) or None,
-        "call": printable(f.event.text) if f.event is not None else None,
+        "call": f.event.text if f.event is not None else None,
         "evidence": " | ".join(f"{e.role} {e.event.file}:{e.event.line}" for e in f.evidence),
         "top_frame": f.stack[0].label() if f.stack else None,
     }

@@ -21,8 +21,10 @@ def xml_text(s) -> str:
 
 
 def _body(f) -> str:
-    return "\n".join([f"{f.severity} {f.rule}: {f.message}",
-                      *finding_lines(f, clean=printable)])
+    # One logical line each: a newline inside one came from trace text and
+    # is shown escaped, so it can never start a line of a CI log.
+    return "\n".join(printable(ln) for ln in [f"{f.severity} {f.rule}: {f.message}",
+                                               *finding_lines(f, clean=printable)])
 
 
 def _suites(result) -> list[tuple[str, object, list]]:
@@ -47,19 +49,19 @@ def render(result, rules=None, enabled=None, **_opts) -> str:
     root = ET.Element("testsuites", name="rocrtrace")
     total_tests = total_fail = 0
     for name, info, fs in _suites(result):
-        suite = ET.SubElement(root, "testsuite", name=xml_text(name))
+        suite = ET.SubElement(root, "testsuite", name=xml_text(printable(name)))
         if info is not None:
             props = ET.SubElement(suite, "properties")
             for k, v in info.to_dict().items():
-                ET.SubElement(props, "property", name=k, value=xml_text(v))
+                ET.SubElement(props, "property", name=k, value=xml_text(printable(v)))
         for rid in rule_ids:
             case = ET.SubElement(suite, "testcase", name=rid,
-                                 classname=xml_text(f"rocrtrace.{name}"))
+                                 classname=xml_text(printable(f"rocrtrace.{name}")))
             below = []
             for f in (x for x in fs if x.rule == rid):
                 if severity_rank(f.severity) >= limit:
                     fail = ET.SubElement(case, "failure", type=f.severity,
-                                         message=xml_text(f"{f.rule}: {f.message}"))
+                                         message=xml_text(printable(f"{f.rule}: {f.message}")))
                     fail.text = xml_text(_body(f))
                 else:
                     below.append(f)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from .. import __version__
-from .common import (by_rule, finding_lines, counts_line, location_text, printable,
-                     subject_text)
+from .common import (by_rule, finding_lines, counts_line, location_text, primary_location,
+                     printable, source_frame, subject_text)
 
 # GitHub renders inline HTML and markdown in table cells: escape what would
 # change the structure or inject markup.
@@ -43,14 +43,31 @@ def summary_table(result, max_rows: int | None = None) -> list[str]:
         return out
     out += ["| severity | rule | message | where | subject |",
             "|---|---|---|---|---|"]
+    from .text import _Names, first_sentence
+
+    names = _Names(result)
     fs = result.sorted_findings()
     for f in fs[:max_rows] if max_rows else fs:
-        out.append(f"| {f.severity} | `{f.rule}` | {md(f.message)} | {md(location_text(f))} "
+        msg = names.in_text(first_sentence(f.message))
+        out.append(f"| {f.severity} | `{f.rule}` | {md(msg)} | {md(_where(f, names))} "
                    f"| {md(subject_text(f.subject))} |")
     if max_rows and len(fs) > max_rows:
         out.append(f"\n{len(fs) - max_rows} more findings in the full report.")
     out.append("")
     return out
+
+
+def _where(f, names=None) -> str:
+    """The program's source line first where the stack has it (SPEC 6),
+    then the trace line and the process."""
+    trace = location_text(f) if names is None else " ".join(
+        x for x in ((f"{names(f.file)}:{f.line}" if f.file and f.line is not None
+                     else names(f.file) if f.file else "(whole input)"),
+                    f"pid {f.pid}" if f.pid is not None else "") if x)
+    if source_frame(f.stack):
+        file, line = primary_location(f)
+        return f"{file}:{line} ({trace})"
+    return trace
 
 
 def _details(f) -> str:

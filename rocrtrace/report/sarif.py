@@ -69,8 +69,9 @@ def _locations(f, cwd: str) -> tuple[list, list]:
     sf = source_frame(f.stack, cwd)
     if sf:
         fr, rel = sf
-        primary = {"physicalLocation": {"artifactLocation": {"uri": quote(rel),
-                                                             "uriBaseId": "%SRCROOT%"},
+        art = ({"uri": "file://" + quote(rel)} if os.path.isabs(rel)
+               else {"uri": quote(rel), "uriBaseId": "%SRCROOT%"})
+        primary = {"physicalLocation": {"artifactLocation": art,
                                         "region": {"startLine": int(fr.source_line)}},
                    "message": {"text": printable(fr.label())}}
         if trace:

@@ -1,0 +1,405 @@
+"""``--format perfetto:FILE``: a Perfetto trace of the analysis (SPEC 6),
+to open in the Perfetto UI next to rocprofv3's traces.
+
+Tracks: one per process and one per thread (the calls as slices), one per fd
+number of a process (each lifetime of that number, create to close, as a
+slice), one per SVM claim a finding names (from its registration to the
+call that ended or hurt it), and findings as instant events on the thread of
+their offending call, carrying message, fingerprint, location and evidence
+as debug annotations, with flow arrows from each evidence event's slice.
+
+Built with the ``perfetto`` package's trace protos (TraceProtoBuilder),
+never hand-written protobuf.  The writer reads the event table's fields
+(``events.event_record``: file, line, pid, tid, time, dur, name, ret, err,
+fd, ioctl) plus text and stack, and the findings' fields, nothing of the
+models: fd lifetimes here are the picture of the trace, the fd model stays
+the judge.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+from .common import location_frame, printable, subject_text
+
+# Metadata events of preload logs are not calls.
+_NOT_CALLS = {"process", "map", "fd-snapshot"}
+TEXT_MAX = 300
+
+
+@dataclass(slots=True)
+class Row:
+    pid: int
+    tid: int
+    ts: int             # ns
+    dur: int            # ns, >= 1
+    name: str
+    file: str
+    line: int
+    ret: object
+    err: object
+    kind: str
+    fd: object
+    path: str | None
+    text: str
+    seq: int
+    created: tuple = ()     # (fd, path) of each fd a create installed
+
+
+@dataclass
+class EventSink:
+    """Collects what the trace needs of each event while the replay runs."""
+
+    rows: list = field(default_factory=list)
+    procs: dict = field(default_factory=dict)      # pid -> executable
+    ends: dict = field(default_factory=dict)       # pid -> exit time (ns)
+    _last_ns: int = 0
+    _seq: int = 0
+
+    def __call__(self, ev) -> None:
+        from ..events import event_record
+
+        rec = event_record(ev)
+        name = rec["name"] or ""
+        pid = rec["pid"] if rec["pid"] is not None else (rec["tid"] or 1)
+        tid = rec["tid"] if rec["tid"] is not None else pid
+        if rec["time"] is not None:
+            ts = ns(rec["time"])
+        else:
+            ts = self._last_ns + 1000      # no timestamps: file order, 1 µs apart
+        self._last_ns = max(self._last_ns, ts)
+        if name == "process":
+            exe = getattr(ev, "exe", None)
+            if exe:
+                self.procs[pid] = exe
+            return
+        if name in _NOT_CALLS:
+            return
+        if name.startswith("exec") and rec["ret"] == 0 and getattr(ev, "path", None):
+            self.procs[pid] = ev.path
+        if rec["event"] == "Exit" and getattr(ev, "whole", False):
+            self.ends[pid] = ts
+        dur = int(round((rec["dur"] or 0) * 1e9))     # small: exact enough
+        paths = getattr(ev, "paths", None) or ()
+        path = paths[0] if paths and isinstance(paths[0], str) else getattr(ev, "path", None)
+        self._seq += 1
+        created = ()
+        if rec["event"] == "FdCreate":
+            # a pipe or socketpair installs two: each gets its lifetime
+            fds = getattr(ev, "fds", None) or ()
+            created = tuple((fd, paths[i] if i < len(paths) and isinstance(paths[i], str)
+                             else None) for i, fd in enumerate(fds) if isinstance(fd, int))
+        self.rows.append(Row(pid, tid, ts, max(dur, 1), rec.get("ioctl") or name,
+                             rec["file"], rec["line"], rec["ret"], rec["err"], rec["event"],
+                             rec.get("fd"), path if isinstance(path, str) else None,
+                             (ev.text or "")[:TEXT_MAX], self._seq, created))
+
+
+def ns(t: float) -> int:
+    """Seconds to integer nanoseconds, through microseconds: an epoch time
+    in a double carries no more (its ulp is ~0.2 µs), and strace prints µs."""
+    return int(round(t * 1e6)) * 1000
+
+
+def _uuid(*parts) -> int:
+    """A stable 63-bit track id from what the track is."""
+    data = "\x1f".join(map(str, parts)).encode("utf-8", "surrogatepass")
+    return (zlib.crc32(data) << 31 | zlib.adler32(data)) & 0x7FFFFFFFFFFFFFFF or 1
+
+
+class _Writer:
+    SEQ = 0x5eed
+
+    def __init__(self):
+        from . import need
+
+        self.b = need("perfetto.trace_builder.proto_builder", "perfetto").TraceProtoBuilder()
+        self.tracks: set[int] = set()
+
+    def packet(self, ts: int | None = None):
+        p = self.b.add_packet()
+        if ts is not None:
+            p.timestamp = ts
+        p.trusted_packet_sequence_id = self.SEQ
+        return p
+
+    def process(self, pid: int, name: str | None) -> int:
+        u = _uuid("process", pid)
+        if u not in self.tracks:
+            self.tracks.add(u)
+            td = self.packet().track_descriptor
+            td.uuid = u
+            td.process.pid = pid
+            td.process.process_name = printable(name) if name else f"pid {pid}"
+        return u
+
+    def thread(self, pid: int, tid: int) -> int:
+        u = _uuid("thread", pid, tid)
+        if u not in self.tracks:
+            self.tracks.add(u)
+            td = self.packet().track_descriptor
+            td.uuid = u
+            td.parent_uuid = _uuid("process", pid)
+            td.thread.pid = pid
+            td.thread.tid = tid
+            td.thread.thread_name = f"tid {tid}"
+        return u
+
+    def named(self, key: tuple, name: str, parent: int) -> int:
+        u = _uuid(*key)
+        if u not in self.tracks:
+            self.tracks.add(u)
+            td = self.packet().track_descriptor
+            td.uuid = u
+            if parent:
+                td.parent_uuid = parent
+            td.name = printable(name)
+        return u
+
+    def slice(self, track: int, ts: int, end: int, name: str, annotations=(), flows=(),
+              category: str = "call"):
+        p = self.packet(ts)
+        te = p.track_event
+        te.type = te.TYPE_SLICE_BEGIN
+        te.track_uuid = track
+        te.name = printable(name)
+        te.categories.append(category)
+        _annotate(te, annotations)
+        te.flow_ids.extend(flows)
+        q = self.packet(end)
+        q.track_event.type = q.track_event.TYPE_SLICE_END
+        q.track_event.track_uuid = track
+        return te
+
+    def serialize(self) -> bytes:
+        return self.b.serialize()
+
+
+def _annotate(te, pairs) -> None:
+    for k, v in pairs:
+        if v is None or v == "":
+            continue
+        _set(te.debug_annotations.add(), k, v)
+
+
+def _set(da, name, v) -> None:
+    if name is not None:
+        da.name = name
+    if isinstance(v, bool):
+        da.bool_value = v
+    elif isinstance(v, int):
+        da.int_value = v
+    elif isinstance(v, float):
+        da.double_value = v
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            if x is not None:
+                _set(da.dict_entries.add(), str(k), x)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            _set(da.array_values.add(), None, x)
+    else:
+        da.string_value = printable(v)
+
+
+def _nested(rows: list) -> list:
+    """Calls of one thread as properly nested slices: a call that starts
+    inside another but outlasts it (clock skew, a call resumed late) is cut
+    at the enclosing call's end, as the UI needs."""
+    out = []
+    stack: list[int] = []           # end times of open slices
+    for r in sorted(rows, key=lambda r: (r.ts, -r.dur, r.seq)):
+        while stack and stack[-1] <= r.ts:
+            stack.pop()
+        end = r.ts + r.dur
+        if stack and end > stack[-1]:
+            end = stack[-1]
+        if end <= r.ts:
+            continue
+        out.append((r, end))
+        stack.append(end)
+    return out
+
+
+def render(result, events: EventSink | None = None, cwd: str | None = None, **_opts) -> bytes:
+    rows = list(events.rows) if events is not None else _evidence_rows(result)
+    procs = dict(events.procs) if events is not None else {}
+    ends = dict(events.ends) if events is not None else {}
+    w = _Writer()
+    last = max((r.ts + r.dur for r in rows), default=0)
+    for f in result.findings:
+        if f.time is not None:
+            last = max(last, ns(f.time) + 1)
+
+    pids = sorted({r.pid for r in rows} | {f.pid for f in result.findings if f.pid is not None})
+    for pid in pids:
+        w.process(pid, procs.get(pid))
+
+    # flows: each evidence event's slice points at its finding's instant
+    flows: dict[tuple, list[int]] = {}
+    ordered = result.sorted_findings()
+    for n, f in enumerate(ordered, 1):
+        for k, ev in enumerate(f.evidence):
+            flows.setdefault((ev.event.file, ev.event.line), []).append(_uuid("flow", n, k))
+
+    by_thread: dict[tuple, list] = {}
+    for r in rows:
+        by_thread.setdefault((r.pid, r.tid), []).append(r)
+    for (pid, tid), rs in sorted(by_thread.items()):
+        track = w.thread(pid, tid)
+        for r, end in _nested(rs):
+            w.slice(track, r.ts, end, r.name,
+                    [("call", printable(r.text)), ("at", f"{r.file}:{r.line}"),
+                     ("ret", r.ret), ("err", r.err)],
+                    flows.get((r.file, r.line), ()))
+
+    _fd_lifetimes(w, rows, ends, last)
+    _svm_claims(w, ordered, last)
+    _findings(w, ordered, cwd, last)
+    return w.serialize()
+
+
+def _evidence_rows(result) -> list:
+    """Without the event stream (an API caller): the findings' own events."""
+    sink = EventSink()
+    seen = set()
+    evs = []
+    for f in result.findings:
+        for e in [f.event, *(x.event for x in f.evidence)]:
+            if e is not None and id(e) not in seen:
+                seen.add(id(e))
+                evs.append(e)
+    for e in sorted(evs, key=lambda e: (e.time or 0, e.file or "", e.line or 0)):
+        sink(e)
+    return sink.rows
+
+
+_CREATE = {"FdCreate"}
+_CLOSE = {"Close"}
+
+
+def _fd_lifetimes(w: _Writer, rows, ends, last: int) -> None:
+    open_: dict[tuple, tuple] = {}      # (pid, fd) -> (start ns, path, row)
+
+    def finish(key, end):
+        start, path, row = open_.pop(key)
+        pid, fd = key
+        track = w.named(("fd", pid, fd), f"fd {fd}", _uuid("process", pid))
+        w.slice(track, start, max(end, start + 1), path or f"fd {fd}",
+                [("opened by", printable(row.text)), ("at", f"{row.file}:{row.line}")],
+                category="fd")
+
+    for r in sorted(rows, key=lambda r: (r.ts, r.seq)):
+        if r.kind in _CREATE and r.err is None and r.ret is not None:
+            for fd, path in r.created or ((r.fd, r.path),):
+                if not isinstance(fd, int) or fd < 0:
+                    continue
+                key = (r.pid, fd)
+                if key in open_:            # dup2 onto it, or a close we did not see
+                    finish(key, r.ts)
+                open_[key] = (r.ts + r.dur, path, r)
+        elif r.kind in _CLOSE and r.err is None and (r.pid, r.fd) in open_:
+            finish((r.pid, r.fd), r.ts)
+        elif r.kind == "Exit" and r.pid in ends and ends[r.pid] == r.ts:
+            for key in [k for k in open_ if k[0] == r.pid]:
+                finish(key, r.ts)
+    for key in list(open_):
+        finish(key, ends.get(key[0], last))
+
+
+def _svm_claims(w: _Writer, findings, last: int) -> None:
+    seen = set()
+    for f in findings:
+        d = f.details or {}
+        released = d.get("released") or []
+        claims = [("released", c) for c in (released if isinstance(released, list)
+                                            else [released])]
+        for key in ("victim", "claim"):
+            if isinstance(d.get(key), dict):
+                claims.append((key, d[key]))
+        for role, c in claims:
+            if not isinstance(c, dict) or c.get("time") is None or f.pid is None:
+                continue
+            ident = (f.pid, c.get("start"), c.get("end"), c.get("time"))
+            start = ns(c["time"])
+            # a released claim ends at the call that released it; a victim
+            # lives on past the call that hurt it
+            end = ns(f.time) if role == "released" and f.time is not None else last
+            if ident in seen:
+                continue
+            seen.add(ident)
+            name = f"svm [{c.get('start')}, {c.get('end')})"
+            track = w.named(("svm", *ident), name, _uuid("process", f.pid))
+            w.slice(track, start, max(end, start + 1), f"{c.get('kind', '')} claim".strip(),
+                    [("range", f"[{c.get('start')}, {c.get('end')})"), ("pages", c.get("pages")),
+                     ("gpus", ", ".join(c.get("gpus") or [])), ("flags", c.get("flags")),
+                     ("at", f"{c.get('file')}:{c.get('line')}"), ("tid", c.get("tid"))],
+                    category="svm")
+
+
+def _findings(w: _Writer, findings, cwd, last: int) -> None:
+    for n, f in enumerate(findings, 1):
+        ts = ns(f.time) if f.time is not None else last
+        if f.pid is not None and f.tid is not None:
+            track = w.thread(f.pid, f.tid)
+        elif f.pid is not None:
+            track = w.process(f.pid, None)
+        else:
+            track = w.named(("findings",), "rocrtrace findings", 0)
+        p = w.packet(ts)
+        te = p.track_event
+        te.type = te.TYPE_INSTANT
+        te.track_uuid = track
+        te.name = f"{f.severity}[{f.rule}]"
+        te.categories.extend(["finding", f.severity])
+        hit = location_frame(f.stack, cwd)
+        if hit and hit[1]:
+            te.source_location.file_name = printable(hit[1])
+            te.source_location.line_number = int(hit[0].source_line)
+            fn = hit[0].function or hit[0].symbol
+            if fn:
+                te.source_location.function_name = printable(fn)
+        evidence = [{"role": ev.role, "file": ev.event.file, "line": ev.event.line,
+                     "tid": ev.event.tid, "time": ev.event.time,
+                     "call": printable(ev.event.text), "note": ev.note or None}
+                    for ev in f.evidence]
+        _annotate(te, [("message", f.message), ("rule", f.rule), ("severity", f.severity),
+                       ("fingerprint", f.fingerprint), ("cause", f.cause),
+                       ("subject", subject_text(f.subject)),
+                       ("trace", f"{f.file}:{f.line}" if f.file else None),
+                       ("evidence", evidence)])
+        te.terminating_flow_ids.extend(_uuid("flow", n, k) for k in range(len(f.evidence)))
+
+
+def summary(data: bytes) -> dict:
+    """Parse a written trace back with the same protos: tracks by kind and
+    slice / instant counts per kind, for tests and a quick look."""
+    from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace, TrackEvent
+
+    trace = Trace.FromString(data)
+    kinds: dict[int, str] = {}
+    names: dict[int, str] = {}
+    for p in trace.packet:
+        if p.HasField("track_descriptor"):
+            td = p.track_descriptor
+            kind = ("process" if td.HasField("process") else "thread" if td.HasField("thread")
+                    else td.name.split(" ")[0])
+            kinds[td.uuid] = kind
+            names[td.uuid] = (td.process.process_name if kind == "process" else
+                              td.thread.thread_name if kind == "thread" else td.name)
+    out = {"tracks": {}, "slices": {}, "instants": 0, "flows": 0, "instant_names": []}
+    for k in kinds.values():
+        out["tracks"][k] = out["tracks"].get(k, 0) + 1
+    for p in trace.packet:
+        if not p.HasField("track_event"):
+            continue
+        te = p.track_event
+        if te.type == TrackEvent.TYPE_SLICE_BEGIN:
+            k = kinds.get(te.track_uuid, "?")
+            out["slices"][k] = out["slices"].get(k, 0) + 1
+            out["flows"] += len(te.flow_ids)
+        elif te.type == TrackEvent.TYPE_INSTANT:
+            out["instants"] += 1
+            out["instant_names"].append(te.name)
+    out["names"] = names
+    return out
