@@ -25,10 +25,6 @@ README = (ROOT / "README.md").read_text()
 NOT_RUN = {"bash .ci/run": "the CI script runs this very test",
            "pip install rocrtrace": "installed from this checkout, not from PyPI"}
 
-# The capture recipes depend on the capture branch: `capture --method strace`
-# writing PREFIX.PID files, -o creating the prefix's directory, capture
-# listing only the files this run wrote.
-CAPTURE_BRANCH = pytest.mark.xfail(strict=True, reason="capture recipes, branch capture")
 
 APP_C = r"""
 #include <fcntl.h>
@@ -160,10 +156,12 @@ def check_perfetto_parquet(repo):
 
 
 def check_strace_recommended(repo):
-    cmd = _find("strace -f -o trace.txt")
+    cmd = _find("strace -ff -o trace ")
     r = sh(repo, cmd.replace(" CMD", " ./app"))
     assert r.returncode == 0, r.stderr
-    assert sh(repo, "rocrtrace analyze trace.txt").returncode == 0
+    # -ff: one file per thread, trace.TID, read together as one run
+    assert glob.glob(str(repo / "trace.*"))
+    assert sh(repo, "rocrtrace analyze 'trace.*'").returncode == 0
 
 
 def check_capture_preload(repo):
@@ -194,8 +192,15 @@ def check_analyze_all_processes(repo):
     assert "no findings" in r.stdout
 
 
+def check_capture_prefix_dir(repo):
+    r = sh(repo, _find("rocrtrace capture -o traces/suite -- ./app"))
+    assert r.returncode == 0, r.stderr
+    assert glob.glob(str(repo / "traces/suite.*"))
+    shutil.rmtree(repo / "traces")      # the CI recipe starts without traces/
+
+
 def check_ci_capture(repo):
-    r = sh(repo, _find("rocrtrace capture -o traces/suite"))
+    r = sh(repo, _find("rocrtrace capture -o traces/suite -- ctest"))
     assert r.returncode == 0, r.stderr
     assert glob.glob(str(repo / "traces/suite.*"))
 
@@ -216,24 +221,21 @@ CHECKS = {
     "python3 -m venv .venv": check_quick_start,
     "rocrtrace analyze fixtures/scenarios/vmm-export-double-close/": check_report_example,
     "mkdir -p runs && rocrtrace analyze": check_perfetto_parquet,
-    "strace -f -o trace.txt": check_strace_recommended,
+    "strace -ff -o trace ": check_strace_recommended,
     "rocrtrace capture -- ./my-hip-app": check_capture_preload,
     "rocrtrace capture --stack-depth 8": check_capture_stacks,
     "rocrtrace capture --method strace": check_capture_strace,
     "rocrtrace analyze rocrtrace.log.*": check_analyze_all_processes,
-    "rocrtrace capture -o traces/suite": check_ci_capture,
+    "rocrtrace capture -o traces/suite -- ./app": check_capture_prefix_dir,
+    "rocrtrace capture -o traces/suite -- ctest": check_ci_capture,
     "rocrtrace analyze 'traces/suite.*' --fail-on never --write-baseline": check_write_baseline,
     "rocrtrace analyze 'traces/suite.*' --baseline": check_ci_gate,
 }
 # In README order where one command needs another's files (the CI steps).
 ORDER = list(CHECKS)
-XFAIL = {"rocrtrace capture --method strace", "rocrtrace capture -o traces/suite",
-         "rocrtrace analyze 'traces/suite.*' --fail-on never --write-baseline",
-         "rocrtrace analyze 'traces/suite.*' --baseline"}
 
 
-@pytest.mark.parametrize("prefix", [pytest.param(p, marks=CAPTURE_BRANCH) if p in XFAIL
-                                    else p for p in ORDER])
+@pytest.mark.parametrize("prefix", ORDER)
 def test_readme_command(prefix, repo):
     if "capture" in prefix or "strace" in prefix:
         if not (shutil.which("strace") and shutil.which("cc")):
