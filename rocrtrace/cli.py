@@ -124,8 +124,11 @@ def cli():
               metavar="N", help=_JOBS_HELP)
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
 @click.option("--color/--no-color", default=None, help="Colour the text report.")
+@click.option("--all-fds", is_flag=True,
+              help="Also list every fd the program opened and still holds at exit "
+                   "(fd-open-at-exit notes, like valgrind --track-fds).")
 def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_baseline,
-            input_format, debug_dirs, jobs, no_progress, color):
+            input_format, debug_dirs, jobs, no_progress, color, all_fds):
     """Parse TRACE..., replay it and report findings (the main job).
 
     TRACE is a file, '-' (stdin), a directory or a glob (strace -ff files or
@@ -141,7 +144,7 @@ def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_b
     enabled -= set(disable)
 
     result = _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs,
-                           progress=not no_progress)
+                           progress=not no_progress, all_fds=all_fds)
     if baseline:
         from .baseline import apply_baseline, load_baseline
 
@@ -161,18 +164,20 @@ def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_b
     return EXIT_FINDINGS if result.failed() else EXIT_CLEAN
 
 
-def _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs, progress):
+def _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs, progress,
+                  all_fds=False):
     from .replay import analyze as run
 
     if jobs > 1 and len(traces) > 1:
         from .parallel import analyze_parallel
 
-        return analyze_parallel(traces, input_format, enabled, debug_dirs, fail_on, jobs)
+        return analyze_parallel(traces, input_format, enabled, debug_dirs, fail_on, jobs,
+                                all_fds=all_fds)
     opened = _open_traces(traces, input_format, jobs)
     on_event = _progress_hook(opened) if progress and sys.stderr.isatty() else None
     try:
         return run(opened, enabled=enabled, debug_dirs=debug_dirs, fail_on=fail_on,
-                   on_event=on_event)
+                   on_event=on_event, all_fds=all_fds)
     finally:
         if on_event is not None:
             on_event.close()

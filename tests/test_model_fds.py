@@ -642,3 +642,162 @@ def test_memory_follows_live_state():
     assert len(t.slots) == 0 and len(t.closed) == 7
     # one previous occupant per number, never a chain
     assert all(c.slot.prev is None or c.slot.prev.slot.prev is None for c in t.closed.values())
+
+
+# --- SPEC 4.1 ownership: the runtime's stale close of amd-smi's fd ------------------------
+
+def bare(*mods):
+    """Unsymbolized strace -k frames: 'MODULE() [0xOFF]', libc's wrapper on top."""
+    frames = [Frame(module="/lib/x86_64-linux-gnu/libc.so.6", addr=0x1)]
+    frames += [Frame(module=f"/opt/rocm/lib/{m}", addr=0x100 + i) for i, m in enumerate(mods)]
+    return tuple(frames)
+
+
+def _amdsmi_reuse(symbols: bool):
+    b = B()
+    s = stk if symbols else (lambda *sp: bare(*[x.split("!")[0] for x in sp]))
+    export = b.export(3, 0x60, 7, stack=s("libhsakmt.so.1!hsaKmtExportDMABufHandle",
+                                          "libhsa-runtime64.so.1!ExportDMABuf",
+                                          "libamdhip64.so.6!hipMemExportToShareableHandle"))
+    app_close = b.close(7, stack=s("app!release", "app!main"))
+    # amd-smi, called from inside the runtime, opens a sysfs file: number 7 again
+    smi_open = b.open(7, "/sys/class/drm/card0/device/gpu_metrics",
+                      stack=s("libamd_smi.so!amdsmi_get_gpu_metrics_info",
+                              "libhsa-runtime64.so.1!UpdateAgentMetrics", "app!main"))
+    rt_close = b.close(7, stack=s("libhsa-runtime64.so.1!DestroyMemoryHandle",
+                                  "libhsa-runtime64.so.1!hsa_amd_vmem_handle_release",
+                                  "app!main"))
+    m = run([b.exec_(), b.open(3, "/dev/kfd"), export, app_close, smi_open, rt_close],
+            finish=False)
+    return m, rt_close
+
+
+def test_close_reused_runtime_closes_amd_smis_fd_symbolized():
+    m, rt_close = _amdsmi_reuse(symbols=True)
+    (f,) = m.findings
+    assert f.rule == "fd-close-reused" and f.event is rt_close
+    assert f.subject["fd_kind"] == "other" and "runtime" in f.message
+    assert "meant for the fd that held number 7 before (dmabuf" in f.message
+
+
+def test_close_reused_runtime_closes_amd_smis_fd_unsymbolized():
+    # strace -k without symbols: the owners are told apart by module alone
+    m, rt_close = _amdsmi_reuse(symbols=False)
+    (f,) = m.findings
+    assert f.rule == "fd-close-reused" and f.event is rt_close
+
+
+def test_close_reused_by_the_new_owners_later_ebadf_across_components():
+    b = B()
+    smi_open = b.open(7, "/sys/a", stack=stk("libamd_smi.so!amdsmi_init", "app!main"))
+    smi_close = b.close(7, stack=stk("libamd_smi.so!amdsmi_init", "app!main"))
+    rt_open = b.open(7, "/sys/b", stack=stk("libhsa-runtime64.so.1!ReadTopology", "app!main"))
+    stale = b.close(7, stack=stk("libamd_smi.so!amdsmi_shut_down", "app!main"))
+    rt_read = b.syscall("read", [7], err="EBADF",
+                        stack=stk("libhsa-runtime64.so.1!ReadTopology", "app!main"))
+    m = run([b.exec_(), smi_open, smi_close, rt_open, stale, rt_read])
+    assert sorted(rules(m)) == ["fd-close-reused", "fd-use-after-close"]
+    (f,) = [f for f in m.findings if f.rule == "fd-close-reused"]
+    assert f.event is stale and "later got EBADF" in f.message
+
+
+def test_close_by_a_caller_of_the_new_owner_is_not_close_reused():
+    # the program closes the fd a library handed to it: the new owner's own
+    # stack holds the closing function, so nothing can be claimed
+    b = B()
+    m = run([b.exec_(), b.export(3, 0x60, 7, stack=stk("libhsa-runtime64.so.1!ExportDMABuf",
+                                                      "app!export_it")),
+             b.close(7, stack=stk("app!export_it")),
+             b.open(7, "/etc/x", stack=stk("libfoo.so!foo_open", "app!use_foo")),
+             b.close(7, stack=stk("app!use_foo"))], finish=False)
+    assert rules(m) == []
+
+
+# --- probes, sweeps, negative fds, dup2 attribution (SPEC 4.1) ------------------------------
+
+def test_dup2_ebadf_with_old_open_is_about_new():
+    b = B()
+    d = FdCreate(name="dup2", origin="dup", fds=(), src_fd=0, new_fd=-4, replace=True,
+                 **b._b(ret=-1, err="EBADF"))
+    hi = FdCreate(name="dup2", origin="dup", fds=(), src_fd=3, new_fd=99999, replace=True,
+                  **b._b(ret=-1, err="EBADF"))
+    m = run([b.exec_(), b.open(3), d, hi])
+    (f,) = m.findings
+    assert f.rule == "fd-bad-fd" and f.event is d and f.subject["fd"] == -4
+    assert m.findings[0].severity == "warning"
+
+
+def test_probes_of_closed_fds_are_not_uses():
+    b = B()
+    evs = [b.exec_(), b.open(3), b.open(4), b.close(3), b.close(4)]
+    evs += [b.syscall(n, [fd], err="EBADF") for n in ("fstat", "newfstatat", "statx", "fcntl")
+            for fd in (3, 4, 5)]
+    evs += [b.syscall("read", [3], err="EBADF")]
+    m = run(evs)
+    (f,) = m.findings
+    assert f.rule == "fd-use-after-close" and f.event.name == "read"
+
+
+def test_negative_fds_are_bad_fd_never_use_after_close():
+    b = B()
+    m = run([b.open(3), b.close(-1, err="EBADF"), b.syscall("read", [-1], err="EBADF"),
+             b.mmap(-1, err="EBADF")])
+    assert rules(m) == ["fd-bad-fd"] * 3
+    assert all(f.severity == "warning" and "not an fd number" in f.message for f in m.findings)
+
+
+def test_sweep_over_numbers_seen_closed_is_one_note():
+    # "whatever the trace saw of those numbers before the sweep"
+    b = B()
+    evs = [b.exec_(), b.open(3), b.open(4), b.open(5), b.close(4), b.close(5), b.open(6)]
+    evs += [b.close(n, err=None if n in (3, 6) else "EBADF") for n in range(3, 64)]
+    m = run(evs)
+    (f,) = m.findings
+    assert f.rule == "fd-bad-fd" and f.severity == "note" and "sweep" in f.message
+    assert f.details["sweep"]["closes"] == 61 and f.details["sweep"]["ebadf"] == 59
+
+
+def test_a_short_run_of_bad_closes_is_not_a_sweep():
+    b = B()
+    m = run([b.exec_(), b.open(3), b.open(4), b.close(3), b.close(4),
+             b.close(3, err="EBADF"), b.close(4, err="EBADF")])
+    assert rules(m) == ["fd-double-close", "fd-double-close"]
+
+
+def test_sweeps_are_per_thread_and_end_at_another_call():
+    b = B()
+    evs = [b.exec_(), b.open(3), b.close(3)]
+    # two threads interleave their closes: each thread's own run counts
+    for n in range(3, 20):
+        evs.append(b.close(n, err="EBADF", tid=101))
+        evs.append(b.close(n, err="EBADF", tid=102))
+    evs.append(b.syscall("getpid", [], tid=101))
+    evs.append(b.close(3, err="EBADF", tid=101))   # after the sweep: a real double close
+    m = run(evs)
+    assert sorted((f.rule, f.severity) for f in m.findings) == [
+        ("fd-bad-fd", "note"), ("fd-bad-fd", "note"), ("fd-double-close", "error")]
+
+
+def test_a_huge_sweep_keeps_no_per_close_findings():
+    b = B()
+    evs = [b.exec_()] + [b.close(n, err="EBADF") for n in range(3, 3 + 5000)]
+    m = FdModel()
+    for ev in evs:
+        m.feed(ev)
+    assert m.findings == []          # retracted at SWEEP_SETTLED, nothing held since
+    m.finish()
+    (f,) = m.findings
+    assert f.details["sweep"]["closes"] == 5000
+
+
+def test_all_fds_lists_what_the_program_opened_and_still_holds():
+    b = B()
+    mine = b.open(5, "/etc/hosts")
+    evs = [FdSnapshot(when="start", fds={0: "/dev/null", 3: "/tmp/inherited"}, **b._b()),
+           b.open(4, "/dev/kfd"), mine, b.export(4, 0x10, 6), b.exit()]
+    m = run(evs, FdModel(all_fds=True))
+    got = sorted((f.rule, f.subject["fd"]) for f in m.findings)
+    assert got == [("fd-leak", 6), ("fd-open-at-exit", 5)]
+    (f,) = [f for f in m.findings if f.rule == "fd-open-at-exit"]
+    assert f.severity == "note" and f.event is mine and f.evidence[0].event is mine
+    assert sorted(r for r in rules(run(evs[:0] + [b.open(5), b.exit()]))) == []

@@ -211,6 +211,16 @@ def _owner(ev: Event | None) -> str | None:
     return component(fr[0].module) if fr else None
 
 
+def _shared_callers(old: "Slot", new: "Slot") -> set:
+    """Functions on both creators' stacks (main() and other common callers):
+    they say nothing about which fd a close was meant for."""
+    a = old.root or old.creator
+    b = new.creator
+    if a is None or b is None:
+        return set()
+    return _funcs(a.stack) & _funcs(b.stack)
+
+
 def _mods(stack, depth: int = 3) -> set:
     return {fr.module.rsplit("/", 1)[-1] for fr in frames_of(stack, depth)}
 
@@ -1250,7 +1260,8 @@ class FdModel(Model):
         close_comp = _owner(ev)
         if close_comp is None or new_owner is None or close_comp == new_owner:
             return False
-        close_funcs = _funcs(ev.stack, 2)
+        shared = _shared_callers(old, s)
+        close_funcs = _funcs(ev.stack, 2) - shared
         new_funcs = _funcs(s.creator.stack)
         if s.last_use is not None and s.last_use is not s.creator:
             new_funcs |= _funcs(s.last_use.stack)
@@ -1287,9 +1298,11 @@ class FdModel(Model):
         # the EBADF comes from the new fd's owner: its component, or a
         # function of the code that created or used the new fd
         new_owner = _owner(s.creator)
-        mine = _funcs(ev.stack, 3)
-        owner = _funcs(s.creator.stack) | (_funcs(s.last_use.stack) if s.last_use else set())
-        closer = _funcs(c.event.stack, 3)
+        shared = _shared_callers(prev.slot, s)
+        mine = _funcs(ev.stack, 3) - shared
+        owner = (_funcs(s.creator.stack) | (_funcs(s.last_use.stack) if s.last_use else set())) \
+            - shared
+        closer = _funcs(c.event.stack, 3) - shared
         closer_comp = _owner(c.event)
         if not (mine & owner or (_owner(ev) == new_owner and not mine)):
             return
