@@ -258,6 +258,7 @@ class Slot:
     notable: list = field(default_factory=list)   # [(role, event)], ≤ 4: imports, hand-overs
     prev: "Closed | None" = None      # the previous occupant of this number
     buffer: object = None             # the handle model's buffer identity (dup shares it)
+    racing: Event | None = None       # an EBADF use while open: maybe a close in progress
 
     @property
     def exported(self) -> bool:
@@ -671,6 +672,8 @@ class FdModel(Model):
             s = self._use(p, fd, ev, ev.path)   # open, so created where we cannot see
         elif ev.path:
             s = self._use(p, fd, ev, ev.path)
+        if s.racing is not None:
+            self._racing_use(p, s, ev)
         flagged = self._check_reused(p, s, ev)
         self._release(p, fd, ev, "close")
         t.closed[fd].flagged = flagged
@@ -744,8 +747,11 @@ class FdModel(Model):
             closed = [fd for fd in pos if fd not in t.slots and fd in t.closed]
             if len(closed) == 1:
                 self._bad_use(p, ev, closed[0])
-            elif not closed and len(pos) == 1 and pos[0] not in t.slots:
-                self._bad_fd(p, ev, pos[0])
+            elif not closed and len(pos) == 1:
+                if pos[0] in t.slots:
+                    self._bad_use(p, ev, pos[0])    # open in the model: mode, race, unseen close
+                else:
+                    self._bad_fd(p, ev, pos[0])
             return
         if not ev.ok:
             return
@@ -1151,7 +1157,12 @@ class FdModel(Model):
         name = getattr(ev, "ioctl", None) or ev.name
         if s is not None:
             if getattr(ev, "name", "") in MODE_EBADF and not isinstance(ev, Ioctl):
-                return            # EBADF here may only mean the wrong open mode
+                # EBADF here may only mean the wrong open mode, or another
+                # thread's close that completes later (its number is gone
+                # at entry): the close decides (_racing_use)
+                if s.racing is None:
+                    s.racing = ev
+                return
             self._release(p, fd, None, "unseen")
             msg = (f"{name} on fd {fd} failed with EBADF: {s.describe()} was open in the "
                    "model, so a close the trace cannot see (fclose, a raw syscall) ended it "
@@ -1217,6 +1228,40 @@ class FdModel(Model):
             evidence=[Evidence("this call", ev, call_site(ev))],
             key=("bad-fd", sort, name)))
         self._hist(ev, p.pid, fd, f"{name} failed with EBADF: not an open fd")
+
+    def _racing_use(self, p: Proc, s: Slot, close: Close) -> None:
+        """A read/write that got EBADF while the model had the fd open, then a
+        close of it by another thread that began before that call ended.
+        close() takes the number out of the table first and finishes later
+        (strace prints it unfinished around the other thread's call), so the
+        EBADF proves the close came first: a use after close on another
+        thread.  A close that began after the call ended says nothing: the
+        EBADF was the open mode's."""
+        use, s.racing = s.racing, None
+        if use.tid == close.tid or use.pid != close.pid:
+            return
+        if use.time is not None and close.time is not None:
+            if use.end is None or close.time > use.end:
+                return
+        elif not (use.file == close.file and close.line < use.line):
+            return                        # no times: the entry printed first is first
+        name = use.name
+        msg = (f"{name} on fd {s.fd} failed with EBADF on thread {use.tid}: another thread "
+               f"({close.tid}) was closing {s.describe()} at {close.file}:{close.line}"
+               f"{at(close)}; the calls overlap, and the EBADF shows the close took the "
+               "number first. A use after close across threads")
+        evidence = [Evidence("this use", use, call_site(use)),
+                    Evidence("closed by", close, call_site(close))]
+        if s.root is not None:
+            evidence.append(Evidence("created by", s.root, call_site(s.root)))
+        evidence.sort(key=lambda e: (e.event.time if e.event.time is not None else 0,
+                                     e.event.seq, e.event.line))
+        self._emit(Finding(rule="fd-use-after-close", message=msg, event=use,
+                           subject={"kind": "fd", "fd": s.fd, "fd_kind": s.kind},
+                           evidence=evidence,
+                           key=("use-after-close", s.kind, s.root_origin, name,
+                                "concurrent-close")))
+        self._hist(use, p.pid, s.fd, f"{name} failed with EBADF: another thread's close")
 
     def _ioctl_ebadf(self, p: Proc, ev: Ioctl, inner: int | None) -> None:
         t = p.table
