@@ -16,6 +16,13 @@ static void *closer(void *arg) {
     return NULL;
 }
 
+static void *late_closer(void *arg) {
+    (void)arg;
+    usleep(2000);                     /* while the main thread is reading */
+    close(shared_fd);
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "double_close";
     char b;
@@ -47,6 +54,16 @@ int main(int argc, char **argv) {
         pthread_create(&t, NULL, closer, NULL);
         pthread_join(t, NULL);
         read(shared_fd, &b, 1);                   /* fd-use-after-close (cross-thread) */
+    } else if (!strcmp(mode, "race")) {
+        /* reads until another thread's close makes one fail: under strace
+         * that close is often still "unfinished" when the read's EBADF is
+         * printed.  Exactly one read fails, whatever the interleaving. */
+        shared_fd = open("/dev/zero", O_RDONLY);
+        pthread_t t;
+        pthread_create(&t, NULL, late_closer, NULL);
+        while (read(shared_fd, &b, 1) >= 0)
+            ;                                     /* fd-use-after-close */
+        pthread_join(t, NULL);
     } else if (!strcmp(mode, "write_after_close")) {
         int fd = open("/dev/null", O_WRONLY);
         close(fd);
