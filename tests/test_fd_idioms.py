@@ -24,6 +24,7 @@ OPTION_SETS = {
     "ff-o": ["-ff", "-o"],
     "f-stderr": ["-f"],
     "k": ["-f", "-k", "-o"],
+    "X-raw": ["-f", "-X", "raw", "-o"],
 }
 
 SWEEP = {"fd-bad-fd:note": 1}          # one note per close-all sweep, never more
@@ -57,17 +58,26 @@ EXPECTED = {
     ("fdidiom_bugs", "race"): {"fd-use-after-close:error": 1},
     ("fdidiom_bugs", "never_open"): {"fd-bad-fd:warning": 1},
     ("fdidiom_bugs", "held_at_exit"): {},
+    # the stale close takes zlib's fd; without stacks only the read's EBADF
+    ("fdidiom_owner", "stack"): {"fd-use-after-close:error": 1},
+    ("fdidiom_owner", "ebadf"): {"fd-use-after-close:error": 1},
+    ("fdidiom_owner", "fine"): {},
 }
+# With strace -k the owners can be told apart (SPEC 4.1 ownership): by the
+# stale close's stack (stack), by zlib's later EBADF (ebadf).
+WRONG_OWNER = {"fd-close-reused:warning": 1, "fd-use-after-close:error": 1}
 # -ff files without timestamps cannot be ordered across threads: the other
 # thread's close cannot be placed before the read, so nothing may be claimed.
 STRACE_OVERRIDES = {("fdidiom_bugs", "threads", "ff-o"): {},
-                    ("fdidiom_bugs", "race", "ff-o"): {}}
+                    ("fdidiom_bugs", "race", "ff-o"): {},
+                    ("fdidiom_owner", "stack", "k"): WRONG_OWNER,
+                    ("fdidiom_owner", "ebadf", "k"): WRONG_OWNER}
 
 # What a preload log cannot show until the capture library logs EBADF
 # failures of read/write/... (SPEC 3.2, another branch).
 NEEDS_EBADF_LOGGING = {("fdidiom_bugs", m) for m in
                        ("read_neg", "read_after_close", "write_after_close", "threads",
-                        "race")}
+                        "race")} | {("fdidiom_owner", "stack"), ("fdidiom_owner", "ebadf")}
 CAPTURE_XFAIL = pytest.mark.xfail(
     strict=True, reason="capture library: log fd / EBADF logging, branch capture")
 
@@ -81,9 +91,16 @@ def _python_ok() -> bool:
     return os.path.exists("/usr/bin/python3") or shutil.which("python3") is not None
 
 
+def _have_libz() -> bool:
+    import ctypes.util
+    return ctypes.util.find_library("z") is not None
+
+
 def _skip_unrunnable(prog):
     if prog == "fdidiom_python" and not _python_ok():
         pytest.skip("needs python3")
+    if prog == "fdidiom_owner" and not _have_libz():
+        pytest.skip("needs libz.so.1 (dlopen'ed as the second owner)")
 
 
 @pytest.mark.skipif(not have_strace(), reason="needs strace and cc")
@@ -136,6 +153,28 @@ def test_sweep_note_names_the_range_and_counts(tmp_path):
     # closed, before the sweep: still part of the sweep)
     assert f.details["sweep"] == {"closes": 253, "ebadf": 252, "first": 3, "last": 255}
     assert [e.role for e in f.evidence] == ["first close of the sweep", "last close of the sweep"]
+
+
+@pytest.mark.skipif(not have_strace() or not _have_libz(), reason="needs strace, cc, libz")
+@pytest.mark.parametrize("mode,why", [("stack", "its call stack"),
+                                      ("ebadf", "later got EBADF")])
+def test_wrong_owner_names_both_incarnations(mode, why, tmp_path):
+    paths = run_strace(["-f", "-k", "-yy", "-o"], "fdidiom_owner", [mode], tmp_path)
+    (f,) = [f for f in analyze([open_trace(paths[0])]).findings if f.rule == "fd-close-reused"]
+    assert why in f.message and "meant for the fd that held number" in f.message
+    roles = [e.role for e in f.evidence]
+    assert "the old fd was created by" in roles and "the new fd was created by" in roles
+    new = next(e for e in f.evidence if e.role == "the new fd was created by")
+    assert any("libz" in fr.module for fr in new.event.stack)
+    assert any(fr.symbol == "conn_close" for fr in f.event.stack)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or not _have_libz(), reason="needs cc, libz")
+@CAPTURE_XFAIL
+def test_capture_with_stacks_wrong_owner_by_later_ebadf(tmp_path):
+    # needs the capture library to log read()'s EBADF (SPEC 3.2)
+    res = analyze([open_trace(_capture("fdidiom_owner", "ebadf", tmp_path, depth=8))])
+    assert _counts(res) == WRONG_OWNER
 
 
 @pytest.mark.skipif(not have_strace(), reason="needs strace and cc")

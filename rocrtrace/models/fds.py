@@ -1177,7 +1177,7 @@ class FdModel(Model):
             kind = s.kind
             msg = (f"{name} on fd {fd} failed with EBADF: {s.describe()} was closed by "
                    f"{short(c.event)}{at(c.event)} and nothing re-created it")
-            if s.last_use is not None:
+            if s.last_use is not None and s.last_use is not c.event:
                 msg += f"; its last successful use was {short(s.last_use)}"
             key = ("use-after-close", s.kind, s.root_origin, name, c.how)
             evidence = [Evidence("this use", ev, call_site(ev))]
@@ -1308,13 +1308,15 @@ class FdModel(Model):
         shared = _shared_callers(old, s)
         close_funcs = _funcs(ev.stack, 2) - shared
         new_funcs = _funcs(s.creator.stack)
-        if s.last_use is not None and s.last_use is not s.creator:
+        if s.last_use is not None and s.last_use not in (s.creator, ev):
+            # (a -y decorated close counts as the slot's last use: not itself)
             new_funcs |= _funcs(s.last_use.stack)
         if close_funcs & new_funcs:
             return False
         # (the old fd's close is not its owner: whoever closed it first may
         # not have owned it)
-        old_events = [e for e in (old.root, old.creator, old.last_use) if e is not None]
+        old_events = [e for e in (old.root, old.creator, old.last_use)
+                      if e is not None and e is not prev.event]
         old_comps: set = set()
         old_funcs: set = set()
         for e in old_events:
@@ -1345,11 +1347,11 @@ class FdModel(Model):
         new_owner = _owner(s.creator)
         shared = _shared_callers(prev.slot, s)
         mine = _funcs(ev.stack, 3) - shared
-        owner = (_funcs(s.creator.stack) | (_funcs(s.last_use.stack) if s.last_use else set())) \
-            - shared
+        last = s.last_use if s.last_use is not c.event else None   # a decorated close
+        owner = (_funcs(s.creator.stack) | (_funcs(last.stack) if last else set())) - shared
         closer = _funcs(c.event.stack, 3) - shared
         closer_comp = _owner(c.event)
-        if not (mine & owner or (_owner(ev) == new_owner and not mine)):
+        if not (mine & owner or _owner(ev) == new_owner):
             return
         if closer & owner or closer & mine or closer_comp == new_owner:
             return
@@ -1359,7 +1361,7 @@ class FdModel(Model):
         old_funcs: set = set()
         old_comps: set = set()
         for e in (old.root, old.creator, old.last_use):
-            if e is not None:
+            if e is not None and e is not prev.event:
                 old_funcs |= _funcs(e.stack)
                 old_comps |= _comps(e.stack)
         if not (closer & old_funcs or closer_comp in old_comps):
