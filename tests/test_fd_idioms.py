@@ -218,3 +218,30 @@ def test_all_fds_lists_the_fd_held_at_exit(how, tmp_path):
     assert f.subject["fd"] == 4 and f.event.name in ("openat", "open")
     assert [(e.role, e.event.name) for e in f.evidence][:2] == [
         ("created by", f.event.name), ("dup by", "dup")]
+
+
+# --- the CLI: --all-fds and the rule catalogue ---------------------------------------------------
+
+def _rocrtrace(*args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "rocrtrace", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.skipif(not have_strace(), reason="needs strace and cc")
+def test_analyze_all_fds_option(tmp_path):
+    log = run_strace(["-f", "-yy", "-o"], "fdidiom_bugs", ["held_at_exit"], tmp_path)[0]
+    plain = _rocrtrace("analyze", "--format", "json", "--fail-on", "note", log)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert "fd-open-at-exit" not in plain.stdout
+    held = _rocrtrace("analyze", "--all-fds", "--format", "json", "--fail-on", "note", log)
+    assert held.returncode == 1, held.stdout + held.stderr    # one note, at --fail-on note
+    assert '"rule": "fd-open-at-exit"' in held.stdout
+
+
+def test_rules_catalogue_defines_the_sweep():
+    out = _rocrtrace("rules", "--format", "json").stdout
+    for rule in ("fd-bad-fd", "fd-open-at-exit", "fd-use-after-close", "fd-double-close"):
+        assert f'"{rule}"' in out
+    assert "strictly increasing" in out and "--all-fds" in out
