@@ -93,7 +93,6 @@ PROBES = frozenset("fstat fstat64 newfstatat fstatat64 statx fstatfs fstatfs64 "
 # run is judged when it ends; past SWEEP_SETTLED closes a run that is a sweep
 # stays one (its per-close findings are not kept).
 SWEEP_MIN = 4
-_DROP: list = []                  # the sink of a settled sweep: nothing is kept
 SWEEP_SETTLED = 4096
 
 _LIBC = re.compile(r"(^|/)(libc|libpthread|ld-linux|libdl)[.-]")
@@ -221,10 +220,6 @@ def _shared_callers(old: "Slot", new: "Slot") -> set:
     return _funcs(a.stack) & _funcs(b.stack)
 
 
-def _mods(stack, depth: int = 3) -> set:
-    return {fr.module.rsplit("/", 1)[-1] for fr in frames_of(stack, depth)}
-
-
 def _funcs(stack, depth: int | None = None) -> set:
     frs = frames_of(stack, depth) if depth else [f for f in stack if not _LIBC.search(f.module or "")]
     return {f for f in map(_func, frs) if f}
@@ -313,7 +308,7 @@ class Run:
     ebadf: int = 0
     lo: int = -1                      # the lowest and highest EBADF numbers
     hi: int = -1
-    held: list = field(default_factory=list)   # findings kept until the run is judged
+    held: list | None = None          # its findings, taken back if it is a sweep
     settled: bool = False
 
 
@@ -379,7 +374,7 @@ class FdModel(Model):
         super().__init__()
         self.all_fds = all_fds            # --all-fds: fd-open-at-exit notes
         self._runs: dict = {}             # (pid, tid) -> Run
-        self._sink: list | None = None    # findings held for the current run
+        self._sink: Run | None = None     # the run of the close being handled
         self.procs: dict = {}
         self.watch = watch
         self.history: list = []
@@ -435,10 +430,13 @@ class FdModel(Model):
     def _emit(self, f: Finding) -> Finding:
         # A close in a run is reported at once; if the run turns out to be a
         # sweep its findings are taken back (_retract).
-        if self._sink is not None:
-            if self._sink is _DROP:
+        run = self._sink
+        if run is not None:
+            if run.settled:
                 return f
-            self._sink.append(f)
+            if run.held is None:
+                run.held = []
+            run.held.append(f)
         self.findings.append(f)
         return f
 
@@ -446,7 +444,7 @@ class FdModel(Model):
         if run.held:
             gone = set(map(id, run.held))
             self.findings[:] = [f for f in self.findings if id(f) not in gone]
-            run.held.clear()
+            run.held = None
 
     # --- slot lifecycle -------------------------------------------------------
 
@@ -526,32 +524,36 @@ class FdModel(Model):
         self._last = ev
         p = self._proc(ev.pid)
         if p.first:
-            p.first = False
-            if isinstance(ev, Exec) and ev.err is None:
-                # a trace that starts at execve saw every fd the program opened
-                p.complete = True
-            elif isinstance(ev, ProcessInfo):
-                # a preload log per process: a child of a traced process
-                # starts between fork and execve
-                par = self.procs.get(ev.ppid)
-                p.forked = par is not None and par is not p
-            elif not isinstance(ev, FdSnapshot) and len(self.procs) > 1:
-                # a later process seen mid-life: a child whose fork/vfork
-                # result is printed after its first calls (vfork always).
-                # Judge it as a child between fork and execve: say less.
-                p.forked = True
+            self._first_event(p, ev)
         if ev.tid is not None:
             p.tids.add(ev.tid)
-        if self._runs:
-            key = (ev.pid, ev.tid)
-            run = self._runs.get(key)
-            if run is not None and not (type(ev) is Close and ev.fd > run.last):
-                self._end_run(key)
+        runs = self._runs
+        if runs:
+            run = runs.get((ev.pid, ev.tid))
+            if run is not None and (type(ev) is not Close or ev.fd <= run.last):
+                self._end_run((ev.pid, ev.tid))
         if ev.err in ("EMFILE", "ENFILE"):
             self._exhaustion(p, ev)
         h = self._handlers.get(type(ev))
         if h is not None:
             h(self, p, ev)
+
+    def _first_event(self, p: Proc, ev: Event) -> None:
+        """What a process's first event says about how much the trace saw."""
+        p.first = False
+        if isinstance(ev, Exec) and ev.err is None:
+            # a trace that starts at execve saw every fd the program opened
+            p.complete = True
+        elif isinstance(ev, ProcessInfo):
+            # a preload log per process: a child of a traced process
+            # starts between fork and execve
+            par = self.procs.get(ev.ppid)
+            p.forked = par is not None and par is not p
+        elif not isinstance(ev, FdSnapshot) and len(self.procs) > 1:
+            # a later process seen mid-life: a child whose fork/vfork
+            # result is printed after its first calls (vfork always).
+            # Judge it as a child between fork and execve: say less.
+            p.forked = True
 
     def _on_create(self, p: Proc, ev: FdCreate) -> None:
         src = None
@@ -621,7 +623,7 @@ class FdModel(Model):
             run.ebadf += 1
             run.lo = fd if run.lo < 0 else run.lo
             run.hi = fd
-        self._sink = _DROP if run.settled else run.held
+        self._sink = run
         try:
             self._close(p, t, ev, fd)
         finally:
