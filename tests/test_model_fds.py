@@ -830,3 +830,19 @@ def test_read_ebadf_then_a_later_close_is_the_open_mode_not_a_finding():
     same = b.syscall("read", [4], err="EBADF", tid=101)
     m = run([b.exec_(), b.open(3, "/dev/null"), b.open(4), rd, late, same, b.close(4, tid=101)])
     assert m.findings == []
+
+
+def test_racing_close_without_durations_is_ordered_by_lines():
+    # strace -f without -T: "read(3, <unfinished ...>" (line 10), "close(3
+    # <unfinished ...>" (11), "<... read resumed> = -1 EBADF" (12)
+    b = B()
+    o = b.open(3, "/dev/null")
+    rd = b.syscall("read", [3], err="EBADF", tid=102, dur=None, line=10, end_line=12)
+    close = b.close(3, tid=101, dur=None, line=11, end_line=13)
+    m = run([b.exec_(), o, rd, close])
+    (f,) = m.findings
+    assert f.rule == "fd-use-after-close" and f.event is rd
+    b = B()
+    rd = b.syscall("read", [3], err="EBADF", tid=102, dur=None, line=10, end_line=12)
+    late = b.close(3, tid=101, dur=None, line=14)
+    assert run([b.exec_(), b.open(3, "/dev/null"), rd, late]).findings == []

@@ -1242,11 +1242,16 @@ class FdModel(Model):
         use, s.racing = s.racing, None
         if use.tid == close.tid or use.pid != close.pid:
             return
-        if use.time is not None and close.time is not None:
-            if use.end is None or close.time > use.end:
+        if use.time is not None and close.time is not None and use.dur is not None:
+            if close.time > use.end:
                 return
-        elif not (use.file == close.file and close.line < use.line):
-            return                        # no times: the entry printed first is first
+        elif use.file == close.file:
+            # no durations: the close must be printed before the use
+            # finished (its entry line before the use's last line)
+            if close.line > (use.end_line or use.line):
+                return
+        elif use.time is None or close.time is None or close.time > use.time:
+            return
         name = use.name
         msg = (f"{name} on fd {s.fd} failed with EBADF on thread {use.tid}: another thread "
                f"({close.tid}) was closing {s.describe()} at {close.file}:{close.line}"
