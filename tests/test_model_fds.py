@@ -846,3 +846,11 @@ def test_racing_close_without_durations_is_ordered_by_lines():
     rd = b.syscall("read", [3], err="EBADF", tid=102, dur=None, line=10, end_line=12)
     late = b.close(3, tid=101, dur=None, line=14)
     assert run([b.exec_(), b.open(3, "/dev/null"), rd, late]).findings == []
+
+
+def test_ebadf_on_an_open_o_path_fd_is_not_a_finding():
+    # fchmod/lseek/fsync on an O_PATH fd fail with EBADF: the fd is open
+    b = B()
+    m = run([b.exec_(), b.open(3, "/etc"), b.syscall("fchmod", [3], err="EBADF"),
+             b.syscall("lseek", [3], err="EBADF"), b.close(3)])
+    assert m.findings == []

@@ -750,10 +750,15 @@ class FdModel(Model):
             if len(closed) == 1:
                 self._bad_use(p, ev, closed[0])
             elif not closed and len(pos) == 1:
-                if pos[0] in t.slots:
-                    self._bad_use(p, ev, pos[0])    # open in the model: mode, race, unseen close
-                else:
+                s = t.slots.get(pos[0])
+                if s is None:
                     self._bad_fd(p, ev, pos[0])
+                elif s.racing is None:
+                    # Open in the model: the wrong open mode, an O_PATH fd
+                    # (fchmod, lseek, ... fail with EBADF on it), or another
+                    # thread's close still in progress: that close decides
+                    # (_racing_use); nothing is claimed on this call alone.
+                    s.racing = ev
             return
         if not ev.ok:
             return
