@@ -72,7 +72,8 @@ _RULES = [
     Rule("fd-use-after-close", "error",
          "a read, write, ioctl, mmap or other use of a closed fd (EBADF)",
          "A call that does work on a descriptor (I/O, ioctl, mmap, an import, sendmsg ...) "
-         "failed with EBADF after the trace closed it, on any thread. Probes - fstat, "
+         "failed with EBADF after the trace closed it, on any thread, or while another "
+         "thread's close of it was in progress (their windows overlap). Probes - fstat, "
          "newfstatat/statx with AT_EMPTY_PATH, fcntl(F_GETFD/F_GETFL/F_SETFD), poll and select "
          "entries - expect EBADF as an answer and are never uses."),
     Rule("fd-leak", "warning",
