@@ -645,8 +645,9 @@ class FdModel(Model):
     def _sweep_note(self, run: Run) -> None:
         ev0, ev1 = run.first_ev, run.last_ev
         msg = (f"close-all sweep: {run.closes} closes of increasing fd numbers "
-               f"({ev0.fd} to {ev1.fd}) in a row on one thread, {run.ebadf} of them failed "
-               f"with EBADF (fds {run.lo} to {run.hi} were not open). This is how a daemon "
+               f"({ev0.fd} to {ev1.fd}) in a row on one thread; {run.ebadf} of them (fd "
+               f"{run.lo} the lowest, {run.hi} the highest) failed with EBADF: not open. "
+               "This is how a daemon "
                "or a child between fork and execve drops the fds it may have inherited; "
                "the EBADF closes are not double closes")
         self._emit(Finding(
