@@ -204,8 +204,12 @@ _RULES_HELP = "Comma-separated rule ids; may be repeated."
               help="Text report: one line per finding, nothing else.")
 @click.option("--color/--no-color", default=None,
               help="Colour the text report (default: on a terminal, unless NO_COLOR is set).")
+@click.option("--all-fds", is_flag=True,
+              help="Also list every fd the program opened and still holds at exit "
+                   "(fd-open-at-exit notes, like valgrind --track-fds).")
 def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_baseline,
-            input_format, source_root, debug_dirs, jobs, no_progress, verbose, quiet, color):
+            input_format, source_root, debug_dirs, jobs, no_progress, verbose, quiet, color,
+            all_fds):
     """Parse TRACE..., replay it and report findings (the main job).
 
     TRACE is a file, '-' (stdin), a directory or a glob (strace -ff files or
@@ -228,7 +232,7 @@ def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_b
 
     events_sink = _event_sink(specs)
     result = _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs,
-                           progress=not no_progress, sink=events_sink)
+                           progress=not no_progress, sink=events_sink, all_fds=all_fds)
     check_recognized(result.inputs, input_format)
     if baseline:
         from .baseline import apply_baseline, load_baseline
@@ -262,14 +266,15 @@ def _event_sink(specs):
 
 
 def _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs, progress,
-                  sink=None):
+                  sink=None, all_fds=False):
     from .replay import analyze as run
 
     if jobs > 1 and len(traces) > 1 and sink is None:
         from .findings import number_collisions
         from .parallel import analyze_parallel
 
-        result = analyze_parallel(traces, input_format, enabled, debug_dirs, fail_on, jobs)
+        result = analyze_parallel(traces, input_format, enabled, debug_dirs, fail_on, jobs,
+                                  all_fds=all_fds)
         number_collisions(result.findings)
         return result
     opened = _open_traces(traces, input_format, jobs)
@@ -279,7 +284,7 @@ def _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs, prog
         else None
     try:
         return run(opened, enabled=enabled, debug_dirs=debug_dirs, fail_on=fail_on,
-                   on_event=hook)
+                   on_event=hook, all_fds=all_fds)
     finally:
         if on_event is not None:
             on_event.close()

@@ -126,6 +126,7 @@ class FdCreate(Event):
     cloexec: bool = False
     src_fd: int | None = None     # dup source / pidfd_getfd target fd
     replace: bool = False
+    new_fd: int | None = None     # dup2/dup3: the number asked for (also when it failed)
 
 
 @dataclass(slots=True, kw_only=True)

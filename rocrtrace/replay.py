@@ -9,13 +9,14 @@ from .findings import Evidence, Finding, Programs, assign_fingerprints, number_c
 from .result import AnalysisResult, TraceFacts
 
 
-def build_models(watch_fd=None, watch_addr=None):
-    """The model stack, in feeding order: fds first (handles look fds up)."""
+def build_models(watch_fd=None, watch_addr=None, all_fds=False):
+    """The model stack, in feeding order: fds first (handles look fds up).
+    ``all_fds``: also list every fd the program still holds at exit."""
     from .models.fds import FdModel
     from .models.handles import HandleModel
     from .models.svm import SvmModel
 
-    fds = FdModel(watch=watch_fd) if watch_fd is not None else FdModel()
+    fds = FdModel(watch=watch_fd, all_fds=all_fds)
     handles = HandleModel(fds)
     svm = SvmModel(watch=watch_addr) if watch_addr is not None else SvmModel()
     return fds, handles, svm
@@ -133,13 +134,13 @@ def symbolize_findings(findings: list[Finding], maps: list, debug_dirs=()) -> No
 
 
 def analyze(traces, enabled=None, debug_dirs=(), fail_on="error",
-            on_event=None) -> AnalysisResult:
+            on_event=None, all_fds=False) -> AnalysisResult:
     """Replay every trace with its own models (traces are independent runs)."""
     result = AnalysisResult(fail_on=fail_on)
     limits: list[str] = []
     facts = TraceFacts()
     for trace in traces:
-        models = build_models()
+        models = build_models(all_fds=all_fds)
         maps: list = []
         programs = Programs()
         replay(trace.events(), [*models, programs, facts], on_event=on_event, maps=maps)

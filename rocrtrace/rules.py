@@ -46,22 +46,46 @@ _RULES = [
          "The kernel's answer to a GET_ATTR query disagrees with what rocrtrace's interval "
          "model predicts for those pages: the trace is missing events or the model is wrong."),
     Rule("fd-double-close", "error",
-         "close of an fd already closed, or any close that returned EBADF",
-         "close/close_range of a descriptor the trace already closed with nothing re-creating "
-         "it, or a close that failed with EBADF (fd-bad-close wording when no earlier close is "
-         "visible). The first close of the pair may be the culprit: both are shown."),
+         "close, or a bounded close_range, of an fd the trace already closed",
+         "close() of a descriptor the trace already closed with nothing re-creating it (the "
+         "kernel's EBADF proves it was not open), or a bounded close_range(a, b) over fds this "
+         "program already closed (close_range never fails, so the trace's own closes are the "
+         "evidence; not in a child between fork and execve). dup2/dup3 onto a free number is "
+         "not a close. The first close of the pair may be the culprit: both are shown."),
+    Rule("fd-bad-fd", "warning",
+         "a close or use given an fd that was never open",
+         "A negative fd (an fd variable reset to -1 and used anyway, dup2(0, -4)), or, in a "
+         "trace that starts at execve (or a preload start snapshot), a number never seen open "
+         "that got EBADF (valgrind's invalid file descriptor); a note where the trace did not "
+         "see the process start or in a child between fork and execve. A close-all sweep - "
+         "on one thread, at least 4 closes of strictly increasing numbers with no other call "
+         "in between, more than half (and at least two) failing with EBADF - is one note, "
+         "never an error, whatever the trace saw of those numbers before; an open-ended "
+         "close_range(N, ~0U) or closefrom(N) is never a finding."),
     Rule("fd-close-reused", "warning",
          "a close hits an fd number re-created by another owner",
-         "The fd number was closed and re-created by another creator; stack or later EBADF "
-         "evidence shows this close was meant for the old descriptor (fdsan's wrong owner)."),
+         "The fd number was closed and re-created by another creator. Each incarnation's owner "
+         "is the component (runtime, libdrm, amd-smi, a library, the program) of its creating "
+         "call's innermost frame; a close whose stack is in the old fd's owner and not in the "
+         "new one's, or that is followed by the new owner's EBADF on that number, was meant "
+         "for the old descriptor (fdsan's wrong owner)."),
     Rule("fd-use-after-close", "error",
-         "an ioctl, mmap or other use of a closed fd (EBADF)",
-         "A call used a descriptor after it was closed and failed with EBADF."),
+         "a read, write, ioctl, mmap or other use of a closed fd (EBADF)",
+         "A call that does work on a descriptor (I/O, ioctl, mmap, an import, sendmsg ...) "
+         "failed with EBADF after the trace closed it, on any thread, or while another "
+         "thread's close of it was in progress (their windows overlap). Probes - fstat, "
+         "newfstatat/statx with AT_EMPTY_PATH, fcntl(F_GETFD/F_GETFL/F_SETFD), poll and select "
+         "entries - expect EBADF as an answer and are never uses."),
     Rule("fd-leak", "warning",
          "a GPU-object fd still open when its process exits",
          "A dma-buf, PRIME, sync_file or other GPU-object fd was never closed before the "
          "process exited (a note when the trace merely ends). Device fds held until exit are "
-         "normal."),
+         "normal. --all-fds also lists other fds still open at exit (fd-open-at-exit)."),
+    Rule("fd-open-at-exit", "note",
+         "with --all-fds: an fd the program opened and still holds at exit",
+         "valgrind --track-fds's open-fd list: a non-GPU fd the program opened itself (not "
+         "inherited, not 0-2, not a device fd) still open when its process exited, with its "
+         "creating call and stack. Reported only with analyze --all-fds."),
     Rule("fd-held-open", "note",
          "an exported dma-buf fd stays open long after its last use",
          "Exported dma-buf fds held open for a handle's whole life; the peak of simultaneously "

@@ -154,6 +154,28 @@ def test_close_range_over_free_numbers_is_not_a_double_close():
     assert m.procs == {}
 
 
+def test_bounded_close_range_over_closed_fds_is_a_double_close_of_each():
+    # SPEC 4.1: a bounded close_range over fds the trace already closed
+    # (nothing re-creating them) double-closes each; one that reaches
+    # numbers the trace never saw is a sweep, like an open-ended one
+    b = B()
+    again = b.close_range(3, 4)
+    m = run([b.open(3), b.open(4), b.close(4), b.close_range(3), again,
+             b.close_range(3, 100)])
+    assert rules(m) == ["fd-double-close", "fd-double-close"]
+    assert sorted(f.subject["fd"] for f in m.findings) == [3, 4]
+    assert all(f.event is again and f.message.startswith("close_range(3, 4) closes fd")
+               for f in m.findings)
+
+
+def test_close_range_in_a_forked_child_is_a_sweep_not_a_double_close():
+    # CPython's subprocess child: close(pipe end), then close_range over the gaps
+    b = B()
+    m = run([b.open(3), b.open(4), b.clone(200), b.close(3, pid=200),
+             b.close_range(3, 3, pid=200), b.close_range(5, pid=200), b.exec_(pid=200)])
+    assert m.findings == []
+
+
 def test_close_range_of_one_closed_fd_is_a_double_close():
     b = B()
     m = run([b.open(7), b.close(7), b.close_range(7, 7)])
@@ -200,9 +222,15 @@ def test_bad_close_of_never_seen_fd_wording():
     b = B()
     m = run([b.close(7, err="EBADF")])
     (f,) = m.findings
-    assert f.rule == "fd-double-close"
-    assert f.message.startswith("close(7) failed with EBADF: fd 7 was not open "
-                                "(no earlier close is visible")
+    # SPEC 5: never seen open is fd-bad-fd, not a double close; a note here,
+    # since this trace did not start at execve
+    assert f.rule == "fd-bad-fd" and f.severity == "note"
+    assert f.message.startswith("close(7) failed with EBADF: the trace never saw fd 7 open")
+    b = B()
+    m = run([b.exec_(), b.close(7, err="EBADF")])
+    (f,) = m.findings
+    assert f.rule == "fd-bad-fd" and f.severity == "warning"
+    assert "was never open in this process" in f.message
 
 
 def test_successful_close_of_a_number_the_model_thinks_closed_is_not_a_finding():
@@ -248,7 +276,10 @@ def test_forked_child_close_storm_is_not_reported():
     evs += [b.close(n, err="EBADF", pid=200) for n in range(4, 40)]
     evs += [b.close(3, pid=200), b.exec_(pid=200)]
     m = run(evs)
-    assert m.findings == []
+    # SPEC 4.1: a close-all sweep is one note
+    (f,) = m.findings
+    assert f.rule == "fd-bad-fd" and f.severity == "note" and "sweep" in f.message
+    assert f.details["sweep"] == {"closes": 36, "ebadf": 36, "first": 4, "last": 39}
 
 
 # --- fork, threads -------------------------------------------------------------
@@ -308,7 +339,8 @@ def test_use_of_never_seen_fd_says_so():
     b = B()
     m = run([b.mmap(9, err="EBADF")])
     (f,) = m.findings
-    assert f.rule == "fd-use-after-close" and "never seen" in f.message
+    # SPEC 5: a number never seen open is fd-bad-fd (a note: no execve seen)
+    assert f.rule == "fd-bad-fd" and "never saw fd 9 open" in f.message
 
 
 def test_read_ebadf_on_open_fd_may_be_open_mode_not_a_finding():
@@ -522,7 +554,11 @@ def _simulate(ops, allow_double: bool):
                 doubled = True
         elif op == "close_range":
             lo, hi = min(x, y), max(x, y)
-            if lo == hi and lo in closed_once and lo not in table:
+            # a double close only where the model knows every number in the
+            # range; one reaching unknown numbers is a sweep
+            known = table | closed_once
+            if all(n in known for n in range(lo, hi + 1)) and \
+                    any(lo <= n <= hi and n not in table for n in closed_once):
                 if not allow_double:
                     continue
                 doubled = True
@@ -549,7 +585,9 @@ def test_random_sequences_with_double_closes_are_found(ops):
     m = run(evs, finish=False)
     assert set(m.open_fds(100)) == table
     assert bool(m.findings) == doubled
-    assert all(f.rule == "fd-double-close" for f in m.findings)
+    # a number never open is fd-bad-fd; a run of them may be one sweep note
+    assert all(f.rule in ("fd-double-close", "fd-bad-fd") for f in m.findings)
+    assert all(f.severity == "note" for f in m.findings if f.rule == "fd-bad-fd")
 
 
 # --- more creators, the boundary chain, bounded memory ------------------------------------------
@@ -608,3 +646,211 @@ def test_memory_follows_live_state():
     assert len(t.slots) == 0 and len(t.closed) == 7
     # one previous occupant per number, never a chain
     assert all(c.slot.prev is None or c.slot.prev.slot.prev is None for c in t.closed.values())
+
+
+# --- SPEC 4.1 ownership: the runtime's stale close of amd-smi's fd ------------------------
+
+def bare(*mods):
+    """Unsymbolized strace -k frames: 'MODULE() [0xOFF]', libc's wrapper on top."""
+    frames = [Frame(module="/lib/x86_64-linux-gnu/libc.so.6", addr=0x1)]
+    frames += [Frame(module=f"/opt/rocm/lib/{m}", addr=0x100 + i) for i, m in enumerate(mods)]
+    return tuple(frames)
+
+
+def _amdsmi_reuse(symbols: bool):
+    b = B()
+    s = stk if symbols else (lambda *sp: bare(*[x.split("!")[0] for x in sp]))
+    export = b.export(3, 0x60, 7, stack=s("libhsakmt.so.1!hsaKmtExportDMABufHandle",
+                                          "libhsa-runtime64.so.1!ExportDMABuf",
+                                          "libamdhip64.so.6!hipMemExportToShareableHandle"))
+    app_close = b.close(7, stack=s("app!release", "app!main"))
+    # amd-smi, called from inside the runtime, opens a sysfs file: number 7 again
+    smi_open = b.open(7, "/sys/class/drm/card0/device/gpu_metrics",
+                      stack=s("libamd_smi.so!amdsmi_get_gpu_metrics_info",
+                              "libhsa-runtime64.so.1!UpdateAgentMetrics", "app!main"))
+    rt_close = b.close(7, stack=s("libhsa-runtime64.so.1!DestroyMemoryHandle",
+                                  "libhsa-runtime64.so.1!hsa_amd_vmem_handle_release",
+                                  "app!main"))
+    m = run([b.exec_(), b.open(3, "/dev/kfd"), export, app_close, smi_open, rt_close],
+            finish=False)
+    return m, rt_close
+
+
+def test_close_reused_runtime_closes_amd_smis_fd_symbolized():
+    m, rt_close = _amdsmi_reuse(symbols=True)
+    (f,) = m.findings
+    assert f.rule == "fd-close-reused" and f.event is rt_close
+    assert f.subject["fd_kind"] == "other" and "runtime" in f.message
+    assert "meant for the fd that held number 7 before (dmabuf" in f.message
+
+
+def test_close_reused_runtime_closes_amd_smis_fd_unsymbolized():
+    # strace -k without symbols: the owners are told apart by module alone
+    m, rt_close = _amdsmi_reuse(symbols=False)
+    (f,) = m.findings
+    assert f.rule == "fd-close-reused" and f.event is rt_close
+
+
+def test_close_reused_by_the_new_owners_later_ebadf_across_components():
+    b = B()
+    smi_open = b.open(7, "/sys/a", stack=stk("libamd_smi.so!amdsmi_init", "app!main"))
+    smi_close = b.close(7, stack=stk("libamd_smi.so!amdsmi_init", "app!main"))
+    rt_open = b.open(7, "/sys/b", stack=stk("libhsa-runtime64.so.1!ReadTopology", "app!main"))
+    stale = b.close(7, stack=stk("libamd_smi.so!amdsmi_shut_down", "app!main"))
+    rt_read = b.syscall("read", [7], err="EBADF",
+                        stack=stk("libhsa-runtime64.so.1!ReadTopology", "app!main"))
+    m = run([b.exec_(), smi_open, smi_close, rt_open, stale, rt_read])
+    assert sorted(rules(m)) == ["fd-close-reused", "fd-use-after-close"]
+    (f,) = [f for f in m.findings if f.rule == "fd-close-reused"]
+    assert f.event is stale and "later got EBADF" in f.message
+
+
+def test_close_by_a_caller_of_the_new_owner_is_not_close_reused():
+    # the program closes the fd a library handed to it: the new owner's own
+    # stack holds the closing function, so nothing can be claimed
+    b = B()
+    m = run([b.exec_(), b.export(3, 0x60, 7, stack=stk("libhsa-runtime64.so.1!ExportDMABuf",
+                                                      "app!export_it")),
+             b.close(7, stack=stk("app!export_it")),
+             b.open(7, "/etc/x", stack=stk("libfoo.so!foo_open", "app!use_foo")),
+             b.close(7, stack=stk("app!use_foo"))], finish=False)
+    assert rules(m) == []
+
+
+# --- probes, sweeps, negative fds, dup2 attribution (SPEC 4.1) ------------------------------
+
+def test_dup2_ebadf_with_old_open_is_about_new():
+    b = B()
+    d = FdCreate(name="dup2", origin="dup", fds=(), src_fd=0, new_fd=-4, replace=True,
+                 **b._b(ret=-1, err="EBADF"))
+    hi = FdCreate(name="dup2", origin="dup", fds=(), src_fd=3, new_fd=99999, replace=True,
+                  **b._b(ret=-1, err="EBADF"))
+    m = run([b.exec_(), b.open(3), d, hi])
+    (f,) = m.findings
+    assert f.rule == "fd-bad-fd" and f.event is d and f.subject["fd"] == -4
+    assert m.findings[0].severity == "warning"
+
+
+def test_probes_of_closed_fds_are_not_uses():
+    b = B()
+    evs = [b.exec_(), b.open(3), b.open(4), b.close(3), b.close(4)]
+    evs += [b.syscall(n, [fd], err="EBADF") for n in ("fstat", "newfstatat", "statx", "fcntl")
+            for fd in (3, 4, 5)]
+    evs += [b.syscall("read", [3], err="EBADF")]
+    m = run(evs)
+    (f,) = m.findings
+    assert f.rule == "fd-use-after-close" and f.event.name == "read"
+
+
+def test_negative_fds_are_bad_fd_never_use_after_close():
+    b = B()
+    m = run([b.open(3), b.close(-1, err="EBADF"), b.syscall("read", [-1], err="EBADF"),
+             b.mmap(-1, err="EBADF")])
+    assert rules(m) == ["fd-bad-fd"] * 3
+    assert all(f.severity == "warning" and "not an fd number" in f.message for f in m.findings)
+
+
+def test_sweep_over_numbers_seen_closed_is_one_note():
+    # "whatever the trace saw of those numbers before the sweep"
+    b = B()
+    evs = [b.exec_(), b.open(3), b.open(4), b.open(5), b.close(4), b.close(5), b.open(6)]
+    evs += [b.close(n, err=None if n in (3, 6) else "EBADF") for n in range(3, 64)]
+    m = run(evs)
+    (f,) = m.findings
+    assert f.rule == "fd-bad-fd" and f.severity == "note" and "sweep" in f.message
+    assert f.details["sweep"]["closes"] == 61 and f.details["sweep"]["ebadf"] == 59
+
+
+def test_a_short_run_of_bad_closes_is_not_a_sweep():
+    b = B()
+    m = run([b.exec_(), b.open(3), b.open(4), b.close(3), b.close(4),
+             b.close(3, err="EBADF"), b.close(4, err="EBADF")])
+    assert rules(m) == ["fd-double-close", "fd-double-close"]
+
+
+def test_sweeps_are_per_thread_and_end_at_another_call():
+    b = B()
+    evs = [b.exec_(), b.open(3), b.close(3)]
+    # two threads interleave their closes: each thread's own run counts
+    for n in range(3, 20):
+        evs.append(b.close(n, err="EBADF", tid=101))
+        evs.append(b.close(n, err="EBADF", tid=102))
+    evs.append(b.syscall("getpid", [], tid=101))
+    evs.append(b.close(3, err="EBADF", tid=101))   # after the sweep: a real double close
+    m = run(evs)
+    assert sorted((f.rule, f.severity) for f in m.findings) == [
+        ("fd-bad-fd", "note"), ("fd-bad-fd", "note"), ("fd-double-close", "error")]
+
+
+def test_a_huge_sweep_keeps_no_per_close_findings():
+    b = B()
+    evs = [b.exec_()] + [b.close(n, err="EBADF") for n in range(3, 3 + 5000)]
+    m = FdModel()
+    for ev in evs:
+        m.feed(ev)
+    assert m.findings == []          # retracted at SWEEP_SETTLED, nothing held since
+    m.finish()
+    (f,) = m.findings
+    assert f.details["sweep"]["closes"] == 5000
+
+
+def test_all_fds_lists_what_the_program_opened_and_still_holds():
+    b = B()
+    mine = b.open(5, "/etc/hosts")
+    evs = [FdSnapshot(when="start", fds={0: "/dev/null", 3: "/tmp/inherited"}, **b._b()),
+           b.open(4, "/dev/kfd"), mine, b.export(4, 0x10, 6), b.exit()]
+    m = run(evs, FdModel(all_fds=True))
+    got = sorted((f.rule, f.subject["fd"]) for f in m.findings)
+    assert got == [("fd-leak", 6), ("fd-open-at-exit", 5)]
+    (f,) = [f for f in m.findings if f.rule == "fd-open-at-exit"]
+    assert f.severity == "note" and f.event is mine and f.evidence[0].event is mine
+    assert sorted(r for r in rules(run(evs[:0] + [b.open(5), b.exit()]))) == []
+
+
+def test_read_ebadf_during_another_threads_close_is_a_use_after_close():
+    # strace -f: "close(3 <unfinished ...>", the other thread's read = EBADF,
+    # "<... close resumed> = 0": the close completes last but began first
+    b = B()
+    o = b.open(3, "/dev/null")
+    close = b.close(3, tid=101)
+    rd = b.syscall("read", [3], err="EBADF", tid=102)
+    close.time, close.dur = rd.time - 0.0005, 0.002         # overlaps the read
+    m = run([b.exec_(), o, rd, close])
+    (f,) = m.findings
+    assert f.rule == "fd-use-after-close" and f.event is rd
+    assert "another thread" in f.message
+    assert [e.event for e in f.evidence] == [o, close, rd]
+
+
+def test_read_ebadf_then_a_later_close_is_the_open_mode_not_a_finding():
+    b = B()
+    late = b.close(3, tid=101)
+    rd = b.syscall("read", [3], err="EBADF", tid=102)
+    late.time = rd.time + 0.01                                # began after the read ended
+    same = b.syscall("read", [4], err="EBADF", tid=101)
+    m = run([b.exec_(), b.open(3, "/dev/null"), b.open(4), rd, late, same, b.close(4, tid=101)])
+    assert m.findings == []
+
+
+def test_racing_close_without_durations_is_ordered_by_lines():
+    # strace -f without -T: "read(3, <unfinished ...>" (line 10), "close(3
+    # <unfinished ...>" (11), "<... read resumed> = -1 EBADF" (12)
+    b = B()
+    o = b.open(3, "/dev/null")
+    rd = b.syscall("read", [3], err="EBADF", tid=102, dur=None, line=10, end_line=12)
+    close = b.close(3, tid=101, dur=None, line=11, end_line=13)
+    m = run([b.exec_(), o, rd, close])
+    (f,) = m.findings
+    assert f.rule == "fd-use-after-close" and f.event is rd
+    b = B()
+    rd = b.syscall("read", [3], err="EBADF", tid=102, dur=None, line=10, end_line=12)
+    late = b.close(3, tid=101, dur=None, line=14)
+    assert run([b.exec_(), b.open(3, "/dev/null"), rd, late]).findings == []
+
+
+def test_ebadf_on_an_open_o_path_fd_is_not_a_finding():
+    # fchmod/lseek/fsync on an O_PATH fd fail with EBADF: the fd is open
+    b = B()
+    m = run([b.exec_(), b.open(3, "/etc"), b.syscall("fchmod", [3], err="EBADF"),
+             b.syscall("lseek", [3], err="EBADF"), b.close(3)])
+    assert m.findings == []

@@ -1,7 +1,7 @@
 """The fd lifetime model: one fd table per process, replayed from events.
 
-What it decides (SPEC §4.1, §5): fd-double-close, fd-close-reused,
-fd-use-after-close, fd-leak, fd-exhaustion.  The kernel's answer is the
+What it decides (SPEC §4.1, §5): fd-double-close, fd-bad-fd, fd-close-reused,
+fd-use-after-close, fd-leak, fd-open-at-exit (``all_fds``), fd-exhaustion.  The kernel's answer is the
 ground truth: a call that succeeded proves the fd was open, whatever the model
 thought (a creator the trace cannot see: strace never shows fds made inside
 ioctl structs, a preload log misses fclose and raw syscalls).  Only an EBADF
@@ -74,6 +74,26 @@ BORROW_INTENTS = {"hsa_amd_vmem_import_shareable_handle": "dmabuf_fd",
 MODE_EBADF = {"read", "write", "pread64", "pwrite64", "readv", "writev", "preadv",
               "pwritev", "preadv2", "pwritev2", "ftruncate", "fallocate", "sendfile",
               "copy_file_range", "splice", "flock", "fsync", "fdatasync", "mmap"}
+
+# Probes ask whether a number is open and expect EBADF as an answer (a loop
+# over inherited fds, a debug dump): never a use after close.  Every other
+# syscall naming an fd does work on it and is a use.  fcntl reaches here only
+# for commands that are not F_DUPFD*/F_SETFD (F_GETFD, F_GETFL, locks ...):
+# the model cannot tell them apart, so all of them count as probes.
+PROBES = frozenset("fstat fstat64 newfstatat fstatat64 statx fstatfs fstatfs64 "
+                   "fcntl fcntl64 poll ppoll select pselect6 _newselect".split())
+
+# A close-all sweep (SPEC 4.1): on one thread, closes of strictly increasing
+# fd numbers with no other call of that thread in between, at least
+# SWEEP_MIN of them, more than half (and at least two) failing with EBADF.
+# That is how a daemon after start-up or a child between fork and execve
+# drops the fds it may have inherited (for fd in 3..N: close(fd)).  Its EBADF
+# closes are one note, whatever the trace saw of those numbers before; an
+# open-ended close_range(N, ~0U) is a sweep by itself (it never fails).  A
+# run is judged when it ends; past SWEEP_SETTLED closes a run that is a sweep
+# stays one (its per-close findings are not kept).
+SWEEP_MIN = 4
+SWEEP_SETTLED = 4096
 
 _LIBC = re.compile(r"(^|/)(libc|libpthread|ld-linux|libdl)[.-]")
 _DEV_SUFFIX = re.compile(r"<char [0-9]+:[0-9]+>$")
@@ -161,8 +181,43 @@ def _func(fr) -> tuple | None:
     return (fr.module.rsplit("/", 1)[-1], name)
 
 
-def _mods(stack, depth: int = 3) -> set:
-    return {fr.module.rsplit("/", 1)[-1] for fr in frames_of(stack, depth)}
+# The code that owns an fd: its creating call's innermost frame outside libc,
+# grouped into components (the ROCm runtime and its thunk are one).
+_COMPONENTS = ((re.compile(r"hsa-runtime|hsakmt"), "runtime"),
+               (re.compile(r"^libdrm"), "libdrm"),
+               (re.compile(r"amd_smi|rocm_smi|amdsmi"), "amd-smi"),
+               (re.compile(r"amdhip|hip_?runtime"), "hip"))
+
+
+@functools.lru_cache(maxsize=1024)
+def component(module: str) -> str:
+    base = module.rsplit("/", 1)[-1]
+    for rx, name in _COMPONENTS:
+        if rx.search(base):
+            return name
+    return re.sub(r"\.so(\.[0-9.]*)?$", "", base)
+
+
+def _comps(stack, depth: int = 3) -> set:
+    return {component(fr.module) for fr in frames_of(stack, depth)}
+
+
+def _owner(ev: Event | None) -> str | None:
+    """The component of an event's innermost frame outside libc."""
+    if ev is None:
+        return None
+    fr = frames_of(ev.stack, 1)
+    return component(fr[0].module) if fr else None
+
+
+def _shared_callers(old: "Slot", new: "Slot") -> set:
+    """Functions on both creators' stacks (main() and other common callers):
+    they say nothing about which fd a close was meant for."""
+    a = old.root or old.creator
+    b = new.creator
+    if a is None or b is None:
+        return set()
+    return _funcs(a.stack) & _funcs(b.stack)
 
 
 def _funcs(stack, depth: int | None = None) -> set:
@@ -198,6 +253,7 @@ class Slot:
     notable: list = field(default_factory=list)   # [(role, event)], ≤ 4: imports, hand-overs
     prev: "Closed | None" = None      # the previous occupant of this number
     buffer: object = None             # the handle model's buffer identity (dup shares it)
+    racing: Event | None = None       # an EBADF use while open: maybe a close in progress
 
     @property
     def exported(self) -> bool:
@@ -237,6 +293,23 @@ class Closed:
     event: Event | None               # the call that closed it (None: an unseen close)
     how: str                          # close, close_range, dup2, exec, unseen
     flagged: bool = False             # already reported as fd-close-reused
+    image: int = 0                    # the process image (execs so far) it was closed in
+    pid: object = None                # the process that closed it (fork copies the record)
+
+
+@dataclass(slots=True, eq=False)
+class Run:
+    """Consecutive closes of increasing numbers on one thread: a sweep candidate."""
+
+    last: int
+    first_ev: Event
+    last_ev: Event
+    closes: int = 0
+    ebadf: int = 0
+    lo: int = -1                      # the lowest and highest EBADF numbers
+    hi: int = -1
+    held: list | None = None          # its findings, taken back if it is a sweep
+    settled: bool = False
 
 
 class Table:
@@ -279,6 +352,9 @@ class Proc:
     exhaustion: Finding | None = None
     exit_snapshot: bool = False
     ended: bool = False
+    complete: bool = False            # the trace saw it from its start (execve, snapshot)
+    image: int = 0                    # successful execs so far
+    first: bool = True                # no event of this process seen yet
 
     @property
     def allocs(self) -> int:
@@ -294,8 +370,11 @@ class FdModel(Model):
     ``on_fd_release(proc, slot, ev, how)`` and ``on_process_end(proc, ev, exited)``.
     """
 
-    def __init__(self, watch: tuple | None = None) -> None:
+    def __init__(self, watch: tuple | None = None, all_fds: bool = False) -> None:
         super().__init__()
+        self.all_fds = all_fds            # --all-fds: fd-open-at-exit notes
+        self._runs: dict = {}             # (pid, tid) -> Run
+        self._sink: Run | None = None     # the run of the close being handled
         self.procs: dict = {}
         self.watch = watch
         self.history: list = []
@@ -349,8 +428,23 @@ class FdModel(Model):
             self.history.append((ev, what, state))
 
     def _emit(self, f: Finding) -> Finding:
+        # A close in a run is reported at once; if the run turns out to be a
+        # sweep its findings are taken back (_retract).
+        run = self._sink
+        if run is not None:
+            if run.settled:
+                return f
+            if run.held is None:
+                run.held = []
+            run.held.append(f)
         self.findings.append(f)
         return f
+
+    def _retract(self, run: Run) -> None:
+        if run.held:
+            gone = set(map(id, run.held))
+            self.findings[:] = [f for f in self.findings if id(f) not in gone]
+            run.held = None
 
     # --- slot lifecycle -------------------------------------------------------
 
@@ -386,7 +480,7 @@ class FdModel(Model):
         s = t.slots.pop(fd, None)
         if s is None:
             return None
-        t.closed[fd] = Closed(s, ev, how)
+        t.closed[fd] = Closed(s, ev, how, image=p.image, pid=p.pid)
         for li in self.listeners:
             li.on_fd_release(p, s, ev, how)
         return s
@@ -429,21 +523,46 @@ class FdModel(Model):
             return
         self._last = ev
         p = self._proc(ev.pid)
+        if p.first:
+            self._first_event(p, ev)
         if ev.tid is not None:
             p.tids.add(ev.tid)
+        runs = self._runs
+        if runs:
+            run = runs.get((ev.pid, ev.tid))
+            if run is not None and (type(ev) is not Close or ev.fd <= run.last):
+                self._end_run((ev.pid, ev.tid))
         if ev.err in ("EMFILE", "ENFILE"):
             self._exhaustion(p, ev)
         h = self._handlers.get(type(ev))
         if h is not None:
             h(self, p, ev)
 
+    def _first_event(self, p: Proc, ev: Event) -> None:
+        """What a process's first event says about how much the trace saw."""
+        p.first = False
+        if isinstance(ev, Exec) and ev.err is None:
+            # a trace that starts at execve saw every fd the program opened
+            p.complete = True
+        elif isinstance(ev, ProcessInfo):
+            # a preload log per process: a child of a traced process
+            # starts between fork and execve
+            par = self.procs.get(ev.ppid)
+            p.forked = par is not None and par is not p
+        elif not isinstance(ev, FdSnapshot) and len(self.procs) > 1:
+            # a later process seen mid-life: a child whose fork/vfork
+            # result is printed after its first calls (vfork always).
+            # Judge it as a child between fork and execve: say less.
+            p.forked = True
+
     def _on_create(self, p: Proc, ev: FdCreate) -> None:
         src = None
-        if ev.src_fd is not None and ev.origin != "pidfd_getfd" and ev.src_fd >= 0:
-            if ev.ok:
+        if ev.src_fd is not None and ev.origin != "pidfd_getfd":
+            if ev.err == "EBADF":
+                self._dup_ebadf(p, ev)
+                return
+            if ev.ok and ev.src_fd >= 0:
                 src = self._use(p, ev.src_fd, ev)
-            elif ev.err == "EBADF":
-                self._bad_use(p, ev, ev.src_fd)
         if not ev.ok:
             return
         for i, fd in enumerate(ev.fds):
@@ -465,11 +584,82 @@ class FdModel(Model):
             self._install(p, ev, fd, kind, ev.origin, path=path, cloexec=ev.cloexec,
                           what=f"fd {fd} created by {ev.name}")
 
+    def _dup_ebadf(self, p: Proc, ev: FdCreate) -> None:
+        """Which fd a failing dup is about (SPEC 4.1): dup2/dup3 with ``old``
+        open fail with EBADF only for ``new`` (negative or past the limit),
+        never a use of ``old``; a negative number is a bad argument."""
+        old, new = ev.src_fd, ev.new_fd
+        if old < 0:
+            self._bad_fd(p, ev, old)
+            return
+        if new is not None and new < 0:
+            self._bad_fd(p, ev, new)
+            return
+        t = p.table
+        if old in t.slots:
+            self._hist(ev, p.pid, old, f"{ev.name} failed with EBADF: about the new fd")
+            return
+        if old in t.closed:
+            self._bad_use(p, ev, old)
+        elif new is None:
+            # dup, F_DUPFD: the only fd is old.  dup2/dup3 of a number never
+            # seen open may still be about new (an inherited 0-2 is never seen)
+            self._bad_fd(p, ev, old)
+
     def _on_close(self, p: Proc, ev: Close) -> None:
         fd = ev.fd
         if fd < 0:
+            if ev.err == "EBADF":
+                self._bad_fd(p, ev, fd)
             return
         t = p.table
+        key = (ev.pid, ev.tid)
+        run = self._runs.get(key)
+        if run is None:
+            run = self._runs[key] = Run(fd, ev, ev)
+        run.last, run.last_ev = fd, ev
+        run.closes += 1
+        if ev.err == "EBADF":
+            run.ebadf += 1
+            run.lo = fd if run.lo < 0 else run.lo
+            run.hi = fd
+        self._sink = run
+        try:
+            self._close(p, t, ev, fd)
+        finally:
+            self._sink = None
+        if not run.settled and run.closes >= SWEEP_SETTLED and self._is_sweep(run):
+            run.settled = True
+            self._retract(run)
+
+    @staticmethod
+    def _is_sweep(run: Run) -> bool:
+        return run.closes >= SWEEP_MIN and run.ebadf >= 2 and run.ebadf * 2 > run.closes
+
+    def _end_run(self, key) -> None:
+        run = self._runs.pop(key)
+        if run.settled or self._is_sweep(run):
+            self._retract(run)
+            self._sweep_note(run)
+
+    def _sweep_note(self, run: Run) -> None:
+        ev0, ev1 = run.first_ev, run.last_ev
+        msg = (f"close-all sweep: {run.closes} closes of increasing fd numbers "
+               f"({ev0.fd} to {ev1.fd}) in a row on one thread; {run.ebadf} of them (fd "
+               f"{run.lo} the lowest, {run.hi} the highest) failed with EBADF: not open. "
+               "This is how a daemon "
+               "or a child between fork and execve drops the fds it may have inherited; "
+               "the EBADF closes are not double closes")
+        self._emit(Finding(
+            rule="fd-bad-fd", severity="note", message=msg, event=ev0,
+            subject={"kind": "fd", "fd": ev0.fd, "fd_kind": "unknown"},
+            evidence=[Evidence("first close of the sweep", ev0, call_site(ev0)),
+                      Evidence("last close of the sweep", ev1, call_site(ev1))],
+            key=("sweep", "close"),
+            details={"sweep": {"closes": run.closes, "ebadf": run.ebadf,
+                               "first": ev0.fd, "last": ev1.fd}}))
+
+    def _close(self, p: Proc, t: Table, ev: Close, fd: int) -> None:
         if ev.err == "EBADF":
             self._bad_close(p, ev)
             return
@@ -485,6 +675,8 @@ class FdModel(Model):
             s = self._use(p, fd, ev, ev.path)   # open, so created where we cannot see
         elif ev.path:
             s = self._use(p, fd, ev, ev.path)
+        if s.racing is not None:
+            self._racing_use(p, s, ev)
         flagged = self._check_reused(p, s, ev)
         self._release(p, fd, ev, "close")
         t.closed[fd].flagged = flagged
@@ -504,13 +696,26 @@ class FdModel(Model):
                     s.cloexec = True
                     self._hist(ev, p.pid, n, f"fd {n} marked close-on-exec by close_range")
             return
-        if first == last and first not in p.table.slots:
-            c = p.table.closed.get(first)
-            if c is not None and c.event is not None and not p.blind:
-                # close_range of one number is an explicit close of that fd;
-                # close_range never fails for free numbers, so this is the
-                # only way to see its double close.
-                self._double_close(p, ev, first, c)
+        t = p.table
+        span = last - first + 1
+        if not p.blind and not p.forked and span <= len(t.slots) + len(t.closed) and \
+                all(n in t.slots or n in t.closed for n in range(first, last + 1)):
+            # A bounded close_range over numbers the trace knows names the
+            # fds it means to close, like close() does (valgrind reports
+            # each); it never fails for free numbers, so the trace's own
+            # closes are the only evidence: a close in this process and
+            # program image, nothing re-creating the number since.  A range
+            # reaching numbers the trace never saw (close_range(3, ~0U),
+            # Python's (N, INT_MAX)) is a sweep, and so is any close_range in
+            # a child between fork and execve (CPython's subprocess closes
+            # its pipe ends, then close_range()s the gaps between the fds it
+            # keeps).  An strace log that missed fds made inside ioctl
+            # structs (blind) cannot tell.
+            for n in sorted(n for n, c in t.closed.items()
+                            if first <= n <= last and n not in t.slots
+                            and c.event is not None and c.how in ("close", "close_range")
+                            and c.pid == p.pid and c.image == p.image):
+                self._double_close(p, ev, n, t.closed[n])
         for n in [n for n in p.table.slots if first <= n <= last]:
             self._release(p, n, ev, "close_range")
             self._hist(ev, p.pid, n, f"fd {n} closed by close_range({first}, {last})")
@@ -527,20 +732,50 @@ class FdModel(Model):
             self._hist(ev, p.pid, ev.fd, f"close-on-exec {'set' if ev.cloexec else 'cleared'}")
 
     def _on_syscall(self, p: Proc, ev: Syscall) -> None:
+        t = p.table
         if ev.err == "EBADF":
-            closed = [fd for fd in ev.fds if fd not in p.table.slots and fd in p.table.closed]
+            pos = [fd for fd in ev.fds if fd >= 0]
+            if ev.name in PROBES:
+                # the answer to a question, not a failed use; it only tells
+                # the model the number is not open
+                for fd in pos:
+                    if fd in t.slots:
+                        self._release(p, fd, None, "unseen")
+                    self._hist(ev, p.pid, fd, f"{ev.name} probe: not open (EBADF)")
+                return
+            neg = [fd for fd in ev.fds if fd < 0]
+            if neg:
+                self._bad_fd(p, ev, neg[0])
+                return
+            closed = [fd for fd in pos if fd not in t.slots and fd in t.closed]
             if len(closed) == 1:
                 self._bad_use(p, ev, closed[0])
+            elif not closed and len(pos) == 1:
+                s = t.slots.get(pos[0])
+                if s is None:
+                    self._bad_fd(p, ev, pos[0])
+                elif s.racing is None:
+                    # Open in the model: the wrong open mode, an O_PATH fd
+                    # (fchmod, lseek, ... fail with EBADF on it), or another
+                    # thread's close still in progress: that close decides
+                    # (_racing_use); nothing is claimed on this call alone.
+                    s.racing = ev
             return
         if not ev.ok:
             return
         for i, fd in enumerate(ev.fds):
+            if fd < 0:
+                continue
             path = ev.paths[i] if i < len(ev.paths) else None
             self._use(p, fd, ev, path)
             self._hist(ev, p.pid, fd, f"used by {ev.name}")
 
     def _on_mmap(self, p: Proc, ev: Mmap) -> None:
-        if ev.fd < 0 or ev.flags & MAP_ANONYMOUS:
+        if ev.flags & MAP_ANONYMOUS:
+            return
+        if ev.fd < 0:
+            if ev.err == "EBADF":
+                self._bad_fd(p, ev, ev.fd)     # a file mapping of fd -1
             return
         if ev.err == "EBADF":
             self._bad_use(p, ev, ev.fd, never_seen_ok=True)
@@ -653,7 +888,7 @@ class FdModel(Model):
         else:
             t = p.table.copy("inherited")
             t.users = 1
-        c = Proc(child, t, forked=True, blind=p.blind)
+        c = Proc(child, t, forked=True, blind=p.blind, complete=p.complete, first=False)
         self.procs[child] = c
         for n in t.slots:
             self._hist(ev, child, n, f"fd {n} inherited by child {child}")
@@ -662,6 +897,7 @@ class FdModel(Model):
         if ev.err is not None or ev.ret not in (0, None):
             return
         p.forked = False
+        p.image += 1
         if ev.tid is not None:
             p.tids = {ev.tid}           # exec ends every other thread
         for n in [n for n, s in p.table.slots.items() if s.cloexec]:
@@ -685,6 +921,7 @@ class FdModel(Model):
                 else:
                     self._use_path(t.slots[n], path)
             return
+        p.complete = True                # every open fd is listed
         for n in [n for n in t.slots if n not in snap]:
             self._release(p, n, None, "unseen")
         for n, path in snap.items():
@@ -726,6 +963,8 @@ class FdModel(Model):
     def _end(self, p: Proc, ev: Event | None, exited: bool) -> None:
         if p.ended:
             return
+        for key in [k for k in self._runs if k[0] == p.pid]:
+            self._end_run(key)
         p.ended = True
         t = p.table
         t.users -= 1
@@ -734,6 +973,8 @@ class FdModel(Model):
         if t.users <= 0:
             for s in sorted(t.slots.values(), key=lambda s: s.fd):
                 self._leak(p, s, ev, exited)
+                if self.all_fds and exited:
+                    self._open_at_exit(p, s, ev)
         if self.procs.get(p.pid) is p:
             del self.procs[p.pid]
 
@@ -741,8 +982,31 @@ class FdModel(Model):
         if self._finished:
             return
         self._finished = True
+        for key in list(self._runs):
+            self._end_run(key)
         for p in list(self.procs.values()):
             self._end(p, None, exited=False)
+
+    def _open_at_exit(self, p: Proc, s: Slot, ev: Event | None) -> None:
+        """--all-fds: valgrind --track-fds's list of fds still open at exit,
+        for the ones the program made itself (GPU objects are fd-leak's,
+        device fds are held on purpose)."""
+        if s.gpu or s.kind in GPU_OBJECT_KINDS or s.kind in DEVICE_KINDS or s.fd <= 2:
+            return
+        if s.origin in ("pre-existing", "inherited", "unknown") or s.root is None:
+            return
+        made = s.root
+        msg = (f"{s.describe()} was still open when the process exited; it was opened by "
+               f"{made.name} at {made.file}:{made.line}{at(made)}")
+        evidence = [Evidence("created by", made, call_site(made))]
+        if s.creator is not None and s.creator is not made:
+            evidence.append(Evidence(f"{s.origin} by", s.creator, call_site(s.creator)))
+        if ev is not None:
+            evidence.append(Evidence("process exit", ev))
+        self._emit(Finding(
+            rule="fd-open-at-exit", message=msg, event=made,
+            subject={"kind": "fd", "fd": s.fd, "fd_kind": s.kind},
+            evidence=evidence, key=(s.kind, s.root_origin, getattr(made, "name", ""))))
 
     def _leak(self, p: Proc, s: Slot, ev: Event | None, exited: bool) -> None:
         if not (s.gpu or s.kind in GPU_OBJECT_KINDS):
@@ -831,9 +1095,8 @@ class FdModel(Model):
             self._double_close(p, ev, fd, c)
             return
         c = t.closed.get(fd)
-        if c is None and p.forked:
-            # A forked child closing every number before exec (fdsan's lesson).
-            self._hist(ev, p.pid, fd, "close of a never-seen fd in a forked child: EBADF")
+        if c is None:
+            self._bad_fd(p, ev, fd)
             return
         self._double_close(p, ev, fd, c)
         if c is not None and c.how == "close" and c.event is not None:
@@ -841,7 +1104,8 @@ class FdModel(Model):
 
     def _double_close(self, p: Proc, ev: Event, fd: int, c: Closed | None) -> None:
         name = ev.name if ev.name != "close" else "close"
-        call = f"{name}({fd})"
+        call = (f"close_range({ev.first}, {ev.last})" if isinstance(ev, CloseRange)
+                else f"{name}({fd})")
         evidence = [Evidence("this close", ev, call_site(ev))]
         failed = f"{call} failed with EBADF" if ev.err == "EBADF" else \
             f"{call} closes fd {fd} again"
@@ -901,7 +1165,12 @@ class FdModel(Model):
         name = getattr(ev, "ioctl", None) or ev.name
         if s is not None:
             if getattr(ev, "name", "") in MODE_EBADF and not isinstance(ev, Ioctl):
-                return            # EBADF here may only mean the wrong open mode
+                # EBADF here may only mean the wrong open mode, or another
+                # thread's close that completes later (its number is gone
+                # at entry): the close decides (_racing_use)
+                if s.racing is None:
+                    s.racing = ev
+                return
             self._release(p, fd, None, "unseen")
             msg = (f"{name} on fd {fd} failed with EBADF: {s.describe()} was open in the "
                    "model, so a close the trace cannot see (fclose, a raw syscall) ended it "
@@ -916,7 +1185,7 @@ class FdModel(Model):
             kind = s.kind
             msg = (f"{name} on fd {fd} failed with EBADF: {s.describe()} was closed by "
                    f"{short(c.event)}{at(c.event)} and nothing re-created it")
-            if s.last_use is not None:
+            if s.last_use is not None and s.last_use is not c.event:
                 msg += f"; its last successful use was {short(s.last_use)}"
             key = ("use-after-close", s.kind, s.root_origin, name, c.how)
             evidence = [Evidence("this use", ev, call_site(ev))]
@@ -925,19 +1194,87 @@ class FdModel(Model):
             if s.root is not None:
                 evidence.append(Evidence("created by", s.root, call_site(s.root)))
         else:
-            if not never_seen_ok:
-                return
-            kind = "unknown"
-            msg = (f"{name} on fd {fd} failed with EBADF: fd {fd} was never seen in this "
-                   "trace (not created, not closed): a stale or uninitialised fd number")
-            key = ("use-never-seen", name)
-            evidence = [Evidence("this use", ev, call_site(ev))]
+            if never_seen_ok:
+                self._bad_fd(p, ev, fd)
+            return
         self._emit(Finding(rule="fd-use-after-close", message=msg, event=ev,
                            subject={"kind": "fd", "fd": fd, "fd_kind": kind},
                            evidence=evidence, key=key))
         self._hist(ev, p.pid, fd, f"{name} failed with EBADF: use after close")
         if c is not None and c.how == "close" and c.event is not None:
             self._reused_by_ebadf(p, ev, fd, c)
+
+    def _bad_fd(self, p: Proc, ev: Event, fd: int) -> None:
+        """fd-bad-fd: EBADF for a number that was never an open fd.  A
+        negative number is wrong whatever the trace saw; a never-seen one
+        only where the trace saw the process from its start (execve, a
+        preload start snapshot) and outside a child between fork and exec.
+        Elsewhere it is a note: the number may have been opened and closed
+        before the trace began."""
+        name = getattr(ev, "ioctl", None) or ev.name
+        call = f"{name}({fd})" if isinstance(ev, Close) else f"{name} on fd {fd}"
+        if fd < 0:
+            sev, why = "warning", (f"{fd} is not an fd number: an fd variable reset to -1 "
+                                   "(or an error return) was used as an fd anyway")
+            sort = "negative"
+        elif p.complete and not p.forked:
+            sev, why = "warning", (f"fd {fd} was never open in this process: the trace saw "
+                                   "it from its start and nothing created that number "
+                                   "(a stale or uninitialised fd variable)")
+            sort = "never-open"
+        else:
+            sev = "note"
+            why = (f"the trace never saw fd {fd} open, but it "
+                   + ("is a child between fork and execve, where closing numbers that may "
+                      "be inherited is normal" if p.forked else
+                      "did not see this process start, so the number may have been opened "
+                      "and closed before the trace began"))
+            sort = "never-seen"
+        self._emit(Finding(
+            rule="fd-bad-fd", severity=sev, message=f"{call} failed with EBADF: {why}",
+            event=ev, subject={"kind": "fd", "fd": fd, "fd_kind": "unknown"},
+            evidence=[Evidence("this call", ev, call_site(ev))],
+            key=("bad-fd", sort, name)))
+        self._hist(ev, p.pid, fd, f"{name} failed with EBADF: not an open fd")
+
+    def _racing_use(self, p: Proc, s: Slot, close: Close) -> None:
+        """A read/write that got EBADF while the model had the fd open, then a
+        close of it by another thread that began before that call ended.
+        close() takes the number out of the table first and finishes later
+        (strace prints it unfinished around the other thread's call), so the
+        EBADF proves the close came first: a use after close on another
+        thread.  A close that began after the call ended says nothing: the
+        EBADF was the open mode's."""
+        use, s.racing = s.racing, None
+        if use.tid == close.tid or use.pid != close.pid:
+            return
+        if use.time is not None and close.time is not None and use.dur is not None:
+            if close.time > use.end:
+                return
+        elif use.file == close.file:
+            # no durations: the close must be printed before the use
+            # finished (its entry line before the use's last line)
+            if close.line > (use.end_line or use.line):
+                return
+        elif use.time is None or close.time is None or close.time > use.time:
+            return
+        name = use.name
+        msg = (f"{name} on fd {s.fd} failed with EBADF on thread {use.tid}: another thread "
+               f"({close.tid}) was closing {s.describe()} at {close.file}:{close.line}"
+               f"{at(close)}; the calls overlap, and the EBADF shows the close took the "
+               "number first. A use after close across threads")
+        evidence = [Evidence("this use", use, call_site(use)),
+                    Evidence("closed by", close, call_site(close))]
+        if s.root is not None:
+            evidence.append(Evidence("created by", s.root, call_site(s.root)))
+        evidence.sort(key=lambda e: (e.event.time if e.event.time is not None else 0,
+                                     e.event.seq, e.event.line))
+        self._emit(Finding(rule="fd-use-after-close", message=msg, event=use,
+                           subject={"kind": "fd", "fd": s.fd, "fd_kind": s.kind},
+                           evidence=evidence,
+                           key=("use-after-close", s.kind, s.root_origin, name,
+                                "concurrent-close")))
+        self._hist(use, p.pid, s.fd, f"{name} failed with EBADF: another thread's close")
 
     def _ioctl_ebadf(self, p: Proc, ev: Ioctl, inner: int | None) -> None:
         t = p.table
@@ -971,23 +1308,38 @@ class FdModel(Model):
         old = prev.slot
         if old.root_origin == s.root_origin and old.kind == s.kind:
             return False                 # same kind of owner: stacks cannot tell them apart
-        # the close's own code: its two innermost frames (deeper ones reach
-        # main() and everything shares that)
-        close_funcs = _funcs(ev.stack, 2)
+        # The owners (SPEC 4.1): the component of each creating call's
+        # innermost frame.  The close belongs to the new fd when it runs in
+        # the new owner's component or shares a function with the code that
+        # created or used the new fd (its two innermost frames only: deeper
+        # ones reach main() and everything shares that).  It belongs to the
+        # old fd when its component made, used or closed the old one.
+        new_owner = _owner(s.creator)
+        close_comp = _owner(ev)
+        if close_comp is None or new_owner is None or close_comp == new_owner:
+            return False
+        shared = _shared_callers(old, s)
+        close_funcs = _funcs(ev.stack, 2) - shared
         new_funcs = _funcs(s.creator.stack)
-        if s.last_use is not None and s.last_use is not s.creator:
+        if s.last_use is not None and s.last_use not in (s.creator, ev):
+            # (a -y decorated close counts as the slot's last use: not itself)
             new_funcs |= _funcs(s.last_use.stack)
         if close_funcs & new_funcs:
             return False
-        close_mods = _mods(ev.stack, 2)
-        old_events = [e for e in (old.root, old.creator, old.last_use, prev.event) if e is not None]
-        old_mods: set = set()
+        # (the old fd's close is not its owner: whoever closed it first may
+        # not have owned it)
+        old_events = [e for e in (old.root, old.creator, old.last_use)
+                      if e is not None and e is not prev.event]
+        old_comps: set = set()
+        old_funcs: set = set()
         for e in old_events:
-            old_mods |= _mods(e.stack)
-        new_mods = _mods(s.creator.stack) | (_mods(s.last_use.stack) if s.last_use else set())
-        hit = close_mods & old_mods
-        if not hit or close_mods & new_mods:
+            old_comps |= _comps(e.stack)
+            old_funcs |= _funcs(e.stack)
+        if close_comp not in old_comps and not close_funcs & old_funcs:
             return False
+        if _owner(old.root or old.creator) == new_owner:
+            return False                 # one owner made both: the stacks cannot tell
+        hit = {close_comp}
         self._reused(p, ev, s, prev, f"its call stack{at(ev)} is in "
                      f"{', '.join(sorted(hit))}, the code that created and used the old fd, "
                      f"and shares no frame with the code that created the new one"
@@ -1003,23 +1355,29 @@ class FdModel(Model):
             return
         if not ev.stack or not c.event.stack or not s.creator.stack:
             return                       # without stacks the owners cannot be told apart
-        mine = _funcs(ev.stack, 3)
-        owner = _funcs(s.creator.stack) | (_funcs(s.last_use.stack) if s.last_use else set())
-        closer = _funcs(c.event.stack, 3)
-        if not (mine & owner) or closer & owner or closer & mine:
+        # the EBADF comes from the new fd's owner: its component, or a
+        # function of the code that created or used the new fd
+        new_owner = _owner(s.creator)
+        shared = _shared_callers(prev.slot, s)
+        mine = _funcs(ev.stack, 3) - shared
+        last = s.last_use if s.last_use is not c.event else None   # a decorated close
+        owner = (_funcs(s.creator.stack) | (_funcs(last.stack) if last else set())) - shared
+        closer = _funcs(c.event.stack, 3) - shared
+        closer_comp = _owner(c.event)
+        if not (mine & owner or _owner(ev) == new_owner):
+            return
+        if closer & owner or closer & mine or closer_comp == new_owner:
             return
         # ...and the closing code must be tied to the previous occupant, else
         # this is a plain use-after-close (another thread closed it on purpose)
         old = prev.slot
         old_funcs: set = set()
-        old_mods: set = set()
-        for e in (old.root, old.creator, old.last_use, prev.event):
-            if e is not None:
+        old_comps: set = set()
+        for e in (old.root, old.creator, old.last_use):
+            if e is not None and e is not prev.event:
                 old_funcs |= _funcs(e.stack)
-                old_mods |= _mods(e.stack)
-        closer_mods = _mods(c.event.stack, 3)
-        new_mods = _mods(s.creator.stack) | (_mods(s.last_use.stack) if s.last_use else set())
-        if not (closer & old_funcs or closer_mods & old_mods) or closer_mods & new_mods:
+                old_comps |= _comps(e.stack)
+        if not (closer & old_funcs or closer_comp in old_comps):
             return
         c.flagged = True
         self._reused(p, c.event, s, prev, f"the new fd's owner{at(ev)} later got "

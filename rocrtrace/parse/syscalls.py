@@ -178,7 +178,9 @@ def _int_token(tok: str, table: str | None, default: int) -> int:
 
 def used_fds(call: Call) -> tuple[tuple, tuple]:
     """(fds, paths) an ordinary syscall used: decorated top-level args (not
-    pid args) and the known fd positions of undecorated logs."""
+    pid args) and the known fd positions of undecorated logs.  A negative
+    number in an fd position is kept (``read(-1, …)`` is a bad fd argument);
+    named ones (AT_FDCWD) are not numbers and are skipped."""
     positions = FD_POSITIONS.get(call.name, ())
     if not positions and "<" not in "".join(call.args):
         return (), ()       # most calls: no fd argument and no decoration
@@ -195,7 +197,7 @@ def used_fds(call: Call) -> tuple[tuple, tuple]:
         if not decorated and i not in positions:
             continue
         fd, path = _fd_of(tok)
-        if fd is None or fd < 0:
+        if fd is None or (fd < 0 and (decorated or fd < -0x7FFFFFFF)):
             continue
         fds.append(fd)
         paths.append(path)
@@ -317,13 +319,14 @@ def _dup(call: Call, base: dict) -> Event:
     ok = call.ret is not None and call.ret >= 0 and call.err is None
     replace = False
     cloexec = False
+    new = None
     if call.name in ("dup2", "dup3"):
         new, _ = _fd_of(_arg(call, 1))
         replace = new is not None and new != src
         cloexec = call.name == "dup3" and _cloexec_flag(_arg(call, 2))
     return FdCreate(name=call.name, origin="dup", fds=(call.ret,) if ok else (),
                     paths=(call.ret_path,) if ok else (), cloexec=cloexec,
-                    src_fd=src, replace=replace, **base)
+                    src_fd=src, replace=replace, new_fd=new, **base)
 
 
 def _fcntl(call: Call, base: dict) -> Event | None:
@@ -350,7 +353,10 @@ def _fcntl(call: Call, base: dict) -> Event | None:
 
 def _close(call: Call, base: dict) -> Event:
     fd, path = _fd_of(_arg(call, 0))
-    return Close(fd=-1 if fd is None else fd, path=path, **base)
+    if fd is None:
+        # not a number (a raw or mangled argument): a call, but no fd to judge
+        return Syscall(name=call.name, **base)
+    return Close(fd=fd, path=path, **base)
 
 
 def _close_range(call: Call, base: dict) -> Event:
