@@ -73,13 +73,6 @@ STRACE_OVERRIDES = {("fdidiom_bugs", "threads", "ff-o"): {},
                     ("fdidiom_owner", "stack", "k"): WRONG_OWNER,
                     ("fdidiom_owner", "ebadf", "k"): WRONG_OWNER}
 
-# What a preload log cannot show until the capture library logs EBADF
-# failures of read/write/... (SPEC 3.2, another branch).
-NEEDS_EBADF_LOGGING = {("fdidiom_bugs", m) for m in
-                       ("read_neg", "read_after_close", "write_after_close", "threads",
-                        "race")} | {("fdidiom_owner", "stack"), ("fdidiom_owner", "ebadf")}
-CAPTURE_XFAIL = pytest.mark.xfail(
-    strict=True, reason="capture library: log fd / EBADF logging, branch capture")
 
 
 def _counts(res) -> dict:
@@ -135,9 +128,10 @@ def _capture(prog, mode, tmp_path, depth=0):
 
 
 def _capture_cases():
+    # the capture library logs read/write/... failing with EBADF (SPEC 3.2),
+    # so a preload log shows what strace shows
     for prog, mode in EXPECTED:
-        marks = [CAPTURE_XFAIL] if (prog, mode) in NEEDS_EBADF_LOGGING else []
-        yield pytest.param(prog, mode, marks=marks, id=f"{prog}-{mode}")
+        yield pytest.param(prog, mode, id=f"{prog}-{mode}")
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs cc")
@@ -177,9 +171,8 @@ def test_wrong_owner_names_both_incarnations(mode, why, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("cc") is None or not _have_libz(), reason="needs cc, libz")
-@CAPTURE_XFAIL
 def test_capture_with_stacks_wrong_owner_by_later_ebadf(tmp_path):
-    # needs the capture library to log read()'s EBADF (SPEC 3.2)
+    # the capture library logs read()'s EBADF (SPEC 3.2)
     res = analyze([open_trace(_capture("fdidiom_owner", "ebadf", tmp_path, depth=8))])
     assert _counts(res) == WRONG_OWNER
 
