@@ -54,7 +54,8 @@ _RULES = [
          "not a close. The first close of the pair may be the culprit: both are shown."),
     Rule("fd-bad-fd", "warning",
          "a close or use given an fd that was never open",
-         "A negative fd (an fd variable reset to -1 and used anyway, dup2(0, -4)), or, in a "
+         "A negative fd (an fd variable reset to -1 and used anyway, dup2(0, -4); close(-1) "
+         "alone does nothing and is only a note), or, in a "
          "trace that starts at execve (or a preload start snapshot), a number never seen open "
          "that got EBADF (valgrind's invalid file descriptor); a note where the trace did not "
          "see the process start or in a child between fork and execve. A close-all sweep - "

@@ -1213,7 +1213,14 @@ class FdModel(Model):
         before the trace began."""
         name = getattr(ev, "ioctl", None) or ev.name
         call = f"{name}({fd})" if isinstance(ev, Close) else f"{name} on fd {fd}"
-        if fd < 0:
+        if fd < 0 and isinstance(ev, Close):
+            # close(-1) is a no-op that correct programs do all the time (a
+            # cleanup path closing an fd variable that was never set: dash in a
+            # pipeline, rocminfo at exit); nothing was lost, so only a note
+            sev, why = "note", (f"{fd} is not an fd number: the close of an fd variable "
+                                "reset to -1 (or never set) does nothing")
+            sort = "negative-close"
+        elif fd < 0:
             sev, why = "warning", (f"{fd} is not an fd number: an fd variable reset to -1 "
                                    "(or an error return) was used as an fd anyway")
             sort = "negative"

@@ -1026,13 +1026,7 @@ class SvmModel(Model):
         old = rec.released
         if old == [c]:
             return
-        for k in old:
-            if k is c:
-                continue
-            self._revive(p, k)
-            loss = rec.losses.get(k)
-            if loss is not None:
-                self._victim(p, rec, k, loss)
+        self._unrelease(p, rec, keep=[c])
         if c not in old:
             for r in self._raw:
                 if r.rec is rec and r.claim is not None and r.claim.real() is c:
@@ -1040,6 +1034,18 @@ class SvmModel(Model):
             if c.live:
                 self._end(p, c, rec.event, rec.stale_pre.get(c, "now"))
         rec.released = [c]
+
+    def _unrelease(self, p: _Proc, rec, keep: list) -> None:
+        """Undo ``rec``'s inferred releases of every claim not in ``keep``:
+        they were not deregistered after all, so what ``rec`` took from them
+        makes them victims."""
+        for k in rec.released:
+            if k in keep:
+                continue
+            self._revive(p, k)
+            loss = rec.losses.get(k)
+            if loss is not None:
+                self._victim(p, rec, k, loss)
 
     def _svm_intent(self, ev: Intent) -> None:
         """hsa_amd_svm_attributes_set: the SET_ATTRs inside its window are the
@@ -1059,13 +1065,7 @@ class SvmModel(Model):
                 # at completion) stays ended; inferred releases are undone:
                 # the caller's own NO_ACCESS is no deregistration
                 keep = [c for c in r.released if c.real().kind == "application"]
-                for k in r.released:
-                    if k in keep:
-                        continue
-                    self._revive(p, k)
-                    loss = r.losses.get(k)
-                    if loss is not None:
-                        self._victim(p, r, k, loss)
+                self._unrelease(p, r, keep)
                 r.released = keep
                 p.dereg.delete(r.s, r.e)
         # what the caller takes from a claim lying wholly inside the range it
