@@ -156,7 +156,7 @@ DOCS: dict[str, RuleDoc] = {
         "close each fd once: reset the variable to -1 after close, and find which of the two "
         "closes does not own the fd"),
     "fd-bad-fd": RuleDoc(
-        "close(-1) = -1 EBADF, or read(57, ...) = -1 EBADF on a number never opened",
+        "read(-1, ...) = -1 EBADF, or read(57, ...) = -1 EBADF on a number never opened",
         "check the fd before use; an fd variable reset to -1 is not an fd"),
     "fd-close-reused": RuleDoc(
         "close(5) ... open() = 5 (someone else's) ... close(5) from the first owner's code",
