@@ -38,7 +38,7 @@ def test_random_and_binary_junk(tmp_path):
     rnd = random.Random(7)
     p = tmp_path / "rand.bin"
     p.write_bytes(bytes(rnd.randrange(256) for _ in range(20000)))
-    _one_line_error(p, "not an strace or preload log")
+    _one_line_error(p, "not an strace, preload or tinygrad log")
     p2 = tmp_path / "text.txt"
     p2.write_text("hello world\nthis is not a trace\n" * 20)
     _one_line_error(p2, "text.txt")

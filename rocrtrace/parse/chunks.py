@@ -79,10 +79,13 @@ _PARSER_STATE = frozenset((
     "file", "info", "file_tid", "tgid", "fixed_tgid", "inflight", "live", "root", "nopid",
     "hold", "target", "exit_hold", "expect_exec", "out", "rel_sum", "fragment",
     "in_summary", "snapshot", "last_time"))
-_INFO_SUM = ("lines", "events", "unparsed", "too_long", "unfinished", "orphans", "detached")
+_INFO_SUM = ("lines", "events", "unparsed", "too_long", "unfinished", "orphans", "detached",
+             "preamble")
 _INFO_OR = ("has_pids", "has_time", "has_durations", "has_stacks", "has_decorations",
-            "decoded_structs", "intent_calls", "exit_seen", "ends_mid_line")
-_INFO_FIELDS = frozenset(("file", "format", "unparsed_samples", "header") + _INFO_SUM + _INFO_OR)
+            "decoded_structs", "intent_calls", "exit_seen", "ends_mid_line", "crlf")
+# layout: chunking only runs on files without one (inputs.Layout.plain)
+_INFO_FIELDS = frozenset(("file", "format", "unparsed_samples", "header", "layout")
+                         + _INFO_SUM + _INFO_OR)
 
 
 def _attrs(obj) -> set:
@@ -214,10 +217,14 @@ class _Range:
         return data
 
 
-def _range_lines(f, start, end, lineno0, info, max_line):
-    from ..inputs import CHUNK, read_lines
+def _range_lines(f, start, end, lineno0, info, max_line, first_line=1):
+    from ..inputs import CHUNK, Layout, clean_lines, read_lines
 
-    return read_lines(_Range(f, start, end, CHUNK), info, max_line, start_line=lineno0)
+    lines = read_lines(_Range(f, start, end, CHUNK), info, max_line, start_line=lineno0)
+    if first_line > 1:
+        # a preamble (inputs.Layout.first): skipped wherever a chunk starts
+        lines = clean_lines(lines, info, Layout(first=first_line))
+    return lines
 
 
 def _skip_rest(f) -> bool:
@@ -358,7 +365,7 @@ def _in(x, seq) -> bool:
 
 
 def parse_range(path: str, name: str, start: int, end: int | None, lineno0: int,
-                seed: tuple, max_line: int) -> tuple:
+                seed: tuple, max_line: int, first_line: int = 1) -> tuple:
     """Parse bytes [start, end) of ``path`` (lines numbered from ``lineno0``)
     with a Parser seeded with ``seed``.  The result is plain data, unpacked
     in _stitch: the events as codes and field tuples, what the chunk taught
@@ -379,7 +386,7 @@ def parse_range(path: str, name: str, start: int, end: int | None, lineno0: int,
     exp_grew = superseded = False
     late: list = []              # (stream position, target, stack len before, after)
     with open(path, "rb") as f:
-        for lineno, line in _range_lines(f, start, end, lineno0, info, max_line):
+        for lineno, line in _range_lines(f, start, end, lineno0, info, max_line, first_line):
             if line is None:
                 info.lines += 1
                 continue
@@ -650,7 +657,7 @@ class _LazyFuture:
 def chunked_events(path: str, name: str, info: InputInfo, max_line: int, jobs: int,
                    chunk_bytes: int = CHUNK_BYTES, first_bytes: int = FIRST_BYTES,
                    executor=None, ahead: int | None = None, adaptive: bool = True,
-                   stats: dict | None = None) -> Iterator[Event]:
+                   stats: dict | None = None, first_line: int = 1) -> Iterator[Event]:
     """The events of one plain file, as ``Parser`` gives them sequentially,
     parsed by ``jobs`` worker processes.
 
@@ -686,7 +693,7 @@ def chunked_events(path: str, name: str, info: InputInfo, max_line: int, jobs: i
                         break
                     seed = st.seed()
                     try:
-                        fut = ex.submit(_work, (path, name, *ch, seed, max_line))
+                        fut = ex.submit(_work, (path, name, *ch, seed, max_line, first_line))
                     except Exception:   # noqa: BLE001 - a broken pool: go on alone
                         parallel = False
                         reasons["pool failed"] += 1
@@ -736,7 +743,8 @@ def chunked_events(path: str, name: str, info: InputInfo, max_line: int, jobs: i
             start, end, lineno0 = ch
             feed = m.feed
             with open(path, "rb") as f:
-                for lineno, line in _range_lines(f, start, end, lineno0, info, max_line):
+                for lineno, line in _range_lines(f, start, end, lineno0, info, max_line,
+                                                 first_line):
                     if line is None:
                         info.lines += 1
                         continue

@@ -60,6 +60,7 @@ _SUMMARY_ROW = re.compile(r"^\s*(?:[\d.]+\s+){2,}[\w#:]+\s*$|^-+(?: -+)+\s*$")
 _MAP = re.compile(r"#\s*map\s+([0-9a-fA-F]+)-([0-9a-fA-F]+)\s+(\S+)\s+([0-9a-fA-F]+)\s+(.*?)"
                   r"(?:\s+build-id=([0-9a-fA-F]+))?\s*$")
 _KV = re.compile(r"(\w+)=(\S+)")
+_HEXDIGITS = re.compile(r"[0-9a-fA-F]+")
 
 _CLONES = frozenset(("clone", "clone2", "clone3", "fork", "vfork", "syscall_0x1b3",
                      "syscall_435"))
@@ -482,6 +483,9 @@ class Parser:
                     time=t, dur=dur, ret=ret, err=err,
                     text=text if len(text) <= TEXT_MAX else text[:TEXT_MAX], partial=partial)
         ev = normalize(call, base)
+        if call.malformed:
+            # values of the wrong type were dropped: say which line
+            self.info.add_unparsed(line, text)
         if name.startswith("hsa_"):
             self.info.intent_calls = True
         elif name == "ioctl" and getattr(ev, "arg", None) is not None:
@@ -639,8 +643,10 @@ class Parser:
             sym = fm.group("sym")
             off = None
             plus = sym.rfind("+0x")
-            if plus >= 0:
-                off = int(sym[plus + 3:], 16) if sym[plus + 3:] else None
+            if plus >= 0 and _HEXDIGITS.fullmatch(sym, plus + 3):
+                off = int(sym[plus + 3:], 16)
+                sym = sym[:plus]
+            elif plus >= 0 and plus + 3 == len(sym):
                 sym = sym[:plus]
             fr = Frame(module=fm.group("obj"), symbol=sym or None, sym_offset=off,
                        addr=int(fm.group("addr"), 16))
