@@ -78,7 +78,7 @@ _SENT = -7.25e300           # "last_time not known yet" in a worker
 _PARSER_STATE = frozenset((
     "file", "info", "file_tid", "tgid", "fixed_tgid", "inflight", "live", "root", "nopid",
     "hold", "target", "exit_hold", "expect_exec", "out", "rel_sum", "fragment",
-    "in_summary", "snapshot", "last_time"))
+    "in_summary", "snapshot", "last_time", "fresh", "handover"))
 _INFO_SUM = ("lines", "events", "unparsed", "too_long", "unfinished", "orphans", "detached",
              "preamble")
 _INFO_OR = ("has_pids", "has_time", "has_durations", "has_stacks", "has_decorations",
@@ -240,8 +240,12 @@ def _skip_rest(f) -> bool:
 def _solid(body: bytes) -> bool:
     """A line the parser flushes its held events at, and that no earlier
     line's frames or fragments can belong to."""
-    return bool(body) and body[:3] != b" > " and body[:3] != b" | " and body[:1] != b"#" \
-        and b"\x1b" not in body
+    return bool(body) and body[:3] not in _NOT_SOLID and body[:1] != b"#" \
+        and b"\x1b" not in body and not body.startswith(b" VCPU:")
+
+
+# lines that belong to the line before them (frames, dumps, dump headers)
+_NOT_SOLID = frozenset((b" > ", b" | ", b" * ", b" = "))
 
 
 def _next_solid(f, pos: int, max_line: int) -> int | None:
@@ -320,7 +324,8 @@ class _State:
 def _clean_state(p: Parser) -> _State | None:
     """The state of ``p`` (already flushed at a boundary) if nothing but
     _State is pending in it."""
-    if p.nopid or p.hold or p.exit_hold or p.fragment is not None or p.snapshot is not None:
+    if p.nopid or p.hold or p.exit_hold or p.fragment is not None or p.snapshot is not None \
+            or p.fresh is not None or p.handover:
         return None
     return _State(dict(p.tgid), set(p.live), p.root, p.fixed_tgid, set(p.expect_exec),
                   p.rel_sum, p.in_summary, p.last_time, list(p.inflight.items()), p.target)
