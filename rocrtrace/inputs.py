@@ -2,8 +2,10 @@
 
 A TRACE is a file, ``-`` (stdin), a directory or a glob; files may be
 compressed.  Files are read as bytes in chunks, split on ``\\n`` only and
-decoded with surrogateescape, so no byte sequence can crash the reader and
-no line (however long) is held whole in memory beyond ``max_line``.
+decoded as UTF-8 with bytes that are not UTF-8 written ``\\xNN`` (text that
+every report, JSON file and hash can encode), so no byte sequence can crash
+the reader, and no line (however long) is held whole in memory beyond
+``max_line``.
 """
 from __future__ import annotations
 
@@ -160,7 +162,7 @@ class _Closing:
 def _too_long(info: InputInfo, lineno: int, text) -> tuple[int, None]:
     """Count an over-long line as unparsed; only its head is kept."""
     if isinstance(text, bytes):
-        text = text[:200].decode("utf-8", "surrogateescape")
+        text = text[:200].decode("utf-8", "backslashreplace")
     info.too_long += 1
     info.add_unparsed(lineno, text[:200])
     return lineno, None
@@ -205,7 +207,7 @@ def read_lines(stream, info: InputInfo, max_line: int = 1 << 20,
                 buf = b""
                 skipping = True
             continue
-        text = buf[:last].decode("utf-8", "surrogateescape")
+        text = buf[:last].decode("utf-8", "backslashreplace")
         buf = buf[last + 1:]
         lines = text.split("\n")
         if "\r" in text:
@@ -224,7 +226,7 @@ def read_lines(stream, info: InputInfo, max_line: int = 1 << 20,
     if buf and not skipping:
         info.ends_mid_line = True
         lineno += 1
-        line = buf.decode("utf-8", "surrogateescape")
+        line = buf.decode("utf-8", "backslashreplace")
         if line.endswith("\r"):
             line = _uncr([line], info)[0]
         if len(line) > max_line:
@@ -369,7 +371,7 @@ def _kind(line: str) -> str | None:
 def layout_of(head: bytes, path: str, complete: bool = True) -> Layout:
     """The layout of a file from its first bytes (the last line only counts
     when ``complete``, i.e. the file ends there)."""
-    text = head.decode("utf-8", "surrogateescape")
+    text = head.decode("utf-8", "backslashreplace")
     lines = text.split("\n")
     if not complete and len(lines) > 1:
         lines = lines[:-1]
@@ -509,12 +511,13 @@ class Trace:
             yield ev
 
     def _one_file_events(self, f: _File, jobs: int) -> Iterator[Event]:
-        if jobs > 1 and not f.layout.prefix and f.stream is None:
+        if jobs > 1 and f.stream is None:
             from .parse import chunks
 
             opts = dict(self.chunk_opts)
-            if f.layout.first > 1:
-                opts["first_line"] = f.layout.first
+            lay = f.layout
+            if not lay.plain:
+                opts["layout"] = (lay.first, lay.prefix, lay.quote)
             evs = chunks.file_events(f.path, f.fmt, f.info, self.max_line, jobs, **opts)
             if evs is not None:
                 return evs
@@ -702,7 +705,7 @@ def _head(path: str, stream) -> tuple[list[str], bool, bytes]:
         if cut < 0:
             if len(buf) > 1 << 20:
                 # an over-long line: keep its head for detection
-                lines.append(buf[:65536].decode("utf-8", "surrogateescape"))
+                lines.append(buf[:65536].decode("utf-8", "backslashreplace"))
                 buf = b""
                 while True:     # skip to its end inside the detection budget
                     try:
@@ -723,7 +726,7 @@ def _head(path: str, stream) -> tuple[list[str], bool, bytes]:
                     break
             continue
         for raw in buf[:cut].split(b"\n"):
-            ln = raw.decode("utf-8", "surrogateescape")
+            ln = raw.decode("utf-8", "backslashreplace")
             if ln.endswith("\r"):
                 ln = ln[:-1]
             lines.append(ln[:1 << 20])
@@ -733,7 +736,7 @@ def _head(path: str, stream) -> tuple[list[str], bool, bytes]:
         if nonblank >= DETECT_LINES or len(lines) >= DETECT_PREAMBLE:
             break
     if ended and buf:
-        ln = buf.decode("utf-8", "surrogateescape")
+        ln = buf.decode("utf-8", "backslashreplace")
         lines.append(ln[:-1] if ln.endswith("\r") else ln)
     return lines, ended, bytes(data)
 

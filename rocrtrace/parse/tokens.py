@@ -100,7 +100,7 @@ def comment_end(s: str, k: int) -> int:
                 return j
 
 
-def _skip_opaque(s: str, k: int, c: str, n: int) -> int:
+def _skip_opaque(s: str, k: int, c: str, n: int, flat: bool = False) -> int:
     """End of a run whose brackets and commas do not count: a quoted string,
     an fd decoration, a character literal, a /* comment */ (``c`` is its
     first character).  ``<<`` is a shift (``1<<16|0``), not a decoration."""
@@ -113,6 +113,9 @@ def _skip_opaque(s: str, k: int, c: str, n: int) -> int:
     if c == "'":
         m = _CHAR.match(s, k)
         return m.end() if m else k + 1
+    if flat:
+        e = s.find("*/", k + 2)
+        return n if e < 0 else e + 2
     return comment_end(s, k)
 
 
@@ -179,7 +182,7 @@ def scan_args(s: str, pos: int = 0) -> tuple[list[str], int]:
     return _scan_args(s, pos)
 
 
-def _structure(s: str, j: int):
+def _structure(s: str, j: int, flat: bool = False):
     """(index, char) of each bracket, comma and stray '>' from ``j`` on,
     stepping over strings, decorations and comments; the general scanner
     under scan_args and _matching."""
@@ -192,13 +195,24 @@ def _structure(s: str, j: int):
         k = m.start()
         c = s[k]
         if c in _OPAQUE:
-            j = _skip_opaque(s, k, c, n)
+            j = _skip_opaque(s, k, c, n, flat)
             continue
         yield k, c
         j = k + 1
 
 
-def _scan_args(s: str, pos: int) -> tuple[list[str], int]:
+def _scan_args(s: str, pos: int, flat: bool = False) -> tuple[list[str], int]:
+    args, close = _scan_args_once(s, pos, flat)
+    if close < 0 and not flat and "/*" in s:
+        # comments nest in strace's output; when that reading never closes
+        # the list, the one where a comment ends at the first */ may
+        other = _scan_args_once(s, pos, True)
+        if other[1] >= 0:
+            return other
+    return args, close
+
+
+def _scan_args_once(s: str, pos: int, flat: bool) -> tuple[list[str], int]:
     # Nothing nested before the first ')': a plain split.
     close = s.find(")", pos)
     if close >= 0:
@@ -210,7 +224,7 @@ def _scan_args(s: str, pos: int) -> tuple[list[str], int]:
     args: list[str] = []
     depth = 0
     start = pos
-    for k, c in _structure(s, pos):
+    for k, c in _structure(s, pos, flat):
         if c in _OPEN:
             depth += 1
         elif c in _CLOSE:
@@ -251,7 +265,8 @@ _SIMPLE_ESC = {"n": 10, "t": 9, "r": 13, "v": 11, "f": 12, "a": 7, "b": 8,
 
 def unescape(text: str) -> str:
     """Resolve C escapes (octal, ``\\x``, ``\\n`` …) to bytes, then decode as
-    UTF-8 with surrogateescape so arbitrary bytes survive."""
+    UTF-8, bytes that are not UTF-8 written ``\\xNN`` (as strace's -x would),
+so the text can always be encoded again."""
     if "\\" not in text:
         return text
 
@@ -272,7 +287,7 @@ def unescape(text: str) -> str:
                 out.append(b)
         pos = m.end()
     out += text[pos:].encode("utf-8", "surrogateescape")
-    return out.decode("utf-8", "surrogateescape")
+    return out.decode("utf-8", "backslashreplace")
 
 
 def parse_string(tok: str) -> tuple[str, bool]:
@@ -504,7 +519,15 @@ def parse_value(tok: str, names: dict[str, int] | None = None):
     return _parse(tok, names, 0)
 
 
+# MAX_NESTING openers with no closer between them: nested deeper than any
+# real struct.  Such a value stays text whole, so parsing stays linear in
+# the line's length at any depth.
+_DEEP = re.compile(r"[{\[(](?:[^{}\[\]()]*+[{\[(]){%d}" % MAX_NESTING)
+
+
 def _parse(tok: str, names: dict[str, int] | None, depth: int):
+    if depth == 0 and len(tok) > 4 * MAX_NESTING and _DEEP.search(tok):
+        return tok.strip()
     if names is None:
         if "{" not in tok and "[" not in tok:
             return _scalar(tok)     # immutable, so it can be shared
