@@ -116,7 +116,7 @@ def cli():
 @click.option("--disable", multiple=True, metavar="RULE", help="Do not report these rules.")
 @click.option("--baseline", metavar="FILE", help="Suppress findings whose fingerprints FILE lists.")
 @click.option("--write-baseline", metavar="FILE", help="Write the findings' fingerprints to FILE.")
-@click.option("--input-format", type=click.Choice(["strace", "preload"]),
+@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
               help="Force the input format instead of detecting it.")
 @click.option("--debug-dir", "debug_dirs", multiple=True, metavar="DIR",
               help="Look for separate debug files (by build-id) under DIR.")
@@ -281,7 +281,7 @@ def capture(method, prefix, stack_depth, cmd):
 @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "parquet"]), default="csv",
               show_default=True, help="Table format.")
 @click.option("-o", "--output", metavar="FILE", help="Write the table to FILE.")
-@click.option("--input-format", type=click.Choice(["strace", "preload"]),
+@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
               help="Force the input format instead of detecting it.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
               metavar="N", help="Parse one large uncompressed TRACE file in chunks with N "
@@ -305,7 +305,7 @@ def events(traces, fmt, output, input_format, jobs):
 @click.argument("traces", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
-@click.option("--input-format", type=click.Choice(["strace", "preload"]),
+@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
               help="Force the input format instead of detecting it.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
               metavar="N", help="Parse one large uncompressed TRACE file in chunks with N "
@@ -338,7 +338,7 @@ def _parse_addr(spec: str):
 @click.option("--pid", type=int, help="Only this process.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
-@click.option("--input-format", type=click.Choice(["strace", "preload"]),
+@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
               help="Force the input format instead of detecting it.")
 def show(trace, addr, fd, pid, fmt, input_format):
     """The full history of one page range or fd, event by event."""
@@ -365,7 +365,7 @@ def show(trace, addr, fd, pid, fmt, input_format):
 @click.argument("b")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
               default="text", show_default=True, help="Output format.")
-@click.option("--input-format", type=click.Choice(["strace", "preload"]),
+@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
               help="Force the input format instead of detecting it.")
 def diff(a, b, fmt, input_format):
     """What changed between two traces: ioctl mix, SVM shapes, findings."""

@@ -441,11 +441,11 @@ class _File:
         return _open_bytes(self.path)
 
 
-def _parser_for(f: _File, tgid_of: dict | None):
+def _parser_for(f: _File, tgid_of: dict | None, handover: dict | None = None):
     name = f.path
     if f.fmt == "tinygrad":
         return tinygrad.Parser(name, f.info)
-    return Parser(name, f.info, tid=f.tid, tgid_of=tgid_of)
+    return Parser(name, f.info, tid=f.tid, tgid_of=tgid_of, handover=handover)
 
 
 class Trace:
@@ -465,9 +465,9 @@ class Trace:
         return [f.path for f in self._files]
 
     def _file_events(self, f: _File, tgid_of: dict | None,
-                     chunk_size: int = CHUNK) -> Iterator[Event]:
+                     chunk_size: int = CHUNK, handover: dict | None = None) -> Iterator[Event]:
         stream = f.open()
-        parser = _parser_for(f, tgid_of)
+        parser = _parser_for(f, tgid_of, handover)
         feed = parser.feed
         info = f.info
         try:
@@ -501,9 +501,10 @@ class Trace:
                 seq += 1
                 yield ev
             return
-        tgid_of = self._ff_threads()
+        tgid_of, handover = self._ff_threads()
         chunk = CHUNK if len(files) <= 8 else MERGE_CHUNK
-        makers = [(lambda f=f, i=i: self._keyed(self._file_events(f, tgid_of, chunk), i))
+        makers = [(lambda f=f, i=i: self._keyed(self._file_events(f, tgid_of, chunk, handover),
+                                                i))
                   for i, f in enumerate(files)]
         for _key, _i, _n, ev in _bounded_merge(makers, max(2, self.max_open)):
             ev.seq = seq
@@ -534,14 +535,17 @@ class Trace:
             n += 1
             yield (last, idx, n, ev)
 
-    def _ff_threads(self) -> dict:
+    def _ff_threads(self) -> tuple[dict, dict | None]:
         """tid → tgid for -ff files, from a cheap pre-pass over the clone
         lines: threads live in files of their own, so a thread's first line
-        can come before its parent's clone in the merged order."""
+        can come before its parent's clone in the merged order.  Also the
+        execve lines that end ``<pid changed to N ...>`` (tid → (line,
+        text)): the leader's file completes them."""
         parent: dict = {}
+        handover: dict = {}
         tids = {f.tid for f in self._files if f.tid is not None}
         if not tids:
-            return {}
+            return {}, None
         for f in self._files:
             if f.tid is None or f.fmt != "strace" or f.stream is not None:
                 continue
@@ -553,8 +557,13 @@ class Trace:
                 if not f.layout.plain:
                     lines = clean_lines(lines, info, f.layout)
                 for lineno, line in lines:
-                    if line is None or ("clone" not in line and "fork" not in line
-                                        and "syscall_0x1b3" not in line):
+                    if line is None:
+                        continue
+                    if "<pid changed to " in line:
+                        handover[f.tid] = (lineno, line)
+                        continue
+                    if "clone" not in line and "fork" not in line \
+                            and "syscall_0x1b3" not in line:
                         continue
                     for ev in p.feed(lineno, line):
                         _note_clone(parent, ev, f.tid)
@@ -580,7 +589,7 @@ class Trace:
             out[g] = root
             for c in chain:
                 out[c] = root
-        return out
+        return out, handover
 
 
 def _note_clone(parent: dict, ev, tid: int) -> None:
