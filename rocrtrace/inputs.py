@@ -622,11 +622,10 @@ def _spill(items) -> str:
     fd, path = tempfile.mkstemp(prefix="rocrtrace-merge-")
     try:
         with os.fdopen(fd, "wb") as f:
-            pk = pickle.Pickler(f, protocol=pickle.HIGHEST_PROTOCOL)
-            for n, item in enumerate(items):
-                pk.dump(item)
-                if n % 1024 == 1023:
-                    pk.clear_memo()
+            # one pickle per item: a shared memo would keep every event alive
+            dump = pickle.dump
+            for item in items:
+                dump(item, f, pickle.HIGHEST_PROTOCOL)
     except BaseException:
         os.unlink(path)
         raise
@@ -636,10 +635,10 @@ def _spill(items) -> str:
 def _unspill(path: str):
     try:
         with open(path, "rb") as f:
-            up = pickle.Unpickler(f)
+            load = pickle.load
             while True:
                 try:
-                    yield up.load()
+                    yield load(f)
                 except EOFError:
                     return
     finally:

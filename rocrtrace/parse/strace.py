@@ -43,7 +43,7 @@ _NAME = re.compile(r"([A-Za-z_][\w#:]*|\?\?\?)\(")
 _RESUMED = re.compile(r"<\.\.\. ([\w#:]+|\?\?\?) resumed>")
 # Results are at most 64 digits: longer numbers are not results strace
 # prints (and int() of thousands of digits is slow or refused).
-_RESULT = re.compile(r"\s*=\s*(0x[0-9a-fA-F]{1,64}(?![0-9a-fA-F])|-?\d{1,64}(?!\d)|\?)")
+_RESULT = re.compile(r"\s*=\s*(0x[0-9a-fA-F]{1,64}(?![0-9a-fA-F])|-?\d{1,64}(?!\d|x[0-9a-fA-F])|\?)")
 # A non-negative result with no decoration, error or comment, optionally timed.
 _PLAIN_RESULT = re.compile(r" = (0x[0-9a-fA-F]{1,64}|\d{1,64})(?: <(\d+(?:\.\d*)?)>)?\Z")
 # Lines that belong to the call before them, like -k frames and ' | ' dumps:
