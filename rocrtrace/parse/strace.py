@@ -199,6 +199,9 @@ class Parser:
             self.snapshot = None
         if self.fragment is not None and self._join_fragment(lineno, line):
             return self._drain()
+        if self.in_summary and self._diagnostic(lineno, line):
+            # a -c/-C table row: never read as a line with an -r timestamp
+            return self._drain()
         if not self._line(lineno, line):
             if not self._diagnostic(lineno, line) and not (
                     fresh is not None and self._bare_resumed(lineno, line, fresh[0])):
@@ -738,7 +741,9 @@ class Parser:
             if _SUMMARY_ROW.match(line) or not s:
                 return True
             self.in_summary = False
-        if s.startswith("% time") or s.startswith("  % time"):
+        if s.startswith("%") and "calls" in s and "syscall" in s:
+            # the -c/-C table header ("% time     seconds  usecs/call ...";
+            # its columns vary with -w, -U and the version)
             self.in_summary = True
             return True
         dm, at = _diag_match(line)
