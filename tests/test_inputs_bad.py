@@ -206,6 +206,22 @@ def test_numbers_of_any_size(tmp_path):
     evs = list(t.events())
     assert [e.name for e in evs] == ["openat", "close", "lseek", "openat", "close"]
     assert t.infos[0].unparsed == 2
+    # ... in every other place a number can be: pids, statuses, messages,
+    # frame lines, tinygrad fields
+    p.write_bytes(GOOD + b"100   +++ exited with " + big + b" +++\n[pid " + big + b"] close(3) = 0\n"
+                  b"strace: Process " + big + b" attached\n100   +++ superseded by execve in pid "
+                  + big + b" +++\n > /x(f+0x1) [0x1] a.c:" + big + b"\n" + GOOD)
+    t = open_trace(str(p))
+    assert len(list(t.events())) == 4 and t.infos[0].unparsed == 3
+    tg = tmp_path / "tg.log"
+    tg.write_bytes(b"   1.00 ms +   0.01 ms : " + big + b" = AMDKFD_IOC_GET_VERSION major_version:0x1\n"
+                   b"ioctl idir=3 size=" + big + b" itype=75 nr=1 fd=3 ret=0 /dev/kfd\n"
+                   b"   1.00 ms +   0.01 ms :  0 = AMDKFD_IOC_GET_VERSION major_version:0x"
+                   + b"f" * 5000 + b"\n"
+                   b"   1.00 ms +   0.01 ms :  0 = AMDKFD_IOC_GET_VERSION major_version:0x1\n")
+    t = open_trace(str(tg))
+    evs = list(t.events())
+    assert [e.out for e in evs] == [None, {"major_version": 1}] and t.infos[0].unparsed == 3
 
 
 def test_bad_frames(tmp_path):

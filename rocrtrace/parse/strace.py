@@ -26,7 +26,7 @@ except ImportError:
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PREFIX = re.compile(r"""
-    (?:\[pid\s+(?P<pid1>\d+)(?P<comm1><[^>]*>)?\]\s+
+    (?:\[pid\s+(?P<pid1>\d{1,10})(?P<comm1><[^>]*>)?\]\s+
       |(?P<pid2>\d{1,7})(?P<comm2><[^>]*>)?\s+)?
     (?:\[(?P<ctx>[^\]\s]*:[^\]]*)\]\s+)?
     (?:(?P<tod>\d\d:\d\d:\d\d(?:\.\d+)?)\s+
@@ -54,17 +54,17 @@ _DUR = re.compile(r"\s*<(\d+(?:\.\d*)?|unavailable)>\s*$")
 _ERR = re.compile(r"\s*([A-Z][A-Z0-9_]+)(?:\s|$)")
 _ERRNO = re.compile(r"\s*\(errno (\d+)\)")
 _FRAME = re.compile(r"^ > (?P<obj>.*?)\((?P<sym>.*)\) \[0x(?P<addr>[0-9a-fA-F]+)\]"
-                    r"(?: (?P<src>\S+):(?P<line>\d+))?\s*$")
+                    r"(?: (?P<src>\S+):(?P<line>\d{1,10}))?\s*$")
 _FRAME_BARE = re.compile(r"^ > (?P<obj>\S.*?)(?: \[0x(?P<addr>[0-9a-fA-F]+)\])?\s*$")
 # strace's messages come under its argv[0]: strace, /usr/bin/strace,
 # ../../src/strace, strace-6.1 ...  (_diag_match finds where the name starts
 # when the message is glued to the end of a cut trace line).
-_DIAG = re.compile(r"(?:strace[\w.+-]*: |\A)(?:\[ )?Process (\d+) (attached|detached)"
+_DIAG = re.compile(r"(?:strace[\w.+-]*: |\A)(?:\[ )?Process (\d{1,10}) (attached|detached)"
                    r"(?: with \d+ threads)?(?: - interrupt to quit)?\s*\Z")
 _DIAG_PREFIX = re.compile(r"(?:\.{0,2}/)?(?:[\w.+-]+/)*[\w.+-]*strace[\w.+-]*: ")
 _PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-/")
-_EXITED = re.compile(r"\+\+\+ (?:exited with (-?\d+)|killed by (\w+)(?: \(core dumped\))?"
-                     r"|superseded by execve in pid (\d+)) \+\+\+")
+_EXITED = re.compile(r"\+\+\+ (?:exited with (-?\d{1,20})|killed by (\w+)(?: \(core dumped\))?"
+                     r"|superseded by execve in pid (\d{1,10})) \+\+\+")
 _SIGNAL = re.compile(r"--- (?:stopped by )?(SIG\w+|\w+)")
 _PERSONALITY = re.compile(r"\[ Process PID=\d+ runs in .* mode\. \]")
 _SUMMARY_ROW = re.compile(r"^\s*(?:[\d.]+\s+){2,}[\w#:]+\s*$|^-+(?: -+)+\s*$")

@@ -21,14 +21,15 @@ from .. import kfd
 from ..events import Event, InputInfo, Ioctl
 
 _NAMED = re.compile(r"\s*(-?\d+(?:\.\d+)?) ms \+\s*(-?\d+(?:\.\d+)?) ms : "
-                    r"\s*(-?\d+) = (AMDKFD_IOC_\w+)[ \t]*(.*?)\s*\Z")
+                    r"\s*(-?\d{1,20}) = (AMDKFD_IOC_\w+)[ \t]*(.*?)\s*\Z")
 _TIMED_GENERIC = re.compile(r"\s*(-?\d+(?:\.\d+)?) ms \+\s*(-?\d+(?:\.\d+)?) ms : (ioctl .*)\Z")
-_GENERIC = re.compile(r"ioctl idir=(\d+) size=(\d+) itype=(\d+) nr=(\d+) fd=(-?\d+) "
-                      r"ret=(-?\d+)(?: (.*?))?\s*\Z")
-_ATTR = re.compile(r"(\d+): (KFD_IOCTL_SVM_ATTR_\w+|\d+)\s*: (0x[0-9a-fA-F]+|\d+)\s*\Z")
+_GENERIC = re.compile(r"ioctl idir=(\d{1,20}) size=(\d{1,20}) itype=(\d{1,20}) nr=(\d{1,20}) "
+                      r"fd=(-?\d{1,20}) ret=(-?\d{1,20})(?: (.*?))?\s*\Z")
+_ATTR = re.compile(r"(\d{1,20}): (KFD_IOCTL_SVM_ATTR_\w+|\d{1,20})\s*: "
+                   r"(0x[0-9a-fA-F]{1,64}|\d{1,20})\s*\Z")
 # field:VALUE, the value a hex number or ctypes' repr of an array/struct
 _FIELD = re.compile(r"(\w+):(<[^<>]*>|\S+)")
-_HEX = re.compile(r"0x[0-9a-fA-F]+\Z")
+_HEX = re.compile(r"0x[0-9a-fA-F]{1,64}\Z")
 TEXT_MAX = 300
 MAX_ATTRS = 64      # never trust nattr: it is data
 
@@ -119,12 +120,17 @@ class Parser:
         name = m.group(4)
         fields: dict = {}
         raw: dict = {}
+        bad = False
         for fm in _FIELD.finditer(m.group(5)):
             k, v = fm.group(1), fm.group(2)
             if _HEX.match(v):
                 fields[k] = int(v, 16)
-            else:
+            elif v.startswith("<"):
                 raw[k] = v       # ctypes' repr of an array: not data
+            else:
+                bad = True       # not what tinygrad prints: dropped, and said
+        if bad:
+            self.info.add_unparsed(lineno, line)
         # one rule for every value a model reads: ints, or absent
         ent = kfd.REQUEST_BY_NAME.get(name)
         d = t = nr = size = request = None
