@@ -188,7 +188,7 @@ _RULES_HELP = "Comma-separated rule ids; may be repeated."
               help="Do not report these rules. " + _RULES_HELP)
 @click.option("--baseline", metavar="FILE", help="Suppress findings whose fingerprints FILE lists.")
 @click.option("--write-baseline", metavar="FILE", help="Write the findings' fingerprints to FILE.")
-@click.option("--input-format", type=click.Choice(["strace", "preload"]),
+@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
               help="Force the input format instead of detecting it.")
 @click.option("--source-root", metavar="DIR",
               help="The program's source tree: a finding is located at the first stack frame "
@@ -394,7 +394,7 @@ def capture(method, prefix, stack_depth, cmd):
 @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "parquet"]), default="csv",
               show_default=True, help="Table format.")
 @click.option("-o", "--output", metavar="FILE", help="Write the table to FILE.")
-@click.option("--input-format", type=click.Choice(["strace", "preload"]),
+@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
               help="Force the input format instead of detecting it.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
               metavar="N", help="Parse one large uncompressed TRACE file in chunks with N "
@@ -421,7 +421,7 @@ def events(traces, fmt, output, input_format, jobs):
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
 @click.option("-o", "--output", metavar="FILE", help="Write the statistics to FILE.")
-@click.option("--input-format", type=click.Choice(["strace", "preload"]),
+@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
               help="Force the input format instead of detecting it.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
               metavar="N", help="Parse one large uncompressed TRACE file in chunks with N "
@@ -458,7 +458,7 @@ def _parse_addr(spec: str):
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
 @click.option("-o", "--output", metavar="FILE", help="Write the history to FILE.")
-@click.option("--input-format", type=click.Choice(["strace", "preload"]),
+@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
               help="Force the input format instead of detecting it.")
 def show(trace, addr, fd, pid, fmt, output, input_format):
     """The full history of one page range or fd, event by event."""
@@ -491,7 +491,7 @@ def show(trace, addr, fd, pid, fmt, output, input_format):
 @click.option("--fail-on", type=click.Choice(["error", "warning", "note", "never"]),
               default="error", show_default=True,
               help="Exit 1 when a finding only in B is at or above this severity.")
-@click.option("--input-format", type=click.Choice(["strace", "preload"]),
+@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
               help="Force the input format instead of detecting it.")
 def diff(a, b, fmt, output, fail_on, input_format):
     """What changed between two traces: ioctl mix, SVM shapes, findings.

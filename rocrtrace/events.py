@@ -366,6 +366,9 @@ class InputInfo:
     exit_seen: bool = False        # a process-exit line / '# exit' was seen
     ends_mid_line: bool = False    # last line had no newline
     header: dict = field(default_factory=dict)   # preload '#' metadata
+    preamble: int = 0             # lines before the first trace line, skipped
+    layout: str = ""              # indentation/quoting removed ("indented by 4 column(s)")
+    crlf: bool = False            # CRLF line ends (the \r is dropped)
 
     def add_unparsed(self, line: int, text: str) -> None:
         self.unparsed += 1

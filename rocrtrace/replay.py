@@ -108,7 +108,29 @@ def coverage(infos: list[InputInfo], limits: list[str]) -> dict[str, list[str]]:
                           "inferred from ioctl shapes")
         if any(not i.exit_seen for i in infos if i.format == "preload"):
             cannot.append("a preload log has no '# exit' line: leaks at its end are notes")
-    if "preload" in fmts:   # the SVM model's limits only matter where it ran
+    if "tinygrad" in fmts:
+        shows.append("tinygrad: KFD ioctl structs decoded after each call (SVM ranges and "
+                     "attributes, buffer handles, queues, events) and other ioctls by "
+                     "(type, nr, size) with their fd")
+        cannot.append("tinygrad IOCTL=1 logs show only ioctls: no open, close, dup, mmap or "
+                      "exit, so no fd lifetimes, leaks or use-after-close")
+        cannot.append("tinygrad: no pids or threads (everything is one process, no "
+                      "concurrency) and no fd on named KFD lines")
+        cannot.append("tinygrad: values are printed after the call and failures without "
+                      "errno (ret -1 only): SET_ATTR inputs the kernel rewrote are lost and "
+                      "failed frees cannot be judged")
+    for i in infos:
+        # what reading the file took: a preamble skipped, indentation removed
+        how = []
+        if i.preamble:
+            how.append(f"{i.preamble} preamble line(s) before the first trace line skipped")
+        if i.layout:
+            how.append(i.layout + " (removed)")
+        if i.crlf:
+            how.append("CRLF line ends")
+        if how:
+            shows.append(f"{i.file}: " + "; ".join(how))
+    if "preload" in fmts or "tinygrad" in fmts:   # the SVM model's limits only matter where it ran
         for lim in limits:
             if lim not in cannot:
                 cannot.append(lim)

@@ -185,3 +185,142 @@ def test_octal_results(opt, tmp_path):
     assert t.infos[0].unparsed == 0
     assert evs and all(e.ret == int(e.text.rsplit("= ", 1)[1].split()[0], 8) for e in evs)
     assert {0o22, 0o77} <= {e.ret for e in evs}
+
+
+# --- rarer value and line shapes, from real strace 6.1 (issue 13) ----------------
+
+SHAPE_OPTIONS = {
+    "f-o": ["-f", "-o"],
+    "X-verbose": ["-f", "-o", "-X", "verbose"],
+    "stderr": ["-f"],
+    "dumps": ["-f", "-o", "-e", "write=all", "-e", "read=all"],
+    "yy-ttt-T-k": ["-f", "-o", "-yy", "-ttt", "-T", "-k"],
+    "summary-C": ["-f", "-C", "-o"],
+    "summary-C-stderr": ["-f", "-C"],
+}
+
+
+def shape_trace(opts, mode, tmp_path):
+    paths = realtrace.run_strace(opts, "shapes", [mode], tmp_path)
+    arg = paths[0] if len(paths) == 1 else str(tmp_path / "trace.log.*")
+    t = open_trace(arg)
+    evs = list(t.events())
+    for info in t.infos:
+        assert info.unparsed == 0, info.unparsed_samples
+    return evs, t
+
+
+@pytest.mark.parametrize("opt", SHAPE_OPTIONS)
+def test_value_shapes(opt, tmp_path):
+    """Shifts in flags (FUTEX_OP_SET<<28|…, 1<<CAP_CHOWN|…), comments nested
+    in comments (-X verbose ioprio_set), char literals holding ' " \\ < > (
+    in v4l2_fourcc(…)), the ' * N bytes in buffer M' / ' = N buffers in
+    vector M' dump headers, a -C summary after the trace: every line parses
+    and the calls around them keep their arguments."""
+    evs, _ = shape_trace(SHAPE_OPTIONS[opt], "values", tmp_path)
+    by = {}
+    for e in evs:
+        by.setdefault(e.name, []).append(e)
+    assert [e.ret for e in by["futex"] if e.tid == e.pid][-1] == 0
+    assert by["capget"][-1].ret == 0
+    assert by["ioprio_set"][-1].err == "EINVAL"
+    v4l2 = [e for e in by["ioctl"] if isinstance(e, Ioctl) and e.fd == 3]
+    assert len(v4l2) == 2 and all(e.err == "ENOTTY" for e in v4l2)
+    if opt == "X-verbose":      # the request as a number: (type, nr) from it
+        assert [(e.type, e.nr) for e in v4l2] == [(0x56, 0x05), (0x56, 0x40)]
+    else:
+        assert [e.ioctl for e in v4l2] == ["VIDIOC_S_FMT", "VIDIOC_TRY_FMT"]
+    assert by["writev"][-1].ret == 5 and by["sendmmsg"][-1].ret == 2
+    closes = [(e.fd, e.ret, e.err) for e in own(evs) if isinstance(e, Close)]
+    assert closes[-2:] == [(3, 0, None), (3, -1, "EBADF")]
+
+
+def test_futex_op_value_decodes(tmp_path):
+    evs, _ = shape_trace(["-f", "-o"], "values", tmp_path)
+    from rocrtrace.parse.tokens import parse_value
+    fut = [e for e in evs if e.name == "futex"][-1]
+    op = fut.text.rsplit(", ", 1)[1].split(")")[0]
+    assert op.startswith("FUTEX_OP_SET<<28")
+    # FUTEX_OP(FUTEX_OP_SET, 0, FUTEX_OP_CMP_GT, 1) with names strace prints
+    assert parse_value(op, {"FUTEX_OP_SET": 0, "FUTEX_OP_CMP_GT": 4}) == (4 << 24) | 1
+
+
+def test_strace_under_a_relative_name(tmp_path):
+    """A stderr capture of ../../src/strace: its 'Process N attached' lines
+    are strace's, and the new thread is known from them."""
+    import os
+    import shutil
+    import subprocess
+    src = tmp_path / "src"
+    work = tmp_path / "a" / "b"
+    src.mkdir()
+    work.mkdir(parents=True)
+    os.symlink(shutil.which("strace"), src / "strace")
+    exe = realtrace.compile_program("shapes")
+    log = tmp_path / "trace.log"
+    with open(log, "wb") as err:
+        subprocess.run(["../../src/strace", "-f", exe, "zsplit"], cwd=work, stderr=err,
+                       stdout=subprocess.DEVNULL, timeout=60)
+    text = log.read_text(errors="replace")
+    assert "../../src/strace: Process " in text
+    t = open_trace(str(log))
+    evs = list(t.events())
+    assert t.infos[0].unparsed == 0, t.infos[0].unparsed_samples
+    clones = [e for e in evs if isinstance(e, Clone)]
+    thread = clones[-1].child
+    fut = [e for e in evs if e.name == "futex" and e.tid == thread and e.err == "ETIMEDOUT"]
+    assert fut and fut[0].pid == clones[-1].pid
+
+
+def test_ff_exec_from_thread_is_linked(tmp_path):
+    """-ff: the thread's file ends 'execve(…) <pid changed to LEADER ...>',
+    the leader's has '+++ superseded …' and '<... execve resumed>) = 0': the
+    merge makes one complete execve, on the leader."""
+    paths = realtrace.run_strace(["-ff", "-o"], "shapes", ["thexec"], tmp_path)
+    assert any("<pid changed to " in open(p).read() for p in paths)
+    t = open_trace(str(tmp_path / "trace.log.*"))
+    evs = list(t.events())
+    ex = [e for e in evs if e.name == "execve" and e.path == "/bin/true"]
+    assert len(ex) == 1 and ex[0].ok and not ex[0].partial and ex[0].end_line
+    leader = min(int(p.rsplit(".", 1)[1]) for p in paths)
+    assert ex[0].tid == leader
+    assert sum(i.unfinished + i.unparsed + i.orphans for i in t.infos) == 0
+
+
+def _variants(tmp_path, data: bytes) -> dict:
+    out = {}
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    forms = {
+        "crlf": b"".join(ln + b"\r\n" for ln in lines),
+        "indent4": b"".join(b"    " + ln + b"\n" for ln in lines),
+        "quoted": b"".join(b"> " + ln + b"\n" for ln in lines),
+        "preamble": b"# header from the bug report\n#\nuser@host:~$ strace -f -o t.log ./x\n\n"
+                    + data,
+    }
+    for k, v in forms.items():
+        p = tmp_path / f"{k}.log"
+        p.write_bytes(v)
+        out[k] = str(p)
+    return out
+
+
+@pytest.mark.parametrize("opt", ["tt-T-yy", "k", "f-stderr", "r"])
+def test_pasted_forms_of_real_logs(opt, tmp_path):
+    """A real log pasted with CRLF, indentation, quoting or a preamble gives
+    the same events (durations included) as the log itself."""
+    paths = realtrace.run_strace(OPTION_SETS[opt], "fdops", ["threads"], tmp_path)
+    data = open(paths[0], "rb").read()
+
+    def key(path):
+        t = open_trace(path)
+        evs = [(type(e).__name__, e.name, e.tid, e.pid, e.ret, e.err, e.dur, e.time,
+                len(e.stack)) for e in t.events()]
+        assert t.infos[0].unparsed == 0, (path, t.infos[0].unparsed_samples)
+        return evs, t.infos[0]
+    want, _ = key(paths[0])
+    for form, path in _variants(tmp_path, data).items():
+        got, info = key(path)
+        assert got == want, form
+        assert (info.preamble == 4) == (form == "preamble")

@@ -78,11 +78,14 @@ _SENT = -7.25e300           # "last_time not known yet" in a worker
 _PARSER_STATE = frozenset((
     "file", "info", "file_tid", "tgid", "fixed_tgid", "inflight", "live", "root", "nopid",
     "hold", "target", "exit_hold", "expect_exec", "out", "rel_sum", "fragment",
-    "in_summary", "snapshot", "last_time", "cont"))
-_INFO_SUM = ("lines", "events", "unparsed", "too_long", "unfinished", "orphans", "detached")
+    "in_summary", "snapshot", "last_time", "cont", "fresh", "handover"))
+_INFO_SUM = ("lines", "events", "unparsed", "too_long", "unfinished", "orphans", "detached",
+             "preamble")
 _INFO_OR = ("has_pids", "has_time", "has_durations", "has_stacks", "has_decorations",
-            "decoded_structs", "intent_calls", "exit_seen", "ends_mid_line")
-_INFO_FIELDS = frozenset(("file", "format", "unparsed_samples", "header") + _INFO_SUM + _INFO_OR)
+            "decoded_structs", "intent_calls", "exit_seen", "ends_mid_line", "crlf")
+# layout: chunking only runs on files without one (inputs.Layout.plain)
+_INFO_FIELDS = frozenset(("file", "format", "unparsed_samples", "header", "layout")
+                         + _INFO_SUM + _INFO_OR)
 
 
 def _attrs(obj) -> set:
@@ -214,34 +217,60 @@ class _Range:
         return data
 
 
-def _range_lines(f, start, end, lineno0, info, max_line):
-    from ..inputs import CHUNK, read_lines
+def _range_lines(f, start, end, lineno0, info, max_line, layout=None):
+    from ..inputs import CHUNK, Layout, clean_lines, read_lines
 
-    return read_lines(_Range(f, start, end, CHUNK), info, max_line, start_line=lineno0)
+    lines = read_lines(_Range(f, start, end, CHUNK), info, max_line, start_line=lineno0)
+    if layout is not None:
+        # a preamble and indentation (inputs.Layout): removed wherever a
+        # chunk starts, exactly as in one pass
+        lines = clean_lines(lines, info, Layout(*layout))
+    return lines
 
 
-def _skip_rest(f) -> bool:
-    """Read past the next newline; False at end of file."""
+def _skip_rest(f) -> bytes | None:
+    """Read past the next newline; the line's last bytes (without the
+    newline), None at end of file."""
+    last = b""
     while True:
         part = f.readline(1 << 16)
         if not part:
-            return False
+            return None
         if part.endswith(b"\n"):
-            return True
+            return (last + part)[-64:-1].rstrip(b"\r")
+        last = part[-64:]
 
 
-def _solid(body: bytes) -> bool:
+_UNFINISHED_B = b"<unfinished ...>"
+
+
+def _solid(body: bytes, prefix: bytes = b"") -> bool:
     """A line the parser flushes its held events at, and that no earlier
-    line's frames or fragments can belong to."""
-    return bool(body) and body[:3] != b" > " and body[:3] != b" | " and body[:1] != b"#" \
-        and b"\x1b" not in body
+    line's frames or fragments can belong to (``prefix``: the indentation
+    the reader removes first)."""
+    if prefix:
+        if not body.startswith(prefix):
+            return False
+        body = body[len(prefix):]
+    return bool(body) and body[:3] not in _NOT_SOLID and body[:1] != b"#" \
+        and b"\x1b" not in body and not body.startswith(b" VCPU:")
 
 
-def _next_solid(f, pos: int, max_line: int) -> int | None:
-    """Offset of the first solid line starting at or after ``pos`` (> 0)."""
-    f.seek(pos - 1)
-    if not _skip_rest(f):
+# lines that belong to the line before them (frames, dumps, dump headers)
+_NOT_SOLID = frozenset((b" > ", b" | ", b" * ", b" = "))
+
+
+def _next_solid(f, pos: int, max_line: int, prefix: bytes = b"") -> int | None:
+    """Offset of the first solid line starting at or after ``pos`` (> 0).
+    Never the line right after an ``<unfinished ...>`` one: strace 5.2-6.1
+    with -z/-Z prints the rest of such a call there, unprefixed."""
+    back = min(pos - 1, 32)
+    f.seek(pos - 1 - back)
+    before = f.read(back)           # the line's text before pos-1 (its marker may start there)
+    tail = _skip_rest(f)
+    if tail is None:
         return None
+    after_unfinished = (before.rpartition(b"\n")[2] + tail).endswith(_UNFINISHED_B)
     limit = min(max_line, 1 << 16)
     while True:
         at = f.tell()
@@ -249,13 +278,18 @@ def _next_solid(f, pos: int, max_line: int) -> int | None:
         if not line:
             return None
         if line.endswith(b"\n"):
-            if _solid(line[:-1]):
+            body = line[:-1].rstrip(b"\r")
+            if _solid(body, prefix) and not after_unfinished:
                 return at
+            after_unfinished = body.endswith(_UNFINISHED_B)
             continue
         if len(line) <= limit:          # the last line, without a newline
-            return at if _solid(line) else None
-        if not _skip_rest(f):           # long line: never a boundary
+            return at if _solid(line.rstrip(b"\r"), prefix) and not after_unfinished \
+                else None
+        tail = _skip_rest(f)            # long line: never a boundary
+        if tail is None:
             return None
+        after_unfinished = tail.endswith(_UNFINISHED_B)
 
 
 def _count_lines(f, start: int, end: int) -> int:
@@ -272,14 +306,15 @@ def _count_lines(f, start: int, end: int) -> int:
 
 
 def plan(path: str, chunk_bytes: int = CHUNK_BYTES, first_bytes: int = FIRST_BYTES,
-         max_line: int = 1 << 20) -> Iterator[tuple[int, int | None, int]]:
+         max_line: int = 1 << 20, prefix: bytes = b"") -> Iterator[tuple[int, int | None, int]]:
     """(start offset, end offset or None for "to the end", lines before start)
     for each chunk, computed lazily while reading ahead."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         start, lineno, want = 0, 0, max(1, first_bytes)
         while True:
-            nxt = _next_solid(f, start + want, max_line) if start + want < size else None
+            nxt = _next_solid(f, start + want, max_line, prefix) if start + want < size \
+                else None
             if nxt is None:
                 yield start, None, lineno
                 return
@@ -314,7 +349,7 @@ def _clean_state(p: Parser) -> _State | None:
     """The state of ``p`` (already flushed at a boundary) if nothing but
     _State is pending in it."""
     if (p.nopid or p.hold or p.exit_hold or p.fragment is not None or p.snapshot is not None
-            or p.cont):
+            or p.cont or p.handover):
         return None
     return _State(dict(p.tgid), set(p.live), p.root, p.fixed_tgid, set(p.expect_exec),
                   p.rel_sum, p.in_summary, p.last_time, list(p.inflight.items()), p.target)
@@ -359,7 +394,7 @@ def _in(x, seq) -> bool:
 
 
 def parse_range(path: str, name: str, start: int, end: int | None, lineno0: int,
-                seed: tuple, max_line: int) -> tuple:
+                seed: tuple, max_line: int, layout: tuple | None = None) -> tuple:
     """Parse bytes [start, end) of ``path`` (lines numbered from ``lineno0``)
     with a Parser seeded with ``seed``.  The result is plain data, unpacked
     in _stitch: the events as codes and field tuples, what the chunk taught
@@ -380,7 +415,7 @@ def parse_range(path: str, name: str, start: int, end: int | None, lineno0: int,
     exp_grew = superseded = False
     late: list = []              # (stream position, target, stack len before, after)
     with open(path, "rb") as f:
-        for lineno, line in _range_lines(f, start, end, lineno0, info, max_line):
+        for lineno, line in _range_lines(f, start, end, lineno0, info, max_line, layout):
             if line is None:
                 info.lines += 1
                 continue
@@ -651,7 +686,7 @@ class _LazyFuture:
 def chunked_events(path: str, name: str, info: InputInfo, max_line: int, jobs: int,
                    chunk_bytes: int = CHUNK_BYTES, first_bytes: int = FIRST_BYTES,
                    executor=None, ahead: int | None = None, adaptive: bool = True,
-                   stats: dict | None = None) -> Iterator[Event]:
+                   stats: dict | None = None, layout: tuple | None = None) -> Iterator[Event]:
     """The events of one plain file, as ``Parser`` gives them sequentially,
     parsed by ``jobs`` worker processes.
 
@@ -666,7 +701,8 @@ def chunked_events(path: str, name: str, info: InputInfo, max_line: int, jobs: i
     own = executor is None
     ex = ProcessPoolExecutor(max_workers=jobs) if own else executor
     ahead = ahead if ahead is not None else jobs + 1
-    chunks = plan(path, chunk_bytes, first_bytes, max_line)
+    prefix = layout[1].encode("utf-8", "surrogateescape") if layout else b""
+    chunks = plan(path, chunk_bytes, first_bytes, max_line, prefix)
     queue: deque = deque()           # (chunk, future, seed)
     recent: deque = deque(maxlen=8)  # stitched? for the last results
     parallel = True                  # False: workers stopped for good
@@ -687,7 +723,7 @@ def chunked_events(path: str, name: str, info: InputInfo, max_line: int, jobs: i
                         break
                     seed = st.seed()
                     try:
-                        fut = ex.submit(_work, (path, name, *ch, seed, max_line))
+                        fut = ex.submit(_work, (path, name, *ch, seed, max_line, layout))
                     except Exception:   # noqa: BLE001 - a broken pool: go on alone
                         parallel = False
                         reasons["pool failed"] += 1
@@ -737,7 +773,8 @@ def chunked_events(path: str, name: str, info: InputInfo, max_line: int, jobs: i
             start, end, lineno0 = ch
             feed = m.feed
             with open(path, "rb") as f:
-                for lineno, line in _range_lines(f, start, end, lineno0, info, max_line):
+                for lineno, line in _range_lines(f, start, end, lineno0, info, max_line,
+                                                 layout):
                     if line is None:
                         info.lines += 1
                         continue

@@ -26,7 +26,7 @@ except ImportError:
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PREFIX = re.compile(r"""
-    (?:\[pid\s+(?P<pid1>\d+)(?P<comm1><[^>]*>)?\]\s+
+    (?:\[pid\s+(?P<pid1>\d{1,10})(?P<comm1><[^>]*>)?\]\s+
       |(?P<pid2>\d{1,7})(?P<comm2><[^>]*>)?\s+)?
     (?:\[(?P<ctx>[^\]\s]*:[^\]]*)\]\s+)?
     (?:(?P<tod>\d\d:\d\d:\d\d(?:\.\d+)?)\s+
@@ -38,28 +38,40 @@ _PREFIX = re.compile(r"""
     """, re.X)
 _COMMON_PREFIX = re.compile(
     r"(\d{1,7}) +(?:(\d{9,}\.\d+)|(\d\d):(\d\d):(\d\d\.\d+)) (?=[\w<+-])")
-_NAME = re.compile(r"([A-Za-z_][\w#:]*)\(")
-_RESUMED = re.compile(r"<\.\.\. ([\w#:]+) resumed>")
-_RESULT = re.compile(r"\s*=\s*(0x[0-9a-fA-F]+|-?\d+|\?)")
+# ``???`` is strace's name for a syscall number it has no entry for.
+_NAME = re.compile(r"([A-Za-z_][\w#:]*|\?\?\?)\(")
+_RESUMED = re.compile(r"<\.\.\. ([\w#:]+|\?\?\?) resumed>")
+# Results are at most 64 digits: longer numbers are not results strace
+# prints (and int() of thousands of digits is slow or refused).
+_RESULT = re.compile(r"\s*=\s*(0x[0-9a-fA-F]{1,64}(?![0-9a-fA-F])|-?\d{1,64}(?!\d|x[0-9a-fA-F])|\?)")
 # A non-negative result with no decoration, error or comment, optionally timed.
-_PLAIN_RESULT = re.compile(r" = (0x[0-9a-fA-F]+|\d+)(?: <(\d+(?:\.\d*)?)>)?\Z")
+_PLAIN_RESULT = re.compile(r" = (0x[0-9a-fA-F]{1,64}|\d{1,64})(?: <(\d+(?:\.\d*)?)>)?\Z")
+# Lines that belong to the call before them, like -k frames and ' | ' dumps:
+# the headers of -e read=/write= dumps of vectors and the -e kvm=vcpu lines.
+_EXTRA = re.compile(r" (?:\* \d+ bytes in buffer \d+|= \d+ buffers in vector \d+)\s*\Z"
+                    r"| VCPU:\d+<")
 _DUR = re.compile(r"\s*<(\d+(?:\.\d*)?|unavailable)>\s*$")
 _ERR = re.compile(r"\s*([A-Z][A-Z0-9_]+)(?:\s|$)")
 _ERRNO = re.compile(r"\s*\(errno (\d+)\)")
 _FRAME = re.compile(r"^ > (?P<obj>.*?)\((?P<sym>.*)\) \[0x(?P<addr>[0-9a-fA-F]+)\]"
-                    r"(?: (?P<src>\S+):(?P<line>\d+))?\s*$")
+                    r"(?: (?P<src>\S+):(?P<line>\d{1,10}))?\s*$")
 _FRAME_BARE = re.compile(r"^ > (?P<obj>\S.*?)(?: \[0x(?P<addr>[0-9a-fA-F]+)\])?\s*$")
-_DIAG = re.compile(r"(?:(?:/[\w.+-]+)*/?strace: |\A)(?:\[ )?Process (\d+) (attached|detached)"
+# strace's messages come under its argv[0]: strace, /usr/bin/strace,
+# ../../src/strace, strace-6.1 ...  (_diag_match finds where the name starts
+# when the message is glued to the end of a cut trace line).
+_DIAG = re.compile(r"(?:strace[\w.+-]*: |\A)(?:\[ )?Process (\d{1,10}) (attached|detached)"
                    r"(?: with \d+ threads)?(?: - interrupt to quit)?\s*\Z")
-_DIAG_PREFIX = re.compile(r"(?:/[\w.+-]+)*/?strace: ")
-_EXITED = re.compile(r"\+\+\+ (?:exited with (-?\d+)|killed by (\w+)(?: \(core dumped\))?"
-                     r"|superseded by execve in pid (\d+)) \+\+\+")
+_DIAG_PREFIX = re.compile(r"(?:\.{0,2}/)?(?:[\w.+-]+/)*[\w.+-]*strace[\w.+-]*: ")
+_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-/")
+_EXITED = re.compile(r"\+\+\+ (?:exited with (-?\d{1,20})|killed by (\w+)(?: \(core dumped\))?"
+                     r"|superseded by execve in pid (\d{1,10})) \+\+\+")
 _SIGNAL = re.compile(r"--- (?:stopped by )?(SIG\w+|\w+)")
 _PERSONALITY = re.compile(r"\[ Process PID=\d+ runs in .* mode\. \]")
 _SUMMARY_ROW = re.compile(r"^\s*(?:[\d.]+\s+){2,}[\w#:]+\s*$|^-+(?: -+)+\s*$")
 _MAP = re.compile(r"#\s*map\s+([0-9a-fA-F]+)-([0-9a-fA-F]+)\s+(\S+)\s+([0-9a-fA-F]+)\s+(.*?)"
                   r"(?:\s+build-id=([0-9a-fA-F]+))?\s*$")
 _KV = re.compile(r"(\w+)=(\S+)")
+_HEXDIGITS = re.compile(r"[0-9a-fA-F]+")
 
 _CLONES = frozenset(("clone", "clone2", "clone3", "fork", "vfork", "syscall_0x1b3",
                      "syscall_435"))
@@ -69,13 +81,37 @@ _UNFINISHED = " <unfinished ...>"
 TEXT_MAX = 300
 
 
-def _number(val: str) -> int:
+def _number(val: str) -> int | None:
     """A result value: decimal, hex, or octal with a leading 0 (umask's
-    ``= 022``, which int(…, 0) refuses)."""
+    ``= 022``, which int(…, 0) refuses); None for what is not a number."""
     try:
         return int(val, 0)
     except ValueError:
         return parse_int(val)
+
+
+def _diag_match(line: str):
+    """The strace message at the end of ``line`` and where it starts
+    (its program name included), or None."""
+    dm = _DIAG.search(line)
+    if dm is None:
+        return None, 0
+    j = dm.start()
+    if j == 0:
+        return dm, 0
+    # the program name: path characters before the match; when glued to
+    # trace text, the part from the first "/", "./" or "../"
+    k = j
+    while k > 0 and line[k - 1] in _PATH_CHARS:
+        k -= 1
+    if k == 0 and "(" not in line[:j]:
+        return dm, 0
+    cand = line[k:j]
+    for i in range(len(cand)):
+        if cand[i] == "/" or cand.startswith("./", i) or cand.startswith("../", i):
+            if i == 0 or cand[i - 1] not in "./":
+                return dm, k + i
+    return dm, j
 
 
 def _time_of(m) -> tuple[float | None, float | None]:
@@ -106,7 +142,8 @@ class Parser:
     name); ``tgid_of`` an optional map tid → tgid known from elsewhere."""
 
     def __init__(self, file: str, info: InputInfo | None = None,
-                 tid: int | None = None, tgid_of: dict | None = None):
+                 tid: int | None = None, tgid_of: dict | None = None,
+                 handover: dict | None = None):
         self.file = file
         self.info = info or InputInfo(file=file)
         self.file_tid = tid
@@ -127,6 +164,10 @@ class Parser:
         self.snapshot: FdSnapshot | None = None
         self.last_time: float | None = None
         self.cont: dict = {}                # tid -> (line, pieces) of a `#+` record
+        self.fresh: tuple | None = None     # (tid,) of an unfinished call on the last line
+        # -ff: tid -> (line, text) of an execve whose thread became the
+        # leader (``<pid changed to N ...>``): the leader's file completes it
+        self.handover: dict | None = handover
 
     # --- driving ---------------------------------------------------------
 
@@ -136,10 +177,16 @@ class Parser:
         if not line:
             return self._drain()
         c = line[0]
-        if c == " " and (line.startswith(" > ") or line.startswith(" | ")):
-            if line[1] == ">":
-                self._frame(line)
-            return self._drain()
+        if c == " ":
+            if line.startswith(" > ") or line.startswith(" | "):
+                if line[1] == ">":
+                    self._frame(line)
+                return self._drain()
+            if _EXTRA.match(line):
+                return self._drain()
+        fresh = self.fresh
+        if fresh is not None:
+            self.fresh = None
         if "\x1b" in line:
             line = _ANSI.sub("", line)
             if not line:
@@ -153,10 +200,24 @@ class Parser:
             self.snapshot = None
         if self.fragment is not None and self._join_fragment(lineno, line):
             return self._drain()
+        if self.in_summary and self._diagnostic(lineno, line):
+            # a -c/-C table row: never read as a line with an -r timestamp
+            return self._drain()
         if not self._line(lineno, line):
-            if not self._diagnostic(lineno, line):
+            if not self._diagnostic(lineno, line) and not (
+                    fresh is not None and self._bare_resumed(lineno, line, fresh[0])):
                 self.info.add_unparsed(lineno, line)
         return self._drain()
+
+    def _bare_resumed(self, lineno: int, line: str, tid) -> bool:
+        """strace 5.2-6.1 with -z/-Z/-e status= cut a buffered line with
+        ' <unfinished ...>' and printed the rest (``NULL) = 0``, ``) = -1
+        EINVAL``) on the next line, unprefixed: the resumption of that call."""
+        p = self.inflight.get(tid)
+        if p is None or "=" not in line:
+            return False
+        return self._resumed(lineno, line, f"<... {p.name} resumed>" + line,
+                             tid if self.info.has_pids else None, None)
 
     def finish(self) -> list[Event]:
         """End of file: unfinished calls become partial events."""
@@ -253,7 +314,7 @@ class Parser:
             if p.name in _CLONES and ptid != tid:
                 flags = syscalls.clone_flags(Call(p.name, p.args))
                 if flags & syscalls.CLONE_FLAGS["CLONE_THREAD"]:
-                    g = self._tgid(ptid) or ptid
+                    g = self.tgid.get(ptid, ptid)
                 break
         self.tgid[tid] = g
         self.live.add(tid)
@@ -344,10 +405,11 @@ class Parser:
                 self._emit(ev)
                 return True
             elif "<pid changed to " in body:
+                if self.handover is not None and self.file_tid in self.handover:
+                    return True     # the leader's file completes this execve
+                # alone: it stays unfinished (a partial event at the end)
                 body = body[:body.rfind("<pid changed to ")].rstrip()
-                tid, _ = self._who(p)
-                # the exec completes in the leader's file/lines
-                return True
+                unfinished = True
         if "<unfinished ...>)" in body:
             body = body.replace(" <unfinished ...>)", ")").replace("<unfinished ...>)", ")")
             never = True
@@ -402,6 +464,7 @@ class Parser:
                                         None, old.pid, tid, old.time, None, old.text,
                                         partial=True))
         self.inflight[tid] = _Pending(name, args, lineno, t, line, pid, tid)
+        self.fresh = (tid,)
 
     def _complete(self, lineno, line, name, args, res, never, tid, t) -> None:
         ret, err, rpath, dur = res
@@ -486,6 +549,9 @@ class Parser:
                     time=t, dur=dur, ret=ret, err=err,
                     text=text if len(text) <= TEXT_MAX else text[:TEXT_MAX], partial=partial)
         ev = normalize(call, base)
+        if call.malformed:
+            # values of the wrong type were dropped: say which line
+            self.info.add_unparsed(line, text)
         if name.startswith("hsa_"):
             self.info.intent_calls = True
         elif name == "ioctl" and getattr(ev, "arg", None) is not None:
@@ -594,6 +660,15 @@ class Parser:
             if p is not None:
                 p.tid = tid
                 self.inflight[tid] = p
+            elif self.handover and old in self.handover and tid == self.file_tid:
+                # -ff: the execve entry is in the old thread's file
+                ol, otext = self.handover[old]
+                entry = otext[:otext.rfind("<pid changed to ")].rstrip() + " <unfinished ...>"
+                if not self._line(ol, entry) or tid not in self.inflight:
+                    self.expect_exec.add(tid)
+                else:
+                    self.inflight[tid].text = otext
+                self.fresh = None
             else:
                 self.expect_exec.add(tid)
             self.tgid.pop(old, None)
@@ -643,8 +718,10 @@ class Parser:
             sym = fm.group("sym")
             off = None
             plus = sym.rfind("+0x")
-            if plus >= 0:
-                off = int(sym[plus + 3:], 16) if sym[plus + 3:] else None
+            if plus >= 0 and _HEXDIGITS.fullmatch(sym, plus + 3):
+                off = int(sym[plus + 3:], 16)
+                sym = sym[:plus]
+            elif plus >= 0 and plus + 3 == len(sym):
                 sym = sym[:plus]
             fr = Frame(module=fm.group("obj"), symbol=sym or None, sym_offset=off,
                        addr=int(fm.group("addr"), 16))
@@ -668,17 +745,19 @@ class Parser:
             if _SUMMARY_ROW.match(line) or not s:
                 return True
             self.in_summary = False
-        if s.startswith("% time") or s.startswith("  % time"):
+        if s.startswith("%") and "calls" in s and "syscall" in s:
+            # the -c/-C table header ("% time     seconds  usecs/call ...";
+            # its columns vary with -w, -U and the version)
             self.in_summary = True
             return True
-        dm = _DIAG.search(line)
+        dm, at = _diag_match(line)
         if dm is not None:
             pid = int(dm.group(1))
             if dm.group(2) == "attached":
                 self.live.add(pid)
             else:
                 self.live.discard(pid)
-            front = line[:dm.start()]
+            front = line[:at]
             if front.strip():
                 if self.fragment is None:
                     self.fragment = (lineno, front)

@@ -135,6 +135,7 @@ class Call:
     ret_path: str | None = None
     names: dict = field(default_factory=dict)
     injected: bool = False
+    malformed: bool = False     # normalization dropped a value of the wrong type
 
 
 def _arg(call: Call, i: int, name: str | None = None) -> str | None:
@@ -380,12 +381,13 @@ def _ioctl(call: Call, base: dict) -> Event:
             arg, out = val
         else:
             arg = val
-        arg = _ioctl_struct(arg)
-        out = _ioctl_struct(out)
-        if not isinstance(arg, dict):
-            arg = None
-        if not isinstance(out, dict):
-            out = None
+        arg, bad_a = _ioctl_struct(arg)
+        out, bad_o = _ioctl_struct(out)
+        if bad_a or bad_o:
+            call.malformed = True
+        if (t, nr) == kfd.SVM and arg is not None and not _svm_ok(arg):
+            # an SVM struct without its range and op: no struct at all
+            arg = out = None
         if (t, nr) == kfd.SVM and arg and isinstance(arg.get("nattr"), int) \
                 and hint and not hint.startswith("_IOC"):
             size = 24 + 8 * arg["nattr"]
@@ -433,24 +435,60 @@ def _decode_request(req_tok: str, path: str | None) -> tuple:
     return request, d, t, nr, size, hint, name
 
 
-def _ioctl_struct(val):
-    """Normalise decoded ioctl fields: SVM attrs → [(type, value)], ints
-    everywhere the log shows numbers or known names."""
+def _is_int(v) -> bool:
+    return type(v) is int
+
+
+_SVM_NEEDS = ("start_addr", "size", "op", "nattr")
+
+
+def _svm_ok(arg: dict) -> bool:
+    return all(_is_int(arg.get(k)) for k in _SVM_NEEDS)
+
+
+# Struct fields the models read, and so must be ints when present.
+_INT_FIELDS = frozenset((
+    "start_addr", "size", "op", "nattr", "handle", "va_addr", "gpu_id", "flags",
+    "dmabuf_fd", "fd", "fd_flags", "mmap_offset", "n_devices", "n_success",
+    "xnack_enabled", "metadata_size", "offset"))
+
+
+def _ioctl_struct(val) -> tuple[dict | None, bool]:
+    """(fields, malformed) of a decoded ioctl struct.  The fields models read
+    must be ints (SVM ``attrs`` a list of (type, value) int pairs,
+    ``device_ids_array`` a list of ints): a value of another type is dropped
+    and the struct reported malformed, so models never see a wrong type.
+    Other fields stay as parsed (models do not read them)."""
     if not isinstance(val, dict):
-        return val
-    attrs = val.get("attrs")
-    if isinstance(attrs, list):
-        pairs = []
-        for a in attrs:
-            if isinstance(a, dict):
-                ty, va = a.get("type"), a.get("value")
-                if isinstance(ty, int) and isinstance(va, int):
+        # strace's own decoding of a non-KFD argument ([424] of FIONREAD)
+        return None, False
+    bad = False
+    for k in list(val):
+        v = val[k]
+        if k == "attrs":
+            pairs = []
+            ok = isinstance(v, list)
+            for a in v if ok else ():
+                ty = a.get("type") if isinstance(a, dict) else None
+                va = a.get("value") if isinstance(a, dict) else None
+                if _is_int(ty) and _is_int(va):
                     pairs.append((ty, va))
-        val["attrs"] = pairs
-    dev = val.get("device_ids_array")
-    if isinstance(dev, list):
-        val["device_ids_array"] = [x for x in dev if isinstance(x, int)]
-    return val
+                else:
+                    ok = False
+            if ok:
+                val[k] = pairs
+            else:
+                bad = True
+                del val[k]
+        elif k == "device_ids_array":
+            if isinstance(v, list) and all(_is_int(x) for x in v):
+                continue
+            bad = True
+            del val[k]
+        elif k in _INT_FIELDS and not _is_int(v):
+            bad = True
+            del val[k]
+    return val, bad
 
 
 def _mmap(call: Call, base: dict) -> Event:
@@ -597,6 +635,18 @@ INTENT_ARGS = {
 }
 
 
+# Intent arguments that are arrays; every other one is a number.
+_INTENT_LISTS = frozenset(("agents", "attribute_list", "desc"))
+
+
+def _intent_value_ok(key: str, val, out: bool) -> bool:
+    if key in _INTENT_LISTS:
+        return isinstance(val, list) or _is_int(val)
+    if out and isinstance(val, list):
+        return all(_is_int(x) for x in val)
+    return _is_int(val)
+
+
 def _intent(call: Call, base: dict) -> Event:
     spec = INTENT_ARGS.get(call.name, "").split()
     args: dict = {}
@@ -609,6 +659,10 @@ def _intent(call: Call, base: dict) -> Event:
         out = key.endswith("*")
         key = key.rstrip("*")
         val = parse_value(tok)
+        if i < len(spec) and not _intent_value_ok(key, val, out):
+            # e.g. a struct where the log should show a pointer: dropped
+            call.malformed = True
+            continue
         if out:
             # strace notation for a value behind a pointer: [value]
             if isinstance(val, list):

@@ -18,7 +18,7 @@ import sys
 from .. import kfd
 
 # Characters that change the scanner's state outside decorations.
-_SPECIAL = re.compile(r'[",(){}\[\]<>]|/\*')
+_SPECIAL = re.compile(r'[",(){}\[\]<>\']|/\*')
 # Inside a decoration only these matter.
 _DECO_SPECIAL = re.compile(r'[\\"<>]')
 # The rest of a C string after its opening quote.
@@ -74,18 +74,49 @@ def deco_end(s: str, i: int) -> int:
                 return j
 
 
-_OPAQUE = frozenset('"</')
+_OPAQUE = frozenset('"</\'')
+# One C character literal as strace prints it: 'x', '\'', '\x0d', '\0'.
+_CHAR = re.compile(r"'(?:[^'\\]|\\(?:x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.))'", re.S)
+_COMMENT_MARK = re.compile(r"/\*|\*/")
 
 
-def _skip_opaque(s: str, k: int, c: str, n: int) -> int:
+def comment_end(s: str, k: int) -> int:
+    """Index just past the comment opened at ``k``, comments nested inside it
+    counted (``/* IOPRIO_PRIO_VALUE(0 /* X */, 8191) */``); ``len(s)`` when
+    it never closes."""
+    depth = 0
+    search = _COMMENT_MARK.search
+    j = k
+    while True:
+        m = search(s, j)
+        if m is None:
+            return len(s)
+        j = m.end()
+        if m.group() == "/*":
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return j
+
+
+def _skip_opaque(s: str, k: int, c: str, n: int, flat: bool = False) -> int:
     """End of a run whose brackets and commas do not count: a quoted string,
-    an fd decoration, a /* comment */ (``c`` is its first character)."""
+    an fd decoration, a character literal, a /* comment */ (``c`` is its
+    first character).  ``<<`` is a shift (``1<<16|0``), not a decoration."""
     if c == '"':
         return string_end(s, k)
     if c == "<":
+        if s.startswith("<", k + 1):
+            return k + 2
         return deco_end(s, k)
-    e = s.find("*/", k + 2)
-    return n if e < 0 else e + 2
+    if c == "'":
+        m = _CHAR.match(s, k)
+        return m.end() if m else k + 1
+    if flat:
+        e = s.find("*/", k + 2)
+        return n if e < 0 else e + 2
+    return comment_end(s, k)
 
 
 def _well_formed_patterns(depth: int) -> tuple[re.Pattern, re.Pattern] | None:
@@ -96,9 +127,11 @@ def _well_formed_patterns(depth: int) -> tuple[re.Pattern, re.Pattern] | None:
     Python 3.11 (no possessive quantifiers): the scanner alone is used."""
     if sys.version_info < (3, 11):
         return None
-    atom = (r'[^"<>(){}\[\],/]++|"(?:[^"\\]|\\.)*+"(?:\.\.\.)?'
+    atom = (r'[^"<>(){}\[\],/\']++|"(?:[^"\\]|\\.)*+"(?:\.\.\.)?'
+            r"|'(?:[^'\\]|\\(?:x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.))'|'"
+            r'|<<'
             r'|<(?:[^<>"\\-]|-(?!>)|<(?:[^<>"\\-]|-(?!>))*+>)*+>(?:\(deleted\))?'
-            r'|/\*.*?\*/|/(?!\*)|>')
+            r'|/\*(?:[^*/]|\*(?!/)|/(?!\*))*+\*/|/(?!\*)|>')
     nest = r'(?!)'
     for _ in range(depth):
         nest = r'[({\[](?:%s|,|%s)*+[)}\]]' % (atom, nest)
@@ -149,7 +182,7 @@ def scan_args(s: str, pos: int = 0) -> tuple[list[str], int]:
     return _scan_args(s, pos)
 
 
-def _structure(s: str, j: int):
+def _structure(s: str, j: int, flat: bool = False):
     """(index, char) of each bracket, comma and stray '>' from ``j`` on,
     stepping over strings, decorations and comments; the general scanner
     under scan_args and _matching."""
@@ -162,13 +195,24 @@ def _structure(s: str, j: int):
         k = m.start()
         c = s[k]
         if c in _OPAQUE:
-            j = _skip_opaque(s, k, c, n)
+            j = _skip_opaque(s, k, c, n, flat)
             continue
         yield k, c
         j = k + 1
 
 
-def _scan_args(s: str, pos: int) -> tuple[list[str], int]:
+def _scan_args(s: str, pos: int, flat: bool = False) -> tuple[list[str], int]:
+    args, close = _scan_args_once(s, pos, flat)
+    if close < 0 and not flat and "/*" in s:
+        # comments nest in strace's output; when that reading never closes
+        # the list, the one where a comment ends at the first */ may
+        other = _scan_args_once(s, pos, True)
+        if other[1] >= 0:
+            return other
+    return args, close
+
+
+def _scan_args_once(s: str, pos: int, flat: bool) -> tuple[list[str], int]:
     # Nothing nested before the first ')': a plain split.
     close = s.find(")", pos)
     if close >= 0:
@@ -180,7 +224,7 @@ def _scan_args(s: str, pos: int) -> tuple[list[str], int]:
     args: list[str] = []
     depth = 0
     start = pos
-    for k, c in _structure(s, pos):
+    for k, c in _structure(s, pos, flat):
         if c in _OPEN:
             depth += 1
         elif c in _CLOSE:
@@ -221,7 +265,8 @@ _SIMPLE_ESC = {"n": 10, "t": 9, "r": 13, "v": 11, "f": 12, "a": 7, "b": 8,
 
 def unescape(text: str) -> str:
     """Resolve C escapes (octal, ``\\x``, ``\\n`` …) to bytes, then decode as
-    UTF-8 with surrogateescape so arbitrary bytes survive."""
+    UTF-8, bytes that are not UTF-8 written ``\\xNN`` (as strace's -x would),
+so the text can always be encoded again."""
     if "\\" not in text:
         return text
 
@@ -242,7 +287,7 @@ def unescape(text: str) -> str:
                 out.append(b)
         pos = m.end()
     out += text[pos:].encode("utf-8", "surrogateescape")
-    return out.decode("utf-8", "surrogateescape")
+    return out.decode("utf-8", "backslashreplace")
 
 
 def parse_string(tok: str) -> tuple[str, bool]:
@@ -318,6 +363,8 @@ def _parse_fd(tok: str) -> tuple[int | None, str | None]:
         except ValueError:
             return None, None
     num = tok[:lt]
+    if tok.startswith("<", lt + 1):
+        return None, None           # 1<<16: a shift, not a decorated fd
     try:
         fd = int(num, 0)
     except ValueError:
@@ -361,7 +408,7 @@ def _strip_name_scan(arg: str) -> tuple[str | None, str]:
 
 # --- values -------------------------------------------------------------------
 
-_INT = re.compile(r"-?(?:0x[0-9a-fA-F]+|\d+)\Z")
+_INT = re.compile(r"-?(?:0x[0-9a-fA-F]{1,64}|\d{1,64})\Z")
 
 
 def parse_int(tok: str) -> int | None:
@@ -385,13 +432,15 @@ def parse_int(tok: str) -> int | None:
 
 
 def strip_comment(tok: str) -> tuple[str, str | None]:
-    """(value, comment) of ``0x80084b01 /* NAME */``."""
+    """(value, comment) of ``0x80084b01 /* NAME */`` (comments nested in the
+    comment are part of it)."""
     i = tok.find("/*")
     if i < 0:
         return tok, None
-    e = tok.find("*/", i)
-    comment = tok[i + 2:e if e >= 0 else len(tok)].strip()
-    rest = (tok[:i] + (tok[e + 2:] if e >= 0 else "")).strip()
+    e = comment_end(tok, i)
+    closed = tok.endswith("*/", 0, e) and e - i >= 4
+    comment = tok[i + 2:e - 2 if closed else e].strip()
+    rest = (tok[:i] + tok[e:]).strip()
     return rest, comment
 
 
@@ -402,16 +451,29 @@ def parse_flags(tok: str, names: dict[str, int] | None = None) -> int | None:
     total = 0
     for part in tok.split("|"):
         part = part.strip()
-        v = parse_int(part)
-        if v is None:
-            if names is not None and part in names:
-                v = names[part]
-            else:
-                v = kfd.CONSTANTS.get(part)
+        if "<<" in part:
+            # 1<<16, FUTEX_OP_SET<<28, 1<<CAP_CHOWN: a shifted name or number
+            a, _, b = part.partition("<<")
+            va, vb = _flag_part(a.strip(), names), _flag_part(b.strip(), names)
+            if va is None or vb is None or not 0 <= vb < 128:
+                return None
+            total |= va << vb
+            continue
+        v = _flag_part(part, names)
         if v is None:
             return None
         total |= v
     return total
+
+
+def _flag_part(part: str, names: dict[str, int] | None) -> int | None:
+    v = parse_int(part)
+    if v is None:
+        if names is not None and part in names:
+            v = names[part]
+        else:
+            v = kfd.CONSTANTS.get(part)
+    return v
 
 
 _IOC_DIRS = {"_IOC_NONE": 0, "_IOC_WRITE": 1, "_IOC_READ": 2}
@@ -457,7 +519,15 @@ def parse_value(tok: str, names: dict[str, int] | None = None):
     return _parse(tok, names, 0)
 
 
+# MAX_NESTING openers with no closer between them: nested deeper than any
+# real struct.  Such a value stays text whole, so parsing stays linear in
+# the line's length at any depth.
+_DEEP = re.compile(r"[{\[(](?:[^{}\[\]()]*+[{\[(]){%d}" % MAX_NESTING)
+
+
 def _parse(tok: str, names: dict[str, int] | None, depth: int):
+    if depth == 0 and len(tok) > 4 * MAX_NESTING and _DEEP.search(tok):
+        return tok.strip()
     if names is None:
         if "{" not in tok and "[" not in tok:
             return _scalar(tok)     # immutable, so it can be shared
