@@ -20,7 +20,7 @@ try:
     # The compiled tokenizer for the common line shapes (built at install
     # from _scan.c); it refuses every other line, and without it the Python
     # grammar below does all the work.
-    from ._scan import scan_line as _SCAN
+    from .._engine import scan_line as _SCAN
 except ImportError:
     _SCAN = None
 

@@ -109,7 +109,7 @@ _WELL_FORMED = _well_formed_patterns(6)
 
 try:
     # parse_value for bracketed values, compiled (setup.py builds _scan.c)
-    from ._scan import bracketed as _BRACKETED
+    from .._engine import bracketed as _BRACKETED
 except ImportError:
     _BRACKETED = None
 
