@@ -125,11 +125,17 @@ mod _engine {
             Ok(PyString::new(self.tok.py(), text).into_any())
         }
 
-        fn list(&mut self, items: Vec<Self::Value>) -> PyResult<Self::Value> {
+        fn list(
+            &mut self,
+            items: impl ExactSizeIterator<Item = Self::Value>,
+        ) -> PyResult<Self::Value> {
             Ok(PyList::new(self.tok.py(), items)?.into_any())
         }
 
-        fn dict(&mut self, fields: Vec<(&'a str, Self::Value)>) -> PyResult<Self::Value> {
+        fn dict(
+            &mut self,
+            fields: impl Iterator<Item = (&'a str, Self::Value)>,
+        ) -> PyResult<Self::Value> {
             let py = self.tok.py();
             let d = PyDict::new(py);
             for (k, v) in fields {

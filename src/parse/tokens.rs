@@ -22,6 +22,7 @@
 //! them is a valid `&str`.
 
 use memchr::{memchr, memchr2, memmem, memrchr};
+use std::sync::LazyLock;
 
 /// Bracket nesting of the well-formed language (`tokens._well_formed_patterns(6)`).
 pub const MAX_DEPTH: usize = 6;
@@ -90,6 +91,12 @@ pub struct Scanned<'a> {
 
 const UNFINISHED: &[u8] = b"<unfinished ...>";
 
+// memmem's searchers, built once (building one costs more than most searches)
+static UNFINISHED_CLOSE: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"<unfinished ...>)"));
+static COMMENT_CLOSE: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"*/"));
+
 /// `str.isspace()` / `str.strip()` / re's `\s` on ASCII
 fn is_ws(c: u8) -> bool {
     c == b' ' || (9..=13).contains(&c) || (0x1c..=0x1f).contains(&c)
@@ -150,6 +157,11 @@ fn rstrip(s: &[u8], a: usize, mut b: usize) -> usize {
 fn strip(s: &[u8], a: usize, b: usize) -> (usize, usize) {
     let a = a + s[a..b].iter().take_while(|&&c| is_ws(c)).count();
     (a, rstrip(s, a, b))
+}
+
+/// Whether `/*` is in `s` (`/` is rare: cheaper than a substring search).
+fn has_comment(s: &[u8]) -> bool {
+    memchr::memchr_iter(b'/', s).any(|i| at(s, i + 1) == b'*')
 }
 
 /// End of `"(?:[^"\\]|\\.)*+"(?:\.\.\.)?` whose quote is at `i`.
@@ -224,7 +236,7 @@ fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
             },
             b'/' if at(s, j + 1) == b'*' => {
                 // `/\*.*?\*/`: the first `*/`, with no newline before it
-                let Some(e) = memmem::find(&s[j + 2..], b"*/").map(|e| j + 2 + e) else {
+                let Some(e) = COMMENT_CLOSE.find(&s[j + 2..]).map(|e| j + 2 + e) else {
                     return j;
                 };
                 if memchr(b'\n', &s[j..e]).is_some() {
@@ -487,7 +499,7 @@ fn call(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> {
             return None;
         }
     }
-    if memmem::find(&s[body..end], b"<unfinished ...>)").is_some() {
+    if UNFINISHED_CLOSE.find(&s[body..end]).is_some() {
         return None;
     }
     let (args, close) = scan_args(line, args0, end)?;
@@ -526,9 +538,15 @@ pub trait Builder<'a> {
     /// Text kept as it is (too deep, or trailing text after a group).
     fn text(&mut self, text: &'a str) -> Result<Self::Value, Self::Error>;
     /// `[…]`, without the empty and `...` elements.
-    fn list(&mut self, items: Vec<Self::Value>) -> Result<Self::Value, Self::Error>;
+    fn list(
+        &mut self,
+        items: impl ExactSizeIterator<Item = Self::Value>,
+    ) -> Result<Self::Value, Self::Error>;
     /// `{name=value, …}`, in order (a later field of the same name wins).
-    fn dict(&mut self, fields: Vec<(&'a str, Self::Value)>) -> Result<Self::Value, Self::Error>;
+    fn dict(
+        &mut self,
+        fields: impl Iterator<Item = (&'a str, Self::Value)>,
+    ) -> Result<Self::Value, Self::Error>;
     /// `entry => exit`
     fn pair(&mut self, entry: Self::Value, exit: Self::Value) -> Result<Self::Value, Self::Error>;
 }
@@ -547,82 +565,88 @@ pub fn bracketed<'a, B: Builder<'a>>(
     if !tok.is_ascii() {
         return b.general(tok, depth);
     }
-    Walk { tok, max_depth }.value(b, 0, tok.len(), depth)
+    let mut walk = Walk {
+        tok,
+        max_depth,
+        b,
+        // (room for the fields of a usual KFD struct and what it nests)
+        values: Vec::with_capacity(32),
+        keys: Vec::with_capacity(32),
+    };
+    walk.value(0, tok.len(), depth)
 }
 
-struct Walk<'a> {
+/// One walk over a token.  The elements of the groups being built wait on
+/// one stack (`values`, with `keys` for struct fields) instead of a vector
+/// per group.
+struct Walk<'a, 'b, B: Builder<'a>> {
     tok: &'a str,
     max_depth: isize,
+    b: &'b mut B,
+    values: Vec<B::Value>,
+    keys: Vec<&'a str>,
 }
 
-impl<'a> Walk<'a> {
+impl<'a, B: Builder<'a>> Walk<'a, '_, B> {
     /// parse_value of `tok[a..b]`: scalars as scalars, the rest by `value`.
-    fn sub<B: Builder<'a>>(
-        &self,
-        b: &mut B,
-        x0: usize,
-        x1: usize,
-        depth: isize,
-    ) -> Result<B::Value, B::Error> {
+    fn sub(&mut self, x0: usize, x1: usize, depth: isize) -> Result<B::Value, B::Error> {
         let t = &self.tok.as_bytes()[x0..x1];
         if memchr2(b'{', b'[', t).is_none() {
-            b.scalar(&self.tok[x0..x1])
+            self.b.scalar(&self.tok[x0..x1])
         } else {
-            self.value(b, x0, x1, depth)
+            self.value(x0, x1, depth)
         }
     }
 
     /// `tokens._value(tok[a0..b0], None, depth)` for text holding a bracket.
-    fn value<B: Builder<'a>>(
-        &self,
-        b: &mut B,
-        a0: usize,
-        b0: usize,
-        depth: isize,
-    ) -> Result<B::Value, B::Error> {
+    fn value(&mut self, a0: usize, b0: usize, depth: isize) -> Result<B::Value, B::Error> {
         let tok = self.tok;
         let whole = &tok[a0..b0];
         let (a, z) = strip(tok.as_bytes(), a0, b0);
         let s = &tok.as_bytes()[..z];
-        if z - a < 2 || !matches!(s[a], b'{' | b'[') || memmem::find(&s[a..], b"/*").is_some() {
-            return b.general(whole, depth);
+        if z - a < 2 || !matches!(s[a], b'{' | b'[') || has_comment(&s[a..]) {
+            return self.b.general(whole, depth);
         }
         if depth > self.max_depth {
-            return b.text(&tok[a..z]);
+            return self.b.text(&tok[a..z]);
         }
         // _matching: the well-formed bracket group at a
         let end = well_formed(s, a + 1, MAX_DEPTH - 1, true);
         if end >= z || !is_closer(s[end]) {
-            return b.general(whole, depth);
+            return self.b.general(whole, depth);
         }
         let depth = depth + 1;
         if end != z - 1 {
             let r = skip(s, end + 1, is_ws);
             if s[r..].starts_with(b"=>") {
-                let entry = self.sub(b, a, end + 1, depth)?;
-                let exit = self.sub(b, r + 2, z, depth)?;
-                return b.pair(entry, exit);
+                let entry = self.sub(a, end + 1, depth)?;
+                let exit = self.sub(r + 2, z, depth)?;
+                return self.b.pair(entry, exit);
             }
-            return b.text(&tok[a..z]);
+            return self.b.text(&tok[a..z]);
         }
         // _items: split the body at top-level commas, then the elements
         let is_list = s[a] == b'[';
         let body = &s[..end];
-        let mut items = Vec::new();
-        let mut fields = Vec::new();
+        let (v0, k0) = (self.values.len(), self.keys.len());
         let mut j = a + 1;
         loop {
             let e = well_formed(body, j, MAX_DEPTH, false);
             if e != end && body[e] != b',' {
-                return b.general(whole, depth - 1);
+                self.values.truncate(v0);
+                self.keys.truncate(k0);
+                return self.b.general(whole, depth - 1);
             }
             let (x0, x1) = strip(body, j, e);
             // empty items and "..." are skipped (an empty tail is not an item)
             if x1 > x0 && &body[x0..x1] != b"..." {
                 if is_list {
-                    items.push(self.sub(b, x0, x1, depth)?);
+                    let v = self.sub(x0, x1, depth)?;
+                    self.values.push(v);
                 } else if let Some(q) = field_name(&body[x0..x1]).map(|q| x0 + q) {
-                    fields.push((&tok[x0..q], self.sub(b, q + 1, x1, depth)?));
+                    let v = self.sub(q + 1, x1, depth)?;
+                    self.keys.push(&tok[x0..q]);
+                    self.values.push(v);
                 }
             }
             if e == end {
@@ -630,10 +654,11 @@ impl<'a> Walk<'a> {
             }
             j = e + 1;
         }
+        let values = self.values.drain(v0..);
         if is_list {
-            b.list(items)
+            self.b.list(values)
         } else {
-            b.dict(fields)
+            self.b.dict(self.keys.drain(k0..).zip(values))
         }
     }
 }

@@ -205,10 +205,10 @@ impl<'a> Builder<'a> for Slices<'a> {
         offset(self.0, t);
         Ok(())
     }
-    fn list(&mut self, _: Vec<()>) -> Result<(), ()> {
+    fn list(&mut self, _: impl ExactSizeIterator<Item = ()>) -> Result<(), ()> {
         Ok(())
     }
-    fn dict(&mut self, fields: Vec<(&'a str, ())>) -> Result<(), ()> {
+    fn dict(&mut self, fields: impl Iterator<Item = (&'a str, ())>) -> Result<(), ()> {
         for (k, _) in fields {
             offset(self.0, k);
             assert!(!k.is_empty() && k.len() <= 40);

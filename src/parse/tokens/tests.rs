@@ -183,11 +183,14 @@ impl<'a> Builder<'a> for Tree {
     fn text(&mut self, t: &'a str) -> Result<V<'a>, Self::Error> {
         Ok(V::Text(t))
     }
-    fn list(&mut self, items: Vec<V<'a>>) -> Result<V<'a>, Self::Error> {
-        Ok(V::List(items))
+    fn list(&mut self, items: impl ExactSizeIterator<Item = V<'a>>) -> Result<V<'a>, Self::Error> {
+        Ok(V::List(items.collect()))
     }
-    fn dict(&mut self, fields: Vec<(&'a str, V<'a>)>) -> Result<V<'a>, Self::Error> {
-        Ok(V::Dict(fields))
+    fn dict(
+        &mut self,
+        fields: impl Iterator<Item = (&'a str, V<'a>)>,
+    ) -> Result<V<'a>, Self::Error> {
+        Ok(V::Dict(fields.collect()))
     }
     fn pair(&mut self, a: V<'a>, b: V<'a>) -> Result<V<'a>, Self::Error> {
         Ok(V::Pair(Box::new(a), Box::new(b)))
