@@ -140,13 +140,14 @@ def _check_rules(ids):
 
 
 def _tokenizer() -> str:
-    """Whether the parser's C tokenizer (built by setup.py; same results,
-    faster) loads; the parser itself is not imported, to keep --version quick."""
+    """Whether the parser's compiled tokenizer (the Rust extension
+    rocrtrace._engine, built at install; same results, faster) loads; the
+    parser itself is not imported, to keep --version quick."""
     try:
-        from .parse import _scan  # noqa: F401
+        from . import _engine  # noqa: F401
     except ImportError:
         return "pure Python"
-    return "compiled"
+    return "compiled (Rust)"
 
 
 def _print_version(ctx, _param, value):

@@ -17,10 +17,10 @@ from .syscalls import Call, normalize
 from .tokens import parse_int, scan_args, strip_name, deco_end, decoration_path
 
 try:
-    # The compiled tokenizer for the common line shapes (built at install
-    # from _scan.c); it refuses every other line, and without it the Python
-    # grammar below does all the work.
-    from ._scan import scan_line as _SCAN
+    # The compiled tokenizer for the common line shapes (the Rust core,
+    # src/parse/tokens.rs, built at install); it refuses every other line,
+    # and without it the Python grammar below does all the work.
+    from .._engine import scan_line as _SCAN
 except ImportError:
     _SCAN = None
 

@@ -141,8 +141,8 @@ def _well_formed_patterns(depth: int) -> tuple[re.Pattern, re.Pattern] | None:
 _WELL_FORMED = _well_formed_patterns(6)
 
 try:
-    # parse_value for bracketed values, compiled (setup.py builds _scan.c)
-    from ._scan import bracketed as _BRACKETED
+    # parse_value for bracketed values, compiled (src/parse/tokens.rs)
+    from .._engine import bracketed as _BRACKETED
 except ImportError:
     _BRACKETED = None
 

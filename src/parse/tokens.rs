@@ -1,0 +1,682 @@
+//! The tokenizer for the common strace line shapes and for bracketed struct
+//! values: the compiled fast path of the grammar in rocrtrace/parse/strace.py
+//! and tokens.py.
+//!
+//! [`scan_line`] takes a `-f -ttt` / `-f -tt` prefix followed by a complete
+//! call, an unfinished call or a resumed call with a well-formed argument list
+//! and a plain, decorated or error result, and refuses (`None`) everything
+//! else, so that the Python grammar stays the one definition and handles every
+//! other shape.  What it returns must be exactly what the Python code computes
+//! for the same line; tests/test_fast_paths.py parses the fixture corpus, real
+//! strace logs and generated line soups both ways and compares the events.
+//!
+//! The argument splitter accepts exactly the language of `tokens._WELL_FORMED`
+//! (strings, comments, fd decorations without quotes, escapes or `->`, and
+//! brackets nested at most [`MAX_DEPTH`] deep) with its possessive,
+//! never-backtracking semantics; everything outside that language is refused
+//! here, as that regex refuses it, and goes to the general scanner.
+//!
+//! Only ASCII text is taken: Python's `str.isspace`, `\s`, `\d` and `\w` are
+//! Unicode-aware, and on ASCII they are the byte classes below.  All indices
+//! are byte offsets into the line, so every slice of an ASCII `&str` taken at
+//! them is a valid `&str`.
+
+use memchr::{memchr, memchr2, memmem, memrchr};
+use std::sync::LazyLock;
+
+/// Bracket nesting of the well-formed language (`tokens._well_formed_patterns(6)`).
+pub const MAX_DEPTH: usize = 6;
+
+/// Which line shape [`scan_line`] took (the Python side's `kind` number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// `name(args) = result`
+    Call = 0,
+    /// `name(args <unfinished ...>`
+    Unfinished = 1,
+    /// `<... name resumed>args) = result`
+    Resumed = 2,
+}
+
+/// A return value as strace printed it: `0x` and hex digits, or `-?\d+`
+/// without leading zeros (text that Python's `int(text, 0)` accepts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Number<'a>(&'a str);
+
+impl<'a> Number<'a> {
+    pub fn text(&self) -> &'a str {
+        self.0
+    }
+
+    /// The value, or `None` when it does not fit an `i128` (the caller makes
+    /// its big integer from [`Number::text`]).
+    pub fn value(&self) -> Option<i128> {
+        match self.0.strip_prefix("0x") {
+            Some(hex) => i128::from_str_radix(hex, 16).ok(),
+            None => self.0.parse().ok(),
+        }
+    }
+}
+
+/// What follows the closing `)`: `= ret[<path>] [ERRNO (text)] [<duration>]`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Outcome<'a> {
+    /// `None` for `= ?`
+    pub ret: Option<Number<'a>>,
+    /// The errno name after `-1` or `?`
+    pub err: Option<&'a str>,
+    /// The path of a decorated fd result (`= 3</dev/kfd<char 238:0>>` -> `/dev/kfd`)
+    pub ret_path: Option<&'a str>,
+    /// `-T`'s `<seconds>`
+    pub dur: Option<f64>,
+}
+
+/// The tokens of one line [`scan_line`] took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scanned<'a> {
+    pub kind: Kind,
+    pub tid: u32,
+    /// Seconds: since the epoch for `-ttt`, since midnight for `-tt`
+    pub time: f64,
+    pub name: &'a str,
+    /// The top-level arguments, stripped of whitespace
+    pub args: Vec<&'a str>,
+    /// Where the argument text ends: the closing `)`, or for an unfinished
+    /// call whose list never closes, the end of its text
+    pub args_end: usize,
+    /// `None` exactly for [`Kind::Unfinished`]
+    pub outcome: Option<Outcome<'a>>,
+}
+
+const UNFINISHED: &[u8] = b"<unfinished ...>";
+
+// memmem's searchers, built once (building one costs more than most searches)
+static UNFINISHED_CLOSE: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"<unfinished ...>)"));
+static COMMENT_CLOSE: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"*/"));
+
+/// `str.isspace()` / `str.strip()` / re's `\s` on ASCII
+fn is_ws(c: u8) -> bool {
+    c == b' ' || (9..=13).contains(&c) || (0x1c..=0x1f).contains(&c)
+}
+
+fn is_name_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || c == b'_'
+}
+
+/// `[\w#:]`
+fn is_name_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'#' | b':')
+}
+
+fn is_opener(c: u8) -> bool {
+    matches!(c, b'(' | b'{' | b'[')
+}
+
+fn is_closer(c: u8) -> bool {
+    matches!(c, b')' | b'}' | b']')
+}
+
+/// The characters of the atom `[^"<>(){}\[\],/]++`
+const PLAIN: [bool; 256] = {
+    let mut t = [true; 256];
+    let special = b"\"<>(){}[],/";
+    let mut i = 0;
+    while i < special.len() {
+        t[special[i] as usize] = false;
+        i += 1;
+    }
+    t
+};
+
+/// The byte at `i`, or 0 past the end (0 is in none of the classes tested
+/// with it).
+fn at(s: &[u8], i: usize) -> u8 {
+    s.get(i).copied().unwrap_or(0)
+}
+
+/// The first index from `i` whose byte is not in `class`.
+fn skip(s: &[u8], mut i: usize, class: impl Fn(u8) -> bool) -> usize {
+    while i < s.len() && class(s[i]) {
+        i += 1;
+    }
+    i
+}
+
+/// The end of `s[a..b]` without its trailing whitespace.
+fn rstrip(s: &[u8], a: usize, mut b: usize) -> usize {
+    while b > a && is_ws(s[b - 1]) {
+        b -= 1;
+    }
+    b
+}
+
+/// `s[a..b]` without the whitespace at both ends, as indices.
+fn strip(s: &[u8], a: usize, b: usize) -> (usize, usize) {
+    let a = a + s[a..b].iter().take_while(|&&c| is_ws(c)).count();
+    (a, rstrip(s, a, b))
+}
+
+/// Whether `/*` is in `s` (`/` is rare: cheaper than a substring search).
+fn has_comment(s: &[u8]) -> bool {
+    memchr::memchr_iter(b'/', s).any(|i| at(s, i + 1) == b'*')
+}
+
+/// End of `"(?:[^"\\]|\\.)*+"(?:\.\.\.)?` whose quote is at `i`.
+fn string_end(s: &[u8], i: usize) -> Option<usize> {
+    let mut k = i + 1;
+    loop {
+        k += memchr2(b'"', b'\\', &s[k..])?;
+        if s[k] == b'\\' {
+            // `.` matches no newline
+            if k + 1 >= s.len() || s[k + 1] == b'\n' {
+                return None;
+            }
+            k += 2;
+        } else {
+            k += 1;
+            if s[k..].starts_with(b"...") {
+                k += 3;
+            }
+            return Some(k);
+        }
+    }
+}
+
+/// End of `<(?:[^<>"\\-]|-(?!>)|<(?:[^<>"\\-]|-(?!>))*+>)*+>(?:\(deleted\))?`
+/// whose `<` is at `i`: an fd decoration, one nested `<…>` allowed.
+pub fn deco_end(s: &[u8], i: usize) -> Option<usize> {
+    let mut k = i + 1;
+    let mut depth = 1;
+    while k < s.len() {
+        match s[k] {
+            b'>' => {
+                k += 1;
+                depth -= 1;
+                if depth == 0 {
+                    if s[k..].starts_with(b"(deleted)") {
+                        k += 9;
+                    }
+                    return Some(k);
+                }
+            }
+            b'<' if depth == 2 => return None,
+            b'<' => {
+                depth += 1;
+                k += 1;
+            }
+            b'"' | b'\\' => return None,
+            b'-' if at(s, k + 1) == b'>' => return None,
+            _ => k += 1,
+        }
+    }
+    None
+}
+
+/// End of the possessive match of `(?:atom|nest)*+` from `j` (inside a
+/// bracket group also `,`), nested groups allowed `left` deep.  The
+/// recursion is bounded by `left`.
+fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
+    while j < s.len() {
+        let c = s[j];
+        if PLAIN[c as usize] {
+            j = skip(s, j + 1, |c| PLAIN[c as usize]);
+            continue;
+        }
+        match c {
+            b'"' => match string_end(s, j) {
+                Some(k) => j = k,
+                None => return j,
+            },
+            b'<' => match deco_end(s, j) {
+                Some(k) => j = k,
+                None => return j,
+            },
+            b'/' if at(s, j + 1) == b'*' => {
+                // `/\*.*?\*/`: the first `*/`, with no newline before it
+                let Some(e) = COMMENT_CLOSE.find(&s[j + 2..]).map(|e| j + 2 + e) else {
+                    return j;
+                };
+                if memchr(b'\n', &s[j..e]).is_some() {
+                    return j;
+                }
+                j = e + 2;
+            }
+            b'/' | b'>' => j += 1,
+            b',' if nested => j += 1,
+            _ => {
+                if is_opener(c) && left > 0 {
+                    let k = well_formed(s, j + 1, left - 1, true);
+                    if k < s.len() && is_closer(s[k]) {
+                        j = k + 1;
+                        continue;
+                    }
+                }
+                return j;
+            }
+        }
+    }
+    j
+}
+
+/// `tokens.scan_args` on `line[pos..n]` for a well-formed list: the stripped
+/// arguments and the index of the closing `)` (`None`: the list never
+/// closes); `None` when the text is outside the well-formed language.
+fn scan_args(line: &str, pos: usize, n: usize) -> Option<(Vec<&str>, Option<usize>)> {
+    let s = &line.as_bytes()[..n];
+    let mut args = Vec::new();
+    let mut j = pos;
+    loop {
+        let e = well_formed(s, j, MAX_DEPTH, false);
+        if e >= n {
+            let (a, b) = strip(s, j, n);
+            if b > a {
+                args.push(&line[a..b]);
+            }
+            return Some((args, None));
+        }
+        let sep = s[e];
+        if sep != b',' && sep != b')' {
+            return None;
+        }
+        let (a, b) = strip(s, j, e);
+        // `f()` has no argument; `f(, )` and `f(x, )` have an empty one
+        if sep == b',' || b > a || !args.is_empty() {
+            args.push(&line[a..b]);
+        }
+        if sep == b')' {
+            return Some((args, Some(e)));
+        }
+        j = e + 1;
+    }
+}
+
+/// Whether Python's `int(text, 0)` takes this `-?\d+`: no leading zero
+/// before another digit, except in a run of zeros.
+fn decimal_ok(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text).as_bytes();
+    !(digits.len() > 1 && digits[0] == b'0' && digits.iter().any(|&c| c != b'0'))
+}
+
+/// `Parser._result` on `line[pos..n]`; `None` refuses the line.
+fn result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
+    let s = &line.as_bytes()[..n];
+    let mut k = skip(s, pos, is_ws);
+    if at(s, k) != b'=' {
+        return None;
+    }
+    k = skip(s, k + 1, is_ws);
+    let mut out = Outcome {
+        ret: None,
+        err: None,
+        ret_path: None,
+        dur: None,
+    };
+    let v0 = k;
+    let unknown = at(s, k) == b'?';
+    if at(s, k) == b'0' && at(s, k + 1) == b'x' && at(s, k + 2).is_ascii_hexdigit() {
+        k = skip(s, k + 2, |c| c.is_ascii_hexdigit());
+    } else if unknown {
+        k += 1;
+    } else {
+        if at(s, k) == b'-' {
+            k += 1;
+        }
+        if !at(s, k).is_ascii_digit() {
+            return None;
+        }
+        k = skip(s, k, |c| c.is_ascii_digit());
+        if !decimal_ok(&line[v0..k]) {
+            return None;
+        }
+    }
+    let minus_one = &line[v0..k] == "-1";
+    if !unknown {
+        out.ret = Some(Number(&line[v0..k]));
+        if at(s, k) == b'<' {
+            let e = deco_end(s, k)?;
+            // "(deleted)" takes the Python code's other branches
+            if s[e - 1] != b'>' || s[k..e - 1].ends_with(b"(deleted)") {
+                return None;
+            }
+            // decoration_path(): up to a nested <char M:m> / <pid comm>
+            let (c0, mut c1) = (k + 1, e - 1);
+            if let Some(cut) = memchr(b'<', &s[c0..c1]).map(|q| c0 + q)
+                && cut > c0
+                && s[c1 - 1] == b'>'
+            {
+                c1 = cut;
+            }
+            out.ret_path = Some(&line[c0..c1]);
+            k = e;
+        }
+    }
+    // the rest: [error text] [<duration>]
+    let rest = k;
+    let mut end = n;
+    if end > rest
+        && s[end - 1] == b'>'
+        && let Some(lt) = memrchr(b'<', &s[rest..end - 1]).map(|q| rest + q)
+    {
+        let d = &s[lt + 1..end - 1];
+        let unavailable = d == b"unavailable";
+        let seconds = d.first().is_some_and(u8::is_ascii_digit) && {
+            let mut q = skip(d, 0, |c| c.is_ascii_digit());
+            if at(d, q) == b'.' {
+                q = skip(d, q + 1, |c| c.is_ascii_digit());
+            }
+            q == d.len()
+        };
+        if unavailable || seconds {
+            if seconds {
+                out.dur = Some(line[lt + 1..end - 1].parse().ok()?);
+            }
+            end = rstrip(s, rest, lt);
+        }
+    }
+    if unknown || minus_one {
+        let s = &s[..end];
+        let e0 = skip(s, rest, is_ws);
+        let mut q = e0;
+        if at(s, q).is_ascii_uppercase() {
+            q = skip(s, q + 1, |c| {
+                c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_'
+            });
+        }
+        if q - e0 >= 2 && (q == end || is_ws(s[q])) {
+            out.err = Some(&line[e0..q]);
+        } else if minus_one {
+            return None; // "(errno N)" or nothing: the Python code names it
+        }
+    }
+    Some(out)
+}
+
+/// The tokens of a line of the common shapes (see the module's text), or
+/// `None` for the Python grammar.
+pub fn scan_line(line: &str) -> Option<Scanned<'_>> {
+    if !line.is_ascii() {
+        return None;
+    }
+    let s = line.as_bytes();
+    let n = s.len();
+    let digit = |i: usize| at(s, i).is_ascii_digit();
+
+    // _COMMON_PREFIX: (\d{1,7}) +(?:(\d{9,}\.\d+)|(\d\d):(\d\d):(\d\d\.\d+)) (?=[\w<+-])
+    let mut k = skip(s, 0, |c| c.is_ascii_digit());
+    if k == 0 || k > 7 || at(s, k) != b' ' {
+        return None;
+    }
+    let tid: u32 = line[..k].parse().ok()?;
+    k = skip(s, k, |c| c == b' ');
+    let t0 = k;
+    k = skip(s, k, |c| c.is_ascii_digit());
+    let time = if k - t0 >= 9 && at(s, k) == b'.' && digit(k + 1) {
+        k = skip(s, k + 1, |c| c.is_ascii_digit());
+        line[t0..k].parse::<f64>().ok()?
+    } else if k - t0 == 2
+        && at(s, k) == b':'
+        && digit(k + 1)
+        && digit(k + 2)
+        && at(s, k + 3) == b':'
+        && digit(k + 4)
+        && digit(k + 5)
+        && at(s, k + 6) == b'.'
+        && digit(k + 7)
+    {
+        let two = |i: usize| u32::from(s[i] - b'0') * 10 + u32::from(s[i + 1] - b'0');
+        let (h, mi, f0) = (two(t0), two(k + 1), k + 4);
+        k = skip(s, k + 7, |c| c.is_ascii_digit());
+        let sec: f64 = line[f0..k].parse().ok()?;
+        // int(h) * 3600 + int(mi) * 60 + float(sec)
+        f64::from(h * 3600 + mi * 60) + sec
+    } else {
+        return None;
+    };
+    if k + 1 >= n || s[k] != b' ' {
+        return None;
+    }
+    let body = k + 1;
+    match s[body] {
+        b'<' => resumed(line, body, tid, time),
+        c if is_name_start(c) => call(line, body, tid, time),
+        _ => None, // +++, ---, a number: the Python grammar
+    }
+}
+
+/// `<... name resumed>args) = result` from `body`.
+fn resumed(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> {
+    let s = line.as_bytes();
+    let n = s.len();
+    if !s[body..].starts_with(b"<... ") {
+        return None;
+    }
+    let n0 = body + 5;
+    let n1 = skip(s, n0, is_name_char);
+    if n1 == n0 || !s[n1..].starts_with(b" resumed>") {
+        return None;
+    }
+    let rest = &s[n1 + 9..];
+    if rest.starts_with(b" <unfinished ...>)")
+        || rest.starts_with(b"<unfinished ...>)")
+        || rest.ends_with(UNFINISHED)
+    {
+        return None;
+    }
+    let (args, close) = scan_args(line, n1 + 9, n)?;
+    let close = close?;
+    let outcome = result(line, close + 1, n)?;
+    Some(Scanned {
+        kind: Kind::Resumed,
+        tid,
+        time,
+        name: &line[n0..n1],
+        args,
+        args_end: close,
+        outcome: Some(outcome),
+    })
+}
+
+/// `name(args) = result` or `name(args <unfinished ...>` from `body`.
+fn call(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> {
+    let s = line.as_bytes();
+    let n = s.len();
+    let n1 = skip(s, body + 1, is_name_char);
+    if at(s, n1) != b'(' {
+        return None;
+    }
+    let args0 = n1 + 1;
+    let mut end = n;
+    let unfinished = s[body..].ends_with(b"...>");
+    if unfinished {
+        if !s[body..].ends_with(UNFINISHED) {
+            return None; // <detached ...>, <pid changed to …>: Python
+        }
+        end = rstrip(s, body, n - UNFINISHED.len());
+        if end < args0 {
+            return None;
+        }
+    }
+    if UNFINISHED_CLOSE.find(&s[body..end]).is_some() {
+        return None;
+    }
+    let (args, close) = scan_args(line, args0, end)?;
+    let outcome = if unfinished {
+        None
+    } else {
+        Some(result(line, close? + 1, end)?)
+    };
+    Some(Scanned {
+        kind: if unfinished {
+            Kind::Unfinished
+        } else {
+            Kind::Call
+        },
+        tid,
+        time,
+        name: &line[body..n1],
+        args,
+        args_end: close.unwrap_or(end),
+        outcome,
+    })
+}
+
+// --- bracketed values: tokens.parse_value(tok) for {…} and […] -------------
+
+/// How [`bracketed`] makes its values: Python objects in src/lib.rs, a plain
+/// tree in the tests.  Every text handed over is a slice of the token.
+pub trait Builder<'a> {
+    type Value;
+    type Error;
+    /// A value with no bracket in it (`tokens._scalar(text)`).
+    fn scalar(&mut self, text: &'a str) -> Result<Self::Value, Self::Error>;
+    /// Text outside the well-formed language, for the general grammar at
+    /// `depth` (`tokens._value(text, None, depth)`).
+    fn general(&mut self, text: &'a str, depth: isize) -> Result<Self::Value, Self::Error>;
+    /// Text kept as it is (too deep, or trailing text after a group).
+    fn text(&mut self, text: &'a str) -> Result<Self::Value, Self::Error>;
+    /// `[…]`, without the empty and `...` elements.
+    fn list(
+        &mut self,
+        items: impl ExactSizeIterator<Item = Self::Value>,
+    ) -> Result<Self::Value, Self::Error>;
+    /// `{name=value, …}`, in order (a later field of the same name wins).
+    fn dict(
+        &mut self,
+        fields: impl Iterator<Item = (&'a str, Self::Value)>,
+    ) -> Result<Self::Value, Self::Error>;
+    /// `entry => exit`
+    fn pair(&mut self, entry: Self::Value, exit: Self::Value) -> Result<Self::Value, Self::Error>;
+}
+
+/// `tokens._value(tok, None, depth)` for a token holding `{` or `[`: lists,
+/// dicts and (entry, exit) pairs built here, scalars by
+/// [`Builder::scalar`], anything outside the well-formed language by
+/// [`Builder::general`]; deeper than `max_depth`: the text.  The recursion
+/// is bounded by `max_depth - depth` (the caller bounds that).
+pub fn bracketed<'a, B: Builder<'a>>(
+    tok: &'a str,
+    depth: isize,
+    max_depth: isize,
+    b: &mut B,
+) -> Result<B::Value, B::Error> {
+    if !tok.is_ascii() {
+        return b.general(tok, depth);
+    }
+    let mut walk = Walk {
+        tok,
+        max_depth,
+        b,
+        // (room for the fields of a usual KFD struct and what it nests)
+        values: Vec::with_capacity(32),
+        keys: Vec::with_capacity(32),
+    };
+    walk.value(0, tok.len(), depth)
+}
+
+/// One walk over a token.  The elements of the groups being built wait on
+/// one stack (`values`, with `keys` for struct fields) instead of a vector
+/// per group.
+struct Walk<'a, 'b, B: Builder<'a>> {
+    tok: &'a str,
+    max_depth: isize,
+    b: &'b mut B,
+    values: Vec<B::Value>,
+    keys: Vec<&'a str>,
+}
+
+impl<'a, B: Builder<'a>> Walk<'a, '_, B> {
+    /// parse_value of `tok[a..b]`: scalars as scalars, the rest by `value`.
+    fn sub(&mut self, x0: usize, x1: usize, depth: isize) -> Result<B::Value, B::Error> {
+        let t = &self.tok.as_bytes()[x0..x1];
+        if memchr2(b'{', b'[', t).is_none() {
+            self.b.scalar(&self.tok[x0..x1])
+        } else {
+            self.value(x0, x1, depth)
+        }
+    }
+
+    /// `tokens._value(tok[a0..b0], None, depth)` for text holding a bracket.
+    fn value(&mut self, a0: usize, b0: usize, depth: isize) -> Result<B::Value, B::Error> {
+        let tok = self.tok;
+        let whole = &tok[a0..b0];
+        let (a, z) = strip(tok.as_bytes(), a0, b0);
+        let s = &tok.as_bytes()[..z];
+        if z - a < 2 || !matches!(s[a], b'{' | b'[') || has_comment(&s[a..]) {
+            return self.b.general(whole, depth);
+        }
+        if depth > self.max_depth {
+            return self.b.text(&tok[a..z]);
+        }
+        // _matching: the well-formed bracket group at a
+        let end = well_formed(s, a + 1, MAX_DEPTH - 1, true);
+        if end >= z || !is_closer(s[end]) {
+            return self.b.general(whole, depth);
+        }
+        let depth = depth + 1;
+        if end != z - 1 {
+            let r = skip(s, end + 1, is_ws);
+            if s[r..].starts_with(b"=>") {
+                let entry = self.sub(a, end + 1, depth)?;
+                let exit = self.sub(r + 2, z, depth)?;
+                return self.b.pair(entry, exit);
+            }
+            return self.b.text(&tok[a..z]);
+        }
+        // _items: split the body at top-level commas, then the elements
+        let is_list = s[a] == b'[';
+        let body = &s[..end];
+        let (v0, k0) = (self.values.len(), self.keys.len());
+        let mut j = a + 1;
+        loop {
+            let e = well_formed(body, j, MAX_DEPTH, false);
+            if e != end && body[e] != b',' {
+                self.values.truncate(v0);
+                self.keys.truncate(k0);
+                return self.b.general(whole, depth - 1);
+            }
+            let (x0, x1) = strip(body, j, e);
+            // empty items and "..." are skipped (an empty tail is not an item)
+            if x1 > x0 && &body[x0..x1] != b"..." {
+                if is_list {
+                    let v = self.sub(x0, x1, depth)?;
+                    self.values.push(v);
+                } else if let Some(q) = field_name(&body[x0..x1]).map(|q| x0 + q) {
+                    let v = self.sub(q + 1, x1, depth)?;
+                    self.keys.push(&tok[x0..q]);
+                    self.values.push(v);
+                }
+            }
+            if e == end {
+                break;
+            }
+            j = e + 1;
+        }
+        let values = self.values.drain(v0..);
+        if is_list {
+            self.b.list(values)
+        } else {
+            self.b.dict(self.keys.drain(k0..).zip(values))
+        }
+    }
+}
+
+/// strip_name: the length of the `name` of `name=value`
+/// (`[A-Za-z_][A-Za-z0-9_]{0,39}=(?![=>])`), if the item has one.
+fn field_name(x: &[u8]) -> Option<usize> {
+    if !is_name_start(at(x, 0)) {
+        return None;
+    }
+    let mut q = 1;
+    while q < x.len() && q < 40 && (x[q].is_ascii_alphanumeric() || x[q] == b'_') {
+        q += 1;
+    }
+    (at(x, q) == b'=' && !matches!(at(x, q + 1), b'=' | b'>')).then_some(q)
+}
+
+#[cfg(test)]
+mod props;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,300 @@
+//! Property tests of the tokenizer: it never panics, and a line it takes is
+//! the concatenation of its tokens and the text between them (the prefix, the
+//! name, the arguments with only whitespace and one comma between each two,
+//! the result).  PROPTEST_RNG_SEED fixes the examples (.ci/run sets it),
+//! PROPTEST_CASES scales them.
+
+use super::{self as tokens, Builder, Kind, Scanned};
+use proptest::prelude::*;
+
+/// Byte offset of `part` in `whole`, which it is a slice of.
+fn offset(whole: &str, part: &str) -> usize {
+    let (w, p) = (whole.as_ptr() as usize, part.as_ptr() as usize);
+    assert!(
+        p >= w && p + part.len() <= w + whole.len(),
+        "{part:?} is not in {whole:?}"
+    );
+    p - w
+}
+
+fn is_ws(c: char) -> bool {
+    c.is_ascii_whitespace() || c == '\x0b' || ('\x1c'..='\x1f').contains(&c)
+}
+
+/// The line re-joins from the tokens: checks every token's place.
+fn rejoins(line: &str, s: &Scanned<'_>) {
+    let name = offset(line, s.name);
+    let args_start = match s.kind {
+        Kind::Resumed => {
+            assert_eq!(&line[name - 5..name], "<... ");
+            assert!(line[name + s.name.len()..].starts_with(" resumed>"));
+            name + s.name.len() + 9
+        }
+        _ => {
+            assert_eq!(&line[name + s.name.len()..name + s.name.len() + 1], "(");
+            name + s.name.len() + 1
+        }
+    };
+    // the prefix: tid, spaces, time, one space
+    let prefix = &line[..if s.kind == Kind::Resumed {
+        name - 5
+    } else {
+        name
+    }];
+    assert!(prefix.ends_with(' '));
+    assert!(prefix.starts_with(&s.tid.to_string()));
+    // the arguments and what lies between them
+    let mut at = args_start;
+    for (i, a) in s.args.iter().enumerate() {
+        // (an empty argument is the empty slice where its text would start)
+        let k = offset(line, a);
+        let between = &line[at..k];
+        let commas = between.matches(',').count();
+        assert_eq!(
+            commas,
+            usize::from(i > 0),
+            "{between:?} before argument {i} of {line:?}"
+        );
+        assert!(between.chars().all(|c| c == ',' || is_ws(c)), "{between:?}");
+        assert_eq!(a.trim_matches(is_ws), *a);
+        at = k + a.len();
+    }
+    // after the last: whitespace, and in a list that never closes, perhaps
+    // one comma (an empty tail is not an argument)
+    let tail = &line[at..s.args_end];
+    let open = !line[s.args_end..].starts_with(')');
+    assert!(
+        tail.matches(',').count() <= usize::from(open && !s.args.is_empty()),
+        "{tail:?}"
+    );
+    assert!(
+        tail.chars().all(|c| c == ',' || is_ws(c)),
+        "{tail:?} after the arguments of {line:?}"
+    );
+    // the result, in order after the closing parenthesis
+    match s.outcome {
+        None => assert_eq!(s.kind, Kind::Unfinished),
+        Some(o) => {
+            assert_eq!(&line[s.args_end..s.args_end + 1], ")");
+            let rest = &line[s.args_end + 1..];
+            assert!(rest.trim_start_matches(is_ws).starts_with('='));
+            let mut after = s.args_end;
+            for t in [o.ret.map(|n| n.text()), o.ret_path, o.err]
+                .into_iter()
+                .flatten()
+            {
+                let k = offset(line, t);
+                assert!(k >= after, "{t:?} out of order in {line:?}");
+                after = k + t.len();
+            }
+        }
+    }
+}
+
+fn check(line: &str) {
+    if let Some(s) = tokens::scan_line(line) {
+        rejoins(line, &s);
+    }
+}
+
+const PREFIXES: &[&str] = &[
+    "4242  1764435600.000013 ",
+    "7 1764435600.5 ",
+    "4242 12:34:56.789 ",
+    "12345678 1764435600.1 ",
+    "42  1764435600 ",
+    "",
+    "[pid 42] ",
+    "42 1764435600.1  ",
+];
+const NAMES: &[&str] = &[
+    "ioctl", "close", "openat", "mmap", "clone3", "x#y:z", "9bad", "getpid", "",
+];
+const PIECES: &[&str] = &[
+    "\"",
+    ",",
+    "(",
+    ")",
+    "{",
+    "}",
+    "[",
+    "]",
+    "<",
+    ">",
+    "/*",
+    "*/",
+    "\\",
+    "-",
+    "->",
+    "=",
+    "=>",
+    ".",
+    "...",
+    " ",
+    "\t",
+    "\n",
+    "\x1c",
+    "a",
+    "0x1f",
+    "3</dev/kfd>",
+    "<char 238:0>",
+    "\"a, b\"",
+    "(deleted)",
+    " <unfinished ...>",
+    "<... ",
+    " resumed>",
+    " = ",
+    " = -1 ",
+    " <0.1>",
+    "?",
+    "EBADF",
+    "é",
+    "99999999999999999999999999999999999999999",
+    "NULL",
+];
+const RESULTS: &[&str] = &[
+    "",
+    ") = 0",
+    ") = 3</dev/kfd<char 238:0>>",
+    ") = -1 EBADF (Bad fd)",
+    ") = -1 (errno 123)",
+    ") = ? <unavailable>",
+    ") = 0x10 <1.5>",
+    ") = 7</x>(deleted)",
+    ") = 0123",
+    " <unfinished ...>",
+    " <detached ...>",
+    ") = 1 <0.5>>",
+    ") = 0x",
+];
+
+fn pick(xs: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
+    proptest::sample::select(xs)
+}
+
+/// Argument text: strace's special characters and common tokens, shuffled.
+fn args_text() -> impl Strategy<Value = String> {
+    prop::collection::vec(pick(PIECES), 0..16).prop_map(|v| v.concat())
+}
+
+/// Lines of the shapes the tokenizer is for, and near misses.
+fn lines() -> impl Strategy<Value = String> {
+    let call = (pick(PREFIXES), pick(NAMES), args_text(), pick(RESULTS))
+        .prop_map(|(p, n, a, r)| format!("{p}{n}({a}{r}"));
+    let resumed = (pick(PREFIXES), pick(NAMES), args_text(), pick(RESULTS))
+        .prop_map(|(p, n, a, r)| format!("{p}<... {n} resumed>{a}{r}"));
+    prop_oneof![call, resumed, any::<String>(), "[ -~]{0,80}"]
+}
+
+/// Checks that every text `bracketed` hands over is a slice of the token.
+struct Slices<'a>(&'a str);
+
+impl<'a> Builder<'a> for Slices<'a> {
+    type Value = ();
+    type Error = ();
+    fn scalar(&mut self, t: &'a str) -> Result<(), ()> {
+        offset(self.0, t);
+        assert!(!t.contains(['{', '[']));
+        Ok(())
+    }
+    fn general(&mut self, t: &'a str, _: isize) -> Result<(), ()> {
+        offset(self.0, t);
+        Ok(())
+    }
+    fn text(&mut self, t: &'a str) -> Result<(), ()> {
+        offset(self.0, t);
+        Ok(())
+    }
+    fn list(&mut self, _: impl ExactSizeIterator<Item = ()>) -> Result<(), ()> {
+        Ok(())
+    }
+    fn dict(&mut self, fields: impl Iterator<Item = (&'a str, ())>) -> Result<(), ()> {
+        for (k, _) in fields {
+            offset(self.0, k);
+            assert!(!k.is_empty() && k.len() <= 40);
+        }
+        Ok(())
+    }
+    fn pair(&mut self, _: (), _: ()) -> Result<(), ()> {
+        Ok(())
+    }
+}
+
+proptest! {
+    // (no regression files: the failing input is in the test's output)
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn lines_rejoin(line in lines()) {
+        check(&line);
+    }
+
+    #[test]
+    fn mutated_common_lines_rejoin(
+        base in pick(&[
+            "4242  1764435600.000026 openat(AT_FDCWD</work>, \"/dev/kfd\", O_RDWR) = 3</dev/kfd<char 238:0>> <0.000020>",
+            "7 10:00:01.250 ioctl(3</dev/kfd>, AMDKFD_IOC_WAIT_EVENTS, 0x7f <unfinished ...>",
+            "7 1764435600.5 <... ioctl resumed>, {a=1, b=[2, 3]} => {c=4}) = -1 EINTR (Interrupted) <0.5>",
+        ]),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), pick(PIECES), 0usize..4), 1..5),
+    ) {
+        let mut line = base.to_string();
+        for (at, piece, cut) in edits {
+            let mut i = at.index(line.len() + 1);
+            while !line.is_char_boundary(i) {
+                i -= 1;
+            }
+            let mut j = (i + cut).min(line.len());
+            while !line.is_char_boundary(j) {
+                j += 1;
+            }
+            line.replace_range(i..j, piece);
+        }
+        check(&line);
+    }
+
+    #[test]
+    fn return_values_of_any_size(digits in "-?[0-9]{1,400}|0x[0-9a-f]{1,300}") {
+        let line = format!("1 1764435600.1 f(3) = {digits} <0.5>");
+        if let Some(s) = tokens::scan_line(&line) {
+            rejoins(&line, &s);
+            let n = s.outcome.unwrap().ret.unwrap();
+            prop_assert_eq!(n.text(), digits.as_str());
+            let magnitude = |d: &str| match d.trim_start_matches('0') {
+                "" => "0".to_string(),
+                m => m.to_string(),
+            };
+            if let Some(v) = n.value() {
+                match digits.strip_prefix("0x") {
+                    Some(hex) => prop_assert_eq!(format!("{v:x}"), magnitude(hex)),
+                    None => {
+                        let m = magnitude(digits.trim_start_matches('-'));
+                        prop_assert_eq!(v.unsigned_abs().to_string(), m.clone());
+                        prop_assert_eq!(v < 0, digits.starts_with('-') && m != "0");
+                    }
+                }
+            } else {
+                // i128::MAX has 39 decimal digits, 32 hex digits
+                let m = match digits.strip_prefix("0x") {
+                    Some(hex) => magnitude(hex).len() >= 32,
+                    None => magnitude(digits.trim_start_matches('-')).len() >= 39,
+                };
+                prop_assert!(m, "{} fits an i128", digits);
+            }
+        } else {
+            // Python's int(text, 0) refuses "0123"; a bare -1 is the
+            // Python grammar's to name
+            let d = digits.trim_start_matches('-');
+            let zeros = d.len() > 1 && d.starts_with('0') && !d.starts_with("0x");
+            prop_assert!(zeros || digits == "-1", "{} refused", digits);
+        }
+    }
+
+    #[test]
+    fn bracketed_never_panics(tok in prop::collection::vec(pick(PIECES), 0..24).prop_map(|v| v.concat()),
+                              depth in -2isize..70) {
+        let _ = tokens::bracketed(&tok, depth, 64, &mut Slices(&tok));
+        let s = format!("{{a={tok}}}");
+        let _ = tokens::bracketed(&s, depth, 64, &mut Slices(&s));
+    }
+}

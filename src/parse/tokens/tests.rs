@@ -1,0 +1,291 @@
+//! The tokenizer's shapes and refusals.  That its tokens are the Python
+//! grammar's is tested from Python (tests/test_fast_paths.py); these pin the
+//! Rust side alone, and props.rs adds the property tests.
+
+use super::*;
+
+fn scan(line: &str) -> Option<Scanned<'_>> {
+    scan_line(line)
+}
+
+fn outcome<'a>(s: &Scanned<'a>) -> Outcome<'a> {
+    s.outcome.expect("a finished call has an outcome")
+}
+
+#[test]
+fn complete_call_with_decorated_result_and_duration() {
+    let line = r#"4242  1764435600.000026 openat(AT_FDCWD</work>, "/dev/kfd", O_RDWR) = 3</dev/kfd<char 238:0>> <0.000020>"#;
+    let s = scan(line).unwrap();
+    assert_eq!(s.kind, Kind::Call);
+    assert_eq!(s.tid, 4242);
+    assert_eq!(s.time, 1764435600.000026);
+    assert_eq!(s.name, "openat");
+    assert_eq!(s.args, ["AT_FDCWD</work>", "\"/dev/kfd\"", "O_RDWR"]);
+    assert_eq!(&line[s.args_end..s.args_end + 1], ")");
+    let o = outcome(&s);
+    assert_eq!(o.ret.map(|n| n.value()), Some(Some(3)));
+    assert_eq!(o.ret_path, Some("/dev/kfd"));
+    assert_eq!(o.err, None);
+    assert_eq!(o.dur, Some(0.00002));
+}
+
+#[test]
+fn unfinished_call_with_time_of_day() {
+    let s = scan("7 10:00:01.250 ioctl(3</dev/kfd>, AMDKFD_IOC_WAIT_EVENTS, 0x7f <unfinished ...>")
+        .unwrap();
+    assert_eq!(s.kind, Kind::Unfinished);
+    assert_eq!(s.tid, 7);
+    assert_eq!(s.time, 36001.25);
+    assert_eq!(s.args, ["3</dev/kfd>", "AMDKFD_IOC_WAIT_EVENTS", "0x7f"]);
+    assert_eq!(s.outcome, None);
+}
+
+#[test]
+fn resumed_call_with_error_name() {
+    let s = scan("7 1764435600.5 <... ioctl resumed>) = -1 EINTR (Interrupted) <0.5>").unwrap();
+    assert_eq!(s.kind, Kind::Resumed);
+    assert_eq!(s.name, "ioctl");
+    assert!(s.args.is_empty());
+    let o = outcome(&s);
+    assert_eq!(o.ret.map(|n| n.text()), Some("-1"));
+    assert_eq!(o.err, Some("EINTR"));
+    assert_eq!(o.dur, Some(0.5));
+    // the tail of a split list starts with an empty argument before its ','
+    let s = scan("43 1764435600.2 <... ioctl resumed>, 0x2) = 0").unwrap();
+    assert_eq!(s.args, ["", "0x2"]);
+}
+
+#[test]
+fn argument_lists() {
+    let args = |l| scan(l).unwrap().args;
+    assert!(args("1 1764435600.1 getpid() = 1").is_empty());
+    assert!(args("1 1764435600.1 getpid( ) = 1").is_empty());
+    assert_eq!(args("1 1764435600.1 f(, ) = 1"), ["", ""]);
+    assert_eq!(
+        args(r#"1 1764435600.1 write(1, "a, \"b\")"..., 5) = 5"#),
+        ["1", r#""a, \"b\")"..."#, "5"]
+    );
+    assert_eq!(
+        args("1 1764435600.1 ioctl(3, X, {a=[1, 2], b={c=3}} => {d=4}) = 0"),
+        ["3", "X", "{a=[1, 2], b={c=3}} => {d=4}"]
+    );
+    assert_eq!(
+        args("1 1764435600.1 f(1 /* a, b */, 2) = 0"),
+        ["1 /* a, b */", "2"]
+    );
+    // six levels of brackets are the language; the seventh is the Python grammar's
+    let six = format!("{}{}", "[".repeat(6), "]".repeat(6));
+    assert_eq!(
+        args(&format!("1 1764435600.1 f({six}) = 0")),
+        [six.as_str()]
+    );
+    let seven = format!("{}{}", "[".repeat(7), "]".repeat(7));
+    assert_eq!(scan(&format!("1 1764435600.1 f({seven}) = 0")), None);
+}
+
+#[test]
+fn results() {
+    let o = |l| outcome(&scan(l).unwrap());
+    assert_eq!(o("1 1764435600.1 f() = ?").ret, None);
+    assert_eq!(o("1 1764435600.1 f() = ? <unavailable>").dur, None);
+    assert_eq!(
+        o("1 1764435600.1 f() = 0x10 <1.5>").ret.unwrap().value(),
+        Some(16)
+    );
+    assert_eq!(o("1 1764435600.1 f() = 0 (Timeout) <1.>").dur, Some(1.0));
+    assert_eq!(o("1 1764435600.1 f() = -00").ret.unwrap().value(), Some(0));
+    assert_eq!(o("1 1764435600.1 f() = 3<>").ret_path, Some(""));
+    assert_eq!(o("1 1764435600.1 f() =0").ret.unwrap().value(), Some(0));
+    assert_eq!(o("1 1764435600.1 f()=  -1  E2BIG").err, Some("E2BIG"));
+    assert_eq!(o("1 1764435600.1 f() = ? Z").err, None);
+    assert_eq!(o("1 1764435600.1 f() = 1 <x>").dur, None);
+    assert_eq!(o("1 1764435600.1 f() = 0x").ret.unwrap().text(), "0");
+}
+
+#[test]
+fn refusals() {
+    for line in [
+        "7 1764435600.5 close(3) = -1 (errno 500)", // the Python code names it
+        "7 1764435600.5 close(3) = -1 eagain",
+        "7 1764435600.5 close(3) = -1 E (one letter)",
+        "[pid 7] close(3) = 0", // the general prefix
+        "7 close(3) = 0",
+        "12345678 1764435600.1 close(3) = 0", // tids are at most 7 digits
+        "42  1764435600 close(3) = 0",
+        "42 1:2:3.4 close(3) = 0",
+        "7 1764435600.5 +++ exited with 0 +++",
+        "7 1764435600.5 --- SIGCHLD {si_signo=SIGCHLD} ---",
+        "7 1764435600.5 close(3 <detached ...>",
+        "7 1764435600.5 <... x resumed> <unfinished ...>) = ?",
+        "7 1764435600.5 close(3) = 7</x>(deleted)",
+        "7 1764435600.5 close(3) = 7</x (deleted)>",
+        "7 1764435600.5 close(3) = 0123", // int("0123", 0) refuses it
+        "7 1764435600.5 close(3)",
+        "7 1764435600.5 close(3",
+        r#"7 1764435600.5 write(1, "abc) = 3"#,
+        "7 1764435600.5 f(3</a->b>) = 0",
+        "7 1764435600.5 f(3) = 3</a<b<c>>>",
+        "7 1764435600.5 9bad(3) = 0",
+        "7 1764435600.5 open(\"é\") = 3", // ASCII only
+        "",
+        "7",
+        "7 ",
+    ] {
+        assert_eq!(scan(line), None, "{line:?}");
+    }
+}
+
+#[test]
+fn numbers_of_any_size() {
+    let digits = "9".repeat(10_000);
+    let line = format!("1 1764435600.1 f() = {digits} <0.{digits}>");
+    let o = outcome(&scan(&line).unwrap());
+    let ret = o.ret.unwrap();
+    assert_eq!(ret.text(), digits);
+    assert_eq!(ret.value(), None); // the caller builds the big integer
+    assert_eq!(o.dur, Some(1.0));
+    let hex = format!("0x{}", "f".repeat(33));
+    let line = format!("1 1764435600.1 f() = {hex}");
+    assert_eq!(outcome(&scan(&line).unwrap()).ret.unwrap().value(), None);
+    let line = format!("1 1764435600.1 f() = 0x7{}", "f".repeat(31));
+    assert_eq!(
+        outcome(&scan(&line).unwrap()).ret.unwrap().value(),
+        Some(i128::MAX)
+    );
+    let line = format!("1 {digits}.5 f() = -{digits}");
+    let s = scan(&line).unwrap();
+    assert_eq!(s.time, f64::INFINITY); // float("9" * 10000 + ".5") in Python too
+    assert_eq!(outcome(&s).ret.unwrap().text().len(), 10_001);
+}
+
+/// A plain tree of what `bracketed` built, to compare whole values.
+#[derive(Debug, PartialEq)]
+enum V<'a> {
+    Scalar(&'a str),
+    General(&'a str, isize),
+    Text(&'a str),
+    List(Vec<V<'a>>),
+    Dict(Vec<(&'a str, V<'a>)>),
+    Pair(Box<V<'a>>, Box<V<'a>>),
+}
+
+struct Tree;
+
+impl<'a> Builder<'a> for Tree {
+    type Value = V<'a>;
+    type Error = std::convert::Infallible;
+    fn scalar(&mut self, t: &'a str) -> Result<V<'a>, Self::Error> {
+        Ok(V::Scalar(t))
+    }
+    fn general(&mut self, t: &'a str, depth: isize) -> Result<V<'a>, Self::Error> {
+        Ok(V::General(t, depth))
+    }
+    fn text(&mut self, t: &'a str) -> Result<V<'a>, Self::Error> {
+        Ok(V::Text(t))
+    }
+    fn list(&mut self, items: impl ExactSizeIterator<Item = V<'a>>) -> Result<V<'a>, Self::Error> {
+        Ok(V::List(items.collect()))
+    }
+    fn dict(
+        &mut self,
+        fields: impl Iterator<Item = (&'a str, V<'a>)>,
+    ) -> Result<V<'a>, Self::Error> {
+        Ok(V::Dict(fields.collect()))
+    }
+    fn pair(&mut self, a: V<'a>, b: V<'a>) -> Result<V<'a>, Self::Error> {
+        Ok(V::Pair(Box::new(a), Box::new(b)))
+    }
+}
+
+/// tokens.MAX_NESTING
+const MAX_NESTING: isize = 64;
+
+fn value(tok: &str, depth: isize) -> V<'_> {
+    let Ok(v) = bracketed(tok, depth, MAX_NESTING, &mut Tree);
+    v
+}
+
+#[test]
+fn bracketed_structs() {
+    use V::*;
+    assert_eq!(
+        value("{a=1, attrs=[{type=1, value=0x2}, ...]} => {b=2}", 0),
+        Pair(
+            Box::new(Dict(vec![
+                ("a", Scalar("1")),
+                (
+                    "attrs",
+                    List(vec![Dict(vec![
+                        ("type", Scalar("1")),
+                        ("value", Scalar("0x2"))
+                    ])])
+                ),
+            ])),
+            Box::new(Dict(vec![("b", Scalar("2"))])),
+        )
+    );
+    // items that are not `name=value` are dropped from a struct, as in Python
+    assert_eq!(
+        value("{x, a=>1, b==2, c=3}", 0),
+        Dict(vec![("c", Scalar("3"))])
+    );
+    let long = format!("{{{}=1, {}=2}}", "x".repeat(40), "y".repeat(41));
+    assert_eq!(value(&long, 0), Dict(vec![(&long[1..41], Scalar("1"))]));
+    assert_eq!(value(" [] ", 0), List(vec![]));
+    assert_eq!(value("{a=1} tail", 0), Text("{a=1} tail"));
+}
+
+#[test]
+fn bracketed_hands_the_rest_to_the_general_grammar() {
+    use V::*;
+    for tok in [
+        "{a=1 /* c */}",
+        "{a=\"x",
+        "x{",
+        "{a=1",
+        " {a=(}",
+        "{a=\"é\"}",
+    ] {
+        assert_eq!(value(tok, 3), General(tok, 3), "{tok:?}");
+    }
+    // deeper than the well-formed language: the whole token, at its depth
+    let deep = format!("{}{}", "[".repeat(7), "]".repeat(7));
+    assert_eq!(value(&deep, 0), General(&deep, 0));
+    // any closer ends a group, as in the regex: the rest is trailing text
+    assert_eq!(value("[1, 2) ]", 0), Text("[1, 2) ]"));
+}
+
+#[test]
+fn depth_limit_of_64() {
+    use V::*;
+    // at MAX_NESTING the value is still built; its fields are one deeper,
+    // past the limit, and stay text
+    assert_eq!(
+        value("{a={b=1}}", MAX_NESTING),
+        Dict(vec![("a", Text("{b=1}"))])
+    );
+    assert_eq!(value("{a=1}", MAX_NESTING + 1), Text("{a=1}"));
+    // each `=>` of a chain is one level: 70 links end in text at the limit
+    let chain = "{a=1} => ".repeat(70) + "{}";
+    let mut v = &value(&chain, 0);
+    let mut entries = vec![];
+    while let Pair(entry, exit) = v {
+        entries.push(&**entry);
+        v = exit;
+    }
+    assert_eq!(entries.len() as isize, MAX_NESTING + 1);
+    assert_eq!(entries[0], &Dict(vec![("a", Scalar("1"))]));
+    assert_eq!(entries[MAX_NESTING as usize - 1], entries[0]);
+    assert_eq!(entries[MAX_NESTING as usize], &Text("{a=1}"));
+    let Text(rest) = v else { panic!("{v:?}") };
+    assert!(rest.starts_with("{a=1} => ") && rest.ends_with("{}"));
+}
+
+#[test]
+fn deep_input_is_bounded() {
+    // thousands of openers: no recursion beyond the language's six levels
+    let tok = "{".repeat(20_000);
+    assert_eq!(value(&tok, 0), V::General(&tok, 0));
+    let line = format!("1 1764435600.1 f({}) = 0", "(".repeat(20_000));
+    assert_eq!(scan(&line), None);
+}
