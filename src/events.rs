@@ -36,8 +36,10 @@
 //! * Addresses, lengths, offsets and flag words of the memory and process
 //!   calls are `u64` (the kernel's `unsigned long`); fd numbers are `i32`
 //!   (the kernel's `int`, what strace prints); `close_range` bounds are `u32`.
-//!   A value that does not fit its field makes the parser count the line
-//!   unparsed (never a wrapped value, never a panic).
+//!   Where the Python masks a value (the request code and `close_range`'s
+//!   bounds to 32 bits), the port masks it the same way; any other value
+//!   that does not fit its field makes the parser count the line unparsed
+//!   (never a silently wrapped value, never a panic).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -166,12 +168,15 @@ pub enum Value {
     /// A quoted string, escapes resolved.
     Str(Text),
     /// Text kept as the log printed it: a number outside [-2^63, 2^64), a
-    /// symbol the decoder does not know.
-    Raw(Box<str>),
+    /// symbol the decoder does not know.  (Python keeps both this and
+    /// [`Value::Str`] as `str`: a comparison with it treats them alike.)
+    Raw(Text),
     /// An array; SVM `attrs` is a list of two-element lists `[type, value]`.
     List(Vec<Value>),
     /// A struct: fields in the log's order, by the kernel's field names.
     Struct(Vec<(Name, Value)>),
+    /// `entry => exit`: a value the kernel rewrote (a Python tuple).
+    Pair(Box<(Value, Value)>),
 }
 
 impl Value {
@@ -349,8 +354,10 @@ pub struct Ioctl {
     pub dir: Option<u8>,
     pub type_: Option<u8>,
     pub nr: Option<u8>,
-    /// the 14-bit size field
-    pub size: Option<u16>,
+    /// The request's 14-bit size field; for an AMDKFD_IOC_SVM strace named,
+    /// 24 + 8 * the struct's nattr, which may be more (syscalls._ioctl
+    /// does not cut it)
+    pub size: Option<u64>,
     /// our canonical name (kfd.rs), e.g. AMDKFD_IOC_SVM
     pub ioctl: Option<&'static str>,
     pub arg: Option<Value>,
@@ -1188,6 +1195,8 @@ mod tests {
         assert_eq!(Value::Int(-1).as_u64(), None);
         assert_eq!(Value::UInt(u64::MAX).as_i64(), None);
         assert_eq!(Value::Raw("1".into()).as_i128(), None);
+        let p = Value::Pair(Box::new((Value::Int(0), Value::Int(1))));
+        assert_eq!(p.as_i128(), None);
     }
 
     #[test]

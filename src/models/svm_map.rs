@@ -425,6 +425,32 @@ impl SvmMap {
             .collect()
     }
 
+    /// The pieces on [s, e) for people (SvmMap.describe): byte addresses
+    /// when `shift` is the page shift, flag names without their common
+    /// prefix.
+    pub fn describe(&self, s: u64, e: u64, shift: u32) -> Vec<Row> {
+        let hex = |v: Option<u32>| v.map(|v| format!("{v:#x}"));
+        self.overlapping(s, e)
+            .into_iter()
+            .map(|(ps, pe, st)| {
+                let access = st
+                    .access
+                    .iter()
+                    .map(|&(g, a)| (format!("{g:#x}"), access_name(a)))
+                    .collect::<Vec<_>>();
+                Row {
+                    range: format!("{:#x}-{:#x}", ps << shift, pe << shift),
+                    access: (!access.is_empty()).then_some(access),
+                    flags: kfd::flag_names(st.flags_set.into(), FLAG_SHORT),
+                    flags_clear: kfd::flag_names((st.flags_clr & 0xFF).into(), FLAG_SHORT),
+                    preferred: hex(st.preferred),
+                    prefetch: hex(st.prefetch),
+                    granularity: st.granularity,
+                }
+            })
+            .collect()
+    }
+
     /// Invariant: pieces are non-empty and never overlap (tests).
     pub fn check(&self) {
         let mut last: Option<u64> = None;
@@ -435,6 +461,41 @@ impl SvmMap {
         }
     }
 }
+
+/// One piece as [`SvmMap::describe`] shows it; `access` `None` is the
+/// Python's "default" (no gpu set explicitly).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub range: String,
+    pub access: Option<Vec<(String, String)>>,
+    pub flags: String,
+    pub flags_clear: String,
+    pub preferred: Option<String>,
+    pub prefetch: Option<String>,
+    pub granularity: Option<u32>,
+}
+
+/// svm_map.ACCESS_NAMES, with the number for anything else.
+pub fn access_name(a: u32) -> String {
+    match a {
+        ACCESS => "ACCESS".to_owned(),
+        IN_PLACE => "ACCESS_IN_PLACE".to_owned(),
+        NO_ACCESS => "NO_ACCESS".to_owned(),
+        _ => a.to_string(),
+    }
+}
+
+/// kfd.SVM_FLAG_NAMES without the KFD_IOCTL_SVM_FLAG_ prefix.
+const FLAG_SHORT: &[(u64, &str)] = &[
+    (0x01, "HOST_ACCESS"),
+    (0x02, "COHERENT"),
+    (0x04, "HIVE_LOCAL"),
+    (0x08, "GPU_RO"),
+    (0x10, "GPU_EXEC"),
+    (0x20, "GPU_READ_MOSTLY"),
+    (0x40, "GPU_ALWAYS_MAPPED"),
+    (0x80, "EXT_COHERENT"),
+];
 
 /// svm_map._predict_one.
 fn predict_one(pieces: &[State], t: u32, v: u32, xnack: Option<bool>) -> Option<(u32, u32, u32)> {
@@ -533,6 +594,12 @@ fn pages_wide(addr: u128, size: u128, shift: u32) -> (u64, u64) {
 /// whatever was at the target, then the source; grown in place, nothing.
 /// `ret` is the call's result, the new address.  Empty ranges are left out
 /// (SvmModel._unmap ignores them).
+///
+/// Ported as the Python has it, which differs from the kernel in one case:
+/// mremap page-aligns both lengths and, shrinking in place, unmaps from
+/// `old_addr + PAGE_ALIGN(new_len)`; the Python starts the tail at
+/// `old_addr + new_len` rounded *down*, so a new length that is not a whole
+/// number of pages also forgets the partial page the kernel keeps.
 pub fn mremap_unmaps(
     old_addr: u64,
     old_len: u64,

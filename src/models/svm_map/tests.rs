@@ -514,3 +514,70 @@ fn many_pieces_stay_apart_and_are_found() {
     assert_eq!(found, 100_000);
     assert_eq!(m.overlapping(10, 20).len(), 5);
 }
+
+#[test]
+fn flag_short_names_are_the_header_names_without_prefix() {
+    assert_eq!(FLAG_SHORT.len(), kfd::SVM_FLAG_NAMES.len());
+    for (&(b, short), &(bit, long)) in FLAG_SHORT.iter().zip(kfd::SVM_FLAG_NAMES) {
+        assert_eq!(b, bit);
+        assert_eq!(long.strip_prefix("KFD_IOCTL_SVM_FLAG_"), Some(short));
+    }
+}
+
+#[test]
+fn describe_reads_like_the_python() {
+    let mut m = SvmMap::new(true);
+    m.set_attr(
+        1,
+        3,
+        &[
+            a(IN_PLACE, 0x11),
+            a(kfd::ATTR_CLR_FLAGS, 0x2),
+            a(NO_ACCESS, 0x22),
+        ],
+    );
+    m.set_attr(3, 4, &[a(kfd::ATTR_GRANULARITY, 0x40)]);
+    let rows = m.describe(0, 10, 12);
+    assert_eq!(rows.len(), 2);
+    let r = &rows[0];
+    assert_eq!(r.range, "0x1000-0x3000");
+    assert_eq!(
+        r.access,
+        Some(vec![
+            ("0x11".to_owned(), "ACCESS_IN_PLACE".to_owned()),
+            ("0x22".to_owned(), "NO_ACCESS".to_owned())
+        ])
+    );
+    assert_eq!(r.flags, "HOST_ACCESS");
+    assert_eq!(
+        r.flags_clear,
+        "COHERENT|HIVE_LOCAL|GPU_RO|GPU_EXEC|GPU_READ_MOSTLY|GPU_ALWAYS_MAPPED|EXT_COHERENT"
+    );
+    assert_eq!(r.preferred.as_deref(), Some("0xffffffff"));
+    assert_eq!(r.granularity, Some(9));
+    let r = &rows[1];
+    assert_eq!(
+        (r.range.as_str(), &r.access, r.granularity),
+        ("0x3000-0x4000", &None, None)
+    );
+    // clipped to the range asked about
+    assert_eq!(m.describe(2, 3, 12)[0].range, "0x2000-0x3000");
+    let m = SvmMap::new(false);
+    assert!(m.describe(0, 10, 12).is_empty());
+}
+
+#[test]
+fn mremap_shrink_to_a_partial_page_forgets_it_as_the_python_does() {
+    // The kernel keeps page 0x11 (new_len 0x1800 is page-aligned to 0x2000)
+    // and unmaps only 0x12..0x14; SvmModel._mremap (ported as it is)
+    // rounds the tail's start down and forgets 0x11 too.
+    assert_eq!(
+        mremap_unmaps(0x10000, 0x4000, 0x1800, 0x10000, 12),
+        [(0x11, 0x14)]
+    );
+    // lengths that are equal once page-aligned: the kernel unmaps nothing
+    assert_eq!(
+        mremap_unmaps(0x10000, 0x2000, 0x1800, 0x10000, 12),
+        [(0x11, 0x12)]
+    );
+}
