@@ -14,7 +14,8 @@
 //!   positive 32-bit numbers).
 //! * `time` is the entry time in seconds, `dur` the duration when known.
 //! * `ret` is the integer result, `None` when the call never returned;
-//!   `err` the errno name when the call failed.
+//!   `err` the errno name when the call failed ([`errno`]; syscall and
+//!   signal names likewise through [`syscall`] and [`signal`]).
 //! * fd decorations become `path` fields: the decoded path with escapes
 //!   resolved.  Python keeps them as `str` decoded with surrogateescape, so
 //!   any byte survives; here they are [`Text`], bytes.
@@ -65,6 +66,11 @@ pub fn errno(name: &str) -> Name {
 /// A syscall name (`openat`), static when it is one of x86_64's.
 pub fn syscall(name: &str) -> Name {
     name_in(SYSCALL_NAMES, name)
+}
+
+/// A signal name (`SIGKILL`), static when it is one of x86_64's.
+pub fn signal(name: &str) -> Name {
+    name_in(SIGNAL_NAMES, name)
 }
 
 /// Text from a log: bytes, because the Python side keeps paths and lines as
@@ -1152,13 +1158,51 @@ pub const SYSCALL_NAMES: &[&str] = &[
     "writev",
 ];
 
+/// The x86_64 signal names (asm/signal.h), sorted.
+pub const SIGNAL_NAMES: &[&str] = &[
+    "SIGABRT",
+    "SIGALRM",
+    "SIGBUS",
+    "SIGCHLD",
+    "SIGCONT",
+    "SIGFPE",
+    "SIGHUP",
+    "SIGILL",
+    "SIGINT",
+    "SIGIO",
+    "SIGIOT",
+    "SIGKILL",
+    "SIGLOST",
+    "SIGPIPE",
+    "SIGPROF",
+    "SIGPWR",
+    "SIGQUIT",
+    "SIGRTMIN",
+    "SIGSEGV",
+    "SIGSTKFLT",
+    "SIGSTOP",
+    "SIGSYS",
+    "SIGTERM",
+    "SIGTRAP",
+    "SIGTSTP",
+    "SIGTTIN",
+    "SIGTTOU",
+    "SIGURG",
+    "SIGUSR1",
+    "SIGUSR2",
+    "SIGVTALRM",
+    "SIGWINCH",
+    "SIGXCPU",
+    "SIGXFSZ",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn name_tables_are_sorted_and_unique() {
-        for t in [ERRNO_NAMES, SYSCALL_NAMES] {
+        for t in [ERRNO_NAMES, SYSCALL_NAMES, SIGNAL_NAMES] {
             assert!(t.windows(2).all(|w| w[0] < w[1]));
         }
         assert_eq!(ERRNO_NAMES.len(), 150);
@@ -1178,6 +1222,8 @@ mod tests {
         assert!(matches!(e, Cow::Owned(_)));
         assert_eq!(e, "EWOULDBLOCK");
         assert!(matches!(syscall("mmap2"), Cow::Owned(_)));
+        assert!(matches!(signal("SIGKILL"), Cow::Borrowed(_)));
+        assert!(matches!(signal("SIGRT_1"), Cow::Owned(_)));
     }
 
     #[test]
