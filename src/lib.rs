@@ -6,6 +6,9 @@
 //! engine (reading, the dialects, events, models, findings) is still Python
 //! and moves here stage by stage (issue 16, /work/shared/ENGINE.md).
 
+pub mod events;
+pub mod kfd;
+pub mod models;
 pub mod parse;
 
 /// `rocrtrace._engine`: the few functions Python calls, nothing else.

@@ -1,0 +1,1340 @@
+//! The normalized event vocabulary: the only thing parsers and models share
+//! (the port of rocrtrace/events.py; that module stays the reference until
+//! the comparison harness shows the two equal).
+//!
+//! A parser turns one input into a stream of [`Event`]s; the models never see
+//! text.  One event is one call (syscall, ioctl or intent call) or one
+//! process-level fact (exit, exec, fd snapshot, map snapshot).  This module
+//! holds no parsing and no model logic.
+//!
+//! The conventions of events.py, and how they map to Rust types:
+//!
+//! * `pid` is the process (tgid), `tid` the thread; `pid` is `None` only for
+//!   an strace log that never names a pid.  Both are `u32` (Linux pids are
+//!   positive 32-bit numbers).
+//! * `time` is the entry time in seconds, `dur` the duration when known.
+//! * `ret` is the integer result, `None` when the call never returned;
+//!   `err` the errno name when the call failed ([`errno`]; syscall and
+//!   signal names likewise through [`syscall`] and [`signal`]).
+//! * fd decorations become `path` fields: the decoded path with escapes
+//!   resolved.  Python keeps them as `str` decoded with surrogateescape, so
+//!   any byte survives; here they are [`Text`], bytes.
+//! * Decoded struct fields are keyed by the kernel struct's field names, with
+//!   enumerations and flags resolved to their integer values ([`Value`]).
+//!
+//! Integers: Python ints are unbounded, these are not.  What each kind of
+//! number does with a value that does not fit:
+//!
+//! * `ret` is the 64-bit syscall return register.  strace prints it in
+//!   decimal (negative results) or hex (addresses, which may be at or above
+//!   2^63); both are the same 64 bits, kept as `i64` with the two's
+//!   complement bit pattern ([`Header::ret_u64`] reads an address back).
+//!   A number outside [-2^63, 2^64) cannot come from that register: the
+//!   parser counts the line unparsed.
+//! * Struct fields ([`Value`]) hold anything in [-2^63, 2^64) exactly
+//!   ([`Value::Int`], [`Value::UInt`]); a number outside it is kept as the
+//!   text the log printed ([`Value::Raw`]).
+//! * Addresses, lengths, offsets and flag words of the memory and process
+//!   calls are `u64` (the kernel's `unsigned long`); fd numbers are `i32`
+//!   (the kernel's `int`, what strace prints); `close_range` bounds are `u32`.
+//!   Where the Python masks a value (the request code and `close_range`'s
+//!   bounds to 32 bits), the port masks it the same way; any other value
+//!   that does not fit its field makes the parser count the line unparsed
+//!   (never a silently wrapped value, never a panic).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// A name from a small vocabulary (syscall, errno, signal, intent function,
+/// struct field): a `&'static str` when it is one of the names the engine
+/// knows, so that the common case allocates nothing, else its own copy.
+pub type Name = Cow<'static, str>;
+
+/// `name` as a [`Name`], borrowed from `known` (sorted) when it is there.
+pub fn name_in(known: &'static [&'static str], name: &str) -> Name {
+    match known.binary_search(&name) {
+        Ok(i) => Cow::Borrowed(known[i]),
+        Err(_) => Cow::Owned(name.to_owned()),
+    }
+}
+
+/// An errno name (`EBADF`), static when it is one of Linux's.
+pub fn errno(name: &str) -> Name {
+    name_in(ERRNO_NAMES, name)
+}
+
+/// A syscall name (`openat`), static when it is one of x86_64's.
+pub fn syscall(name: &str) -> Name {
+    name_in(SYSCALL_NAMES, name)
+}
+
+/// A signal name (`SIGKILL`), static when it is one of x86_64's.
+pub fn signal(name: &str) -> Name {
+    name_in(SIGNAL_NAMES, name)
+}
+
+/// Text from a log: bytes, because the Python side keeps paths and lines as
+/// `str` decoded with surrogateescape, where any byte sequence survives.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Text(pub Box<[u8]>);
+
+impl Text {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// For people: invalid UTF-8 shown as U+FFFD.
+    pub fn to_string_lossy(&self) -> Cow<'_, str> {
+        String::from_utf8_lossy(&self.0)
+    }
+}
+
+impl From<&str> for Text {
+    fn from(s: &str) -> Self {
+        Text(s.as_bytes().into())
+    }
+}
+
+impl From<&[u8]> for Text {
+    fn from(s: &[u8]) -> Self {
+        Text(s.into())
+    }
+}
+
+/// Which input an event came from: an index into the run's list of inputs
+/// ([`InputInfo`]), where events.py carries the file name itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct FileId(pub u32);
+
+/// One stack frame, as strace `-k` and the preload library print it.
+///
+/// `addr` is the offset into the module file (strace's bracket), not a
+/// virtual address.  `function`/`source`/`source_line` are filled by the
+/// symbolizer when it can read the module.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Frame {
+    /// Shared: the same few modules appear in every stack.
+    pub module: Arc<str>,
+    pub symbol: Option<Box<str>>,
+    pub sym_offset: Option<u64>,
+    pub addr: Option<u64>,
+    pub function: Option<Box<str>>,
+    pub source: Option<Box<str>>,
+    pub source_line: Option<u32>,
+}
+
+impl Frame {
+    pub fn new(module: Arc<str>) -> Self {
+        Frame {
+            module,
+            symbol: None,
+            sym_offset: None,
+            addr: None,
+            function: None,
+            source: None,
+            source_line: None,
+        }
+    }
+
+    /// Best human form: function and source line when symbolized
+    /// (events.Frame.label).
+    pub fn label(&self) -> String {
+        let mut out = self.module.to_string();
+        if let Some(f) = self.function.as_deref().or(self.symbol.as_deref()) {
+            out.push('(');
+            out.push_str(f);
+            if let (Some(off), None) = (self.sym_offset, &self.function) {
+                out.push_str(&format!("+{off:#x}"));
+            }
+            out.push(')');
+        }
+        if let Some(a) = self.addr {
+            out.push_str(&format!(" [{a:#x}]"));
+        }
+        if let Some(src) = &self.source {
+            // Python prints None when the line is unknown
+            match self.source_line {
+                Some(l) => out.push_str(&format!(" {src}:{l}")),
+                None => out.push_str(&format!(" {src}:None")),
+            }
+        }
+        out
+    }
+}
+
+/// A decoded struct value (preload logs): what events.py keeps as Python
+/// ints, strings, lists and dicts.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Value {
+    /// A number in i64's range.
+    Int(i64),
+    /// A number above `i64::MAX` (at most `u64::MAX`); only such numbers,
+    /// so that each number has one form and `==` is numeric equality.
+    UInt(u64),
+    /// A quoted string, escapes resolved.
+    Str(Text),
+    /// Text kept as the log printed it: a number outside [-2^63, 2^64), a
+    /// symbol the decoder does not know.  (Python keeps both this and
+    /// [`Value::Str`] as `str`: a comparison with it treats them alike.)
+    Raw(Text),
+    /// An array; SVM `attrs` is a list of two-element lists `[type, value]`.
+    List(Vec<Value>),
+    /// A struct: fields in the log's order, by the kernel's field names.
+    Struct(Vec<(Name, Value)>),
+    /// `entry => exit`: a value the kernel rewrote (a Python tuple).
+    Pair(Box<(Value, Value)>),
+}
+
+impl Value {
+    /// The number `v` in its one form, or `None` outside [-2^63, 2^64).
+    pub fn int(v: i128) -> Option<Value> {
+        if let Ok(i) = i64::try_from(v) {
+            Some(Value::Int(i))
+        } else {
+            u64::try_from(v).ok().map(Value::UInt)
+        }
+    }
+
+    pub fn as_i128(&self) -> Option<i128> {
+        match *self {
+            Value::Int(i) => Some(i.into()),
+            Value::UInt(u) => Some(u.into()),
+            _ => None,
+        }
+    }
+
+    /// The number when it is in u64's range.
+    pub fn as_u64(&self) -> Option<u64> {
+        self.as_i128().and_then(|v| u64::try_from(v).ok())
+    }
+
+    /// The number when it is in i64's range.
+    pub fn as_i64(&self) -> Option<i64> {
+        match *self {
+            Value::Int(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    pub fn as_list(&self) -> Option<&[Value]> {
+        match self {
+            Value::List(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// A struct's field (the last one of that name, as a dict keeps it).
+    pub fn get(&self, field: &str) -> Option<&Value> {
+        match self {
+            Value::Struct(fields) => fields
+                .iter()
+                .rev()
+                .find(|(k, _)| k == field)
+                .map(|(_, v)| v),
+            _ => None,
+        }
+    }
+}
+
+/// Fields every event has (events.Event).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Header {
+    pub file: FileId,
+    /// 1-based line of the entry (or only) line
+    pub line: u64,
+    /// line of the `resumed` half, if split
+    pub end_line: Option<u64>,
+    /// order of emission within its input
+    pub seq: u64,
+    pub pid: Option<u32>,
+    pub tid: Option<u32>,
+    pub time: Option<f64>,
+    pub dur: Option<f64>,
+    /// The return register, two's complement for values >= 2^63 (module doc).
+    pub ret: Option<i64>,
+    pub err: Option<Name>,
+    pub stack: Box<[Frame]>,
+    /// the source line(s), shortened, for evidence
+    pub text: Text,
+    /// resumed half without its entry, or cut short
+    pub partial: bool,
+}
+
+impl Header {
+    /// Completion time: entry + duration where known, else entry.
+    pub fn end(&self) -> Option<f64> {
+        self.time.map(|t| t + self.dur.unwrap_or(0.0))
+    }
+
+    pub fn ok(&self) -> bool {
+        self.err.is_none() && self.ret.is_some()
+    }
+
+    /// The result as an address (mmap, mremap).
+    pub fn ret_u64(&self) -> Option<u64> {
+        self.ret.map(|r| r as u64)
+    }
+}
+
+/// One event: the header, the call's name, what its kind carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub h: Header,
+    /// The syscall, function or fact name; events.py's class-level `name`
+    /// defaults are [`Kind::default_name`].
+    pub name: Name,
+    pub kind: Kind,
+}
+
+impl Event {
+    /// An event with its kind's default name.
+    pub fn new(h: Header, kind: Kind) -> Self {
+        Event {
+            h,
+            name: Cow::Borrowed(kind.default_name()),
+            kind,
+        }
+    }
+}
+
+/// A syscall that installs new fds (events.FdCreate): open*, creat, dup*,
+/// fcntl(F_DUPFD*), socket, accept, pipe*, socketpair, eventfd, memfd_create,
+/// pidfd_open, pidfd_getfd, recvmsg with SCM_RIGHTS, epoll_create, signalfd,
+/// timerfd ...
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FdCreate {
+    /// `open`, `dup`, `recvmsg`, `pidfd_getfd`, or the syscall name
+    pub origin: Name,
+    /// new fd numbers (empty when it failed)
+    pub fds: Vec<i32>,
+    /// decoration or path per fd (None if unknown)
+    pub paths: Vec<Option<Text>>,
+    pub cloexec: bool,
+    /// dup source / pidfd_getfd target fd
+    pub src_fd: Option<i32>,
+    /// dup2/dup3: the target number is closed first if it was open
+    pub replace: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Close {
+    pub fd: i32,
+    pub path: Option<Text>,
+}
+
+/// close_range(first, last, flags) and closefrom(first) (last = ~0U).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CloseRange {
+    pub first: u32,
+    pub last: u32,
+    /// CLOSE_RANGE_UNSHARE 2, CLOSE_RANGE_CLOEXEC 4
+    pub flags: u32,
+}
+
+/// fcntl(fd, F_SETFD, ...): the only call that changes FD_CLOEXEC later.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetCloexec {
+    pub fd: i32,
+    pub cloexec: bool,
+}
+
+/// Any other syscall: the fd arguments it used (decorated or in a known fd
+/// position) and their decorations.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Syscall {
+    pub fds: Vec<i32>,
+    pub paths: Vec<Option<Text>>,
+}
+
+/// An ioctl, identified by (type, nr) rebuilt from the request, never by
+/// strace's name alone.  `size` is the request's size field (data:
+/// AMDKFD_IOC_SVM carries 24 + 8*nattr).  `arg` holds the decoded input
+/// struct (preload logs), `out` the fields the kernel wrote (after `=>`);
+/// both `None` when the input only shows a pointer (strace logs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ioctl {
+    pub fd: i32,
+    pub path: Option<Text>,
+    /// the 32-bit request code
+    pub request: Option<u32>,
+    pub dir: Option<u8>,
+    pub type_: Option<u8>,
+    pub nr: Option<u8>,
+    /// The request's 14-bit size field; for an AMDKFD_IOC_SVM strace named,
+    /// 24 + 8 * the struct's nattr, which may be more (syscalls._ioctl
+    /// does not cut it)
+    pub size: Option<u64>,
+    /// our canonical name (kfd.rs), e.g. AMDKFD_IOC_SVM
+    pub ioctl: Option<&'static str>,
+    pub arg: Option<Value>,
+    pub out: Option<Value>,
+}
+
+/// mmap/mmap2; `ret` is the mapped address.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mmap {
+    /// requested address (hint), None for NULL
+    pub addr: Option<u64>,
+    pub length: u64,
+    pub prot: u64,
+    pub flags: u64,
+    pub fd: i32,
+    pub path: Option<Text>,
+    pub offset: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Munmap {
+    pub addr: u64,
+    pub length: u64,
+}
+
+/// `ret` is the new address; the old range is unmapped on success.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mremap {
+    pub old_addr: u64,
+    pub old_len: u64,
+    pub new_len: u64,
+    pub flags: u64,
+    /// MREMAP_FIXED target
+    pub new_addr: Option<u64>,
+}
+
+/// fork, vfork, clone, clone3.  `ret` (and `child`) is the new tid.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clone {
+    pub child: Option<u32>,
+    /// CLONE_THREAD: same process
+    pub thread: bool,
+    /// CLONE_FILES: shared fd table
+    pub share_files: bool,
+    pub flags: u64,
+}
+
+/// execve/execveat.  On success (ret == 0) cloexec fds are gone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exec {
+    pub path: Option<Text>,
+}
+
+/// A thread or the whole process ended.  `whole` is the end of the process
+/// (exit_group, the leader's `+++ exited`/`+++ killed`, a preload `# exit`
+/// line); `status` the exit status, `signal` the killing signal's name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exit {
+    pub whole: bool,
+    pub status: Option<i64>,
+    pub signal: Option<Name>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Signal {
+    pub signal: Name,
+}
+
+/// `# pid=… ppid=… exe=… page_size=…` header of a preload log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessInfo {
+    pub ppid: Option<u32>,
+    pub exe: Option<Text>,
+    pub page_size: u64,
+}
+
+/// When an [`FdSnapshot`] was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    Start,
+    Exit,
+}
+
+/// The open fds at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FdSnapshot {
+    pub when: When,
+    /// fd -> path, in the log's order, one entry per fd (a dict in Python:
+    /// the parser keeps the last path of a repeated fd, in its first place)
+    pub fds: Vec<(i32, Text)>,
+}
+
+/// An executable mapping: lets the symbolizer find the module's file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModuleMap {
+    pub start: u64,
+    pub end_addr: u64,
+    pub offset: u64,
+    pub perms: Box<str>,
+    pub module: Text,
+    pub build_id: Option<Box<str>>,
+}
+
+/// A runtime library call logged for intent (hsa_amd_memory_lock ...):
+/// the call's arguments by name (`ptr`, `size`, `agents`, `fd`, `handle`
+/// ...) and the values it returned through pointers, in the log's order.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Intent {
+    pub args: Vec<(Name, Value)>,
+    pub outs: Vec<(Name, Value)>,
+}
+
+/// What an event carries beyond the header (events.EVENT_TYPES).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    FdCreate(FdCreate),
+    Close(Close),
+    CloseRange(CloseRange),
+    SetCloexec(SetCloexec),
+    Syscall(Syscall),
+    Ioctl(Box<Ioctl>),
+    Mmap(Mmap),
+    Munmap(Munmap),
+    Mremap(Mremap),
+    Clone(Clone),
+    Exec(Exec),
+    Exit(Exit),
+    Signal(Signal),
+    ProcessInfo(ProcessInfo),
+    FdSnapshot(FdSnapshot),
+    ModuleMap(ModuleMap),
+    Intent(Box<Intent>),
+}
+
+impl Kind {
+    /// The class name events.py's tables show (`event_record`'s `event`).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Kind::FdCreate(_) => "FdCreate",
+            Kind::Close(_) => "Close",
+            Kind::CloseRange(_) => "CloseRange",
+            Kind::SetCloexec(_) => "SetCloexec",
+            Kind::Syscall(_) => "Syscall",
+            Kind::Ioctl(_) => "Ioctl",
+            Kind::Mmap(_) => "Mmap",
+            Kind::Munmap(_) => "Munmap",
+            Kind::Mremap(_) => "Mremap",
+            Kind::Clone(_) => "Clone",
+            Kind::Exec(_) => "Exec",
+            Kind::Exit(_) => "Exit",
+            Kind::Signal(_) => "Signal",
+            Kind::ProcessInfo(_) => "ProcessInfo",
+            Kind::FdSnapshot(_) => "FdSnapshot",
+            Kind::ModuleMap(_) => "ModuleMap",
+            Kind::Intent(_) => "Intent",
+        }
+    }
+
+    /// The `name` an event of this kind has unless its parser names it
+    /// (the dataclass defaults in events.py; Syscall and Intent have none).
+    pub fn default_name(&self) -> &'static str {
+        match self {
+            Kind::FdCreate(_) => "openat",
+            Kind::Close(_) => "close",
+            Kind::CloseRange(_) => "close_range",
+            Kind::SetCloexec(_) => "fcntl",
+            Kind::Syscall(_) | Kind::Intent(_) => "",
+            Kind::Ioctl(_) => "ioctl",
+            Kind::Mmap(_) => "mmap",
+            Kind::Munmap(_) => "munmap",
+            Kind::Mremap(_) => "mremap",
+            Kind::Clone(_) => "clone",
+            Kind::Exec(_) => "execve",
+            Kind::Exit(_) => "exit",
+            Kind::Signal(_) => "signal",
+            Kind::ProcessInfo(_) => "process",
+            Kind::FdSnapshot(_) => "fd-snapshot",
+            Kind::ModuleMap(_) => "map",
+        }
+    }
+}
+
+/// Which dialect an input is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    #[default]
+    Unknown,
+    Strace,
+    Preload,
+    Tinygrad,
+}
+
+/// How many unparsed lines [`InputInfo`] keeps as samples, and how many
+/// characters of each (events.InputInfo.add_unparsed).
+pub const UNPARSED_SAMPLES: usize = 20;
+pub const SAMPLE_CHARS: usize = 200;
+
+/// What a parser learned about one input file, for the report's inputs and
+/// coverage sections and the trace-unparsed / trace-incomplete findings.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct InputInfo {
+    pub file: Text,
+    pub format: Format,
+    pub lines: u64,
+    pub events: u64,
+    pub unparsed: u64,
+    /// (line, text), the first [`UNPARSED_SAMPLES`]
+    pub unparsed_samples: Vec<(u64, Text)>,
+    /// over-long lines skipped (counted in unparsed)
+    pub too_long: u64,
+    /// calls that never completed (no result)
+    pub unfinished: u64,
+    /// resumed halves with no entry
+    pub orphans: u64,
+    pub detached: u64,
+    pub has_pids: bool,
+    pub has_time: bool,
+    pub has_durations: bool,
+    pub has_stacks: bool,
+    pub has_decorations: bool,
+    /// ioctl structs decoded (preload logs)
+    pub decoded_structs: bool,
+    pub intent_calls: bool,
+    /// a process-exit line / '# exit' was seen
+    pub exit_seen: bool,
+    /// last line had no newline
+    pub ends_mid_line: bool,
+    /// preload '#' metadata, in the log's order
+    pub header: Vec<(Box<str>, Text)>,
+}
+
+impl InputInfo {
+    pub fn new(file: Text) -> Self {
+        InputInfo {
+            file,
+            ..Default::default()
+        }
+    }
+
+    /// Count an unparsed line; keep the first few, shortened.  Python cuts
+    /// the str at 200 code points: with surrogateescape every undecodable
+    /// byte is one code point, so here: 200 UTF-8 characters or stray bytes.
+    pub fn add_unparsed(&mut self, line: u64, text: &[u8]) {
+        self.unparsed += 1;
+        if self.unparsed_samples.len() < UNPARSED_SAMPLES {
+            let cut = cut_chars(text, SAMPLE_CHARS);
+            self.unparsed_samples.push((line, Text::from(&text[..cut])));
+        }
+    }
+}
+
+/// The byte length of the first `n` code points of `text` as Python decodes
+/// it with surrogateescape (a valid UTF-8 sequence is one, each other byte
+/// is one).
+fn cut_chars(text: &[u8], n: usize) -> usize {
+    let mut pos = 0;
+    for _ in 0..n {
+        let Some(&b) = text.get(pos) else { break };
+        let w = match b {
+            0xc2..=0xdf => 2,
+            0xe0..=0xef => 3,
+            0xf0..=0xf4 => 4,
+            _ => 1,
+        };
+        let whole = text
+            .get(pos..pos + w)
+            .is_some_and(|c| std::str::from_utf8(c).is_ok());
+        pos += if whole { w } else { 1 };
+    }
+    pos
+}
+
+/// Linux's errno names (asm-generic errno-base.h and errno.h, plus the
+/// kernel-internal ones strace prints, ERESTARTSYS 512 ... ENOGRACE 531),
+/// sorted.
+pub const ERRNO_NAMES: &[&str] = &[
+    "E2BIG",
+    "EACCES",
+    "EADDRINUSE",
+    "EADDRNOTAVAIL",
+    "EADV",
+    "EAFNOSUPPORT",
+    "EAGAIN",
+    "EALREADY",
+    "EBADCOOKIE",
+    "EBADE",
+    "EBADF",
+    "EBADFD",
+    "EBADHANDLE",
+    "EBADMSG",
+    "EBADR",
+    "EBADRQC",
+    "EBADSLT",
+    "EBADTYPE",
+    "EBFONT",
+    "EBUSY",
+    "ECANCELED",
+    "ECHILD",
+    "ECHRNG",
+    "ECOMM",
+    "ECONNABORTED",
+    "ECONNREFUSED",
+    "ECONNRESET",
+    "EDEADLK",
+    "EDESTADDRREQ",
+    "EDOM",
+    "EDOTDOT",
+    "EDQUOT",
+    "EEXIST",
+    "EFAULT",
+    "EFBIG",
+    "EHOSTDOWN",
+    "EHOSTUNREACH",
+    "EHWPOISON",
+    "EIDRM",
+    "EILSEQ",
+    "EINPROGRESS",
+    "EINTR",
+    "EINVAL",
+    "EIO",
+    "EIOCBQUEUED",
+    "EISCONN",
+    "EISDIR",
+    "EISNAM",
+    "EJUKEBOX",
+    "EKEYEXPIRED",
+    "EKEYREJECTED",
+    "EKEYREVOKED",
+    "EL2HLT",
+    "EL2NSYNC",
+    "EL3HLT",
+    "EL3RST",
+    "ELIBACC",
+    "ELIBBAD",
+    "ELIBEXEC",
+    "ELIBMAX",
+    "ELIBSCN",
+    "ELNRNG",
+    "ELOOP",
+    "EMEDIUMTYPE",
+    "EMFILE",
+    "EMLINK",
+    "EMSGSIZE",
+    "EMULTIHOP",
+    "ENAMETOOLONG",
+    "ENAVAIL",
+    "ENETDOWN",
+    "ENETRESET",
+    "ENETUNREACH",
+    "ENFILE",
+    "ENOANO",
+    "ENOBUFS",
+    "ENOCSI",
+    "ENODATA",
+    "ENODEV",
+    "ENOENT",
+    "ENOEXEC",
+    "ENOGRACE",
+    "ENOIOCTLCMD",
+    "ENOKEY",
+    "ENOLCK",
+    "ENOLINK",
+    "ENOMEDIUM",
+    "ENOMEM",
+    "ENOMSG",
+    "ENONET",
+    "ENOPARAM",
+    "ENOPKG",
+    "ENOPROTOOPT",
+    "ENOSPC",
+    "ENOSR",
+    "ENOSTR",
+    "ENOSYS",
+    "ENOTBLK",
+    "ENOTCONN",
+    "ENOTDIR",
+    "ENOTEMPTY",
+    "ENOTNAM",
+    "ENOTRECOVERABLE",
+    "ENOTSOCK",
+    "ENOTSUPP",
+    "ENOTSYNC",
+    "ENOTTY",
+    "ENOTUNIQ",
+    "ENXIO",
+    "EOPENSTALE",
+    "EOPNOTSUPP",
+    "EOVERFLOW",
+    "EOWNERDEAD",
+    "EPERM",
+    "EPFNOSUPPORT",
+    "EPIPE",
+    "EPROBE_DEFER",
+    "EPROTO",
+    "EPROTONOSUPPORT",
+    "EPROTOTYPE",
+    "ERANGE",
+    "ERECALLCONFLICT",
+    "EREMCHG",
+    "EREMOTE",
+    "EREMOTEIO",
+    "ERESTART",
+    "ERESTARTNOHAND",
+    "ERESTARTNOINTR",
+    "ERESTARTSYS",
+    "ERESTART_RESTARTBLOCK",
+    "ERFKILL",
+    "EROFS",
+    "ESERVERFAULT",
+    "ESHUTDOWN",
+    "ESOCKTNOSUPPORT",
+    "ESPIPE",
+    "ESRCH",
+    "ESRMNT",
+    "ESTALE",
+    "ESTRPIPE",
+    "ETIME",
+    "ETIMEDOUT",
+    "ETOOMANYREFS",
+    "ETOOSMALL",
+    "ETXTBSY",
+    "EUCLEAN",
+    "EUNATCH",
+    "EUSERS",
+    "EXDEV",
+    "EXFULL",
+];
+
+/// The x86_64 syscall names (asm/unistd_64.h, Linux 6.x headers), sorted.
+pub const SYSCALL_NAMES: &[&str] = &[
+    "_sysctl",
+    "accept",
+    "accept4",
+    "access",
+    "acct",
+    "add_key",
+    "adjtimex",
+    "afs_syscall",
+    "alarm",
+    "arch_prctl",
+    "bind",
+    "bpf",
+    "brk",
+    "capget",
+    "capset",
+    "chdir",
+    "chmod",
+    "chown",
+    "chroot",
+    "clock_adjtime",
+    "clock_getres",
+    "clock_gettime",
+    "clock_nanosleep",
+    "clock_settime",
+    "clone",
+    "clone3",
+    "close",
+    "close_range",
+    "connect",
+    "copy_file_range",
+    "creat",
+    "create_module",
+    "delete_module",
+    "dup",
+    "dup2",
+    "dup3",
+    "epoll_create",
+    "epoll_create1",
+    "epoll_ctl",
+    "epoll_ctl_old",
+    "epoll_pwait",
+    "epoll_pwait2",
+    "epoll_wait",
+    "epoll_wait_old",
+    "eventfd",
+    "eventfd2",
+    "execve",
+    "execveat",
+    "exit",
+    "exit_group",
+    "faccessat",
+    "faccessat2",
+    "fadvise64",
+    "fallocate",
+    "fanotify_init",
+    "fanotify_mark",
+    "fchdir",
+    "fchmod",
+    "fchmodat",
+    "fchown",
+    "fchownat",
+    "fcntl",
+    "fdatasync",
+    "fgetxattr",
+    "finit_module",
+    "flistxattr",
+    "flock",
+    "fork",
+    "fremovexattr",
+    "fsconfig",
+    "fsetxattr",
+    "fsmount",
+    "fsopen",
+    "fspick",
+    "fstat",
+    "fstatfs",
+    "fsync",
+    "ftruncate",
+    "futex",
+    "futex_waitv",
+    "futimesat",
+    "get_kernel_syms",
+    "get_mempolicy",
+    "get_robust_list",
+    "get_thread_area",
+    "getcpu",
+    "getcwd",
+    "getdents",
+    "getdents64",
+    "getegid",
+    "geteuid",
+    "getgid",
+    "getgroups",
+    "getitimer",
+    "getpeername",
+    "getpgid",
+    "getpgrp",
+    "getpid",
+    "getpmsg",
+    "getppid",
+    "getpriority",
+    "getrandom",
+    "getresgid",
+    "getresuid",
+    "getrlimit",
+    "getrusage",
+    "getsid",
+    "getsockname",
+    "getsockopt",
+    "gettid",
+    "gettimeofday",
+    "getuid",
+    "getxattr",
+    "init_module",
+    "inotify_add_watch",
+    "inotify_init",
+    "inotify_init1",
+    "inotify_rm_watch",
+    "io_cancel",
+    "io_destroy",
+    "io_getevents",
+    "io_pgetevents",
+    "io_setup",
+    "io_submit",
+    "io_uring_enter",
+    "io_uring_register",
+    "io_uring_setup",
+    "ioctl",
+    "ioperm",
+    "iopl",
+    "ioprio_get",
+    "ioprio_set",
+    "kcmp",
+    "kexec_file_load",
+    "kexec_load",
+    "keyctl",
+    "kill",
+    "landlock_add_rule",
+    "landlock_create_ruleset",
+    "landlock_restrict_self",
+    "lchown",
+    "lgetxattr",
+    "link",
+    "linkat",
+    "listen",
+    "listxattr",
+    "llistxattr",
+    "lookup_dcookie",
+    "lremovexattr",
+    "lseek",
+    "lsetxattr",
+    "lstat",
+    "madvise",
+    "mbind",
+    "membarrier",
+    "memfd_create",
+    "memfd_secret",
+    "migrate_pages",
+    "mincore",
+    "mkdir",
+    "mkdirat",
+    "mknod",
+    "mknodat",
+    "mlock",
+    "mlock2",
+    "mlockall",
+    "mmap",
+    "modify_ldt",
+    "mount",
+    "mount_setattr",
+    "move_mount",
+    "move_pages",
+    "mprotect",
+    "mq_getsetattr",
+    "mq_notify",
+    "mq_open",
+    "mq_timedreceive",
+    "mq_timedsend",
+    "mq_unlink",
+    "mremap",
+    "msgctl",
+    "msgget",
+    "msgrcv",
+    "msgsnd",
+    "msync",
+    "munlock",
+    "munlockall",
+    "munmap",
+    "name_to_handle_at",
+    "nanosleep",
+    "newfstatat",
+    "nfsservctl",
+    "open",
+    "open_by_handle_at",
+    "open_tree",
+    "openat",
+    "openat2",
+    "pause",
+    "perf_event_open",
+    "personality",
+    "pidfd_getfd",
+    "pidfd_open",
+    "pidfd_send_signal",
+    "pipe",
+    "pipe2",
+    "pivot_root",
+    "pkey_alloc",
+    "pkey_free",
+    "pkey_mprotect",
+    "poll",
+    "ppoll",
+    "prctl",
+    "pread64",
+    "preadv",
+    "preadv2",
+    "prlimit64",
+    "process_madvise",
+    "process_mrelease",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pselect6",
+    "ptrace",
+    "putpmsg",
+    "pwrite64",
+    "pwritev",
+    "pwritev2",
+    "query_module",
+    "quotactl",
+    "quotactl_fd",
+    "read",
+    "readahead",
+    "readlink",
+    "readlinkat",
+    "readv",
+    "reboot",
+    "recvfrom",
+    "recvmmsg",
+    "recvmsg",
+    "remap_file_pages",
+    "removexattr",
+    "rename",
+    "renameat",
+    "renameat2",
+    "request_key",
+    "restart_syscall",
+    "rmdir",
+    "rseq",
+    "rt_sigaction",
+    "rt_sigpending",
+    "rt_sigprocmask",
+    "rt_sigqueueinfo",
+    "rt_sigreturn",
+    "rt_sigsuspend",
+    "rt_sigtimedwait",
+    "rt_tgsigqueueinfo",
+    "sched_get_priority_max",
+    "sched_get_priority_min",
+    "sched_getaffinity",
+    "sched_getattr",
+    "sched_getparam",
+    "sched_getscheduler",
+    "sched_rr_get_interval",
+    "sched_setaffinity",
+    "sched_setattr",
+    "sched_setparam",
+    "sched_setscheduler",
+    "sched_yield",
+    "seccomp",
+    "security",
+    "select",
+    "semctl",
+    "semget",
+    "semop",
+    "semtimedop",
+    "sendfile",
+    "sendmmsg",
+    "sendmsg",
+    "sendto",
+    "set_mempolicy",
+    "set_mempolicy_home_node",
+    "set_robust_list",
+    "set_thread_area",
+    "set_tid_address",
+    "setdomainname",
+    "setfsgid",
+    "setfsuid",
+    "setgid",
+    "setgroups",
+    "sethostname",
+    "setitimer",
+    "setns",
+    "setpgid",
+    "setpriority",
+    "setregid",
+    "setresgid",
+    "setresuid",
+    "setreuid",
+    "setrlimit",
+    "setsid",
+    "setsockopt",
+    "settimeofday",
+    "setuid",
+    "setxattr",
+    "shmat",
+    "shmctl",
+    "shmdt",
+    "shmget",
+    "shutdown",
+    "sigaltstack",
+    "signalfd",
+    "signalfd4",
+    "socket",
+    "socketpair",
+    "splice",
+    "stat",
+    "statfs",
+    "statx",
+    "swapoff",
+    "swapon",
+    "symlink",
+    "symlinkat",
+    "sync",
+    "sync_file_range",
+    "syncfs",
+    "sysfs",
+    "sysinfo",
+    "syslog",
+    "tee",
+    "tgkill",
+    "time",
+    "timer_create",
+    "timer_delete",
+    "timer_getoverrun",
+    "timer_gettime",
+    "timer_settime",
+    "timerfd_create",
+    "timerfd_gettime",
+    "timerfd_settime",
+    "times",
+    "tkill",
+    "truncate",
+    "tuxcall",
+    "umask",
+    "umount2",
+    "uname",
+    "unlink",
+    "unlinkat",
+    "unshare",
+    "uselib",
+    "userfaultfd",
+    "ustat",
+    "utime",
+    "utimensat",
+    "utimes",
+    "vfork",
+    "vhangup",
+    "vmsplice",
+    "vserver",
+    "wait4",
+    "waitid",
+    "write",
+    "writev",
+];
+
+/// The x86_64 signal names (asm/signal.h), sorted.
+pub const SIGNAL_NAMES: &[&str] = &[
+    "SIGABRT",
+    "SIGALRM",
+    "SIGBUS",
+    "SIGCHLD",
+    "SIGCONT",
+    "SIGFPE",
+    "SIGHUP",
+    "SIGILL",
+    "SIGINT",
+    "SIGIO",
+    "SIGIOT",
+    "SIGKILL",
+    "SIGLOST",
+    "SIGPIPE",
+    "SIGPROF",
+    "SIGPWR",
+    "SIGQUIT",
+    "SIGRTMIN",
+    "SIGSEGV",
+    "SIGSTKFLT",
+    "SIGSTOP",
+    "SIGSYS",
+    "SIGTERM",
+    "SIGTRAP",
+    "SIGTSTP",
+    "SIGTTIN",
+    "SIGTTOU",
+    "SIGURG",
+    "SIGUSR1",
+    "SIGUSR2",
+    "SIGVTALRM",
+    "SIGWINCH",
+    "SIGXCPU",
+    "SIGXFSZ",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_tables_are_sorted_and_unique() {
+        for t in [ERRNO_NAMES, SYSCALL_NAMES, SIGNAL_NAMES] {
+            assert!(t.windows(2).all(|w| w[0] < w[1]));
+        }
+        assert_eq!(ERRNO_NAMES.len(), 150);
+        assert_eq!(SYSCALL_NAMES.len(), 362);
+    }
+
+    #[test]
+    fn known_names_are_static_others_owned() {
+        for n in ["EBADF", "EAGAIN", "ERESTARTSYS", "EOWNERDEAD"] {
+            assert!(matches!(errno(n), Cow::Borrowed(_)), "{n}");
+        }
+        for n in ["openat", "close_range", "ioctl", "clone3", "_sysctl"] {
+            assert!(matches!(syscall(n), Cow::Borrowed(_)), "{n}");
+        }
+        // EWOULDBLOCK is an alias strace never prints (it says EAGAIN)
+        let e = errno("EWOULDBLOCK");
+        assert!(matches!(e, Cow::Owned(_)));
+        assert_eq!(e, "EWOULDBLOCK");
+        assert!(matches!(syscall("mmap2"), Cow::Owned(_)));
+        assert!(matches!(signal("SIGKILL"), Cow::Borrowed(_)));
+        assert!(matches!(signal("SIGRT_1"), Cow::Owned(_)));
+    }
+
+    #[test]
+    fn value_numbers_have_one_form() {
+        assert_eq!(Value::int(-1), Some(Value::Int(-1)));
+        assert_eq!(Value::int(i64::MAX.into()), Some(Value::Int(i64::MAX)));
+        assert_eq!(
+            Value::int(i128::from(i64::MAX) + 1),
+            Some(Value::UInt(1 << 63))
+        );
+        assert_eq!(Value::int(u64::MAX.into()), Some(Value::UInt(u64::MAX)));
+        assert_eq!(Value::int(i128::from(u64::MAX) + 1), None);
+        assert_eq!(Value::int(i128::from(i64::MIN) - 1), None);
+        assert_eq!(Value::UInt(u64::MAX).as_u64(), Some(u64::MAX));
+        assert_eq!(Value::Int(-1).as_u64(), None);
+        assert_eq!(Value::UInt(u64::MAX).as_i64(), None);
+        assert_eq!(Value::Raw("1".into()).as_i128(), None);
+        let p = Value::Pair(Box::new((Value::Int(0), Value::Int(1))));
+        assert_eq!(p.as_i128(), None);
+    }
+
+    #[test]
+    fn struct_field_lookup_takes_the_last_like_a_dict() {
+        let v = Value::Struct(vec![
+            (Cow::Borrowed("size"), Value::Int(1)),
+            (Cow::Borrowed("op"), Value::Int(0)),
+            (Cow::Borrowed("size"), Value::Int(2)),
+        ]);
+        assert_eq!(v.get("size"), Some(&Value::Int(2)));
+        assert_eq!(v.get("op"), Some(&Value::Int(0)));
+        assert_eq!(v.get("nattr"), None);
+        assert_eq!(Value::Int(3).get("op"), None);
+    }
+
+    #[test]
+    fn header_end_ok_and_addresses() {
+        let mut h = Header::default();
+        assert_eq!(h.end(), None);
+        assert!(!h.ok());
+        h.time = Some(1.5);
+        assert_eq!(h.end(), Some(1.5));
+        h.dur = Some(0.25);
+        assert_eq!(h.end(), Some(1.75));
+        h.ret = Some(0xffff_ffff_ff60_0000_u64 as i64);
+        assert!(h.ok());
+        assert_eq!(h.ret_u64(), Some(0xffff_ffff_ff60_0000));
+        h.err = Some(errno("EBADF"));
+        assert!(!h.ok());
+    }
+
+    #[test]
+    fn frame_labels_read_like_events_py() {
+        // the strings events.Frame.label() gives for the same frames
+        let mut f = Frame::new("libhsa.so".into());
+        assert_eq!(f.label(), "libhsa.so");
+        f.addr = Some(0x1234);
+        assert_eq!(f.label(), "libhsa.so [0x1234]");
+        f.symbol = Some("lock".into());
+        f.sym_offset = Some(0x10);
+        assert_eq!(f.label(), "libhsa.so(lock+0x10) [0x1234]");
+        f.function = Some("hsa::lock".into());
+        assert_eq!(f.label(), "libhsa.so(hsa::lock) [0x1234]");
+        f.source = Some("a.cpp".into());
+        assert_eq!(f.label(), "libhsa.so(hsa::lock) [0x1234] a.cpp:None");
+        f.source_line = Some(7);
+        assert_eq!(f.label(), "libhsa.so(hsa::lock) [0x1234] a.cpp:7");
+    }
+
+    #[test]
+    fn default_names_and_type_names() {
+        let e = Event::new(
+            Header::default(),
+            Kind::Munmap(Munmap { addr: 0, length: 0 }),
+        );
+        assert_eq!(e.name, "munmap");
+        assert_eq!(e.kind.type_name(), "Munmap");
+        let e = Event::new(Header::default(), Kind::Syscall(Syscall::default()));
+        assert_eq!(e.name, "");
+        assert_eq!(
+            Kind::FdSnapshot(FdSnapshot {
+                when: When::Exit,
+                fds: vec![]
+            })
+            .default_name(),
+            "fd-snapshot"
+        );
+    }
+
+    #[test]
+    fn unparsed_samples_are_capped_and_cut_like_python() {
+        let mut info = InputInfo::new("t.log".into());
+        for i in 0..25 {
+            info.add_unparsed(i, b"x");
+        }
+        assert_eq!(info.unparsed, 25);
+        assert_eq!(info.unparsed_samples.len(), UNPARSED_SAMPLES);
+        assert_eq!(info.unparsed_samples[19].0, 19);
+        // 300 characters of which some are two-byte and some stray bytes:
+        // Python's text[:200] keeps 200 code points
+        let mut line = Vec::new();
+        for i in 0..300 {
+            match i % 3 {
+                0 => line.push(b'a'),
+                1 => line.extend("é".as_bytes()),
+                _ => line.push(0xff),
+            }
+        }
+        assert_eq!(cut_chars(&line, 200), 200 + 67);
+        // a truncated sequence is one code point per byte
+        assert_eq!(cut_chars(&[0xe2, 0x82, b'a', b'b'], 3), 3);
+        assert_eq!(cut_chars("€".as_bytes(), 1), 3);
+        assert_eq!(cut_chars(b"ab", 5), 2);
+    }
+}

@@ -1,0 +1,693 @@
+//! The SVM range map of one process, page-granular, as KFD keeps it (the
+//! port of rocrtrace/models/svm_map.py, which stays the reference).
+//!
+//! The kernel holds a list of non-overlapping `svm_range` objects that
+//! SET_ATTR splits on its boundaries, fills gaps of with new default ranges,
+//! and never merges (kfd-uapi.md section 6).  [`PieceMap`] is that list, a
+//! `BTreeMap` from start to (end, value), so a lookup is log n and an update
+//! touches only the pieces it overlaps.  [`SvmMap`] puts the kernel's
+//! attribute semantics on top; [`CoverIndex`] reuses the structure to find
+//! which claims (which may overlap each other) lie on a page range.
+//!
+//! All ranges are in pages, `[start, end)` with `end` exclusive.  Changes
+//! take non-empty ranges; a change or query on an empty range (`end <=
+//! start`) does nothing and finds nothing.  (The Python answers some empty
+//! queries with the piece around `start`; the model never asks them.)
+//!
+//! No range-map crate fits: `rangemap` and its kind merge touching equal
+//! values, and the kernel's list must keep every split.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
+use std::sync::Arc;
+
+use crate::kfd;
+
+pub const ACCESS: u32 = kfd::ATTR_ACCESS;
+pub const IN_PLACE: u32 = kfd::ATTR_ACCESS_IN_PLACE;
+pub const NO_ACCESS: u32 = kfd::ATTR_NO_ACCESS;
+const UNDEF: u32 = kfd::SVM_LOCATION_UNDEFINED;
+
+/// Non-overlapping `[start, end) -> value` pieces, never merged unless the
+/// caller asks ([`PieceMap::coalesce`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PieceMap<V> {
+    map: BTreeMap<u64, (u64, V)>,
+}
+
+impl<V> Default for PieceMap<V> {
+    fn default() -> Self {
+        PieceMap {
+            map: BTreeMap::new(),
+        }
+    }
+}
+
+impl<V: Clone + PartialEq> PieceMap<V> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Every piece as (start, end, value), in address order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, u64, &V)> {
+        self.map.iter().map(|(&s, (e, v))| (s, *e, v))
+    }
+
+    /// The starts of the pieces overlapping [s, e), in order (PieceMap._walk):
+    /// the piece around `s`, then those starting inside (s, e).
+    fn walk(&self, s: u64, e: u64) -> Vec<u64> {
+        let mut out = Vec::new();
+        if e <= s {
+            return out;
+        }
+        if let Some((&k, &(pe, _))) = self.map.range(..=s).next_back()
+            && pe > s
+        {
+            out.push(k);
+        }
+        out.extend(
+            self.map
+                .range((Bound::Excluded(s), Bound::Excluded(e)))
+                .map(|(&k, _)| k),
+        );
+        out
+    }
+
+    /// Pieces overlapping [s, e), unclipped, in address order.
+    pub fn overlapping(&self, s: u64, e: u64) -> Vec<(u64, u64, V)> {
+        self.walk(s, e)
+            .into_iter()
+            .map(|k| {
+                let (pe, v) = &self.map[&k];
+                (k, *pe, v.clone())
+            })
+            .collect()
+    }
+
+    /// The value on `page`.
+    pub fn get(&self, page: u64) -> Option<&V> {
+        let (_, (pe, v)) = self.map.range(..=page).next_back()?;
+        (*pe > page).then_some(v)
+    }
+
+    /// Replace the pieces starting at `old` by `new` (PieceMap._splice).
+    fn splice(&mut self, old: &[u64], new: &[(u64, u64, V)]) {
+        for k in old {
+            self.map.remove(k);
+        }
+        for (s, e, v) in new {
+            self.map.insert(*s, (*e, v.clone()));
+        }
+    }
+
+    /// Replace each overlapped value v by fn(v) on [s, e) only, splitting
+    /// pieces that stick out; a piece fn leaves equal is left whole (the
+    /// kernel's svm_range_is_same_attrs) unless `always`.  Gaps get
+    /// fn(fill) when `fill` is given.  Returns the pieces that replaced the
+    /// overlapped ones, in address order: they cover what was there (and the
+    /// gaps, with `fill`) and may stick out of [s, e).
+    pub fn update(
+        &mut self,
+        s: u64,
+        e: u64,
+        f: impl FnMut(&V) -> V,
+        fill: Option<&V>,
+        always: bool,
+    ) -> Vec<(u64, u64, V)> {
+        if e <= s {
+            return Vec::new();
+        }
+        let keys = self.walk(s, e);
+        let new = self.updated(&keys, s, e, f, fill, always);
+        self.splice(&keys, &new);
+        new
+    }
+
+    /// What `update` puts in place of the pieces at `keys` (svm_map._updated).
+    fn updated(
+        &self,
+        keys: &[u64],
+        s: u64,
+        e: u64,
+        mut f: impl FnMut(&V) -> V,
+        fill: Option<&V>,
+        always: bool,
+    ) -> Vec<(u64, u64, V)> {
+        let mut new = Vec::with_capacity(keys.len() + 2);
+        let mut pos = s;
+        for &ps in keys {
+            let (pe, v) = &self.map[&ps];
+            let pe = *pe;
+            if let Some(fv) = fill
+                && pos < ps
+            {
+                new.push((pos, ps, f(fv)));
+            }
+            let nv = f(v);
+            let hi = pe.min(e);
+            if !always && nv == *v {
+                new.push((ps, pe, v.clone()));
+                pos = hi;
+                continue;
+            }
+            if ps < s {
+                new.push((ps, s, v.clone()));
+                new.push((s, hi, nv));
+            } else {
+                new.push((ps, hi, nv));
+            }
+            if pe > hi {
+                new.push((hi, pe, v.clone()));
+            }
+            pos = hi;
+        }
+        if let Some(fv) = fill
+            && pos < e
+        {
+            new.push((pos, e, f(fv)));
+        }
+        new
+    }
+
+    /// Remove [s, e); heads and tails that stick out survive.  Returns the
+    /// removed parts, clipped.
+    pub fn delete(&mut self, s: u64, e: u64) -> Vec<(u64, u64, V)> {
+        let keys = self.walk(s, e);
+        let mut removed = Vec::with_capacity(keys.len());
+        let mut new = Vec::new();
+        for &ps in &keys {
+            let (pe, v) = &self.map[&ps];
+            let (lo, hi) = (ps.max(s), (*pe).min(e));
+            removed.push((lo, hi, v.clone()));
+            if ps < lo {
+                new.push((ps, lo, v.clone()));
+            }
+            if *pe > hi {
+                new.push((hi, *pe, v.clone()));
+            }
+        }
+        self.splice(&keys, &new);
+        removed
+    }
+
+    /// Merge touching equal neighbours around [s, e) (the pieces overlapping
+    /// [s - 1, e + 1)) and drop those whose value `drop` rejects (used by
+    /// CoverIndex, never by the SVM map).
+    pub fn coalesce(&mut self, s: u64, e: u64, drop: impl Fn(&V) -> bool) {
+        let keys = self.walk(s.saturating_sub(1), e.saturating_add(1));
+        let mut out: Vec<(u64, u64, V)> = Vec::with_capacity(keys.len());
+        // svm_map._coalesced: a dropped piece breaks the run
+        let mut run = false;
+        for &ps in &keys {
+            let (pe, v) = &self.map[&ps];
+            if drop(v) {
+                run = false;
+                continue;
+            }
+            match out.last_mut() {
+                Some(last) if run && last.1 == ps && last.2 == *v => last.1 = *pe,
+                _ => out.push((ps, *pe, v.clone())),
+            }
+            run = true;
+        }
+        self.splice(&keys, &out);
+    }
+
+    /// `update(s, e, f, fill, false)` then `coalesce(s, e, drop)`
+    /// (PieceMap.update_coalesce, which does both in one walk).
+    pub fn update_coalesce(
+        &mut self,
+        s: u64,
+        e: u64,
+        f: impl FnMut(&V) -> V,
+        fill: Option<&V>,
+        drop: impl Fn(&V) -> bool,
+    ) {
+        if e <= s {
+            return;
+        }
+        self.update(s, e, f, fill, false);
+        self.coalesce(s, e, drop);
+    }
+}
+
+/// One SVM attribute of a SET_ATTR or GET_ATTR (kfd_ioctl_svm_attribute:
+/// two u32s).  A decoded value outside u32 is not a kernel attribute: the
+/// caller does not hand it to the map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Attr {
+    pub ty: u32,
+    pub value: u32,
+}
+
+impl Attr {
+    pub const fn new(ty: u32, value: u32) -> Self {
+        Attr { ty, value }
+    }
+}
+
+/// What the kernel holds for one range (svm_map.PageState).  `access` is
+/// sorted by gpu_id, one entry per gpu with ACCESS, IN_PLACE or NO_ACCESS;
+/// a gpu not listed is at its default, which depends on the XNACK mode at
+/// creation.  Flags are tracked as bits known set and bits known clear;
+/// `None` for a location or granularity means unknown.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PageState {
+    pub access: Vec<(u32, u32)>,
+    pub flags_set: u32,
+    pub flags_clr: u32,
+    pub preferred: Option<u32>,
+    pub prefetch: Option<u32>,
+    pub granularity: Option<u32>,
+}
+
+impl PageState {
+    /// The kernel's defaults for a new range.
+    pub fn default_state() -> Self {
+        PageState {
+            access: Vec::new(),
+            flags_set: kfd::DEFAULT_SVM_FLAGS,
+            flags_clr: !kfd::DEFAULT_SVM_FLAGS,
+            preferred: Some(UNDEF),
+            prefetch: Some(UNDEF),
+            granularity: Some(kfd::DEFAULT_GRANULARITY),
+        }
+    }
+
+    /// A range that may predate the trace: nothing known.
+    pub fn unknown() -> Self {
+        PageState {
+            access: Vec::new(),
+            flags_set: 0,
+            flags_clr: 0,
+            preferred: None,
+            prefetch: None,
+            granularity: None,
+        }
+    }
+
+    pub fn access_of(&self, gpu: u32) -> Option<u32> {
+        self.access.iter().find(|a| a.0 == gpu).map(|a| a.1)
+    }
+
+    /// The kernel's svm_range_apply_attrs: entries in array order, later
+    /// win (svm_map.apply_attrs).  SET_FLAGS makes its bits known set and no
+    /// longer known clear, CLR_FLAGS the reverse; NO_ACCESS is recorded as
+    /// an entry, not removed; an unknown type changes nothing.
+    pub fn apply(&self, attrs: &[Attr]) -> PageState {
+        let mut st = self.clone();
+        for a in attrs {
+            let v = a.value;
+            match a.ty {
+                ACCESS | IN_PLACE | NO_ACCESS => {
+                    match st.access.binary_search_by_key(&v, |x| x.0) {
+                        Ok(i) => st.access[i].1 = a.ty,
+                        Err(i) => st.access.insert(i, (v, a.ty)),
+                    }
+                }
+                kfd::ATTR_SET_FLAGS => {
+                    st.flags_set |= v;
+                    st.flags_clr &= !v;
+                }
+                kfd::ATTR_CLR_FLAGS => {
+                    st.flags_clr |= v;
+                    st.flags_set &= !v;
+                }
+                kfd::ATTR_PREFERRED_LOC => st.preferred = Some(v),
+                kfd::ATTR_PREFETCH_LOC => st.prefetch = Some(v),
+                // newer kernels clamp to 0x3f, older ones do not: past it we can't tell
+                kfd::ATTR_GRANULARITY => st.granularity = (v <= 0x3F).then_some(v),
+                _ => {}
+            }
+        }
+        st
+    }
+}
+
+/// A piece's state, shared between the pieces a split leaves.
+pub type State = Arc<PageState>;
+
+/// The per-process range list (svm_map.SvmMap).  `clean_start` says the
+/// trace saw the process from its start: gap-filled ranges then get the
+/// kernel defaults; otherwise their flags and locations are unknown.
+#[derive(Debug, Clone)]
+pub struct SvmMap {
+    pub pieces: PieceMap<State>,
+    fill: State,
+}
+
+impl SvmMap {
+    pub fn new(clean_start: bool) -> Self {
+        let fill = if clean_start {
+            PageState::default_state()
+        } else {
+            PageState::unknown()
+        };
+        SvmMap {
+            pieces: PieceMap::new(),
+            fill: Arc::new(fill),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.pieces.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pieces.is_empty()
+    }
+
+    /// Apply a SET_ATTR on [s, e).  Returns the pieces that replaced the ones
+    /// it overlapped, in address order: they cover [s, e) and may stick out
+    /// of it.  PREFETCH_LOC always counts as a change (it re-migrates), so
+    /// it splits even where it changes nothing (SvmMap._prepared).
+    pub fn set_attr(&mut self, s: u64, e: u64, attrs: &[Attr]) -> Vec<(u64, u64, State)> {
+        let always = attrs.iter().any(|a| a.ty == kfd::ATTR_PREFETCH_LOC);
+        let fill = self.fill.clone();
+        self.pieces.update(
+            s,
+            e,
+            |st| {
+                let nv = st.apply(attrs);
+                if nv == **st { st.clone() } else { Arc::new(nv) }
+            },
+            Some(&fill),
+            always,
+        )
+    }
+
+    /// munmap: the MMU notifier removes the pages, attributes forgotten.
+    pub fn unmap(&mut self, s: u64, e: u64) {
+        self.pieces.delete(s, e);
+    }
+
+    pub fn state(&self, page: u64) -> Option<&PageState> {
+        self.pieces.get(page).map(|s| &**s)
+    }
+
+    /// Pieces on [s, e), clipped to it.
+    pub fn overlapping(&self, s: u64, e: u64) -> Vec<(u64, u64, State)> {
+        self.pieces
+            .overlapping(s, e)
+            .into_iter()
+            .map(|(ps, pe, st)| (ps.max(s), pe.min(e), st))
+            .collect()
+    }
+
+    /// What svm_range_get_attr would answer for each query (SvmMap.predict):
+    /// (type, value, known_mask), or `None` where the model cannot know
+    /// (default access with the XNACK mode unknown, unknown locations).  Only
+    /// the bits in known_mask of a flags answer are predicted.
+    pub fn predict(
+        &self,
+        s: u64,
+        e: u64,
+        attrs: &[Attr],
+        xnack: Option<bool>,
+    ) -> Vec<Option<(u32, u32, u32)>> {
+        let pieces: Vec<State> = self
+            .pieces
+            .overlapping(s, e)
+            .into_iter()
+            .map(|p| p.2)
+            .collect();
+        attrs
+            .iter()
+            .map(|a| predict_one(&pieces, a.ty, a.value, xnack))
+            .collect()
+    }
+
+    /// The pieces on [s, e) for people (SvmMap.describe): byte addresses
+    /// when `shift` is the page shift, flag names without their common
+    /// prefix.
+    pub fn describe(&self, s: u64, e: u64, shift: u32) -> Vec<Row> {
+        let hex = |v: Option<u32>| v.map(|v| format!("{v:#x}"));
+        self.overlapping(s, e)
+            .into_iter()
+            .map(|(ps, pe, st)| {
+                let access = st
+                    .access
+                    .iter()
+                    .map(|&(g, a)| (format!("{g:#x}"), access_name(a)))
+                    .collect::<Vec<_>>();
+                Row {
+                    range: format!("{:#x}-{:#x}", ps << shift, pe << shift),
+                    access: (!access.is_empty()).then_some(access),
+                    flags: kfd::flag_names(st.flags_set.into(), FLAG_SHORT),
+                    flags_clear: kfd::flag_names((st.flags_clr & 0xFF).into(), FLAG_SHORT),
+                    preferred: hex(st.preferred),
+                    prefetch: hex(st.prefetch),
+                    granularity: st.granularity,
+                }
+            })
+            .collect()
+    }
+
+    /// Invariant: pieces are non-empty and never overlap (tests).
+    pub fn check(&self) {
+        let mut last: Option<u64> = None;
+        for (s, e, _) in self.pieces.iter() {
+            assert!(s < e, "empty piece {s}..{e}");
+            assert!(last.is_none_or(|l| l <= s), "overlap at {s}");
+            last = Some(e);
+        }
+    }
+}
+
+/// One piece as [`SvmMap::describe`] shows it; `access` `None` is the
+/// Python's "default" (no gpu set explicitly).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub range: String,
+    pub access: Option<Vec<(String, String)>>,
+    pub flags: String,
+    pub flags_clear: String,
+    pub preferred: Option<String>,
+    pub prefetch: Option<String>,
+    pub granularity: Option<u32>,
+}
+
+/// svm_map.ACCESS_NAMES, with the number for anything else.
+pub fn access_name(a: u32) -> String {
+    match a {
+        ACCESS => "ACCESS".to_owned(),
+        IN_PLACE => "ACCESS_IN_PLACE".to_owned(),
+        NO_ACCESS => "NO_ACCESS".to_owned(),
+        _ => a.to_string(),
+    }
+}
+
+/// kfd.SVM_FLAG_NAMES without the KFD_IOCTL_SVM_FLAG_ prefix.
+const FLAG_SHORT: &[(u64, &str)] = &[
+    (0x01, "HOST_ACCESS"),
+    (0x02, "COHERENT"),
+    (0x04, "HIVE_LOCAL"),
+    (0x08, "GPU_RO"),
+    (0x10, "GPU_EXEC"),
+    (0x20, "GPU_READ_MOSTLY"),
+    (0x40, "GPU_ALWAYS_MAPPED"),
+    (0x80, "EXT_COHERENT"),
+];
+
+/// svm_map._predict_one.
+fn predict_one(pieces: &[State], t: u32, v: u32, xnack: Option<bool>) -> Option<(u32, u32, u32)> {
+    const MASK: u32 = u32::MAX;
+    if t == ACCESS {
+        let gpu = v;
+        if pieces.is_empty() {
+            let x = xnack?;
+            return Some((if x { ACCESS } else { NO_ACCESS }, gpu, MASK));
+        }
+        // three-valued: None = cannot tell
+        let mut acc_all = Some(true);
+        let mut aip_all = true;
+        for st in pieces {
+            let (acc, aip) = match st.access_of(gpu) {
+                // default access bitmap = all GPUs iff XNACK on
+                None => (xnack, false),
+                Some(a) => (Some(a == ACCESS), a == IN_PLACE),
+            };
+            if acc == Some(false) {
+                acc_all = Some(false);
+            } else if acc.is_none() && acc_all == Some(true) {
+                acc_all = None;
+            }
+            if !aip {
+                aip_all = false;
+            }
+        }
+        return match acc_all {
+            Some(true) => Some((ACCESS, gpu, MASK)),
+            None => None,
+            Some(false) => Some((if aip_all { IN_PLACE } else { NO_ACCESS }, gpu, MASK)),
+        };
+    }
+    if pieces.is_empty() {
+        return predict_one(&[Arc::new(PageState::default_state())], t, v, xnack);
+    }
+    match t {
+        kfd::ATTR_PREFERRED_LOC | kfd::ATTR_PREFETCH_LOC => {
+            let mut vals = BTreeSet::new();
+            for st in pieces {
+                vals.insert(if t == kfd::ATTR_PREFERRED_LOC {
+                    st.preferred
+                } else {
+                    st.prefetch
+                }?);
+            }
+            let one = if vals.len() == 1 {
+                vals.pop_first()?
+            } else {
+                UNDEF
+            };
+            Some((t, one, MASK))
+        }
+        kfd::ATTR_GRANULARITY => {
+            let mut min = u32::MAX;
+            for st in pieces {
+                min = min.min(st.granularity?);
+            }
+            Some((t, min, MASK))
+        }
+        kfd::ATTR_SET_FLAGS => {
+            // AND of flags: a bit is known 1 if set everywhere, known 0 if clear somewhere
+            let all_set = pieces.iter().fold(MASK, |a, st| a & st.flags_set);
+            let any_clr = pieces.iter().fold(0, |a, st| a | st.flags_clr);
+            Some((t, all_set, all_set | any_clr))
+        }
+        kfd::ATTR_CLR_FLAGS => {
+            // NOT(OR of flags): bit 1 if clear everywhere, 0 if set somewhere
+            let all_clr = pieces.iter().fold(MASK, |a, st| a & st.flags_clr);
+            let any_set = pieces.iter().fold(0, |a, st| a | st.flags_set);
+            Some((t, all_clr, all_clr | any_set))
+        }
+        _ => None,
+    }
+}
+
+/// The pages [s, e) the bytes [addr, addr + size) touch (SvmModel._pages):
+/// the start rounded down, the end up.  Computed wide, so an end past 2^64
+/// bytes is still the right page.
+pub fn pages(addr: u64, size: u64, shift: u32) -> (u64, u64) {
+    pages_wide(addr.into(), size.into(), shift)
+}
+
+fn pages_wide(addr: u128, size: u128, shift: u32) -> (u64, u64) {
+    let ps = 1u128 << shift;
+    // below 2^65 bytes: the pages fit u64 for any shift
+    (
+        (addr >> shift) as u64,
+        ((addr + size + ps - 1) >> shift) as u64,
+    )
+}
+
+/// The page ranges a successful mremap takes from the map, in the order the
+/// model unmaps them (SvmModel._mremap): shrunk in place, the tail; moved,
+/// whatever was at the target, then the source; grown in place, nothing.
+/// `ret` is the call's result, the new address.  Empty ranges are left out
+/// (SvmModel._unmap ignores them).
+///
+/// Ported as the Python has it, which differs from the kernel in one case:
+/// mremap page-aligns both lengths and, shrinking in place, unmaps from
+/// `old_addr + PAGE_ALIGN(new_len)`; the Python starts the tail at
+/// `old_addr + new_len` rounded *down*, so a new length that is not a whole
+/// number of pages also forgets the partial page the kernel keeps.
+pub fn mremap_unmaps(
+    old_addr: u64,
+    old_len: u64,
+    new_len: u64,
+    ret: u64,
+    shift: u32,
+) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    if ret == old_addr {
+        if new_len < old_len {
+            let tail = u128::from(old_addr) + u128::from(new_len);
+            out.push(pages_wide(tail, (old_len - new_len).into(), shift));
+        }
+    } else {
+        out.push(pages(ret, new_len, shift));
+        out.push(pages(old_addr, old_len, shift));
+    }
+    out.retain(|&(s, e)| s < e);
+    out
+}
+
+/// Which items (claims) lie on which pages (svm_map.CoverIndex): items may
+/// overlap; pieces hold sets and are merged back when items leave, so the
+/// structure follows the live items, not their history.
+#[derive(Debug, Clone)]
+pub struct CoverIndex<T: Ord + Clone> {
+    pub pieces: PieceMap<BTreeSet<T>>,
+}
+
+impl<T: Ord + Clone> Default for CoverIndex<T> {
+    fn default() -> Self {
+        CoverIndex {
+            pieces: PieceMap::new(),
+        }
+    }
+}
+
+impl<T: Ord + Clone> CoverIndex<T> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.pieces.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pieces.is_empty()
+    }
+
+    pub fn add(&mut self, s: u64, e: u64, item: T) {
+        let empty = BTreeSet::new();
+        self.pieces.update_coalesce(
+            s,
+            e,
+            |v| {
+                let mut v = v.clone();
+                v.insert(item.clone());
+                v
+            },
+            Some(&empty),
+            BTreeSet::is_empty,
+        );
+    }
+
+    pub fn remove(&mut self, s: u64, e: u64, item: &T) {
+        self.pieces.update_coalesce(
+            s,
+            e,
+            |v| {
+                let mut v = v.clone();
+                v.remove(item);
+                v
+            },
+            None,
+            BTreeSet::is_empty,
+        );
+    }
+
+    /// The items on any page of [s, e).
+    pub fn query(&self, s: u64, e: u64) -> BTreeSet<T> {
+        let mut out = BTreeSet::new();
+        for k in self.pieces.walk(s, e) {
+            out.extend(self.pieces.map[&k].1.iter().cloned());
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;
