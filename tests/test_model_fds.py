@@ -335,6 +335,21 @@ def test_import_of_closed_dmabuf_blames_the_inner_fd():
     assert "AMDKFD_IOC_EXPORT_DMABUF" in f.message
 
 
+def test_acquire_vm_uses_the_render_fd_it_names():
+    # ACQUIRE_VM names a render node inside its struct: a closed one is the
+    # bad fd, not /dev/kfd; an open one is used (its last use moves)
+    b = B()
+    acq = b.ioctl(3, "AMDKFD_IOC_ACQUIRE_VM", {"drm_fd": 4, "gpu_id": 0x1A2B})
+    m = run([b.open(3, "/dev/kfd"), b.open(4, "/dev/dri/renderD128"), acq], finish=False)
+    assert m.findings == [] and m.lookup(b.pid, 4).last_use is acq
+    m = run([b.open(3, "/dev/kfd"), b.open(4, "/dev/dri/renderD128"), b.close(4),
+             b.ioctl(3, "AMDKFD_IOC_ACQUIRE_VM", {"drm_fd": 4, "gpu_id": 0x1A2B},
+                     err="EBADF")])
+    (f,) = m.findings
+    assert f.rule == "fd-use-after-close"
+    assert f.subject == {"kind": "fd", "fd": 4, "fd_kind": "drm-render"}
+
+
 def test_use_of_never_seen_fd_says_so():
     b = B()
     m = run([b.mmap(9, err="EBADF")])

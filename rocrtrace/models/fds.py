@@ -55,6 +55,7 @@ INNER_FD_FIELDS = {
     kfd.GET_DMABUF_INFO: "dmabuf_fd",
     kfd.PRIME_FD_TO_HANDLE: "fd",
     (kfd.TYPE_DMABUF, 0x03): "fd",          # DMA_BUF_IOCTL_IMPORT_SYNC_FILE
+    kfd.ACQUIRE_VM: "drm_fd",               # the render node whose GPU VM KFD takes
 }
 IMPORT_IOCTLS = (kfd.IMPORT_DMABUF, kfd.PRIME_FD_TO_HANDLE)
 
