@@ -18,13 +18,9 @@ def _one(args):
 
 def analyze_parallel(traces, input_format, enabled, debug_dirs, fail_on, jobs,
                      all_fds=False) -> AnalysisResult:
-    from .replay import coverage
-
     work = [(t, input_format, enabled, tuple(debug_dirs), fail_on, all_fds) for t in traces]
     merged = AnalysisResult(fail_on=fail_on)
     with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
         for res in pool.map(_one, work):     # map keeps argument order: stable reports
-            merged.inputs.extend(res.inputs)
-            merged.findings.extend(res.findings)
-    merged.coverage = coverage(merged.inputs, [])
+            merged.merge(res)
     return merged

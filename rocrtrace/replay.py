@@ -179,6 +179,7 @@ def analyze(traces, enabled=None, debug_dirs=(), fail_on="error",
     if enabled is not None:
         result.findings = [f for f in result.findings if f.rule in enabled]
     number_collisions(result.findings)
+    result.limits, result.facts = limits, facts
     result.coverage = facts.relevant(coverage(result.inputs, limits))
     return result
 

@@ -20,6 +20,23 @@ class AnalysisResult:
         default_factory=lambda: {"shows": [], "cannot_show": [], "advice": []})
     suppressed: list[Finding] = field(default_factory=list)
     fail_on: str = "error"
+    # what coverage was built from, so that results of traces analyzed apart
+    # (--jobs) merge into the coverage one sequential run would give
+    limits: list[str] = field(default_factory=list)
+    facts: "TraceFacts | None" = None
+
+    def merge(self, other: "AnalysisResult") -> None:
+        """Add ``other``'s inputs and findings, and rebuild coverage over both."""
+        from .replay import coverage
+
+        self.inputs.extend(other.inputs)
+        self.findings.extend(other.findings)
+        self.limits.extend(x for x in other.limits if x not in self.limits)
+        if self.facts is None:
+            self.facts = TraceFacts()
+        if other.facts is not None:
+            self.facts.add(other.facts)
+        self.coverage = self.facts.relevant(coverage(self.inputs, self.limits))
 
     def summary(self) -> dict[str, Any]:
         by_sev = Counter(f.severity for f in self.findings)
@@ -77,6 +94,10 @@ class TraceFacts:
 
     def finish(self) -> None:
         pass
+
+    def add(self, other: "TraceFacts") -> None:
+        self.svm_ioctls += other.svm_ioctls
+        self.gpu_calls += other.gpu_calls
 
     def relevant(self, cov: dict) -> dict:
         """Caveats about SVM only where the input has SVM calls; the strace

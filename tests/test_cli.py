@@ -360,3 +360,25 @@ def test_invalid_utf8_in_paths_and_frames_reaches_every_format_escaped(tmp_path,
     # and the baseline written from it suppresses the same finding again
     r = run("analyze", str(log), "--baseline", str(tmp_path / "b.json"))
     assert r.returncode == 0, r.stdout
+
+
+def test_jobs_over_several_traces_gives_the_sequential_report(tmp_path):
+    """--jobs 2 over several traces (each in its own worker) reports exactly
+    what one sequential run does, coverage included: the SVM model's limits
+    and the SVM caveats only where an input has SVM calls."""
+    import json
+
+    root = Path(__file__).resolve().parent.parent
+    logs = [str(root / "fixtures" / "scenarios" / "c1-enclosing-range" / "v1-buggy-explicit.log"),
+            str(root / "fixtures" / "strace" / "colour.log"),
+            str(root / "fixtures" / "scenarios" / "xdna-gem-close" / "2515-buggy-explicit.log")]
+    out = []
+    for j in ("1", "2"):
+        r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "-j", j, "--format",
+                            "json", "--fail-on", "never", *logs], capture_output=True, text=True,
+                           cwd=root, timeout=120)
+        assert r.returncode == 0, r.stderr
+        out.append(json.loads(r.stdout))
+    assert out[0]["coverage"] == out[1]["coverage"]
+    assert any(x.startswith("SVM:") for x in out[0]["coverage"]["cannot_show"])
+    assert out[0]["findings"] == out[1]["findings"]
