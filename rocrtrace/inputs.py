@@ -694,16 +694,19 @@ def _head(path: str, stream) -> tuple[list[str], bool, bytes]:
     the bytes read).  Reads until DETECT_LINES non-blank lines after what
     could be a preamble, or DETECT_BYTES; a first line of any length is fine
     (over-long lines are seen by their head only)."""
+    def read() -> bytes:
+        try:
+            return stream.read(1 << 16)
+        except READ_ERRORS as e:
+            raise _err(path, f"cannot read: {_why(e)}") from None
+
     data = bytearray()
     lines: list[str] = []
     buf = b""
     nonblank = 0
     ended = False
     while len(data) < DETECT_BYTES:
-        try:
-            part = stream.read(1 << 16)
-        except READ_ERRORS as e:
-            raise _err(path, f"cannot read: {_why(e)}") from None
+        part = read()
         if not part:
             ended = True
             break
@@ -716,10 +719,7 @@ def _head(path: str, stream) -> tuple[list[str], bool, bytes]:
                 lines.append(buf[:65536].decode("utf-8", "backslashreplace"))
                 buf = b""
                 while True:     # skip to its end inside the detection budget
-                    try:
-                        part = stream.read(1 << 16)
-                    except READ_ERRORS as e:
-                        raise _err(path, f"cannot read: {_why(e)}") from None
+                    part = read()
                     if not part:
                         ended = True
                         break
