@@ -68,6 +68,10 @@ pub fn open_path(path: &str) -> Result<Box<dyn Read>, InputError> {
         return open_reader(path, io::stdin());
     }
     match File::open(path) {
+        // Python's open() refuses a directory; Linux's opens it
+        Ok(f) if f.metadata().is_ok_and(|m| m.is_dir()) => {
+            Err(input_error(path, &why(&io::Error::from_raw_os_error(21))))
+        }
         Ok(f) => open_reader(path, f),
         Err(e) => Err(input_error(path, &why(&e))),
     }
