@@ -10,6 +10,7 @@ pub mod events;
 pub mod kfd;
 pub mod models;
 pub mod parse;
+pub mod read;
 
 /// `rocrtrace._engine`: the few functions Python calls, nothing else.
 #[cfg(feature = "python")]

@@ -1,0 +1,261 @@
+//! The streaming line splitter (inputs.py `read_lines`, `_uncr`): `\n` only,
+//! a `\r` before it dropped, bytes that are not UTF-8 written `\xNN`, lines
+//! over `max_line` counted and skipped.  Memory: one read plus the longest
+//! kept line, whatever the input.
+
+use super::{InputError, input_error, why};
+use memchr::memchr;
+use std::fmt::Write as _;
+use std::io::{ErrorKind, Read};
+
+/// inputs.py CHUNK: the read size.
+pub const CHUNK: usize = 1 << 20;
+/// The default `--max-line`.
+pub const MAX_LINE: usize = 1 << 20;
+/// events.py InputInfo: unparsed samples kept, and their length.
+const SAMPLES: usize = 20;
+const SAMPLE_CHARS: usize = 200;
+
+/// The InputInfo fields reading and layout clean-up count into.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ReadInfo {
+    pub file: String,
+    pub lines: u64,
+    pub unparsed: u64,
+    /// (line number, its first 200 characters), the first 20
+    pub unparsed_samples: Vec<(u64, String)>,
+    pub too_long: u64,
+    pub preamble: u64,
+    pub ends_mid_line: bool,
+    pub crlf: bool,
+}
+
+impl ReadInfo {
+    pub fn new(file: &str) -> Self {
+        ReadInfo {
+            file: file.to_string(),
+            ..Default::default()
+        }
+    }
+
+    pub fn add_unparsed(&mut self, line: u64, text: &str) {
+        self.unparsed += 1;
+        if self.unparsed_samples.len() < SAMPLES {
+            self.unparsed_samples
+                .push((line, text.chars().take(SAMPLE_CHARS).collect()));
+        }
+    }
+}
+
+/// Bytes as UTF-8 with every byte that is not written `\xNN` (Python's
+/// `decode("utf-8", "backslashreplace")`).
+pub fn decode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out
+}
+
+/// The first 200 characters of an over-long line (at most four bytes
+/// each), the same whichever read its end came in.
+fn sample(bytes: &[u8]) -> String {
+    decode(&bytes[..bytes.len().min(SAMPLE_CHARS * 4)])
+        .chars()
+        .take(SAMPLE_CHARS)
+        .collect()
+}
+
+/// (line number, text) for each line of a stream; text None for an
+/// over-long line, which is counted in `info.too_long` and as unparsed.
+pub struct LineReader<R> {
+    r: R,
+    pub info: ReadInfo,
+    max_line: usize,
+    chunk: usize,
+    buf: Vec<u8>,
+    /// where the next line starts in buf
+    start: usize,
+    /// buf[start..scanned] holds no newline
+    scanned: usize,
+    lineno: u64,
+    /// inside an over-long line: drop bytes up to the next newline
+    skipping: bool,
+    /// the last byte dropped so far (a `\r` right before the newline)
+    skip_last: Option<u8>,
+    eof: bool,
+}
+
+impl<R: Read> LineReader<R> {
+    pub fn new(r: R, info: ReadInfo, max_line: usize) -> Self {
+        LineReader {
+            r,
+            info,
+            max_line,
+            chunk: CHUNK,
+            buf: Vec::new(),
+            start: 0,
+            scanned: 0,
+            lineno: 0,
+            skipping: false,
+            skip_last: None,
+            eof: false,
+        }
+    }
+
+    /// Read in pieces of `n` bytes (tests; a merge of many files).
+    pub fn chunk_size(mut self, n: usize) -> Self {
+        self.chunk = n.max(1);
+        self
+    }
+
+    /// The number of lines before the stream's first byte (a chunk of a
+    /// larger file).
+    pub fn start_line(mut self, n: u64) -> Self {
+        self.lineno = n;
+        self
+    }
+
+    /// The next line, None at the end of the stream.
+    pub fn next_line(&mut self) -> Result<Option<(u64, Option<String>)>, InputError> {
+        loop {
+            if let Some(nl) = memchr(b'\n', &self.buf[self.scanned..]) {
+                let end = self.scanned + nl;
+                let line = self.take_line(self.start, end);
+                self.start = end + 1;
+                self.scanned = self.start;
+                return Ok(Some(line));
+            }
+            self.scanned = self.buf.len();
+            if self.buf.len() - self.start > self.byte_bound() {
+                let head = sample(&self.buf[self.start..]);
+                self.skip_last = self.buf.last().copied();
+                self.buf.clear();
+                self.start = 0;
+                self.scanned = 0;
+                self.skipping = true;
+                return Ok(Some(self.too_long(&head)));
+            }
+            if self.eof {
+                return Ok(self.last_line());
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Bytes without a newline beyond which a line is too long whatever
+    /// follows.  max_line counts characters as Python does (a `\xNN` is four,
+    /// a multi-byte character one), so a kept line has at most four bytes a
+    /// character; one more may be the `\r` of a CRLF; and the sample must be
+    /// the same as for a line seen whole.
+    fn byte_bound(&self) -> usize {
+        self.max_line
+            .saturating_mul(4)
+            .saturating_add(1)
+            .max(SAMPLE_CHARS * 4)
+    }
+
+    /// A line whose `\n` has been seen: buf[from..to].
+    fn take_line(&mut self, from: usize, mut to: usize) -> (u64, Option<String>) {
+        if to > from && self.buf[to - 1] == b'\r' {
+            to -= 1;
+            self.info.crlf = true;
+        }
+        let bytes = &self.buf[from..to];
+        // more bytes than four per character: too long however it decodes
+        if bytes.len() > self.max_line.saturating_mul(4) {
+            let head = sample(bytes);
+            return self.too_long(&head);
+        }
+        let text = decode(bytes);
+        if text.len() > self.max_line && text.chars().count() > self.max_line {
+            return self.too_long(&text);
+        }
+        self.lineno += 1;
+        (self.lineno, Some(text))
+    }
+
+    fn too_long(&mut self, head: &str) -> (u64, Option<String>) {
+        self.lineno += 1;
+        self.info.too_long += 1;
+        self.info.add_unparsed(self.lineno, head);
+        (self.lineno, None)
+    }
+
+    fn last_line(&mut self) -> Option<(u64, Option<String>)> {
+        if self.skipping {
+            self.skipping = false;
+            self.info.ends_mid_line = true;
+            return None;
+        }
+        if self.start == self.buf.len() {
+            return None;
+        }
+        self.info.ends_mid_line = true;
+        let end = self.buf.len();
+        let line = self.take_line(self.start, end);
+        self.start = end;
+        self.scanned = end;
+        Some(line)
+    }
+
+    /// Read one more piece onto buf (or past an over-long line's rest).
+    fn fill(&mut self) -> Result<(), InputError> {
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.scanned -= self.start;
+            self.start = 0;
+        }
+        let have = self.buf.len();
+        self.buf.resize(have + self.chunk, 0);
+        let n = loop {
+            match self.r.read(&mut self.buf[have..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.buf.truncate(have);
+                    return Err(input_error(
+                        &self.info.file,
+                        &format!("read error: {}", why(&e)),
+                    ));
+                }
+            }
+        };
+        self.buf.truncate(have + n);
+        if n == 0 {
+            self.eof = true;
+        } else if self.skipping {
+            match memchr(b'\n', &self.buf) {
+                Some(nl) => {
+                    let before = if nl > 0 {
+                        Some(self.buf[nl - 1])
+                    } else {
+                        self.skip_last
+                    };
+                    if before == Some(b'\r') {
+                        self.info.crlf = true;
+                    }
+                    self.buf.drain(..=nl);
+                    self.skipping = false;
+                }
+                None => {
+                    self.skip_last = self.buf.last().copied();
+                    self.buf.clear();
+                }
+            }
+            self.scanned = 0;
+        }
+        Ok(())
+    }
+}
+
+impl<R: Read> Iterator for LineReader<R> {
+    type Item = Result<(u64, Option<String>), InputError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_line().transpose()
+    }
+}
