@@ -5,10 +5,20 @@ Hypothesis runs derandomized when the ``CI`` environment variable is set
 means the change, not the seed.  Outside CI the default profile explores new
 examples each run; a failure found that way is kept as an explicit
 ``@example`` on its test.
+
+The programs the tests run start with SIGINT at its default, whatever the
+shell that started pytest did: a non-interactive shell's background job (and
+so a CI script's ``cmd &``) inherits SIGINT ignored, and an ignored signal
+stays ignored across fork and exec, so a program that raises SIGINT would
+not die of it (a handler, unlike SIG_IGN, is reset to the default by exec).
 """
 import os
+import signal
 
 from hypothesis import settings
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("dev", print_blob=True)
