@@ -501,7 +501,8 @@ class Trace:
                 seq += 1
                 yield ev
             return
-        tgid_of, handover = self._ff_threads()
+        tgid_of, handover, parent = self._ff_threads()
+        files = _parents_first(files, parent)
         chunk = CHUNK if len(files) <= 8 else MERGE_CHUNK
         makers = [(lambda f=f, i=i: self._keyed(self._file_events(f, tgid_of, chunk, handover),
                                                 i))
@@ -535,17 +536,18 @@ class Trace:
             n += 1
             yield (last, idx, n, ev)
 
-    def _ff_threads(self) -> tuple[dict, dict | None]:
+    def _ff_threads(self) -> tuple[dict, dict | None, dict]:
         """tid → tgid for -ff files, from a cheap pre-pass over the clone
         lines: threads live in files of their own, so a thread's first line
         can come before its parent's clone in the merged order.  Also the
         execve lines that end ``<pid changed to N ...>`` (tid → (line,
-        text)): the leader's file completes them."""
+        text)): the leader's file completes them; and tid → (the tid whose
+        clone/fork made it, made as a thread)."""
         parent: dict = {}
         handover: dict = {}
         tids = {f.tid for f in self._files if f.tid is not None}
         if not tids:
-            return {}, None
+            return {}, None, parent
         for f in self._files:
             if f.tid is None or f.fmt != "strace" or f.stream is not None:
                 continue
@@ -589,7 +591,30 @@ class Trace:
             out[g] = root
             for c in chain:
                 out[c] = root
-        return out, handover
+        return out, handover, parent
+
+
+def _parents_first(files: list, parent: dict) -> list:
+    """The files in merge order: each after the file of the tid that made
+    it, otherwise as listed.  Files without timestamps merge one after the
+    other, so this puts a child's calls after the fork that gave it its fds
+    whatever the numbers (pids wrap, and trace.10000 sorts before
+    trace.9999); with timestamps the order only breaks ties."""
+    at = {f.tid: i for i, f in enumerate(files) if f.tid is not None}
+    order: list = []
+    placed: set = set()
+    for i in range(len(files)):
+        chain, seen = [], set()
+        j = i
+        while j is not None and j not in placed and j not in seen:   # a cycle stops
+            chain.append(j)
+            seen.add(j)
+            made_by = parent.get(files[j].tid)
+            j = at.get(made_by[0]) if made_by else None
+        for j in reversed(chain):
+            placed.add(j)
+            order.append(j)
+    return [files[j] for j in order]
 
 
 def _note_clone(parent: dict, ev, tid: int) -> None:

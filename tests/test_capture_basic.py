@@ -234,6 +234,25 @@ def test_capture_leaves_sigint_to_the_program(tmp_path):
     assert log.lines[-1] == "# exit signal=SIGINT"
 
 
+def test_capture_keeps_an_ignored_sigint_ignored(tmp_path):
+    """Started with SIGINT ignored (a script's background job), the program
+    inherits it ignored, as without capture: raise(SIGINT) does not kill it."""
+    sig = cbuild.build(run_path("capture_signals"), "capture_signals")
+    plain = subprocess.run([str(sig), "int"], preexec_fn=_ignore_sigint, timeout=60)
+    code = ("import sys; from rocrtrace.capture import run\n"
+            "sys.exit(run.capture([sys.argv[1], 'int'], prefix=sys.argv[2], echo=None))\n")
+    cap = subprocess.run([sys.executable, "-c", code, str(sig), str(tmp_path / "i")],
+                         preexec_fn=_ignore_sigint, timeout=60)
+    assert plain.returncode == cap.returncode == 1     # raise() returned; main returns 1
+    log = logread.read(next(tmp_path.glob("i.*")))
+    assert log.lines[-1] == "# exit status=1"
+
+
+def _ignore_sigint():
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def run_path(name):
     from pathlib import Path
     return Path(__file__).parent / "programs" / f"{name}.c"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 from collections import Counter
 
@@ -247,3 +248,31 @@ def test_rules_catalogue_defines_the_sweep():
     for rule in ("fd-bad-fd", "fd-open-at-exit", "fd-use-after-close", "fd-double-close"):
         assert f'"{rule}"' in out
     assert "strictly increasing" in out and "--all-fds" in out
+
+
+@pytest.mark.skipif(not have_strace() or not _python_ok(), reason="needs strace, cc, python3")
+def test_ff_child_whose_tid_sorts_first_is_merged_after_its_fork(tmp_path):
+    """-ff without timestamps merges file after file.  Pids wrap and grow a
+    digit (trace.log.10000 sorts before trace.log.9999): the child's file
+    still comes after the parent's fork, or its closes meet an unknown table
+    (a false fd-double-close on subprocess's close_range).  The same real
+    trace, its parent renamed 9999 and its child 10000."""
+    paths = run_strace(["-ff", "-o"], "fdidiom_python", ["plain"], tmp_path)
+    tids = sorted(int(p.rsplit(".", 1)[1]) for p in paths)
+    assert len(tids) == 2
+    texts = {t: open(p).read() for t, p in zip(tids, sorted(paths, key=lambda p: int(p.rsplit(".", 1)[1])))}
+    made = [t for t in tids if re.search(rf"^(?:v?fork|clone3?)\(.*= {t}$", "".join(texts.values()),
+                                         re.M)]
+    (child,) = made
+    (parent,) = set(tids) - {child}
+    new = {parent: 9999, child: 10000}
+    out = tmp_path / "renamed"
+    out.mkdir()
+    for t, text in texts.items():
+        text = re.sub(rf"\b({parent}|{child})\b", lambda m: str(new[int(m[1])]), text)
+        (out / f"trace.log.{new[t]}").write_text(text)
+    assert sorted(os.listdir(out)) == ["trace.log.10000", "trace.log.9999"]   # the child first
+    for arg in (os.path.join(str(tmp_path), "trace.log.*"), str(out / "trace.log.*")):
+        res = analyze([open_trace(arg)])
+        assert sum(i.unparsed for i in res.inputs) == 0
+        assert _counts(res) == {}, [f.message for f in res.findings]

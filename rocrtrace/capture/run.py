@@ -113,8 +113,12 @@ def capture(cmd: list[str], method: str = "preload", prefix: str | None = None,
         env = preload_env(prefix, stack_depth)
     # the child gets the terminal's signals itself; we only wait for it.  A
     # no-op handler, not SIG_IGN: an ignored signal stays ignored across exec
-    # and the program would no longer die of Ctrl-C
-    old = signal.signal(signal.SIGINT, lambda *_: None)
+    # and the program would no longer die of Ctrl-C.  Started with SIGINT
+    # ignored (a script's background job), we keep it so: the program would
+    # have inherited that without us
+    old = signal.getsignal(signal.SIGINT)
+    if old is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, lambda *_: None)
     try:
         try:
             proc = subprocess.Popen(argv, env=env)

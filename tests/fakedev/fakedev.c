@@ -93,6 +93,9 @@ static int nranges;
 struct event { int live; uint32_t id, type, auto_reset, signaled; };
 static struct event events[MAX_EVENTS];
 static pthread_cond_t ev_cond = PTHREAD_COND_INITIALIZER;
+/* threads blocked in WAIT_EVENTS now: test programs read it (dlsym) to act
+ * once a wait is really under way, instead of sleeping and hoping */
+int fakedev_waiting;
 
 #define MAX_QUEUES 128
 static int queues[MAX_QUEUES];    /* queue ids in use */
@@ -608,8 +611,10 @@ static int wait_events(void *arg) {
       return 0;
     }
     if (!timeout) { U32(20) = 1; return 0; }
+    __atomic_add_fetch(&fakedev_waiting, 1, __ATOMIC_SEQ_CST);
     int r = timeout == 0xffffffffu ? pthread_cond_wait(&ev_cond, &mu)
                                    : pthread_cond_timedwait(&ev_cond, &mu, &dl);
+    __atomic_sub_fetch(&fakedev_waiting, 1, __ATOMIC_SEQ_CST);
     if (r == ETIMEDOUT) { U32(20) = 1; return 0; }   /* KFD_IOC_WAIT_RESULT_TIMEOUT */
   }
 }

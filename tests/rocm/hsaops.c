@@ -15,10 +15,22 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <dlfcn.h>
 
 static hsa_agent_t gpu, cpu;
 static hsa_amd_memory_pool_t vram, sysfine;
 static int fails;
+
+/* 1 once a thread is blocked in the fake device's WAIT_EVENTS (it counts
+ * them in fakedev_waiting), 0 if none is within 60 s */
+static int fake_wait_started(void) {
+  int *waiting = dlsym(RTLD_DEFAULT, "fakedev_waiting");
+  for (int i = 0; waiting && i < 60000; i++) {
+    if (__atomic_load_n(waiting, __ATOMIC_SEQ_CST) > 0) return 1;
+    usleep(1000);
+  }
+  return 0;
+}
 
 #define CHECK(call, want)                                                   \
   do {                                                                      \
@@ -281,8 +293,9 @@ static void mode_revoke_locked(void) {
 static void mode_bug_close_kfd(void) {
   /* the runtime's /dev/kfd fd, closed behind its back, once ROCr's event
    * thread sits in its WAIT_EVENTS (started at init; closed before that, it
-   * would spin on EBADF a varying number of times) */
-  usleep(300000);
+   * would spin on EBADF a varying number of times): the fake device says
+   * when a wait is under way, however slowly that thread gets there */
+  if (!fake_wait_started()) { fprintf(stderr, "no WAIT_EVENTS in 60 s\n"); _exit(1); }
   char p[64], t[64];
   for (int fd = 3; fd < 64; fd++) {
     snprintf(p, sizeof p, "/proc/self/fd/%d", fd);

@@ -14,8 +14,20 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <dlfcn.h>
 
 static int fails;
+
+/* 1 once a thread is blocked in the fake device's WAIT_EVENTS (it counts
+ * them in fakedev_waiting), 0 if none is within 60 s */
+static int fake_wait_started(void) {
+  int *waiting = dlsym(RTLD_DEFAULT, "fakedev_waiting");
+  for (int i = 0; waiting && i < 60000; i++) {
+    if (__atomic_load_n(waiting, __ATOMIC_SEQ_CST) > 0) return 1;
+    usleep(1000);
+  }
+  return 0;
+}
 static HSAuint32 gpu_node;
 
 #define WANT(call, want)                                                    \
@@ -86,6 +98,8 @@ static double now(void) {
 static HsaEvent *ev;
 static void *setter(void *arg) {
   (void)arg;
+  /* set it during the wait, however late the main thread gets there */
+  if (!fake_wait_started()) { fprintf(stderr, "no WAIT_EVENTS in 60 s\n"); fails++; }
   usleep(100000);
   OK(hsaKmtSetEvent(ev));
   return 0;
