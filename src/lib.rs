@@ -7,9 +7,12 @@
 //! and moves here stage by stage (issue 16, /work/shared/ENGINE.md).
 
 pub mod events;
+pub mod findings;
 pub mod kfd;
 pub mod models;
 pub mod parse;
+#[cfg(feature = "python")]
+pub mod py;
 pub mod read;
 
 /// `rocrtrace._engine`: the few functions Python calls, nothing else.
@@ -20,6 +23,9 @@ mod _engine {
     use pyo3::exceptions::PyValueError;
     use pyo3::prelude::*;
     use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
+
+    #[pymodule_export]
+    use crate::py::convert::roundtrip_events;
 
     /// Deeper than this `bracketed` refuses to walk (its recursion follows the
     /// depth; tokens.MAX_NESTING is 64).
