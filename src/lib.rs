@@ -14,6 +14,7 @@ pub mod parse;
 #[cfg(feature = "python")]
 pub mod py;
 pub mod read;
+pub mod table;
 
 /// `rocrtrace._engine`: the few functions Python calls, nothing else.
 #[cfg(feature = "python")]
@@ -26,6 +27,8 @@ mod _engine {
 
     #[pymodule_export]
     use crate::py::convert::roundtrip_events;
+    #[pymodule_export]
+    use crate::py::table::table_of_events;
 
     /// Deeper than this `bracketed` refuses to walk (its recursion follows the
     /// depth; tokens.MAX_NESTING is 64).

@@ -38,7 +38,7 @@ def test_edge_values_round_trip():
                  origin="dup", src_fd=3, replace=True, new_fd=9),
         Ioctl(file="t", line=4, seq=4, pid=1, tid=1, ret=0, fd=3, path="/dev/kfd",
               request=0xc0184b20, dir=3, type=0x4b, nr=0x20, size=24, ioctl="AMDKFD_IOC_SVM",
-              arg={"start_addr": 1 << 63, "size": 4096, "op": 0, "attrs": [[4, 0], [6, 1]]},
+              arg={"start_addr": 1 << 63, "size": 4096, "op": 0, "attrs": [(4, 0), (6, 1)]},
               out={"op": (0, 1), "big": str(1 << 70)}),
         Intent(file="t", line=5, seq=5, pid=1, tid=1, ret=0, name="hsa_amd_memory_lock",
                args={"ptr": 0x1000, "size": 8192, "agents": [1, 2]}, outs={"agent_ptr": 0x2000}),

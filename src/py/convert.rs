@@ -112,9 +112,45 @@ pub fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny
 fn fields_to_py<'py>(py: Python<'py>, fields: &[(Name, Value)]) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (k, x) in fields {
-        d.set_item(PyString::intern(py, k), value_to_py(py, x)?)?;
+        let v = match x {
+            Value::List(items) if k == "attrs" => attrs_to_py(py, items)?,
+            _ => value_to_py(py, x)?,
+        };
+        d.set_item(PyString::intern(py, k), v)?;
     }
     Ok(d)
+}
+
+/// SVM `attrs`: Python keeps (type, value) tuples, Rust two-element lists
+/// (a tuple elsewhere is an `entry => exit` pair).
+fn attrs_to_py<'py>(py: Python<'py>, items: &[Value]) -> PyResult<Bound<'py, PyAny>> {
+    let l = PyList::empty(py);
+    for x in items {
+        match x {
+            Value::List(p) => {
+                let parts: PyResult<Vec<_>> = p.iter().map(|v| value_to_py(py, v)).collect();
+                l.append(PyTuple::new(py, parts?)?)?
+            }
+            _ => l.append(value_to_py(py, x)?)?,
+        }
+    }
+    Ok(l.into_any())
+}
+
+fn attrs_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    let mut out = Vec::new();
+    for x in obj.try_iter()? {
+        let x = x?;
+        out.push(match x.cast::<PyTuple>() {
+            Ok(t) => Value::List(
+                t.iter()
+                    .map(|v| value_from_py(&v))
+                    .collect::<PyResult<_>>()?,
+            ),
+            Err(_) => value_from_py(&x)?,
+        });
+    }
+    Ok(Value::List(out))
 }
 
 /// Python values to [`Value`]: ints in [-2^63, 2^64) exactly, other ints as
@@ -166,7 +202,12 @@ fn fields_from_py(d: &Bound<'_, PyDict>) -> PyResult<Vec<(Name, Value)>> {
             continue;
         }
         let key: String = k.str()?.to_str()?.to_owned();
-        out.push((Cow::Owned(key), value_from_py(&x)?));
+        let v = if key == "attrs" && x.is_instance_of::<PyList>() {
+            attrs_from_py(&x)?
+        } else {
+            value_from_py(&x)?
+        };
+        out.push((Cow::Owned(key), v));
     }
     Ok(out)
 }
