@@ -14,6 +14,7 @@ pub mod parse;
 #[cfg(feature = "python")]
 pub mod py;
 pub mod read;
+pub mod replay;
 pub mod table;
 
 /// `rocrtrace._engine`: the few functions Python calls, nothing else.
