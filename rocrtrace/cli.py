@@ -31,12 +31,6 @@ class UsageFail(click.ClickException):
     exit_code = EXIT_USAGE
 
 
-def _open_traces(paths, input_format=None, jobs=1):
-    from .inputs import open_trace
-
-    return [open_trace(p, input_format=input_format, jobs=jobs) for p in paths]
-
-
 _JOBS_HELP = ("Use N processes: several TRACE arguments are analyzed in parallel; one "
               "large uncompressed file is parsed in chunks, with exactly the same result.")
 
@@ -268,27 +262,16 @@ def _event_sink(specs):
 
 def _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs, progress,
                   sink=None, all_fds=False):
-    from .replay import analyze as run
+    from . import engine
 
-    if jobs > 1 and len(traces) > 1 and sink is None:
-        from .findings import number_collisions
-        from .parallel import analyze_parallel
-
-        result = analyze_parallel(traces, input_format, enabled, debug_dirs, fail_on, jobs,
-                                  all_fds=all_fds)
-        number_collisions(result.findings)
-        return result
-    opened = _open_traces(traces, input_format, jobs)
-    on_event = _progress_hook(opened) if progress and sys.stderr.isatty() else None
-    hooks = [h for h in (on_event, sink) if h is not None]
-    hook = hooks[0] if len(hooks) == 1 else (lambda ev: [h(ev) for h in hooks]) if hooks \
-        else None
+    bar = _progress_hook(traces) if progress and sys.stderr.isatty() else None
     try:
-        return run(opened, enabled=enabled, debug_dirs=debug_dirs, fail_on=fail_on,
-                   on_event=hook, all_fds=all_fds)
+        return engine.analyze(list(traces), input_format=input_format, enabled=enabled,
+                              debug_dirs=debug_dirs, fail_on=fail_on, all_fds=all_fds,
+                              jobs=jobs, on_event=sink, progress=bar)
     finally:
-        if on_event is not None:
-            on_event.close()
+        if bar is not None:
+            bar.close()
 
 
 class _Progress:
@@ -364,7 +347,15 @@ def _estimate_lines(path: str) -> tuple[int, float] | None:
 
 
 def _progress_hook(traces):
-    return _Progress([f for t in traces for f in t.paths])
+    from .inputs import InputError, _expand
+
+    files = []
+    for t in traces:
+        try:
+            files.extend(_expand(t))
+        except InputError:
+            pass        # the analysis itself reports it
+    return _Progress(files)
 
 
 @cli.command()
@@ -402,14 +393,14 @@ def capture(method, prefix, stack_depth, cmd):
                                 "processes (same events).")
 def events(traces, fmt, output, input_format, jobs):
     """The normalized event table of TRACE... (pandas)."""
-    from .tables import TableError, events_frame, write_events
+    from . import engine
+    from .tables import TableError, write_events
 
     if fmt == "parquet" and not output:
         raise UsageFail("parquet is binary: give -o FILE")
     check_output_path(output)
-    opened = _open_traces(traces, input_format, jobs)
-    frame = events_frame(ev for t in opened for ev in t.events())
-    check_recognized([i for t in opened for i in t.infos], input_format)
+    frame, infos = engine.events_frame(list(traces), input_format=input_format, jobs=jobs)
+    check_recognized(infos, input_format)
     try:
         write_events(frame, fmt, output or sys.stdout)
     except TableError as e:
@@ -429,12 +420,13 @@ def events(traces, fmt, output, input_format, jobs):
                                 "processes (same counts).")
 def stats(traces, fmt, output, input_format, jobs):
     """Counts, errors, sizes and latency percentiles per ioctl and SVM attribute shape."""
+    from . import engine
     from .tables import render_stats, stats as compute
 
     check_output_path(output)
-    opened = _open_traces(traces, input_format, jobs)
-    table = compute(ev for t in opened for ev in t.events())
-    check_recognized([i for t in opened for i in t.infos], input_format)
+    frame, infos = engine.events_frame(list(traces), input_format=input_format, jobs=jobs)
+    table = compute(frame)
+    check_recognized(infos, input_format)
     _emit(render_stats(table, fmt), output)
     return EXIT_CLEAN
 
@@ -463,8 +455,8 @@ def _parse_addr(spec: str):
               help="Force the input format instead of detecting it.")
 def show(trace, addr, fd, pid, fmt, output, input_format):
     """The full history of one page range or fd, event by event."""
+    from . import engine
     from .history import render_history
-    from .replay import build_models, replay
 
     if (addr is None) == (fd is None):
         raise UsageFail("give exactly one of --addr ADDR[:LEN] or --fd N")
@@ -472,14 +464,12 @@ def show(trace, addr, fd, pid, fmt, output, input_format):
     watch_addr = _parse_addr(addr) if addr else None
     if watch_addr is not None and pid is not None:
         watch_addr = (*watch_addr, pid)
-    models = build_models(watch_fd=(pid, fd) if fd is not None else None,
-                          watch_addr=watch_addr)
-    (opened,) = _open_traces([trace], input_format)
-    replay(opened.events(), models)
-    check_recognized(opened.infos, input_format)
+    hist, infos = engine.history(trace, input_format=input_format,
+                                 watch_fd=(pid, fd) if fd is not None else None,
+                                 watch_addr=watch_addr)
+    check_recognized(infos, input_format)
     subject = f"--addr {addr}" if addr else f"--fd {fd}"
-    watcher = models[2] if addr else models[0]
-    _emit(render_history(watcher.history, subject, fmt, pid=pid), output)
+    _emit(render_history(hist, subject, fmt, pid=pid), output)
     return EXIT_CLEAN
 
 
@@ -499,18 +489,16 @@ def diff(a, b, fmt, output, fail_on, input_format):
 
     The exit status gates on the findings only in B (the change's new ones).
     """
-    from .replay import analyze as run
+    from . import engine
     from .rules import SEVERITY_RANK
     from .tables import diff as compute, render_diff
 
     check_output_path(output)
     sides = []
     for path in (a, b):
-        collected = []
-        (opened,) = _open_traces([path], input_format)
-        result = run([opened], on_event=collected.append)
+        result = engine.analyze([path], input_format=input_format, table=True)
         check_recognized(result.inputs, input_format)
-        sides.append((collected, result.findings))
+        sides.append((result.table, result.findings))
     d = compute(sides[0][0], sides[0][1], sides[1][0], sides[1][1])
     _emit(render_diff(d, fmt, names=(a, b)), output)
     limit = SEVERITY_RANK[fail_on]

@@ -24,10 +24,12 @@ class AnalysisResult:
     # (--jobs) merge into the coverage one sequential run would give
     limits: list[str] = field(default_factory=list)
     facts: "TraceFacts | None" = None
+    # the event table (pandas), when the caller asked for it (diff)
+    table: Any = None
 
     def merge(self, other: "AnalysisResult") -> None:
         """Add ``other``'s inputs and findings, and rebuild coverage over both."""
-        from .replay import coverage
+        from .coverage import coverage
 
         self.inputs.extend(other.inputs)
         self.findings.extend(other.findings)

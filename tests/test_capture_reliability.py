@@ -239,7 +239,7 @@ def test_the_programs_own_dispositions_are_untouched(tmp_path, mode):
 
 
 def test_a_log_without_exit_says_how_it_can_happen(tmp_path):
-    from rocrtrace.replay import input_findings
+    from rocrtrace.coverage import input_findings
     prog = build("capture_signals")
     env = run.preload_env(str(tmp_path / "p"))
     proc = subprocess.Popen([str(prog), "bus"], env=env)   # SIGBUS: named in the log
