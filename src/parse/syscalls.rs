@@ -354,7 +354,12 @@ impl<'a> Call<'a> {
         self.ret.is_some_and(|r| r >= 0) && self.err.is_none()
     }
 
+    /// An fd number as the kernel's `int` reads it: -e raw prints -1 as
+    /// 0xffffffff, which Python keeps as 4294967295.
     fn fd(&mut self, v: i128) -> i32 {
+        if (1 << 31..1 << 32).contains(&v) {
+            return v as u32 as i32;
+        }
         i32::try_from(v).unwrap_or_else(|_| {
             self.overflow = true;
             -1
