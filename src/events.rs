@@ -620,7 +620,7 @@ impl InputInfo {
 /// The byte length of the first `n` code points of `text` as Python decodes
 /// it with surrogateescape (a valid UTF-8 sequence is one, each other byte
 /// is one).
-fn cut_chars(text: &[u8], n: usize) -> usize {
+pub fn cut_chars(text: &[u8], n: usize) -> usize {
     let mut pos = 0;
     for _ in 0..n {
         let Some(&b) = text.get(pos) else { break };

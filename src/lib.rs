@@ -31,6 +31,9 @@ mod _engine {
     #[pymodule_export]
     use crate::py::table::table_of_events;
 
+    #[pymodule_export]
+    use crate::py::parse::parse_lines;
+
     /// Deeper than this `bracketed` refuses to walk (its recursion follows the
     /// depth; tokens.MAX_NESTING is 64).
     const DEPTH_BOUND: isize = 1024;

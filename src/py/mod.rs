@@ -4,3 +4,4 @@
 
 pub mod convert;
 pub mod table;
+pub mod parse;
