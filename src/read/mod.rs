@@ -6,6 +6,7 @@
 pub mod compress;
 pub mod layout;
 pub mod lines;
+pub mod pytext;
 
 #[cfg(test)]
 mod tests;
