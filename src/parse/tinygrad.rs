@@ -61,12 +61,18 @@ fn outputs(name: &str) -> &'static [&'static str] {
     }
 }
 
-/// `ioctl` names the log has that kfd.rs does not know: kept once each for
-/// the run (the set is bounded by the distinct names in the inputs).
-fn unknown_name(name: &str) -> &'static str {
+/// An ioctl name as `&'static str`: kfd.rs's own, or for a name the log
+/// has that kfd.rs does not know, one copy kept for the run (bounded by the
+/// distinct names in the inputs).
+pub fn static_name(name: &str) -> &'static str {
     use std::collections::HashSet;
     use std::sync::Mutex;
     static NAMES: LazyLock<Mutex<HashSet<&'static str>>> = LazyLock::new(Default::default);
+    for (_, table) in kfd::TABLES {
+        if let Some(x) = table.iter().find(|x| x.name == name) {
+            return x.name;
+        }
+    }
     let mut set = NAMES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(&n) = set.get(name) {
         return n;
@@ -241,7 +247,7 @@ impl Parser {
         self.info.decoded_structs = true;
         let ioctl = nr
             .and_then(|n| kfd::ioctl_name(t, n, Some(b"/dev/kfd"), None))
-            .unwrap_or_else(|| unknown_name(name));
+            .unwrap_or_else(|| static_name(name));
         let ev = Event::new(
             h,
             Kind::Ioctl(Box::new(Ioctl {

@@ -4,9 +4,14 @@
 //! (preamble, indentation, `> ` quoting).  Not wired into Python yet.
 
 pub mod compress;
+pub mod detect;
+pub mod merge;
+pub mod open;
 pub mod layout;
 pub mod lines;
 pub mod pytext;
+pub mod spill;
+pub mod trace;
 
 #[cfg(test)]
 mod tests;
