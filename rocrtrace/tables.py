@@ -67,6 +67,7 @@ def events_frame(events: Iterable[Event]):
     rows = []
     for ev in events:
         rec = event_record(ev)
+        rec["file"] = _storable(rec["file"])
         if isinstance(ev, Ioctl):
             rec["ioctl"] = ioctl_label(ev)
             rec.update(svm_columns(ev))
@@ -79,6 +80,48 @@ def events_frame(events: Iterable[Event]):
     for c in ("file", "event", "name", "err", "ioctl", "op", "attr_shape"):
         df[c] = df[c].astype("string")
     return df
+
+
+def _storable(text):
+    """Text pandas' string dtype (Arrow, UTF-8) can hold: a file name
+    read with surrogateescape keeps its undecodable bytes as \\xNN."""
+    if isinstance(text, str) and not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text
+
+
+def frame_from_columns(cols: dict):
+    """The event table from the core's columns (src/py/table.rs): the same
+    frame as events_frame, without one Python object per event."""
+    import numpy as np
+    import pandas as pd
+
+    data = {}
+    for name in ORDER:
+        kind, *parts = cols[name]
+        if kind == "int":
+            raw, mask, wide = parts
+            vals = np.frombuffer(raw, dtype=np.int64).copy()
+            null = np.frombuffer(mask, dtype=np.bool_).copy()
+            if wide:
+                # a value outside Int64: exact as text, as _nullable_int keeps it
+                text = [None if n else str(int(v)) for v, n in zip(vals, null)]
+                for row, v in wide:
+                    text[row] = str(v)
+                data[name] = pd.array(text, dtype="string")
+            else:
+                data[name] = pd.arrays.IntegerArray(vals, null)
+        elif kind == "float":
+            data[name] = np.frombuffer(parts[0], dtype=np.float64).copy()
+        else:
+            codes = np.frombuffer(parts[0], dtype=np.int32)
+            cats = pd.Index([_storable(c) for c in parts[1]], dtype=object)
+            cat = pd.Categorical.from_codes(codes, categories=cats)
+            data[name] = pd.array(np.asarray(cat, dtype=object), dtype="string")
+    return pd.DataFrame(data, columns=list(ORDER))
 
 
 def _nullable_int(col):

@@ -314,6 +314,8 @@ pub struct FdCreate {
     pub src_fd: Option<i32>,
     /// dup2/dup3: the target number is closed first if it was open
     pub replace: bool,
+    /// dup2/dup3: the number asked for (also when the call failed)
+    pub new_fd: Option<i32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -7,10 +7,14 @@
 //! and moves here stage by stage (issue 16, /work/shared/ENGINE.md).
 
 pub mod events;
+pub mod findings;
 pub mod kfd;
 pub mod models;
 pub mod parse;
+#[cfg(feature = "python")]
+pub mod py;
 pub mod read;
+pub mod table;
 
 /// `rocrtrace._engine`: the few functions Python calls, nothing else.
 #[cfg(feature = "python")]
@@ -20,6 +24,11 @@ mod _engine {
     use pyo3::exceptions::PyValueError;
     use pyo3::prelude::*;
     use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
+
+    #[pymodule_export]
+    use crate::py::convert::roundtrip_events;
+    #[pymodule_export]
+    use crate::py::table::table_of_events;
 
     /// Deeper than this `bracketed` refuses to walk (its recursion follows the
     /// depth; tokens.MAX_NESTING is 64).

@@ -43,7 +43,7 @@ fn is_nd(c: char) -> bool {
 }
 
 /// The value of a decimal digit (Nd characters come in runs of ten, 0 to 9).
-fn digit_value(c: char) -> Option<u32> {
+pub fn digit_value(c: char) -> Option<u32> {
     if c.is_ascii_digit() {
         return Some(c as u32 - '0' as u32);
     }

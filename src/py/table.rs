@@ -1,0 +1,103 @@
+//! The event table handed to pandas as columns (tables.frame_from_columns):
+//! integer columns as (values, null mask, wide values) buffers, floats as a
+//! buffer, text dictionary-encoded as (codes, categories).
+
+use super::convert::{Files, event_from_py, text_to_py};
+use crate::table::{EventTable, FloatCol, IntCol, ORDER, TextCol};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+fn bytes_of<T: Copy>(v: &[T]) -> &[u8] {
+    // plain-old-data slices (i64, f64, i32, bool) viewed as their bytes
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+fn int_col<'py>(py: Python<'py>, c: &IntCol) -> PyResult<Bound<'py, PyTuple>> {
+    let wide = PyList::empty(py);
+    for &(row, v) in &c.wide {
+        wide.append((row, v))?;
+    }
+    PyTuple::new(
+        py,
+        [
+            "int".into_pyobject(py)?.into_any(),
+            PyBytes::new(py, bytes_of(&c.values)).into_any(),
+            PyBytes::new(py, bytes_of(&c.null)).into_any(),
+            wide.into_any(),
+        ],
+    )
+}
+
+fn float_col<'py>(py: Python<'py>, c: &FloatCol) -> PyResult<Bound<'py, PyTuple>> {
+    PyTuple::new(
+        py,
+        [
+            "float".into_pyobject(py)?.into_any(),
+            PyBytes::new(py, bytes_of(&c.values)).into_any(),
+        ],
+    )
+}
+
+fn text_col<'py>(py: Python<'py>, c: &TextCol) -> PyResult<Bound<'py, PyTuple>> {
+    let cats = PyList::empty(py);
+    for b in &c.categories {
+        cats.append(text_to_py(py, b)?)?;
+    }
+    PyTuple::new(
+        py,
+        [
+            "text".into_pyobject(py)?.into_any(),
+            PyBytes::new(py, bytes_of(&c.codes)).into_any(),
+            cats.into_any(),
+        ],
+    )
+}
+
+/// The columns of `t` by name, in tables.ORDER.
+pub fn table_to_py<'py>(py: Python<'py>, t: &EventTable) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for &name in ORDER {
+        let col = match name {
+            "file" => text_col(py, &t.file)?,
+            "line" => int_col(py, &t.line)?,
+            "seq" => int_col(py, &t.seq)?,
+            "pid" => int_col(py, &t.pid)?,
+            "tid" => int_col(py, &t.tid)?,
+            "time" => float_col(py, &t.time)?,
+            "dur" => float_col(py, &t.dur)?,
+            "event" => text_col(py, &t.event)?,
+            "name" => text_col(py, &t.name)?,
+            "ret" => int_col(py, &t.ret)?,
+            "err" => text_col(py, &t.err)?,
+            "fd" => int_col(py, &t.fd)?,
+            "ioctl" => text_col(py, &t.ioctl)?,
+            "type" => int_col(py, &t.type_)?,
+            "nr" => int_col(py, &t.nr)?,
+            "size" => int_col(py, &t.size)?,
+            "request" => int_col(py, &t.request)?,
+            "length" => int_col(py, &t.length)?,
+            "op" => text_col(py, &t.op)?,
+            "nattr" => int_col(py, &t.nattr)?,
+            _ => text_col(py, &t.attr_shape)?,
+        };
+        d.set_item(name, col)?;
+    }
+    Ok(d)
+}
+
+/// `table_of_events(events) -> columns`: the table of Python events (the
+/// equality test against tables.events_frame).
+#[pyfunction]
+pub fn table_of_events<'py>(
+    py: Python<'py>,
+    events: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut files = Files::default();
+    let mut evs = Vec::new();
+    for ev in events.try_iter()? {
+        evs.push(event_from_py(&ev?, &mut files)?);
+    }
+    let mut t = EventTable::default();
+    t.extend(&evs, |id| files.name(id));
+    table_to_py(py, &t)
+}

@@ -1,0 +1,367 @@
+//! The event table (`rocrtrace events`, `stats`, `diff`) as columns: what
+//! tables.py's `events_frame` builds row by row from Python events, built
+//! here from Rust events and handed to pandas without one Python object per
+//! event (src/py/table.rs).
+//!
+//! Integer columns are values plus a null mask; a column holding a value
+//! outside i64 (an mmap result above 2^63 as Python keeps it) becomes text,
+//! as tables._nullable_int does.  Text columns are dictionary-encoded: their
+//! vocabularies (event kinds, syscall names, errnos, ioctl labels) are tiny.
+
+use crate::events::{Event, FileId, Kind, Value};
+use crate::kfd;
+use std::collections::HashMap;
+
+/// The columns in tables.ORDER.
+pub const ORDER: &[&str] = &[
+    "file",
+    "line",
+    "seq",
+    "pid",
+    "tid",
+    "time",
+    "dur",
+    "event",
+    "name",
+    "ret",
+    "err",
+    "fd",
+    "ioctl",
+    "type",
+    "nr",
+    "size",
+    "request",
+    "length",
+    "op",
+    "nattr",
+    "attr_shape",
+];
+
+/// A nullable integer column; values above i64::MAX are kept on the side.
+#[derive(Debug, Default, Clone)]
+pub struct IntCol {
+    pub values: Vec<i64>,
+    /// true where the value is missing
+    pub null: Vec<bool>,
+    /// (row, value) of the values above i64::MAX
+    pub wide: Vec<(usize, u64)>,
+}
+
+impl IntCol {
+    fn push(&mut self, v: Option<i128>) {
+        match v {
+            Some(x) => {
+                if let Ok(i) = i64::try_from(x) {
+                    self.values.push(i);
+                } else {
+                    self.wide.push((self.values.len(), x as u64));
+                    self.values.push(0);
+                }
+                self.null.push(false);
+            }
+            None => {
+                self.values.push(0);
+                self.null.push(true);
+            }
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct FloatCol {
+    /// NaN where missing
+    pub values: Vec<f64>,
+}
+
+/// A dictionary-encoded text column: -1 is missing.
+#[derive(Debug, Default, Clone)]
+pub struct TextCol {
+    pub codes: Vec<i32>,
+    pub categories: Vec<Vec<u8>>,
+    index: HashMap<Vec<u8>, i32>,
+}
+
+impl TextCol {
+    fn push(&mut self, v: Option<&[u8]>) {
+        let code = match v {
+            None => -1,
+            Some(b) => match self.index.get(b) {
+                Some(&c) => c,
+                None => {
+                    let c = self.categories.len() as i32;
+                    self.categories.push(b.to_vec());
+                    self.index.insert(b.to_vec(), c);
+                    c
+                }
+            },
+        };
+        self.codes.push(code);
+    }
+}
+
+/// The event table's columns, filled one event at a time.
+#[derive(Debug, Default, Clone)]
+pub struct EventTable {
+    pub rows: usize,
+    pub file: TextCol,
+    pub line: IntCol,
+    pub seq: IntCol,
+    pub pid: IntCol,
+    pub tid: IntCol,
+    pub time: FloatCol,
+    pub dur: FloatCol,
+    pub event: TextCol,
+    pub name: TextCol,
+    pub ret: IntCol,
+    pub err: TextCol,
+    pub fd: IntCol,
+    pub ioctl: TextCol,
+    pub type_: IntCol,
+    pub nr: IntCol,
+    pub size: IntCol,
+    pub request: IntCol,
+    pub length: IntCol,
+    pub op: TextCol,
+    pub nattr: IntCol,
+    pub attr_shape: TextCol,
+}
+
+/// The `ret` register as the Python engine holds it (negative only for
+/// errno results; see py::convert::ret_to_py).
+fn ret_value(r: i64) -> i128 {
+    if r < -4095 {
+        r as u64 as i128
+    } else {
+        r as i128
+    }
+}
+
+impl EventTable {
+    /// Add one event; `file` names its input.
+    pub fn push(&mut self, ev: &Event, file: &[u8]) {
+        let h = &ev.h;
+        self.rows += 1;
+        self.file.push(Some(file));
+        self.line.push(Some(h.line.into()));
+        self.seq.push(Some(h.seq.into()));
+        self.pid.push(h.pid.map(Into::into));
+        self.tid.push(h.tid.map(Into::into));
+        self.time.values.push(h.time.unwrap_or(f64::NAN));
+        self.dur.values.push(h.dur.unwrap_or(f64::NAN));
+        self.event.push(Some(ev.kind.type_name().as_bytes()));
+        self.name.push(Some(ev.name.as_bytes()));
+        self.ret.push(h.ret.map(ret_value));
+        self.err.push(h.err.as_deref().map(str::as_bytes));
+        let fd = match &ev.kind {
+            Kind::Ioctl(k) => Some(k.fd),
+            Kind::Close(k) => Some(k.fd),
+            Kind::SetCloexec(k) => Some(k.fd),
+            Kind::FdCreate(k) => k.fds.first().copied(),
+            Kind::Mmap(k) => Some(k.fd),
+            _ => None,
+        };
+        self.fd.push(fd.map(Into::into));
+        let mut svm = (None, None, None);
+        match &ev.kind {
+            Kind::Ioctl(k) => {
+                self.ioctl.push(Some(ioctl_label(k).as_bytes()));
+                self.type_.push(k.type_.map(Into::into));
+                self.nr.push(k.nr.map(Into::into));
+                self.size.push(k.size.map(Into::into));
+                self.request.push(k.request.map(Into::into));
+                if (k.type_, k.nr) == (Some(kfd::TYPE_KFD), Some(0x20)) {
+                    svm = svm_columns(k);
+                }
+            }
+            _ => {
+                self.ioctl.push(None);
+                self.type_.push(None);
+                self.nr.push(None);
+                self.size.push(None);
+                self.request.push(None);
+            }
+        }
+        self.length.push(match &ev.kind {
+            Kind::Mmap(k) => Some(k.length.into()),
+            _ => None,
+        });
+        self.op.push(svm.0.as_deref().map(str::as_bytes));
+        self.nattr.push(svm.1);
+        self.attr_shape.push(svm.2.as_deref().map(str::as_bytes));
+    }
+
+    /// Add a stream of events whose files are named by `file_name`.
+    pub fn extend<'a>(
+        &mut self,
+        events: impl IntoIterator<Item = &'a Event>,
+        file_name: impl Fn(FileId) -> &'a [u8],
+    ) {
+        for ev in events {
+            self.push(ev, file_name(ev.h.file));
+        }
+    }
+}
+
+/// tables.ioctl_label: our name, else the request's (type, nr).
+pub fn ioctl_label(k: &crate::events::Ioctl) -> String {
+    if let Some(n) = k.ioctl {
+        return n.to_owned();
+    }
+    match (k.type_, k.nr) {
+        (Some(t), Some(n)) => format!("_IOC(type={t:#x}, nr={n:#x})"),
+        _ => "ioctl(?)".to_owned(),
+    }
+}
+
+/// Python's `str()` of a decoded value, for the op column.
+fn py_str(v: &Value) -> String {
+    match v {
+        Value::Int(i) => i.to_string(),
+        Value::UInt(u) => u.to_string(),
+        Value::Str(t) | Value::Raw(t) => String::from_utf8_lossy(&t.0).into_owned(),
+        Value::List(items) => {
+            let parts: Vec<String> = items.iter().map(py_repr).collect();
+            format!("[{}]", parts.join(", "))
+        }
+        Value::Pair(p) => format!("({}, {})", py_repr(&p.0), py_repr(&p.1)),
+        Value::Struct(fields) => {
+            let parts: Vec<String> = fields
+                .iter()
+                .map(|(k, x)| format!("'{k}': {}", py_repr(x)))
+                .collect();
+            format!("{{{}}}", parts.join(", "))
+        }
+    }
+}
+
+fn py_repr(v: &Value) -> String {
+    match v {
+        Value::Str(t) | Value::Raw(t) => format!("'{}'", String::from_utf8_lossy(&t.0)),
+        _ => py_str(v),
+    }
+}
+
+/// tables.svm_columns: op, nattr and shape of an AMDKFD_IOC_SVM call;
+/// nattr from the request's size field when the struct was not decoded.
+fn svm_columns(k: &crate::events::Ioctl) -> (Option<String>, Option<i128>, Option<String>) {
+    let arg = k.arg.as_ref();
+    let op = arg.and_then(|a| a.get("op"));
+    let attrs = arg.and_then(|a| a.get("attrs"));
+    let op_name = op.map(|o| match o.as_i128() {
+        Some(0) => "SET_ATTR".to_owned(),
+        Some(1) => "GET_ATTR".to_owned(),
+        _ => py_str(o),
+    });
+    let mut nattr = arg.and_then(|a| a.get("nattr")).and_then(Value::as_i128);
+    if nattr.is_none()
+        && let Some(list) = attrs.and_then(Value::as_list)
+    {
+        nattr = Some(list.len() as i128);
+    }
+    if nattr.is_none()
+        && let Some(s) = k.size
+        && s >= 24
+        && (s - 24) % 8 == 0
+    {
+        nattr = Some(((s - 24) / 8).into());
+    }
+    let shape = attrs
+        .and_then(Value::as_list)
+        .filter(|l| !l.is_empty())
+        .map(attr_shape);
+    (op_name, nattr, shape)
+}
+
+/// tables.attr_shape: `NO_ACCESS×2+CLR_FLAGS×2`, in the kernel's type order.
+pub fn attr_shape(attrs: &[Value]) -> String {
+    let mut counts: Vec<(i128, usize)> = Vec::new();
+    for a in attrs {
+        let Some(t) = a.as_list().and_then(|p| p.first()).and_then(Value::as_i128) else {
+            continue;
+        };
+        match counts.iter_mut().find(|c| c.0 == t) {
+            Some(c) => c.1 += 1,
+            None => counts.push((t, 1)),
+        }
+    }
+    counts.sort();
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|&(t, n)| {
+            let name = u32::try_from(t)
+                .ok()
+                .and_then(kfd::attr_name)
+                .map(|s| s.trim_start_matches("KFD_IOCTL_SVM_ATTR_").to_owned())
+                .unwrap_or_else(|| format!("ATTR_{t:#x}"));
+            format!("{name}×{n}")
+        })
+        .collect();
+    parts.join("+")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{Header, Ioctl};
+
+    fn svm_ioctl(arg: Option<Value>, size: u64) -> Event {
+        Event::new(
+            Header::default(),
+            Kind::Ioctl(Box::new(Ioctl {
+                fd: 3,
+                path: None,
+                request: None,
+                dir: Some(3),
+                type_: Some(kfd::TYPE_KFD),
+                nr: Some(0x20),
+                size: Some(size),
+                ioctl: Some("AMDKFD_IOC_SVM"),
+                arg,
+                out: None,
+            })),
+        )
+    }
+
+    #[test]
+    fn svm_shape_counts_types_in_kernel_order() {
+        let pair = |t, v| Value::List(vec![Value::Int(t), Value::Int(v)]);
+        let arg = Value::Struct(vec![
+            ("op".into(), Value::Int(0)),
+            (
+                "attrs".into(),
+                Value::List(vec![pair(6, 1), pair(4, 0), pair(6, 2)]),
+            ),
+        ]);
+        let mut t = EventTable::default();
+        t.push(&svm_ioctl(Some(arg), 48), b"x.log");
+        assert_eq!(t.op.categories, vec![b"SET_ATTR".to_vec()]);
+        assert_eq!(t.nattr.values, vec![3]);
+        assert_eq!(
+            t.attr_shape.categories,
+            vec!["NO_ACCESS×1+CLR_FLAGS×2".as_bytes().to_vec()]
+        );
+    }
+
+    #[test]
+    fn strace_svm_nattr_from_size() {
+        let mut t = EventTable::default();
+        t.push(&svm_ioctl(None, 24 + 16), b"x.log");
+        assert_eq!((t.nattr.values[0], t.nattr.null[0]), (2, false));
+        assert_eq!(t.op.codes, vec![-1]);
+    }
+
+    #[test]
+    fn address_results_above_i64_are_wide() {
+        let h = Header {
+            ret: Some(0xffff_8000_0000_0000u64 as i64),
+            ..Default::default()
+        };
+        let ev = Event::new(
+            h,
+            Kind::Munmap(crate::events::Munmap { addr: 0, length: 0 }),
+        );
+        let mut t = EventTable::default();
+        t.push(&ev, b"x");
+        assert_eq!(t.ret.wide, vec![(0, 0xffff_8000_0000_0000)]);
+    }
+}
