@@ -3,4 +3,5 @@
 //! depends on pyo3.
 
 pub mod convert;
+pub mod read;
 pub mod table;

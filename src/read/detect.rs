@@ -137,7 +137,11 @@ pub fn detect<S: AsRef<str>>(path: &str, lines: &[S], lay: &Layout) -> Result<Fo
         .take(DETECT_LINES)
         .collect();
     if body.is_empty() {
-        if let Some(first) = lines.iter().map(AsRef::as_ref).find(|l| !pytext::is_blank(l)) {
+        if let Some(first) = lines
+            .iter()
+            .map(AsRef::as_ref)
+            .find(|l| !pytext::is_blank(l))
+        {
             return Err(not_a_log(path, first));
         }
         return Err(input_error(path, "empty (no lines)"));

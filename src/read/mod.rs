@@ -5,10 +5,11 @@
 
 pub mod compress;
 pub mod detect;
-pub mod merge;
-pub mod open;
 pub mod layout;
 pub mod lines;
+pub mod merge;
+pub mod open;
+pub mod pyglob;
 pub mod pytext;
 pub mod spill;
 pub mod trace;

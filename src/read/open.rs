@@ -89,20 +89,10 @@ pub fn expand(arg: &str) -> Result<Vec<String>, InputError> {
         return Ok(vec![arg.into()]);
     }
     if arg.contains(['*', '?', '[']) {
-        let opts = glob::MatchOptions {
-            case_sensitive: true,
-            require_literal_separator: true,
-            // Python's glob leaves out hidden names unless the pattern is one
-            require_literal_leading_dot: true,
-        };
-        let mut paths: Vec<String> = match glob::glob_with(arg, opts) {
-            Ok(found) => found
-                .filter_map(Result::ok)
-                .map(|p| p.to_string_lossy().into_owned())
-                .filter(|p| is_file(p))
-                .collect(),
-            Err(_) => Vec::new(),
-        };
+        let mut paths: Vec<String> = super::pyglob::glob(arg)
+            .into_iter()
+            .filter(|p| is_file(p))
+            .collect();
         paths.sort();
         if paths.is_empty() {
             return Err(input_error(arg, "no files match"));
@@ -267,7 +257,11 @@ pub fn layout_text(lay: &Layout) -> String {
 
 /// repr() of a str of '>', ' ' and '\t' (what a quoting prefix holds).
 fn py_repr(s: &str) -> String {
-    let q = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let q = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = String::from(q);
     for c in s.chars() {
         match c {

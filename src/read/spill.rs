@@ -26,7 +26,11 @@ impl W<'_> {
     fn str(&mut self, s: &str) -> io::Result<()> {
         self.bytes(s.as_bytes())
     }
-    fn opt<T>(&mut self, v: &Option<T>, f: impl FnOnce(&mut Self, &T) -> io::Result<()>) -> io::Result<()> {
+    fn opt<T>(
+        &mut self,
+        v: &Option<T>,
+        f: impl FnOnce(&mut Self, &T) -> io::Result<()>,
+    ) -> io::Result<()> {
         match v {
             None => self.u8(0),
             Some(x) => {
@@ -130,7 +134,11 @@ impl R<'_> {
         String::from_utf8(self.bytes()?).map_err(|_| bad())
     }
     fn opt<T>(&mut self, f: impl FnOnce(&mut Self) -> io::Result<T>) -> io::Result<Option<T>> {
-        Ok(if self.u8()? == 0 { None } else { Some(f(self)?) })
+        Ok(if self.u8()? == 0 {
+            None
+        } else {
+            Some(f(self)?)
+        })
     }
     fn f64(&mut self) -> io::Result<f64> {
         Ok(f64::from_bits(self.u64()?))
@@ -231,7 +239,8 @@ impl Spill for Event {
                 w.fds(&k.fds, &k.paths)?;
                 w.bool(k.cloexec)?;
                 w.opt(&k.src_fd, |w, &v| w.i(v as i64))?;
-                w.bool(k.replace)
+                w.bool(k.replace)?;
+                w.opt(&k.new_fd, |w, &v| w.i(v as i64))
             }
             Kind::Close(k) => {
                 w.u8(1)?;
@@ -386,6 +395,7 @@ impl Spill for Event {
                     cloexec: r.bool()?,
                     src_fd: r.opt(R::i32)?,
                     replace: r.bool()?,
+                    new_fd: r.opt(R::i32)?,
                 })
             }
             1 => Kind::Close(Close {

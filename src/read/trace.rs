@@ -105,7 +105,13 @@ pub struct CleanLines {
 }
 
 impl CleanLines {
-    pub fn new(r: Box<dyn Read>, path: &str, layout: super::Layout, max_line: usize, chunk: usize) -> Self {
+    pub fn new(
+        r: Box<dyn Read>,
+        path: &str,
+        layout: super::Layout,
+        max_line: usize,
+        chunk: usize,
+    ) -> Self {
         CleanLines {
             lr: LineReader::new(r, ReadInfo::new(path), max_line).chunk_size(chunk),
             layout,
@@ -114,7 +120,10 @@ impl CleanLines {
 
     /// The next line to feed (None text: an over-long line, to be counted
     /// in info.lines), Ok(None) at the end.
-    pub fn next(&mut self, info: &mut InputInfo) -> Result<Option<(u64, Option<String>)>, InputError> {
+    pub fn next(
+        &mut self,
+        info: &mut InputInfo,
+    ) -> Result<Option<(u64, Option<String>)>, InputError> {
         loop {
             let got = self.lr.next_line();
             self.sync(info);
@@ -288,7 +297,10 @@ impl<D: Dialects + 'static> Trace<D> {
         let Some(parser) = self.dialects.parser(spec, fid, info, threads) else {
             return Err(input_error(
                 &spec.path,
-                &format!("the {} dialect is not ported to Rust yet", format_name(spec.format)),
+                &format!(
+                    "the {} dialect is not ported to Rust yet",
+                    format_name(spec.format)
+                ),
             ));
         };
         Ok(FileEvents {
@@ -425,7 +437,8 @@ pub fn ff_threads<D: Dialects + ?Sized>(
                 t.handover.insert(tid, (lineno, line));
                 continue;
             }
-            if !line.contains("clone") && !line.contains("fork") && !line.contains("syscall_0x1b3") {
+            if !line.contains("clone") && !line.contains("fork") && !line.contains("syscall_0x1b3")
+            {
                 continue;
             }
             p.feed(lineno, &line, &mut out);
