@@ -595,6 +595,12 @@ pub struct InputInfo {
     pub ends_mid_line: bool,
     /// preload '#' metadata, in the log's order
     pub header: Vec<(Box<str>, Text)>,
+    /// lines before the first trace line, skipped
+    pub preamble: u64,
+    /// indentation/quoting removed ("indented by 4 column(s)")
+    pub layout: Box<str>,
+    /// CRLF line ends (the \r is dropped)
+    pub crlf: bool,
 }
 
 impl InputInfo {

@@ -29,6 +29,8 @@ mod _engine {
     #[pymodule_export]
     use crate::py::convert::roundtrip_events;
     #[pymodule_export]
+    use crate::py::read::{ReadError, parse_tinygrad_lines, read_input, trace_events};
+    #[pymodule_export]
     use crate::py::table::table_of_events;
 
     #[pymodule_export]

@@ -7,5 +7,6 @@ pub mod grammar;
 pub mod preload;
 pub mod strace;
 pub mod syscalls;
+pub mod tinygrad;
 pub mod tokens;
 pub mod values;

@@ -3,5 +3,6 @@
 //! depends on pyo3.
 
 pub mod convert;
+pub mod read;
 pub mod table;
 pub mod parse;
