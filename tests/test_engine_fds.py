@@ -71,9 +71,10 @@ def compare(py, rust) -> int:
     return len(pf) + len(ph) + len(phist)
 
 
-def both(events, **kw) -> int:
+def both(events, watch=None, **kw) -> int:
     events = list(events)
-    return compare(python_models(events, **kw), _engine.run_fd_models(events, **kw))
+    return compare(python_models(events, watch=watch, **kw),
+                   _engine.run_fd_models(events, watch_fd=watch, **kw))
 
 
 def watch_fds(events) -> list[int]:

@@ -2576,3 +2576,158 @@ fn reused_finding(
         ],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{Close, CloseRange, Exit, FdCreate, Header};
+
+    fn kp(p: &str) -> &'static str {
+        kind_of_path(Some(p.as_bytes()))
+    }
+
+    #[test]
+    fn kind_of_path_is_tolerant() {
+        assert_eq!(kp("/dmabuf:"), "dmabuf");
+        assert_eq!(kp("/dmabuf:name (deleted)"), "dmabuf");
+        assert_eq!(kp("anon_inode:dmabuf"), "dmabuf");
+        assert_eq!(kp("anon_inode:sync_file"), "sync_file");
+        assert_eq!(kp("/dev/kfd<char 238:0>"), "kfd");
+        assert_eq!(kp("/dev/dri/renderD128"), "drm-render");
+        assert_eq!(kp("/dev/accel/accel0"), "accel");
+        assert_eq!(kp("/etc/hosts"), "other");
+        assert_eq!(kind_of_path(None), "unknown");
+    }
+
+    struct B(u64);
+
+    impl B {
+        fn h(&mut self, ret: Option<i64>, err: Option<&'static str>) -> Header {
+            self.0 += 1;
+            Header {
+                line: self.0,
+                seq: self.0,
+                pid: Some(100),
+                tid: Some(100),
+                time: Some(1000.0 + self.0 as f64 * 0.001),
+                ret,
+                err: err.map(Cow::Borrowed),
+                ..Default::default()
+            }
+        }
+
+        fn open(&mut self, fd: i32, path: &str) -> Event {
+            let k = FdCreate {
+                origin: Cow::Borrowed("open"),
+                fds: vec![fd],
+                paths: vec![Some(path.into())],
+                ..Default::default()
+            };
+            Event::new(self.h(Some(fd.into()), None), Kind::FdCreate(k))
+        }
+
+        fn close(&mut self, fd: i32, err: Option<&'static str>) -> Event {
+            let ret = Some(if err.is_some() { -1 } else { 0 });
+            Event::new(self.h(ret, err), Kind::Close(Close { fd, path: None }))
+        }
+
+        fn close_range(&mut self, first: u32, last: u32) -> Event {
+            let k = CloseRange {
+                first,
+                last,
+                flags: 0,
+            };
+            Event::new(self.h(Some(0), None), Kind::CloseRange(k))
+        }
+
+        fn exit(&mut self) -> Event {
+            let k = Exit {
+                whole: true,
+                status: Some(0),
+                signal: None,
+            };
+            Event::new(self.h(None, None), Kind::Exit(k))
+        }
+    }
+
+    fn run(evs: &[Event]) -> Vec<Finding> {
+        let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
+        for e in evs {
+            m.feed(e);
+        }
+        m.finish();
+        m.take_findings()
+    }
+
+    #[test]
+    fn double_close_names_the_first_close() {
+        let mut b = B(0);
+        let evs = [
+            b.open(3, "/etc/hosts"),
+            b.close(3, None),
+            b.close(3, Some("EBADF")),
+        ];
+        let f = run(&evs);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].rule, "fd-double-close");
+        assert!(f[0].message.starts_with(
+            "close(3) failed with EBADF: fd 3 (other /etc/hosts, created by openat at t.log:1) \
+             was already closed by close at t.log:2"
+        ));
+        let roles: Vec<&str> = f[0].evidence.iter().map(|e| e.role.as_str()).collect();
+        assert_eq!(
+            roles,
+            ["originally created by", "previous close", "this close"]
+        );
+        assert_eq!(
+            f[0].key,
+            ["double-close", "other", "open", "close", "close"]
+        );
+    }
+
+    #[test]
+    fn close_all_sweep_is_one_note() {
+        let mut b = B(0);
+        let mut evs = vec![b.open(3, "/etc/hosts")];
+        for fd in 3..40 {
+            evs.push(b.close(fd, if fd == 3 { None } else { Some("EBADF") }));
+        }
+        evs.push(b.exit());
+        let f = run(&evs);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!((f[0].rule, f[0].severity), ("fd-bad-fd", Some("note")));
+        assert_eq!(f[0].details["sweep"]["closes"], 37);
+        assert_eq!(f[0].details["sweep"]["ebadf"], 36);
+    }
+
+    #[test]
+    fn close_range_over_free_numbers_is_not_a_double_close() {
+        let mut b = B(0);
+        let evs = [
+            b.open(3, "/a"),
+            b.open(4, "/b"),
+            b.close(4, None),
+            b.close_range(3, u32::MAX),
+            b.close_range(3, u32::MAX),
+            b.close_range(3, 100),
+        ];
+        assert!(run(&evs).is_empty());
+        let evs = [b.open(7, "/a"), b.close(7, None), b.close_range(7, 7)];
+        let f = run(&evs);
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].message
+                .starts_with("close_range(7, 7) closes fd 7 again")
+        );
+    }
+
+    #[test]
+    fn a_dmabuf_open_at_exit_is_a_leak() {
+        let mut b = B(0);
+        let evs = [b.open(5, "/dmabuf:"), b.exit()];
+        let f = run(&evs);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].rule, f[0].severity), ("fd-leak", Some("warning")));
+        assert_eq!(f[0].details["exited"], true);
+    }
+}
