@@ -35,6 +35,8 @@ mod _engine {
 
     #[pymodule_export]
     use crate::py::parse::parse_lines;
+    #[pymodule_export]
+    use crate::py::fds::{run_fd_models, time_fd_models};
 
     /// Deeper than this `bracketed` refuses to walk (its recursion follows the
     /// depth; tokens.MAX_NESTING is 64).

@@ -6,3 +6,4 @@ pub mod convert;
 pub mod read;
 pub mod table;
 pub mod parse;
+pub mod fds;
