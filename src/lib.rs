@@ -26,6 +26,8 @@ mod _engine {
 
     #[pymodule_export]
     use crate::py::convert::roundtrip_events;
+    #[pymodule_export]
+    use crate::py::svm::run_svm_model;
 
     /// Deeper than this `bracketed` refuses to walk (its recursion follows the
     /// depth; tokens.MAX_NESTING is 64).

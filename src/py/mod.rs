@@ -3,3 +3,4 @@
 //! depends on pyo3.
 
 pub mod convert;
+pub mod svm;
