@@ -37,6 +37,8 @@ mod _engine {
     use crate::py::parse::parse_lines;
     #[pymodule_export]
     use crate::py::fds::{run_fd_models, time_fd_models};
+    #[pymodule_export]
+    use crate::py::svm::run_svm_model;
 
     /// Deeper than this `bracketed` refuses to walk (its recursion follows the
     /// depth; tokens.MAX_NESTING is 64).

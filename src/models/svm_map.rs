@@ -486,7 +486,7 @@ pub fn access_name(a: u32) -> String {
 }
 
 /// kfd.SVM_FLAG_NAMES without the KFD_IOCTL_SVM_FLAG_ prefix.
-const FLAG_SHORT: &[(u64, &str)] = &[
+pub const FLAG_SHORT: &[(u64, &str)] = &[
     (0x01, "HOST_ACCESS"),
     (0x02, "COHERENT"),
     (0x04, "HIVE_LOCAL"),
@@ -590,16 +590,12 @@ fn pages_wide(addr: u128, size: u128, shift: u32) -> (u64, u64) {
 }
 
 /// The page ranges a successful mremap takes from the map, in the order the
-/// model unmaps them (SvmModel._mremap): shrunk in place, the tail; moved,
-/// whatever was at the target, then the source; grown in place, nothing.
-/// `ret` is the call's result, the new address.  Empty ranges are left out
-/// (SvmModel._unmap ignores them).
-///
-/// Ported as the Python has it, which differs from the kernel in one case:
-/// mremap page-aligns both lengths and, shrinking in place, unmaps from
-/// `old_addr + PAGE_ALIGN(new_len)`; the Python starts the tail at
-/// `old_addr + new_len` rounded *down*, so a new length that is not a whole
-/// number of pages also forgets the partial page the kernel keeps.
+/// model unmaps them (SvmModel._mremap): shrunk in place, the tail past
+/// the page-aligned new length (mm/mremap.c aligns both lengths, so the
+/// partial last page of `new_len` stays mapped); moved, whatever was at the
+/// target, then the source; grown in place, nothing.  `ret` is the call's
+/// result, the new address.  Empty ranges are left out (SvmModel._unmap
+/// ignores them).
 pub fn mremap_unmaps(
     old_addr: u64,
     old_len: u64,
@@ -609,10 +605,10 @@ pub fn mremap_unmaps(
 ) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     if ret == old_addr {
-        if new_len < old_len {
-            let tail = u128::from(old_addr) + u128::from(new_len);
-            out.push(pages_wide(tail, (old_len - new_len).into(), shift));
-        }
+        let first = old_addr >> shift;
+        let keep = pages(0, new_len, shift).1;
+        let had = pages(0, old_len, shift).1;
+        out.push((first + keep, first + had));
     } else {
         out.push(pages(ret, new_len, shift));
         out.push(pages(old_addr, old_len, shift));

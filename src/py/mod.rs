@@ -7,3 +7,4 @@ pub mod read;
 pub mod table;
 pub mod parse;
 pub mod fds;
+pub mod svm;
