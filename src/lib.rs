@@ -6,6 +6,7 @@
 //! engine (reading, the dialects, events, models, findings) is still Python
 //! and moves here stage by stage (issue 16, /work/shared/ENGINE.md).
 
+pub mod analyze;
 pub mod events;
 pub mod findings;
 pub mod kfd;
@@ -27,6 +28,8 @@ mod _engine {
     use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
 
     #[pymodule_export]
+    use crate::py::analyze::{analyze, analyze_events, events_table};
+    #[pymodule_export]
     use crate::py::convert::roundtrip_events;
     #[pymodule_export]
     use crate::py::read::{ReadError, parse_tinygrad_lines, read_input, trace_events};
@@ -34,9 +37,9 @@ mod _engine {
     use crate::py::table::table_of_events;
 
     #[pymodule_export]
-    use crate::py::parse::parse_lines;
-    #[pymodule_export]
     use crate::py::fds::{run_fd_models, time_fd_models};
+    #[pymodule_export]
+    use crate::py::parse::parse_lines;
     #[pymodule_export]
     use crate::py::svm::run_svm_model;
 
