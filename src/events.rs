@@ -627,8 +627,17 @@ impl InputInfo {
 /// it with surrogateescape (a valid UTF-8 sequence is one, each other byte
 /// is one).
 pub fn cut_chars(text: &[u8], n: usize) -> usize {
-    let mut pos = 0;
-    for _ in 0..n {
+    // the common case, an ASCII line: one byte per code point
+    let ascii = text.iter().take(n).take_while(|b| b.is_ascii()).count();
+    if ascii == n || ascii == text.len() {
+        return ascii;
+    }
+    let mut pos = ascii;
+    for _ in ascii..n {
+        if text.get(pos).is_some_and(u8::is_ascii) {
+            pos += 1;
+            continue;
+        }
         let Some(&b) = text.get(pos) else { break };
         let w = match b {
             0xc2..=0xdf => 2,
