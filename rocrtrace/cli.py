@@ -306,6 +306,16 @@ class _Progress:
             self.shown = True
             click.echo("\r" + self.render(el), err=True, nl=False, file=self.out)
 
+    def advance(self, n: int, file: str, line: int) -> None:
+        """``n`` more events, the last at ``file``:``line`` (the core's
+        callback, every few thousand events)."""
+        self.n += n
+        self.reached[file] = max(line, self.reached.get(file, 0))
+        el = time.monotonic() - self.start
+        if el > self.delay:
+            self.shown = True
+            click.echo("\r" + self.render(el), err=True, nl=False, file=self.out)
+
     def fraction(self) -> float | None:
         if not self.size:
             return None

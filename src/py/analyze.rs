@@ -117,12 +117,42 @@ fn options(input_format: Option<String>, max_line: usize, all_fds: bool, table: 
     }
 }
 
+/// Events between two calls of the progress callback.
+const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// The traces one after the other, telling `progress.advance(n, file,
+/// line)` every [`PROGRESS_EVERY`] events (the CLI's progress bar).
+fn run_with_progress(
+    paths: &[String],
+    o: &Options,
+    progress: &Py<PyAny>,
+) -> Vec<Result<Report, InputError>> {
+    paths
+        .iter()
+        .map(|p| {
+            let mut n = 0u64;
+            let mut tick = |ev: &Event, files: &[String]| {
+                n += 1;
+                if n % PROGRESS_EVERY == 0 {
+                    let file = &files[ev.h.file.0 as usize];
+                    // a failing progress bar must not fail the analysis
+                    let _ = Python::attach(|py| {
+                        progress.call_method1(py, "advance", (PROGRESS_EVERY, file, ev.h.line))
+                    });
+                }
+            };
+            engine::run(p, o, Some(&mut tick)).map(Report::from)
+        })
+        .collect()
+}
+
 /// analyze(paths, input_format=None, max_line=1 MiB, all_fds=False,
-/// table=False, jobs=1) -> [per trace: {inputs, findings, limits, facts,
-/// exe, maps[, table]}]; an input error raises ReadError.
+/// table=False, jobs=1, progress=None) -> [per trace: {inputs, findings,
+/// limits, facts, exe, maps[, table]}]; an input error raises ReadError.
 #[pyfunction]
 #[pyo3(signature = (paths, input_format=None, max_line=engine::MAX_LINE, all_fds=false,
-                    table=false, jobs=1))]
+                    table=false, jobs=1, progress=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn analyze<'py>(
     py: Python<'py>,
     paths: Vec<String>,
@@ -131,9 +161,13 @@ pub fn analyze<'py>(
     all_fds: bool,
     table: bool,
     jobs: usize,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let o = options(input_format, max_line, all_fds, table);
-    let results = py.detach(|| run_all(&paths, &o, jobs));
+    let results = py.detach(|| match &progress {
+        Some(bar) => run_with_progress(&paths, &o, bar),
+        None => run_all(&paths, &o, jobs),
+    });
     let out = PyList::empty(py);
     for r in results {
         out.append(report_to_py(py, &r.map_err(input_err)?)?)?;
