@@ -6,7 +6,8 @@ Generates the strace and preload traces of gen_traces.py (N_LINES each),
 reads them with the Python reader once, then times only the models on the
 same events: rocrtrace.models FdModel+HandleModel against
 rocrtrace._engine.time_fd_models (the events are converted to Rust first,
-outside the timing).  Prints events/s and us/event for both, and the
+outside the timing; fed by reference, each kept event copied, and as shared
+Rc<Event>s).  Prints events/s and us/event for both, and the
 findings count of each (they must match).
 """
 from __future__ import annotations
@@ -53,9 +54,10 @@ def main() -> None:
             events = list(open_trace(str(path)).events())
             py = min(python_rate(events)[0] for _ in range(a.repeat))
             py_found = python_rate(events)[1]
-            n, rs, rust_found = _engine.time_fd_models(events, a.repeat)
+            n, rs, rc, rust_found = _engine.time_fd_models(events, a.repeat)
             print(f"{kind}: {n} events; python {n / py:,.0f} ev/s ({py / n * 1e6:.2f} us/ev); "
-                  f"rust {n / rs:,.0f} ev/s ({rs / n * 1e6:.3f} us/ev); x{py / rs:.1f}; "
+                  f"rust feed(&Event) {n / rs:,.0f} ev/s ({rs / n * 1e6:.3f} us/ev, x{py / rs:.1f}); "
+                  f"rust feed_rc {n / rc:,.0f} ev/s ({rc / n * 1e6:.3f} us/ev, x{py / rc:.1f}); "
                   f"findings python {py_found} rust {rust_found}")
 
 

@@ -28,6 +28,7 @@ import test_model_handles
 from realtrace import have_strace, run_strace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COUNTS = {"models": 0, "traces": 0, "events": 0, "compared": 0}
 
 
 # --- the two engines ---------------------------------------------------------------------------
@@ -91,6 +92,9 @@ def check_trace(events, watch_all=True) -> int:
     if watch_all:
         for fd in watch_fds(events):
             n += both(events, watch=(None, fd))
+    COUNTS["traces"] += 1
+    COUNTS["events"] += len(events)
+    COUNTS["compared"] += n
     return n
 
 
@@ -147,7 +151,12 @@ def recorder(monkeypatch):
     return made
 
 
-COUNTS: dict[str, int] = {"models": 0, "events": 0, "compared": 0}
+@pytest.fixture(scope="module", autouse=True)
+def report_counts():
+    """What was compared (shown with -s): models or traces, events, and
+    findings plus history rows found equal."""
+    yield
+    print(f"\nengine-fds equality: {COUNTS}")
 
 
 @pytest.mark.parametrize("test", list(_model_tests()))

@@ -3,8 +3,8 @@
 //! rocrtrace/models/fds.py).
 
 use crate::events::{Event, Frame, Kind, Value};
+use foldhash::HashSet;
 use std::cell::RefCell;
-use std::collections::HashSet;
 use std::rc::Rc;
 
 /// An event a model keeps (a creator, a last use): shared, so that keeping

@@ -9,9 +9,9 @@ use super::common::*;
 use super::fds::{Pid, Proc, Slot};
 use crate::events::Event;
 use crate::findings::{Evidence, Finding};
+use foldhash::HashMap;
 use serde_json::json;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 /// One buffer object, however many handles and fds name it.
@@ -132,7 +132,7 @@ impl DmabufTracker {
             held_seconds,
             held_max_reports: 5,
             peak_min,
-            stats: HashMap::new(),
+            stats: HashMap::default(),
             names,
         }
     }

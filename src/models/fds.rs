@@ -16,11 +16,11 @@ use super::dmabuf::BufRef;
 use crate::events::{Event, Kind, Name, Text, When};
 use crate::findings::{Evidence, Finding};
 use crate::kfd;
-use indexmap::IndexMap;
+type IndexMap<K, V> = indexmap::IndexMap<K, V, foldhash::fast::RandomState>;
+use foldhash::{HashMap, HashSet};
 use serde_json::{Map, Value as Json, json};
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 pub type Pid = Option<u32>;
@@ -425,9 +425,38 @@ struct Out {
     names: Rc<Names>,
 }
 
+/// The fd tables by id: a process holds its table's id (CLONE_FILES shares
+/// one); a handler takes its table out while it works on it.
+#[derive(Default)]
+struct Tables(Vec<Option<Box<Table>>>);
+
+impl Tables {
+    fn get(&self, id: &u64) -> Option<&Table> {
+        self.0.get(*id as usize)?.as_deref()
+    }
+
+    fn get_mut(&mut self, id: &u64) -> Option<&mut Table> {
+        self.0.get_mut(*id as usize)?.as_deref_mut()
+    }
+
+    fn remove(&mut self, id: &u64) -> Option<Box<Table>> {
+        self.0.get_mut(*id as usize)?.take()
+    }
+
+    fn insert(&mut self, id: u64, t: Box<Table>) {
+        let i = id as usize;
+        if self.0.len() <= i {
+            self.0.resize_with(i + 1, || None);
+        }
+        self.0[i] = Some(t);
+    }
+}
+
 pub struct FdModel {
-    procs: IndexMap<Pid, Proc>,
-    tables: HashMap<u64, Table>,
+    procs: IndexMap<Pid, Box<Proc>>,
+    /// a default Proc that stands in a process's place while it is handled
+    spare: Option<Box<Proc>>,
+    tables: Tables,
     next_table: u64,
     runs: IndexMap<(Pid, Option<u32>), Run>,
     o: Out,
@@ -718,10 +747,11 @@ impl FdModel {
     /// `watch`: (pid or None, fd) whose history `history()` records.
     pub fn new(watch: Option<(Pid, Fd)>, all_fds: bool, names: Rc<Names>) -> Self {
         FdModel {
-            procs: IndexMap::new(),
-            tables: HashMap::new(),
+            procs: IndexMap::default(),
+            spare: None,
+            tables: Tables::default(),
             next_table: 0,
-            runs: IndexMap::new(),
+            runs: IndexMap::default(),
             o: Out {
                 findings: Vec::new(),
                 history: Vec::new(),
@@ -774,7 +804,7 @@ impl FdModel {
 
     fn new_table(&mut self, t: Table) -> u64 {
         self.next_table += 1;
-        self.tables.insert(self.next_table, t);
+        self.tables.insert(self.next_table, Box::new(t));
         self.next_table
     }
 
@@ -798,10 +828,11 @@ impl FdModel {
                 first: true,
                 ..Default::default()
             };
-            self.procs.insert(pid, p);
+            self.procs.insert(pid, Box::new(p));
         }
         let idx = self.procs.get_index_of(&pid).expect("present");
-        let mut p = std::mem::take(&mut self.procs[idx]);
+        let stand_in = self.spare.take().unwrap_or_default();
+        let mut p = std::mem::replace(&mut self.procs[idx], stand_in);
         if p.first {
             self.first_event(&mut p, ev);
         }
@@ -825,7 +856,7 @@ impl FdModel {
         }
         self.handle(&mut p, ev, l);
         let ended = p.ended;
-        self.procs[idx] = p;
+        self.spare = Some(std::mem::replace(&mut self.procs[idx], p));
         if ended {
             self.procs.shift_remove_index(idx);
         }
@@ -876,11 +907,11 @@ impl FdModel {
     }
 
     /// The table of `p`, taken out of the arena while a handler works on it.
-    fn take_table(&mut self, p: &Proc) -> Table {
+    fn take_table(&mut self, p: &Proc) -> Box<Table> {
         self.tables.remove(&p.table).unwrap_or_default()
     }
 
-    fn put_table(&mut self, p: &Proc, t: Table) {
+    fn put_table(&mut self, p: &Proc, t: Box<Table>) {
         self.tables.insert(p.table, t);
     }
 
@@ -914,8 +945,8 @@ impl FdModel {
                     }
                     if k.replace && t.slots.contains_key(&fd) {
                         self.o.release(p, &mut t, l, fd, Some(ev), "dup2");
-                        let name = ev.name.clone();
-                        self.o.hist(Some(&t), ev, p.pid, fd, || {
+                        let name = &ev.name;
+                        self.o.hist(Some(&*t), ev, p.pid, fd, || {
                             format!("{name} closed fd {fd} to reuse its number")
                         });
                     }
@@ -925,7 +956,7 @@ impl FdModel {
                         } else {
                             "unknown"
                         };
-                        let (name, sfd) = (ev.name.clone(), opt(k.src_fd));
+                        let (name, sfd) = (&ev.name, k.src_fd);
                         self.o.install(
                             p,
                             &mut t,
@@ -938,13 +969,13 @@ impl FdModel {
                             k.cloexec,
                             Some(src),
                             false,
-                            || format!("fd {fd} = {name} of fd {sfd}"),
+                            || format!("fd {fd} = {name} of fd {}", opt(sfd)),
                         );
                         continue;
                     }
                 }
                 let kind = kind_of(path.as_ref());
-                let name = ev.name.clone();
+                let name = &ev.name;
                 self.o.install(
                     p,
                     &mut t,
@@ -980,7 +1011,7 @@ impl FdModel {
             return;
         }
         if t.slots.contains_key(&old) {
-            let name = ev.name.clone();
+            let name = &ev.name;
             self.o.hist(Some(t), ev, p.pid, old, || {
                 format!("{name} failed with EBADF: about the new fd")
             });
@@ -1133,7 +1164,7 @@ impl FdModel {
             for n in t.ordered() {
                 if first <= n && n <= last {
                     t.slots.get_mut(&n).expect("open").cloexec = true;
-                    self.o.hist(Some(&t), ev, p.pid, n, || {
+                    self.o.hist(Some(&*t), ev, p.pid, n, || {
                         format!("fd {n} marked close-on-exec by close_range")
                     });
                 }
@@ -1173,7 +1204,7 @@ impl FdModel {
         for n in t.ordered() {
             if first <= n && n <= last {
                 self.o.release(p, &mut t, l, n, Some(ev), "close_range");
-                self.o.hist(Some(&t), ev, p.pid, n, || {
+                self.o.hist(Some(&*t), ev, p.pid, n, || {
                     format!("fd {n} closed by close_range({first}, {last})")
                 });
             }
@@ -1196,7 +1227,7 @@ impl FdModel {
             self.o.use_fd(p, &mut t, l, fd, ev, None, None);
             t.slots.get_mut(&fd).expect("open").cloexec = k.cloexec;
             let on = k.cloexec;
-            self.o.hist(Some(&t), ev, p.pid, fd, || {
+            self.o.hist(Some(&*t), ev, p.pid, fd, || {
                 format!("close-on-exec {}", if on { "set" } else { "cleared" })
             });
         }
@@ -1219,8 +1250,8 @@ impl FdModel {
                     if t.slots.contains_key(&fd) {
                         self.o.release(p, &mut t, l, fd, None, "unseen");
                     }
-                    let name = ev.name.clone();
-                    self.o.hist(Some(&t), ev, p.pid, fd, || {
+                    let name = &ev.name;
+                    self.o.hist(Some(&*t), ev, p.pid, fd, || {
                         format!("{name} probe: not open (EBADF)")
                     });
                 }
@@ -1262,9 +1293,9 @@ impl FdModel {
                 let fd = Fd::from(fd);
                 let path = k.paths.get(i).and_then(|x| x.as_ref());
                 self.o.use_fd(p, &mut t, l, fd, ev, path, None);
-                let name = ev.name.clone();
+                let name = &ev.name;
                 self.o
-                    .hist(Some(&t), ev, p.pid, fd, || format!("used by {name}"));
+                    .hist(Some(&*t), ev, p.pid, fd, || format!("used by {name}"));
             }
         }
         self.put_table(p, t);
@@ -1287,7 +1318,7 @@ impl FdModel {
         } else if ev.h.ok() {
             self.o.use_fd(p, &mut t, l, fd, ev, k.path.as_ref(), None);
             self.o
-                .hist(Some(&t), ev, p.pid, fd, || "mmap of this fd".into());
+                .hist(Some(&*t), ev, p.pid, fd, || "mmap of this fd".into());
         }
         self.put_table(p, t);
     }
@@ -1350,7 +1381,7 @@ impl FdModel {
         if fd >= 0 {
             self.o.use_fd(p, &mut t, l, fd, ev, k.path.as_ref(), None);
             self.o
-                .hist(Some(&t), ev, p.pid, fd, || format!("{label} on this fd"));
+                .hist(Some(&*t), ev, p.pid, fd, || format!("{label} on this fd"));
         }
         if let Some(inner) = inner
             && inner >= 0
@@ -1359,7 +1390,7 @@ impl FdModel {
                 .then(|| "imported by".to_owned());
             self.o.use_fd(p, &mut t, l, inner, ev, None, role);
             self.o
-                .hist(Some(&t), ev, p.pid, inner, || format!("passed to {label}"));
+                .hist(Some(&*t), ev, p.pid, inner, || format!("passed to {label}"));
         }
         let Some(key) = key else {
             self.put_table(p, t);
@@ -1454,8 +1485,8 @@ impl FdModel {
                 if let Some(s) = t.slots.get_mut(&fd) {
                     s.note("handed to the caller by".into(), ev);
                 }
-                let name = ev.name.clone();
-                self.o.hist(Some(&t), ev, p.pid, fd, || {
+                let name = &ev.name;
+                self.o.hist(Some(&*t), ev, p.pid, fd, || {
                     format!("{name} handed fd {fd} to its caller")
                 });
             }
@@ -1466,9 +1497,9 @@ impl FdModel {
             if let Some(s) = t.slots.get_mut(&fd) {
                 s.note(format!("passed to {} by", ev.name), ev);
             }
-            let name = ev.name.clone();
+            let name = &ev.name;
             self.o
-                .hist(Some(&t), ev, p.pid, fd, || format!("passed to {name}"));
+                .hist(Some(&*t), ev, p.pid, fd, || format!("passed to {name}"));
         }
         self.put_table(p, t);
     }
@@ -1537,11 +1568,11 @@ impl FdModel {
             ..Default::default()
         };
         // (a dict assignment: an existing key keeps its place)
-        self.procs.insert(cpid, c);
+        self.procs.insert(cpid, Box::new(c));
         if self.o.watch.is_some() {
             let t = self.tables.remove(&table).expect("table");
             for n in t.ordered() {
-                self.o.hist(Some(&t), ev, cpid, n, || {
+                self.o.hist(Some(&*t), ev, cpid, n, || {
                     format!("fd {n} inherited by child {child}")
                 });
             }
@@ -1556,13 +1587,14 @@ impl FdModel {
         p.forked = false;
         p.image += 1;
         if ev.h.tid.is_some() {
-            p.tids = HashSet::from([ev.h.tid]);
+            p.tids.clear();
+            p.tids.insert(ev.h.tid);
         }
         let mut t = self.take_table(p);
         for n in t.ordered() {
             if t.slots[&n].cloexec {
                 self.o.release(p, &mut t, l, n, Some(ev), "exec");
-                self.o.hist(Some(&t), ev, p.pid, n, || {
+                self.o.hist(Some(&*t), ev, p.pid, n, || {
                     format!("fd {n} closed by exec (close-on-exec)")
                 });
             }
@@ -1575,7 +1607,7 @@ impl FdModel {
             return;
         };
         // {int(k): v}: the last path of a repeated number, in its first place
-        let mut snap: IndexMap<Fd, &Text> = IndexMap::new();
+        let mut snap: IndexMap<Fd, &Text> = IndexMap::default();
         for (n, path) in &k.fds {
             snap.insert(Fd::from(*n), path);
         }
@@ -1586,7 +1618,7 @@ impl FdModel {
                 if !snap.contains_key(&n) {
                     // closed by a call the hook cannot see
                     self.o.release(p, &mut t, l, n, None, "unseen");
-                    self.o.hist(Some(&t), ev, p.pid, n, || {
+                    self.o.hist(Some(&*t), ev, p.pid, n, || {
                         format!(
                             "fd {n} absent from the exit snapshot: closed by a call the capture \
                              could not see"
@@ -1708,10 +1740,11 @@ impl FdModel {
             let Some(idx) = self.procs.get_index_of(&pid) else {
                 continue;
             };
-            let mut p = std::mem::take(&mut self.procs[idx]);
+            let stand_in = self.spare.take().unwrap_or_default();
+            let mut p = std::mem::replace(&mut self.procs[idx], stand_in);
             self.end(&mut p, None, false, l);
             let ended = p.ended;
-            self.procs[idx] = p;
+            self.spare = Some(std::mem::replace(&mut self.procs[idx], p));
             if ended {
                 self.procs.shift_remove_index(idx);
             }
@@ -1845,7 +1878,7 @@ impl FdModel {
             return;
         }
         let t = self.tables.get(&p.table);
-        let mut counts: HashMap<&'static str, u64> = HashMap::new();
+        let mut counts: HashMap<&'static str, u64> = HashMap::default();
         if let Some(t) = t {
             for s in t.slots.values() {
                 *counts.entry(s.kind).or_insert(0) += 1;
@@ -2379,8 +2412,8 @@ impl FdModel {
         if !close_funcs.is_disjoint(&new_funcs) {
             return false;
         }
-        let mut old_comps = HashSet::new();
-        let mut old_funcs = HashSet::new();
+        let mut old_comps = HashSet::default();
+        let mut old_funcs = HashSet::default();
         for e in [&old.root, &old.creator, &old.last_use]
             .into_iter()
             .flatten()
@@ -2453,8 +2486,8 @@ impl FdModel {
                 return;
             }
             let old = &pb.slot;
-            let mut old_funcs = HashSet::new();
-            let mut old_comps = HashSet::new();
+            let mut old_funcs = HashSet::default();
+            let mut old_comps = HashSet::default();
             for e in [&old.root, &old.creator, &old.last_use]
                 .into_iter()
                 .flatten()
@@ -2519,7 +2552,7 @@ fn use_path(s: &mut Slot, path: &Text) {
 fn shared_callers<'a>(old: &'a Slot, new: &'a Slot) -> HashSet<Func<'a>> {
     let a = old.root.as_ref().or(old.creator.as_ref());
     let (Some(a), Some(b)) = (a, new.creator.as_ref()) else {
-        return HashSet::new();
+        return HashSet::default();
     };
     let fa = funcs(&a.h.stack, None);
     let fb = funcs(&b.h.stack, None);

@@ -11,9 +11,8 @@ use super::fds::{Fd, FdModel, Listener, Pid, Proc, Slot, Table};
 use crate::events::{Event, Ioctl, Kind, Value};
 use crate::findings::{Evidence, Finding};
 use crate::kfd;
-use indexmap::IndexMap;
+use foldhash::{HashMap, HashSet};
 use serde_json::json;
-use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 /// freed handles remembered per model (bounded)
@@ -79,7 +78,74 @@ struct State {
     dmabuf: DmabufTracker,
     kfd_live: HashMap<Key, Handle>,
     gem_live: HashMap<Key, Handle>,
-    freed: IndexMap<Key, (Option<Handle>, Option<Ev>)>,
+    freed: Freed,
+}
+
+type FreedEntry = (Option<Handle>, Option<Ev>);
+
+/// The freed handles, oldest first, bounded (the Python's OrderedDict with
+/// move_to_end and popitem(last=False)): a map and an order queue whose
+/// stale entries are skipped and compacted, so every step is O(1) amortized.
+#[derive(Default)]
+struct Freed {
+    map: HashMap<Key, (u64, FreedEntry)>,
+    order: std::collections::VecDeque<(Key, u64)>,
+    next: u64,
+}
+
+impl Freed {
+    fn get(&self, k: &Key) -> Option<&FreedEntry> {
+        self.map.get(k).map(|(_, v)| v)
+    }
+
+    fn remove(&mut self, k: &Key) {
+        self.map.remove(k);
+        self.compact();
+    }
+
+    /// `freed[k] = v`: a key already there keeps its place.
+    fn set(&mut self, k: Key, v: FreedEntry) {
+        if let Some(e) = self.map.get_mut(&k) {
+            e.1 = v;
+            return;
+        }
+        self.push(k, v);
+    }
+
+    /// `freed[k] = v; freed.move_to_end(k)`
+    fn set_last(&mut self, k: Key, v: FreedEntry) {
+        self.map.remove(&k);
+        self.push(k, v);
+        self.compact();
+    }
+
+    fn push(&mut self, k: Key, v: FreedEntry) {
+        self.next += 1;
+        self.order.push_back((k.clone(), self.next));
+        self.map.insert(k, (self.next, v));
+    }
+
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// popitem(last=False)
+    fn pop_oldest(&mut self) {
+        while let Some((k, g)) = self.order.pop_front() {
+            if self.map.get(&k).is_some_and(|e| e.0 == g) {
+                self.map.remove(&k);
+                return;
+            }
+        }
+    }
+
+    fn compact(&mut self) {
+        if self.order.len() > 2 * self.map.len() + 64 {
+            let map = &self.map;
+            self.order
+                .retain(|(k, g)| map.get(k).is_some_and(|e| e.0 == *g));
+        }
+    }
 }
 
 impl Listener for State {
@@ -177,9 +243,9 @@ impl HandleModel {
                     o.held_seconds,
                     o.peak_min,
                 ),
-                kfd_live: HashMap::new(),
-                gem_live: HashMap::new(),
-                freed: IndexMap::new(),
+                kfd_live: HashMap::default(),
+                gem_live: HashMap::default(),
+                freed: Freed::default(),
             },
             finished: false,
         }
@@ -318,7 +384,7 @@ impl HandleModel {
     ) {
         let gemlabel = !matches!(scope, Scope::Kfd(_));
         let key = (scope, h);
-        self.st.freed.shift_remove(&key);
+        self.st.freed.remove(&key);
         if let Some(ent) = self.table(&key.0).get_mut(&key) {
             // Importing a buffer this file already holds returns its handle
             if ent.imports.len() < 3 {
@@ -417,10 +483,9 @@ impl HandleModel {
         let key = (scope, h);
         if ev.h.ok() {
             let ent = self.table(&key.0).remove(&key);
-            self.st.freed.shift_remove(&key);
-            self.st.freed.insert(key, (ent, Some(ev.clone())));
+            self.st.freed.set_last(key, (ent, Some(ev.clone())));
             while self.st.freed.len() > FREED_MEMORY {
-                self.st.freed.shift_remove_index(0);
+                self.st.freed.pop_oldest();
             }
             return;
         }
@@ -435,7 +500,7 @@ impl HandleModel {
         if err == Some("EINVAL") {
             if let Some(ent) = self.table(&key.0).remove(&key) {
                 // freed where the trace cannot see: nothing to prove here
-                self.st.freed.insert(key, (Some(ent), None));
+                self.st.freed.set(key, (Some(ent), None));
                 return;
             }
             self.double_free(&key, ev, name, &where_, prior);
@@ -558,4 +623,34 @@ fn where_(io: &Ioctl, dev: Option<&Slot>) -> String {
             |p| p.to_string_lossy().into_owned(),
         );
     format!("{path} (fd {})", io.fd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(h: i128) -> Key {
+        (Scope::Kfd(Some(1)), h)
+    }
+
+    #[test]
+    fn freed_is_an_ordered_dict_with_move_to_end() {
+        let mut f = Freed::default();
+        for h in 0..3 {
+            f.set_last(k(h), (None, None));
+        }
+        f.set(k(0), (None, None)); // an existing key keeps its place
+        f.set_last(k(1), (None, None)); // moved to the end: 0, 2, 1
+        f.pop_oldest();
+        assert!(f.get(&k(0)).is_none() && f.get(&k(2)).is_some());
+        f.pop_oldest();
+        assert!(f.get(&k(2)).is_none() && f.get(&k(1)).is_some());
+        // churn on one key stays bounded
+        for _ in 0..10_000 {
+            f.set_last(k(7), (None, None));
+            f.remove(&k(7));
+        }
+        assert!(f.order.len() < 200, "{}", f.order.len());
+        assert_eq!(f.len(), 1);
+    }
 }
