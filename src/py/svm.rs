@@ -112,3 +112,32 @@ pub fn run_svm_model<'py>(
         ],
     )
 }
+
+/// `time_svm_model(events, repeat=1) -> (seconds, findings)`: the Rust
+/// SvmModel over the events `repeat` times (converted once, before the
+/// clock starts); seconds is the wall time of the model runs, for
+/// benchmarks/bench_svm_engine.py (which also takes the thread's CPU time
+/// around the call, a fairer clock on a loaded machine).
+#[pyfunction]
+#[pyo3(signature = (events, repeat=1))]
+pub fn time_svm_model<'py>(events: &Bound<'py, PyAny>, repeat: usize) -> PyResult<(f64, usize)> {
+    let mut files = Files::default();
+    let evs: Vec<crate::events::Event> = events
+        .try_iter()?
+        .map(|e| event_from_py(&e?, &mut files))
+        .collect::<PyResult<_>>()?;
+    let t = std::time::Instant::now();
+    let mut found = 0;
+    for _ in 0..repeat {
+        let mut model = SvmModel::new(Options {
+            clean_start: true,
+            ..Options::default()
+        });
+        for ev in &evs {
+            model.feed(ev);
+        }
+        model.finish();
+        found = model.findings.len();
+    }
+    Ok((t.elapsed().as_secs_f64(), found))
+}
