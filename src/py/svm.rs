@@ -39,12 +39,12 @@ pub fn run_svm_model<'py>(
     let mut files = Files::default();
     let mut names: Vec<Text> = Vec::new();
     for ev in events.try_iter()? {
-        let ev = event_from_py(&ev?, &mut files)?;
+        let ev = std::rc::Rc::new(event_from_py(&ev?, &mut files)?);
         let id = ev.h.file.0 as usize;
         while names.len() <= id {
             names.push(Text::from(files.name(FileId(names.len() as u32))));
         }
-        model.feed(&ev);
+        model.feed_shared(&ev);
     }
     model.set_files(names);
     model.finish();
@@ -122,9 +122,9 @@ pub fn run_svm_model<'py>(
 #[pyo3(signature = (events, repeat=1))]
 pub fn time_svm_model<'py>(events: &Bound<'py, PyAny>, repeat: usize) -> PyResult<(f64, usize)> {
     let mut files = Files::default();
-    let evs: Vec<crate::events::Event> = events
+    let evs: Vec<std::rc::Rc<crate::events::Event>> = events
         .try_iter()?
-        .map(|e| event_from_py(&e?, &mut files))
+        .map(|e| event_from_py(&e?, &mut files).map(std::rc::Rc::new))
         .collect::<PyResult<_>>()?;
     let t = std::time::Instant::now();
     let mut found = 0;
@@ -134,7 +134,7 @@ pub fn time_svm_model<'py>(events: &Bound<'py, PyAny>, repeat: usize) -> PyResul
             ..Options::default()
         });
         for ev in &evs {
-            model.feed(ev);
+            model.feed_shared(ev);
         }
         model.finish();
         found = model.findings.len();
