@@ -42,6 +42,8 @@ mod _engine {
     use crate::py::parse::parse_lines;
     #[pymodule_export]
     use crate::py::svm::run_svm_model;
+    #[pymodule_export]
+    use crate::py::svm::time_svm_model;
 
     /// Deeper than this `bracketed` refuses to walk (its recursion follows the
     /// depth; tokens.MAX_NESTING is 64).

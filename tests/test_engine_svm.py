@@ -92,6 +92,13 @@ _reuse(_equiv, {"test_fast_set_attr_matches_general",
                 "test_fast_set_attr_matches_general_long", "test_exit_drops_the_same"})
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _report_counts():
+    """What this module compared, printed at its end (pytest -s)."""
+    yield
+    print("\nSVM engine comparisons:", dict(COMPARED))
+
+
 @pytest.fixture(autouse=True)
 def _checked_models(monkeypatch):
     monkeypatch.setattr(_model, "SvmModel", Checked)
@@ -172,8 +179,3 @@ def test_rocm_real_run(prog, mode, tmp_path_factory, tmp_path):
     for start, size, pid in _svm_ranges(events)[:2]:
         run_both(events, watch=(start, start + max(size, 1), pid))
     COMPARED["rocm runs"] += 1
-
-
-def test_zz_report_counts():
-    """Not a check: prints what this module compared (pytest -s)."""
-    print("\nSVM engine comparisons:", dict(COMPARED))

@@ -679,6 +679,14 @@ pub struct SvmModel {
     /// the input files' names by FileId (details name them; numbering
     /// sorts by them)
     files: Vec<Text>,
+    /// the event being fed, shared once something keeps it
+    cur: Option<Ev>,
+}
+
+/// The event being fed as the model keeps it: the caller's own `Rc` when
+/// it gave one ([`SvmModel::feed_shared`]), else one copy, made once.
+fn rc(cur: &mut Option<Ev>, ev: &Event) -> Ev {
+    cur.get_or_insert_with(|| Rc::new(ev.clone())).clone()
 }
 
 /// How the model is set up (SvmModel's keyword arguments).
@@ -717,6 +725,7 @@ impl SvmModel {
             clean_start: opts.clean_start,
             findings: Vec::new(),
             files: Vec::new(),
+            cur: None,
         }
     }
 
@@ -757,6 +766,20 @@ impl SvmModel {
     }
 
     pub fn feed(&mut self, ev: &Event) {
+        self.cur = None;
+        self.feed_one(ev);
+        self.cur = None;
+    }
+
+    /// `feed` for an event the caller already shares: what the model keeps
+    /// of it (records, evidence) is this `Rc`, not a copy.
+    pub fn feed_shared(&mut self, ev: &Ev) {
+        self.cur = Some(ev.clone());
+        self.feed_one(ev);
+        self.cur = None;
+    }
+
+    fn feed_one(&mut self, ev: &Event) {
         match &ev.kind {
             Kind::Ioctl(io) => {
                 let key = (io.type_, io.nr);
@@ -805,9 +828,10 @@ impl SvmModel {
                 }
             }
             Kind::Munmap(m) if ev.h.ok() && m.length != 0 => {
+                let evr = rc(&mut self.cur, ev);
                 let (sh, p) = self.split(ev.h.pid);
                 let (s, e) = p.pages(m.addr.into(), m.length.into());
-                sh.unmap(p, &Rc::new(ev.clone()), s, e);
+                sh.unmap(p, &evr, s, e);
             }
             Kind::Mremap(_) => self.mremap(ev),
             Kind::Mmap(m) => {
@@ -818,7 +842,7 @@ impl SvmModel {
                 {
                     let ret = ev.h.ret_u64().unwrap_or(0);
                     let (s, e) = p.pages(ret.into(), m.length.into());
-                    self.sh.unmap(p, &Rc::new(ev.clone()), s, e);
+                    self.sh.unmap(p, &rc(&mut self.cur, ev), s, e);
                 }
             }
             Kind::ProcessInfo(pi) => {
@@ -831,14 +855,14 @@ impl SvmModel {
                 if x.whole
                     && let Some((_, p)) = self.procs.remove(&ev.h.pid)
                 {
-                    self.sh.drop_proc(p, &Rc::new(ev.clone()));
+                    self.sh.drop_proc(p, &rc(&mut self.cur, ev));
                 }
             }
             Kind::Exec(_) => {
                 if ev.h.ok()
                     && let Some((_, p)) = self.procs.remove(&ev.h.pid)
                 {
-                    self.sh.drop_proc(p, &Rc::new(ev.clone()));
+                    self.sh.drop_proc(p, &rc(&mut self.cur, ev));
                 }
             }
             _ => {}
@@ -901,7 +925,7 @@ impl SvmModel {
             {
                 let s = (start >> p.shift) as u64;
                 let e = ((start + size) >> p.shift) as u64;
-                sh.get_attr(p, &Rc::new(ev.clone()), s, e, &attrs, &answered);
+                sh.get_attr(p, &rc(&mut self.cur, ev), s, e, &attrs, &answered);
             }
             return;
         }
@@ -910,7 +934,7 @@ impl SvmModel {
         }
         sh.counts.set_attr += 1;
         let tid = ev.h.tid;
-        let evr = Rc::new(ev.clone());
+        let evr = rc(&mut self.cur, ev);
         if let Some(i) = p.retry.iter().position(|x| x.0 == tid) {
             let (_, prev) = p.retry.remove(i);
             let prev_arg = match &prev.kind {
@@ -968,16 +992,18 @@ impl SvmModel {
         if !ev.h.ok() || flags & i128::from(kfd::ALLOC_FLAG_USERPTR) == 0 {
             return;
         }
+        let evr = rc(&mut self.cur, ev);
         let p = self.proc(ev.h.pid);
         let dq = p.allocs.entry(ev.h.tid).or_default();
         if dq.len() >= 16 {
             dq.pop_front();
         }
-        dq.push_back(Rc::new(ev.clone()));
+        dq.push_back(evr);
     }
 
     fn lock(&mut self, ev: &Event) {
         let watching = self.sh.watch.is_some();
+        let evr = rc(&mut self.cur, ev);
         let (sh, p) = self.split(ev.h.pid);
         let recs: Vec<RecRef> = p
             .recent_pop(ev.h.tid)
@@ -1002,7 +1028,6 @@ impl SvmModel {
             return;
         }
         let (ptr, size) = (ptr as u64, size as u128);
-        let evr = Rc::new(ev.clone());
         if recs.is_empty()
             && (userptr
                 || p.userptr.contains_key(&ptr)
@@ -1160,6 +1185,7 @@ impl SvmModel {
     }
 
     fn unlock(&mut self, ev: &Event) {
+        let evr = rc(&mut self.cur, ev);
         let (sh, p) = self.split(ev.h.pid);
         let recs: Vec<RecRef> = p
             .recent_pop(ev.h.tid)
@@ -1190,7 +1216,6 @@ impl SvmModel {
         if ev.h.ret != Some(0) {
             return;
         }
-        let evr = Rc::new(ev.clone());
         c.m().refcount -= 1;
         for r in &recs {
             sh.rebind(p, r, &c, &evr);
@@ -1221,6 +1246,7 @@ impl SvmModel {
     /// hsa_amd_svm_attributes_set: the SET_ATTRs inside its window are the
     /// program's own (SPEC 4.3).
     fn svm_intent(&mut self, ev: &Event) {
+        let evr = self.sh.watch.map(|_| rc(&mut self.cur, ev));
         let (sh, p) = self.split(ev.h.pid);
         let recs: Vec<RecRef> = p
             .recent_pop(ev.h.tid)
@@ -1271,14 +1297,16 @@ impl SvmModel {
                 }
             }
         }
-        if sh.watch.is_some() && !recs.is_empty() {
+        if let Some(evr) = evr
+            && !recs.is_empty()
+        {
             let s = recs[0].r.borrow().s;
             let e = recs[recs.len() - 1].r.borrow().e;
             let what = format!(
                 "hsa_amd_svm_attributes_set: {} SET_ATTR(s) are the program's own",
                 recs.len()
             );
-            sh.note(p, &Rc::new(ev.clone()), s, e, what);
+            sh.note(p, &evr, s, e, what);
         }
     }
 
@@ -1292,7 +1320,7 @@ impl SvmModel {
         let Some((_, p)) = self.procs.get_mut(&ev.h.pid) else {
             return;
         };
-        let evr = Rc::new(ev.clone());
+        let evr = rc(&mut self.cur, ev);
         let ret = ev.h.ret_u64().unwrap_or(0);
         // shrunk in place, the tail past the page-aligned new length; moved,
         // the target then the source

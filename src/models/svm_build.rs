@@ -646,8 +646,9 @@ fn stack_signature(stack: &[crate::events::Frame], depth: usize) -> Vec<String> 
         .collect()
 }
 
-/// What findings.fingerprint hashes (program ""), as the parts themselves.
-fn ingredients(b: &Built) -> Vec<String> {
+/// What findings.fingerprint hashes (program ""): its parts joined with
+/// the digest's separator, so that equal digests are equal strings.
+fn ingredients(b: &Built) -> String {
     let mut parts = vec![b.f.rule.to_owned()];
     parts.extend(b.f.key.iter().cloned());
     for (role, e) in &b.evidence {
@@ -661,9 +662,8 @@ fn ingredients(b: &Built) -> Vec<String> {
             parts.push(format!("@{}", stack_signature(&e.h.stack, 2).join("|")));
         }
     }
-    parts.push("\u{1}stack".to_owned());
     parts.extend(stack_signature(&b.event.h.stack, 4));
-    parts
+    parts.join("\u{1f}")
 }
 
 /// Findings that would share a fingerprint get `occurrence=N`, in trace
@@ -677,8 +677,8 @@ fn number(new: &mut [Built], files: &[Text]) {
     };
     let mut order: Vec<usize> = (0..new.len()).collect();
     order.sort_by_cached_key(|&i| (name(&new[i]), new[i].event.h.line));
-    let mut groups: Vec<(Vec<String>, Vec<usize>)> = Vec::new();
-    let mut index: std::collections::HashMap<Vec<String>, usize> = std::collections::HashMap::new();
+    let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for i in order {
         let k = ingredients(&new[i]);
         match index.get(&k) {

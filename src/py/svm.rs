@@ -39,12 +39,12 @@ pub fn run_svm_model<'py>(
     let mut files = Files::default();
     let mut names: Vec<Text> = Vec::new();
     for ev in events.try_iter()? {
-        let ev = event_from_py(&ev?, &mut files)?;
+        let ev = std::rc::Rc::new(event_from_py(&ev?, &mut files)?);
         let id = ev.h.file.0 as usize;
         while names.len() <= id {
             names.push(Text::from(files.name(FileId(names.len() as u32))));
         }
-        model.feed(&ev);
+        model.feed_shared(&ev);
     }
     model.set_files(names);
     model.finish();
@@ -111,4 +111,33 @@ pub fn run_svm_model<'py>(
             counts.into_any(),
         ],
     )
+}
+
+/// `time_svm_model(events, repeat=1) -> (seconds, findings)`: the Rust
+/// SvmModel over the events `repeat` times (converted once, before the
+/// clock starts); seconds is the wall time of the model runs, for
+/// benchmarks/bench_svm_engine.py (which also takes the thread's CPU time
+/// around the call, a fairer clock on a loaded machine).
+#[pyfunction]
+#[pyo3(signature = (events, repeat=1))]
+pub fn time_svm_model<'py>(events: &Bound<'py, PyAny>, repeat: usize) -> PyResult<(f64, usize)> {
+    let mut files = Files::default();
+    let evs: Vec<std::rc::Rc<crate::events::Event>> = events
+        .try_iter()?
+        .map(|e| event_from_py(&e?, &mut files).map(std::rc::Rc::new))
+        .collect::<PyResult<_>>()?;
+    let t = std::time::Instant::now();
+    let mut found = 0;
+    for _ in 0..repeat {
+        let mut model = SvmModel::new(Options {
+            clean_start: true,
+            ..Options::default()
+        });
+        for ev in &evs {
+            model.feed_shared(ev);
+        }
+        model.finish();
+        found = model.findings.len();
+    }
+    Ok((t.elapsed().as_secs_f64(), found))
 }
