@@ -68,7 +68,8 @@ def analyze(paths: list[str], *, input_format=None, enabled=None, debug_dirs=(),
                                               all_fds=all_fds, table=table) for p in paths]
         else:
             reports = _engine.analyze(list(paths), input_format=input_format,
-                                      all_fds=all_fds, table=table, jobs=jobs)
+                                      all_fds=all_fds, table=table, jobs=jobs,
+                                      progress=progress)
     except _engine.ReadError as e:
         raise _input_error(e) from None
     return _result(reports, enabled, debug_dirs, fail_on)

@@ -298,13 +298,8 @@ class _Progress:
 
     def __call__(self, ev):
         self.n += 1
-        if self.n & 0xFFFF:
-            return
-        self.reached[ev.file] = max(ev.line, self.reached.get(ev.file, 0))
-        el = time.monotonic() - self.start
-        if el > self.delay:
-            self.shown = True
-            click.echo("\r" + self.render(el), err=True, nl=False, file=self.out)
+        if not self.n & 0xFFFF:
+            self.advance(0, ev.file, ev.line)
 
     def advance(self, n: int, file: str, line: int) -> None:
         """``n`` more events, the last at ``file``:``line`` (the core's

@@ -114,12 +114,15 @@ struct Models {
     svm: SvmModel,
 }
 
+/// Sees every event after the models, with the trace's file paths.
+pub type OnEvent<'a> = &'a mut dyn FnMut(&Event, &[String]);
+
 /// Analyze one TRACE argument.  `on_event` sees every event after the
 /// models (the front's progress and perfetto hooks).
 pub fn run(
     arg: &str,
     o: &Options,
-    mut on_event: Option<&mut dyn FnMut(&Event, &[String])>,
+    mut on_event: Option<OnEvent<'_>>,
 ) -> Result<TraceOut, InputError> {
     let files = open_files(arg, o.input_format.as_deref())?;
     let paths: Vec<String> = files.iter().map(|f| f.path.clone()).collect();

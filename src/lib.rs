@@ -28,7 +28,7 @@ mod _engine {
     use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
 
     #[pymodule_export]
-    use crate::py::analyze::{analyze, analyze_events, events_table};
+    use crate::py::analyze::{analyze, analyze_events, events_table, history};
     #[pymodule_export]
     use crate::py::convert::roundtrip_events;
     #[pymodule_export]

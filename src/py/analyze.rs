@@ -133,7 +133,7 @@ fn run_with_progress(
             let mut n = 0u64;
             let mut tick = |ev: &Event, files: &[String]| {
                 n += 1;
-                if n % PROGRESS_EVERY == 0 {
+                if n.is_multiple_of(PROGRESS_EVERY) {
                     let file = &files[ev.h.file.0 as usize];
                     // a failing progress bar must not fail the analysis
                     let _ = Python::attach(|py| {
@@ -244,4 +244,45 @@ pub fn events_table<'py>(
         pinfos.append(info_to_py(py, i)?)?;
     }
     Ok((table_to_py(py, &table)?, pinfos))
+}
+
+/// history(path, input_format=None, watch_fd=None, watch_addr=None) ->
+/// (rows, [InputInfo]): what the fd model (watch_fd = (pid, fd)) or the SVM
+/// model (watch_addr = (start, end[, pid])) recorded, for `rocrtrace show`.
+#[pyfunction]
+#[pyo3(signature = (path, input_format=None, watch_fd=None, watch_addr=None))]
+pub fn history<'py>(
+    py: Python<'py>,
+    path: String,
+    input_format: Option<String>,
+    watch_fd: Option<(Option<u32>, i64)>,
+    watch_addr: Option<Vec<Option<u128>>>,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+    let mut o = options(input_format, engine::MAX_LINE, false, false);
+    o.watch_fd = watch_fd;
+    if let Some(w) = &watch_addr {
+        let (Some(Some(s)), Some(Some(e))) = (w.first(), w.get(1)) else {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "watch_addr: (start, end[, pid])",
+            ));
+        };
+        let pid = w.get(2).map(|p| p.map(|v| v as u32));
+        o.watch_addr = Some((*s, *e, pid.filter(Option::is_some)));
+    }
+    let t = engine::run(&path, &o, None).map_err(input_err)?;
+    let files = Files::new(t.paths.iter().map(|p| Text::from(p.as_str())));
+    let rows = if watch_addr.is_some() {
+        super::svm::history_to_py(py, t.svm.history(), &files)?
+    } else {
+        let rows = PyList::empty(py);
+        for (ev, what, state) in t.fds.history() {
+            rows.append((event_to_py(py, ev, &files)?, what, state.as_deref()))?;
+        }
+        rows
+    };
+    let infos = PyList::empty(py);
+    for i in &t.infos {
+        infos.append(info_to_py(py, i)?)?;
+    }
+    Ok((rows, infos))
 }
