@@ -52,6 +52,14 @@ fn is_clone_name(n: &str) -> bool {
 
 /// `text[:TEXT_MAX]` in code points.
 pub fn cut_text(t: &[u8]) -> Text {
+    // a code point is at least a byte: a short line, or an ASCII head, is
+    // cut without decoding
+    if t.len() <= TEXT_MAX {
+        return Text::from(t);
+    }
+    if t[..TEXT_MAX].is_ascii() {
+        return Text::from(&t[..TEXT_MAX]);
+    }
     Text::from(&t[..cut_chars(t, TEXT_MAX)])
 }
 

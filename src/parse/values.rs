@@ -58,11 +58,18 @@ pub fn rstrip(s: &[u8]) -> &[u8] {
 }
 
 pub fn contains(s: &[u8], needle: &[u8]) -> bool {
-    memmem::find(s, needle).is_some()
+    find(s, needle).is_some()
 }
 
+/// The first `needle` in `s`.  The needles here are short and start with a
+/// byte that is rare in a line; memmem would build a searcher per call,
+/// which costs more than these searches.
 pub fn find(s: &[u8], needle: &[u8]) -> Option<usize> {
-    memmem::find(s, needle)
+    let (&first, rest) = needle.split_first()?;
+    if s.len() < needle.len() {
+        return None;
+    }
+    memchr::memchr_iter(first, &s[..s.len() - rest.len()]).find(|&i| s[i + 1..].starts_with(rest))
 }
 
 pub fn rfind(s: &[u8], needle: &[u8]) -> Option<usize> {
@@ -1077,9 +1084,13 @@ fn value(tok: &[u8], depth: isize) -> Value {
             None => Value::Raw(Text::from(tok)),
         };
     }
-    let chain = memmem::find_iter(tok, b" => ").count();
+    let first = find(tok, b" => ");
+    let chain = match first {
+        None => 0,
+        Some(k) => 1 + memmem::find_iter(&tok[k + 4..], b" => ").count(),
+    };
     if chain > 0 && chain <= MAX_CHAIN {
-        let k = find(tok, b" => ").unwrap();
+        let k = first.unwrap();
         return Value::Pair(Box::new((
             parse_value(&tok[..k]),
             parse_value(&tok[k + 4..]),
