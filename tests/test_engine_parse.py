@@ -19,7 +19,7 @@ from hypothesis import example, given, settings, strategies as st
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import realtrace  # noqa: E402
 from test_fast_paths import LINES, SPECIAL  # noqa: E402
-from test_properties import close_lines  # noqa: E402
+from test_properties import REAL, close_lines  # noqa: E402
 
 from rocrtrace.events import InputInfo  # noqa: E402
 from rocrtrace.parse import strace  # noqa: E402
@@ -65,14 +65,25 @@ def _int_fd(v):
 
 
 def as_kernel_fds(ev):
-    """-e raw prints fd -1 as 0xffffffff: Python keeps 4294967295, the Rust
-    events hold fds as the kernel's int (-1).  The one known difference."""
+    """The known differences of representation: -e raw prints fd -1 as
+    0xffffffff, which Python keeps as 4294967295 and the Rust events hold as
+    the kernel's int (-1); frame text is str in events.rs."""
     for f in ("fd", "src_fd", "new_fd"):
         if hasattr(ev, f):
             setattr(ev, f, _int_fd(getattr(ev, f)))
     if hasattr(ev, "fds") and isinstance(ev.fds, tuple):
         ev.fds = tuple(_int_fd(x) for x in ev.fds)
+    # events.rs keeps frame text as str: bytes that are not UTF-8 are U+FFFD
+    ev.stack = tuple(dataclasses.replace(f, **{k: _lossy(getattr(f, k)) for k in
+                                               ("module", "symbol", "source")})
+                     for f in ev.stack)
     return ev
+
+
+def _lossy(s):
+    if s is None:
+        return s
+    return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def compare(lines, file="t.log", tid=None) -> int:
@@ -202,3 +213,18 @@ def test_generated_close_lines(cases):
                 min_size=1, max_size=8))
 def test_generated_calls_of_every_handler(parts):
     compare([f"{a}{b}({c}{d}" for a, b, c, d in parts])
+
+
+@SETTINGS
+@given(st.sampled_from(REAL), st.lists(st.tuples(st.integers(0, 400), st.sampled_from(
+    ['"', "<", ">", "(", ")", "{", "}", "[", "]", ",", "\\", "=", " ", "\x00", "\udcff",
+     "/*", "*/", "...", " <unfinished ...>", "<... x resumed>", "+++ ", "\x1b[0m", "é",
+     "'", "'x'", "<<", " => ", "0x", "-1", "/", "#", "# ", "\t"])),
+    max_size=6), st.integers(0, 400))
+def test_mutated_real_lines(line, edits, cut):
+    """test_properties' real lines with edits and cuts, between two good ones."""
+    for pos, s in edits:
+        pos = min(pos, len(line))
+        line = line[:pos] + s + line[pos:]
+    line = line[:max(cut, 1)] if cut < len(line) else line
+    compare(["18215 close(3) = 0", line, "18215 close(4) = 0"])
