@@ -22,6 +22,7 @@ from test_fast_paths import LINES, SPECIAL  # noqa: E402
 from test_properties import REAL, close_lines  # noqa: E402
 
 from rocrtrace.events import InputInfo  # noqa: E402
+from rocrtrace.inputs import open_trace  # noqa: E402
 from rocrtrace.parse import strace  # noqa: E402
 
 engine = pytest.importorskip("rocrtrace._engine")
@@ -41,8 +42,8 @@ def read_lines(path) -> list[str]:
     return lines
 
 
-def python_parse(lines, file="t.log", tid=None):
-    p = strace.Parser(file, tid=tid)
+def python_parse(lines, file="t.log", tid=None, tgid_of=None, handover=None):
+    p = strace.Parser(file, tid=tid, tgid_of=tgid_of, handover=handover)
     out = []
     for i, line in enumerate(lines, 1):
         out += p.feed(i, line)
@@ -86,11 +87,11 @@ def _lossy(s):
     return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def compare(lines, file="t.log", tid=None) -> int:
+def compare(lines, file="t.log", tid=None, tgid_of=None, handover=None) -> int:
     """Both parsers on `lines`; asserts equality, returns the events compared."""
-    want, winfo = python_parse(lines, file, tid)
+    want, winfo = python_parse(lines, file, tid, tgid_of, handover)
     want = [as_kernel_fds(ev) for ev in want]
-    got, ginfo = engine.parse_lines("strace", file, lines, tid)
+    got, ginfo = engine.parse_lines("strace", file, lines, tid, tgid_of, handover)
     for i, (w, g) in enumerate(zip(want, got)):
         assert g == w, (i, w, g)
     assert len(got) == len(want)
@@ -153,11 +154,18 @@ SHAPES_MODES = ["values", "zsplit", "thexec"]
 
 
 def _compare_run(paths) -> int:
+    """Each file of a run; -ff files with their tid and the tgid_of and
+    handover maps inputs.py's pre-pass gives their parsers."""
+    tgid_of = handover = None
+    if len(paths) > 1:
+        tgid_of, handover, _ = open_trace(os.path.join(os.path.dirname(paths[0]),
+                                                       "trace.log.*"))._ff_threads()
     n = 0
     for p in paths:
         m = re.search(r"\.(\d+)$", p)
         tid = int(m.group(1)) if m else None
-        n += compare(read_lines(p), file=os.path.basename(p), tid=tid)
+        n += compare(read_lines(p), file=os.path.basename(p), tid=tid, tgid_of=tgid_of,
+                     handover=handover)
     return n
 
 
