@@ -969,31 +969,54 @@ impl<'a> Builder<'a> for Values {
     }
 }
 
-/// A field name (kfd's field names are static).
+/// A field name: static when it is one the decoders print (no allocation
+/// for the usual struct), else its own copy.
 pub fn field_name(k: &[u8]) -> Name {
-    crate::events::name_in(FIELD_NAMES, &String::from_utf8_lossy(k))
+    match FIELD_NAMES.binary_search_by(|n| n.as_bytes().cmp(k)) {
+        Ok(i) => Cow::Borrowed(FIELD_NAMES[i]),
+        Err(_) => Cow::Owned(String::from_utf8_lossy(k).into_owned()),
+    }
 }
 
+/// The fields of the structs the capture library and strace decode, sorted.
 const FIELD_NAMES: &[&str] = &[
+    "agent_handle",
+    "alternate_aperture_base",
+    "anon_fd",
+    "attribute",
     "attrs",
+    "bo_size",
     "device_ids_array",
     "dmabuf_fd",
+    "drm_fd",
+    "event_id",
+    "event_type",
     "fd",
     "fd_flags",
     "flags",
     "gpu_id",
     "handle",
+    "kfd_process_device_apertures_ptr",
+    "len",
+    "major_version",
+    "memfd",
     "metadata_size",
+    "minor_version",
     "mmap_offset",
     "n_devices",
     "n_success",
     "nattr",
+    "num_of_nodes",
     "offset",
     "op",
+    "permissions",
+    "queue_id",
+    "ring_base_address",
     "size",
     "start_addr",
     "type",
     "va_addr",
+    "vaddr",
     "value",
     "xnack_enabled",
 ];
@@ -1158,6 +1181,13 @@ mod tests {
         );
         assert_eq!(parse_fd(b"1<<16"), (None, None));
         assert_eq!(unescape(b"a\\x41\\101\\n\\q\\xff"), b"aAA\nq\\xff".to_vec());
+    }
+
+    #[test]
+    fn field_names_are_sorted() {
+        assert!(FIELD_NAMES.windows(2).all(|w| w[0] < w[1]));
+        assert!(matches!(field_name(b"start_addr"), Cow::Borrowed(_)));
+        assert_eq!(field_name(b"zz_other"), "zz_other");
     }
 
     #[test]
