@@ -203,6 +203,9 @@ FRAMES = st.sampled_from([" > /lib/libc.so.6(close+0x14) [0x1234]", " > /x(+0x1)
 @example(["42 1764435600.1 ioctl(3, 0x1 <unfinished ...>",
           "43 1764435600.2 <... ioctl resumed>, 0x2) = -1 ENOTTY (x) <0.1>"])
 @example(["close(3 <unfinished ...>", "NULL) = 0"])
+# a thread clone pending with no tid: the new tid's process is None
+@example(["clone(child_stack=NULL, flags=CLONE_VM|CLONE_THREAD <unfinished ...>",
+          "4242 1764435600.000013 +++ exited with 0 +++"])
 def test_generated_line_soups(lines):
     compare(lines)
 

@@ -83,7 +83,9 @@ pub struct Parser {
     pub info: InputInfo,
     pub file: FileId,
     pub file_tid: Option<u32>,
-    pub tgid: HashMap<u32, u32>,
+    /// tid -> tgid; None where Python's dict holds None (a thread whose
+    /// parent's pending clone has no tid)
+    pub tgid: HashMap<u32, Option<u32>>,
     /// preload: the header pid
     pub fixed_tgid: Option<u32>,
     /// tid -> pending call, in insertion order (a Python dict)
@@ -130,7 +132,9 @@ impl Parser {
             info,
             file,
             file_tid: tid,
-            tgid: tgid_of.cloned().unwrap_or_default(),
+            tgid: tgid_of
+                .map(|m| m.iter().map(|(&k, &v)| (k, Some(v))).collect())
+                .unwrap_or_default(),
             fixed_tgid: None,
             inflight: Vec::new(),
             live: HashSet::new(),
@@ -330,13 +334,13 @@ impl Parser {
             return;
         }
         self.root = Some(tid);
-        self.tgid.entry(tid).or_insert(tid);
+        self.tgid.entry(tid).or_insert(Some(tid));
         self.live.insert(tid);
-        let pid = self.tgid.get(&tid).copied().unwrap_or(tid);
+        let pid = self.tgid.get(&tid).copied().unwrap_or(Some(tid));
         for ev in self.nopid.iter_mut().chain(self.hold.iter_mut()) {
             if ev.h.tid.is_none() {
                 ev.h.tid = Some(tid);
-                ev.h.pid = Some(pid);
+                ev.h.pid = pid;
             }
         }
         let n = std::mem::take(&mut self.nopid);
@@ -370,11 +374,11 @@ impl Parser {
         if self.fixed_tgid.is_some() {
             return self.fixed_tgid;
         }
-        if let Some(&g) = self.tgid.get(&tid) {
+        if let Some(&Some(g)) = self.tgid.get(&tid) {
             return Some(g);
         }
         // A new tid: a child whose parent's clone has not returned yet.
-        let mut g = tid;
+        let mut g = Some(tid);
         for (ptid, p) in &self.inflight {
             if is_clone_name(&p.name) && *ptid != Some(tid) {
                 let call = Call::new(
@@ -382,15 +386,15 @@ impl Parser {
                     p.args.iter().map(|a| Cow::Borrowed(&a[..])).collect(),
                 );
                 if syscalls::clone_flags(&call) & syscalls::CLONE_THREAD != 0 {
-                    // a None parent tid is not a key Python's tgid holds
-                    g = ptid.map_or(tid, |pt| self.tgid.get(&pt).copied().unwrap_or(pt));
+                    // tgid.get(ptid, ptid): a None parent tid is None
+                    g = ptid.and_then(|pt| self.tgid.get(&pt).copied().unwrap_or(Some(pt)));
                 }
                 break;
             }
         }
         self.tgid.insert(tid, g);
         self.live.insert(tid);
-        Some(g)
+        g
     }
 
     /// tid of a prefix's pid (else the implied tracee); Err for a pid that
@@ -837,7 +841,7 @@ impl Parser {
         {
             self.learn_root(r);
             ev.h.tid = Some(r);
-            ev.h.pid = Some(self.tgid.get(&r).copied().unwrap_or(r));
+            ev.h.pid = self.tgid.get(&r).copied().unwrap_or(Some(r));
             tid = Some(r);
         }
         if matches!(&*name, "clone" | "clone2" | "clone3" | "fork" | "vfork")
@@ -846,8 +850,8 @@ impl Parser {
             let parent_g = ev.h.pid.or(tid);
             let thread = matches!(&ev.kind, Kind::Clone(c) if c.thread);
             match parent_g {
-                Some(g) if thread => self.tgid.insert(child, g),
-                _ => self.tgid.insert(child, child),
+                Some(g) if thread => self.tgid.insert(child, Some(g)),
+                _ => self.tgid.insert(child, Some(child)),
             };
             self.live.insert(child);
         }
@@ -1126,7 +1130,7 @@ impl Parser {
                 let gone: Vec<u32> = self
                     .tgid
                     .iter()
-                    .filter(|&(_, &g)| g == t)
+                    .filter(|&(_, &g)| g == Some(t))
                     .map(|(&k, _)| k)
                     .collect();
                 for k in gone {
