@@ -210,6 +210,23 @@ def test_generated_line_soups(lines):
     compare(lines)
 
 
+# Pieces of every line shape the grammar knows, glued at random.
+PIECES = st.sampled_from(
+    list('",(){}[]<>/*\\-=. ax0:|#+?!\'\t') + [
+        "...", "->", "/*", "*/", "(deleted)", "<char 1:2>", "</dev/kfd>", '"a,b"', "é", "\udcff",
+        " = ", " <unfinished ...>", "<... ioctl resumed>", "0x1f", "-1", "EBADF", "<0.5>",
+        "{a=1}", "[1, 2]", " => ", "O_CLOEXEC", "flags=", "cmsg_data=[3]", "SCM_RIGHTS",
+        "hsa_amd_memory_lock(", "ioctl(", "clone(", "42 ", "[pid 7] ", "1764435600.5 ", "+++ ",
+        "--- ", "# ", "#+ 1 1 ", "strace: ", "Process 5 attached", " > ", "CLONE_THREAD"])
+GLUED = st.lists(PIECES, max_size=25).map("".join)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(GLUED, LINES, FRAMES), min_size=1, max_size=10))
+def test_generated_glued_pieces(lines):
+    compare(lines)
+
+
 @SETTINGS
 @given(st.lists(close_lines(), min_size=1, max_size=6))
 def test_generated_close_lines(cases):
