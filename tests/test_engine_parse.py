@@ -256,3 +256,38 @@ def test_mutated_real_lines(line, edits, cut):
         line = line[:pos] + s + line[pos:]
     line = line[:max(cut, 1)] if cut < len(line) else line
     compare(["18215 close(3) = 0", line, "18215 close(4) = 0"])
+
+
+# Process life cycles: clones, forks, exits, exec hand-overs, -ff file tids.
+TIDS = st.sampled_from(["", "", "42 ", "43 ", "44 ", "[pid 43] ", "42<a b> ", "44 12:00:00.5 ", "42 1764435600.25 ", "43 +0.1 ", "   0.000100 "])
+BODIES = st.sampled_from([
+    "clone(child_stack=NULL, flags=CLONE_VM|CLONE_FILES|CLONE_THREAD|SIGCHLD) = 43",
+    "clone(child_stack=NULL, flags=CLONE_VM|CLONE_THREAD <unfinished ...>",
+    "clone3({flags=CLONE_VM|CLONE_THREAD, exit_signal=0}, 88 <unfinished ...>",
+    "<... clone resumed>) = 44", "<... clone3 resumed> => {parent_tid=[44]}, 88) = 44",
+    "fork() = 45", "vfork( <unfinished ...>", "<... vfork resumed>) = 46",
+    "getpid() = 42", "gettid() = 43", "set_tid_address(0x7f) = 42",
+    "exit_group(0) = ?", "exit(1) = ?", "+++ exited with 0 +++", "+++ killed by SIGKILL +++",
+    "+++ superseded by execve in pid 43 +++", "execve(\"/bin/x\", [\"x\"], 0x7f /* 3 vars */ <unfinished ...>",
+    "<... execve resumed>) = 0", "execve(\"/bin/y\", [], 0x1) = -1 ENOENT (No such file)",
+    "--- SIGCHLD {si_signo=SIGCHLD} ---", "--- stopped by SIGSTOP ---",
+    "read(3, <unfinished ...>", "<... read resumed>\"x\", 1) = 1", "<... read resumed> <unfinished ...>) = ?",
+    "close(3) = 0", "close(4</x>) = -1 EBADF (Bad file descriptor)", "dup2(3, 4) = 4",
+    "ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, {start_addr=0x1000, size=0x1000, op=KFD_IOCTL_SVM_OP_SET_ATTR, nattr=1, attrs=[{type=KFD_IOCTL_SVM_ATTR_ACCESS, value=0x1}]}) = 0",
+    "ioctl(3, _IOC(_IOC_READ|_IOC_WRITE, 0x4b, 0x20, 0x20), 0x7f) = 0",
+    "hsa_amd_memory_lock(0x1000, 4096, [0x1], 1, [0x2000]) = 0",
+    "recvmsg(3, {msg_control=[{cmsg_level=SOL_SOCKET, cmsg_type=SCM_RIGHTS, cmsg_data=[5, 6]}]}, MSG_CMSG_CLOEXEC) = 1",
+    "mmap(NULL, 4096, PROT_READ, MAP_SHARED, 3</dev/kfd>, 0x1000) = 0x7f0000",
+    "close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) = 0", "fcntl(3, F_SETFD, FD_CLOEXEC) = 0", "fcntl(3, F_DUPFD_CLOEXEC, 10) = 10",
+    "pipe2([3, 4], O_CLOEXEC) = 0", "socketpair(AF_UNIX, SOCK_STREAM, 0, [5, 6]) = 0",
+    "# pid=42 ppid=1 exe=/x page_size=4096", "# fd-snapshot exit", "# fd 3 /dev/kfd", "# exec /bin/z",
+    "#+ 42 1+ 42 close(", "#+ 42 2 3) = 0", "#+ 42 3 x", "strace: Process 44 attached", "strace: Process 43 detached",
+    " > /lib/x.so(f+0x1) [0x10]", "", "garbage", "NULL) = 0", "<detached ...>",
+    "write(1, \"x\", 1 <detached ...>", "execve(\"/x\", [], 0x1 <pid changed to 42 ...>",
+])
+
+@SETTINGS
+@given(st.lists(st.tuples(TIDS, BODIES).map("".join), min_size=1, max_size=16),
+       st.sampled_from([None, 42, 43]))
+def test_generated_process_lives(lines, tid):
+    compare(lines, tid=tid)
