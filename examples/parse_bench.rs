@@ -18,6 +18,18 @@ fn main() {
         .unwrap_or(&data)
         .split(|&c| c == b'\n')
         .collect();
+    if std::env::var("PARSE_BENCH_SCAN_ONLY").is_ok() {
+        // the tokenizer alone, for comparison
+        let t0 = Instant::now();
+        let n = lines
+            .iter()
+            .filter_map(|l| std::str::from_utf8(l).ok())
+            .filter(|l| _engine::parse::tokens::scan_line(l).is_some())
+            .count();
+        let dt = t0.elapsed().as_secs_f64();
+        println!("scan_line took {n} of {} lines: {dt:.3} s", lines.len());
+        return;
+    }
     let mut best = f64::INFINITY;
     let mut events = 0;
     for _ in 0..3 {

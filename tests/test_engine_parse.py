@@ -19,9 +19,10 @@ from hypothesis import example, given, settings, strategies as st
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import realtrace  # noqa: E402
 from test_fast_paths import LINES, SPECIAL  # noqa: E402
-from test_properties import close_lines  # noqa: E402
+from test_properties import REAL, close_lines  # noqa: E402
 
 from rocrtrace.events import InputInfo  # noqa: E402
+from rocrtrace.inputs import open_trace  # noqa: E402
 from rocrtrace.parse import strace  # noqa: E402
 
 engine = pytest.importorskip("rocrtrace._engine")
@@ -41,8 +42,8 @@ def read_lines(path) -> list[str]:
     return lines
 
 
-def python_parse(lines, file="t.log", tid=None):
-    p = strace.Parser(file, tid=tid)
+def python_parse(lines, file="t.log", tid=None, tgid_of=None, handover=None):
+    p = strace.Parser(file, tid=tid, tgid_of=tgid_of, handover=handover)
     out = []
     for i, line in enumerate(lines, 1):
         out += p.feed(i, line)
@@ -65,21 +66,32 @@ def _int_fd(v):
 
 
 def as_kernel_fds(ev):
-    """-e raw prints fd -1 as 0xffffffff: Python keeps 4294967295, the Rust
-    events hold fds as the kernel's int (-1).  The one known difference."""
+    """The known differences of representation: -e raw prints fd -1 as
+    0xffffffff, which Python keeps as 4294967295 and the Rust events hold as
+    the kernel's int (-1); frame text is str in events.rs."""
     for f in ("fd", "src_fd", "new_fd"):
         if hasattr(ev, f):
             setattr(ev, f, _int_fd(getattr(ev, f)))
     if hasattr(ev, "fds") and isinstance(ev.fds, tuple):
         ev.fds = tuple(_int_fd(x) for x in ev.fds)
+    # events.rs keeps frame text as str: bytes that are not UTF-8 are U+FFFD
+    ev.stack = tuple(dataclasses.replace(f, **{k: _lossy(getattr(f, k)) for k in
+                                               ("module", "symbol", "source")})
+                     for f in ev.stack)
     return ev
 
 
-def compare(lines, file="t.log", tid=None) -> int:
+def _lossy(s):
+    if s is None:
+        return s
+    return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def compare(lines, file="t.log", tid=None, tgid_of=None, handover=None) -> int:
     """Both parsers on `lines`; asserts equality, returns the events compared."""
-    want, winfo = python_parse(lines, file, tid)
+    want, winfo = python_parse(lines, file, tid, tgid_of, handover)
     want = [as_kernel_fds(ev) for ev in want]
-    got, ginfo = engine.parse_lines("strace", file, lines, tid)
+    got, ginfo = engine.parse_lines("strace", file, lines, tid, tgid_of, handover)
     for i, (w, g) in enumerate(zip(want, got)):
         assert g == w, (i, w, g)
     assert len(got) == len(want)
@@ -142,11 +154,18 @@ SHAPES_MODES = ["values", "zsplit", "thexec"]
 
 
 def _compare_run(paths) -> int:
+    """Each file of a run; -ff files with their tid and the tgid_of and
+    handover maps inputs.py's pre-pass gives their parsers."""
+    tgid_of = handover = None
+    if len(paths) > 1:
+        tgid_of, handover, _ = open_trace(os.path.join(os.path.dirname(paths[0]),
+                                                       "trace.log.*"))._ff_threads()
     n = 0
     for p in paths:
         m = re.search(r"\.(\d+)$", p)
         tid = int(m.group(1)) if m else None
-        n += compare(read_lines(p), file=os.path.basename(p), tid=tid)
+        n += compare(read_lines(p), file=os.path.basename(p), tid=tid, tgid_of=tgid_of,
+                     handover=handover)
     return n
 
 
@@ -184,7 +203,27 @@ FRAMES = st.sampled_from([" > /lib/libc.so.6(close+0x14) [0x1234]", " > /x(+0x1)
 @example(["42 1764435600.1 ioctl(3, 0x1 <unfinished ...>",
           "43 1764435600.2 <... ioctl resumed>, 0x2) = -1 ENOTTY (x) <0.1>"])
 @example(["close(3 <unfinished ...>", "NULL) = 0"])
+# a thread clone pending with no tid: the new tid's process is None
+@example(["clone(child_stack=NULL, flags=CLONE_VM|CLONE_THREAD <unfinished ...>",
+          "4242 1764435600.000013 +++ exited with 0 +++"])
 def test_generated_line_soups(lines):
+    compare(lines)
+
+
+# Pieces of every line shape the grammar knows, glued at random.
+PIECES = st.sampled_from(
+    list('",(){}[]<>/*\\-=. ax0:|#+?!\'\t') + [
+        "...", "->", "/*", "*/", "(deleted)", "<char 1:2>", "</dev/kfd>", '"a,b"', "é", "\udcff",
+        " = ", " <unfinished ...>", "<... ioctl resumed>", "0x1f", "-1", "EBADF", "<0.5>",
+        "{a=1}", "[1, 2]", " => ", "O_CLOEXEC", "flags=", "cmsg_data=[3]", "SCM_RIGHTS",
+        "hsa_amd_memory_lock(", "ioctl(", "clone(", "42 ", "[pid 7] ", "1764435600.5 ", "+++ ",
+        "--- ", "# ", "#+ 1 1 ", "strace: ", "Process 5 attached", " > ", "CLONE_THREAD"])
+GLUED = st.lists(PIECES, max_size=25).map("".join)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(GLUED, LINES, FRAMES), min_size=1, max_size=10))
+def test_generated_glued_pieces(lines):
     compare(lines)
 
 
@@ -202,3 +241,53 @@ def test_generated_close_lines(cases):
                 min_size=1, max_size=8))
 def test_generated_calls_of_every_handler(parts):
     compare([f"{a}{b}({c}{d}" for a, b, c, d in parts])
+
+
+@SETTINGS
+@given(st.sampled_from(REAL), st.lists(st.tuples(st.integers(0, 400), st.sampled_from(
+    ['"', "<", ">", "(", ")", "{", "}", "[", "]", ",", "\\", "=", " ", "\x00", "\udcff",
+     "/*", "*/", "...", " <unfinished ...>", "<... x resumed>", "+++ ", "\x1b[0m", "é",
+     "'", "'x'", "<<", " => ", "0x", "-1", "/", "#", "# ", "\t"])),
+    max_size=6), st.integers(0, 400))
+def test_mutated_real_lines(line, edits, cut):
+    """test_properties' real lines with edits and cuts, between two good ones."""
+    for pos, s in edits:
+        pos = min(pos, len(line))
+        line = line[:pos] + s + line[pos:]
+    line = line[:max(cut, 1)] if cut < len(line) else line
+    compare(["18215 close(3) = 0", line, "18215 close(4) = 0"])
+
+
+# Process life cycles: clones, forks, exits, exec hand-overs, -ff file tids.
+TIDS = st.sampled_from(["", "", "42 ", "43 ", "44 ", "[pid 43] ", "42<a b> ", "44 12:00:00.5 ", "42 1764435600.25 ", "43 +0.1 ", "   0.000100 "])
+BODIES = st.sampled_from([
+    "clone(child_stack=NULL, flags=CLONE_VM|CLONE_FILES|CLONE_THREAD|SIGCHLD) = 43",
+    "clone(child_stack=NULL, flags=CLONE_VM|CLONE_THREAD <unfinished ...>",
+    "clone3({flags=CLONE_VM|CLONE_THREAD, exit_signal=0}, 88 <unfinished ...>",
+    "<... clone resumed>) = 44", "<... clone3 resumed> => {parent_tid=[44]}, 88) = 44",
+    "fork() = 45", "vfork( <unfinished ...>", "<... vfork resumed>) = 46",
+    "getpid() = 42", "gettid() = 43", "set_tid_address(0x7f) = 42",
+    "exit_group(0) = ?", "exit(1) = ?", "+++ exited with 0 +++", "+++ killed by SIGKILL +++",
+    "+++ superseded by execve in pid 43 +++", "execve(\"/bin/x\", [\"x\"], 0x7f /* 3 vars */ <unfinished ...>",
+    "<... execve resumed>) = 0", "execve(\"/bin/y\", [], 0x1) = -1 ENOENT (No such file)",
+    "--- SIGCHLD {si_signo=SIGCHLD} ---", "--- stopped by SIGSTOP ---",
+    "read(3, <unfinished ...>", "<... read resumed>\"x\", 1) = 1", "<... read resumed> <unfinished ...>) = ?",
+    "close(3) = 0", "close(4</x>) = -1 EBADF (Bad file descriptor)", "dup2(3, 4) = 4",
+    "ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, {start_addr=0x1000, size=0x1000, op=KFD_IOCTL_SVM_OP_SET_ATTR, nattr=1, attrs=[{type=KFD_IOCTL_SVM_ATTR_ACCESS, value=0x1}]}) = 0",
+    "ioctl(3, _IOC(_IOC_READ|_IOC_WRITE, 0x4b, 0x20, 0x20), 0x7f) = 0",
+    "hsa_amd_memory_lock(0x1000, 4096, [0x1], 1, [0x2000]) = 0",
+    "recvmsg(3, {msg_control=[{cmsg_level=SOL_SOCKET, cmsg_type=SCM_RIGHTS, cmsg_data=[5, 6]}]}, MSG_CMSG_CLOEXEC) = 1",
+    "mmap(NULL, 4096, PROT_READ, MAP_SHARED, 3</dev/kfd>, 0x1000) = 0x7f0000",
+    "close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) = 0", "fcntl(3, F_SETFD, FD_CLOEXEC) = 0", "fcntl(3, F_DUPFD_CLOEXEC, 10) = 10",
+    "pipe2([3, 4], O_CLOEXEC) = 0", "socketpair(AF_UNIX, SOCK_STREAM, 0, [5, 6]) = 0",
+    "# pid=42 ppid=1 exe=/x page_size=4096", "# fd-snapshot exit", "# fd 3 /dev/kfd", "# exec /bin/z",
+    "#+ 42 1+ 42 close(", "#+ 42 2 3) = 0", "#+ 42 3 x", "strace: Process 44 attached", "strace: Process 43 detached",
+    " > /lib/x.so(f+0x1) [0x10]", "", "garbage", "NULL) = 0", "<detached ...>",
+    "write(1, \"x\", 1 <detached ...>", "execve(\"/x\", [], 0x1 <pid changed to 42 ...>",
+])
+
+@SETTINGS
+@given(st.lists(st.tuples(TIDS, BODIES).map("".join), min_size=1, max_size=16),
+       st.sampled_from([None, 42, 43]))
+def test_generated_process_lives(lines, tid):
+    compare(lines, tid=tid)

@@ -52,6 +52,14 @@ fn is_clone_name(n: &str) -> bool {
 
 /// `text[:TEXT_MAX]` in code points.
 pub fn cut_text(t: &[u8]) -> Text {
+    // a code point is at least a byte: a short line, or an ASCII head, is
+    // cut without decoding
+    if t.len() <= TEXT_MAX {
+        return Text::from(t);
+    }
+    if t[..TEXT_MAX].is_ascii() {
+        return Text::from(&t[..TEXT_MAX]);
+    }
     Text::from(&t[..cut_chars(t, TEXT_MAX)])
 }
 
@@ -75,7 +83,9 @@ pub struct Parser {
     pub info: InputInfo,
     pub file: FileId,
     pub file_tid: Option<u32>,
-    pub tgid: HashMap<u32, u32>,
+    /// tid -> tgid; None where Python's dict holds None (a thread whose
+    /// parent's pending clone has no tid)
+    pub tgid: HashMap<u32, Option<u32>>,
     /// preload: the header pid
     pub fixed_tgid: Option<u32>,
     /// tid -> pending call, in insertion order (a Python dict)
@@ -122,7 +132,9 @@ impl Parser {
             info,
             file,
             file_tid: tid,
-            tgid: tgid_of.cloned().unwrap_or_default(),
+            tgid: tgid_of
+                .map(|m| m.iter().map(|(&k, &v)| (k, Some(v))).collect())
+                .unwrap_or_default(),
             fixed_tgid: None,
             inflight: Vec::new(),
             live: HashSet::new(),
@@ -322,13 +334,13 @@ impl Parser {
             return;
         }
         self.root = Some(tid);
-        self.tgid.entry(tid).or_insert(tid);
+        self.tgid.entry(tid).or_insert(Some(tid));
         self.live.insert(tid);
-        let pid = self.tgid.get(&tid).copied().unwrap_or(tid);
+        let pid = self.tgid.get(&tid).copied().unwrap_or(Some(tid));
         for ev in self.nopid.iter_mut().chain(self.hold.iter_mut()) {
             if ev.h.tid.is_none() {
                 ev.h.tid = Some(tid);
-                ev.h.pid = Some(pid);
+                ev.h.pid = pid;
             }
         }
         let n = std::mem::take(&mut self.nopid);
@@ -362,11 +374,11 @@ impl Parser {
         if self.fixed_tgid.is_some() {
             return self.fixed_tgid;
         }
-        if let Some(&g) = self.tgid.get(&tid) {
+        if let Some(&Some(g)) = self.tgid.get(&tid) {
             return Some(g);
         }
         // A new tid: a child whose parent's clone has not returned yet.
-        let mut g = tid;
+        let mut g = Some(tid);
         for (ptid, p) in &self.inflight {
             if is_clone_name(&p.name) && *ptid != Some(tid) {
                 let call = Call::new(
@@ -374,15 +386,15 @@ impl Parser {
                     p.args.iter().map(|a| Cow::Borrowed(&a[..])).collect(),
                 );
                 if syscalls::clone_flags(&call) & syscalls::CLONE_THREAD != 0 {
-                    // a None parent tid is not a key Python's tgid holds
-                    g = ptid.map_or(tid, |pt| self.tgid.get(&pt).copied().unwrap_or(pt));
+                    // tgid.get(ptid, ptid): a None parent tid is None
+                    g = ptid.and_then(|pt| self.tgid.get(&pt).copied().unwrap_or(Some(pt)));
                 }
                 break;
             }
         }
         self.tgid.insert(tid, g);
         self.live.insert(tid);
-        Some(g)
+        g
     }
 
     /// tid of a prefix's pid (else the implied tracee); Err for a pid that
@@ -829,7 +841,7 @@ impl Parser {
         {
             self.learn_root(r);
             ev.h.tid = Some(r);
-            ev.h.pid = Some(self.tgid.get(&r).copied().unwrap_or(r));
+            ev.h.pid = self.tgid.get(&r).copied().unwrap_or(Some(r));
             tid = Some(r);
         }
         if matches!(&*name, "clone" | "clone2" | "clone3" | "fork" | "vfork")
@@ -838,8 +850,8 @@ impl Parser {
             let parent_g = ev.h.pid.or(tid);
             let thread = matches!(&ev.kind, Kind::Clone(c) if c.thread);
             match parent_g {
-                Some(g) if thread => self.tgid.insert(child, g),
-                _ => self.tgid.insert(child, child),
+                Some(g) if thread => self.tgid.insert(child, Some(g)),
+                _ => self.tgid.insert(child, Some(child)),
             };
             self.live.insert(child);
         }
@@ -1118,7 +1130,7 @@ impl Parser {
                 let gone: Vec<u32> = self
                     .tgid
                     .iter()
-                    .filter(|&(_, &g)| g == t)
+                    .filter(|&(_, &g)| g == Some(t))
                     .map(|(&k, _)| k)
                     .collect();
                 for k in gone {
@@ -1340,4 +1352,161 @@ fn replace(s: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     }
     out.extend_from_slice(&s[i..]);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(lines: &[&str]) -> (Vec<Event>, InputInfo) {
+        let mut p = Parser::new(FileId(0), InputInfo::new("t.log".into()), None, None, None);
+        let mut out = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            p.feed(i as u64 + 1, l.as_bytes(), &mut out);
+        }
+        p.finish(&mut out);
+        (out, p.info)
+    }
+
+    #[test]
+    fn split_call_is_emitted_at_its_resumed_line() {
+        let (evs, info) = parse(&[
+            "42 1764435600.1 ioctl(3</dev/kfd>, AMDKFD_IOC_WAIT_EVENTS, 0x7f <unfinished ...>",
+            "43 1764435600.2 close(5) = 0",
+            "42 1764435600.5 <... ioctl resumed>) = 0",
+        ]);
+        assert_eq!(evs.len(), 2);
+        assert_eq!(evs[0].name, "close");
+        let e = &evs[1];
+        assert_eq!((e.h.line, e.h.end_line, e.h.tid), (1, Some(3), Some(42)));
+        assert!((e.h.dur.unwrap() - 0.4).abs() < 1e-6);
+        assert!(
+            e.h.text
+                .as_bytes()
+                .windows(5)
+                .any(|w| w == " … ".as_bytes())
+        );
+        let Kind::Ioctl(i) = &e.kind else { panic!() };
+        assert_eq!(i.ioctl, Some("AMDKFD_IOC_WAIT_EVENTS"));
+        assert_eq!((info.unfinished, info.orphans, info.events), (0, 0, 2));
+    }
+
+    #[test]
+    fn unfinished_at_the_end_and_orphans_are_counted() {
+        let (evs, info) = parse(&[
+            "42 1764435600.1 read(3, <unfinished ...>",
+            "43 1764435600.2 <... write resumed>) = 1",
+        ]);
+        assert_eq!(info.unfinished, 1);
+        assert_eq!(info.orphans, 1);
+        assert!(evs.iter().all(|e| e.h.partial));
+    }
+
+    #[test]
+    fn frames_go_to_their_call_and_exit_frames_follow_plus() {
+        let (evs, info) = parse(&[
+            "42 close(3) = 0",
+            " > /lib/libc.so.6(close+0x14) [0x1234]",
+            "42 exit_group(0) = ?",
+            "42 +++ exited with 0 +++",
+            " > /lib/libc.so.6(_exit+0x1) [0x10]",
+        ]);
+        assert!(info.has_stacks && info.exit_seen);
+        assert_eq!(evs.len(), 3);
+        assert_eq!(evs[0].h.stack[0].symbol.as_deref(), Some("close"));
+        assert_eq!(evs[0].h.stack[0].sym_offset, Some(0x14));
+        assert_eq!(evs[1].name, "exit_group");
+        assert_eq!(evs[1].h.stack.len(), 1);
+        assert!(matches!(
+            evs[2].kind,
+            Kind::Exit(Exit {
+                whole: true,
+                status: Some(0),
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn unprefixed_past_learns_the_root_pid() {
+        let (evs, info) = parse(&["close(3) = 0", "getpid() = 77", "close(4) = 0"]);
+        assert!(!info.has_pids);
+        assert!(
+            evs.iter()
+                .all(|e| e.h.tid == Some(77) && e.h.pid == Some(77))
+        );
+    }
+
+    #[test]
+    fn clone_children_join_their_process() {
+        let (evs, _) = parse(&[
+            "42 clone(child_stack=0x1, flags=CLONE_VM|CLONE_FILES|CLONE_THREAD|CLONE_SIGHAND) = 43",
+            "43 close(3) = 0",
+        ]);
+        assert_eq!((evs[1].h.pid, evs[1].h.tid), (Some(42), Some(43)));
+    }
+
+    #[test]
+    fn diagnostics_and_summaries_are_not_unparsed() {
+        let (_, info) = parse(&[
+            "strace: Process 42 attached",
+            "% time     seconds  usecs/call     calls    errors syscall",
+            "------ ----------- ----------- --------- --------- ----------------",
+            "100.00    0.000010           1        10           close",
+            "nonsense here",
+        ]);
+        assert_eq!(info.unparsed, 1);
+        assert_eq!(info.unparsed_samples[0].0, 5);
+    }
+
+    #[test]
+    fn preload_header_snapshots_maps_and_continuations() {
+        let (evs, info) = parse(&[
+            "# rocrtrace-log 2",
+            "# pid=4242 ppid=1 exe=/bin/app page_size=4096 start=1764435600.0",
+            "# fd-snapshot start",
+            "# fd 3 /dev/kfd",
+            "# fd 4 /dev/dri/renderD128",
+            "# map 7f00-8f00 r-xp 0 /lib/libhsa.so build-id=abcd",
+            "#+ 4242 1+ 4242 1764435600.1 ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, {start_addr=0x1000, ",
+            "#+ 4242 2 size=0x1000, op=KFD_IOCTL_SVM_OP_SET_ATTR, nattr=0, attrs=[]}) = 0",
+            "# exit status=0",
+        ]);
+        assert_eq!(info.unparsed, 0, "{:?}", info.unparsed_samples);
+        assert_eq!(info.header[0].0.as_ref(), "version");
+        assert!(info.decoded_structs && info.exit_seen);
+        let kinds: Vec<&str> = evs.iter().map(|e| e.kind.type_name()).collect();
+        assert_eq!(
+            kinds,
+            ["ProcessInfo", "FdSnapshot", "ModuleMap", "Ioctl", "Exit"]
+        );
+        let Kind::FdSnapshot(s) = &evs[1].kind else {
+            panic!()
+        };
+        assert_eq!(s.fds.len(), 2);
+        let Kind::Ioctl(i) = &evs[3].kind else {
+            panic!()
+        };
+        assert_eq!(i.size, Some(24));
+        assert_eq!(evs[3].h.line, 7);
+        assert!(evs.iter().all(|e| e.h.pid == Some(4242)));
+    }
+
+    #[test]
+    fn results_errors_and_decorations() {
+        let (evs, info) = parse(&[
+            "42 openat(AT_FDCWD, \"/x\", O_RDONLY) = -1 ENOENT (No such file) <0.000010>",
+            "42 close(9) = -1 (errno 512)",
+            "42 umask(022) = 022",
+            "42 dup(3</a\\74b>) = 4</a\\74b>",
+        ]);
+        assert!(info.has_durations && info.has_decorations);
+        assert_eq!(evs[0].h.err.as_deref(), Some("ENOENT"));
+        assert_eq!(evs[1].h.err.as_deref(), Some("ERRNO_512"));
+        assert_eq!(evs[2].h.ret, Some(0o22));
+        let Kind::FdCreate(f) = &evs[3].kind else {
+            panic!()
+        };
+        assert_eq!(f.paths, vec![Some(Text::from("/a<b"))]);
+    }
 }

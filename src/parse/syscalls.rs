@@ -932,10 +932,60 @@ fn svm_ok(arg: &Value) -> bool {
         .all(|k| arg.get(k).is_some_and(is_int))
 }
 
+/// A decoded request: (request, dir, type, nr, size, named by a hint that
+/// is no `_IOC(…)`, canonical name).
+type Decoded = (
+    Option<u32>,
+    Option<u8>,
+    Option<u8>,
+    Option<u8>,
+    Option<i128>,
+    bool,
+    Option<&'static str>,
+);
+
+/// Recent (request text, fd path) -> decoded request: a trace names a
+/// handful of requests on a handful of fds millions of times (the Python
+/// code's lru_cache on _request_of).
+type RequestCache = Vec<(Box<[u8]>, Option<Box<[u8]>>, Decoded)>;
+
+thread_local! {
+    static REQUESTS: std::cell::RefCell<RequestCache> = const { std::cell::RefCell::new(Vec::new()) };
+}
+const REQUEST_CACHE: usize = 64;
+
+fn request_of(req_tok: &[u8], path: Option<&[u8]>) -> Decoded {
+    if let Some(d) = REQUESTS.with(|c| {
+        c.borrow()
+            .iter()
+            .find(|(r, p, _)| &r[..] == req_tok && p.as_deref() == path)
+            .map(|x| x.2)
+    }) {
+        return d;
+    }
+    let (request, d, t, nr, size, hint, name) = decode_request(req_tok, path);
+    let named = hint
+        .as_deref()
+        .is_some_and(|h| !h.is_empty() && !h.starts_with(b"_IOC"));
+    let name = name.map(|n| match n {
+        Cow::Borrowed(b) => b,
+        Cow::Owned(o) => intern(&o),
+    });
+    let out = (request, d, t, nr, size, named, name);
+    REQUESTS.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= REQUEST_CACHE {
+            c.remove(0);
+        }
+        c.push((req_tok.into(), path.map(Into::into), out));
+    });
+    out
+}
+
 fn ioctl(call: &mut Call<'_>) -> Kind {
     let (fd, path) = fd_of(call.arg(0));
-    let (mut request, d, t, nr, mut size, hint, name) =
-        decode_request(call.arg_or_empty(1), path.as_deref());
+    let (mut request, d, t, nr, mut size, named, ioctl) =
+        request_of(call.arg_or_empty(1), path.as_deref());
     let (mut arg, mut out) = (None, None);
     if let Some(atok) = call
         .arg(2)
@@ -965,9 +1015,7 @@ fn ioctl(call: &mut Call<'_>) -> Kind {
             && let Some(a) = &arg
             && matches!(a, Value::Struct(f) if !f.is_empty())
             && let Some(nattr) = a.get("nattr").and_then(Value::as_i128)
-            && hint
-                .as_deref()
-                .is_some_and(|h| !h.is_empty() && !h.starts_with(b"_IOC"))
+            && named
         {
             let s = 24 + 8 * nattr;
             size = Some(s);
@@ -981,10 +1029,6 @@ fn ioctl(call: &mut Call<'_>) -> Kind {
     }
     let size = size.map(|s| call.u64(s));
     let fd = fd.map_or(-1, |f| call.fd(f));
-    let ioctl = name.map(|n| match n {
-        Cow::Borrowed(b) => b,
-        Cow::Owned(o) => intern(&o),
-    });
     Kind::Ioctl(Box::new(Ioctl {
         fd,
         path: text(path),

@@ -58,11 +58,18 @@ pub fn rstrip(s: &[u8]) -> &[u8] {
 }
 
 pub fn contains(s: &[u8], needle: &[u8]) -> bool {
-    memmem::find(s, needle).is_some()
+    find(s, needle).is_some()
 }
 
+/// The first `needle` in `s`.  The needles here are short and start with a
+/// byte that is rare in a line; memmem would build a searcher per call,
+/// which costs more than these searches.
 pub fn find(s: &[u8], needle: &[u8]) -> Option<usize> {
-    memmem::find(s, needle)
+    let (&first, rest) = needle.split_first()?;
+    if s.len() < needle.len() {
+        return None;
+    }
+    memchr::memchr_iter(first, &s[..s.len() - rest.len()]).find(|&i| s[i + 1..].starts_with(rest))
 }
 
 pub fn rfind(s: &[u8], needle: &[u8]) -> Option<usize> {
@@ -962,31 +969,54 @@ impl<'a> Builder<'a> for Values {
     }
 }
 
-/// A field name (kfd's field names are static).
+/// A field name: static when it is one the decoders print (no allocation
+/// for the usual struct), else its own copy.
 pub fn field_name(k: &[u8]) -> Name {
-    crate::events::name_in(FIELD_NAMES, &String::from_utf8_lossy(k))
+    match FIELD_NAMES.binary_search_by(|n| n.as_bytes().cmp(k)) {
+        Ok(i) => Cow::Borrowed(FIELD_NAMES[i]),
+        Err(_) => Cow::Owned(String::from_utf8_lossy(k).into_owned()),
+    }
 }
 
+/// The fields of the structs the capture library and strace decode, sorted.
 const FIELD_NAMES: &[&str] = &[
+    "agent_handle",
+    "alternate_aperture_base",
+    "anon_fd",
+    "attribute",
     "attrs",
+    "bo_size",
     "device_ids_array",
     "dmabuf_fd",
+    "drm_fd",
+    "event_id",
+    "event_type",
     "fd",
     "fd_flags",
     "flags",
     "gpu_id",
     "handle",
+    "kfd_process_device_apertures_ptr",
+    "len",
+    "major_version",
+    "memfd",
     "metadata_size",
+    "minor_version",
     "mmap_offset",
     "n_devices",
     "n_success",
     "nattr",
+    "num_of_nodes",
     "offset",
     "op",
+    "permissions",
+    "queue_id",
+    "ring_base_address",
     "size",
     "start_addr",
     "type",
     "va_addr",
+    "vaddr",
     "value",
     "xnack_enabled",
 ];
@@ -1077,9 +1107,13 @@ fn value(tok: &[u8], depth: isize) -> Value {
             None => Value::Raw(Text::from(tok)),
         };
     }
-    let chain = memmem::find_iter(tok, b" => ").count();
+    let first = find(tok, b" => ");
+    let chain = match first {
+        None => 0,
+        Some(k) => 1 + memmem::find_iter(&tok[k + 4..], b" => ").count(),
+    };
     if chain > 0 && chain <= MAX_CHAIN {
-        let k = find(tok, b" => ").unwrap();
+        let k = first.unwrap();
         return Value::Pair(Box::new((
             parse_value(&tok[..k]),
             parse_value(&tok[k + 4..]),
@@ -1147,6 +1181,13 @@ mod tests {
         );
         assert_eq!(parse_fd(b"1<<16"), (None, None));
         assert_eq!(unescape(b"a\\x41\\101\\n\\q\\xff"), b"aAA\nq\\xff".to_vec());
+    }
+
+    #[test]
+    fn field_names_are_sorted() {
+        assert!(FIELD_NAMES.windows(2).all(|w| w[0] < w[1]));
+        assert!(matches!(field_name(b"start_addr"), Cow::Borrowed(_)));
+        assert_eq!(field_name(b"zz_other"), "zz_other");
     }
 
     #[test]

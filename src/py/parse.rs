@@ -52,12 +52,13 @@ fn info_to_py<'py>(py: Python<'py>, info: &InputInfo) -> PyResult<Bound<'py, PyD
     Ok(d)
 }
 
-/// parse_lines(fmt, file, lines, tid=None, tgid_of=None) -> (events, info)
+/// parse_lines(fmt, file, lines, tid=None, tgid_of=None, handover=None) -> (events, info)
 ///
 /// fmt is "strace" or "preload" (one grammar); lines are numbered from 1;
-/// events are rocrtrace.events objects, info a dict of InputInfo's fields.
+/// tid, tgid_of and handover ({tid: (line, text)}) are the Parser's; events
+/// are rocrtrace.events objects, info a dict of InputInfo's fields.
 #[pyfunction]
-#[pyo3(signature = (fmt, file, lines, tid=None, tgid_of=None))]
+#[pyo3(signature = (fmt, file, lines, tid=None, tgid_of=None, handover=None))]
 pub fn parse_lines<'py>(
     py: Python<'py>,
     fmt: &str,
@@ -65,6 +66,7 @@ pub fn parse_lines<'py>(
     lines: &Bound<'py, PyAny>,
     tid: Option<u32>,
     tgid_of: Option<HashMap<u32, u32>>,
+    handover: Option<Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     if fmt != "strace" && fmt != "preload" {
         return Err(PyValueError::new_err(format!(
@@ -73,7 +75,27 @@ pub fn parse_lines<'py>(
     }
     let name: Text = text_from_py(file)?;
     let files = Files::new([name.clone()]);
-    let mut p = Parser::new(FileId(0), InputInfo::new(name), tid, tgid_of.as_ref(), None);
+    let handover = match handover {
+        None => None,
+        Some(d) => {
+            let mut h = HashMap::new();
+            for (k, v) in d.iter() {
+                let (line, text): (u64, Bound<'py, PyAny>) = v.extract()?;
+                h.insert(
+                    k.extract::<u32>()?,
+                    (line, text_from_py(&text)?.0.into_vec()),
+                );
+            }
+            Some(h)
+        }
+    };
+    let mut p = Parser::new(
+        FileId(0),
+        InputInfo::new(name),
+        tid,
+        tgid_of.as_ref(),
+        handover,
+    );
     let mut evs = Vec::new();
     for (i, line) in lines.try_iter()?.enumerate() {
         let t = text_from_py(&line?)?;
