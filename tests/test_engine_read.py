@@ -522,3 +522,22 @@ def test_stdin_reads_the_same(name):
                            capture_output=True, timeout=120, check=True)
         out.append(pickle.loads(r.stdout))
     assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("comp", [False, True])
+def test_tinygrad_trace_from_a_pipe(comp):
+    data = (FIXTURES / "tinygrad" / "buffers.log").read_bytes()
+    if comp:
+        data = gzip.compress(data)
+    got = []
+    for side in ("py", "rs"):
+        arg, done = pipe_arg(data)()
+        try:
+            if side == "py":
+                t = open_trace(arg)
+                got.append((list(t.events()), t.infos))
+            else:
+                got.append(_engine.trace_events(arg))
+        finally:
+            done()
+    assert got[0][0] and got[0] == got[1]
