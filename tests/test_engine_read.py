@@ -483,3 +483,61 @@ def test_fd_and_ret_beyond_the_registers_are_unparsed():
     evs, info = _engine.parse_tinygrad_lines("t.log", lines)
     assert evs == [] and info.unparsed == 3 and info.lines == 3
     assert len(py_tinygrad("t.log", lines)[0]) == 3
+
+
+def test_svm_attr_value_with_a_leading_zero_is_not_an_attr():
+    """int("012", 0) raises: tinygrad.py used to crash on such a line; now
+    both sides take it as no attr line (the SVM call lost its attrs)."""
+    lines = ["  1.00 ms +  0.10 ms :  0 = AMDKFD_IOC_SVM start_addr:0x1000 size:0x1000 op:0x0 nattr:0x1",
+             "0: KFD_IOCTL_SVM_ATTR_ACCESS: 012"]
+    (ev,), info = py_tinygrad("t.log", lines)
+    assert ev.partial and ev.arg["attrs"] == [] and info.unparsed == 1
+    assert_same_tinygrad(lines)
+
+
+_STDIN_SIDE = r"""
+import pickle, sys
+from rocrtrace import inputs
+import rocrtrace._engine as e
+sys.path.insert(0, sys.argv[2])
+from test_engine_read import py_read
+try:
+    got = py_read("-") if sys.argv[1] == "py" else e.read_input("-")
+except (inputs.InputError, e.ReadError) as x:
+    got = str(x)
+sys.stdout.buffer.write(pickle.dumps(got))
+"""
+
+
+@pytest.mark.parametrize("name", ["good", "crlf-tg", "pasted", "text"])
+def test_stdin_reads_the_same(name):
+    import pickle
+    import subprocess
+    import sys
+    data = SHAPES[name]
+    out = []
+    for side in ("py", "rs"):
+        r = subprocess.run([sys.executable, "-c", _STDIN_SIDE, side, str(Path(__file__).parent)],
+                           input=gzip.compress(data) if name == "good" else data,
+                           capture_output=True, timeout=120, check=True)
+        out.append(pickle.loads(r.stdout))
+    assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("comp", [False, True])
+def test_tinygrad_trace_from_a_pipe(comp):
+    data = (FIXTURES / "tinygrad" / "buffers.log").read_bytes()
+    if comp:
+        data = gzip.compress(data)
+    got = []
+    for side in ("py", "rs"):
+        arg, done = pipe_arg(data)()
+        try:
+            if side == "py":
+                t = open_trace(arg)
+                got.append((list(t.events()), t.infos))
+            else:
+                got.append(_engine.trace_events(arg))
+        finally:
+            done()
+    assert got[0][0] and got[0] == got[1]

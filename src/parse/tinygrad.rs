@@ -17,29 +17,94 @@ pub const TEXT_MAX: usize = 300;
 /// never trust nattr: it is data
 pub const MAX_ATTRS: i128 = 64;
 
+// The regexes of tinygrad.py up to where their tails are plain rules: the
+// tails (`[ \t]*(.*?)\s*\Z`, `(?: (.*?))?\s*\Z`) are trimmed by hand
+// below, as the regex crate's capture engines are slow on them.
 struct Res {
     named: Regex,
     timed_generic: Regex,
     generic: Regex,
     attr: Regex,
     field: Regex,
-    hex: Regex,
 }
 
 static RE: LazyLock<Res> = LazyLock::new(|| Res {
     named: py_regex(
-        r"\A%s*(-?\d+(?:\.\d+)?) ms \+%s*(-?\d+(?:\.\d+)?) ms : %s*(-?\d{1,20}) = (AMDKFD_IOC_%w+)[ \t]*(.*?)%s*\z",
+        r"\A%s*(-?\d+(?:\.\d+)?) ms \+%s*(-?\d+(?:\.\d+)?) ms : %s*(-?\d{1,20}) = (AMDKFD_IOC_%w+)",
     ),
-    timed_generic: py_regex(r"\A%s*(-?\d+(?:\.\d+)?) ms \+%s*(-?\d+(?:\.\d+)?) ms : (ioctl .*)\z"),
+    timed_generic: py_regex(r"\A%s*(-?\d+(?:\.\d+)?) ms \+%s*(-?\d+(?:\.\d+)?) ms : ioctl "),
     generic: py_regex(
-        r"\Aioctl idir=(\d{1,20}) size=(\d{1,20}) itype=(\d{1,20}) nr=(\d{1,20}) fd=(-?\d{1,20}) ret=(-?\d{1,20})(?: (.*?))?%s*\z",
+        r"\Aioctl idir=(\d{1,20}) size=(\d{1,20}) itype=(\d{1,20}) nr=(\d{1,20}) fd=(-?\d{1,20}) ret=(-?\d{1,20})",
     ),
     attr: py_regex(
         r"\A(\d{1,20}): (KFD_IOCTL_SVM_ATTR_%w+|\d{1,20})%s*: (0x[0-9a-fA-F]{1,64}|\d{1,20})%s*\z",
     ),
-    field: py_regex(r"(%w+):(<[^<>]*>|%S+)"),
-    hex: py_regex(r"\A0x[0-9a-fA-F]{1,64}\z"),
+    // tinygrad.py _FIELD `(\w+):(<[^<>]*>|\S+)`: the first ':' splits it
+    field: py_regex(r"%w+:(?:<[^<>]*>|%S+)"),
 });
+
+/// tinygrad.py _HEX `0x[0-9a-fA-F]{1,64}\Z`
+fn is_hex(v: &str) -> bool {
+    v.strip_prefix("0x")
+        .is_some_and(|d| (1..=64).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// A named line's pieces: (ms, dur ms, ret, name, fields text).
+struct NamedLine<'a> {
+    ms: &'a str,
+    dur: &'a str,
+    ret: &'a str,
+    name: &'a str,
+    fields: &'a str,
+}
+
+/// tinygrad.py _NAMED.match(line)
+fn named_line(line: &str) -> Option<NamedLine<'_>> {
+    let c = RE.named.captures(line)?;
+    let rest = &line[c.get(0)?.end()..];
+    // `(.*?)` stops at a newline, `[ \t]*` and `\s*` take the blanks around
+    if rest.contains('\n') {
+        return None;
+    }
+    let fields = rest
+        .trim_start_matches([' ', '\t'])
+        .trim_end_matches(pytext::is_space);
+    Some(NamedLine {
+        ms: c.get(1)?.as_str(),
+        dur: c.get(2)?.as_str(),
+        ret: c.get(3)?.as_str(),
+        name: c.get(4)?.as_str(),
+        fields,
+    })
+}
+
+/// tinygrad.py _TIMED_GENERIC.match(line): (ms, dur ms, body from "ioctl ").
+fn timed_generic(line: &str) -> Option<(&str, &str, &str)> {
+    let c = RE.timed_generic.captures(line)?;
+    let end = c.get(0)?.end();
+    let body = &line[end - "ioctl ".len()..];
+    if body.contains('\n') {
+        return None;
+    }
+    Some((c.get(1)?.as_str(), c.get(2)?.as_str(), body))
+}
+
+/// tinygrad.py _GENERIC.match(body): the six numbers and the path.
+fn generic_line(body: &str) -> Option<([&str; 6], Option<&str>)> {
+    let c = RE.generic.captures(body)?;
+    let rest = &body[c.get(0)?.end()..];
+    let path = if rest.chars().all(pytext::is_space) {
+        None
+    } else {
+        let p = rest.strip_prefix(' ')?;
+        if p.contains('\n') {
+            return None;
+        }
+        Some(p.trim_end_matches(pytext::is_space))
+    };
+    let n = |i: usize| c.get(i).map_or("", |m| m.as_str());
+    Some(([n(1), n(2), n(3), n(4), n(5), n(6)], path))
+}
 
 /// Fields the kernel writes, per request (tinygrad.py _OUTPUTS).
 fn outputs(name: &str) -> &'static [&'static str] {
@@ -135,25 +200,26 @@ impl Parser {
             return self.drain(out);
         }
         if self.svm.is_some() {
-            if let Some(am) = RE.attr.captures(line)
+            if line.starts_with(|c: char| !c.is_ascii() || c.is_ascii_digit())
+                && let Some(am) = RE.attr.captures(line)
                 && self.attr(&am)
             {
                 return self.drain(out);
             }
             self.flush_svm();
         }
-        if let Some(m) = RE.named.captures(line) {
+        if let Some(m) = named_line(line) {
             self.named(lineno, line, &m);
             return self.drain(out);
         }
         let (mut t, mut dur, mut body) = (None, None, line);
-        if let Some(tm) = RE.timed_generic.captures(line) {
-            t = Some(ms(&tm[1]));
-            dur = Some(ms(&tm[2]));
-            body = tm.get(3).unwrap().as_str();
+        if let Some((a, b, rest)) = timed_generic(line) {
+            t = Some(ms(a));
+            dur = Some(ms(b));
+            body = rest;
         }
-        if let Some(gm) = RE.generic.captures(pytext::strip(body)) {
-            self.generic(lineno, line, &gm, t, dur);
+        if let Some((nums, path)) = generic_line(pytext::strip(body)) {
+            self.generic(lineno, line, nums, path, t, dur);
             return self.drain(out);
         }
         self.unparsed(lineno, line);
@@ -200,13 +266,13 @@ impl Parser {
         }
     }
 
-    fn named(&mut self, lineno: u64, line: &str, m: &Captures) {
-        let name = m.get(4).unwrap().as_str();
+    fn named(&mut self, lineno: u64, line: &str, m: &NamedLine) {
+        let name = m.name;
         let mut fields: Vec<(Name, Value)> = Vec::new();
         let mut bad = false;
-        for fm in RE.field.captures_iter(m.get(5).unwrap().as_str()) {
-            let (k, v) = (&fm[1], &fm[2]);
-            if RE.hex.is_match(v) {
+        for fm in RE.field.find_iter(m.fields) {
+            let (k, v) = fm.as_str().split_once(':').unwrap_or_default();
+            if is_hex(v) {
                 set(&mut fields, k, value(pytext::hex(&v[2..]), v));
             } else if !v.starts_with('<') {
                 // not what tinygrad prints: dropped, and said (a ctypes repr
@@ -214,7 +280,7 @@ impl Parser {
                 bad = true;
             }
         }
-        let Some(ret) = pytext::int(&m[3]).and_then(|r| i64::try_from(r).ok()) else {
+        let Some(ret) = pytext::int(m.ret).and_then(|r| i64::try_from(r).ok()) else {
             return self.unparsed(lineno, line);
         };
         if bad {
@@ -243,7 +309,7 @@ impl Parser {
             (Some(d), Some(nr), Some(size)) => Some(kfd::ioc(d, t, nr, (size & 0x3FFF) as u16)),
             _ => None,
         };
-        let h = self.header(lineno, line, Some(ms(&m[1])), Some(ms(&m[2])), ret);
+        let h = self.header(lineno, line, Some(ms(m.ms)), Some(ms(m.dur)), ret);
         self.info.decoded_structs = true;
         let ioctl = nr
             .and_then(|n| kfd::ioctl_name(t, n, Some(b"/dev/kfd"), None))
@@ -325,15 +391,16 @@ impl Parser {
         &mut self,
         lineno: u64,
         line: &str,
-        gm: &Captures,
+        nums: [&str; 6],
+        path: Option<&str>,
         t: Option<f64>,
         dur: Option<f64>,
     ) {
-        let n = |i: usize| pytext::int(&gm[i]);
+        let n = |i: usize| pytext::int(nums[i - 1]);
         let (idir, size, itype, nr) = (n(1), n(2), n(3), n(4));
         let fd = n(5).and_then(|v| i32::try_from(v).ok());
         let ret = n(6).and_then(|v| i64::try_from(v).ok());
-        let path = gm.get(7).map(|p| p.as_str()).filter(|p| !p.is_empty());
+        let path = path.filter(|p| !p.is_empty());
         let (Some(idir), Some(size), Some(itype), Some(nr), Some(fd), Some(ret)) =
             (idir, size, itype, nr, fd, ret)
         else {
@@ -397,9 +464,9 @@ fn svm_done(ev: &mut Event) {
 
 /// Does a line have one of the shapes (tinygrad.looks_like_line)?
 pub fn looks_like_line(line: &str) -> bool {
-    RE.named.is_match(line)
-        || RE.timed_generic.is_match(line)
-        || RE.generic.is_match(pytext::strip(line))
+    named_line(line).is_some()
+        || timed_generic(line).is_some()
+        || generic_line(pytext::strip(line)).is_some()
 }
 
 #[cfg(test)]

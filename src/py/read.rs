@@ -121,7 +121,7 @@ fn read_one(mut f: FileSpec, max_line: usize) -> FileRead {
             let mut cl = CleanLines::new(r, &f.path, f.layout.clone(), max_line, CHUNK);
             loop {
                 match cl.next(&mut info) {
-                    Ok(Some(l)) => lines.push(l),
+                    Ok(Some((n, l))) => lines.push((n, l.map(|t| t.into_owned()))),
                     Ok(None) => break,
                     Err(e) => {
                         error = Some(e.0);

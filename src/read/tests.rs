@@ -867,3 +867,95 @@ mod wired {
         assert_eq!(parents_first(&files, &parent), [1, 0, 3, 2]);
     }
 }
+
+/// -ff knowledge through a stand-in dialect (the strace parser is ported
+/// elsewhere): `clone N thread|process` lines make Clone events.
+mod ff {
+    use super::super::open::FileSpec;
+    use super::super::open::open_files;
+    use super::super::trace::{Dialect, Dialects, Threads, ff_threads, parents_first};
+    use crate::events::*;
+
+    struct Clones(InputInfo);
+
+    impl Dialect for Clones {
+        fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Event>) {
+            self.0.lines += 1;
+            let w: Vec<&str> = line.split(' ').collect();
+            if let ["clone", n, how] = w[..] {
+                let h = Header {
+                    line: lineno,
+                    ret: n.parse().ok(),
+                    ..Default::default()
+                };
+                out.push(Event::new(
+                    h,
+                    Kind::Clone(Clone {
+                        child: n.parse().ok(),
+                        thread: how == "thread",
+                        share_files: false,
+                        flags: 0,
+                    }),
+                ));
+                self.0.events += 1;
+            }
+        }
+        fn finish(&mut self, _: &mut Vec<Event>) {}
+        fn info(&mut self) -> &mut InputInfo {
+            &mut self.0
+        }
+    }
+
+    struct Fake;
+
+    impl Dialects for Fake {
+        fn parser(
+            &self,
+            _: &FileSpec,
+            _: FileId,
+            info: InputInfo,
+            _: Option<&Threads>,
+        ) -> Option<Box<dyn Dialect>> {
+            Some(Box::new(Clones(info)))
+        }
+    }
+
+    #[test]
+    fn threads_find_their_process_and_children_follow_parents() {
+        let d = std::env::temp_dir().join(format!("rocrtrace-ff-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let w = |n: &str, s: &str| std::fs::write(d.join(n), s).unwrap();
+        // 100 makes thread 101 and process 9999; 101 makes thread 102;
+        // 9999 makes thread 10000; 7 and 8 name each other (a cycle)
+        w(
+            "t.100",
+            "close(3) = 0\nclone 101 thread\nclone 9999 process\n",
+        );
+        w("t.101", "clone 102 thread\n");
+        w("t.102", "close(1) = 0\n");
+        w("t.10000", "close(1) = 0\n");
+        // (a first line that is no trace line would be a preamble)
+        w(
+            "t.9999",
+            "close(0) = 0\nclone 10000 thread\nexecve(\"/x\") = 0 <pid changed to 9999 ...>\n",
+        );
+        w("t.7", "clone 8 thread\n");
+        w("t.8", "clone 7 thread\n");
+        let files = open_files(&format!("{}/t.*", d.display()), Some("strace")).unwrap();
+        let names: Vec<u32> = files.iter().map(|f| f.tid.unwrap()).collect();
+        assert_eq!(names, [100, 10000, 101, 102, 7, 8, 9999]);
+        let t = ff_threads(&files, 1 << 20, &Fake).unwrap();
+        let tg = |x: u32| t.tgid_of[&x];
+        assert_eq!((tg(100), tg(101), tg(102)), (100, 100, 100));
+        assert_eq!((tg(9999), tg(10000)), (9999, 9999));
+        assert!(tg(7) == 7 || tg(7) == 8, "a cycle stops: {}", tg(7));
+        assert_eq!(t.handover[&9999].0, 3);
+        assert_eq!(t.parent[&9999], (100, false));
+        let order: Vec<u32> = parents_first(&files, &t.parent)
+            .into_iter()
+            .map(|i| files[i].tid.unwrap())
+            .collect();
+        assert_eq!(order, [100, 9999, 10000, 101, 102, 8, 7]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

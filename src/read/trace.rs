@@ -7,12 +7,13 @@
 //! every dialect.
 
 use super::detect::format_name;
-use super::lines::{CHUNK, LineReader, ReadInfo};
+use super::lines::{CHUNK, Line, LineReader, ReadInfo};
 use super::merge::{Key, Maker, Spill, Stream, bounded_merge};
 use super::open::FileSpec;
 use super::{InputError, input_error};
 use crate::events::{Event, FileId, Format, InputInfo, Kind, Text};
 use crate::parse::tinygrad;
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Read;
@@ -118,24 +119,20 @@ impl CleanLines {
         }
     }
 
-    /// The next line to feed (None text: an over-long line, to be counted
-    /// in info.lines), Ok(None) at the end.
-    pub fn next(
-        &mut self,
-        info: &mut InputInfo,
-    ) -> Result<Option<(u64, Option<String>)>, InputError> {
+    /// The next line to feed, borrowed from the read buffer where it can
+    /// be (None text: an over-long line, to be counted in info.lines),
+    /// Ok(None) at the end.
+    pub fn next(&mut self, info: &mut InputInfo) -> Result<Option<Line<'_>>, InputError> {
         loop {
-            let got = self.lr.next_line();
+            // the reader's counts move to info first (in line order)
+            let got = self.lr.advance();
             self.sync(info);
-            let Some((lineno, line)) = got? else {
+            let Some((lineno, is_line)) = got? else {
                 return Ok(None);
             };
-            if self.layout.plain() {
-                return Ok(Some((lineno, line)));
-            }
-            if lineno < self.layout.first {
+            if lineno < self.layout.first && !self.layout.plain() {
                 info.preamble += 1;
-                if line.is_none() {
+                if !is_line {
                     // an over-long preamble line
                     info.too_long -= 1;
                     info.unparsed -= 1;
@@ -146,17 +143,26 @@ impl CleanLines {
                 info.lines += 1;
                 continue;
             }
-            return Ok(Some(match line {
-                Some(text) if !self.layout.prefix.is_empty() => {
-                    let rest = self.layout.unprefix(&text);
-                    if rest.len() == text.len() {
-                        (lineno, Some(text))
+            if !is_line {
+                return Ok(Some((lineno, None)));
+            }
+            let text = self.lr.text();
+            let prefix = &self.layout.prefix;
+            if prefix.is_empty() {
+                return Ok(Some((lineno, Some(text))));
+            }
+            let out = match text {
+                Cow::Borrowed(t) => Cow::Borrowed(self.layout.unprefix(t)),
+                Cow::Owned(t) => {
+                    let rest = self.layout.unprefix(&t);
+                    if rest.len() == t.len() {
+                        Cow::Owned(t)
                     } else {
-                        (lineno, Some(rest.to_string()))
+                        Cow::Owned(rest.to_string())
                     }
                 }
-                other => (lineno, other),
-            }));
+            };
+            return Ok(Some((lineno, Some(out))));
         }
     }
 
@@ -434,7 +440,7 @@ pub fn ff_threads<D: Dialects + ?Sized>(
         while let Some((lineno, line)) = lines.next(&mut info)? {
             let Some(line) = line else { continue };
             if line.contains("<pid changed to ") {
-                t.handover.insert(tid, (lineno, line));
+                t.handover.insert(tid, (lineno, line.into_owned()));
                 continue;
             }
             if !line.contains("clone") && !line.contains("fork") && !line.contains("syscall_0x1b3")
