@@ -4,19 +4,17 @@
 //! the inputs' accounting, the models' limits, the trace facts, the programs
 //! and the module maps the symbolizer reads (replay.py `analyze`).
 
-use crate::events::{Event, FileId, Format, InputInfo, Kind, Text};
+use crate::events::{Event, InputInfo, Kind, Text};
 use crate::findings::Finding;
 use crate::models::common::Names;
 use crate::models::fds::FdModel;
 use crate::models::handles::{HandleModel, Options as HandleOptions};
 use crate::models::svm::{Options as SvmOptions, SvmModel};
-use crate::parse::{strace, tinygrad};
 use crate::read::InputError;
-use crate::read::open::{FileSpec, open_files};
-use crate::read::trace::{Dialect, Dialects, Threads, Trace};
+use crate::read::open::open_files;
+use crate::read::trace::{Builtin, Trace};
 use crate::replay::{Facts, Programs};
 use crate::table::EventTable;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 /// inputs.open_trace's default: longer lines are skipped and counted.
@@ -64,50 +62,6 @@ pub struct TraceOut {
     pub svm: SvmModel,
 }
 
-impl Dialect for strace::Parser {
-    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Event>) {
-        strace::Parser::feed(self, lineno, line.as_bytes(), out)
-    }
-    fn finish(&mut self, out: &mut Vec<Event>) {
-        strace::Parser::finish(self, out)
-    }
-    fn info(&mut self) -> &mut InputInfo {
-        &mut self.info
-    }
-}
-
-/// Every dialect the core reads.
-pub struct AllDialects;
-
-impl Dialects for AllDialects {
-    fn parser(
-        &self,
-        spec: &FileSpec,
-        file: FileId,
-        info: InputInfo,
-        threads: Option<&Threads>,
-    ) -> Option<Box<dyn Dialect>> {
-        Some(match spec.format {
-            Format::Tinygrad => Box::new(tinygrad::Parser::new(file, info)),
-            _ => {
-                let handover: Option<HashMap<u32, (u64, Vec<u8>)>> = threads.map(|t| {
-                    t.handover
-                        .iter()
-                        .map(|(&k, (n, line))| (k, (*n, line.as_bytes().to_vec())))
-                        .collect()
-                });
-                Box::new(strace::Parser::new(
-                    file,
-                    info,
-                    spec.tid,
-                    threads.map(|t| &t.tgid_of),
-                    handover,
-                ))
-            }
-        })
-    }
-}
-
 /// The models in feeding order (replay.build_models).
 struct Models {
     handles: HandleModel,
@@ -147,7 +101,7 @@ pub fn run(
     let mut facts = Facts::default();
     let mut maps = Vec::new();
     let mut table = o.table.then(EventTable::default);
-    let trace = Trace::new(arg, files, o.max_line, AllDialects);
+    let trace = Trace::new(arg, files, o.max_line, Builtin);
     let infos = trace.infos.clone();
     for ev in trace.events() {
         let ev = Rc::new(ev?);

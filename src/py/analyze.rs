@@ -228,7 +228,8 @@ pub fn events_table<'py>(
         for p in &paths {
             let files = crate::read::open::open_files(p, input_format.as_deref())?;
             let names: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
-            let trace = crate::read::trace::Trace::new(p, files, max_line, engine::AllDialects);
+            let trace =
+                crate::read::trace::Trace::new(p, files, max_line, crate::read::trace::Builtin);
             let shared = trace.infos.clone();
             for ev in trace.events() {
                 let ev = ev?;

@@ -12,7 +12,7 @@ use super::merge::{Key, Maker, Spill, Stream, bounded_merge};
 use super::open::FileSpec;
 use super::{InputError, input_error};
 use crate::events::{Event, FileId, Format, InputInfo, Kind, Text};
-use crate::parse::tinygrad;
+use crate::parse::{strace, tinygrad};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -70,7 +70,19 @@ pub trait Dialects {
     ) -> Option<Box<dyn Dialect>>;
 }
 
-/// The dialects ported so far.
+impl Dialect for strace::Parser {
+    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Event>) {
+        strace::Parser::feed(self, lineno, line.as_bytes(), out)
+    }
+    fn finish(&mut self, out: &mut Vec<Event>) {
+        strace::Parser::finish(self, out)
+    }
+    fn info(&mut self) -> &mut InputInfo {
+        &mut self.info
+    }
+}
+
+/// Every dialect the core reads.
 pub struct Builtin;
 
 impl Dialects for Builtin {
@@ -79,12 +91,26 @@ impl Dialects for Builtin {
         spec: &FileSpec,
         file: FileId,
         info: InputInfo,
-        _threads: Option<&Threads>,
+        threads: Option<&Threads>,
     ) -> Option<Box<dyn Dialect>> {
-        match spec.format {
-            Format::Tinygrad => Some(Box::new(tinygrad::Parser::new(file, info))),
-            _ => None,
-        }
+        Some(match spec.format {
+            Format::Tinygrad => Box::new(tinygrad::Parser::new(file, info)),
+            _ => {
+                let handover: Option<HashMap<u32, (u64, Vec<u8>)>> = threads.map(|t| {
+                    t.handover
+                        .iter()
+                        .map(|(&k, (n, line))| (k, (*n, line.as_bytes().to_vec())))
+                        .collect()
+                });
+                Box::new(strace::Parser::new(
+                    file,
+                    info,
+                    spec.tid,
+                    threads.map(|t| &t.tgid_of),
+                    handover,
+                ))
+            }
+        })
     }
 }
 
