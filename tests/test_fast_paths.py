@@ -324,11 +324,12 @@ def test_pure_python_install_gives_the_same_report(tmp_path):
         return subprocess.run(cmd + list(args), cwd=ROOT, capture_output=True, text=True,
                               timeout=120, env=env)
 
-    assert "strace tokenizer: pure Python" in run(True, "--version").stdout
+    assert "engine: Python reference" in run(True, "--version").stdout
+    assert "engine: compiled core not built" in run(True, "--version", engine="rust").stdout
     unbuilt = run(True, "analyze", fixture, engine="rust")
     assert unbuilt.returncode == 2 and "rocrtrace._engine does not load" in unbuilt.stderr
     assert len(unbuilt.stderr.strip().splitlines()) == 1
-    assert "strace tokenizer: compiled (Rust)" in run(False, "--version").stdout
+    assert "engine: compiled core (Rust)" in run(False, "--version").stdout
     for trace in (fixture, str(gen)):
         pure = run(True, "analyze", "--format", "json", "--fail-on", "never", trace)
         built = run(False, "analyze", "--format", "json", "--fail-on", "never", trace)
