@@ -19,6 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::kfd;
@@ -99,12 +100,24 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     }
 
     /// Replace the pieces starting at `old` by `new` (PieceMap._splice).
-    fn splice(&mut self, old: &[u64], new: &[(u64, u64, V)]) {
-        for k in old {
-            self.map.remove(k);
+    /// Both are in address order; a start in both is overwritten in place
+    /// rather than removed and inserted again (half the tree work when an
+    /// update leaves most pieces where they were).
+    fn splice(&mut self, old: &[u64], new: Vec<(u64, u64, V)>) {
+        let mut starts = new.iter().map(|p| p.0).peekable();
+        for &k in old {
+            while starts.next_if(|&n| n < k).is_some() {}
+            if starts.next_if_eq(&k).is_none() {
+                self.map.remove(&k);
+            }
         }
         for (s, e, v) in new {
-            self.map.insert(*s, (*e, v.clone()));
+            match self.map.get_mut(&s) {
+                Some(slot) => *slot = (e, v),
+                None => {
+                    self.map.insert(s, (e, v));
+                }
+            }
         }
     }
 
@@ -127,8 +140,25 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         }
         let keys = self.walk(s, e);
         let new = self.updated(&keys, s, e, f, fill, always);
-        self.splice(&keys, &new);
+        self.splice(&keys, new.clone());
         new
+    }
+
+    /// `update` without the result (no copy of the new pieces).
+    fn update_quiet(
+        &mut self,
+        s: u64,
+        e: u64,
+        f: impl FnMut(&V) -> V,
+        fill: Option<&V>,
+        always: bool,
+    ) {
+        if e <= s {
+            return;
+        }
+        let keys = self.walk(s, e);
+        let new = self.updated(&keys, s, e, f, fill, always);
+        self.splice(&keys, new);
     }
 
     /// What `update` puts in place of the pieces at `keys` (svm_map._updated).
@@ -194,7 +224,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
                 new.push((hi, *pe, v.clone()));
             }
         }
-        self.splice(&keys, &new);
+        self.splice(&keys, new);
         removed
     }
 
@@ -218,7 +248,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
             }
             run = true;
         }
-        self.splice(&keys, &out);
+        self.splice(&keys, out);
     }
 
     /// `update(s, e, f, fill, false)` then `coalesce(s, e, drop)`
@@ -234,7 +264,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         if e <= s {
             return;
         }
-        self.update(s, e, f, fill, false);
+        self.update_quiet(s, e, f, fill, false);
         self.coalesce(s, e, drop);
     }
 }
@@ -372,12 +402,21 @@ impl SvmMap {
     pub fn set_attr(&mut self, s: u64, e: u64, attrs: &[Attr]) -> Vec<(u64, u64, State)> {
         let always = attrs.iter().any(|a| a.ty == kfd::ATTR_PREFETCH_LOC);
         let fill = self.fill.clone();
+        // pieces a split left share one state: work it out once for them
+        let mut last: Option<(State, State)> = None;
         self.pieces.update(
             s,
             e,
             |st| {
+                if let Some((was, now)) = &last
+                    && Arc::ptr_eq(was, st)
+                {
+                    return now.clone();
+                }
                 let nv = st.apply(attrs);
-                if nv == **st { st.clone() } else { Arc::new(nv) }
+                let now = if nv == **st { st.clone() } else { Arc::new(nv) };
+                last = Some((st.clone(), now.clone()));
+                now
             },
             Some(&fill),
             always,
@@ -619,11 +658,15 @@ pub fn mremap_unmaps(
 
 /// Which items (claims) lie on which pages (svm_map.CoverIndex): items may
 /// overlap; pieces hold sets and are merged back when items leave, so the
-/// structure follows the live items, not their history.
+/// structure follows the live items, not their history.  A set is shared
+/// between the pieces a split leaves (copied only when one of them changes).
 #[derive(Debug, Clone)]
 pub struct CoverIndex<T: Ord + Clone> {
-    pub pieces: PieceMap<BTreeSet<T>>,
+    pub pieces: PieceMap<Items<T>>,
 }
+
+/// The items on one piece of a [`CoverIndex`].
+pub type Items<T> = Rc<BTreeSet<T>>;
 
 impl<T: Ord + Clone> Default for CoverIndex<T> {
     fn default() -> Self {
@@ -647,31 +690,53 @@ impl<T: Ord + Clone> CoverIndex<T> {
     }
 
     pub fn add(&mut self, s: u64, e: u64, item: T) {
-        let empty = BTreeSet::new();
+        let empty = Rc::new(BTreeSet::new());
+        let mut last: Option<(Items<T>, Items<T>)> = None;
         self.pieces.update_coalesce(
             s,
             e,
             |v| {
-                let mut v = v.clone();
-                v.insert(item.clone());
-                v
+                if v.contains(&item) {
+                    return v.clone();
+                }
+                if let Some((was, now)) = &last
+                    && Rc::ptr_eq(was, v)
+                {
+                    return now.clone();
+                }
+                let mut n = BTreeSet::clone(v);
+                n.insert(item.clone());
+                let n = Rc::new(n);
+                last = Some((v.clone(), n.clone()));
+                n
             },
             Some(&empty),
-            BTreeSet::is_empty,
+            |v| v.is_empty(),
         );
     }
 
     pub fn remove(&mut self, s: u64, e: u64, item: &T) {
+        let mut last: Option<(Items<T>, Items<T>)> = None;
         self.pieces.update_coalesce(
             s,
             e,
             |v| {
-                let mut v = v.clone();
-                v.remove(item);
-                v
+                if !v.contains(item) {
+                    return v.clone();
+                }
+                if let Some((was, now)) = &last
+                    && Rc::ptr_eq(was, v)
+                {
+                    return now.clone();
+                }
+                let mut n = BTreeSet::clone(v);
+                n.remove(item);
+                let n = Rc::new(n);
+                last = Some((v.clone(), n.clone()));
+                n
             },
             None,
-            BTreeSet::is_empty,
+            |v| v.is_empty(),
         );
     }
 
