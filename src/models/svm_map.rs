@@ -18,7 +18,6 @@
 //! values, and the kernel's list must keep every split.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Bound;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -63,22 +62,22 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     }
 
     /// The starts of the pieces overlapping [s, e), in order (PieceMap._walk):
-    /// the piece around `s`, then those starting inside (s, e).
+    /// the piece around `s`, then those starting inside (s, e).  Pieces do
+    /// not overlap, so walking back from `e` the first piece ending at or
+    /// before `s` ends the walk: one descent into the tree, not two.
     fn walk(&self, s: u64, e: u64) -> Vec<u64> {
         let mut out = Vec::new();
         if e <= s {
             return out;
         }
-        if let Some((&k, &(pe, _))) = self.map.range(..=s).next_back()
-            && pe > s
-        {
-            out.push(k);
-        }
         out.extend(
             self.map
-                .range((Bound::Excluded(s), Bound::Excluded(e)))
+                .range(..e)
+                .rev()
+                .take_while(|(_, (pe, _))| *pe > s)
                 .map(|(&k, _)| k),
         );
+        out.reverse();
         out
     }
 
@@ -372,7 +371,18 @@ pub type State = Arc<PageState>;
 pub struct SvmMap {
     pub pieces: PieceMap<State>,
     fill: State,
+    memo: Memo,
 }
+
+/// The last states one attribute list turned into which (state before,
+/// state after): SET_ATTR is a pure function of the two.
+#[derive(Debug, Clone, Default)]
+struct Memo {
+    attrs: Vec<Attr>,
+    seen: Vec<(State, State)>,
+}
+
+const MEMO: usize = 4;
 
 impl SvmMap {
     pub fn new(clean_start: bool) -> Self {
@@ -384,6 +394,7 @@ impl SvmMap {
         SvmMap {
             pieces: PieceMap::new(),
             fill: Arc::new(fill),
+            memo: Memo::default(),
         }
     }
 
@@ -402,20 +413,30 @@ impl SvmMap {
     pub fn set_attr(&mut self, s: u64, e: u64, attrs: &[Attr]) -> Vec<(u64, u64, State)> {
         let always = attrs.iter().any(|a| a.ty == kfd::ATTR_PREFETCH_LOC);
         let fill = self.fill.clone();
-        // pieces a split left share one state: work it out once for them
-        let mut last: Option<(State, State)> = None;
+        // pieces a split left share one state, and one program sets the
+        // same few states over and over: remember the last answers
+        let memo = &mut self.memo;
+        if memo.attrs[..] != *attrs {
+            memo.attrs = attrs.to_vec();
+            memo.seen.clear();
+        }
         self.pieces.update(
             s,
             e,
             |st| {
-                if let Some((was, now)) = &last
-                    && Arc::ptr_eq(was, st)
+                if let Some((_, now)) = memo
+                    .seen
+                    .iter()
+                    .find(|(was, _)| Arc::ptr_eq(was, st) || **was == **st)
                 {
                     return now.clone();
                 }
                 let nv = st.apply(attrs);
                 let now = if nv == **st { st.clone() } else { Arc::new(nv) };
-                last = Some((st.clone(), now.clone()));
+                if memo.seen.len() >= MEMO {
+                    memo.seen.remove(0);
+                }
+                memo.seen.push((st.clone(), now.clone()));
                 now
             },
             Some(&fill),
