@@ -225,6 +225,14 @@ pub struct FileEvents {
 }
 
 impl FileEvents {
+    /// The parser's new events become the queue (`out` is empty here): the
+    /// two trade buffers instead of moving each event across.
+    fn take_buf(&mut self) {
+        debug_assert!(self.out.is_empty());
+        let empty = Vec::from(std::mem::take(&mut self.out));
+        self.out = VecDeque::from(std::mem::replace(&mut self.buf, empty));
+    }
+
     fn end(&mut self) -> Option<Result<Event, InputError>> {
         self.done = true;
         let info = std::mem::take(self.parser.info());
@@ -264,11 +272,11 @@ impl Iterator for FileEvents {
                 Ok(Some((_, None))) => self.parser.info().lines += 1,
                 Ok(Some((lineno, Some(line)))) => {
                     self.parser.feed(lineno, &line, &mut self.buf);
-                    self.out.extend(self.buf.drain(..));
+                    self.take_buf();
                 }
                 Ok(None) => {
                     self.parser.finish(&mut self.buf);
-                    self.out.extend(self.buf.drain(..));
+                    self.take_buf();
                     self.finished = true;
                 }
             }
