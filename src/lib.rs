@@ -2,9 +2,11 @@
 //! extension module `rocrtrace._engine` defined here; everything else is plain
 //! Rust that `cargo test` and the fuzz target use without Python.
 //!
-//! So far the core is the strace tokenizer (parse::tokens); the rest of the
-//! engine (reading, the dialects, events, models, findings) is still Python
-//! and moves here stage by stage (issue 16, /work/shared/ENGINE.md).
+//! The core is the whole engine: read/ (bytes to lines, every input shape),
+//! parse/ (the strace/preload and tinygrad dialects), events.rs, models/
+//! (fds, handles, dma-bufs, SVM), findings.rs, analyze.rs (one trace through
+//! the models) and table.rs; py/ is its Python face (/work/shared/ENGINE.md).
+//! The Python engine it was ported from stays as the reference until retired.
 
 pub mod analyze;
 pub mod events;
