@@ -31,8 +31,13 @@ class UsageFail(click.ClickException):
     exit_code = EXIT_USAGE
 
 
-_JOBS_HELP = ("Use N processes: several TRACE arguments are analyzed in parallel; one "
-              "large uncompressed file is parsed in chunks, with exactly the same result.")
+_JOBS_HELP = ("Use N threads: several TRACE arguments are analyzed in parallel, with "
+              "exactly the result of one at a time (one file is read by one thread; the "
+              "reference engine, ROCRTRACE_ENGINE=python, also cuts one large file into "
+              "chunks).")
+_TABLE_JOBS_HELP = ("Accepted for the reference engine (ROCRTRACE_ENGINE=python), which "
+                    "parses one large uncompressed file in chunks with N processes; the "
+                    "compiled core reads each file with one thread (same {}).")
 
 
 def _parse_format_specs(specs, default_out):
@@ -133,20 +138,21 @@ def _check_rules(ids):
             raise UsageFail(f"unknown rule {r!r} (see 'rocrtrace rules')")
 
 
-def _tokenizer() -> str:
-    """Whether the parser's compiled tokenizer (the Rust extension
-    rocrtrace._engine, built at install; same results, faster) loads; the
-    parser itself is not imported, to keep --version quick."""
+def _engine_name() -> str:
+    """Which engine runs (engine.which(), without importing it: --version
+    stays quick): the compiled core, built at install, or the reference."""
+    if os.environ.get("ROCRTRACE_ENGINE") == "python":
+        return "Python reference (ROCRTRACE_ENGINE=python)"
     try:
         from . import _engine  # noqa: F401
     except ImportError:
-        return "pure Python"
-    return "compiled (Rust)"
+        return "compiled core not built (pip install .)"
+    return "compiled core (Rust)"
 
 
 def _print_version(ctx, _param, value):
     if value and not ctx.resilient_parsing:
-        click.echo(f"rocrtrace {__version__} (strace tokenizer: {_tokenizer()})")
+        click.echo(f"rocrtrace {__version__} (engine: {_engine_name()})")
         ctx.exit()
 
 
@@ -298,9 +304,14 @@ class _Progress:
 
     def __call__(self, ev):
         self.n += 1
-        if self.n & 0xFFFF:
-            return
-        self.reached[ev.file] = max(ev.line, self.reached.get(ev.file, 0))
+        if not self.n & 0xFFFF:
+            self.advance(0, ev.file, ev.line)
+
+    def advance(self, n: int, file: str, line: int) -> None:
+        """``n`` more events, the last at ``file``:``line`` (the core's
+        callback, every few thousand events)."""
+        self.n += n
+        self.reached[file] = max(line, self.reached.get(file, 0))
         el = time.monotonic() - self.start
         if el > self.delay:
             self.shown = True
@@ -389,8 +400,7 @@ def capture(method, prefix, stack_depth, cmd):
 @click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
               help="Force the input format instead of detecting it.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
-              metavar="N", help="Parse one large uncompressed TRACE file in chunks with N "
-                                "processes (same events).")
+              metavar="N", help=_TABLE_JOBS_HELP.format("events"))
 def events(traces, fmt, output, input_format, jobs):
     """The normalized event table of TRACE... (pandas)."""
     from . import engine
@@ -416,8 +426,7 @@ def events(traces, fmt, output, input_format, jobs):
 @click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
               help="Force the input format instead of detecting it.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
-              metavar="N", help="Parse one large uncompressed TRACE file in chunks with N "
-                                "processes (same counts).")
+              metavar="N", help=_TABLE_JOBS_HELP.format("counts"))
 def stats(traces, fmt, output, input_format, jobs):
     """Counts, errors, sizes and latency percentiles per ioctl and SVM attribute shape."""
     from . import engine

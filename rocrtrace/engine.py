@@ -1,10 +1,10 @@
 """The engine behind every command: a thin, typed front over the analysis.
 
-The CLI and the tests call only these functions; what runs under them is
-the compiled core (rocrtrace._engine, Rust) or, until the core has proven
-itself equal on the whole comparison corpus (tests/engine/compare.py), the
-Python reference engine.  ``ROCRTRACE_ENGINE=python|rust`` picks one; the
-comparison harness runs both.
+The CLI and the tests call only these functions.  The compiled core (rocrtrace._engine, Rust) runs by default.  The Python
+reference engine (rocrtrace/parse, rocrtrace/models) stays until the
+Python engine is retired: the comparison harness (tests/engine/compare.py)
+runs both on the whole corpus and reports every byte that differs.
+``ROCRTRACE_ENGINE=python|rust`` picks one.
 
 Input problems are raised as ``InputError`` (exit 2, one line); anything
 else is a bug (exit 3).
@@ -20,11 +20,18 @@ ENGINES = ("python", "rust")
 
 
 def which() -> str:
-    name = os.environ.get("ROCRTRACE_ENGINE", "python")
-    if name not in ENGINES:
-        from .inputs import InputError
+    from .inputs import InputError
 
+    name = os.environ.get("ROCRTRACE_ENGINE", "rust")
+    if name not in ENGINES:
         raise InputError(f"ROCRTRACE_ENGINE={name!r}: choose python or rust")
+    if name == "rust":
+        try:
+            from . import _engine  # noqa: F401
+        except ImportError as e:
+            raise InputError(f"the compiled core rocrtrace._engine does not load ({e}): "
+                             "reinstall with 'pip install .', or set ROCRTRACE_ENGINE=python "
+                             "for the reference engine") from None
     return name
 
 

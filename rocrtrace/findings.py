@@ -218,3 +218,21 @@ def number_collisions(findings) -> None:
         f.base_fingerprint = base
         n = seen[base] = seen.get(base, 0) + 1
         f.fingerprint = base if n == 1 else _digest([base, str(n)])
+
+
+def symbolize_findings(findings: list[Finding], maps: list, debug_dirs=()) -> None:
+    """Resolve the frames the report will show, and only those."""
+    stacks = []
+    for f in findings:
+        if f.event is not None and f.event.stack:
+            stacks.append(f.event.stack)
+        for ev in f.evidence:
+            if ev.event.stack:
+                stacks.append(ev.event.stack)
+    if not stacks:
+        return
+    from .symbolize import Symbolizer
+
+    sym = Symbolizer(debug_dirs=list(debug_dirs), maps=maps)
+    for st in stacks:
+        sym.symbolize_stack(st)

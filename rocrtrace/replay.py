@@ -6,7 +6,8 @@ from typing import Callable, Iterable
 
 from .coverage import coverage, input_findings
 from .events import Event, ModuleMap
-from .findings import Evidence, Finding, Programs, assign_fingerprints, number_collisions
+from .findings import (Evidence, Finding, Programs, assign_fingerprints, number_collisions,
+                       symbolize_findings)
 from .result import AnalysisResult, TraceFacts
 
 
@@ -35,24 +36,6 @@ def replay(events: Iterable[Event], models, on_event: Callable[[Event], None] | 
             on_event(ev)
     for m in models:
         m.finish()
-
-
-def symbolize_findings(findings: list[Finding], maps: list, debug_dirs=()) -> None:
-    """Resolve the frames the report will show, and only those."""
-    stacks = []
-    for f in findings:
-        if f.event is not None and f.event.stack:
-            stacks.append(f.event.stack)
-        for ev in f.evidence:
-            if ev.event.stack:
-                stacks.append(ev.event.stack)
-    if not stacks:
-        return
-    from .symbolize import Symbolizer
-
-    sym = Symbolizer(debug_dirs=list(debug_dirs), maps=maps)
-    for st in stacks:
-        sym.symbolize_stack(st)
 
 
 def analyze(traces, enabled=None, debug_dirs=(), fail_on="error",

@@ -595,6 +595,12 @@ pub struct InputInfo {
     pub ends_mid_line: bool,
     /// preload '#' metadata, in the log's order
     pub header: Vec<(Box<str>, Text)>,
+    /// lines before the first trace line, skipped
+    pub preamble: u64,
+    /// indentation/quoting removed ("indented by 4 column(s)")
+    pub layout: Box<str>,
+    /// CRLF line ends (the \r is dropped)
+    pub crlf: bool,
 }
 
 impl InputInfo {
@@ -620,9 +626,18 @@ impl InputInfo {
 /// The byte length of the first `n` code points of `text` as Python decodes
 /// it with surrogateescape (a valid UTF-8 sequence is one, each other byte
 /// is one).
-fn cut_chars(text: &[u8], n: usize) -> usize {
-    let mut pos = 0;
-    for _ in 0..n {
+pub fn cut_chars(text: &[u8], n: usize) -> usize {
+    // the common case, an ASCII line: one byte per code point
+    let ascii = text.iter().take(n).take_while(|b| b.is_ascii()).count();
+    if ascii == n || ascii == text.len() {
+        return ascii;
+    }
+    let mut pos = ascii;
+    for _ in ascii..n {
+        if text.get(pos).is_some_and(u8::is_ascii) {
+            pos += 1;
+            continue;
+        }
         let Some(&b) = text.get(pos) else { break };
         let w = match b {
             0xc2..=0xdf => 2,

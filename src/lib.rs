@@ -2,10 +2,13 @@
 //! extension module `rocrtrace._engine` defined here; everything else is plain
 //! Rust that `cargo test` and the fuzz target use without Python.
 //!
-//! So far the core is the strace tokenizer (parse::tokens); the rest of the
-//! engine (reading, the dialects, events, models, findings) is still Python
-//! and moves here stage by stage (issue 16, /work/shared/ENGINE.md).
+//! The core is the whole engine: read/ (bytes to lines, every input shape),
+//! parse/ (the strace/preload and tinygrad dialects), events.rs, models/
+//! (fds, handles, dma-bufs, SVM), findings.rs, analyze.rs (one trace through
+//! the models) and table.rs; py/ is its Python face (/work/shared/ENGINE.md).
+//! The Python engine it was ported from stays as the reference until retired.
 
+pub mod analyze;
 pub mod events;
 pub mod findings;
 pub mod kfd;
@@ -17,6 +20,15 @@ pub mod read;
 pub mod replay;
 pub mod table;
 
+/// The engine allocates and frees many small values per line (tokens, field
+/// trees, events) on a single thread; mimalloc's thread-local free lists
+/// serve that pattern faster than glibc's malloc.  Only Rust allocations
+/// use it: Python objects keep Python's allocator.  The extension only: the
+/// plain core (fuzz/) keeps the system allocator its sanitizers watch.
+#[cfg(feature = "python")]
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// `rocrtrace._engine`: the few functions Python calls, nothing else.
 #[cfg(feature = "python")]
 #[pyo3::pymodule]
@@ -27,9 +39,22 @@ mod _engine {
     use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
 
     #[pymodule_export]
+    use crate::py::analyze::{analyze, analyze_events, events_table, history};
+    #[pymodule_export]
     use crate::py::convert::roundtrip_events;
     #[pymodule_export]
+    use crate::py::read::{ReadError, parse_tinygrad_lines, read_input, trace_events};
+    #[pymodule_export]
     use crate::py::table::table_of_events;
+
+    #[pymodule_export]
+    use crate::py::fds::{run_fd_models, time_fd_models};
+    #[pymodule_export]
+    use crate::py::parse::parse_lines;
+    #[pymodule_export]
+    use crate::py::svm::run_svm_model;
+    #[pymodule_export]
+    use crate::py::svm::time_svm_model;
 
     /// Deeper than this `bracketed` refuses to walk (its recursion follows the
     /// depth; tokens.MAX_NESTING is 64).

@@ -37,6 +37,11 @@ impl Programs {
         }
     }
 
+    /// pid -> executable, as the trace named them.
+    pub fn exes(&self) -> impl Iterator<Item = (Option<u32>, &Text)> {
+        self.exe.iter().map(|(&p, e)| (p, e))
+    }
+
     /// The base name of the executable `pid` runs; "" when the trace never
     /// names it (then only the rest of the fingerprint tells programs apart).
     /// A process the trace saw no exec or fork of, in a one-program trace,

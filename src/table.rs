@@ -276,7 +276,12 @@ fn svm_columns(k: &crate::events::Ioctl) -> (Option<String>, Option<i128>, Optio
 pub fn attr_shape(attrs: &[Value]) -> String {
     let mut counts: Vec<(i128, usize)> = Vec::new();
     for a in attrs {
-        let Some(t) = a.as_list().and_then(|p| p.first()).and_then(Value::as_i128) else {
+        // (type, value): two-element lists, or pairs as the strace parser keeps them
+        let t = match a {
+            Value::Pair(p) => p.0.as_i128(),
+            _ => a.as_list().and_then(|p| p.first()).and_then(Value::as_i128),
+        };
+        let Some(t) = t else {
             continue;
         };
         match counts.iter_mut().find(|c| c.0 == t) {

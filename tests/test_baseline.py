@@ -183,15 +183,14 @@ def _strace_runs(tmp_path, stacks: bool):
 
 @pytest.mark.parametrize("stacks", [False, True], ids=["plain", "with-k"])
 def test_a_baseline_of_one_double_close_does_not_hide_a_second_site(tmp_path, stacks):
-    from rocrtrace.inputs import open_trace
-    from rocrtrace.replay import analyze
+    from rocrtrace.engine import analyze
 
     src, (one, two) = _strace_runs(tmp_path, stacks)
-    known = analyze([open_trace(one)])
+    known = analyze([one])
     assert [f.rule for f in known.findings] == ["fd-double-close"]
     bl = tmp_path / "b.json"
     write_baseline(str(bl), known)
-    later = analyze([open_trace(two)])
+    later = analyze([two])
     fps = [f.fingerprint for f in later.findings if f.rule == "fd-double-close"]
     assert len(fps) == len(set(fps)) == 2        # two sites, two fingerprints
     apply_baseline(later, load_baseline(str(bl)))

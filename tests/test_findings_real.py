@@ -9,8 +9,7 @@ from collections import Counter
 
 import pytest
 
-from rocrtrace.inputs import open_trace
-from rocrtrace.replay import analyze
+from rocrtrace.engine import analyze
 
 from realtrace import have_strace, run_strace
 
@@ -52,7 +51,7 @@ OVERRIDES = {("threads", "ff-notime"): {}}
 
 def _analyze(paths):
     arg = paths[0] if len(paths) == 1 else os.path.join(os.path.dirname(paths[0]), "trace.log.*")
-    res = analyze([open_trace(arg)])
+    res = analyze([arg])
     return res
 
 

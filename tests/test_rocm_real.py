@@ -21,8 +21,8 @@ import pytest
 
 from rocrtrace import kfd
 from rocrtrace.events import FdCreate, Intent, Ioctl
+from rocrtrace.engine import analyze
 from rocrtrace.inputs import open_trace
-from rocrtrace.replay import analyze
 
 from fakedev import devns
 from fakedev.cbuild import build
@@ -106,7 +106,7 @@ def capture(prog: str, mode: str, topology, tmp_path, stack_depth: int = 0,
     assert logs, res.stderr
     arg = logs[0] if len(logs) == 1 else str(tmp_path / "log.*")
     events = list(open_trace(arg).events())
-    return analyze([open_trace(arg)]), events, res, logs
+    return analyze([arg]), events, res, logs
 
 
 def judged(res) -> Counter:

@@ -173,7 +173,11 @@ class Parser:
         ty = int(tname) if tname.isdigit() else _ATTR_BY_NAME.get(tname)
         if ty is None:
             return False
-        attrs.append((ty, int(am.group(3), 0)))
+        try:
+            value = int(am.group(3), 0)
+        except ValueError:      # "012": base 0 refuses a leading zero
+            return False
+        attrs.append((ty, value))
         if len(attrs) >= self.want:
             self._flush_svm()
         return True

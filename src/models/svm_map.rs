@@ -18,7 +18,7 @@
 //! values, and the kernel's list must keep every split.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Bound;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::kfd;
@@ -62,22 +62,22 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     }
 
     /// The starts of the pieces overlapping [s, e), in order (PieceMap._walk):
-    /// the piece around `s`, then those starting inside (s, e).
+    /// the piece around `s`, then those starting inside (s, e).  Pieces do
+    /// not overlap, so walking back from `e` the first piece ending at or
+    /// before `s` ends the walk: one descent into the tree, not two.
     fn walk(&self, s: u64, e: u64) -> Vec<u64> {
         let mut out = Vec::new();
         if e <= s {
             return out;
         }
-        if let Some((&k, &(pe, _))) = self.map.range(..=s).next_back()
-            && pe > s
-        {
-            out.push(k);
-        }
         out.extend(
             self.map
-                .range((Bound::Excluded(s), Bound::Excluded(e)))
+                .range(..e)
+                .rev()
+                .take_while(|(_, (pe, _))| *pe > s)
                 .map(|(&k, _)| k),
         );
+        out.reverse();
         out
     }
 
@@ -99,12 +99,24 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     }
 
     /// Replace the pieces starting at `old` by `new` (PieceMap._splice).
-    fn splice(&mut self, old: &[u64], new: &[(u64, u64, V)]) {
-        for k in old {
-            self.map.remove(k);
+    /// Both are in address order; a start in both is overwritten in place
+    /// rather than removed and inserted again (half the tree work when an
+    /// update leaves most pieces where they were).
+    fn splice(&mut self, old: &[u64], new: Vec<(u64, u64, V)>) {
+        let mut starts = new.iter().map(|p| p.0).peekable();
+        for &k in old {
+            while starts.next_if(|&n| n < k).is_some() {}
+            if starts.next_if_eq(&k).is_none() {
+                self.map.remove(&k);
+            }
         }
         for (s, e, v) in new {
-            self.map.insert(*s, (*e, v.clone()));
+            match self.map.get_mut(&s) {
+                Some(slot) => *slot = (e, v),
+                None => {
+                    self.map.insert(s, (e, v));
+                }
+            }
         }
     }
 
@@ -127,8 +139,25 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         }
         let keys = self.walk(s, e);
         let new = self.updated(&keys, s, e, f, fill, always);
-        self.splice(&keys, &new);
+        self.splice(&keys, new.clone());
         new
+    }
+
+    /// `update` without the result (no copy of the new pieces).
+    fn update_quiet(
+        &mut self,
+        s: u64,
+        e: u64,
+        f: impl FnMut(&V) -> V,
+        fill: Option<&V>,
+        always: bool,
+    ) {
+        if e <= s {
+            return;
+        }
+        let keys = self.walk(s, e);
+        let new = self.updated(&keys, s, e, f, fill, always);
+        self.splice(&keys, new);
     }
 
     /// What `update` puts in place of the pieces at `keys` (svm_map._updated).
@@ -194,7 +223,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
                 new.push((hi, *pe, v.clone()));
             }
         }
-        self.splice(&keys, &new);
+        self.splice(&keys, new);
         removed
     }
 
@@ -218,7 +247,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
             }
             run = true;
         }
-        self.splice(&keys, &out);
+        self.splice(&keys, out);
     }
 
     /// `update(s, e, f, fill, false)` then `coalesce(s, e, drop)`
@@ -234,7 +263,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         if e <= s {
             return;
         }
-        self.update(s, e, f, fill, false);
+        self.update_quiet(s, e, f, fill, false);
         self.coalesce(s, e, drop);
     }
 }
@@ -342,7 +371,18 @@ pub type State = Arc<PageState>;
 pub struct SvmMap {
     pub pieces: PieceMap<State>,
     fill: State,
+    memo: Memo,
 }
+
+/// The last states one attribute list turned into which (state before,
+/// state after): SET_ATTR is a pure function of the two.
+#[derive(Debug, Clone, Default)]
+struct Memo {
+    attrs: Vec<Attr>,
+    seen: Vec<(State, State)>,
+}
+
+const MEMO: usize = 4;
 
 impl SvmMap {
     pub fn new(clean_start: bool) -> Self {
@@ -354,6 +394,7 @@ impl SvmMap {
         SvmMap {
             pieces: PieceMap::new(),
             fill: Arc::new(fill),
+            memo: Memo::default(),
         }
     }
 
@@ -372,12 +413,31 @@ impl SvmMap {
     pub fn set_attr(&mut self, s: u64, e: u64, attrs: &[Attr]) -> Vec<(u64, u64, State)> {
         let always = attrs.iter().any(|a| a.ty == kfd::ATTR_PREFETCH_LOC);
         let fill = self.fill.clone();
+        // pieces a split left share one state, and one program sets the
+        // same few states over and over: remember the last answers
+        let memo = &mut self.memo;
+        if memo.attrs[..] != *attrs {
+            memo.attrs = attrs.to_vec();
+            memo.seen.clear();
+        }
         self.pieces.update(
             s,
             e,
             |st| {
+                if let Some((_, now)) = memo
+                    .seen
+                    .iter()
+                    .find(|(was, _)| Arc::ptr_eq(was, st) || **was == **st)
+                {
+                    return now.clone();
+                }
                 let nv = st.apply(attrs);
-                if nv == **st { st.clone() } else { Arc::new(nv) }
+                let now = if nv == **st { st.clone() } else { Arc::new(nv) };
+                if memo.seen.len() >= MEMO {
+                    memo.seen.remove(0);
+                }
+                memo.seen.push((st.clone(), now.clone()));
+                now
             },
             Some(&fill),
             always,
@@ -486,7 +546,7 @@ pub fn access_name(a: u32) -> String {
 }
 
 /// kfd.SVM_FLAG_NAMES without the KFD_IOCTL_SVM_FLAG_ prefix.
-const FLAG_SHORT: &[(u64, &str)] = &[
+pub const FLAG_SHORT: &[(u64, &str)] = &[
     (0x01, "HOST_ACCESS"),
     (0x02, "COHERENT"),
     (0x04, "HIVE_LOCAL"),
@@ -590,16 +650,12 @@ fn pages_wide(addr: u128, size: u128, shift: u32) -> (u64, u64) {
 }
 
 /// The page ranges a successful mremap takes from the map, in the order the
-/// model unmaps them (SvmModel._mremap): shrunk in place, the tail; moved,
-/// whatever was at the target, then the source; grown in place, nothing.
-/// `ret` is the call's result, the new address.  Empty ranges are left out
-/// (SvmModel._unmap ignores them).
-///
-/// Ported as the Python has it, which differs from the kernel in one case:
-/// mremap page-aligns both lengths and, shrinking in place, unmaps from
-/// `old_addr + PAGE_ALIGN(new_len)`; the Python starts the tail at
-/// `old_addr + new_len` rounded *down*, so a new length that is not a whole
-/// number of pages also forgets the partial page the kernel keeps.
+/// model unmaps them (SvmModel._mremap): shrunk in place, the tail past
+/// the page-aligned new length (mm/mremap.c aligns both lengths, so the
+/// partial last page of `new_len` stays mapped); moved, whatever was at the
+/// target, then the source; grown in place, nothing.  `ret` is the call's
+/// result, the new address.  Empty ranges are left out (SvmModel._unmap
+/// ignores them).
 pub fn mremap_unmaps(
     old_addr: u64,
     old_len: u64,
@@ -609,10 +665,10 @@ pub fn mremap_unmaps(
 ) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     if ret == old_addr {
-        if new_len < old_len {
-            let tail = u128::from(old_addr) + u128::from(new_len);
-            out.push(pages_wide(tail, (old_len - new_len).into(), shift));
-        }
+        let first = old_addr >> shift;
+        let keep = pages(0, new_len, shift).1;
+        let had = pages(0, old_len, shift).1;
+        out.push((first + keep, first + had));
     } else {
         out.push(pages(ret, new_len, shift));
         out.push(pages(old_addr, old_len, shift));
@@ -623,11 +679,15 @@ pub fn mremap_unmaps(
 
 /// Which items (claims) lie on which pages (svm_map.CoverIndex): items may
 /// overlap; pieces hold sets and are merged back when items leave, so the
-/// structure follows the live items, not their history.
+/// structure follows the live items, not their history.  A set is shared
+/// between the pieces a split leaves (copied only when one of them changes).
 #[derive(Debug, Clone)]
 pub struct CoverIndex<T: Ord + Clone> {
-    pub pieces: PieceMap<BTreeSet<T>>,
+    pub pieces: PieceMap<Items<T>>,
 }
+
+/// The items on one piece of a [`CoverIndex`].
+pub type Items<T> = Rc<BTreeSet<T>>;
 
 impl<T: Ord + Clone> Default for CoverIndex<T> {
     fn default() -> Self {
@@ -651,31 +711,53 @@ impl<T: Ord + Clone> CoverIndex<T> {
     }
 
     pub fn add(&mut self, s: u64, e: u64, item: T) {
-        let empty = BTreeSet::new();
+        let empty = Rc::new(BTreeSet::new());
+        let mut last: Option<(Items<T>, Items<T>)> = None;
         self.pieces.update_coalesce(
             s,
             e,
             |v| {
-                let mut v = v.clone();
-                v.insert(item.clone());
-                v
+                if v.contains(&item) {
+                    return v.clone();
+                }
+                if let Some((was, now)) = &last
+                    && Rc::ptr_eq(was, v)
+                {
+                    return now.clone();
+                }
+                let mut n = BTreeSet::clone(v);
+                n.insert(item.clone());
+                let n = Rc::new(n);
+                last = Some((v.clone(), n.clone()));
+                n
             },
             Some(&empty),
-            BTreeSet::is_empty,
+            |v| v.is_empty(),
         );
     }
 
     pub fn remove(&mut self, s: u64, e: u64, item: &T) {
+        let mut last: Option<(Items<T>, Items<T>)> = None;
         self.pieces.update_coalesce(
             s,
             e,
             |v| {
-                let mut v = v.clone();
-                v.remove(item);
-                v
+                if !v.contains(item) {
+                    return v.clone();
+                }
+                if let Some((was, now)) = &last
+                    && Rc::ptr_eq(was, v)
+                {
+                    return now.clone();
+                }
+                let mut n = BTreeSet::clone(v);
+                n.remove(item);
+                let n = Rc::new(n);
+                last = Some((v.clone(), n.clone()));
+                n
             },
             None,
-            BTreeSet::is_empty,
+            |v| v.is_empty(),
         );
     }
 

@@ -48,6 +48,14 @@ impl Files {
         FileId(i)
     }
 
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
     pub fn name(&self, id: FileId) -> &[u8] {
         self.names.get(id.0 as usize).map_or(b"-", |t| &t.0)
     }

@@ -3,8 +3,10 @@
 //! over `max_line` counted and skipped.  Memory: one read plus the longest
 //! kept line, whatever the input.
 
+use super::pytext;
 use super::{InputError, input_error, why};
 use memchr::memchr;
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::{ErrorKind, Read};
 
@@ -69,6 +71,9 @@ fn sample(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// A line number and its text (None: an over-long line).
+pub type Line<'a> = (u64, Option<Cow<'a, str>>);
+
 /// (line number, text) for each line of a stream; text None for an
 /// over-long line, which is counted in `info.too_long` and as unparsed.
 pub struct LineReader<R> {
@@ -87,6 +92,17 @@ pub struct LineReader<R> {
     /// the last byte dropped so far (a `\r` right before the newline)
     skip_last: Option<u8>,
     eof: bool,
+    /// the text of the current line
+    cur: Cur,
+}
+
+/// Where the current line's text is.
+enum Cur {
+    None,
+    /// buf[from..to], UTF-8
+    Range(usize, usize),
+    /// decoded with `\xNN` escapes
+    Owned(String),
 }
 
 impl<R: Read> LineReader<R> {
@@ -103,6 +119,7 @@ impl<R: Read> LineReader<R> {
             skipping: false,
             skip_last: None,
             eof: false,
+            cur: Cur::None,
         }
     }
 
@@ -121,13 +138,31 @@ impl<R: Read> LineReader<R> {
 
     /// The next line, None at the end of the stream.
     pub fn next_line(&mut self) -> Result<Option<(u64, Option<String>)>, InputError> {
+        Ok(self.next_cow()?.map(|(n, t)| (n, t.map(Cow::into_owned))))
+    }
+
+    /// The next line borrowed from the read buffer when it is UTF-8 (the
+    /// common case: no copy), None at the end of the stream.
+    pub fn next_cow(&mut self) -> Result<Option<Line<'_>>, InputError> {
+        Ok(match self.advance()? {
+            None => None,
+            Some((n, false)) => Some((n, None)),
+            Some((n, true)) => Some((n, Some(self.text()))),
+        })
+    }
+
+    /// Move to the next line: (its number, whether it has a text; false:
+    /// an over-long line), None at the end.  Its text is [`Self::text`];
+    /// `info` may be read and changed in between.
+    pub fn advance(&mut self) -> Result<Option<(u64, bool)>, InputError> {
+        self.cur = Cur::None;
         loop {
             if let Some(nl) = memchr(b'\n', &self.buf[self.scanned..]) {
                 let end = self.scanned + nl;
-                let line = self.take_line(self.start, end);
+                let from = self.start;
                 self.start = end + 1;
                 self.scanned = self.start;
-                return Ok(Some(line));
+                return Ok(Some(self.take_line(from, end)));
             }
             self.scanned = self.buf.len();
             if self.buf.len() - self.start > self.byte_bound() {
@@ -146,6 +181,19 @@ impl<R: Read> LineReader<R> {
         }
     }
 
+    /// The text of the line [`Self::advance`] moved to ("" for an over-long
+    /// one), borrowed from the buffer when it is UTF-8.
+    pub fn text(&mut self) -> Cow<'_, str> {
+        match std::mem::replace(&mut self.cur, Cur::None) {
+            Cur::None => Cow::Borrowed(""),
+            Cur::Owned(t) => Cow::Owned(t),
+            Cur::Range(from, to) => {
+                self.cur = Cur::Range(from, to);
+                Cow::Borrowed(std::str::from_utf8(&self.buf[from..to]).unwrap_or_default())
+            }
+        }
+    }
+
     /// Bytes without a newline beyond which a line is too long whatever
     /// follows.  max_line counts characters as Python does (a `\xNN` is four,
     /// a multi-byte character one), so a kept line has at most four bytes a
@@ -159,33 +207,47 @@ impl<R: Read> LineReader<R> {
     }
 
     /// A line whose `\n` has been seen: buf[from..to].
-    fn take_line(&mut self, from: usize, mut to: usize) -> (u64, Option<String>) {
+    fn take_line(&mut self, from: usize, mut to: usize) -> (u64, bool) {
         if to > from && self.buf[to - 1] == b'\r' {
             to -= 1;
             self.info.crlf = true;
         }
+        let max = self.max_line;
         let bytes = &self.buf[from..to];
         // more bytes than four per character: too long however it decodes
-        if bytes.len() > self.max_line.saturating_mul(4) {
+        if bytes.len() > max.saturating_mul(4) {
             let head = sample(bytes);
             return self.too_long(&head);
         }
-        let text = decode(bytes);
-        if text.len() > self.max_line && text.chars().count() > self.max_line {
-            return self.too_long(&text);
+        let fits = |t: &str| t.len() <= max || t.chars().count() <= max;
+        match std::str::from_utf8(bytes) {
+            Ok(t) if fits(t) => {
+                self.cur = Cur::Range(from, to);
+            }
+            Ok(t) => {
+                let t = pytext::head_chars(t, SAMPLE_CHARS).to_string();
+                return self.too_long(&t);
+            }
+            Err(_) => {
+                let text = decode(bytes);
+                if !fits(&text) {
+                    return self.too_long(&text);
+                }
+                self.cur = Cur::Owned(text);
+            }
         }
         self.lineno += 1;
-        (self.lineno, Some(text))
+        (self.lineno, true)
     }
 
-    fn too_long(&mut self, head: &str) -> (u64, Option<String>) {
+    fn too_long(&mut self, head: &str) -> (u64, bool) {
         self.lineno += 1;
         self.info.too_long += 1;
         self.info.add_unparsed(self.lineno, head);
-        (self.lineno, None)
+        (self.lineno, false)
     }
 
-    fn last_line(&mut self) -> Option<(u64, Option<String>)> {
+    fn last_line(&mut self) -> Option<(u64, bool)> {
         if self.skipping {
             self.skipping = false;
             self.info.ends_mid_line = true;
@@ -195,11 +257,10 @@ impl<R: Read> LineReader<R> {
             return None;
         }
         self.info.ends_mid_line = true;
-        let end = self.buf.len();
-        let line = self.take_line(self.start, end);
+        let (from, end) = (self.start, self.buf.len());
         self.start = end;
         self.scanned = end;
-        Some(line)
+        Some(self.take_line(from, end))
     }
 
     /// Read one more piece onto buf (or past an over-long line's rest).

@@ -4,8 +4,15 @@
 //! (preamble, indentation, `> ` quoting).  Not wired into Python yet.
 
 pub mod compress;
+pub mod detect;
 pub mod layout;
 pub mod lines;
+pub mod merge;
+pub mod open;
+pub mod pyglob;
+pub mod pytext;
+pub mod spill;
+pub mod trace;
 
 #[cfg(test)]
 mod tests;

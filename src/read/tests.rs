@@ -602,3 +602,360 @@ fn clean_drops_the_preamble_and_the_prefix() {
     );
     assert!(lr.info.unparsed_samples.is_empty());
 }
+
+// --- detection, glob, merge, spill (the parts wired into open/trace) ----------
+
+mod wired {
+    use super::super::detect::{detect, kind, show};
+    use super::super::merge::{Key, Maker, Spill, Stream, bounded_merge};
+    use super::super::open::{self, layout_text};
+    use super::super::pyglob::glob;
+    use super::super::trace::parents_first;
+    use super::super::{InputError, Layout};
+    use crate::events::*;
+    use std::collections::HashMap;
+    use std::io::{self, Read, Write};
+
+    #[test]
+    fn kinds_of_lines() {
+        assert_eq!(kind("# rocrtrace-log 1"), Some(Format::Preload));
+        assert_eq!(
+            kind("  1.0 ms +  0.5 ms : 0 = AMDKFD_IOC_X"),
+            Some(Format::Tinygrad)
+        );
+        assert_eq!(kind("ioctl idir=3"), Some(Format::Tinygrad));
+        assert_eq!(kind("100   close(3) = 0"), Some(Format::Strace));
+        assert_eq!(
+            kind("[pid  7] 12:00:01.5 <... read resumed>) = 1"),
+            Some(Format::Strace)
+        );
+        assert_eq!(kind("+++ exited with 0 +++"), Some(Format::Strace));
+        assert_eq!(kind("\x1b[1mclose(3) = 0"), Some(Format::Strace));
+        assert_eq!(kind("# close(3) = 0"), None);
+        assert_eq!(kind("hello world"), None);
+        assert_eq!(kind("strace: Process 5 attached"), Some(Format::Strace));
+    }
+
+    #[test]
+    fn detection_needs_a_third_of_the_lines() {
+        let lay = Layout::default();
+        let ok = ["close(3) = 0", "junk", "junk"];
+        assert_eq!(detect("f", &ok, &lay), Ok(Format::Strace));
+        let bad = ["close(3) = 0", "junk", "junk", "junk"];
+        assert_eq!(
+            detect("f", &bad, &lay).unwrap_err().0,
+            "rocrtrace: f: not an strace, preload or tinygrad log (first line: close(3) = 0)"
+        );
+        assert_eq!(
+            detect::<&str>("f", &["", " "], &lay).unwrap_err().0,
+            "rocrtrace: f: empty (no lines)"
+        );
+    }
+
+    #[test]
+    fn show_escapes_as_unicode_escape() {
+        assert_eq!(
+            show("a\\b\t\u{7f}é\u{2003}\u{1F600}"),
+            "a\\\\b\\t\\x7f\\xe9\\u2003\\U0001f600"
+        );
+        assert_eq!(show(&"x".repeat(100)).len(), 60);
+    }
+
+    #[test]
+    fn layout_texts() {
+        let l = |p: &str, q| Layout {
+            first: 1,
+            prefix: p.into(),
+            quote: q,
+        };
+        assert_eq!(layout_text(&l("", false)), "");
+        assert_eq!(layout_text(&l("    ", false)), "indented by 4 column(s)");
+        assert_eq!(layout_text(&l("\t\t", false)), "indented by 2 tab(s)");
+        assert_eq!(layout_text(&l("> > ", true)), "quoted with '> >'");
+    }
+
+    #[test]
+    fn globs_as_python() {
+        let d = std::env::temp_dir().join(format!("rocrtrace-glob-{}", std::process::id()));
+        std::fs::create_dir_all(d.join("sub")).unwrap();
+        for n in ["tr.1", "tr.2", ".tr.3", "a[b", "x-y"] {
+            std::fs::write(d.join(n), b"x").unwrap();
+        }
+        let ds = d.to_str().unwrap();
+        let g = |p: &str| {
+            let mut v = glob(&format!("{ds}/{p}"));
+            v.sort();
+            v.into_iter()
+                .map(|x| x[ds.len() + 1..].to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(g("tr.*"), ["tr.1", "tr.2"]);
+        assert_eq!(g(".tr*"), [".tr.3"]);
+        assert_eq!(g("tr.[!1]"), ["tr.2"]);
+        assert_eq!(g("a[b"), ["a[b"]);
+        assert_eq!(g("[w-z]-?"), ["x-y"]);
+        assert_eq!(g("s*/"), ["sub/"]);
+        assert_eq!(g("*"), ["a[b", "sub", "tr.1", "tr.2", "x-y"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn expansion_errors() {
+        assert_eq!(
+            open::expand("/nonexistent/x").unwrap_err().0,
+            "rocrtrace: /nonexistent/x: no such file or directory"
+        );
+        assert_eq!(
+            open::expand("/nonexistent/*.log").unwrap_err().0,
+            "rocrtrace: /nonexistent/*.log: no files match"
+        );
+    }
+
+    #[derive(Debug, PartialEq)]
+    struct Item(u64);
+
+    impl Spill for Item {
+        fn spill(&self, w: &mut dyn Write) -> io::Result<()> {
+            w.write_all(&self.0.to_le_bytes())
+        }
+        fn unspill(r: &mut dyn Read) -> io::Result<Option<Self>> {
+            let mut b = [0; 8];
+            match r.read_exact(&mut b) {
+                Ok(()) => Ok(Some(Item(u64::from_le_bytes(b)))),
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(None),
+                Err(e) => Err(e),
+            }
+        }
+    }
+
+    fn streams(n: usize) -> Vec<Vec<(Key, u64)>> {
+        (0..n)
+            .map(|i| {
+                let mut last = f64::NEG_INFINITY;
+                (0..(i * 7 % 5 + 1) as u64)
+                    .map(|k| {
+                        let t = ((i as u64 * 31 + k * 17) % 23) as f64;
+                        last = last.max(t);
+                        (
+                            Key {
+                                last,
+                                idx: i as u32,
+                                n: k + 1,
+                            },
+                            i as u64 * 100 + k,
+                        )
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn makers(s: &[Vec<(Key, u64)>]) -> Vec<Maker<Item>> {
+        s.iter()
+            .map(|v| {
+                let v = v.clone();
+                Box::new(move || {
+                    Box::new(v.into_iter().map(|(k, x)| Ok((k, Item(x))))) as Stream<Item>
+                }) as Maker<Item>
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bounded_merge_is_one_flat_merge_whatever_max_open() {
+        let s = streams(13);
+        let mut flat: Vec<(Key, u64)> = s.concat();
+        flat.sort_by_key(|a| a.0);
+        for max_open in [2, 3, 5, 64] {
+            let got: Vec<(Key, u64)> = bounded_merge(makers(&s), max_open)
+                .map(|r| r.map(|(k, i)| (k, i.0)).unwrap())
+                .collect();
+            assert_eq!(got, flat, "max_open {max_open}");
+        }
+    }
+
+    #[test]
+    fn an_error_in_a_stream_ends_the_merge() {
+        let mut m = makers(&streams(3));
+        m.push(Box::new(|| {
+            Box::new(std::iter::once(Err(InputError("rocrtrace: x: bad".into())))) as Stream<Item>
+        }));
+        let got: Vec<_> = bounded_merge(m, 2).collect();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].as_ref().unwrap_err().0, "rocrtrace: x: bad");
+    }
+
+    #[test]
+    fn events_come_back_from_a_spill_file_equal() {
+        let h = Header {
+            file: FileId(3),
+            line: 7,
+            end_line: Some(9),
+            pid: Some(5),
+            time: Some(1.5),
+            ret: Some(-2),
+            err: Some(errno("ENOENT")),
+            text: Text::from("x"),
+            stack: vec![Frame::new("libc.so".into())].into(),
+            ..Default::default()
+        };
+        let evs = vec![
+            Event::new(
+                h.clone(),
+                Kind::Ioctl(Box::new(Ioctl {
+                    fd: 3,
+                    path: Some(Text::from("/dev/kfd")),
+                    request: Some(7),
+                    dir: Some(3),
+                    type_: Some(75),
+                    nr: Some(32),
+                    size: Some(40),
+                    ioctl: Some("AMDKFD_IOC_SVM"),
+                    arg: Some(Value::Struct(vec![(
+                        "attrs".into(),
+                        Value::List(vec![Value::List(vec![
+                            Value::Int(2),
+                            Value::UInt(u64::MAX),
+                        ])]),
+                    )])),
+                    out: None,
+                })),
+            ),
+            Event::new(
+                h.clone(),
+                Kind::FdSnapshot(FdSnapshot {
+                    when: When::Exit,
+                    fds: vec![(3, Text::from("/dev/kfd"))],
+                }),
+            ),
+            Event::new(
+                h,
+                Kind::Exit(Exit {
+                    whole: true,
+                    status: Some(1),
+                    signal: None,
+                }),
+            ),
+        ];
+        let mut buf = Vec::new();
+        for e in &evs {
+            e.spill(&mut buf).unwrap();
+        }
+        let mut r: &[u8] = &buf;
+        let mut back = Vec::new();
+        while let Some(e) = Event::unspill(&mut r).unwrap() {
+            back.push(e);
+        }
+        assert_eq!(back, evs);
+    }
+
+    #[test]
+    fn parents_come_first_and_a_cycle_stops() {
+        let spec = |tid| open::FileSpec {
+            path: format!("t.{tid}"),
+            format: Format::Strace,
+            tid: Some(tid),
+            layout: Layout::default(),
+            layout_text: String::new(),
+            stream: None,
+        };
+        let files = vec![spec(10000), spec(9999), spec(5), spec(6)];
+        let mut parent = HashMap::new();
+        parent.insert(10000, (9999, false));
+        parent.insert(5, (6, true));
+        parent.insert(6, (5, true));
+        assert_eq!(parents_first(&files, &parent), [1, 0, 3, 2]);
+    }
+}
+
+/// -ff knowledge through a stand-in dialect (the strace parser is ported
+/// elsewhere): `clone N thread|process` lines make Clone events.
+mod ff {
+    use super::super::open::FileSpec;
+    use super::super::open::open_files;
+    use super::super::trace::{Dialect, Dialects, Threads, ff_threads, parents_first};
+    use crate::events::*;
+
+    struct Clones(InputInfo);
+
+    impl Dialect for Clones {
+        fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Event>) {
+            self.0.lines += 1;
+            let w: Vec<&str> = line.split(' ').collect();
+            if let ["clone", n, how] = w[..] {
+                let h = Header {
+                    line: lineno,
+                    ret: n.parse().ok(),
+                    ..Default::default()
+                };
+                out.push(Event::new(
+                    h,
+                    Kind::Clone(Clone {
+                        child: n.parse().ok(),
+                        thread: how == "thread",
+                        share_files: false,
+                        flags: 0,
+                    }),
+                ));
+                self.0.events += 1;
+            }
+        }
+        fn finish(&mut self, _: &mut Vec<Event>) {}
+        fn info(&mut self) -> &mut InputInfo {
+            &mut self.0
+        }
+    }
+
+    struct Fake;
+
+    impl Dialects for Fake {
+        fn parser(
+            &self,
+            _: &FileSpec,
+            _: FileId,
+            info: InputInfo,
+            _: Option<&Threads>,
+        ) -> Option<Box<dyn Dialect>> {
+            Some(Box::new(Clones(info)))
+        }
+    }
+
+    #[test]
+    fn threads_find_their_process_and_children_follow_parents() {
+        let d = std::env::temp_dir().join(format!("rocrtrace-ff-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let w = |n: &str, s: &str| std::fs::write(d.join(n), s).unwrap();
+        // 100 makes thread 101 and process 9999; 101 makes thread 102;
+        // 9999 makes thread 10000; 7 and 8 name each other (a cycle)
+        w(
+            "t.100",
+            "close(3) = 0\nclone 101 thread\nclone 9999 process\n",
+        );
+        w("t.101", "clone 102 thread\n");
+        w("t.102", "close(1) = 0\n");
+        w("t.10000", "close(1) = 0\n");
+        // (a first line that is no trace line would be a preamble)
+        w(
+            "t.9999",
+            "close(0) = 0\nclone 10000 thread\nexecve(\"/x\") = 0 <pid changed to 9999 ...>\n",
+        );
+        w("t.7", "clone 8 thread\n");
+        w("t.8", "clone 7 thread\n");
+        let files = open_files(&format!("{}/t.*", d.display()), Some("strace")).unwrap();
+        let names: Vec<u32> = files.iter().map(|f| f.tid.unwrap()).collect();
+        assert_eq!(names, [100, 10000, 101, 102, 7, 8, 9999]);
+        let t = ff_threads(&files, 1 << 20, &Fake).unwrap();
+        let tg = |x: u32| t.tgid_of[&x];
+        assert_eq!((tg(100), tg(101), tg(102)), (100, 100, 100));
+        assert_eq!((tg(9999), tg(10000)), (9999, 9999));
+        assert!(tg(7) == 7 || tg(7) == 8, "a cycle stops: {}", tg(7));
+        assert_eq!(t.handover[&9999].0, 3);
+        assert_eq!(t.parent[&9999], (100, false));
+        let order: Vec<u32> = parents_first(&files, &t.parent)
+            .into_iter()
+            .map(|i| files[i].tid.unwrap())
+            .collect();
+        assert_eq!(order, [100, 9999, 10000, 101, 102, 8, 7]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

@@ -4,7 +4,8 @@ engine, byte for byte, on the whole corpus (issue 16).
 For every input it runs the same commands under ``ROCRTRACE_ENGINE=python``
 and ``ROCRTRACE_ENGINE=rust`` and compares what each prints (stdout, exit
 status, the error): the JSON report of ``analyze`` (with and without
-``--all-fds``), the ``events`` table as CSV, and for the large generated
+``--all-fds``), the ``events`` table as CSV, ``show`` of fd 3 and of the
+first SVM range, and for the large generated
 traces the same with ``--jobs 2`` (the chunk cuts).  It prints one line per
 difference and a summary, and exits 1 when anything differs.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -87,10 +89,25 @@ def real_inputs(work: Path) -> list[str]:
     return out
 
 
+def _svm_address(path: str) -> str | None:
+    """The first SVM range's start in a (plain) trace, for show --addr."""
+    try:
+        with open(path, "rb") as f:
+            m = re.search(rb"start_addr=(0x[0-9a-f]+)", f.read(1 << 16))
+    except OSError:
+        return None
+    return m.group(1).decode() if m else None
+
+
 def commands(path: str, large: bool) -> list[list[str]]:
     cmds = [["analyze", "--format", "json", "--no-progress", path],
             ["analyze", "--format", "json", "--no-progress", "--all-fds", path],
             ["events", "--format", "csv", path]]
+    if not any(ch in path for ch in "*?["):
+        cmds.append(["show", "--fd", "3", "--format", "json", path])
+        addr = _svm_address(path)
+        if addr:
+            cmds.append(["show", "--addr", f"{addr}:0x10000", "--format", "json", path])
     if large:
         cmds += [["analyze", "--format", "json", "--no-progress", "--jobs", "2", path],
                  ["events", "--format", "csv", "--jobs", "2", path]]

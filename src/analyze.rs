@@ -1,0 +1,141 @@
+//! One trace through the whole engine: read its files, parse each in its
+//! dialect, replay the merged stream through the models in order (fds with
+//! handles, then SVM), and collect what the front needs to report: findings,
+//! the inputs' accounting, the models' limits, the trace facts, the programs
+//! and the module maps the symbolizer reads (replay.py `analyze`).
+
+use crate::events::{Event, InputInfo, Kind, Text};
+use crate::findings::Finding;
+use crate::models::common::Names;
+use crate::models::fds::FdModel;
+use crate::models::handles::{HandleModel, Options as HandleOptions};
+use crate::models::svm::{Options as SvmOptions, SvmModel};
+use crate::read::InputError;
+use crate::read::open::open_files;
+use crate::read::trace::{Builtin, Trace};
+use crate::replay::{Facts, Programs};
+use crate::table::EventTable;
+use std::rc::Rc;
+
+/// inputs.open_trace's default: longer lines are skipped and counted.
+pub const MAX_LINE: usize = 1 << 20;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub input_format: Option<String>,
+    pub max_line: usize,
+    /// also report every fd still open at exit (--all-fds)
+    pub all_fds: bool,
+    /// `show --fd`: (pid, fd) whose history the fd model records
+    pub watch_fd: Option<(Option<u32>, i64)>,
+    /// `show --addr`: (start, end, pid) whose history the SVM model records
+    pub watch_addr: Option<(u128, u128, Option<Option<u32>>)>,
+    /// also build the event table
+    pub table: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            input_format: None,
+            max_line: MAX_LINE,
+            all_fds: false,
+            watch_fd: None,
+            watch_addr: None,
+            table: false,
+        }
+    }
+}
+
+/// Everything the front reports about one trace.
+pub struct TraceOut {
+    pub paths: Vec<String>,
+    pub infos: Vec<InputInfo>,
+    /// the fd model's, the handle model's, then the SVM model's findings
+    pub findings: Vec<Finding>,
+    pub limits: Vec<&'static str>,
+    pub facts: Facts,
+    pub programs: Programs,
+    pub maps: Vec<Event>,
+    pub table: Option<EventTable>,
+    pub fds: FdModel,
+    pub svm: SvmModel,
+}
+
+/// The models in feeding order (replay.build_models).
+struct Models {
+    handles: HandleModel,
+    svm: SvmModel,
+}
+
+/// Sees every event after the models, with the trace's file paths.
+pub type OnEvent<'a> = &'a mut dyn FnMut(&Event, &[String]);
+
+/// Analyze one TRACE argument.  `on_event` sees every event after the
+/// models (the front's progress and perfetto hooks).
+pub fn run(
+    arg: &str,
+    o: &Options,
+    mut on_event: Option<OnEvent<'_>>,
+) -> Result<TraceOut, InputError> {
+    let files = open_files(arg, o.input_format.as_deref())?;
+    let paths: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
+    let names = Names::new(paths.clone());
+    let fds = FdModel::new(o.watch_fd, o.all_fds, names);
+    // SvmModel's defaults: a trace starts with the process (clean_start)
+    let mut svm_opts = SvmOptions {
+        clean_start: true,
+        ..SvmOptions::default()
+    };
+    if let Some((s, e, pid)) = o.watch_addr {
+        svm_opts.watch = Some((s, e));
+        svm_opts.watch_pid = pid;
+    }
+    let mut m = Models {
+        handles: HandleModel::new(fds, HandleOptions::default()),
+        svm: SvmModel::new(svm_opts),
+    };
+    m.svm
+        .set_files(paths.iter().map(|p| Text::from(p.as_str())).collect());
+    let mut programs = Programs::default();
+    let mut facts = Facts::default();
+    let mut maps = Vec::new();
+    let mut table = o.table.then(EventTable::default);
+    let trace = Trace::new(arg, files, o.max_line, Builtin);
+    let infos = trace.infos.clone();
+    for ev in trace.events() {
+        let ev = Rc::new(ev?);
+        m.handles.feed_rc(&ev);
+        m.svm.feed(&ev);
+        programs.feed(&ev);
+        facts.feed(&ev);
+        if let Kind::ModuleMap(_) = ev.kind {
+            maps.push((*ev).clone());
+        }
+        if let Some(t) = table.as_mut() {
+            t.push(&ev, paths[ev.h.file.0 as usize].as_bytes());
+        }
+        if let Some(f) = on_event.as_mut() {
+            f(&ev, &paths);
+        }
+    }
+    m.handles.finish();
+    m.svm.finish();
+    let mut findings = m.handles.fds.take_findings();
+    findings.extend(m.handles.take_findings());
+    findings.append(&mut m.svm.findings);
+    let limits = m.svm.limits().to_vec();
+    let infos = infos.borrow().clone();
+    Ok(TraceOut {
+        paths,
+        infos,
+        findings,
+        limits,
+        facts,
+        programs,
+        maps,
+        table,
+        fds: m.handles.fds,
+        svm: m.svm,
+    })
+}

@@ -1,0 +1,2766 @@
+//! The fd lifetime model: one fd table per process, replayed from events
+//! (the port of rocrtrace/models/fds.py, which stays the reference; every
+//! message, key and evidence list here is that module's).
+//!
+//! It decides fd-double-close, fd-bad-fd, fd-close-reused,
+//! fd-use-after-close, fd-leak, fd-open-at-exit (`all_fds`) and
+//! fd-exhaustion.  The kernel's answer is the ground truth: only an EBADF
+//! proves an fd was not open, so errors are only ever raised on EBADF
+//! answers, never on the model's belief alone.
+//!
+//! Memory follows live state: open slots, and per fd number the last slot
+//! that held it and the close that ended it.
+
+use super::common::*;
+use super::dmabuf::BufRef;
+use crate::events::{Event, Kind, Name, Text, When};
+use crate::findings::{Evidence, Finding};
+use crate::kfd;
+type IndexMap<K, V> = indexmap::IndexMap<K, V, foldhash::fast::RandomState>;
+use foldhash::{HashMap, HashSet};
+use serde_json::{Map, Value as Json, json};
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+pub type Pid = Option<u32>;
+pub type Fd = i64;
+
+const CLOSE_RANGE_UNSHARE: u32 = 2;
+const CLOSE_RANGE_CLOEXEC: u32 = 4;
+const O_CLOEXEC: i128 = 0o2000000;
+const MAP_ANONYMOUS: u64 = 0x20;
+
+const GPU_OBJECT_KINDS: [&str; 2] = ["dmabuf", "sync_file"];
+const DEVICE_KINDS: [&str; 3] = ["kfd", "drm-render", "accel"];
+
+/// ioctls that install a new fd: (where the fd is: an `out` field, or None
+/// for the return value; kind; origin).
+fn creating_ioctl(key: kfd::Key) -> Option<(Option<&'static str>, &'static str, &'static str)> {
+    Some(match key {
+        kfd::EXPORT_DMABUF => (Some("dmabuf_fd"), "dmabuf", "AMDKFD_IOC_EXPORT_DMABUF"),
+        kfd::PRIME_HANDLE_TO_FD => (Some("fd"), "dmabuf", "DRM_IOCTL_PRIME_HANDLE_TO_FD"),
+        kfd::DMA_HEAP_ALLOC => (Some("fd"), "dmabuf", "DMA_HEAP_IOCTL_ALLOC"),
+        kfd::SYNCOBJ_HANDLE_TO_FD => (Some("fd"), "sync_file", "DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD"),
+        kfd::DMABUF_EXPORT_SYNC_FILE => (Some("fd"), "sync_file", "DMA_BUF_IOCTL_EXPORT_SYNC_FILE"),
+        kfd::SMI_EVENTS => (Some("anon_fd"), "other", "AMDKFD_IOC_SMI_EVENTS"),
+        kfd::UDMABUF_CREATE => (None, "dmabuf", "UDMABUF_CREATE"),
+        kfd::UDMABUF_CREATE_LIST => (None, "dmabuf", "UDMABUF_CREATE_LIST"),
+        _ => return None,
+    })
+}
+
+/// Origins that export a buffer as a new dma-buf fd.
+pub const EXPORT_ORIGINS: [&str; 5] = [
+    "AMDKFD_IOC_EXPORT_DMABUF",
+    "DRM_IOCTL_PRIME_HANDLE_TO_FD",
+    "DMA_HEAP_IOCTL_ALLOC",
+    "UDMABUF_CREATE",
+    "UDMABUF_CREATE_LIST",
+];
+
+/// ioctls that take a second fd inside their struct (borrowed).
+fn inner_fd_field(key: kfd::Key) -> Option<&'static str> {
+    match key {
+        kfd::IMPORT_DMABUF | kfd::GET_DMABUF_INFO => Some("dmabuf_fd"),
+        kfd::PRIME_FD_TO_HANDLE | kfd::DMABUF_IMPORT_SYNC_FILE => Some("fd"),
+        kfd::ACQUIRE_VM => Some("drm_fd"),
+        _ => None,
+    }
+}
+
+const ALLOC_IOCTLS: [&str; 3] = [
+    "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
+    "DRM_IOCTL_AMDGPU_GEM_CREATE",
+    "DRM_IOCTL_AMDXDNA_CREATE_BO",
+];
+const ALLOC_INTENTS: [&str; 1] = ["hsa_amd_vmem_handle_create"];
+
+fn handover_intent(name: &str) -> Option<&'static str> {
+    match name {
+        "hsa_amd_vmem_export_shareable_handle" => Some("dmabuf_fd"),
+        "hsa_amd_portable_export_dmabuf" => Some("dmabuf"),
+        _ => None,
+    }
+}
+
+fn borrow_intent(name: &str) -> Option<&'static str> {
+    match name {
+        "hsa_amd_vmem_import_shareable_handle" => Some("dmabuf_fd"),
+        "hsa_amd_portable_close_dmabuf" => Some("dmabuf"),
+        _ => None,
+    }
+}
+
+/// Syscalls that fail with EBADF for a valid fd opened in the wrong mode.
+const MODE_EBADF: [&str; 19] = [
+    "read",
+    "write",
+    "pread64",
+    "pwrite64",
+    "readv",
+    "writev",
+    "preadv",
+    "pwritev",
+    "preadv2",
+    "pwritev2",
+    "ftruncate",
+    "fallocate",
+    "sendfile",
+    "copy_file_range",
+    "splice",
+    "flock",
+    "fsync",
+    "fdatasync",
+    "mmap",
+];
+
+/// Calls that ask whether a number is open and expect EBADF as an answer.
+const PROBES: [&str; 13] = [
+    "fstat",
+    "fstat64",
+    "newfstatat",
+    "fstatat64",
+    "statx",
+    "fstatfs",
+    "fstatfs64",
+    "fcntl",
+    "fcntl64",
+    "poll",
+    "ppoll",
+    "select",
+    "pselect6",
+];
+const PROBE_SELECT: &str = "_newselect";
+
+fn is_probe(name: &str) -> bool {
+    PROBES.contains(&name) || name == PROBE_SELECT
+}
+
+/// A close-all sweep (SPEC 4.1): see fds.py.
+const SWEEP_MIN: u64 = 4;
+const SWEEP_SETTLED: u64 = 4096;
+
+const IOCTL_ORIGINS: [&str; 4] = ["AMDKFD_", "DRM_", "DMA_", "UDMABUF"];
+
+fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
+}
+
+/// fd kind from a readlink / -y decoration; tolerant of ' (deleted)' and
+/// -yy '<char M:m>' nesting a parser may have left in place.
+pub fn kind_of_path(path: Option<&[u8]>) -> &'static str {
+    let Some(path) = path.filter(|p| !p.is_empty()) else {
+        return "unknown";
+    };
+    let s = String::from_utf8_lossy(path);
+    let mut p: &str = s.trim_matches(py_space);
+    p = strip_dev_suffix(p);
+    if let Some(r) = p.strip_suffix("(deleted)") {
+        p = r.trim_end_matches(py_space);
+    }
+    if p.starts_with("/dev/kfd") {
+        "kfd"
+    } else if p.starts_with("/dev/dri/renderD") {
+        "drm-render"
+    } else if p.starts_with("/dev/accel/") {
+        "accel"
+    } else if p.starts_with("/dmabuf:")
+        || p.starts_with("anon_inode:dmabuf")
+        || p.starts_with("anon_inode:[dmabuf")
+    {
+        "dmabuf"
+    } else if p.starts_with("anon_inode:sync_file") || p.starts_with("anon_inode:[sync_file") {
+        "sync_file"
+    } else {
+        "other"
+    }
+}
+
+/// `<char [0-9]+:[0-9]+>$` removed.
+fn strip_dev_suffix(p: &str) -> &str {
+    let Some(body) = p.strip_suffix('>') else {
+        return p;
+    };
+    let Some(i) = body.rfind("<char ") else {
+        return p;
+    };
+    let nums = &body[i + 6..];
+    let Some((a, b)) = nums.split_once(':') else {
+        return p;
+    };
+    let digits = |x: &str| !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit());
+    if digits(a) && digits(b) { &p[..i] } else { p }
+}
+
+fn kind_of(path: Option<&Text>) -> &'static str {
+    kind_of_path(path.map(|t| t.as_bytes()))
+}
+
+/// One fd number's current occupant.
+#[derive(Debug, Clone)]
+pub struct Slot {
+    pub fd: Fd,
+    pub generation: u64,
+    pub kind: &'static str,
+    /// creator kind: open, dup, ioctl name, inherited ...
+    pub origin: Name,
+    /// the call that installed this number
+    pub creator: Option<Ev>,
+    /// the original creation through dup chains
+    pub root: Option<Ev>,
+    pub root_origin: Name,
+    /// open file description (dup shares it)
+    pub ofd: u64,
+    pub cloexec: bool,
+    pub path: Option<Text>,
+    pub gpu: bool,
+    pub last_use: Option<Ev>,
+    pub uses: u64,
+    pub allocs_at_use: u64,
+    /// (role, event), at most 4: imports, hand-overs
+    pub notable: Vec<(String, Ev)>,
+    pub prev: Option<Rc<RefCell<Closed>>>,
+    /// the handle model's buffer identity (dup shares it)
+    pub buffer: Option<BufRef>,
+    /// an EBADF use while open: maybe a close in progress
+    pub racing: Option<Ev>,
+    /// insertion order in its table (Python dicts iterate in it)
+    order: u64,
+}
+
+impl Slot {
+    pub fn exported(&self) -> bool {
+        EXPORT_ORIGINS.contains(&&*self.root_origin)
+    }
+
+    /// `fd 7 (dmabuf /dmabuf:, created by AMDKFD_IOC_EXPORT_DMABUF at f:12)`
+    pub fn describe(&self, names: &Names) -> String {
+        let mut first = self.kind.to_owned();
+        if let Some(p) = &self.path {
+            first.push(' ');
+            first.push_str(&p.to_string_lossy());
+        }
+        let mut bits = vec![first];
+        if self.origin == "unknown" {
+            bits.push("creator not in the trace".into());
+        } else if self.origin == "pre-existing" {
+            bits.push("open before the trace started".into());
+        }
+        if let Some(c) = &self.creator {
+            match &self.root {
+                Some(r) if !Rc::ptr_eq(r, c) => bits.push(format!(
+                    "a {} made by {} of the fd created by {}",
+                    self.origin,
+                    short(names, Some(c)),
+                    short(names, Some(r))
+                )),
+                _ => bits.push(format!(
+                    "{}created by {}",
+                    if self.origin == "inherited" {
+                        "inherited, "
+                    } else {
+                        ""
+                    },
+                    short(names, Some(c))
+                )),
+            }
+        }
+        format!("fd {} ({})", self.fd, bits.join(", "))
+    }
+
+    fn note(&mut self, role: String, ev: &Ev) {
+        if self.notable.len() < 4 {
+            self.notable.push((role, ev.clone()));
+        }
+    }
+
+    fn copy(&self, origin: Option<&Name>) -> Slot {
+        Slot {
+            origin: origin.cloned().unwrap_or_else(|| self.origin.clone()),
+            prev: None,
+            racing: None,
+            ..self.clone()
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Closed {
+    pub slot: Slot,
+    /// the call that closed it (None: an unseen close)
+    pub event: Option<Ev>,
+    /// close, close_range, dup2, exec, unseen
+    pub how: &'static str,
+    pub flagged: bool,
+    pub image: u64,
+    pub pid: Pid,
+}
+
+type ClosedRef = Rc<RefCell<Closed>>;
+
+/// Consecutive closes of increasing numbers on one thread.
+#[derive(Debug)]
+struct Run {
+    last: Fd,
+    first_ev: Ev,
+    last_ev: Ev,
+    closes: u64,
+    ebadf: u64,
+    lo: Fd,
+    hi: Fd,
+    held: Option<Vec<usize>>,
+    settled: bool,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Table {
+    pub slots: HashMap<Fd, Slot>,
+    pub closed: HashMap<Fd, ClosedRef>,
+    gens: HashMap<Fd, u64>,
+    pub users: i64,
+    next_order: u64,
+}
+
+impl Table {
+    fn copy(&self, origin: &Name) -> Table {
+        Table {
+            slots: self
+                .slots
+                .iter()
+                .map(|(n, s)| (*n, s.copy(Some(origin))))
+                .collect(),
+            closed: self.closed.clone(),
+            gens: self.gens.clone(),
+            users: 0,
+            next_order: self.next_order,
+        }
+    }
+
+    fn next_gen(&mut self, n: Fd) -> u64 {
+        let g = self.gens.entry(n).or_insert(0);
+        *g += 1;
+        *g
+    }
+
+    fn lowest_free(&self) -> Fd {
+        let mut n = 0;
+        while self.slots.contains_key(&n) {
+            n += 1;
+        }
+        n
+    }
+
+    /// The open numbers in the order Python's dict holds them.
+    pub fn ordered(&self) -> Vec<Fd> {
+        let mut v: Vec<(u64, Fd)> = self.slots.values().map(|s| (s.order, s.fd)).collect();
+        v.sort_unstable();
+        v.into_iter().map(|(_, n)| n).collect()
+    }
+
+    fn insert(&mut self, mut s: Slot) {
+        self.next_order += 1;
+        s.order = self.next_order;
+        self.slots.insert(s.fd, s);
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Proc {
+    pub pid: Pid,
+    table: u64,
+    tids: HashSet<Option<u32>>,
+    /// a fork child that has not exec'd
+    pub forked: bool,
+    /// saw fd-creating ioctls without their structs
+    pub blind: bool,
+    pub ioctl_allocs: u64,
+    pub intent_allocs: u64,
+    exhaustion: Option<usize>,
+    pub exit_snapshot: bool,
+    pub ended: bool,
+    pub complete: bool,
+    pub image: u64,
+    first: bool,
+}
+
+impl Proc {
+    pub fn allocs(&self) -> u64 {
+        if self.intent_allocs != 0 {
+            self.intent_allocs
+        } else {
+            self.ioctl_allocs
+        }
+    }
+}
+
+/// What the handle model hears from the fd model (fds.py's listeners and
+/// describe_buffer hook).
+pub trait Listener {
+    fn on_fd_open(&mut self, _p: &Proc, _s: &Slot, _ev: &Ev) {}
+    fn on_fd_release(&mut self, _p: &Proc, _s: &Slot, _ev: Option<&Ev>, _how: &str) {}
+    fn on_process_end(&mut self, _p: &Proc, _t: &Table, _ev: Option<&Ev>, _exited: bool) {}
+    /// None: no hook installed (the Python's `describe_buffer is None`)
+    fn describe_buffer(&self, _pid: Pid, _s: &Slot) -> Option<Option<String>> {
+        None
+    }
+}
+
+/// The plain fd model's listener: none.
+pub struct NoListener;
+impl Listener for NoListener {}
+
+/// One row of `rocrtrace show --fd`: (event, what happened, the state after).
+pub type HistRow = (Ev, String, Option<String>);
+
+/// The parts of the model the handlers write: findings, history, the run
+/// being closed.
+struct Out {
+    findings: Vec<Option<Finding>>,
+    history: Vec<HistRow>,
+    sink: Option<Run>,
+    watch: Option<(Pid, Fd)>,
+    all_fds: bool,
+    ofd: u64,
+    names: Rc<Names>,
+}
+
+/// The fd tables by id: a process holds its table's id (CLONE_FILES shares
+/// one); a handler takes its table out while it works on it.
+#[derive(Default)]
+struct Tables(Vec<Option<Box<Table>>>);
+
+impl Tables {
+    fn get(&self, id: &u64) -> Option<&Table> {
+        self.0.get(*id as usize)?.as_deref()
+    }
+
+    fn get_mut(&mut self, id: &u64) -> Option<&mut Table> {
+        self.0.get_mut(*id as usize)?.as_deref_mut()
+    }
+
+    fn remove(&mut self, id: &u64) -> Option<Box<Table>> {
+        self.0.get_mut(*id as usize)?.take()
+    }
+
+    fn insert(&mut self, id: u64, t: Box<Table>) {
+        let i = id as usize;
+        if self.0.len() <= i {
+            self.0.resize_with(i + 1, || None);
+        }
+        self.0[i] = Some(t);
+    }
+}
+
+pub struct FdModel {
+    procs: IndexMap<Pid, Box<Proc>>,
+    /// a default Proc that stands in a process's place while it is handled
+    spare: Option<Box<Proc>>,
+    tables: Tables,
+    next_table: u64,
+    runs: IndexMap<(Pid, Option<u32>), Run>,
+    o: Out,
+    finished: bool,
+}
+
+fn subject(fd: Fd, kind: &str) -> Map<String, Json> {
+    let mut m = Map::new();
+    m.insert("kind".into(), json!("fd"));
+    m.insert("fd".into(), json!(fd));
+    m.insert("fd_kind".into(), json!(kind));
+    m
+}
+
+fn ev_note(role: impl Into<String>, ev: &Event) -> Evidence {
+    Evidence::new(role, ev).with_note(site(ev))
+}
+
+fn finding(
+    rule: &'static str,
+    msg: String,
+    ev: Option<&Event>,
+    subj: Map<String, Json>,
+    evidence: Vec<Evidence>,
+    key: Vec<String>,
+) -> Finding {
+    let mut f = Finding::new(rule, msg, ev);
+    f.subject = subj;
+    f.evidence = evidence;
+    f.key = key;
+    f
+}
+
+fn sort_story(ev: &mut [Evidence]) {
+    ev.sort_by(|a, b| story_order(&a.event, &b.event));
+}
+
+fn fd_arg(ev: &Event) -> Fd {
+    match &ev.kind {
+        Kind::Close(c) => c.fd.into(),
+        _ => 0,
+    }
+}
+
+impl Out {
+    fn watched(&self, pid: Pid, fd: Fd) -> bool {
+        matches!(self.watch, Some((w, f)) if f == fd && (w.is_none() || w == pid))
+    }
+
+    fn hist(
+        &mut self,
+        t: Option<&Table>,
+        ev: &Ev,
+        pid: Pid,
+        fd: Fd,
+        what: impl FnOnce() -> String,
+    ) {
+        if !self.watched(pid, fd) {
+            return;
+        }
+        let s = t.and_then(|t| t.slots.get(&fd));
+        let mut state = match s {
+            Some(s) => s.describe(&self.names),
+            None => "not open".to_owned(),
+        };
+        if let Some(s) = s
+            && let Some(u) = &s.last_use
+        {
+            state += &format!("; last use {}", short(&self.names, Some(u)));
+        }
+        self.history.push((ev.clone(), what(), Some(state)));
+    }
+
+    /// A close in a run is reported at once; if the run turns out to be a
+    /// sweep its findings are taken back.
+    fn emit(&mut self, f: Finding) -> Option<usize> {
+        if let Some(run) = &mut self.sink {
+            if run.settled {
+                return None;
+            }
+            run.held
+                .get_or_insert_with(Vec::new)
+                .push(self.findings.len());
+        }
+        self.findings.push(Some(f));
+        Some(self.findings.len() - 1)
+    }
+
+    fn retract(&mut self, run: &mut Run) {
+        if let Some(held) = run.held.take() {
+            for i in held {
+                self.findings[i] = None;
+            }
+        }
+    }
+
+    fn new_ofd(&mut self) -> u64 {
+        self.ofd += 1;
+        self.ofd
+    }
+
+    fn short(&self, ev: Option<&Ev>) -> String {
+        short(&self.names, ev)
+    }
+
+    fn file(&self, ev: &Event) -> String {
+        self.names.file(ev)
+    }
+
+    // --- slot lifecycle -------------------------------------------------------
+
+    #[allow(clippy::too_many_arguments)]
+    fn install(
+        &mut self,
+        p: &Proc,
+        t: &mut Table,
+        l: &mut dyn Listener,
+        ev: &Ev,
+        fd: Fd,
+        kind: &'static str,
+        origin: Name,
+        path: Option<Text>,
+        cloexec: bool,
+        src: Option<&Slot>,
+        gpu: bool,
+        what: impl FnOnce() -> String,
+    ) {
+        if t.slots.contains_key(&fd) {
+            // The kernel handed out a number the model thought open: a close
+            // happened that the trace could not see.
+            self.release(p, t, l, fd, None, "unseen");
+        }
+        let closed = t.closed.remove(&fd);
+        if let Some(c) = &closed {
+            c.borrow_mut().slot.prev = None; // one generation back, not a chain
+        }
+        let made = if origin == "unknown" || origin == "pre-existing" {
+            None
+        } else {
+            Some(ev.clone())
+        };
+        let generation = t.next_gen(fd);
+        let s = match src {
+            Some(src) => Slot {
+                fd,
+                generation,
+                kind: if kind == "unknown" { src.kind } else { kind },
+                origin,
+                creator: made,
+                root: src.root.clone(),
+                root_origin: src.root_origin.clone(),
+                ofd: src.ofd,
+                cloexec,
+                path: path.or_else(|| src.path.clone()),
+                gpu: src.gpu || gpu,
+                last_use: None,
+                uses: 0,
+                allocs_at_use: p.allocs(),
+                notable: Vec::new(),
+                prev: closed,
+                buffer: src.buffer.clone(),
+                racing: None,
+                order: 0,
+            },
+            None => Slot {
+                fd,
+                generation,
+                kind,
+                origin: origin.clone(),
+                creator: made.clone(),
+                root: made,
+                root_origin: origin,
+                ofd: self.new_ofd(),
+                cloexec,
+                path,
+                gpu: gpu || GPU_OBJECT_KINDS.contains(&kind),
+                last_use: None,
+                uses: 0,
+                allocs_at_use: p.allocs(),
+                notable: Vec::new(),
+                prev: closed,
+                buffer: None,
+                racing: None,
+                order: 0,
+            },
+        };
+        t.insert(s);
+        l.on_fd_open(p, &t.slots[&fd], ev);
+        self.hist(Some(t), ev, p.pid, fd, what);
+    }
+
+    fn release(
+        &mut self,
+        p: &Proc,
+        t: &mut Table,
+        l: &mut dyn Listener,
+        fd: Fd,
+        ev: Option<&Ev>,
+        how: &'static str,
+    ) -> bool {
+        let Some(s) = t.slots.remove(&fd) else {
+            return false;
+        };
+        let c = Rc::new(RefCell::new(Closed {
+            slot: s,
+            event: ev.cloned(),
+            how,
+            flagged: false,
+            image: p.image,
+            pid: p.pid,
+        }));
+        t.closed.insert(fd, c.clone());
+        l.on_fd_release(p, &c.borrow().slot, ev, how);
+        true
+    }
+
+    /// A successful use proves the fd is open: reconcile the model.
+    #[allow(clippy::too_many_arguments)]
+    fn use_fd(
+        &mut self,
+        p: &Proc,
+        t: &mut Table,
+        l: &mut dyn Listener,
+        fd: Fd,
+        ev: &Ev,
+        path: Option<&Text>,
+        role: Option<String>,
+    ) {
+        let path = path.filter(|p| !p.0.is_empty());
+        let pk = path.map(|p| kind_of(Some(p)));
+        let mut present = false;
+        if let Some(s) = t.slots.get_mut(&fd) {
+            present = true;
+            if path.is_some()
+                && s.path.is_none()
+                && IOCTL_ORIGINS.iter().any(|o| s.origin.starts_with(o))
+            {
+                // The creating ioctl is authoritative about what it installed
+                s.path = path.cloned();
+            } else if let Some(pk) = pk
+                && pk != "unknown"
+                && s.kind != "unknown"
+                && s.kind != pk
+                && !(s.kind == "other" && pk == "other")
+            {
+                // another kind of file holds this number now
+                present = false;
+            }
+        }
+        if !present {
+            if t.slots.contains_key(&fd) {
+                self.release(p, t, l, fd, None, "unseen");
+            }
+            self.install(
+                p,
+                t,
+                l,
+                ev,
+                fd,
+                pk.unwrap_or("unknown"),
+                Cow::Borrowed("unknown"),
+                path.cloned(),
+                false,
+                None,
+                false,
+                || format!("fd {fd} first seen in use; its creator is not in the trace"),
+            );
+        } else if let Some(s) = t.slots.get_mut(&fd)
+            && s.kind == "unknown"
+            && let Some(pk) = pk
+        {
+            s.kind = pk;
+            s.path = path.cloned();
+            s.gpu = s.gpu || GPU_OBJECT_KINDS.contains(&pk);
+        }
+        let allocs = p.allocs();
+        let s = t.slots.get_mut(&fd).expect("installed");
+        s.last_use = Some(ev.clone());
+        s.uses += 1;
+        s.allocs_at_use = allocs;
+        if let Some(r) = role {
+            s.note(r, ev);
+        }
+    }
+}
+
+impl FdModel {
+    /// `watch`: (pid or None, fd) whose history `history()` records.
+    pub fn new(watch: Option<(Pid, Fd)>, all_fds: bool, names: Rc<Names>) -> Self {
+        FdModel {
+            procs: IndexMap::default(),
+            spare: None,
+            tables: Tables::default(),
+            next_table: 0,
+            runs: IndexMap::default(),
+            o: Out {
+                findings: Vec::new(),
+                history: Vec::new(),
+                sink: None,
+                watch,
+                all_fds,
+                ofd: 0,
+                names,
+            },
+            finished: false,
+        }
+    }
+
+    pub fn names(&self) -> &Rc<Names> {
+        &self.o.names
+    }
+
+    pub fn findings(&self) -> impl Iterator<Item = &Finding> {
+        self.o.findings.iter().flatten()
+    }
+
+    pub fn take_findings(&mut self) -> Vec<Finding> {
+        std::mem::take(&mut self.o.findings)
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    pub fn history(&self) -> &[HistRow] {
+        &self.o.history
+    }
+
+    pub fn history_mut(&mut self) -> &mut Vec<HistRow> {
+        &mut self.o.history
+    }
+
+    pub fn watched(&self, pid: Pid, fd: Fd) -> bool {
+        self.o.watched(pid, fd)
+    }
+
+    pub fn lookup(&self, pid: Pid, fd: Fd) -> Option<&Slot> {
+        let p = self.procs.get(&pid)?;
+        self.tables.get(&p.table)?.slots.get(&fd)
+    }
+
+    pub fn lookup_mut(&mut self, pid: Pid, fd: Fd) -> Option<&mut Slot> {
+        let p = self.procs.get(&pid)?;
+        self.tables.get_mut(&p.table)?.slots.get_mut(&fd)
+    }
+
+    fn new_table(&mut self, t: Table) -> u64 {
+        self.next_table += 1;
+        self.tables.insert(self.next_table, Box::new(t));
+        self.next_table
+    }
+
+    /// Feed one event (a copy is kept where the model needs it).
+    pub fn feed(&mut self, ev: &Event) {
+        self.feed_rc(&Rc::new(ev.clone()), &mut NoListener);
+    }
+
+    /// Feed a shared event, telling `l` (the handle model) about fds.
+    pub fn feed_rc(&mut self, ev: &Ev, l: &mut dyn Listener) {
+        let pid = ev.h.pid;
+        let live = self.procs.get(&pid).is_some_and(|p| !p.ended);
+        if !live {
+            let table = self.new_table(Table {
+                users: 1,
+                ..Default::default()
+            });
+            let p = Proc {
+                pid,
+                table,
+                first: true,
+                ..Default::default()
+            };
+            self.procs.insert(pid, Box::new(p));
+        }
+        let idx = self.procs.get_index_of(&pid).expect("present");
+        let stand_in = self.spare.take().unwrap_or_default();
+        let mut p = std::mem::replace(&mut self.procs[idx], stand_in);
+        if p.first {
+            self.first_event(&mut p, ev);
+        }
+        if ev.h.tid.is_some() {
+            p.tids.insert(ev.h.tid);
+        }
+        if !self.runs.is_empty() {
+            let key = (pid, ev.h.tid);
+            if let Some(run) = self.runs.get(&key) {
+                let ends = match &ev.kind {
+                    Kind::Close(c) => Fd::from(c.fd) <= run.last,
+                    _ => true,
+                };
+                if ends {
+                    self.end_run(key);
+                }
+            }
+        }
+        if matches!(ev.h.err.as_deref(), Some("EMFILE" | "ENFILE")) {
+            self.exhaustion(&mut p, ev);
+        }
+        self.handle(&mut p, ev, l);
+        let ended = p.ended;
+        self.spare = Some(std::mem::replace(&mut self.procs[idx], p));
+        if ended {
+            self.procs.shift_remove_index(idx);
+        }
+    }
+
+    fn first_event(&mut self, p: &mut Proc, ev: &Event) {
+        p.first = false;
+        match &ev.kind {
+            Kind::Exec(_) if ev.h.err.is_none() => p.complete = true,
+            Kind::Exec(_) | Kind::FdSnapshot(_) => {
+                if matches!(ev.kind, Kind::Exec(_)) && self.procs.len() > 1 {
+                    p.forked = true;
+                }
+            }
+            Kind::ProcessInfo(pi) => {
+                // a preload log per process: a child of a traced process
+                let par = if pi.ppid == p.pid {
+                    false // par is p
+                } else {
+                    self.procs.contains_key(&pi.ppid)
+                };
+                p.forked = par;
+            }
+            _ => {
+                if self.procs.len() > 1 {
+                    p.forked = true;
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
+        match &ev.kind {
+            Kind::FdCreate(_) => self.on_create(p, ev, l),
+            Kind::Close(_) => self.on_close(p, ev, l),
+            Kind::CloseRange(_) => self.on_close_range(p, ev, l),
+            Kind::SetCloexec(_) => self.on_cloexec(p, ev, l),
+            Kind::Syscall(_) => self.on_syscall(p, ev, l),
+            Kind::Mmap(_) => self.on_mmap(p, ev, l),
+            Kind::Ioctl(_) => self.on_ioctl(p, ev, l),
+            Kind::Intent(_) => self.on_intent(p, ev),
+            Kind::Clone(_) => self.on_clone(p, ev),
+            Kind::Exec(_) => self.on_exec(p, ev, l),
+            Kind::FdSnapshot(_) => self.on_snapshot(p, ev, l),
+            Kind::Exit(_) => self.on_exit(p, ev, l),
+            _ => {}
+        }
+    }
+
+    /// The table of `p`, taken out of the arena while a handler works on it.
+    fn take_table(&mut self, p: &Proc) -> Box<Table> {
+        self.tables.remove(&p.table).unwrap_or_default()
+    }
+
+    fn put_table(&mut self, p: &Proc, t: Box<Table>) {
+        self.tables.insert(p.table, t);
+    }
+
+    fn on_create(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
+        let Kind::FdCreate(k) = &ev.kind else { return };
+        let mut t = self.take_table(p);
+        let mut src: Option<Slot> = None;
+        if let Some(sf) = k.src_fd
+            && k.origin != "pidfd_getfd"
+        {
+            if ev.h.err.as_deref() == Some("EBADF") {
+                self.dup_ebadf(p, &mut t, ev, l);
+                self.put_table(p, t);
+                return;
+            }
+            if ev.h.ok() && sf >= 0 {
+                self.o.use_fd(p, &mut t, l, sf.into(), ev, None, None);
+                src = t.slots.get(&Fd::from(sf)).cloned();
+            }
+        }
+        if ev.h.ok() {
+            for (i, &fd) in k.fds.iter().enumerate() {
+                if fd < 0 {
+                    continue;
+                }
+                let fd = Fd::from(fd);
+                let path = k.paths.get(i).cloned().flatten();
+                if k.origin == "dup" {
+                    if k.src_fd.map(Fd::from) == Some(fd) {
+                        continue; // dup2(fd, fd): nothing changes
+                    }
+                    if k.replace && t.slots.contains_key(&fd) {
+                        self.o.release(p, &mut t, l, fd, Some(ev), "dup2");
+                        let name = &ev.name;
+                        self.o.hist(Some(&*t), ev, p.pid, fd, || {
+                            format!("{name} closed fd {fd} to reuse its number")
+                        });
+                    }
+                    if let Some(src) = &src {
+                        let kind = if path.is_some() {
+                            kind_of(path.as_ref())
+                        } else {
+                            "unknown"
+                        };
+                        let (name, sfd) = (&ev.name, k.src_fd);
+                        self.o.install(
+                            p,
+                            &mut t,
+                            l,
+                            ev,
+                            fd,
+                            kind,
+                            Cow::Borrowed("dup"),
+                            path,
+                            k.cloexec,
+                            Some(src),
+                            false,
+                            || format!("fd {fd} = {name} of fd {}", opt(sfd)),
+                        );
+                        continue;
+                    }
+                }
+                let kind = kind_of(path.as_ref());
+                let name = &ev.name;
+                self.o.install(
+                    p,
+                    &mut t,
+                    l,
+                    ev,
+                    fd,
+                    kind,
+                    k.origin.clone(),
+                    path,
+                    k.cloexec,
+                    None,
+                    false,
+                    || format!("fd {fd} created by {name}"),
+                );
+            }
+        }
+        self.put_table(p, t);
+    }
+
+    /// Which fd a failing dup is about (SPEC 4.1).
+    fn dup_ebadf(&mut self, p: &mut Proc, t: &mut Table, ev: &Ev, l: &mut dyn Listener) {
+        let Kind::FdCreate(k) = &ev.kind else { return };
+        let old = Fd::from(k.src_fd.unwrap_or(0));
+        let new = k.new_fd.map(Fd::from);
+        if old < 0 {
+            self.bad_fd(p, t, ev, old);
+            return;
+        }
+        if let Some(n) = new
+            && n < 0
+        {
+            self.bad_fd(p, t, ev, n);
+            return;
+        }
+        if t.slots.contains_key(&old) {
+            let name = &ev.name;
+            self.o.hist(Some(t), ev, p.pid, old, || {
+                format!("{name} failed with EBADF: about the new fd")
+            });
+            return;
+        }
+        if t.closed.contains_key(&old) {
+            self.bad_use(p, t, ev, old, false, l);
+        } else if new.is_none() {
+            self.bad_fd(p, t, ev, old);
+        }
+    }
+
+    fn on_close(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
+        let fd = fd_arg(ev);
+        let ebadf = ev.h.err.as_deref() == Some("EBADF");
+        let mut t = self.take_table(p);
+        if fd < 0 {
+            if ebadf {
+                self.bad_fd(p, &t, ev, fd);
+            }
+            self.put_table(p, t);
+            return;
+        }
+        let key = (ev.h.pid, ev.h.tid);
+        let (idx, mut run) = match self.runs.get_index_of(&key) {
+            Some(i) => {
+                let r = std::mem::replace(&mut self.runs[i], placeholder_run(ev));
+                (Some(i), r)
+            }
+            None => (None, placeholder_run(ev)),
+        };
+        run.last = fd;
+        run.last_ev = ev.clone();
+        run.closes += 1;
+        if ebadf {
+            run.ebadf += 1;
+            if run.lo < 0 {
+                run.lo = fd;
+            }
+            run.hi = fd;
+        }
+        self.o.sink = Some(run);
+        self.close(p, &mut t, ev, fd, l);
+        let mut run = self.o.sink.take().expect("sink");
+        if !run.settled && run.closes >= SWEEP_SETTLED && is_sweep(&run) {
+            run.settled = true;
+            self.o.retract(&mut run);
+        }
+        match idx {
+            Some(i) => self.runs[i] = run,
+            None => {
+                self.runs.insert(key, run);
+            }
+        }
+        self.put_table(p, t);
+    }
+
+    fn end_run(&mut self, key: (Pid, Option<u32>)) {
+        let Some(mut run) = self.runs.shift_remove(&key) else {
+            return;
+        };
+        if run.settled || is_sweep(&run) {
+            self.o.retract(&mut run);
+            self.sweep_note(&run);
+        }
+    }
+
+    fn sweep_note(&mut self, run: &Run) {
+        let (ev0, ev1) = (&run.first_ev, &run.last_ev);
+        let (f0, f1) = (fd_arg(ev0), fd_arg(ev1));
+        let msg = format!(
+            "close-all sweep: {} closes of increasing fd numbers ({f0} to {f1}) in a row on one \
+             thread; {} of them (fd {} the lowest, {} the highest) failed with EBADF: not open. \
+             This is how a daemon or a child between fork and execve drops the fds it may have \
+             inherited; the EBADF closes are not double closes",
+            run.closes, run.ebadf, run.lo, run.hi
+        );
+        let mut f = finding(
+            "fd-bad-fd",
+            msg,
+            Some(ev0),
+            subject(f0, "unknown"),
+            vec![
+                ev_note("first close of the sweep", ev0),
+                ev_note("last close of the sweep", ev1),
+            ],
+            vec!["sweep".into(), "close".into()],
+        );
+        f.severity = Some("note");
+        f.details.insert(
+            "sweep".into(),
+            json!({"closes": run.closes, "ebadf": run.ebadf, "first": f0, "last": f1}),
+        );
+        self.o.emit(f);
+    }
+
+    fn close(&mut self, p: &mut Proc, t: &mut Table, ev: &Ev, fd: Fd, l: &mut dyn Listener) {
+        let Kind::Close(c) = &ev.kind else { return };
+        if ev.h.err.as_deref() == Some("EBADF") {
+            self.bad_close(p, t, ev, l);
+            return;
+        }
+        if ev.h.ret.is_none() {
+            // The kernel's answer is not in the trace: assume it closed
+            self.o.release(p, t, l, fd, Some(ev), "close");
+            self.o.hist(Some(t), ev, p.pid, fd, || {
+                "close with no result in the trace".into()
+            });
+            return;
+        }
+        // Success, EINTR, EIO ...: Linux releases the number in every case but EBADF.
+        if !t.slots.contains_key(&fd) || c.path.as_ref().is_some_and(|p| !p.0.is_empty()) {
+            self.o.use_fd(p, t, l, fd, ev, c.path.as_ref(), None);
+        }
+        if t.slots[&fd].racing.is_some() {
+            self.racing_use(p, t, fd, ev);
+        }
+        let flagged = self.check_reused(p, t, fd, ev);
+        self.o.release(p, t, l, fd, Some(ev), "close");
+        t.closed[&fd].borrow_mut().flagged = flagged;
+        let err = ev.h.err.clone();
+        self.o.hist(Some(t), ev, p.pid, fd, || {
+            format!(
+                "fd {fd} closed{}",
+                err.map(|e| format!(" ({e}: released anyway)"))
+                    .unwrap_or_default()
+            )
+        });
+    }
+
+    fn on_close_range(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
+        let Kind::CloseRange(k) = &ev.kind else {
+            return;
+        };
+        if !ev.h.ok() {
+            return;
+        }
+        let (first, last) = (Fd::from(k.first), Fd::from(k.last));
+        if k.flags & CLOSE_RANGE_UNSHARE != 0
+            && self.tables.get(&p.table).is_some_and(|t| t.users > 1)
+        {
+            let t = self.tables.get_mut(&p.table).expect("table");
+            t.users -= 1;
+            let mut c = t.copy(&Cow::Borrowed("inherited"));
+            c.users = 1;
+            p.table = self.new_table(c);
+        }
+        let mut t = self.take_table(p);
+        if k.flags & CLOSE_RANGE_CLOEXEC != 0 {
+            for n in t.ordered() {
+                if first <= n && n <= last {
+                    t.slots.get_mut(&n).expect("open").cloexec = true;
+                    self.o.hist(Some(&*t), ev, p.pid, n, || {
+                        format!("fd {n} marked close-on-exec by close_range")
+                    });
+                }
+            }
+            self.put_table(p, t);
+            return;
+        }
+        let span = last - first + 1;
+        if !p.blind
+            && !p.forked
+            && span <= (t.slots.len() + t.closed.len()) as Fd
+            && (first..=last).all(|n| t.slots.contains_key(&n) || t.closed.contains_key(&n))
+        {
+            // A bounded close_range over numbers the trace knows names the
+            // fds it means to close, like close() does (see fds.py)
+            let mut ns: Vec<Fd> = t
+                .closed
+                .iter()
+                .filter(|(n, c)| {
+                    let c = c.borrow();
+                    first <= **n
+                        && **n <= last
+                        && !t.slots.contains_key(n)
+                        && c.event.is_some()
+                        && (c.how == "close" || c.how == "close_range")
+                        && c.pid == p.pid
+                        && c.image == p.image
+                })
+                .map(|(n, _)| *n)
+                .collect();
+            ns.sort_unstable();
+            for n in ns {
+                let c = t.closed[&n].clone();
+                self.double_close(p, &t, ev, n, Some(&c), l);
+            }
+        }
+        for n in t.ordered() {
+            if first <= n && n <= last {
+                self.o.release(p, &mut t, l, n, Some(ev), "close_range");
+                self.o.hist(Some(&*t), ev, p.pid, n, || {
+                    format!("fd {n} closed by close_range({first}, {last})")
+                });
+            }
+        }
+        self.put_table(p, t);
+    }
+
+    fn on_cloexec(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
+        let Kind::SetCloexec(k) = &ev.kind else {
+            return;
+        };
+        let fd = Fd::from(k.fd);
+        if fd < 0 {
+            return;
+        }
+        let mut t = self.take_table(p);
+        if ev.h.err.as_deref() == Some("EBADF") {
+            self.bad_use(p, &mut t, ev, fd, false, l);
+        } else if ev.h.ok() {
+            self.o.use_fd(p, &mut t, l, fd, ev, None, None);
+            t.slots.get_mut(&fd).expect("open").cloexec = k.cloexec;
+            let on = k.cloexec;
+            self.o.hist(Some(&*t), ev, p.pid, fd, || {
+                format!("close-on-exec {}", if on { "set" } else { "cleared" })
+            });
+        }
+        self.put_table(p, t);
+    }
+
+    fn on_syscall(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
+        let Kind::Syscall(k) = &ev.kind else { return };
+        let mut t = self.take_table(p);
+        if ev.h.err.as_deref() == Some("EBADF") {
+            let pos: Vec<Fd> = k
+                .fds
+                .iter()
+                .map(|&f| Fd::from(f))
+                .filter(|&f| f >= 0)
+                .collect();
+            if is_probe(&ev.name) {
+                // the answer to a question, not a failed use
+                for &fd in &pos {
+                    if t.slots.contains_key(&fd) {
+                        self.o.release(p, &mut t, l, fd, None, "unseen");
+                    }
+                    let name = &ev.name;
+                    self.o.hist(Some(&*t), ev, p.pid, fd, || {
+                        format!("{name} probe: not open (EBADF)")
+                    });
+                }
+                self.put_table(p, t);
+                return;
+            }
+            if let Some(&neg) = k.fds.iter().find(|&&f| f < 0) {
+                self.bad_fd(p, &t, ev, neg.into());
+                self.put_table(p, t);
+                return;
+            }
+            let closed: Vec<Fd> = pos
+                .iter()
+                .copied()
+                .filter(|f| !t.slots.contains_key(f) && t.closed.contains_key(f))
+                .collect();
+            if closed.len() == 1 {
+                self.bad_use(p, &mut t, ev, closed[0], false, l);
+            } else if closed.is_empty() && pos.len() == 1 {
+                match t.slots.get_mut(&pos[0]) {
+                    None => self.bad_fd(p, &t, ev, pos[0]),
+                    Some(s) => {
+                        if s.racing.is_none() {
+                            // the wrong open mode, an O_PATH fd, or another
+                            // thread's close still in progress: that close decides
+                            s.racing = Some(ev.clone());
+                        }
+                    }
+                }
+            }
+            self.put_table(p, t);
+            return;
+        }
+        if ev.h.ok() {
+            for (i, &fd) in k.fds.iter().enumerate() {
+                if fd < 0 {
+                    continue;
+                }
+                let fd = Fd::from(fd);
+                let path = k.paths.get(i).and_then(|x| x.as_ref());
+                self.o.use_fd(p, &mut t, l, fd, ev, path, None);
+                let name = &ev.name;
+                self.o
+                    .hist(Some(&*t), ev, p.pid, fd, || format!("used by {name}"));
+            }
+        }
+        self.put_table(p, t);
+    }
+
+    fn on_mmap(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
+        let Kind::Mmap(k) = &ev.kind else { return };
+        if k.flags & MAP_ANONYMOUS != 0 {
+            return;
+        }
+        let fd = Fd::from(k.fd);
+        let ebadf = ev.h.err.as_deref() == Some("EBADF");
+        let mut t = self.take_table(p);
+        if fd < 0 {
+            if ebadf {
+                self.bad_fd(p, &t, ev, fd); // a file mapping of fd -1
+            }
+        } else if ebadf {
+            self.bad_use(p, &mut t, ev, fd, true, l);
+        } else if ev.h.ok() {
+            self.o.use_fd(p, &mut t, l, fd, ev, k.path.as_ref(), None);
+            self.o
+                .hist(Some(&*t), ev, p.pid, fd, || "mmap of this fd".into());
+        }
+        self.put_table(p, t);
+    }
+
+    fn on_ioctl(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
+        let Kind::Ioctl(k) = &ev.kind else { return };
+        let key = match (k.type_, k.nr) {
+            (Some(a), Some(b)) => Some((a, b)),
+            _ => None,
+        };
+        let arg = k
+            .arg
+            .as_ref()
+            .filter(|v| matches!(v, crate::events::Value::Struct(_)));
+        let inner = match (arg, key.and_then(inner_fd_field)) {
+            (Some(a), Some(f)) => fd_value(a.get(f)),
+            _ => None,
+        };
+        let mut t = self.take_table(p);
+        if ev.h.err.as_deref() == Some("EBADF") {
+            self.ioctl_ebadf(p, &mut t, ev, inner, l);
+            self.put_table(p, t);
+            return;
+        }
+        let fd = Fd::from(k.fd);
+        if ev.h.ok()
+            && let Some(ty) = k.type_
+            && (ty == kfd::TYPE_KFD || ty == kfd::TYPE_DRM)
+        {
+            let name = match k.ioctl {
+                Some(n) => Some(n),
+                None => {
+                    let path: Option<&[u8]> = match &k.path {
+                        Some(pp) if !pp.0.is_empty() => Some(pp.as_bytes()),
+                        _ => t.slots.get(&fd).and_then(|s| match s.kind {
+                            "accel" => Some(&b"/dev/accel/"[..]),
+                            "drm-render" => Some(&b"/dev/dri/"[..]),
+                            _ => None,
+                        }),
+                    };
+                    match k.nr {
+                        Some(nr) => kfd::ioctl_name(ty, nr, path, None),
+                        None => None,
+                    }
+                }
+            };
+            if name.is_some_and(|n| ALLOC_IOCTLS.contains(&n)) {
+                p.ioctl_allocs += 1;
+            }
+        }
+        if ev.h.ret.is_none() || ev.h.err.is_some() {
+            if fd >= 0 && ev.h.ret.is_some() {
+                // An ioctl that reached the driver proves its fd was open.
+                self.o.use_fd(p, &mut t, l, fd, ev, k.path.as_ref(), None);
+            }
+            self.put_table(p, t);
+            return;
+        }
+        let label = k.ioctl.unwrap_or("ioctl");
+        if fd >= 0 {
+            self.o.use_fd(p, &mut t, l, fd, ev, k.path.as_ref(), None);
+            self.o
+                .hist(Some(&*t), ev, p.pid, fd, || format!("{label} on this fd"));
+        }
+        if let Some(inner) = inner
+            && inner >= 0
+        {
+            let role = (key == Some(kfd::IMPORT_DMABUF) || key == Some(kfd::PRIME_FD_TO_HANDLE))
+                .then(|| "imported by".to_owned());
+            self.o.use_fd(p, &mut t, l, inner, ev, None, role);
+            self.o
+                .hist(Some(&*t), ev, p.pid, inner, || format!("passed to {label}"));
+        }
+        let Some(key) = key else {
+            self.put_table(p, t);
+            return;
+        };
+        let Some((where_, mut kind, origin)) = creating_ioctl(key) else {
+            self.put_table(p, t);
+            return;
+        };
+        let newfd = match where_ {
+            None => ev.h.ret,
+            Some(w) => {
+                let out = k
+                    .out
+                    .as_ref()
+                    .filter(|v| matches!(v, crate::events::Value::Struct(_)));
+                match out {
+                    Some(out) => fd_value(out.get(w)),
+                    None => {
+                        // strace: the new fd is in a struct we cannot read.
+                        p.blind = true;
+                        if self.o.watch.is_some() {
+                            let lf = t.lowest_free();
+                            if self.o.watched(p.pid, lf) {
+                                self.o.history.push((
+                                    ev.clone(),
+                                    format!(
+                                        "{origin} probably created fd {lf} (lowest free number; \
+                                         the struct is not in the trace)"
+                                    ),
+                                    None,
+                                ));
+                            }
+                        }
+                        self.put_table(p, t);
+                        return;
+                    }
+                }
+            }
+        };
+        let Some(newfd) = newfd.filter(|&f| f >= 0) else {
+            self.put_table(p, t);
+            return;
+        };
+        let num =
+            |f: &str| -> Option<i128> { arg.and_then(|a| a.get(f)).and_then(|v| v.as_i128()) };
+        // `arg.get("flags", 0)`, 0 when it is not an int
+        let flags = num("flags").unwrap_or(0);
+        let mut cloexec = true;
+        if key == kfd::EXPORT_DMABUF || key == kfd::PRIME_HANDLE_TO_FD {
+            cloexec = flags & O_CLOEXEC != 0;
+        } else if key == kfd::DMA_HEAP_ALLOC {
+            cloexec = match arg.and_then(|a| a.get("fd_flags")) {
+                None => false,
+                Some(v) => v.as_i128().is_some_and(|ff| ff & O_CLOEXEC != 0),
+            };
+        } else if key == kfd::UDMABUF_CREATE {
+            cloexec = flags & 1 != 0;
+        }
+        if key == kfd::SYNCOBJ_HANDLE_TO_FD && flags & 1 == 0 {
+            kind = "other"; // a syncobj fd, not a sync_file: still a GPU object
+        }
+        let gpu = kind != "other" || key == kfd::SYNCOBJ_HANDLE_TO_FD;
+        self.o.install(
+            p,
+            &mut t,
+            l,
+            ev,
+            newfd,
+            kind,
+            Cow::Borrowed(origin),
+            None,
+            cloexec,
+            None,
+            gpu,
+            || format!("fd {newfd} created by {origin}"),
+        );
+        self.put_table(p, t);
+    }
+
+    fn on_intent(&mut self, p: &mut Proc, ev: &Ev) {
+        let Kind::Intent(k) = &ev.kind else { return };
+        if ALLOC_INTENTS.contains(&&*ev.name) && ev.h.ok() && ev.h.ret == Some(0) {
+            p.intent_allocs += 1;
+        }
+        let mut t = self.take_table(p);
+        if let Some(fld) = handover_intent(&ev.name)
+            && ev.h.ret == Some(0)
+        {
+            let v = field(&k.outs, fld).or_else(|| field(&k.args, fld));
+            if let Some(fd) = fd_value(v).filter(|&f| f >= 0) {
+                if let Some(s) = t.slots.get_mut(&fd) {
+                    s.note("handed to the caller by".into(), ev);
+                }
+                let name = &ev.name;
+                self.o.hist(Some(&*t), ev, p.pid, fd, || {
+                    format!("{name} handed fd {fd} to its caller")
+                });
+            }
+        }
+        if let Some(fld) = borrow_intent(&ev.name)
+            && let Some(fd) = fd_value(field(&k.args, fld)).filter(|&f| f >= 0)
+        {
+            if let Some(s) = t.slots.get_mut(&fd) {
+                s.note(format!("passed to {} by", ev.name), ev);
+            }
+            let name = &ev.name;
+            self.o
+                .hist(Some(&*t), ev, p.pid, fd, || format!("passed to {name}"));
+        }
+        self.put_table(p, t);
+    }
+
+    fn on_clone(&mut self, p: &mut Proc, ev: &Ev) {
+        let Kind::Clone(k) = &ev.kind else { return };
+        let child: Option<i64> = k.child.map(i64::from).or(ev.h.ret);
+        let Some(child) = child else { return };
+        if !ev.h.ok() || child <= 0 || ev.h.pid.is_none() || k.thread {
+            return;
+        }
+        let Ok(child) = u32::try_from(child) else {
+            return;
+        };
+        let cpid = Some(child);
+        if cpid == p.pid {
+            return; // (a process cannot be its own child)
+        }
+        if let Some(c) = self.procs.get(&cpid)
+            && !c.ended
+            && (self
+                .tables
+                .get(&c.table)
+                .is_some_and(|t| !t.slots.is_empty())
+                || !c.tids.is_empty())
+        {
+            // The child's own log came first (its start snapshot is the truth);
+            // only lend it our creators for the numbers it holds.
+            let ctid = c.table;
+            let pt = self.tables.get(&p.table).cloned().unwrap_or_default();
+            if let Some(ct) = self.tables.get_mut(&ctid) {
+                for n in ct.ordered() {
+                    let s = &ct.slots[&n];
+                    if let Some(ps) = pt.slots.get(&n)
+                        && (s.origin == "pre-existing" || s.origin == "unknown")
+                    {
+                        let order = s.order;
+                        let mut copy = ps.copy(Some(&Cow::Borrowed("inherited")));
+                        copy.order = order;
+                        ct.slots.insert(n, copy);
+                    }
+                }
+            }
+            return;
+        }
+        let table = if k.share_files {
+            let t = self.tables.get_mut(&p.table).expect("table");
+            t.users += 1;
+            p.table
+        } else {
+            let mut t = self
+                .tables
+                .get(&p.table)
+                .expect("table")
+                .copy(&Cow::Borrowed("inherited"));
+            t.users = 1;
+            self.new_table(t)
+        };
+        let c = Proc {
+            pid: cpid,
+            table,
+            forked: true,
+            blind: p.blind,
+            complete: p.complete,
+            first: false,
+            ..Default::default()
+        };
+        // (a dict assignment: an existing key keeps its place)
+        self.procs.insert(cpid, Box::new(c));
+        if self.o.watch.is_some() {
+            let t = self.tables.remove(&table).expect("table");
+            for n in t.ordered() {
+                self.o.hist(Some(&*t), ev, cpid, n, || {
+                    format!("fd {n} inherited by child {child}")
+                });
+            }
+            self.tables.insert(table, t);
+        }
+    }
+
+    fn on_exec(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
+        if ev.h.err.is_some() || !matches!(ev.h.ret, None | Some(0)) {
+            return;
+        }
+        p.forked = false;
+        p.image += 1;
+        if ev.h.tid.is_some() {
+            p.tids.clear();
+            p.tids.insert(ev.h.tid);
+        }
+        let mut t = self.take_table(p);
+        for n in t.ordered() {
+            if t.slots[&n].cloexec {
+                self.o.release(p, &mut t, l, n, Some(ev), "exec");
+                self.o.hist(Some(&*t), ev, p.pid, n, || {
+                    format!("fd {n} closed by exec (close-on-exec)")
+                });
+            }
+        }
+        self.put_table(p, t);
+    }
+
+    fn on_snapshot(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
+        let Kind::FdSnapshot(k) = &ev.kind else {
+            return;
+        };
+        // {int(k): v}: the last path of a repeated number, in its first place
+        let mut snap: IndexMap<Fd, &Text> = IndexMap::default();
+        for (n, path) in &k.fds {
+            snap.insert(Fd::from(*n), path);
+        }
+        let mut t = self.take_table(p);
+        if k.when == When::Exit {
+            p.exit_snapshot = true;
+            for n in t.ordered() {
+                if !snap.contains_key(&n) {
+                    // closed by a call the hook cannot see
+                    self.o.release(p, &mut t, l, n, None, "unseen");
+                    self.o.hist(Some(&*t), ev, p.pid, n, || {
+                        format!(
+                            "fd {n} absent from the exit snapshot: closed by a call the capture \
+                             could not see"
+                        )
+                    });
+                }
+            }
+            for (&n, &path) in &snap {
+                if let Some(s) = t.slots.get_mut(&n) {
+                    use_path(s, path);
+                } else {
+                    self.o.install(
+                        p,
+                        &mut t,
+                        l,
+                        ev,
+                        n,
+                        kind_of(Some(path)),
+                        Cow::Borrowed("unknown"),
+                        Some(path.clone()),
+                        false,
+                        None,
+                        false,
+                        || format!("fd {n} open at exit, creator not in the trace"),
+                    );
+                }
+            }
+            self.put_table(p, t);
+            return;
+        }
+        p.complete = true; // every open fd is listed
+        for n in t.ordered() {
+            if !snap.contains_key(&n) {
+                self.o.release(p, &mut t, l, n, None, "unseen");
+            }
+        }
+        for (&n, &path) in &snap {
+            if let Some(s) = t.slots.get_mut(&n) {
+                use_path(s, path);
+            } else {
+                self.o.install(
+                    p,
+                    &mut t,
+                    l,
+                    ev,
+                    n,
+                    kind_of(Some(path)),
+                    Cow::Borrowed("pre-existing"),
+                    Some(path.clone()),
+                    false,
+                    None,
+                    false,
+                    || format!("fd {n} open when the capture started"),
+                );
+            }
+        }
+        self.put_table(p, t);
+    }
+
+    fn on_exit(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
+        let Kind::Exit(k) = &ev.kind else { return };
+        if k.whole {
+            self.end(p, Some(ev), true, l);
+            return;
+        }
+        if ev.h.tid.is_some() {
+            p.tids.remove(&ev.h.tid);
+            if p.tids.is_empty() {
+                self.end(p, Some(ev), true, l);
+            }
+        }
+    }
+
+    // --- process end ----------------------------------------------------------
+
+    fn end(&mut self, p: &mut Proc, ev: Option<&Ev>, exited: bool, l: &mut dyn Listener) {
+        if p.ended {
+            return;
+        }
+        let keys: Vec<_> = self.runs.keys().filter(|k| k.0 == p.pid).cloned().collect();
+        for key in keys {
+            self.end_run(key);
+        }
+        p.ended = true;
+        let mut t = self.take_table(p);
+        t.users -= 1;
+        l.on_process_end(p, &t, ev, exited);
+        if t.users <= 0 {
+            let mut fds: Vec<Fd> = t.slots.keys().copied().collect();
+            fds.sort_unstable();
+            for n in fds {
+                let s = &t.slots[&n];
+                self.leak(p, s, ev, exited, l);
+                if self.o.all_fds && exited {
+                    self.open_at_exit(s, ev);
+                }
+            }
+        } else {
+            self.put_table(p, t);
+        }
+    }
+
+    /// The end of the trace: open runs judged, every process ended.
+    pub fn finish(&mut self) {
+        self.finish_with(&mut NoListener);
+    }
+
+    pub fn finish_with(&mut self, l: &mut dyn Listener) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let keys: Vec<_> = self.runs.keys().cloned().collect();
+        for key in keys {
+            self.end_run(key);
+        }
+        let pids: Vec<Pid> = self.procs.keys().cloned().collect();
+        for pid in pids {
+            let Some(idx) = self.procs.get_index_of(&pid) else {
+                continue;
+            };
+            let stand_in = self.spare.take().unwrap_or_default();
+            let mut p = std::mem::replace(&mut self.procs[idx], stand_in);
+            self.end(&mut p, None, false, l);
+            let ended = p.ended;
+            self.spare = Some(std::mem::replace(&mut self.procs[idx], p));
+            if ended {
+                self.procs.shift_remove_index(idx);
+            }
+        }
+    }
+
+    /// --all-fds: the fds the program made itself still open at exit.
+    fn open_at_exit(&mut self, s: &Slot, ev: Option<&Ev>) {
+        if s.gpu
+            || GPU_OBJECT_KINDS.contains(&s.kind)
+            || DEVICE_KINDS.contains(&s.kind)
+            || s.fd <= 2
+        {
+            return;
+        }
+        if matches!(&*s.origin, "pre-existing" | "inherited" | "unknown") {
+            return;
+        }
+        let Some(made) = &s.root else { return };
+        let msg = format!(
+            "{} was still open when the process exited; it was opened by {} at {}:{}{}",
+            s.describe(&self.o.names),
+            made.name,
+            self.o.file(made),
+            made.h.line,
+            at(Some(made))
+        );
+        let mut evidence = vec![ev_note("created by", made)];
+        if let Some(c) = &s.creator
+            && !Rc::ptr_eq(c, made)
+        {
+            evidence.push(ev_note(format!("{} by", s.origin), c));
+        }
+        if let Some(e) = ev {
+            evidence.push(Evidence::new("process exit", e));
+        }
+        let f = finding(
+            "fd-open-at-exit",
+            msg,
+            Some(made),
+            subject(s.fd, s.kind),
+            evidence,
+            vec![
+                s.kind.into(),
+                s.root_origin.to_string(),
+                made.name.to_string(),
+            ],
+        );
+        self.o.emit(f);
+    }
+
+    fn leak(&mut self, p: &Proc, s: &Slot, ev: Option<&Ev>, exited: bool, l: &dyn Listener) {
+        if !(s.gpu || GPU_OBJECT_KINDS.contains(&s.kind)) {
+            return;
+        }
+        if s.origin == "pre-existing" || s.origin == "inherited" {
+            return; // given to this process, not made by it
+        }
+        let unknown = s.origin == "unknown";
+        let sev = if exited && !unknown {
+            "warning"
+        } else {
+            "note"
+        };
+        let end = if exited {
+            "when the process exited"
+        } else {
+            "when the trace ended (no process exit was seen, so this is only a note)"
+        };
+        let mut msg = format!("{} was still open {end}", s.describe(&self.o.names));
+        match &s.last_use {
+            Some(u) => msg += &format!("; last used by {}", self.o.short(Some(u))),
+            None => msg += "; it was never used after it was created",
+        }
+        if let Some(Some(b)) = l.describe_buffer(p.pid, s)
+            && !b.is_empty()
+        {
+            msg += &format!("; it is {b}");
+        }
+        if unknown {
+            msg += "; its creator is not in the trace (an strace log cannot show fds made inside \
+                    ioctl structs), so it may not have been made by this process";
+        }
+        let ev0 = s.root.as_ref().or(s.creator.as_ref());
+        let mut evidence = Vec::new();
+        if let Some(r) = &s.root {
+            evidence.push(Evidence::new("created by", r));
+        }
+        if let Some(c) = &s.creator
+            && !same(Some(c), s.root.as_ref())
+        {
+            evidence.push(Evidence::new(format!("{} by", s.origin), c));
+        }
+        if let Some(u) = &s.last_use
+            && !same(Some(u), s.creator.as_ref())
+        {
+            evidence.push(Evidence::new("last used by", u));
+        }
+        if let Some(e) = ev {
+            evidence.push(Evidence::new("process exit", e));
+        }
+        let offending = ev0.or(s.last_use.as_ref()).or(ev);
+        let mut f = finding(
+            "fd-leak",
+            msg,
+            offending.map(|e| &**e),
+            subject(s.fd, s.kind),
+            evidence,
+            vec![
+                s.kind.into(),
+                s.root_origin.to_string(),
+                if exited { "exited" } else { "trace-end" }.into(),
+            ],
+        );
+        f.severity = Some(sev);
+        f.details.insert("origin".into(), json!(&*s.root_origin));
+        f.details.insert("exited".into(), json!(exited));
+        self.o.emit(f);
+    }
+
+    // --- findings -------------------------------------------------------------
+
+    fn exhaustion(&mut self, p: &mut Proc, ev: &Ev) {
+        if let Some(i) = p.exhaustion {
+            if let Some(Some(f)) = self.o.findings.get_mut(i)
+                && let Some(Json::Number(n)) = f.details.get("failed_calls")
+            {
+                let v = n.as_u64().unwrap_or(0) + 1;
+                f.details.insert("failed_calls".into(), json!(v));
+            }
+            return;
+        }
+        let t = self.tables.get(&p.table);
+        let mut counts: HashMap<&'static str, u64> = HashMap::default();
+        if let Some(t) = t {
+            for s in t.slots.values() {
+                *counts.entry(s.kind).or_insert(0) += 1;
+            }
+        }
+        let mut order: Vec<(&str, u64)> = counts.into_iter().collect();
+        order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let total: u64 = order.iter().map(|x| x.1).sum();
+        let kinds = if order.is_empty() {
+            "none visible".to_owned()
+        } else {
+            order
+                .iter()
+                .map(|(k, n)| format!("{n} {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let name = call_name(ev).to_owned();
+        let err = ev.h.err.as_deref().unwrap_or("");
+        let mut msg = format!(
+            "{name} failed with {err}: the fd table is full. The trace shows {total} fds open at \
+             that moment: {kinds}"
+        );
+        if let Some(&(top, n)) = order.first()
+            && n * 2 > total
+        {
+            msg += &format!("; {top} fds fill it");
+            if top == "dmabuf" {
+                msg += " (dma-buf fds kept open per buffer: the VMM fd-per-handle design stops at \
+                        RLIMIT_NOFILE, ~1015 handles at the default 1024)";
+            }
+        }
+        if err == "ENFILE" {
+            msg += "; ENFILE is the system-wide limit, so other processes share the blame";
+        }
+        let mut evidence = vec![Evidence::new("first failing call", ev)];
+        let topkind = order.first().map_or("", |x| x.0);
+        if let Some(t) = t {
+            let oldest = t
+                .slots
+                .values()
+                .filter(|s| s.kind == topkind)
+                .min_by_key(|s| (s.creator.as_ref().map_or(-1, |c| c.h.seq as i128), s.fd));
+            if let Some(s0) = oldest
+                && let Some(c) = &s0.creator
+            {
+                evidence.push(Evidence::new(
+                    format!(
+                        "one of the {} {} fds was created by",
+                        order[0].1, order[0].0
+                    ),
+                    c,
+                ));
+            }
+        }
+        let mut f = Finding::new("fd-exhaustion", msg, Some(ev));
+        f.subject.insert("kind".into(), json!("process"));
+        f.evidence = evidence;
+        f.key = vec![
+            opt(ev.h.err.as_deref()),
+            order.first().map_or("unknown", |x| x.0).to_owned(),
+            name,
+        ];
+        let mut by_kind = Map::new();
+        for (k, n) in &order {
+            by_kind.insert((*k).into(), json!(n));
+        }
+        f.details
+            .insert("open_by_kind".into(), Json::Object(by_kind));
+        f.details.insert("open".into(), json!(total));
+        f.details.insert("failed_calls".into(), json!(1));
+        p.exhaustion = self.o.emit(f);
+    }
+
+    fn bad_close(&mut self, p: &mut Proc, t: &mut Table, ev: &Ev, l: &mut dyn Listener) {
+        let fd = fd_arg(ev);
+        if t.slots.contains_key(&fd) {
+            // The model thought it open: a close the trace cannot see came
+            // first.  The kernel's EBADF is the proof.
+            self.o.release(p, t, l, fd, None, "unseen");
+            let c = t.closed.get(&fd).cloned();
+            self.double_close(p, t, ev, fd, c.as_ref(), l);
+            return;
+        }
+        let Some(c) = t.closed.get(&fd).cloned() else {
+            self.bad_fd(p, t, ev, fd);
+            return;
+        };
+        self.double_close(p, t, ev, fd, Some(&c), l);
+        let (how, has_ev) = {
+            let b = c.borrow();
+            (b.how, b.event.is_some())
+        };
+        if how == "close" && has_ev {
+            self.reused_by_ebadf(p, t, ev, fd, &c);
+        }
+    }
+
+    fn double_close(
+        &mut self,
+        p: &Proc,
+        t: &Table,
+        ev: &Ev,
+        fd: Fd,
+        c: Option<&ClosedRef>,
+        l: &dyn Listener,
+    ) {
+        let names = self.o.names.clone();
+        let name = ev.name.to_string();
+        let call = match &ev.kind {
+            Kind::CloseRange(r) => format!("close_range({}, {})", r.first, r.last),
+            _ => format!("{name}({fd})"),
+        };
+        let mut evidence = vec![ev_note("this close", ev)];
+        let failed = if ev.h.err.as_deref() == Some("EBADF") {
+            format!("{call} failed with EBADF")
+        } else {
+            format!("{call} closes fd {fd} again")
+        };
+        let (msg, key, kind);
+        match c {
+            None => {
+                msg = format!(
+                    "{failed}: fd {fd} was not open (no earlier close is visible; it was never \
+                     created in this trace or was closed by a call the trace cannot see)"
+                );
+                key = vec!["bad-close".into(), "never-seen".into(), name.clone()];
+                kind = "unknown";
+            }
+            Some(c) => {
+                let c = c.borrow();
+                let s = &c.slot;
+                kind = s.kind;
+                let mut m;
+                if c.how == "exec" {
+                    m = format!(
+                        "{failed}: fd {fd} ({}) was closed by {} because it had close-on-exec \
+                         set; an fd meant to survive exec was opened with O_CLOEXEC, or this \
+                         close is stale",
+                        s.kind,
+                        short(&names, c.event.as_ref())
+                    );
+                } else if c.how == "unseen" || c.event.is_none() {
+                    m = format!(
+                        "{failed}: {} had already been closed by a call the trace cannot see \
+                         (fclose, closedir, a raw syscall); two owners close this fd",
+                        s.describe(&names)
+                    );
+                } else {
+                    let ce = c.event.as_ref().expect("event");
+                    let how = match c.how {
+                        "close_range" => "close_range",
+                        "dup2" => "dup2/dup3 onto it",
+                        _ => "close",
+                    };
+                    m = format!(
+                        "{failed}: {} was already closed by {how} at {}:{}{} and nothing \
+                         re-created it. This close is at {}:{}{}. The first close may be the \
+                         culprit: whoever closed it first may not have owned it",
+                        s.describe(&names),
+                        names.file(ce),
+                        ce.h.line,
+                        at(Some(ce)),
+                        names.file(ev),
+                        ev.h.line,
+                        at(Some(ev))
+                    );
+                    evidence.push(ev_note("previous close", ce));
+                }
+                if let Some(r) = &s.root {
+                    evidence.push(ev_note("originally created by", r));
+                }
+                if let Some(cr) = &s.creator
+                    && !same(Some(cr), s.root.as_ref())
+                {
+                    evidence.push(ev_note(format!("{} by", s.origin), cr));
+                }
+                for (role, nev) in &s.notable {
+                    evidence.push(ev_note(role.clone(), nev));
+                }
+                if let Some(Some(b)) = l.describe_buffer(p.pid, s)
+                    && !b.is_empty()
+                {
+                    m += &format!(". The fd is {b}");
+                }
+                if let Some((_, h)) = s.notable.iter().find(|(r, _)| r.starts_with("handed")) {
+                    m += &format!(
+                        ". {} handed this fd to its caller, so two owners (the application and \
+                         the runtime) each close it",
+                        short(&names, Some(h))
+                    );
+                }
+                msg = m;
+                key = vec![
+                    "double-close".into(),
+                    s.kind.into(),
+                    s.root_origin.to_string(),
+                    c.how.into(),
+                    name.clone(),
+                ];
+            }
+        }
+        sort_story(&mut evidence);
+        let f = finding(
+            "fd-double-close",
+            msg,
+            Some(ev),
+            subject(fd, kind),
+            evidence,
+            key,
+        );
+        self.o.emit(f);
+        self.o.hist(Some(t), ev, p.pid, fd, || {
+            format!("{call} of a closed fd: double close")
+        });
+    }
+
+    fn bad_use(
+        &mut self,
+        p: &mut Proc,
+        t: &mut Table,
+        ev: &Ev,
+        fd: Fd,
+        never_seen_ok: bool,
+        l: &mut dyn Listener,
+    ) {
+        let names = self.o.names.clone();
+        let name = call_name(ev).to_owned();
+        let c = t.closed.get(&fd).cloned();
+        let (msg, key, kind, evidence);
+        if let Some(s) = t.slots.get_mut(&fd) {
+            if MODE_EBADF.contains(&&*ev.name) && !matches!(ev.kind, Kind::Ioctl(_)) {
+                // EBADF here may only mean the wrong open mode, or another
+                // thread's close that completes later: the close decides
+                if s.racing.is_none() {
+                    s.racing = Some(ev.clone());
+                }
+                return;
+            }
+            self.o.release(p, t, l, fd, None, "unseen");
+            let c = t.closed[&fd].clone();
+            let c = c.borrow();
+            let s = &c.slot;
+            msg = format!(
+                "{name} on fd {fd} failed with EBADF: {} was open in the model, so a close the \
+                 trace cannot see (fclose, a raw syscall) ended it before this use",
+                s.describe(&names)
+            );
+            key = vec![
+                "use-after-close".into(),
+                s.kind.into(),
+                s.root_origin.to_string(),
+                name.clone(),
+                "unseen-close".into(),
+            ];
+            kind = s.kind;
+            let mut e = vec![ev_note("this use", ev)];
+            if let Some(r) = &s.root {
+                e.push(ev_note("created by", r));
+            }
+            evidence = e;
+        } else if let Some(cr) = &c {
+            let c = cr.borrow();
+            let s = &c.slot;
+            kind = s.kind;
+            let mut m = format!(
+                "{name} on fd {fd} failed with EBADF: {} was closed by {}{} and nothing \
+                 re-created it",
+                s.describe(&names),
+                short(&names, c.event.as_ref()),
+                at(c.event.as_deref())
+            );
+            if let Some(u) = &s.last_use
+                && !same(Some(u), c.event.as_ref())
+            {
+                m += &format!("; its last successful use was {}", short(&names, Some(u)));
+            }
+            msg = m;
+            key = vec![
+                "use-after-close".into(),
+                s.kind.into(),
+                s.root_origin.to_string(),
+                name.clone(),
+                c.how.into(),
+            ];
+            let mut e = vec![ev_note("this use", ev)];
+            if let Some(ce) = &c.event {
+                e.push(ev_note("closed by", ce));
+            }
+            if let Some(r) = &s.root {
+                e.push(ev_note("created by", r));
+            }
+            evidence = e;
+        } else {
+            if never_seen_ok {
+                self.bad_fd(p, t, ev, fd);
+            }
+            return;
+        }
+        let f = finding(
+            "fd-use-after-close",
+            msg,
+            Some(ev),
+            subject(fd, kind),
+            evidence,
+            key,
+        );
+        self.o.emit(f);
+        self.o.hist(Some(t), ev, p.pid, fd, || {
+            format!("{name} failed with EBADF: use after close")
+        });
+        if let Some(c) = c {
+            let ok = {
+                let b = c.borrow();
+                b.how == "close" && b.event.is_some()
+            };
+            if ok {
+                self.reused_by_ebadf(p, t, ev, fd, &c);
+            }
+        }
+    }
+
+    /// fd-bad-fd: EBADF for a number that was never an open fd (see fds.py).
+    fn bad_fd(&mut self, p: &Proc, t: &Table, ev: &Ev, fd: Fd) {
+        let name = call_name(ev).to_owned();
+        let is_close = matches!(ev.kind, Kind::Close(_));
+        let call = if is_close {
+            format!("{name}({fd})")
+        } else {
+            format!("{name} on fd {fd}")
+        };
+        let (sev, why, sort);
+        if fd < 0 && is_close {
+            // close(-1) is a no-op that correct programs do all the time
+            sev = "note";
+            why = format!(
+                "{fd} is not an fd number: the close of an fd variable reset to -1 (or never \
+                 set) does nothing"
+            );
+            sort = "negative-close";
+        } else if fd < 0 {
+            sev = "warning";
+            why = format!(
+                "{fd} is not an fd number: an fd variable reset to -1 (or an error return) was \
+                 used as an fd anyway"
+            );
+            sort = "negative";
+        } else if p.complete && !p.forked {
+            sev = "warning";
+            why = format!(
+                "fd {fd} was never open in this process: the trace saw it from its start and \
+                 nothing created that number (a stale or uninitialised fd variable)"
+            );
+            sort = "never-open";
+        } else {
+            sev = "note";
+            why = format!(
+                "the trace never saw fd {fd} open, but it {}",
+                if p.forked {
+                    "is a child between fork and execve, where closing numbers that may be \
+                     inherited is normal"
+                } else {
+                    "did not see this process start, so the number may have been opened and \
+                     closed before the trace began"
+                }
+            );
+            sort = "never-seen";
+        }
+        let mut f = finding(
+            "fd-bad-fd",
+            format!("{call} failed with EBADF: {why}"),
+            Some(ev),
+            subject(fd, "unknown"),
+            vec![ev_note("this call", ev)],
+            vec!["bad-fd".into(), sort.into(), name.clone()],
+        );
+        f.severity = Some(sev);
+        self.o.emit(f);
+        self.o.hist(Some(t), ev, p.pid, fd, || {
+            format!("{name} failed with EBADF: not an open fd")
+        });
+    }
+
+    /// A read/write that got EBADF while the model had the fd open, then a
+    /// close of it by another thread that began before that call ended: a
+    /// use after close across threads (see fds.py).
+    fn racing_use(&mut self, p: &Proc, t: &mut Table, fd: Fd, close: &Ev) {
+        let names = self.o.names.clone();
+        let Some(s) = t.slots.get_mut(&fd) else {
+            return;
+        };
+        let Some(u) = s.racing.take() else { return };
+        if u.h.tid == close.h.tid || u.h.pid != close.h.pid {
+            return;
+        }
+        let (ut, ct) = (u.h.time, close.h.time);
+        if let (Some(_), Some(c), Some(_)) = (ut, ct, u.h.dur) {
+            if c > u.h.end().expect("time") {
+                return;
+            }
+        } else if u.h.file == close.h.file {
+            // no durations: the close must be printed before the use finished
+            if close.h.line > u.h.end_line.filter(|&x| x != 0).unwrap_or(u.h.line) {
+                return;
+            }
+        } else {
+            match (ut, ct) {
+                (Some(a), Some(b)) if b <= a => {}
+                _ => return,
+            }
+        }
+        let s = &t.slots[&fd];
+        let name = u.name.to_string();
+        let msg = format!(
+            "{name} on fd {} failed with EBADF on thread {}: another thread ({}) was closing {} \
+             at {}:{}{}; the calls overlap, and the EBADF shows the close took the number \
+             first. A use after close across threads",
+            s.fd,
+            opt(u.h.tid),
+            opt(close.h.tid),
+            s.describe(&names),
+            names.file(close),
+            close.h.line,
+            at(Some(close))
+        );
+        let mut evidence = vec![ev_note("this use", &u), ev_note("closed by", close)];
+        if let Some(r) = &s.root {
+            evidence.push(ev_note("created by", r));
+        }
+        sort_story(&mut evidence);
+        let key = vec![
+            "use-after-close".into(),
+            s.kind.into(),
+            s.root_origin.to_string(),
+            name.clone(),
+            "concurrent-close".into(),
+        ];
+        let f = finding(
+            "fd-use-after-close",
+            msg,
+            Some(&u),
+            subject(s.fd, s.kind),
+            evidence,
+            key,
+        );
+        self.o.emit(f);
+        self.o.hist(Some(t), &u, p.pid, fd, || {
+            format!("{name} failed with EBADF: another thread's close")
+        });
+    }
+
+    fn ioctl_ebadf(
+        &mut self,
+        p: &mut Proc,
+        t: &mut Table,
+        ev: &Ev,
+        inner: Option<Fd>,
+        l: &mut dyn Listener,
+    ) {
+        let Kind::Ioctl(k) = &ev.kind else { return };
+        let outer = Fd::from(k.fd);
+        let cand = [Some(outer), inner];
+        let closed = cand
+            .iter()
+            .flatten()
+            .copied()
+            .find(|&f| f >= 0 && !t.slots.contains_key(&f) && t.closed.contains_key(&f));
+        if let Some(c) = closed {
+            self.bad_use(p, t, ev, c, false, l);
+            return;
+        }
+        let outer_open =
+            t.slots.contains_key(&outer) || k.path.as_ref().is_some_and(|p| !p.0.is_empty());
+        if let Some(inner) = inner
+            && inner >= 0
+        {
+            if outer_open {
+                // the driver answered, so the device fd was fine: the inner fd is bad
+                self.bad_use(p, t, ev, inner, true, l);
+            } else if t.slots.contains_key(&inner) && outer >= 0 {
+                self.bad_use(p, t, ev, outer, true, l);
+            }
+            return;
+        }
+        if outer_open {
+            return; // the bad fd may be inside a struct the trace does not show
+        }
+        if outer >= 0 {
+            self.bad_use(p, t, ev, outer, true, l);
+        }
+    }
+
+    // fd-close-reused ------------------------------------------------------------
+
+    /// Stack evidence at close time: the close comes from the old occupant's
+    /// code and from nothing the new occupant ran.
+    fn check_reused(&mut self, p: &Proc, t: &Table, fd: Fd, ev: &Ev) -> bool {
+        let s = &t.slots[&fd];
+        let Some(prev) = &s.prev else { return false };
+        let Some(creator) = &s.creator else {
+            return false;
+        };
+        if ev.h.stack.is_empty() || creator.h.stack.is_empty() {
+            return false;
+        }
+        let pb = prev.borrow();
+        let old = &pb.slot;
+        if old.root_origin == s.root_origin && old.kind == s.kind {
+            return false; // same kind of owner: stacks cannot tell them apart
+        }
+        let new_owner = owner(Some(creator));
+        let close_comp = owner(Some(ev));
+        let (Some(new_owner), Some(close_comp)) = (new_owner, close_comp) else {
+            return false;
+        };
+        if close_comp == new_owner {
+            return false;
+        }
+        let shared = shared_callers(old, s);
+        let close_funcs: HashSet<Func> = funcs(&ev.h.stack, Some(2))
+            .difference(&shared)
+            .copied()
+            .collect();
+        let mut new_funcs = funcs(&creator.h.stack, None);
+        if let Some(u) = &s.last_use
+            && !Rc::ptr_eq(u, creator)
+            && !Rc::ptr_eq(u, ev)
+        {
+            new_funcs.extend(funcs(&u.h.stack, None));
+        }
+        if !close_funcs.is_disjoint(&new_funcs) {
+            return false;
+        }
+        let mut old_comps = HashSet::default();
+        let mut old_funcs = HashSet::default();
+        for e in [&old.root, &old.creator, &old.last_use]
+            .into_iter()
+            .flatten()
+        {
+            if same(Some(e), pb.event.as_ref()) {
+                continue;
+            }
+            old_comps.extend(comps(&e.h.stack));
+            old_funcs.extend(funcs(&e.h.stack, None));
+        }
+        if !old_comps.contains(&close_comp) && close_funcs.is_disjoint(&old_funcs) {
+            return false;
+        }
+        if owner(old.root.as_deref().or(old.creator.as_deref())).as_ref() == Some(&new_owner) {
+            return false; // one owner made both: the stacks cannot tell
+        }
+        let names = &self.o.names;
+        let why = format!(
+            "its call stack{} is in {close_comp}, the code that created and used the old fd, and \
+             shares no frame with the code that created the new one{}",
+            at(Some(ev)),
+            at(Some(creator))
+        );
+        let f = reused_finding(names, ev, s, &pb, &why, None);
+        drop(pb);
+        self.o.emit(f);
+        self.o.hist(Some(t), ev, p.pid, fd, || {
+            "this close was meant for the previous fd (wrong owner)".into()
+        });
+        true
+    }
+
+    /// A later EBADF by the new occupant's own code: the close that ended it
+    /// was meant for the previous occupant.
+    fn reused_by_ebadf(&mut self, p: &Proc, t: &Table, ev: &Ev, fd: Fd, c: &ClosedRef) {
+        let f = {
+            let cb = c.borrow();
+            let s = &cb.slot;
+            let Some(prev) = &s.prev else { return };
+            let Some(creator) = &s.creator else { return };
+            if cb.flagged {
+                return;
+            }
+            let Some(cev) = &cb.event else { return };
+            if ev.h.stack.is_empty() || cev.h.stack.is_empty() || creator.h.stack.is_empty() {
+                return; // without stacks the owners cannot be told apart
+            }
+            let pb = prev.borrow();
+            let new_owner = owner(Some(creator));
+            let shared = shared_callers(&pb.slot, s);
+            let mine: HashSet<Func> = funcs(&ev.h.stack, Some(3))
+                .difference(&shared)
+                .copied()
+                .collect();
+            let last = s.last_use.as_ref().filter(|u| !Rc::ptr_eq(u, cev));
+            let mut ow = funcs(&creator.h.stack, None);
+            if let Some(u) = last {
+                ow.extend(funcs(&u.h.stack, None));
+            }
+            let ow: HashSet<Func> = ow.difference(&shared).copied().collect();
+            let closer: HashSet<Func> = funcs(&cev.h.stack, Some(3))
+                .difference(&shared)
+                .copied()
+                .collect();
+            let closer_comp = owner(Some(cev));
+            if mine.is_disjoint(&ow) && owner(Some(ev)) != new_owner {
+                return;
+            }
+            if !closer.is_disjoint(&ow) || !closer.is_disjoint(&mine) || closer_comp == new_owner {
+                return;
+            }
+            let old = &pb.slot;
+            let mut old_funcs = HashSet::default();
+            let mut old_comps = HashSet::default();
+            for e in [&old.root, &old.creator, &old.last_use]
+                .into_iter()
+                .flatten()
+            {
+                if !same(Some(e), pb.event.as_ref()) {
+                    old_funcs.extend(funcs(&e.h.stack, None));
+                    old_comps.extend(comps(&e.h.stack));
+                }
+            }
+            if closer.is_disjoint(&old_funcs)
+                && !closer_comp.as_ref().is_some_and(|c| old_comps.contains(c))
+            {
+                return;
+            }
+            let names = &self.o.names;
+            let why = format!(
+                "the new fd's owner{} later got EBADF at {}:{}, so it never closed it itself",
+                at(Some(ev)),
+                names.file(ev),
+                ev.h.line
+            );
+            (
+                reused_finding(names, cev, s, &pb, &why, Some(ev)),
+                cev.clone(),
+            )
+        };
+        c.borrow_mut().flagged = true;
+        self.o.emit(f.0);
+        self.o.hist(Some(t), &f.1, p.pid, fd, || {
+            "this close was meant for the previous fd (wrong owner)".into()
+        });
+    }
+}
+
+fn placeholder_run(ev: &Ev) -> Run {
+    Run {
+        last: fd_arg(ev),
+        first_ev: ev.clone(),
+        last_ev: ev.clone(),
+        closes: 0,
+        ebadf: 0,
+        lo: -1,
+        hi: -1,
+        held: None,
+        settled: false,
+    }
+}
+
+fn is_sweep(run: &Run) -> bool {
+    run.closes >= SWEEP_MIN && run.ebadf >= 2 && run.ebadf * 2 > run.closes
+}
+
+fn use_path(s: &mut Slot, path: &Text) {
+    if !path.0.is_empty() && s.kind == "unknown" {
+        s.kind = kind_of(Some(path));
+        s.path = Some(path.clone());
+        s.gpu = s.gpu || GPU_OBJECT_KINDS.contains(&s.kind);
+    }
+}
+
+/// Functions on both creators' stacks (main() and other common callers).
+fn shared_callers<'a>(old: &'a Slot, new: &'a Slot) -> HashSet<Func<'a>> {
+    let a = old.root.as_ref().or(old.creator.as_ref());
+    let (Some(a), Some(b)) = (a, new.creator.as_ref()) else {
+        return HashSet::default();
+    };
+    let fa = funcs(&a.h.stack, None);
+    let fb = funcs(&b.h.stack, None);
+    fa.intersection(&fb).copied().collect()
+}
+
+fn reused_finding(
+    names: &Names,
+    ev: &Ev,
+    s: &Slot,
+    prev: &Closed,
+    why: &str,
+    later: Option<&Ev>,
+) -> Finding {
+    let old = &prev.slot;
+    let msg = format!(
+        "close({}) at {}:{} closed {}, but it was meant for the fd that held number {} before \
+         ({}, created by {}, closed by {}): {why}. fdsan's wrong owner: the close of a stale \
+         number took a bystander's fd",
+        s.fd,
+        names.file(ev),
+        ev.h.line,
+        s.describe(names),
+        s.fd,
+        old.kind,
+        short(names, old.root.as_ref().or(old.creator.as_ref())),
+        short(names, prev.event.as_ref())
+    );
+    let mut evidence = vec![ev_note("this close", ev)];
+    if let Some(pe) = &prev.event {
+        evidence.push(ev_note("the old fd was closed by", pe));
+    }
+    if let Some(r) = &old.root {
+        evidence.push(ev_note("the old fd was created by", r));
+    }
+    if let Some(r) = &s.root {
+        evidence.push(ev_note("the new fd was created by", r));
+    }
+    if let Some(l) = later {
+        evidence.push(ev_note("the new owner's later EBADF", l));
+    }
+    finding(
+        "fd-close-reused",
+        msg,
+        Some(ev),
+        subject(s.fd, s.kind),
+        evidence,
+        vec![
+            old.kind.into(),
+            old.root_origin.to_string(),
+            s.kind.into(),
+            s.root_origin.to_string(),
+            if later.is_some() { "ebadf" } else { "stack" }.into(),
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{Close, CloseRange, Exit, FdCreate, Header};
+
+    fn kp(p: &str) -> &'static str {
+        kind_of_path(Some(p.as_bytes()))
+    }
+
+    #[test]
+    fn kind_of_path_is_tolerant() {
+        assert_eq!(kp("/dmabuf:"), "dmabuf");
+        assert_eq!(kp("/dmabuf:name (deleted)"), "dmabuf");
+        assert_eq!(kp("anon_inode:dmabuf"), "dmabuf");
+        assert_eq!(kp("anon_inode:sync_file"), "sync_file");
+        assert_eq!(kp("/dev/kfd<char 238:0>"), "kfd");
+        assert_eq!(kp("/dev/dri/renderD128"), "drm-render");
+        assert_eq!(kp("/dev/accel/accel0"), "accel");
+        assert_eq!(kp("/etc/hosts"), "other");
+        assert_eq!(kind_of_path(None), "unknown");
+    }
+
+    struct B(u64);
+
+    impl B {
+        fn h(&mut self, ret: Option<i64>, err: Option<&'static str>) -> Header {
+            self.0 += 1;
+            Header {
+                line: self.0,
+                seq: self.0,
+                pid: Some(100),
+                tid: Some(100),
+                time: Some(1000.0 + self.0 as f64 * 0.001),
+                ret,
+                err: err.map(Cow::Borrowed),
+                ..Default::default()
+            }
+        }
+
+        fn open(&mut self, fd: i32, path: &str) -> Event {
+            let k = FdCreate {
+                origin: Cow::Borrowed("open"),
+                fds: vec![fd],
+                paths: vec![Some(path.into())],
+                ..Default::default()
+            };
+            Event::new(self.h(Some(fd.into()), None), Kind::FdCreate(k))
+        }
+
+        fn close(&mut self, fd: i32, err: Option<&'static str>) -> Event {
+            let ret = Some(if err.is_some() { -1 } else { 0 });
+            Event::new(self.h(ret, err), Kind::Close(Close { fd, path: None }))
+        }
+
+        fn close_range(&mut self, first: u32, last: u32) -> Event {
+            let k = CloseRange {
+                first,
+                last,
+                flags: 0,
+            };
+            Event::new(self.h(Some(0), None), Kind::CloseRange(k))
+        }
+
+        fn exit(&mut self) -> Event {
+            let k = Exit {
+                whole: true,
+                status: Some(0),
+                signal: None,
+            };
+            Event::new(self.h(None, None), Kind::Exit(k))
+        }
+    }
+
+    fn run(evs: &[Event]) -> Vec<Finding> {
+        let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
+        for e in evs {
+            m.feed(e);
+        }
+        m.finish();
+        m.take_findings()
+    }
+
+    #[test]
+    fn double_close_names_the_first_close() {
+        let mut b = B(0);
+        let evs = [
+            b.open(3, "/etc/hosts"),
+            b.close(3, None),
+            b.close(3, Some("EBADF")),
+        ];
+        let f = run(&evs);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].rule, "fd-double-close");
+        assert!(f[0].message.starts_with(
+            "close(3) failed with EBADF: fd 3 (other /etc/hosts, created by openat at t.log:1) \
+             was already closed by close at t.log:2"
+        ));
+        let roles: Vec<&str> = f[0].evidence.iter().map(|e| e.role.as_str()).collect();
+        assert_eq!(
+            roles,
+            ["originally created by", "previous close", "this close"]
+        );
+        assert_eq!(
+            f[0].key,
+            ["double-close", "other", "open", "close", "close"]
+        );
+    }
+
+    #[test]
+    fn close_all_sweep_is_one_note() {
+        let mut b = B(0);
+        let mut evs = vec![b.open(3, "/etc/hosts")];
+        for fd in 3..40 {
+            evs.push(b.close(fd, if fd == 3 { None } else { Some("EBADF") }));
+        }
+        evs.push(b.exit());
+        let f = run(&evs);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!((f[0].rule, f[0].severity), ("fd-bad-fd", Some("note")));
+        assert_eq!(f[0].details["sweep"]["closes"], 37);
+        assert_eq!(f[0].details["sweep"]["ebadf"], 36);
+    }
+
+    #[test]
+    fn close_range_over_free_numbers_is_not_a_double_close() {
+        let mut b = B(0);
+        let evs = [
+            b.open(3, "/a"),
+            b.open(4, "/b"),
+            b.close(4, None),
+            b.close_range(3, u32::MAX),
+            b.close_range(3, u32::MAX),
+            b.close_range(3, 100),
+        ];
+        assert!(run(&evs).is_empty());
+        let evs = [b.open(7, "/a"), b.close(7, None), b.close_range(7, 7)];
+        let f = run(&evs);
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].message
+                .starts_with("close_range(7, 7) closes fd 7 again")
+        );
+    }
+
+    #[test]
+    fn a_dmabuf_open_at_exit_is_a_leak() {
+        let mut b = B(0);
+        let evs = [b.open(5, "/dmabuf:"), b.exit()];
+        let f = run(&evs);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].rule, f[0].severity), ("fd-leak", Some("warning")));
+        assert_eq!(f[0].details["exited"], true);
+    }
+}

@@ -1,0 +1,330 @@
+//! The intent of tests/test_svm_model.py's cheaper cases, in Rust (the
+//! equality tests in tests/test_engine_svm.py compare everything else).
+
+use super::*;
+use crate::events::{Header, Intent, Ioctl, Mremap, Munmap, ProcessInfo};
+use std::borrow::Cow;
+
+const X: u64 = 0x7F3A_1C20_0000;
+const G: u32 = 0x1A2B;
+const PAGE: u64 = 0x1000;
+
+fn attr(t: u32, v: u32) -> Attr {
+    Attr::new(t, v)
+}
+
+fn aip(g: u32) -> Attr {
+    attr(kfd::ATTR_ACCESS_IN_PLACE, g)
+}
+
+fn no(g: u32) -> Attr {
+    attr(NO_ACCESS, g)
+}
+
+fn fine() -> Vec<Attr> {
+    vec![
+        attr(kfd::ATTR_SET_FLAGS, kfd::FLAG_COHERENT),
+        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_EXT_COHERENT),
+    ]
+}
+
+/// Builds events on one clock, fed in completion order.
+struct Trace {
+    events: Vec<Event>,
+    now: f64,
+}
+
+impl Trace {
+    fn new() -> Self {
+        let mut t = Trace {
+            events: Vec::new(),
+            now: 1000.0,
+        };
+        t.push(
+            1,
+            Kind::ProcessInfo(ProcessInfo {
+                ppid: None,
+                exe: None,
+                page_size: PAGE,
+            }),
+            1e-5,
+            None,
+        );
+        t
+    }
+
+    fn push(&mut self, tid: u32, kind: Kind, dur: f64, at: Option<f64>) -> f64 {
+        let time = at.unwrap_or(self.now);
+        let n = self.events.len() as u64;
+        let h = Header {
+            line: n + 1,
+            seq: n,
+            pid: Some(42),
+            tid: Some(tid),
+            time: Some(time),
+            dur: Some(dur),
+            ret: Some(0),
+            ..Header::default()
+        };
+        self.events.push(Event::new(h, kind));
+        if at.is_none() {
+            self.now = time + dur + 1e-5;
+        }
+        time
+    }
+
+    fn svm(&mut self, tid: u32, start: u64, size: u64, attrs: &[Attr]) {
+        let list = attrs
+            .iter()
+            .map(|a| Value::List(vec![Value::Int(a.ty.into()), Value::Int(a.value.into())]))
+            .collect();
+        let arg = Value::Struct(vec![
+            (Cow::Borrowed("start_addr"), Value::UInt(start)),
+            (Cow::Borrowed("size"), Value::Int(size as i64)),
+            (Cow::Borrowed("op"), Value::Int(0)),
+            (Cow::Borrowed("nattr"), Value::Int(attrs.len() as i64)),
+            (Cow::Borrowed("attrs"), Value::List(list)),
+        ]);
+        let io = Ioctl {
+            fd: 3,
+            path: None,
+            request: None,
+            dir: None,
+            type_: Some(kfd::TYPE_KFD),
+            nr: Some(0x20),
+            size: None,
+            ioctl: Some("AMDKFD_IOC_SVM"),
+            arg: Some(arg),
+            out: None,
+        };
+        self.push(tid, Kind::Ioctl(Box::new(io)), 1e-5, None);
+    }
+
+    /// An intent call around what `body` issues.
+    fn intent(
+        &mut self,
+        tid: u32,
+        name: &'static str,
+        args: Vec<(&'static str, u64)>,
+        body: impl FnOnce(&mut Self),
+    ) {
+        let t0 = self.now;
+        self.now += 1e-5;
+        body(self);
+        self.now += 1e-5;
+        let args = args
+            .into_iter()
+            .map(|(k, v)| (Cow::Borrowed(k), Value::UInt(v)))
+            .collect();
+        let ev = Kind::Intent(Box::new(Intent {
+            args,
+            outs: Vec::new(),
+        }));
+        let dur = self.now - t0;
+        self.push(tid, ev, dur, Some(t0));
+        self.events.last_mut().unwrap().name = Cow::Borrowed(name);
+    }
+
+    fn run(mut self) -> SvmModel {
+        let mut m = SvmModel::new(Options {
+            clean_start: true,
+            ..Options::default()
+        });
+        self.events.sort_by(|a, b| {
+            (a.h.end().unwrap(), a.h.seq)
+                .partial_cmp(&(b.h.end().unwrap(), b.h.seq))
+                .unwrap()
+        });
+        for ev in &self.events {
+            m.feed(ev);
+        }
+        m.finish();
+        m
+    }
+}
+
+fn rules(m: &SvmModel) -> Vec<(&'static str, Option<String>)> {
+    let mut v: Vec<_> = m
+        .findings
+        .iter()
+        .map(|f| (f.rule, f.cause.clone()))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn effect_kinds() {
+    assert_eq!(effect_of(&[aip(G)]).kind, EffKind::Registration);
+    let reg = [vec![aip(G)], fine()].concat();
+    assert_eq!(effect_of(&reg).kind, EffKind::Registration);
+    let rev = effect_of(&[no(G), attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_COHERENT)]);
+    assert_eq!(rev.kind, EffKind::Revoke);
+    assert_eq!(
+        (rev.taken.as_slice(), rev.cleared),
+        (&[G][..], kfd::FLAG_COHERENT)
+    );
+    assert_eq!(
+        effect_of(&[attr(kfd::ATTR_ACCESS, G)]).kind,
+        EffKind::Application
+    );
+    assert_eq!(
+        effect_of(&[attr(kfd::ATTR_CLR_FLAGS, 2)]).kind,
+        EffKind::Registration
+    );
+    assert_eq!(effect_of(&[]).kind, EffKind::None);
+    // later entries win
+    let e = effect_of(&[no(G), attr(kfd::ATTR_ACCESS, G)]);
+    assert_eq!((e.taken.len(), e.granted.as_slice()), (0, &[G][..]));
+}
+
+#[test]
+fn shapes_read_like_python() {
+    assert_eq!(shape_of(&[]), "none");
+    assert_eq!(
+        shape_of(&[no(1), no(2), attr(kfd::ATTR_CLR_FLAGS, 2)]),
+        "NO_ACCESS*2+CLR_FLAGS(COHERENT)"
+    );
+    assert_eq!(shape_of(&[attr(0x99, 1)]), "0x99");
+}
+
+fn c1(buggy: bool, explicit: bool) -> SvmModel {
+    let mut t = Trace::new();
+    let reg = [fine(), vec![aip(G)]];
+    let lock = |t: &mut Trace, tid: u32, ptr: u64, size: u64| {
+        let body = |t: &mut Trace| {
+            t.svm(tid, ptr, size, &reg[0]);
+            t.svm(tid, ptr, size, &reg[1]);
+        };
+        if explicit {
+            t.intent(
+                tid,
+                "hsa_amd_memory_lock",
+                vec![("host_ptr", ptr), ("size", size)],
+                body,
+            );
+        } else {
+            body(t);
+        }
+    };
+    lock(&mut t, 1, X, 0x8000);
+    lock(&mut t, 2, X + 0x2000, 0x1000);
+    lock(&mut t, 1, X + 0x3000, 0x1000);
+    let revoke = [
+        no(G),
+        attr(kfd::ATTR_CLR_FLAGS, 2),
+        attr(kfd::ATTR_CLR_FLAGS, 0x80),
+    ];
+    let body = |t: &mut Trace| {
+        if buggy {
+            t.svm(1, X + 0x3000, 0x1000, &revoke);
+        }
+    };
+    if explicit {
+        t.intent(
+            1,
+            "hsa_amd_memory_unlock",
+            vec![("host_ptr", X + 0x3000)],
+            body,
+        );
+    } else {
+        body(&mut t);
+    }
+    t.run()
+}
+
+#[test]
+fn enclosing_range_over_revoke() {
+    for explicit in [false, true] {
+        let m = c1(true, explicit);
+        assert_eq!(
+            rules(&m),
+            vec![
+                ("svm-coherency-downgrade", Some("enclosing-range".into())),
+                ("svm-over-revoke", Some("enclosing-range".into())),
+            ]
+        );
+        let over = m
+            .findings
+            .iter()
+            .find(|f| f.rule == "svm-over-revoke")
+            .unwrap();
+        assert_eq!(over.subject["start"], format!("{:#x}", X + 0x3000));
+        assert_eq!(over.subject["end"], format!("{:#x}", X + 0x4000));
+        assert_eq!(over.details["victim"]["start"], format!("{X:#x}"));
+        assert_eq!(over.evidence[0].role, "revoking call");
+        let kind = if explicit { "explicit" } else { "registration" };
+        assert_eq!(over.details["victim"]["kind"], kind);
+        assert!(c1(false, explicit).findings.is_empty());
+    }
+}
+
+#[test]
+fn identical_findings_are_numbered() {
+    // two identical revokes of one neighbour's shared page: two findings,
+    // one fingerprint's ingredients, so occurrence=1 and occurrence=2
+    let mut t = Trace::new();
+    t.svm(1, X, 0x8000, &[aip(G)]);
+    t.svm(1, X + 0x3000, 0x1000, &[aip(G)]);
+    t.svm(1, X + 0x3000, 0x1000, &[no(G)]);
+    t.svm(1, X + 0x3000, 0x1000, &[aip(G)]);
+    t.svm(1, X + 0x3000, 0x1000, &[no(G)]);
+    let m = t.run();
+    let keys: Vec<&String> = m.findings.iter().filter_map(|f| f.key.last()).collect();
+    assert!(keys.iter().any(|k| *k == "occurrence=1"), "{keys:?}");
+    assert!(keys.iter().any(|k| *k == "occurrence=2"), "{keys:?}");
+}
+
+#[test]
+fn unmap_of_registered_pages_and_mremap_shrink() {
+    let mut t = Trace::new();
+    t.svm(1, X, 0x4000, &[aip(G)]);
+    let munmap = Kind::Munmap(Munmap {
+        addr: X,
+        length: 0x1000,
+    });
+    t.push(1, munmap, 1e-5, None);
+    // shrink in place to 0x1800 bytes: the partial page stays mapped
+    let mremap = Kind::Mremap(Mremap {
+        old_addr: X + 0x1000,
+        old_len: 0x3000,
+        new_len: 0x1800,
+        flags: 0,
+        new_addr: None,
+    });
+    t.push(1, mremap, 1e-5, None);
+    t.events.last_mut().unwrap().h.ret = Some((X + 0x1000) as i64);
+    let m = t.run();
+    let unmaps: Vec<_> = m
+        .findings
+        .iter()
+        .filter(|f| f.rule == "svm-unmap-registered")
+        .collect();
+    assert_eq!(unmaps.len(), 2);
+    assert_eq!(unmaps[0].details["pages"], 1);
+    assert_eq!(unmaps[1].details["pages"], 1); // page 3 only: page 2 is kept
+    assert_eq!(unmaps[1].severity, Some("note"));
+}
+
+#[test]
+fn bad_ranges() {
+    let mut t = Trace::new();
+    t.svm(1, X + 0x10, 0x1000, &[aip(G)]);
+    t.svm(1, X, 0, &[aip(G)]);
+    let m = t.run();
+    let msgs: Vec<&str> = m.findings.iter().map(|f| f.message.as_str()).collect();
+    assert_eq!(
+        msgs,
+        vec![
+            format!(
+                "SET_ATTR of {:#x} size 0x1000 unaligned start (the kernel answers EINVAL)",
+                X + 0x10
+            ),
+            format!("SET_ATTR of {X:#x} size 0x0 zero size (the kernel answers EINVAL)"),
+        ]
+    );
+    assert_eq!(
+        m.findings[0].key,
+        vec!["unaligned start", "ACCESS_IN_PLACE"]
+    );
+}

@@ -1,0 +1,1512 @@
+//! The strace line grammar (and the preload dialect, which is strace plus
+//! `#` lines, in preload.rs) -> normalized events: the port of
+//! rocrtrace/parse/strace.py.
+//!
+//! One [`Parser`] reads one file line by line.  Events come out in
+//! completion order for that file: a split call is emitted at its resumed
+//! line.  Events are held back until the next line that is not a stack
+//! frame so `-k` frames can be attached first; the event frames would go to
+//! is held back too (the Python parser adds a frame to an event it already
+//! returned), so the stream is the same, a little later.
+//!
+//! All the parser's state is in its fields (nothing global), so a parser
+//! can be seeded mid-file.
+
+use crate::events::*;
+use crate::parse::grammar::{self, Exited};
+use crate::parse::syscalls::{self, Call};
+use crate::parse::tokens::{self, Kind as ScanKind};
+use crate::parse::values::{
+    self, contains, decoration_path, find, lstrip, parse_int, rfind, rstrip, scan_args, strip,
+    strip_name,
+};
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+pub const TEXT_MAX: usize = 300;
+const UNFINISHED: &[u8] = b"<unfinished ...>";
+const NOPID_MAX: usize = 100000;
+
+/// A call waiting for its resumed line (strace._Pending).
+#[derive(Debug, Clone)]
+pub struct Pending {
+    pub name: String,
+    pub args: Vec<Vec<u8>>,
+    pub line: u64,
+    pub time: Option<f64>,
+    pub text: Vec<u8>,
+    pub pid: Option<u32>,
+    pub tid: Option<u32>,
+}
+
+/// (ret, err, ret_path, dur) of a result.
+type Res = (Option<i128>, Option<Name>, Option<Vec<u8>>, Option<f64>);
+
+fn is_clone_name(n: &str) -> bool {
+    matches!(
+        n,
+        "clone" | "clone2" | "clone3" | "fork" | "vfork" | "syscall_0x1b3" | "syscall_435"
+    )
+}
+
+/// `text[:TEXT_MAX]` in code points.
+pub fn cut_text(t: &[u8]) -> Text {
+    // a code point is at least a byte: a short line, or an ASCII head, is
+    // cut without decoding
+    if t.len() <= TEXT_MAX {
+        return Text::from(t);
+    }
+    if t[..TEXT_MAX].is_ascii() {
+        return Text::from(&t[..TEXT_MAX]);
+    }
+    Text::from(&t[..cut_chars(t, TEXT_MAX)])
+}
+
+fn float(t: &[u8]) -> Option<f64> {
+    std::str::from_utf8(t).ok()?.parse().ok()
+}
+
+fn u32_of(t: &[u8]) -> Option<u32> {
+    std::str::from_utf8(t).ok()?.parse().ok()
+}
+
+/// A result value (strace._number): int(val, 0), else an octal like `022`.
+fn number(val: &[u8]) -> Option<i128> {
+    values::int0(val).or_else(|| parse_int(val))
+}
+
+/// Parse one file (strace.Parser).  `file_tid` is the thread of a `-ff`
+/// file (from its name); `tgid_of` a map tid -> tgid known from elsewhere.
+#[derive(Debug)]
+pub struct Parser {
+    pub info: InputInfo,
+    pub file: FileId,
+    pub file_tid: Option<u32>,
+    /// tid -> tgid; None where Python's dict holds None (a thread whose
+    /// parent's pending clone has no tid)
+    pub tgid: HashMap<u32, Option<u32>>,
+    /// preload: the header pid
+    pub fixed_tgid: Option<u32>,
+    /// tid -> pending call, in insertion order (a Python dict)
+    pub inflight: Vec<(Option<u32>, Pending)>,
+    pub live: HashSet<u32>,
+    /// the only tracee before any prefix
+    pub root: Option<u32>,
+    /// events waiting to learn the root pid
+    pub nopid: Vec<Event>,
+    /// events waiting for -k frames
+    pub hold: Vec<Event>,
+    pub out: Vec<Event>,
+    /// where frames go: the id (in `seq` until released) of an event
+    pub target: Option<u64>,
+    /// tid -> exit/exit_group event, in insertion order
+    pub exit_hold: Vec<(u32, Event)>,
+    /// tids whose execve resumes elsewhere
+    pub expect_exec: HashSet<Option<u32>>,
+    pub rel_sum: f64,
+    /// (line, text) cut by a diagnostic
+    pub fragment: Option<(u64, Vec<u8>)>,
+    pub in_summary: bool,
+    pub snapshot: Option<Event>,
+    pub last_time: Option<f64>,
+    /// tid text -> (line, pieces) of a `#+` record, in insertion order
+    pub cont: Vec<(Vec<u8>, u64, Vec<Vec<u8>>)>,
+    /// the tid of an unfinished call on the last line
+    pub fresh: Option<Option<u32>>,
+    /// -ff: tid -> (line, text) of an execve whose thread became the leader
+    pub handover: Option<HashMap<u32, (u64, Vec<u8>)>>,
+    next_id: u64,
+    modules: HashMap<Vec<u8>, Arc<str>>,
+}
+
+impl Parser {
+    pub fn new(
+        file: FileId,
+        info: InputInfo,
+        tid: Option<u32>,
+        tgid_of: Option<&HashMap<u32, u32>>,
+        handover: Option<HashMap<u32, (u64, Vec<u8>)>>,
+    ) -> Self {
+        Parser {
+            info,
+            file,
+            file_tid: tid,
+            tgid: tgid_of
+                .map(|m| m.iter().map(|(&k, &v)| (k, Some(v))).collect())
+                .unwrap_or_default(),
+            fixed_tgid: None,
+            inflight: Vec::new(),
+            live: HashSet::new(),
+            root: tid,
+            nopid: Vec::new(),
+            hold: Vec::new(),
+            out: Vec::new(),
+            target: None,
+            exit_hold: Vec::new(),
+            expect_exec: HashSet::new(),
+            rel_sum: 0.0,
+            fragment: None,
+            in_summary: false,
+            snapshot: None,
+            last_time: None,
+            cont: Vec::new(),
+            fresh: None,
+            handover,
+            next_id: 1,
+            modules: HashMap::new(),
+        }
+    }
+
+    // --- driving -------------------------------------------------------
+
+    /// Parse one line (without its newline); completed events go to `sink`.
+    pub fn feed(&mut self, lineno: u64, line: &[u8], sink: &mut Vec<Event>) {
+        self.info.lines += 1;
+        if line.is_empty() {
+            return self.drain(sink);
+        }
+        let c = line[0];
+        if c == b' ' {
+            if line.starts_with(b" > ") || line.starts_with(b" | ") {
+                if line[1] == b'>' {
+                    self.frame(line);
+                }
+                return self.drain(sink);
+            }
+            if grammar::extra(line) {
+                return self.drain(sink);
+            }
+        }
+        let fresh = self.fresh.take();
+        let stripped;
+        let line: &[u8] = if memchr::memchr(0x1b, line).is_some() {
+            stripped = grammar::strip_ansi(line);
+            if stripped.is_empty() {
+                return self.drain(sink);
+            }
+            &stripped
+        } else {
+            line
+        };
+        self.flush_hold();
+        if c == b'#' {
+            self.meta(lineno, line);
+            return self.drain(sink);
+        }
+        if let Some(s) = self.snapshot.take() {
+            self.emit(s);
+        }
+        if self.fragment.is_some() && self.join_fragment(lineno, line) {
+            return self.drain(sink);
+        }
+        if self.in_summary && self.diagnostic(lineno, line) {
+            return self.drain(sink);
+        }
+        if !self.line(lineno, line)
+            && !self.diagnostic(lineno, line)
+            && !fresh.is_some_and(|t| self.bare_resumed(lineno, line, t))
+        {
+            self.info.add_unparsed(lineno, line);
+        }
+        self.drain(sink)
+    }
+
+    /// strace 5.2-6.1 with -z/-Z/-e status= cut a buffered line with
+    /// ' <unfinished ...>' and printed the rest on the next line, unprefixed.
+    fn bare_resumed(&mut self, lineno: u64, line: &[u8], tid: Option<u32>) -> bool {
+        let Some(p) = self.inflight_get(tid) else {
+            return false;
+        };
+        if memchr::memchr(b'=', line).is_none() {
+            return false;
+        }
+        let mut body = format!("<... {} resumed>", p.name).into_bytes();
+        body.extend_from_slice(line);
+        let pidtext = if self.info.has_pids { tid } else { None };
+        self.resumed(lineno, line, &body, pidtext, None)
+    }
+
+    /// End of file: unfinished calls become partial events.
+    pub fn finish(&mut self, sink: &mut Vec<Event>) {
+        for (_, first, parts) in std::mem::take(&mut self.cont) {
+            self.info.add_unparsed(first, &parts.concat());
+        }
+        if let Some((l, t)) = self.fragment.take() {
+            self.info.add_unparsed(l, &t);
+        }
+        self.flush_hold();
+        if let Some(s) = self.snapshot.take() {
+            self.emit(s);
+        }
+        for (tid, p) in std::mem::take(&mut self.inflight) {
+            self.info.unfinished += 1;
+            let args = p.args.into_iter().map(Cow::Owned).collect();
+            if let Some(ev) = self.call_event(
+                &p.name, args, None, None, None, p.line, None, p.pid, tid, p.time, None, &p.text,
+                true,
+            ) {
+                self.emit(ev);
+            }
+        }
+        for (_, ev) in std::mem::take(&mut self.exit_hold) {
+            self.emit(ev);
+        }
+        self.flush_hold();
+        if !self.nopid.is_empty() {
+            let n = std::mem::take(&mut self.nopid);
+            self.out.extend(n);
+        }
+        self.target = None;
+        self.drain(sink);
+    }
+
+    fn drain(&mut self, sink: &mut Vec<Event>) {
+        if self.out.is_empty() {
+            return;
+        }
+        // the target event may still get frames: it and what follows wait
+        let keep = match self.target {
+            Some(id) => self
+                .out
+                .iter()
+                .rposition(|e| e.h.seq == id)
+                .unwrap_or(self.out.len()),
+            None => self.out.len(),
+        };
+        if keep == 0 {
+            return;
+        }
+        self.info.events += keep as u64;
+        for mut ev in self.out.drain(..keep) {
+            ev.h.seq = 0;
+            sink.push(ev);
+        }
+    }
+
+    fn emit(&mut self, mut ev: Event) {
+        ev.h.seq = self.next_id;
+        self.target = Some(self.next_id);
+        self.next_id += 1;
+        self.hold.push(ev);
+    }
+
+    /// An event into `hold` without making it the target.
+    fn push_hold(&mut self, mut ev: Event) -> u64 {
+        if ev.h.seq == 0 {
+            ev.h.seq = self.next_id;
+            self.next_id += 1;
+        }
+        let id = ev.h.seq;
+        self.hold.push(ev);
+        id
+    }
+
+    fn flush_hold(&mut self) {
+        if self.hold.is_empty() {
+            return;
+        }
+        let wait = self.root.is_none()
+            && self.file_tid.is_none()
+            && self.fixed_tgid.is_none()
+            && (!self.nopid.is_empty() || self.hold.iter().any(|e| e.h.tid.is_none()));
+        let hold = std::mem::take(&mut self.hold);
+        if wait {
+            for ev in hold {
+                if ev.h.tid.is_none() || !self.nopid.is_empty() {
+                    self.nopid.push(ev);
+                } else {
+                    self.out.push(ev);
+                }
+            }
+            if self.nopid.len() > NOPID_MAX {
+                let n = std::mem::take(&mut self.nopid);
+                self.out.extend(n);
+            }
+        } else {
+            self.out.extend(hold);
+        }
+    }
+
+    /// The first process's pid became known: fill in earlier events.
+    fn learn_root(&mut self, tid: u32) {
+        if self.root.is_some() {
+            return;
+        }
+        self.root = Some(tid);
+        self.tgid.entry(tid).or_insert(Some(tid));
+        self.live.insert(tid);
+        let pid = self.tgid.get(&tid).copied().unwrap_or(Some(tid));
+        for ev in self.nopid.iter_mut().chain(self.hold.iter_mut()) {
+            if ev.h.tid.is_none() {
+                ev.h.tid = Some(tid);
+                ev.h.pid = pid;
+            }
+        }
+        let n = std::mem::take(&mut self.nopid);
+        self.out.extend(n);
+    }
+
+    // --- identity ------------------------------------------------------
+
+    fn inflight_get(&self, tid: Option<u32>) -> Option<&Pending> {
+        self.inflight
+            .iter()
+            .find(|(t, _)| *t == tid)
+            .map(|(_, p)| p)
+    }
+
+    fn inflight_pop(&mut self, tid: Option<u32>) -> Option<Pending> {
+        let i = self.inflight.iter().position(|(t, _)| *t == tid)?;
+        Some(self.inflight.remove(i).1)
+    }
+
+    /// `inflight[tid] = p`: an existing key keeps its place.
+    fn inflight_set(&mut self, tid: Option<u32>, p: Pending) {
+        match self.inflight.iter_mut().find(|(t, _)| *t == tid) {
+            Some(slot) => slot.1 = p,
+            None => self.inflight.push((tid, p)),
+        }
+    }
+
+    fn tgid_of(&mut self, tid: Option<u32>) -> Option<u32> {
+        let tid = tid?;
+        if self.fixed_tgid.is_some() {
+            return self.fixed_tgid;
+        }
+        if let Some(&Some(g)) = self.tgid.get(&tid) {
+            return Some(g);
+        }
+        // A new tid: a child whose parent's clone has not returned yet.
+        let mut g = Some(tid);
+        for (ptid, p) in &self.inflight {
+            if is_clone_name(&p.name) && *ptid != Some(tid) {
+                let call = Call::new(
+                    Cow::Borrowed(&p.name),
+                    p.args.iter().map(|a| Cow::Borrowed(&a[..])).collect(),
+                );
+                if syscalls::clone_flags(&call) & syscalls::CLONE_THREAD != 0 {
+                    // tgid.get(ptid, ptid): a None parent tid is None
+                    g = ptid.and_then(|pt| self.tgid.get(&pt).copied().unwrap_or(Some(pt)));
+                }
+                break;
+            }
+        }
+        self.tgid.insert(tid, g);
+        self.live.insert(tid);
+        g
+    }
+
+    /// tid of a prefix's pid (else the implied tracee); Err for a pid that
+    /// is no u32 (the line is unparsed).
+    fn who(&mut self, p: Option<u32>) -> Option<u32> {
+        if let Some(tid) = p {
+            self.info.has_pids = true;
+            if self.root.is_none()
+                && self.file_tid.is_none()
+                && !self.nopid.is_empty()
+                && !self.tgid.contains_key(&tid)
+            {
+                self.learn_root(tid);
+            }
+            return Some(tid);
+        }
+        if self.file_tid.is_some() {
+            return self.file_tid;
+        }
+        if self.live.len() == 1 {
+            return self.live.iter().next().copied();
+        }
+        self.root
+    }
+
+    // --- one line ------------------------------------------------------
+
+    pub(crate) fn line(&mut self, lineno: u64, line: &[u8]) -> bool {
+        if let Ok(text) = std::str::from_utf8(line)
+            && let Some(r) = tokens::scan_line(text)
+            && let Some(done) = self.scanned(lineno, line, r)
+        {
+            return done;
+        }
+        let m = grammar::prefix(line);
+        if m.end == line.len() {
+            return false;
+        }
+        let pid = match m.pid {
+            Some(p) => match u32_of(p) {
+                Some(v) => Some(v),
+                None => return false, // a pid past u32: no tid Linux has
+            },
+            None => None,
+        };
+        let mut t = if let Some((h, mi, s)) = m.tod {
+            let hm = u32_of(h).unwrap_or(0) * 3600 + u32_of(mi).unwrap_or(0) * 60;
+            float(s).map(|s| f64::from(hm) + s)
+        } else {
+            m.epoch.and_then(float)
+        };
+        if let Some(rel) = m.rel.and_then(float) {
+            self.rel_sum += rel;
+            if t.is_none() {
+                t = Some(self.rel_sum);
+            }
+        }
+        let body = &line[m.end..];
+        if let Some(t) = t {
+            self.info.has_time = true;
+            self.last_time = Some(t);
+        }
+        match body[0] {
+            b'<' => {
+                if body.starts_with(b"<... ") {
+                    return self.resumed(lineno, line, body, pid, t);
+                }
+                false
+            }
+            b'+' if body.starts_with(b"+++ ") => self.plus(lineno, line, body, pid, t),
+            b'-' if body.starts_with(b"--- ") => self.signal(lineno, line, body, pid, t),
+            b'[' if grammar::personality(body) => true,
+            _ => match grammar::name(body) {
+                Some(ne) => self.call(lineno, line, body, ne, pid, t),
+                None => false,
+            },
+        }
+    }
+
+    fn call(
+        &mut self,
+        lineno: u64,
+        line: &[u8],
+        body: &[u8],
+        name_end: usize,
+        p: Option<u32>,
+        t: Option<f64>,
+    ) -> bool {
+        let name = String::from_utf8_lossy(&body[..name_end]).into_owned();
+        let end = name_end + 1;
+        let mut body: Cow<'_, [u8]> = Cow::Borrowed(body);
+        let mut unfinished = false;
+        let mut never = false;
+        if body.ends_with(b"...>") {
+            if body.ends_with(UNFINISHED) {
+                let k = rfind(&body, UNFINISHED).unwrap();
+                body = Cow::Owned(rstrip(&body[..k]).to_vec());
+                unfinished = true;
+            } else if body.ends_with(b"<detached ...>") {
+                let k = rfind(&body, b"<detached ...>").unwrap();
+                let b = rstrip(&body[..k]).to_vec();
+                let tid = self.who(p);
+                self.info.detached += 1;
+                let (args, _) = scan_args(&b, end.min(b.len()));
+                let args = args.into_iter().map(Cow::Borrowed).collect();
+                let pid = self.tgid_of(tid);
+                if let Some(ev) = self.call_event(
+                    &name, args, None, None, None, lineno, None, pid, tid, t, None, line, true,
+                ) {
+                    self.emit(ev);
+                }
+                return true;
+            } else if let Some(k) = rfind(&body, b"<pid changed to ") {
+                if let Some(h) = &self.handover
+                    && self.file_tid.is_some_and(|ft| h.contains_key(&ft))
+                {
+                    return true; // the leader's file completes this execve
+                }
+                body = Cow::Owned(rstrip(&body[..k]).to_vec());
+                unfinished = true;
+            }
+        }
+        if contains(&body, b"<unfinished ...>)") {
+            let b = replace(&body, b" <unfinished ...>)", b")");
+            body = Cow::Owned(replace(&b, b"<unfinished ...>)", b")"));
+            never = true;
+        }
+        let body = body;
+        let (args, close) = scan_args(&body, end.min(body.len()));
+        let tid = self.who(p);
+        if unfinished {
+            let args = args.into_iter().map(|a| a.to_vec()).collect();
+            self.start(lineno, line, name, args, tid, t);
+            return true;
+        }
+        let Some(close) = close else {
+            // cut short: by a diagnostic or the program's own output
+            if self.fragment.is_none() {
+                self.fragment = Some((lineno, line.to_vec()));
+                return true;
+            }
+            return false;
+        };
+        let Some(res) = self.result(&body, close + 1) else {
+            return false;
+        };
+        let args = args.into_iter().map(Cow::Borrowed).collect();
+        self.complete(lineno, line, &name, args, res, never, tid, t);
+        true
+    }
+
+    /// A line the compiled tokenizer took (strace._scanned); None when a
+    /// number does not fit (the general path then decides).
+    fn scanned(&mut self, lineno: u64, line: &[u8], r: tokens::Scanned<'_>) -> Option<bool> {
+        let (mut ret, mut err, mut rpath, mut dur) = (None, None, None, None);
+        if let Some(o) = r.outcome {
+            if let Some(n) = o.ret {
+                ret = Some(n.value()?);
+            }
+            err = o.err.map(errno);
+            rpath = o.ret_path.map(|p| p.as_bytes().to_vec());
+            dur = o.dur;
+        }
+        self.info.has_time = true;
+        self.last_time = Some(r.time);
+        if dur.is_some() {
+            self.info.has_durations = true;
+        }
+        if rpath.is_some() {
+            self.info.has_decorations = true;
+        }
+        let tid = self.who(Some(r.tid));
+        let args: Vec<Cow<'_, [u8]>> = r.args.iter().map(|a| Cow::Borrowed(a.as_bytes())).collect();
+        match r.kind {
+            ScanKind::Call => self.complete(
+                lineno,
+                line,
+                r.name,
+                args,
+                (ret, err, rpath, dur),
+                false,
+                tid,
+                Some(r.time),
+            ),
+            ScanKind::Unfinished => {
+                let args = args.into_iter().map(|a| a.into_owned()).collect();
+                self.start(lineno, line, r.name.to_owned(), args, tid, Some(r.time));
+            }
+            ScanKind::Resumed => {
+                let (p, args) = self.take(r.name, args, tid);
+                self.finish_resumed(
+                    lineno,
+                    line,
+                    r.name,
+                    args,
+                    (ret, err, rpath, dur),
+                    false,
+                    p,
+                    tid,
+                    Some(r.time),
+                );
+            }
+        }
+        Some(true)
+    }
+
+    /// An unfinished call: it waits for its resumed line.
+    fn start(
+        &mut self,
+        lineno: u64,
+        line: &[u8],
+        name: String,
+        args: Vec<Vec<u8>>,
+        tid: Option<u32>,
+        t: Option<f64>,
+    ) {
+        let name = if name == "syscall_0x1b3" || name == "syscall_435" {
+            "clone3".to_owned()
+        } else {
+            name
+        };
+        let pid = self.tgid_of(tid);
+        if let Some(old) = self.inflight_pop(tid) {
+            self.info.unfinished += 1;
+            let oargs = old.args.into_iter().map(Cow::Owned).collect();
+            if let Some(ev) = self.call_event(
+                &old.name, oargs, None, None, None, old.line, None, old.pid, tid, old.time, None,
+                &old.text, true,
+            ) {
+                self.emit(ev);
+            }
+        }
+        self.inflight.push((
+            tid,
+            Pending {
+                name,
+                args,
+                line: lineno,
+                time: t,
+                text: line.to_vec(),
+                pid,
+                tid,
+            },
+        ));
+        self.fresh = Some(tid);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn complete(
+        &mut self,
+        lineno: u64,
+        line: &[u8],
+        name: &str,
+        args: Vec<Cow<'_, [u8]>>,
+        res: Res,
+        never: bool,
+        tid: Option<u32>,
+        t: Option<f64>,
+    ) {
+        let (ret, err, rpath, dur) = res;
+        let pid = self.tgid_of(tid);
+        if let Some(mut ev) = self.call_event(
+            name, args, ret, err, rpath, lineno, None, pid, tid, t, dur, line, false,
+        ) {
+            if never {
+                ev.h.ret = None;
+            }
+            self.after_call(ev, tid);
+        }
+    }
+
+    /// (ret, err, ret_path, dur) of the text after the closing ')'; None
+    /// when there is no `= …`.
+    fn result(&mut self, body: &[u8], pos: usize) -> Option<Res> {
+        if let Some((val, d)) = grammar::plain_result(body, pos) {
+            let Some(d) = d else {
+                return Some((number(val), None, None, None));
+            };
+            self.info.has_durations = true;
+            return Some((number(val), None, None, float(d)));
+        }
+        let (val, e) = grammar::result(body, pos)?;
+        let mut rest = &body[e..];
+        let mut rpath = None;
+        let mut err: Option<Name> = None;
+        let mut ret = None;
+        if val != b"?" {
+            ret = number(val);
+            if rest.starts_with(b"<") {
+                let e = values::deco_end(rest, 0);
+                let mut inner = &rest[1..e];
+                if inner.ends_with(b"(deleted)") && !inner.ends_with(b" (deleted)") {
+                    inner = &inner[..inner.len() - 9];
+                    if let Some(i) = inner.strip_suffix(b">") {
+                        inner = i;
+                    }
+                    let mut p = decoration_path(inner);
+                    p.extend_from_slice(b" (deleted)");
+                    rpath = Some(p);
+                } else {
+                    rpath = Some(decoration_path(inner.strip_suffix(b">").unwrap_or(inner)));
+                }
+                rest = &rest[e..];
+                self.info.has_decorations = true;
+            }
+        }
+        let mut dur = None;
+        if rest.ends_with(b">")
+            && let Some((start, d)) = grammar::duration(rest)
+        {
+            if d != b"unavailable" {
+                dur = float(d);
+                self.info.has_durations = true;
+            }
+            rest = &rest[..start];
+        }
+        if ret == Some(-1) || ret.is_none() {
+            if let Some(e) = grammar::err_name(rest) {
+                err = Some(errno(&String::from_utf8_lossy(e)));
+            } else if ret == Some(-1) {
+                err = Some(match grammar::errno_number(rest) {
+                    Some(n) => Cow::Owned(format!("ERRNO_{}", String::from_utf8_lossy(n))),
+                    None => Cow::Borrowed("EUNKNOWN"),
+                });
+            }
+        }
+        Some((ret, err, rpath, dur))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn call_event(
+        &mut self,
+        name: &str,
+        mut args: Vec<Cow<'_, [u8]>>,
+        ret: Option<i128>,
+        err: Option<Name>,
+        rpath: Option<Vec<u8>>,
+        line: u64,
+        end_line: Option<u64>,
+        pid: Option<u32>,
+        tid: Option<u32>,
+        t: Option<f64>,
+        dur: Option<f64>,
+        text: &[u8],
+        partial: bool,
+    ) -> Option<Event> {
+        let mut names = Vec::new();
+        if !args.is_empty() {
+            if args.iter().any(|a| a.contains(&b'=')) {
+                for (i, a) in args.iter_mut().enumerate() {
+                    if a.contains(&b'=') && a[0].is_ascii_alphabetic() {
+                        let (k, v) = match a {
+                            Cow::Borrowed(b) => {
+                                let (k, v) = strip_name(b);
+                                (k.map(Cow::Borrowed), Cow::Borrowed(v))
+                            }
+                            Cow::Owned(o) => {
+                                let (k, v) = strip_name(o);
+                                (k.map(|k| Cow::Owned(k.to_vec())), Cow::Owned(v.to_vec()))
+                            }
+                        };
+                        if let Some(k) = k {
+                            names.push((i, k));
+                            *a = v;
+                        }
+                    }
+                }
+            }
+            if !self.info.has_decorations {
+                let a0 = &args[0];
+                if !a0.is_empty() && a0[0].is_ascii_digit() && a0.contains(&b'<') {
+                    self.info.has_decorations = true;
+                }
+            }
+        }
+        let mut call = Call::new(Cow::Borrowed(name), args);
+        call.ret = ret;
+        call.err = err.clone();
+        call.ret_path = rpath;
+        call.names = names;
+        let n = syscalls::normalize(&mut call);
+        let mut overflow = call.overflow;
+        let hret = match ret {
+            None => None,
+            Some(r) => match i64::try_from(r) {
+                Ok(v) => Some(v),
+                Err(_) => match u64::try_from(r) {
+                    Ok(u) => Some(u as i64),
+                    Err(_) => {
+                        overflow = true;
+                        None
+                    }
+                },
+            },
+        };
+        if call.malformed {
+            self.info.add_unparsed(line, text);
+        }
+        if overflow {
+            // a number no register or field of this call holds
+            if !call.malformed {
+                self.info.add_unparsed(line, text);
+            }
+            return None;
+        }
+        if name.starts_with("hsa_") {
+            self.info.intent_calls = true;
+        } else if name == "ioctl"
+            && let Kind::Ioctl(i) = &n.kind
+            && i.arg.is_some()
+        {
+            self.info.decoded_structs = true;
+        }
+        let h = Header {
+            file: self.file,
+            line,
+            end_line,
+            seq: 0,
+            pid,
+            tid,
+            time: t,
+            dur,
+            ret: hret,
+            err,
+            stack: Box::new([]),
+            text: cut_text(text),
+            partial,
+        };
+        Some(Event {
+            h,
+            name: n.name,
+            kind: n.kind,
+        })
+    }
+
+    /// Bookkeeping once a call completed: learn pids, clone children, hold
+    /// exits for their frames.
+    fn after_call(&mut self, mut ev: Event, mut tid: Option<u32>) {
+        let name = ev.name.clone();
+        let ret = ev.h.ret.filter(|&r| r > 0);
+        if tid.is_none()
+            && matches!(&*name, "set_tid_address" | "getpid" | "gettid")
+            && let Some(r) = ret.and_then(|r| u32::try_from(r).ok())
+        {
+            self.learn_root(r);
+            ev.h.tid = Some(r);
+            ev.h.pid = self.tgid.get(&r).copied().unwrap_or(Some(r));
+            tid = Some(r);
+        }
+        if matches!(&*name, "clone" | "clone2" | "clone3" | "fork" | "vfork")
+            && let Some(child) = ret.and_then(|r| u32::try_from(r).ok())
+        {
+            let parent_g = ev.h.pid.or(tid);
+            let thread = matches!(&ev.kind, Kind::Clone(c) if c.thread);
+            match parent_g {
+                Some(g) if thread => self.tgid.insert(child, Some(g)),
+                _ => self.tgid.insert(child, Some(child)),
+            };
+            self.live.insert(child);
+        }
+        if matches!(&*name, "exit" | "exit_group")
+            && ev.h.ret.is_none()
+            && let Some(t) = tid
+        {
+            if let Some(i) = self.exit_hold.iter().position(|(k, _)| *k == t) {
+                let (_, old) = self.exit_hold.remove(i);
+                self.emit(old);
+            }
+            self.exit_hold.push((t, ev));
+            return;
+        }
+        self.emit(ev);
+    }
+
+    fn resumed(
+        &mut self,
+        lineno: u64,
+        line: &[u8],
+        body: &[u8],
+        pid: Option<u32>,
+        t: Option<f64>,
+    ) -> bool {
+        let Some((name, e)) = grammar::resumed(body) else {
+            return false;
+        };
+        let name = String::from_utf8_lossy(name).into_owned();
+        let mut rest = &body[e..];
+        let mut never = false;
+        if rest.starts_with(b" <unfinished ...>)") {
+            rest = &rest[17..];
+            never = true;
+        } else if rest.starts_with(b"<unfinished ...>)") {
+            rest = &rest[16..];
+            never = true;
+        }
+        let mut again = false;
+        if rest.ends_with(UNFINISHED) {
+            let k = rfind(rest, UNFINISHED).unwrap();
+            rest = rstrip(&rest[..k]);
+            again = true;
+        }
+        let (cont, close) = scan_args(rest, 0);
+        let tid = self.who(pid);
+        let cont = cont.into_iter().map(Cow::Borrowed).collect();
+        let (p, args) = self.take(&name, cont, tid);
+        if again {
+            // resumed then cut again (rare): keep waiting
+            let pid = self.tgid_of(tid);
+            let (pl, pt) = match &p {
+                Some(p) => (p.line, p.time),
+                None => (lineno, t),
+            };
+            let args = args.into_iter().map(|a| a.into_owned()).collect();
+            self.inflight_set(
+                tid,
+                Pending {
+                    name,
+                    args,
+                    line: pl,
+                    time: pt,
+                    text: line.to_vec(),
+                    pid,
+                    tid,
+                },
+            );
+            return true;
+        }
+        let Some(close) = close else {
+            return false;
+        };
+        let Some(res) = self.result(rest, close + 1) else {
+            return false;
+        };
+        self.finish_resumed(lineno, line, &name, args, res, never, p, tid, t);
+        true
+    }
+
+    /// The pending half of a resumed call (or None) and the whole argument
+    /// list.
+    fn take<'a>(
+        &mut self,
+        name: &str,
+        cont: Vec<Cow<'a, [u8]>>,
+        tid: Option<u32>,
+    ) -> (Option<Pending>, Vec<Cow<'a, [u8]>>) {
+        let mut p = self.inflight_pop(tid);
+        if p.is_none() && name == "execve" && self.expect_exec.contains(&tid) {
+            self.expect_exec.remove(&tid);
+        } else if p.is_none() {
+            self.info.orphans += 1;
+        }
+        let mut args: Vec<Cow<'a, [u8]>> = match &mut p {
+            Some(p) => p.args.iter().map(|a| Cow::Owned(a.clone())).collect(),
+            None => vec![],
+        };
+        while args.last().is_some_and(|a| a.is_empty()) {
+            args.pop();
+        }
+        let mut cont = cont.into_iter().peekable();
+        if cont.peek().is_some_and(|c| c.is_empty()) {
+            cont.next();
+        }
+        if !args.is_empty()
+            && let Some(c0) = cont.peek()
+            && c0.starts_with(b"=>")
+        {
+            let c0 = cont.next().unwrap();
+            let last = args.last_mut().unwrap();
+            let mut joined = last.to_vec();
+            joined.push(b' ');
+            joined.extend_from_slice(&c0);
+            *last = Cow::Owned(joined);
+        }
+        args.extend(cont);
+        (p, args)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish_resumed(
+        &mut self,
+        lineno: u64,
+        line: &[u8],
+        name: &str,
+        args: Vec<Cow<'_, [u8]>>,
+        res: Res,
+        never: bool,
+        p: Option<Pending>,
+        tid: Option<u32>,
+        t: Option<f64>,
+    ) {
+        let (ret, err, rpath, mut dur) = res;
+        let start = match &p {
+            Some(p) => p.time,
+            None => t,
+        };
+        if dur.is_none()
+            && p.is_some()
+            && let (Some(s), Some(t)) = (start, t)
+        {
+            dur = Some((t - s).max(0.0));
+        }
+        let text: Cow<'_, [u8]> = match &p {
+            Some(p) => {
+                let mut x = p.text.clone();
+                x.extend_from_slice(" … ".as_bytes());
+                x.extend_from_slice(line);
+                Cow::Owned(x)
+            }
+            None => Cow::Borrowed(line),
+        };
+        let first = p.as_ref().map_or(lineno, |p| p.line);
+        let pid = self.tgid_of(tid);
+        if let Some(mut ev) = self.call_event(
+            name,
+            args,
+            ret,
+            err,
+            rpath,
+            first,
+            Some(lineno),
+            pid,
+            tid,
+            start,
+            dur,
+            &text,
+            p.is_none(),
+        ) {
+            if never {
+                ev.h.ret = None;
+            }
+            self.after_call(ev, tid);
+        }
+    }
+
+    fn plus(
+        &mut self,
+        lineno: u64,
+        line: &[u8],
+        body: &[u8],
+        p: Option<u32>,
+        t: Option<f64>,
+    ) -> bool {
+        let Some(em) = grammar::exited(body) else {
+            return false;
+        };
+        let (status, sig) = match em {
+            Exited::Superseded(old) => {
+                let tid = self.who(p);
+                let Some(old) = u32_of(old) else {
+                    return true;
+                };
+                if let Some(mut pend) = self.inflight_pop(Some(old)) {
+                    pend.tid = tid;
+                    self.inflight_set(tid, pend);
+                } else if let Some((ol, otext)) = self
+                    .handover
+                    .as_ref()
+                    .and_then(|h| h.get(&old).cloned())
+                    .filter(|_| tid == self.file_tid)
+                {
+                    // -ff: the execve entry is in the old thread's file
+                    let cut =
+                        rfind(&otext, b"<pid changed to ").unwrap_or(otext.len().saturating_sub(1));
+                    let mut entry = rstrip(&otext[..cut]).to_vec();
+                    entry.extend_from_slice(b" <unfinished ...>");
+                    if !self.line(ol, &entry) || self.inflight_get(tid).is_none() {
+                        self.expect_exec.insert(tid);
+                    } else if let Some((_, pp)) = self.inflight.iter_mut().find(|(k, _)| *k == tid)
+                    {
+                        pp.text = otext;
+                    }
+                    self.fresh = None;
+                } else {
+                    self.expect_exec.insert(tid);
+                }
+                self.tgid.remove(&old);
+                self.live.remove(&old);
+                return true;
+            }
+            Exited::Status(s) => (Some(s), None),
+            Exited::Killed(k) => (None, Some(k)),
+        };
+        let status = match status {
+            Some(s) => match std::str::from_utf8(s)
+                .ok()
+                .and_then(|s| s.parse::<i64>().ok())
+            {
+                Some(v) => Some(v),
+                None => return false,
+            },
+            None => None,
+        };
+        let tid = self.who(p);
+        self.info.exit_seen = true;
+        let pid = self.tgid_of(tid);
+        let held = tid.and_then(|t| {
+            let i = self.exit_hold.iter().position(|(k, _)| *k == t)?;
+            Some(self.exit_hold.remove(i).1)
+        });
+        let whole = tid.is_some() && pid == tid;
+        let ev = Event {
+            h: Header {
+                file: self.file,
+                line: lineno,
+                pid,
+                tid,
+                time: t.or(self.last_time),
+                text: cut_text(line),
+                ..Default::default()
+            },
+            name: Cow::Borrowed("exit"),
+            kind: Kind::Exit(Exit {
+                whole,
+                status,
+                signal: sig.map(|s| signal(&String::from_utf8_lossy(s))),
+            }),
+        };
+        match held {
+            Some(h) => {
+                let id = self.push_hold(h);
+                self.push_hold(ev);
+                self.target = Some(id); // -k frames of exit calls follow '+++'
+            }
+            None => {
+                self.push_hold(ev);
+                self.target = None;
+            }
+        }
+        if let Some(t) = tid {
+            self.live.remove(&t);
+            self.tgid.remove(&t);
+            if whole {
+                let gone: Vec<u32> = self
+                    .tgid
+                    .iter()
+                    .filter(|&(_, &g)| g == Some(t))
+                    .map(|(&k, _)| k)
+                    .collect();
+                for k in gone {
+                    self.tgid.remove(&k);
+                    self.live.remove(&k);
+                }
+            }
+        }
+        true
+    }
+
+    fn signal(
+        &mut self,
+        lineno: u64,
+        line: &[u8],
+        body: &[u8],
+        p: Option<u32>,
+        t: Option<f64>,
+    ) -> bool {
+        let Some(sig) = grammar::signal(body) else {
+            return false;
+        };
+        let tid = self.who(p);
+        let name = if body.starts_with(b"--- stopped by") {
+            "stopped"
+        } else {
+            "signal"
+        };
+        let pid = self.tgid_of(tid);
+        self.emit(Event {
+            h: Header {
+                file: self.file,
+                line: lineno,
+                pid,
+                tid,
+                time: t,
+                text: cut_text(line),
+                ..Default::default()
+            },
+            name: Cow::Borrowed(name),
+            kind: Kind::Signal(Signal {
+                signal: signal(&String::from_utf8_lossy(sig)),
+            }),
+        });
+        true
+    }
+
+    // --- frames, diagnostics, fragments ----------------------------------
+
+    fn module(&mut self, m: &[u8]) -> Arc<str> {
+        if let Some(a) = self.modules.get(m) {
+            return a.clone();
+        }
+        let a: Arc<str> = Arc::from(String::from_utf8_lossy(m).as_ref());
+        if self.modules.len() < 4096 {
+            self.modules.insert(m.to_vec(), a.clone());
+        }
+        a
+    }
+
+    fn frame(&mut self, line: &[u8]) {
+        self.info.has_stacks = true;
+        let fr = if let Some(fm) = grammar::frame(line) {
+            let mut sym = fm.sym;
+            let mut off = None;
+            if let Some(plus) = rfind(sym, b"+0x") {
+                let hex = &sym[plus + 3..];
+                if !hex.is_empty() && hex.iter().all(u8::is_ascii_hexdigit) {
+                    off = Some(u64::from_str_radix(std::str::from_utf8(hex).unwrap(), 16).ok());
+                    sym = &sym[..plus];
+                } else if hex.is_empty() {
+                    sym = &sym[..plus];
+                }
+            }
+            let Some(addr) = u64::from_str_radix(std::str::from_utf8(fm.addr).unwrap(), 16).ok()
+            else {
+                return;
+            };
+            let mut fr = Frame::new(self.module(fm.obj));
+            fr.symbol = (!sym.is_empty()).then(|| String::from_utf8_lossy(sym).into());
+            fr.sym_offset = off.flatten();
+            fr.addr = Some(addr);
+            if let Some((src, l)) = fm.src {
+                fr.source = Some(String::from_utf8_lossy(src).into());
+                fr.source_line = u32_of(l);
+            }
+            fr
+        } else {
+            let Some((obj, a)) = grammar::frame_bare(line) else {
+                return;
+            };
+            let mut fr = Frame::new(self.module(obj));
+            fr.addr = a.and_then(|a| u64::from_str_radix(std::str::from_utf8(a).unwrap(), 16).ok());
+            fr
+        };
+        let Some(id) = self.target else { return };
+        let ev = self
+            .hold
+            .iter_mut()
+            .rev()
+            .chain(self.out.iter_mut().rev())
+            .chain(self.nopid.iter_mut().rev())
+            .find(|e| e.h.seq == id);
+        if let Some(ev) = ev {
+            let mut st = std::mem::take(&mut ev.h.stack).into_vec();
+            st.push(fr);
+            ev.h.stack = st.into_boxed_slice();
+        }
+    }
+
+    /// strace's own stderr messages; a diagnostic glued to the end of a cut
+    /// trace line leaves the front part as a fragment.
+    fn diagnostic(&mut self, lineno: u64, line: &[u8]) -> bool {
+        let s = strip(line);
+        if self.in_summary {
+            if grammar::summary_row(line) || s.is_empty() {
+                return true;
+            }
+            self.in_summary = false;
+        }
+        if s.starts_with(b"%") && contains(s, b"calls") && contains(s, b"syscall") {
+            self.in_summary = true;
+            return true;
+        }
+        if let Some(((_, pid, attached), at)) = grammar::diag_match(line) {
+            self.diag_pid(pid, attached);
+            let front = &line[..at];
+            if !strip(front).is_empty() {
+                if self.fragment.is_none() {
+                    self.fragment = Some((lineno, front.to_vec()));
+                } else {
+                    return false;
+                }
+            }
+            return true;
+        }
+        if grammar::diag_prefix(line)
+            || s.starts_with(b"strace: ")
+            || s.starts_with(b"[ Process PID=")
+        {
+            return true;
+        }
+        s.starts_with(b"<detached ...>") || s.starts_with(b"<unfinished ...>")
+    }
+
+    fn diag_pid(&mut self, pid: &[u8], attached: bool) {
+        // \d{1,10}: a pid past u32 is no process this log can name
+        if let Some(p) = u32_of(pid) {
+            if attached {
+                self.live.insert(p);
+            } else {
+                self.live.remove(&p);
+            }
+        }
+    }
+
+    /// Join a cut line with its continuation; true when consumed.
+    fn join_fragment(&mut self, lineno: u64, line: &[u8]) -> bool {
+        let st = lstrip(line);
+        if grammar::diag_prefix(st)
+            || (st.starts_with(b"Process ") && grammar::diag(line).is_some())
+        {
+            if let Some((_, pid, a)) = grammar::diag(line) {
+                self.diag_pid(pid, a);
+            }
+            return true; // the fragment waits for its continuation
+        }
+        let mut cont = matches!(line[0], b' ' | b')' | b',');
+        if !cont {
+            let pm = grammar::prefix(line);
+            let body = &line[pm.end..];
+            cont = !(grammar::name(body).is_some()
+                || body.starts_with(b"<... ")
+                || body.starts_with(b"+++")
+                || body.starts_with(b"---"));
+        }
+        let (fl, ftext) = self.fragment.take().unwrap();
+        if !cont {
+            self.info.add_unparsed(fl, &ftext);
+            return false;
+        }
+        let joined = if line.starts_with(b" <") {
+            let mut j = rstrip(&ftext).to_vec();
+            j.push(b' ');
+            j.extend_from_slice(lstrip(line));
+            j
+        } else {
+            let mut j = ftext.clone();
+            j.extend_from_slice(line);
+            j
+        };
+        if !self.line(fl, &joined) {
+            self.info.add_unparsed(fl, &ftext);
+            self.info.add_unparsed(lineno, line);
+        }
+        true
+    }
+
+    // --- preload '#' lines: preload.rs ---------------------------------
+
+    pub(crate) fn emit_event(&mut self, ev: Event) {
+        self.emit(ev);
+    }
+
+    pub(crate) fn flush_snapshot(&mut self) {
+        if let Some(s) = self.snapshot.take() {
+            self.emit(s);
+        }
+    }
+}
+
+fn replace(s: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while let Some(k) = find(&s[i..], from) {
+        out.extend_from_slice(&s[i..i + k]);
+        out.extend_from_slice(to);
+        i += k + from.len();
+    }
+    out.extend_from_slice(&s[i..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(lines: &[&str]) -> (Vec<Event>, InputInfo) {
+        let mut p = Parser::new(FileId(0), InputInfo::new("t.log".into()), None, None, None);
+        let mut out = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            p.feed(i as u64 + 1, l.as_bytes(), &mut out);
+        }
+        p.finish(&mut out);
+        (out, p.info)
+    }
+
+    #[test]
+    fn split_call_is_emitted_at_its_resumed_line() {
+        let (evs, info) = parse(&[
+            "42 1764435600.1 ioctl(3</dev/kfd>, AMDKFD_IOC_WAIT_EVENTS, 0x7f <unfinished ...>",
+            "43 1764435600.2 close(5) = 0",
+            "42 1764435600.5 <... ioctl resumed>) = 0",
+        ]);
+        assert_eq!(evs.len(), 2);
+        assert_eq!(evs[0].name, "close");
+        let e = &evs[1];
+        assert_eq!((e.h.line, e.h.end_line, e.h.tid), (1, Some(3), Some(42)));
+        assert!((e.h.dur.unwrap() - 0.4).abs() < 1e-6);
+        assert!(
+            e.h.text
+                .as_bytes()
+                .windows(5)
+                .any(|w| w == " … ".as_bytes())
+        );
+        let Kind::Ioctl(i) = &e.kind else { panic!() };
+        assert_eq!(i.ioctl, Some("AMDKFD_IOC_WAIT_EVENTS"));
+        assert_eq!((info.unfinished, info.orphans, info.events), (0, 0, 2));
+    }
+
+    #[test]
+    fn unfinished_at_the_end_and_orphans_are_counted() {
+        let (evs, info) = parse(&[
+            "42 1764435600.1 read(3, <unfinished ...>",
+            "43 1764435600.2 <... write resumed>) = 1",
+        ]);
+        assert_eq!(info.unfinished, 1);
+        assert_eq!(info.orphans, 1);
+        assert!(evs.iter().all(|e| e.h.partial));
+    }
+
+    #[test]
+    fn frames_go_to_their_call_and_exit_frames_follow_plus() {
+        let (evs, info) = parse(&[
+            "42 close(3) = 0",
+            " > /lib/libc.so.6(close+0x14) [0x1234]",
+            "42 exit_group(0) = ?",
+            "42 +++ exited with 0 +++",
+            " > /lib/libc.so.6(_exit+0x1) [0x10]",
+        ]);
+        assert!(info.has_stacks && info.exit_seen);
+        assert_eq!(evs.len(), 3);
+        assert_eq!(evs[0].h.stack[0].symbol.as_deref(), Some("close"));
+        assert_eq!(evs[0].h.stack[0].sym_offset, Some(0x14));
+        assert_eq!(evs[1].name, "exit_group");
+        assert_eq!(evs[1].h.stack.len(), 1);
+        assert!(matches!(
+            evs[2].kind,
+            Kind::Exit(Exit {
+                whole: true,
+                status: Some(0),
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn unprefixed_past_learns_the_root_pid() {
+        let (evs, info) = parse(&["close(3) = 0", "getpid() = 77", "close(4) = 0"]);
+        assert!(!info.has_pids);
+        assert!(
+            evs.iter()
+                .all(|e| e.h.tid == Some(77) && e.h.pid == Some(77))
+        );
+    }
+
+    #[test]
+    fn clone_children_join_their_process() {
+        let (evs, _) = parse(&[
+            "42 clone(child_stack=0x1, flags=CLONE_VM|CLONE_FILES|CLONE_THREAD|CLONE_SIGHAND) = 43",
+            "43 close(3) = 0",
+        ]);
+        assert_eq!((evs[1].h.pid, evs[1].h.tid), (Some(42), Some(43)));
+    }
+
+    #[test]
+    fn diagnostics_and_summaries_are_not_unparsed() {
+        let (_, info) = parse(&[
+            "strace: Process 42 attached",
+            "% time     seconds  usecs/call     calls    errors syscall",
+            "------ ----------- ----------- --------- --------- ----------------",
+            "100.00    0.000010           1        10           close",
+            "nonsense here",
+        ]);
+        assert_eq!(info.unparsed, 1);
+        assert_eq!(info.unparsed_samples[0].0, 5);
+    }
+
+    #[test]
+    fn preload_header_snapshots_maps_and_continuations() {
+        let (evs, info) = parse(&[
+            "# rocrtrace-log 2",
+            "# pid=4242 ppid=1 exe=/bin/app page_size=4096 start=1764435600.0",
+            "# fd-snapshot start",
+            "# fd 3 /dev/kfd",
+            "# fd 4 /dev/dri/renderD128",
+            "# map 7f00-8f00 r-xp 0 /lib/libhsa.so build-id=abcd",
+            "#+ 4242 1+ 4242 1764435600.1 ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, {start_addr=0x1000, ",
+            "#+ 4242 2 size=0x1000, op=KFD_IOCTL_SVM_OP_SET_ATTR, nattr=0, attrs=[]}) = 0",
+            "# exit status=0",
+        ]);
+        assert_eq!(info.unparsed, 0, "{:?}", info.unparsed_samples);
+        assert_eq!(info.header[0].0.as_ref(), "version");
+        assert!(info.decoded_structs && info.exit_seen);
+        let kinds: Vec<&str> = evs.iter().map(|e| e.kind.type_name()).collect();
+        assert_eq!(
+            kinds,
+            ["ProcessInfo", "FdSnapshot", "ModuleMap", "Ioctl", "Exit"]
+        );
+        let Kind::FdSnapshot(s) = &evs[1].kind else {
+            panic!()
+        };
+        assert_eq!(s.fds.len(), 2);
+        let Kind::Ioctl(i) = &evs[3].kind else {
+            panic!()
+        };
+        assert_eq!(i.size, Some(24));
+        assert_eq!(evs[3].h.line, 7);
+        assert!(evs.iter().all(|e| e.h.pid == Some(4242)));
+    }
+
+    #[test]
+    fn results_errors_and_decorations() {
+        let (evs, info) = parse(&[
+            "42 openat(AT_FDCWD, \"/x\", O_RDONLY) = -1 ENOENT (No such file) <0.000010>",
+            "42 close(9) = -1 (errno 512)",
+            "42 umask(022) = 022",
+            "42 dup(3</a\\74b>) = 4</a\\74b>",
+        ]);
+        assert!(info.has_durations && info.has_decorations);
+        assert_eq!(evs[0].h.err.as_deref(), Some("ENOENT"));
+        assert_eq!(evs[1].h.err.as_deref(), Some("ERRNO_512"));
+        assert_eq!(evs[2].h.ret, Some(0o22));
+        let Kind::FdCreate(f) = &evs[3].kind else {
+            panic!()
+        };
+        assert_eq!(f.paths, vec![Some(Text::from("/a<b"))]);
+    }
+}

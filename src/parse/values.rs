@@ -1,0 +1,1211 @@
+//! The rest of rocrtrace/parse/tokens.py over bytes: the general argument
+//! scanner (what `tokens.scan_args` does when `_WELL_FORMED` refuses a
+//! list), escapes, fd decorations, integers, flags, `_IOC(…)` and
+//! `parse_value` into [`Value`].
+//!
+//! Lines are bytes (Python keeps them as str decoded with surrogateescape).
+//! Python's `\s`, `\d`, `\w` and `str.strip()` are Unicode-aware; here they
+//! are their ASCII meaning, which is the same on every ASCII line.  The
+//! bracketed values go through [`tokens::bracketed`], as the Python code
+//! calls it through `_engine.bracketed`, so that both give the same values.
+
+use crate::events::{Name, Text, Value};
+use crate::kfd;
+use crate::parse::tokens::{self, Builder};
+use memchr::{memchr, memmem};
+use std::borrow::Cow;
+
+/// `str.isspace()` / re's `\s` on ASCII (with the \x1c-\x1f separators)
+pub fn is_ws(c: u8) -> bool {
+    c == b' ' || (9..=13).contains(&c) || (0x1c..=0x1f).contains(&c)
+}
+
+/// re's `\w` on ASCII
+pub fn is_word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+pub fn at(s: &[u8], i: usize) -> u8 {
+    s.get(i).copied().unwrap_or(0)
+}
+
+pub fn skip(s: &[u8], mut i: usize, class: impl Fn(u8) -> bool) -> usize {
+    while i < s.len() && class(s[i]) {
+        i += 1;
+    }
+    i
+}
+
+pub fn strip(s: &[u8]) -> &[u8] {
+    let a = s.iter().take_while(|&&c| is_ws(c)).count();
+    let mut b = s.len();
+    while b > a && is_ws(s[b - 1]) {
+        b -= 1;
+    }
+    &s[a..b]
+}
+
+pub fn lstrip(s: &[u8]) -> &[u8] {
+    &s[s.iter().take_while(|&&c| is_ws(c)).count()..]
+}
+
+pub fn rstrip(s: &[u8]) -> &[u8] {
+    let mut b = s.len();
+    while b > 0 && is_ws(s[b - 1]) {
+        b -= 1;
+    }
+    &s[..b]
+}
+
+pub fn contains(s: &[u8], needle: &[u8]) -> bool {
+    find(s, needle).is_some()
+}
+
+/// The first `needle` in `s`.  The needles here are short and start with a
+/// byte that is rare in a line; memmem would build a searcher per call,
+/// which costs more than these searches.
+pub fn find(s: &[u8], needle: &[u8]) -> Option<usize> {
+    let (&first, rest) = needle.split_first()?;
+    if s.len() < needle.len() {
+        return None;
+    }
+    memchr::memchr_iter(first, &s[..s.len() - rest.len()]).find(|&i| s[i + 1..].starts_with(rest))
+}
+
+pub fn rfind(s: &[u8], needle: &[u8]) -> Option<usize> {
+    memmem::rfind(s, needle)
+}
+
+/// `str.split()`: runs of non-whitespace
+pub fn split_ws(s: &[u8]) -> impl Iterator<Item = &[u8]> {
+    s.split(|&c| is_ws(c)).filter(|p| !p.is_empty())
+}
+
+// --- strings, decorations, comments -------------------------------------
+
+/// tokens.string_end: past the string whose quote is at `i` (and a `...`).
+pub fn string_end(s: &[u8], i: usize) -> usize {
+    let mut k = i + 1;
+    loop {
+        let Some(q) = memchr::memchr2(b'"', b'\\', &s[k.min(s.len())..]) else {
+            return s.len();
+        };
+        k += q;
+        if s[k] == b'\\' {
+            if k + 1 >= s.len() {
+                return s.len();
+            }
+            k += 2;
+        } else {
+            k += 1;
+            if s[k..].starts_with(b"...") {
+                k += 3;
+            }
+            return k;
+        }
+    }
+}
+
+/// tokens.deco_end (the general one): past the decoration at `i`.
+pub fn deco_end(s: &[u8], i: usize) -> usize {
+    let n = s.len();
+    let mut depth: i64 = 0;
+    let mut j = i;
+    loop {
+        let Some(k) = s[j.min(n)..]
+            .iter()
+            .position(|&c| matches!(c, b'\\' | b'"' | b'<' | b'>'))
+            .map(|q| j + q)
+        else {
+            return n;
+        };
+        match s[k] {
+            b'\\' => j = k + 2,
+            b'"' => j = string_end(s, k),
+            b'<' => {
+                depth += 1;
+                j = k + 1;
+            }
+            _ => {
+                if k > 0
+                    && s[k - 1] == b'-'
+                    && depth > 0
+                    && k + 1 < n
+                    && (s[k + 1].is_ascii_digit() || s[k + 1] == b'[')
+                {
+                    j = k + 1;
+                    continue;
+                }
+                depth -= 1;
+                j = k + 1;
+                if depth <= 0 {
+                    if s[j..].starts_with(b"(deleted)") {
+                        j += 9;
+                    }
+                    return j;
+                }
+            }
+        }
+        if j >= n {
+            return n;
+        }
+    }
+}
+
+/// tokens.comment_end: past the comment at `k`, nested ones counted.
+pub fn comment_end(s: &[u8], k: usize) -> usize {
+    let mut depth = 0;
+    let mut j = k;
+    while j + 1 < s.len() {
+        if s[j] == b'/' && s[j + 1] == b'*' {
+            depth += 1;
+            j += 2;
+        } else if s[j] == b'*' && s[j + 1] == b'/' {
+            depth -= 1;
+            j += 2;
+            if depth == 0 {
+                return j;
+            }
+        } else {
+            j += 1;
+        }
+    }
+    s.len()
+}
+
+/// tokens._CHAR at `k`: the end of a C character literal.
+fn char_end(s: &[u8], k: usize) -> Option<usize> {
+    if at(s, k) != b'\'' {
+        return None;
+    }
+    let c = at(s, k + 1);
+    if k + 1 >= s.len() || c == b'\'' {
+        return None;
+    }
+    if c != b'\\' {
+        // one code point
+        let w = utf8_width(s, k + 1);
+        return (at(s, k + 1 + w) == b'\'').then_some(k + 2 + w);
+    }
+    let e = k + 2;
+    if e >= s.len() {
+        return None;
+    }
+    let mut cands: Vec<usize> = Vec::with_capacity(3);
+    let c = s[e];
+    if c == b'x' {
+        let h = skip(s, e + 1, |c| c.is_ascii_hexdigit()).min(e + 3);
+        for m in (e + 2..=h).rev() {
+            cands.push(m);
+        }
+    } else if (b'0'..=b'7').contains(&c) {
+        let o = skip(s, e, |c| (b'0'..=b'7').contains(&c)).min(e + 3);
+        for m in (e + 1..=o).rev() {
+            cands.push(m);
+        }
+    }
+    // `.` (no newline, re.S is off in _CHAR)
+    if c != b'\n' {
+        cands.push(e + utf8_width(s, e));
+    }
+    cands
+        .into_iter()
+        .find(|&m| at(s, m) == b'\'')
+        .map(|m| m + 1)
+}
+
+/// Bytes of the code point at `i` (a stray byte is one).
+fn utf8_width(s: &[u8], i: usize) -> usize {
+    let w = match at(s, i) {
+        0xc2..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf4 => 4,
+        _ => 1,
+    };
+    if w > 1
+        && s.get(i..i + w)
+            .is_some_and(|c| std::str::from_utf8(c).is_ok())
+    {
+        w
+    } else {
+        1
+    }
+}
+
+fn skip_opaque(s: &[u8], k: usize, c: u8, flat: bool) -> usize {
+    match c {
+        b'"' => string_end(s, k),
+        b'<' => {
+            if at(s, k + 1) == b'<' {
+                k + 2
+            } else {
+                deco_end(s, k)
+            }
+        }
+        b'\'' => char_end(s, k).unwrap_or(k + 1),
+        _ => {
+            if flat {
+                match find(&s[(k + 2).min(s.len())..], b"*/") {
+                    Some(e) => k + 2 + e + 2,
+                    None => s.len(),
+                }
+            } else {
+                comment_end(s, k)
+            }
+        }
+    }
+}
+
+// --- the well-formed language (tokens._WELL_FORMED) ------------------------
+
+/// `[^"<>(){}\[\],/']`
+const PLAIN: [bool; 256] = {
+    let mut t = [true; 256];
+    let special = b"\"<>(){}[],/'";
+    let mut i = 0;
+    while i < special.len() {
+        t[special[i] as usize] = false;
+        i += 1;
+    }
+    t
+};
+
+/// The atom alternatives after the plain run, at `j` (text ends at `end`).
+fn wf_atom(s: &[u8], j: usize, end: usize) -> Option<usize> {
+    let c = s[j];
+    let s = &s[..end];
+    match c {
+        b'"' => {
+            // "(?:[^"\\]|\\.)*+"(?:\.\.\.)?
+            let mut k = j + 1;
+            loop {
+                let q = memchr::memchr2(b'"', b'\\', &s[k.min(end)..])?;
+                k += q;
+                if s[k] == b'\\' {
+                    if k + 1 >= end || s[k + 1] == b'\n' {
+                        return None;
+                    }
+                    k += 2;
+                } else {
+                    k += 1;
+                    if s[k..].starts_with(b"...") {
+                        k += 3;
+                    }
+                    return Some(k);
+                }
+            }
+        }
+        b'\'' => Some(char_end(s, j).unwrap_or(j + 1)),
+        b'<' => {
+            if at(s, j + 1) == b'<' {
+                return Some(j + 2);
+            }
+            tokens::deco_end(s, j)
+        }
+        b'/' => {
+            if at(s, j + 1) != b'*' {
+                return Some(j + 1);
+            }
+            // /\*(?:[^*/]|\*(?!/)|/(?!\*))*+\*/
+            let mut k = j + 2;
+            while k < end {
+                match s[k] {
+                    b'*' if at(s, k + 1) == b'/' => return Some(k + 2),
+                    b'/' if at(s, k + 1) == b'*' => return None,
+                    _ => k += 1,
+                }
+            }
+            None
+        }
+        b'>' => Some(j + 1),
+        _ => None,
+    }
+}
+
+fn is_opener(c: u8) -> bool {
+    matches!(c, b'(' | b'{' | b'[')
+}
+
+fn is_closer(c: u8) -> bool {
+    matches!(c, b')' | b'}' | b']')
+}
+
+/// The possessive match of `(?:atom|nest)*+` (inside a group also `,`)
+/// from `j`, up to `end`.
+fn wf(s: &[u8], mut j: usize, end: usize, left: usize, nested: bool) -> usize {
+    while j < end {
+        let c = s[j];
+        if PLAIN[c as usize] {
+            j = skip(&s[..end], j + 1, |c| PLAIN[c as usize]);
+            continue;
+        }
+        if c == b',' {
+            if nested {
+                j += 1;
+                continue;
+            }
+            return j;
+        }
+        if let Some(k) = wf_atom(s, j, end) {
+            j = k;
+            continue;
+        }
+        if is_opener(c) && left > 0 {
+            let k = wf(s, j + 1, end, left - 1, true);
+            if k < end && is_closer(s[k]) {
+                j = k + 1;
+                continue;
+            }
+        }
+        return j;
+    }
+    j
+}
+
+const WF_DEPTH: usize = 6;
+
+/// tokens.scan_args: the stripped top-level arguments from `pos` and the
+/// index of the closing `)` (None when it never closes).
+pub fn scan_args(s: &[u8], pos: usize) -> (Vec<&[u8]>, Option<usize>) {
+    let n = s.len();
+    let mut args = Vec::new();
+    let mut j = pos;
+    loop {
+        let e = wf(s, j, n, WF_DEPTH, false);
+        if e >= n {
+            let tail = strip(&s[j.min(n)..]);
+            if !tail.is_empty() {
+                args.push(tail);
+            }
+            return (args, None);
+        }
+        match s[e] {
+            b',' => {
+                args.push(strip(&s[j..e]));
+                j = e + 1;
+            }
+            b')' => {
+                let tail = strip(&s[j..e]);
+                if !tail.is_empty() || !args.is_empty() {
+                    args.push(tail);
+                }
+                return (args, Some(e));
+            }
+            _ => break,
+        }
+    }
+    general_scan_args(s, pos)
+}
+
+fn general_scan_args(s: &[u8], pos: usize) -> (Vec<&[u8]>, Option<usize>) {
+    let r = scan_args_once(s, pos, false);
+    if r.1.is_none() && contains(s, b"/*") {
+        let other = scan_args_once(s, pos, true);
+        if other.1.is_some() {
+            return other;
+        }
+    }
+    r
+}
+
+/// tokens._structure: the next bracket, comma or stray `>` from `j`.
+fn next_structure(s: &[u8], mut j: usize, flat: bool) -> Option<(usize, u8)> {
+    let n = s.len();
+    while j < n {
+        let c = s[j];
+        match c {
+            b'"' | b'<' | b'\'' => j = skip_opaque(s, j, c, flat),
+            b'/' if at(s, j + 1) == b'*' => j = skip_opaque(s, j, c, flat),
+            b',' | b'(' | b')' | b'{' | b'}' | b'[' | b']' | b'>' => return Some((j, c)),
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+fn scan_args_once(s: &[u8], pos: usize, flat: bool) -> (Vec<&[u8]>, Option<usize>) {
+    if let Some(close) = memchr(b')', &s[pos.min(s.len())..]).map(|q| pos + q) {
+        let seg = &s[pos..close];
+        if !seg
+            .iter()
+            .any(|&c| matches!(c, b'"' | b'<' | b'{' | b'[' | b'('))
+            && !contains(seg, b"/*")
+        {
+            let seg = strip(seg);
+            let args = if seg.is_empty() {
+                vec![]
+            } else {
+                seg.split(|&c| c == b',').map(strip).collect()
+            };
+            return (args, Some(close));
+        }
+    }
+    let mut args = Vec::new();
+    let mut depth = 0usize;
+    let mut start = pos;
+    let mut j = pos;
+    while let Some((k, c)) = next_structure(s, j, flat) {
+        j = k + 1;
+        if is_opener(c) {
+            depth += 1;
+        } else if is_closer(c) {
+            if depth > 0 {
+                depth -= 1;
+            } else if c == b')' {
+                let tail = strip(&s[start..k]);
+                if !tail.is_empty() || !args.is_empty() {
+                    args.push(tail);
+                }
+                return (args, Some(k));
+            }
+        } else if c == b',' && depth == 0 {
+            args.push(strip(&s[start..k]));
+            start = k + 1;
+        }
+    }
+    let tail = strip(&s[start.min(s.len())..]);
+    if !tail.is_empty() {
+        args.push(tail);
+    }
+    (args, None)
+}
+
+/// tokens.split_top: `s` split at top-level commas.
+pub fn split_top(s: &[u8]) -> Vec<Vec<u8>> {
+    let mut t = Vec::with_capacity(s.len() + 1);
+    t.extend_from_slice(s);
+    t.push(b')');
+    let (args, _) = scan_args(&t, 0);
+    args.into_iter().map(|a| a.to_vec()).collect()
+}
+
+/// tokens._matching: the bracket closing the one at `i`.
+pub fn matching(s: &[u8], i: usize) -> Option<usize> {
+    if is_opener(at(s, i)) {
+        let k = wf(s, i + 1, s.len(), WF_DEPTH - 1, true);
+        if k < s.len() && is_closer(s[k]) {
+            return Some(k);
+        }
+    }
+    let mut depth = 0i64;
+    let mut j = i;
+    while let Some((k, c)) = next_structure(s, j, false) {
+        j = k + 1;
+        if is_opener(c) {
+            depth += 1;
+        } else if is_closer(c) {
+            depth -= 1;
+            if depth == 0 {
+                return Some(k);
+            }
+        }
+    }
+    None
+}
+
+/// tokens._items: the items of the bracketed body `tok[1..end]`.
+fn items(tok: &[u8], end: usize) -> Vec<Cow<'_, [u8]>> {
+    let mut out: Vec<Cow<'_, [u8]>> = Vec::new();
+    let mut j = 1;
+    loop {
+        let e = wf(tok, j, end, WF_DEPTH, false);
+        if e == end {
+            let tail = strip(&tok[j..e]);
+            if !tail.is_empty() || !out.is_empty() {
+                out.push(Cow::Borrowed(tail));
+            }
+            return out;
+        }
+        if tok[e] != b',' {
+            break;
+        }
+        out.push(Cow::Borrowed(strip(&tok[j..e])));
+        j = e + 1;
+    }
+    split_top(&tok[1..end])
+        .into_iter()
+        .map(Cow::Owned)
+        .collect()
+}
+
+// --- escapes ---------------------------------------------------------------
+
+/// tokens.unescape: C escapes resolved to bytes, then bytes that are not
+/// UTF-8 written `\xNN` (only when there was an escape).
+pub fn unescape(text: &[u8]) -> Vec<u8> {
+    if memchr(b'\\', text).is_none() {
+        return text.to_vec();
+    }
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    let n = text.len();
+    while i < n {
+        let c = text[i];
+        if c != b'\\' || i + 1 >= n {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        let e = i + 1;
+        let d = text[e];
+        if d == b'x' && at(text, e + 1).is_ascii_hexdigit() {
+            let h = skip(text, e + 1, |c| c.is_ascii_hexdigit()).min(e + 3);
+            out.push(
+                u8::from_str_radix(std::str::from_utf8(&text[e + 1..h]).unwrap(), 16).unwrap(),
+            );
+            i = h;
+        } else if (b'0'..=b'3').contains(&d)
+            && (b'0'..=b'7').contains(&at(text, e + 1))
+            && (b'0'..=b'7').contains(&at(text, e + 2))
+        {
+            out.push((d - b'0') * 64 + (text[e + 1] - b'0') * 8 + (text[e + 2] - b'0'));
+            i = e + 3;
+        } else if (b'0'..=b'7').contains(&d) {
+            let o = skip(text, e, |c| (b'0'..=b'7').contains(&c)).min(e + 2);
+            let mut v = 0u8;
+            for &x in &text[e..o] {
+                v = v * 8 + (x - b'0');
+            }
+            out.push(v);
+            i = o;
+        } else {
+            let simple = match d {
+                b'n' => Some(10),
+                b't' => Some(9),
+                b'r' => Some(13),
+                b'v' => Some(11),
+                b'f' => Some(12),
+                b'a' => Some(7),
+                b'b' => Some(8),
+                b'e' => Some(27),
+                b'\\' => Some(92),
+                b'"' => Some(34),
+                b'\'' => Some(39),
+                b'?' => Some(63),
+                _ => None,
+            };
+            match simple {
+                Some(b) => {
+                    out.push(b);
+                    i = e + 1;
+                }
+                None => {
+                    let w = utf8_width(text, e);
+                    out.extend_from_slice(&text[e..e + w]);
+                    i = e + w;
+                }
+            }
+        }
+    }
+    // decode("utf-8", "backslashreplace")
+    let mut res = Vec::with_capacity(out.len());
+    for chunk in out.utf8_chunks() {
+        res.extend_from_slice(chunk.valid().as_bytes());
+        for b in chunk.invalid() {
+            res.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+        }
+    }
+    res
+}
+
+/// tokens.parse_string: (text, truncated) of a quoted token.
+pub fn parse_string(tok: &[u8]) -> (Vec<u8>, bool) {
+    let trunc = tok.ends_with(b"...") && !tok.ends_with(b"\\\"...");
+    let mut body = if trunc { &tok[..tok.len() - 3] } else { tok };
+    if let Some(b) = body.strip_prefix(b"\"") {
+        body = b;
+    }
+    if let Some(b) = body.strip_suffix(b"\"") {
+        body = b;
+    }
+    (unescape(body), trunc)
+}
+
+/// tokens.decoration_path
+pub fn decoration_path(inner: &[u8]) -> Vec<u8> {
+    let mut inner = inner;
+    let mut deleted = false;
+    if let Some(x) = inner.strip_suffix(b" (deleted)") {
+        deleted = true;
+        inner = x;
+    }
+    if memchr(b'<', inner).is_some() {
+        let cut = if memchr(b'"', inner).is_none() {
+            memchr(b'<', inner)
+        } else {
+            let mut cut = None;
+            let mut j = 0;
+            while j < inner.len() {
+                let c = inner[j];
+                if c == b'\\' {
+                    j += 2;
+                    continue;
+                }
+                if c == b'"' {
+                    j = string_end(inner, j);
+                    continue;
+                }
+                if c == b'<' {
+                    cut = Some(j);
+                    break;
+                }
+                j += 1;
+            }
+            cut
+        };
+        if let Some(cut) = cut
+            && cut > 0
+            && inner.ends_with(b">")
+        {
+            inner = &inner[..cut];
+        }
+    }
+    let mut path = unescape(inner);
+    if deleted {
+        path.extend_from_slice(b" (deleted)");
+    }
+    path
+}
+
+/// Python's `int(text, 0)`: sign, whitespace, `0x`/`0o`/`0b`, underscores
+/// between digits, no leading zero in a decimal other than zeros.
+pub fn int0(text: &[u8]) -> Option<i128> {
+    let t = strip(text);
+    let (neg, t) = match t.first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (radix, digits) =
+        if t.len() > 1 && t[0] == b'0' && matches!(t[1] | 0x20, b'x' | b'o' | b'b') {
+            let r = match t[1] | 0x20 {
+                b'x' => 16,
+                b'o' => 8,
+                _ => 2,
+            };
+            // an underscore may follow the prefix
+            let d = &t[2..];
+            (r, d.strip_prefix(b"_").unwrap_or(d))
+        } else {
+            (10, t)
+        };
+    if digits.is_empty() || digits[0] == b'_' || digits[digits.len() - 1] == b'_' {
+        return None;
+    }
+    let mut v: i128 = 0;
+    let mut prev_us = false;
+    let mut nz = false;
+    for &c in digits {
+        if c == b'_' {
+            if prev_us {
+                return None;
+            }
+            prev_us = true;
+            continue;
+        }
+        prev_us = false;
+        let d = (c as char).to_digit(radix)? as i128;
+        if d != 0 {
+            nz = true;
+        }
+        v = v.checked_mul(radix as i128)?.checked_add(d)?;
+    }
+    if radix == 10 && digits[0] == b'0' && nz {
+        return None;
+    }
+    Some(if neg { -v } else { v })
+}
+
+/// tokens.parse_fd: (fd, path) of `3`, `0x3`, `3</dev/kfd<char 1:3>>`.
+pub fn parse_fd(tok: &[u8]) -> (Option<i128>, Option<Vec<u8>>) {
+    let Some(&c) = tok.first() else {
+        return (None, None);
+    };
+    if !(c.is_ascii_digit() || c == b'-') {
+        return (None, None);
+    }
+    let Some(lt) = memchr(b'<', tok) else {
+        return (int0(tok), None);
+    };
+    if at(tok, lt + 1) == b'<' {
+        return (None, None);
+    }
+    let Some(fd) = int0(&tok[..lt]) else {
+        return (None, None);
+    };
+    let mut rest = &tok[lt..];
+    let mut deleted = false;
+    if let Some(r) = rest.strip_suffix(b"(deleted)") {
+        rest = r;
+        deleted = true;
+    }
+    if !rest.ends_with(b">") {
+        return (Some(fd), None);
+    }
+    let mut path = decoration_path(&rest[1..rest.len() - 1]);
+    if deleted && !path.ends_with(b" (deleted)") {
+        path.extend_from_slice(b" (deleted)");
+    }
+    (Some(fd), Some(path))
+}
+
+/// tokens.strip_name: `fd=3` -> (Some("fd"), "3").
+pub fn strip_name(arg: &[u8]) -> (Option<&[u8]>, &[u8]) {
+    let Some(eq) = memchr(b'=', arg) else {
+        return (None, arg);
+    };
+    if eq == 0 || eq > 40 {
+        return (None, arg);
+    }
+    let name = &arg[..eq];
+    if !(name[0].is_ascii_alphabetic() || name[0] == b'_') || !name.iter().all(|&c| is_word(c)) {
+        return (None, arg);
+    }
+    if matches!(at(arg, eq + 1), b'=' | b'>') {
+        return (None, arg);
+    }
+    (Some(name), &arg[eq + 1..])
+}
+
+/// tokens.parse_int: decimal, `0x` hex, `0644` octal (`-` allowed).
+/// None also for numbers past i128 (Python's are unbounded).
+pub fn parse_int(tok: &[u8]) -> Option<i128> {
+    let tok = strip(tok);
+    if tok.is_empty() {
+        return None;
+    }
+    let neg = tok[0] == b'-';
+    let t = if neg { &tok[1..] } else { tok };
+    let hex = t.len() > 2 && t[0] == b'0' && t[1] == b'x';
+    let ok = if hex {
+        t.len() - 2 <= 64 && t[2..].iter().all(u8::is_ascii_hexdigit)
+    } else {
+        !t.is_empty() && t.len() <= 64 && t.iter().all(u8::is_ascii_digit)
+    };
+    if !ok {
+        return None;
+    }
+    let s = std::str::from_utf8(t).ok()?;
+    let v = if hex {
+        i128::from_str_radix(&s[2..], 16).ok()?
+    } else if t.len() > 1 && t[0] == b'0' {
+        i128::from_str_radix(s, 8)
+            .or_else(|_| s.parse::<i128>())
+            .ok()?
+    } else {
+        s.parse::<i128>().ok()?
+    };
+    Some(if neg { -v } else { v })
+}
+
+/// tokens.strip_comment: (value, comment) of `0x80084b01 /* NAME */`.
+pub fn strip_comment(tok: &[u8]) -> (Cow<'_, [u8]>, Option<&[u8]>) {
+    let Some(i) = find(tok, b"/*") else {
+        return (Cow::Borrowed(tok), None);
+    };
+    let e = comment_end(tok, i);
+    let closed = tok[..e].ends_with(b"*/") && e - i >= 4;
+    let comment = strip(&tok[i + 2..if closed { e - 2 } else { e }]);
+    let rest = if e >= tok.len() {
+        Cow::Borrowed(strip(&tok[..i]))
+    } else {
+        let mut r = tok[..i].to_vec();
+        r.extend_from_slice(&tok[e..]);
+        Cow::Owned(strip(&r).to_vec())
+    };
+    (rest, Some(comment))
+}
+
+/// The name tables of parse_flags (syscalls._NAME_TABLES).
+pub type Names = &'static [(&'static str, i128)];
+
+fn flag_part(part: &[u8], names: Option<Names>) -> Option<i128> {
+    if let Some(v) = parse_int(part) {
+        return Some(v);
+    }
+    let p = std::str::from_utf8(part).ok()?;
+    if let Some(t) = names
+        && let Some(&(_, v)) = t.iter().find(|x| x.0 == p)
+    {
+        return Some(v);
+    }
+    kfd::constant(p).map(i128::from)
+}
+
+/// tokens.parse_flags: `A|B|0x100` when every part is known.
+pub fn parse_flags(tok: &[u8], names: Option<Names>) -> Option<i128> {
+    let (tok, _) = strip_comment(tok);
+    let mut total: i128 = 0;
+    for part in tok.split(|&c| c == b'|') {
+        let part = strip(part);
+        if let Some(k) = find(part, b"<<") {
+            let va = flag_part(strip(&part[..k]), names)?;
+            let vb = flag_part(strip(&part[k + 2..]), names)?;
+            if !(0..128).contains(&vb) {
+                return None;
+            }
+            total |= va
+                .checked_shl(vb as u32)
+                .filter(|_| va.unsigned_abs().leading_zeros() as i128 > vb)?;
+            continue;
+        }
+        total |= flag_part(part, names)?;
+    }
+    Some(total)
+}
+
+/// tokens.parse_ioc: the request of `_IOC(_IOC_READ|_IOC_WRITE, 0x4b, 0x20, 0x28)`.
+pub fn parse_ioc(tok: &[u8]) -> Option<u32> {
+    let inner = tok.strip_prefix(b"_IOC(")?.strip_suffix(b")")?;
+    let parts: Vec<&[u8]> = inner.split(|&c| c == b',').map(strip).collect();
+    if parts.len() != 4 {
+        return None;
+    }
+    let mut d: i128 = 0;
+    for p in parts[0].split(|&c| c == b'|') {
+        let p = strip(p);
+        d |= match p {
+            b"_IOC_NONE" => 0,
+            b"_IOC_WRITE" => 1,
+            b"_IOC_READ" => 2,
+            _ => parse_int(p)?,
+        };
+    }
+    let t = parse_int(parts[1])?;
+    let nr = parse_int(parts[2])?;
+    let size = parse_int(parts[3])?;
+    Some(kfd::ioc(
+        (d & 3) as u8,
+        (t & 0xFF) as u8,
+        (nr & 0xFF) as u8,
+        (size & 0x3FFF) as u16,
+    ))
+}
+
+// --- values ------------------------------------------------------------------
+
+pub const MAX_NESTING: isize = 64;
+const MAX_CHAIN: usize = 8;
+
+fn int_value(v: i128, text: &[u8]) -> Value {
+    Value::int(v).unwrap_or_else(|| Value::Raw(Text::from(text)))
+}
+
+/// tokens.parse_value(tok) (no name table: every caller passes none).
+pub fn parse_value(tok: &[u8]) -> Value {
+    if tok.len() > 4 * MAX_NESTING as usize && too_deep(tok) {
+        return Value::Raw(Text::from(strip(tok)));
+    }
+    parse(tok, 0)
+}
+
+/// tokens._DEEP: more than MAX_NESTING openers with no bracket between.
+fn too_deep(tok: &[u8]) -> bool {
+    let mut run = 0;
+    for &c in tok {
+        if is_opener(c) {
+            run += 1;
+            if run > MAX_NESTING {
+                return true;
+            }
+        } else if is_closer(c) {
+            run = 0;
+        }
+    }
+    false
+}
+
+fn parse(tok: &[u8], depth: isize) -> Value {
+    if memchr::memchr2(b'{', b'[', tok).is_none() {
+        return value(tok, 0);
+    }
+    match std::str::from_utf8(tok) {
+        Ok(t) => {
+            let mut b = Values;
+            match tokens::bracketed(t, depth, MAX_NESTING, &mut b) {
+                Ok(v) => v,
+                Err(never) => match never {},
+            }
+        }
+        // not ASCII: bracketed hands it to the general grammar whole
+        Err(_) => value(tok, depth),
+    }
+}
+
+/// Builds [`Value`]s for [`tokens::bracketed`].
+struct Values;
+
+impl<'a> Builder<'a> for Values {
+    type Value = Value;
+    type Error = std::convert::Infallible;
+
+    fn scalar(&mut self, text: &'a str) -> Result<Value, Self::Error> {
+        Ok(value(text.as_bytes(), 0))
+    }
+
+    fn general(&mut self, text: &'a str, depth: isize) -> Result<Value, Self::Error> {
+        Ok(value(text.as_bytes(), depth))
+    }
+
+    fn text(&mut self, text: &'a str) -> Result<Value, Self::Error> {
+        Ok(Value::Raw(Text::from(text)))
+    }
+
+    fn list(&mut self, items: impl ExactSizeIterator<Item = Value>) -> Result<Value, Self::Error> {
+        Ok(Value::List(items.collect()))
+    }
+
+    fn dict(
+        &mut self,
+        fields: impl Iterator<Item = (&'a str, Value)>,
+    ) -> Result<Value, Self::Error> {
+        Ok(Value::Struct(dict_of(
+            fields.map(|(k, v)| (k.as_bytes(), v)),
+        )))
+    }
+
+    fn pair(&mut self, entry: Value, exit: Value) -> Result<Value, Self::Error> {
+        Ok(Value::Pair(Box::new((entry, exit))))
+    }
+}
+
+/// A field name: static when it is one the decoders print (no allocation
+/// for the usual struct), else its own copy.
+pub fn field_name(k: &[u8]) -> Name {
+    match FIELD_NAMES.binary_search_by(|n| n.as_bytes().cmp(k)) {
+        Ok(i) => Cow::Borrowed(FIELD_NAMES[i]),
+        Err(_) => Cow::Owned(String::from_utf8_lossy(k).into_owned()),
+    }
+}
+
+/// The fields of the structs the capture library and strace decode, sorted.
+const FIELD_NAMES: &[&str] = &[
+    "agent_handle",
+    "alternate_aperture_base",
+    "anon_fd",
+    "attribute",
+    "attrs",
+    "bo_size",
+    "device_ids_array",
+    "dmabuf_fd",
+    "drm_fd",
+    "event_id",
+    "event_type",
+    "fd",
+    "fd_flags",
+    "flags",
+    "gpu_id",
+    "handle",
+    "kfd_process_device_apertures_ptr",
+    "len",
+    "major_version",
+    "memfd",
+    "metadata_size",
+    "minor_version",
+    "mmap_offset",
+    "n_devices",
+    "n_success",
+    "nattr",
+    "num_of_nodes",
+    "offset",
+    "op",
+    "permissions",
+    "queue_id",
+    "ring_base_address",
+    "size",
+    "start_addr",
+    "type",
+    "va_addr",
+    "vaddr",
+    "value",
+    "xnack_enabled",
+];
+
+/// A Python dict's keys: a repeated key keeps its first place, last value.
+fn dict_of<'k>(fields: impl Iterator<Item = (&'k [u8], Value)>) -> Vec<(Name, Value)> {
+    let mut out: Vec<(Name, Value)> = Vec::new();
+    for (k, v) in fields {
+        let name = field_name(k);
+        match out.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = v,
+            None => out.push((name, v)),
+        }
+    }
+    out
+}
+
+/// tokens._value(tok, None, depth)
+fn value(tok: &[u8], depth: isize) -> Value {
+    let tok = strip(tok);
+    if tok.is_empty() {
+        return Value::Raw(Text::default());
+    }
+    let stripped;
+    let tok: &[u8] = if contains(tok, b"/*") {
+        stripped = strip_comment(tok).0;
+        if stripped.is_empty() {
+            return Value::Raw(Text::default());
+        }
+        &stripped
+    } else {
+        tok
+    };
+    let c = tok[0];
+    if c == b'{' || c == b'[' {
+        if depth > MAX_NESTING {
+            return Value::Raw(Text::from(tok));
+        }
+        let end = matching(tok, 0);
+        let depth = depth + 1;
+        if end == Some(tok.len() - 1) {
+            let its = items(tok, tok.len() - 1);
+            if c == b'[' {
+                return Value::List(
+                    its.iter()
+                        .filter(|x| !x.is_empty() && &x[..] != b"...")
+                        .map(|x| parse(x, depth))
+                        .collect(),
+                );
+            }
+            let mut fields: Vec<(&[u8], Value)> = Vec::new();
+            for x in &its {
+                if x.is_empty() || &x[..] == b"..." {
+                    continue;
+                }
+                let (k, v) = strip_name(x);
+                let Some(k) = k else { continue };
+                fields.push((k, parse(v, depth)));
+            }
+            return Value::Struct(dict_of(fields.into_iter()));
+        }
+        if let Some(end) = end.filter(|&e| e > 0) {
+            let rest = strip(&tok[end + 1..]);
+            if let Some(r) = rest.strip_prefix(b"=>") {
+                return Value::Pair(Box::new((parse(&tok[..end + 1], depth), parse(r, depth))));
+            }
+        }
+        return Value::Raw(Text::from(tok));
+    }
+    if c == b'"' {
+        return Value::Str(Text(parse_string(tok).0.into()));
+    }
+    if let Some(v) = parse_int(tok) {
+        return int_value(v, tok);
+    }
+    if tok == b"NULL" {
+        return Value::Int(0);
+    }
+    if (c.is_ascii_digit() || c == b'-')
+        && memchr(b'<', tok).is_some()
+        && let (Some(fd), _) = parse_fd(tok)
+    {
+        return int_value(fd, tok);
+    }
+    if tok.starts_with(b"_IOC(") {
+        return match parse_ioc(tok) {
+            Some(r) => Value::Int(r.into()),
+            None => Value::Raw(Text::from(tok)),
+        };
+    }
+    let first = find(tok, b" => ");
+    let chain = match first {
+        None => 0,
+        Some(k) => 1 + memmem::find_iter(&tok[k + 4..], b" => ").count(),
+    };
+    if chain > 0 && chain <= MAX_CHAIN {
+        let k = first.unwrap();
+        return Value::Pair(Box::new((
+            parse_value(&tok[..k]),
+            parse_value(&tok[k + 4..]),
+        )));
+    }
+    match parse_flags(tok, None) {
+        Some(f) => int_value(f, tok),
+        None => Value::Raw(Text::from(tok)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> (Vec<String>, Option<usize>) {
+        let (a, c) = scan_args(s.as_bytes(), 0);
+        (
+            a.iter()
+                .map(|x| String::from_utf8_lossy(x).into_owned())
+                .collect(),
+            c,
+        )
+    }
+
+    #[test]
+    fn scan_args_like_python() {
+        assert_eq!(
+            args("3, \"a,b\", {x=1, y=[2, 3]}) = 0"),
+            (
+                vec!["3".into(), "\"a,b\"".into(), "{x=1, y=[2, 3]}".into()],
+                Some(25)
+            )
+        );
+        assert_eq!(args(")"), (vec![], Some(0)));
+        assert_eq!(args(" , )"), (vec!["".into(), "".into()], Some(3)));
+        assert_eq!(args("1, 2"), (vec!["1".into(), "2".into()], None));
+        // a char literal holds a comma
+        assert_eq!(args("',', 2)").0, vec!["','".to_string(), "2".into()]);
+        // a shift is no decoration
+        assert_eq!(args("1<<16, 2)").0, vec!["1<<16".to_string(), "2".into()]);
+    }
+
+    #[test]
+    fn ints_like_python() {
+        assert_eq!(parse_int(b"0644"), Some(0o644));
+        assert_eq!(parse_int(b"09"), Some(9));
+        assert_eq!(parse_int(b"-0x10"), Some(-16));
+        assert_eq!(parse_int(b"0x"), None);
+        assert_eq!(int0(b"1_000"), Some(1000));
+        assert_eq!(int0(b"022"), None);
+        assert_eq!(int0(b"00"), Some(0));
+        assert_eq!(int0(b"0x_1f"), Some(31));
+    }
+
+    #[test]
+    fn fds_and_paths() {
+        assert_eq!(
+            parse_fd(b"3</dev/kfd<char 238:0>>"),
+            (Some(3), Some(b"/dev/kfd".to_vec()))
+        );
+        assert_eq!(
+            parse_fd(b"6</x>(deleted)"),
+            (Some(6), Some(b"/x (deleted)".to_vec()))
+        );
+        assert_eq!(parse_fd(b"1<<16"), (None, None));
+        assert_eq!(unescape(b"a\\x41\\101\\n\\q\\xff"), b"aAA\nq\\xff".to_vec());
+    }
+
+    #[test]
+    fn field_names_are_sorted() {
+        assert!(FIELD_NAMES.windows(2).all(|w| w[0] < w[1]));
+        assert!(matches!(field_name(b"start_addr"), Cow::Borrowed(_)));
+        assert_eq!(field_name(b"zz_other"), "zz_other");
+    }
+
+    #[test]
+    fn values() {
+        let v = parse_value(b"{start_addr=0x1000, size=4096, op=KFD_IOCTL_SVM_OP_SET_ATTR, attrs=[{type=1, value=2}]}");
+        assert_eq!(v.get("size"), Some(&Value::Int(4096)));
+        assert_eq!(v.get("op"), Some(&Value::Int(0)));
+        assert_eq!(
+            parse_value(b"A_UNKNOWN|1"),
+            Value::Raw("A_UNKNOWN|1".into())
+        );
+        assert_eq!(parse_value(b"1<<4|1"), Value::Int(17));
+        assert_eq!(
+            parse_value(b"[1] => [2]"),
+            Value::Pair(Box::new((
+                Value::List(vec![Value::Int(1)]),
+                Value::List(vec![Value::Int(2)])
+            )))
+        );
+    }
+}

@@ -1,0 +1,289 @@
+//! `analyze`, `events_table` and `history`: the whole engine behind three
+//! calls (rocrtrace/_rust.py is their Python side).  The work runs without
+//! the GIL, several traces on threads of their own; only what the front
+//! reports crosses over: findings (their evidence events), inputs, limits,
+//! facts, programs, module maps, the event table's columns.
+
+use super::convert::{Files, event_to_py, finding_to_py, text_to_py};
+use super::read::{ReadError, info_to_py};
+use super::table::table_to_py;
+use crate::analyze::{self as engine, Options, TraceOut};
+use crate::events::{Event, InputInfo, Text};
+use crate::findings::Finding;
+use crate::read::InputError;
+use crate::replay::{Facts, Programs};
+use crate::table::EventTable;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+/// What one trace's analysis hands to Python (no Rc: it crosses threads).
+struct Report {
+    paths: Vec<String>,
+    infos: Vec<InputInfo>,
+    findings: Vec<Finding>,
+    limits: Vec<&'static str>,
+    facts: Facts,
+    programs: Programs,
+    maps: Vec<Event>,
+    table: Option<EventTable>,
+}
+
+impl From<TraceOut> for Report {
+    fn from(t: TraceOut) -> Self {
+        Report {
+            paths: t.paths,
+            infos: t.infos,
+            findings: t.findings,
+            limits: t.limits,
+            facts: t.facts,
+            programs: t.programs,
+            maps: t.maps,
+            table: t.table,
+        }
+    }
+}
+
+fn input_err(e: InputError) -> PyErr {
+    ReadError::new_err(e.0)
+}
+
+/// Each trace on its own thread, at most `jobs` at once, results in
+/// argument order (stable reports).
+fn run_all(paths: &[String], o: &Options, jobs: usize) -> Vec<Result<Report, InputError>> {
+    if jobs <= 1 || paths.len() <= 1 {
+        return paths
+            .iter()
+            .map(|p| engine::run(p, o, None).map(Report::from))
+            .collect();
+    }
+    let mut out: Vec<Option<Result<Report, InputError>>> = (0..paths.len()).map(|_| None).collect();
+    for (batch_no, batch) in paths.chunks(jobs).enumerate() {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = batch
+                .iter()
+                .map(|p| s.spawn(move || engine::run(p, o, None).map(Report::from)))
+                .collect();
+            for (i, h) in handles.into_iter().enumerate() {
+                let r = h
+                    .join()
+                    .unwrap_or_else(|_| Err(InputError("analysis thread panicked".into())));
+                out[batch_no * jobs + i] = Some(r);
+            }
+        });
+    }
+    out.into_iter()
+        .map(|r| r.expect("every trace ran"))
+        .collect()
+}
+
+fn report_to_py<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
+    let files = Files::new(r.paths.iter().map(|p| Text::from(p.as_str())));
+    let d = PyDict::new(py);
+    let infos = PyList::empty(py);
+    for i in &r.infos {
+        infos.append(info_to_py(py, i)?)?;
+    }
+    d.set_item("inputs", infos)?;
+    let found = PyList::empty(py);
+    for f in &r.findings {
+        found.append(finding_to_py(py, f, &files)?)?;
+    }
+    d.set_item("findings", found)?;
+    d.set_item("limits", PyList::new(py, &r.limits)?)?;
+    d.set_item("facts", (r.facts.svm_ioctls, r.facts.gpu_calls))?;
+    let exe = PyDict::new(py);
+    for (pid, path) in r.programs.exes() {
+        exe.set_item(pid, text_to_py(py, &path.0)?)?;
+    }
+    d.set_item("exe", exe)?;
+    let maps = PyList::empty(py);
+    for m in &r.maps {
+        maps.append(event_to_py(py, m, &files)?)?;
+    }
+    d.set_item("maps", maps)?;
+    if let Some(t) = &r.table {
+        d.set_item("table", table_to_py(py, t)?)?;
+    }
+    Ok(d)
+}
+
+fn options(input_format: Option<String>, max_line: usize, all_fds: bool, table: bool) -> Options {
+    Options {
+        input_format,
+        max_line,
+        all_fds,
+        table,
+        ..Options::default()
+    }
+}
+
+/// Events between two calls of the progress callback.
+const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// The traces one after the other, telling `progress.advance(n, file,
+/// line)` every [`PROGRESS_EVERY`] events (the CLI's progress bar).
+fn run_with_progress(
+    paths: &[String],
+    o: &Options,
+    progress: &Py<PyAny>,
+) -> Vec<Result<Report, InputError>> {
+    paths
+        .iter()
+        .map(|p| {
+            let mut n = 0u64;
+            let mut tick = |ev: &Event, files: &[String]| {
+                n += 1;
+                if n.is_multiple_of(PROGRESS_EVERY) {
+                    let file = &files[ev.h.file.0 as usize];
+                    // a failing progress bar must not fail the analysis
+                    let _ = Python::attach(|py| {
+                        progress.call_method1(py, "advance", (PROGRESS_EVERY, file, ev.h.line))
+                    });
+                }
+            };
+            engine::run(p, o, Some(&mut tick)).map(Report::from)
+        })
+        .collect()
+}
+
+/// analyze(paths, input_format=None, max_line=1 MiB, all_fds=False,
+/// table=False, jobs=1, progress=None) -> [per trace: {inputs, findings,
+/// limits, facts, exe, maps[, table]}]; an input error raises ReadError.
+#[pyfunction]
+#[pyo3(signature = (paths, input_format=None, max_line=engine::MAX_LINE, all_fds=false,
+                    table=false, jobs=1, progress=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn analyze<'py>(
+    py: Python<'py>,
+    paths: Vec<String>,
+    input_format: Option<String>,
+    max_line: usize,
+    all_fds: bool,
+    table: bool,
+    jobs: usize,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let o = options(input_format, max_line, all_fds, table);
+    let results = py.detach(|| match &progress {
+        Some(bar) => run_with_progress(&paths, &o, bar),
+        None => run_all(&paths, &o, jobs),
+    });
+    let out = PyList::empty(py);
+    for r in results {
+        out.append(report_to_py(py, &r.map_err(input_err)?)?)?;
+    }
+    Ok(out)
+}
+
+/// analyze_events(path, on_event, ...) -> the same as analyze for one
+/// trace, calling on_event(ev) with every event as a Python object (the
+/// perfetto format's sink: the slow path, only when that format is asked).
+#[pyfunction]
+#[pyo3(signature = (path, on_event, input_format=None, max_line=engine::MAX_LINE,
+                    all_fds=false, table=false))]
+pub fn analyze_events<'py>(
+    py: Python<'py>,
+    path: String,
+    on_event: Bound<'py, PyAny>,
+    input_format: Option<String>,
+    max_line: usize,
+    all_fds: bool,
+    table: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let o = options(input_format, max_line, all_fds, table);
+    let mut failed: Option<PyErr> = None;
+    let mut files = Files::default();
+    let mut cb = |ev: &Event, paths: &[String]| {
+        if failed.is_some() {
+            return;
+        }
+        if files.len() < paths.len() {
+            files = Files::new(paths.iter().map(|p| Text::from(p.as_str())));
+        }
+        let r = event_to_py(py, ev, &files).and_then(|e| on_event.call1((e,)));
+        if let Err(e) = r {
+            failed = Some(e);
+        }
+    };
+    let r = engine::run(&path, &o, Some(&mut cb));
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    report_to_py(py, &Report::from(r.map_err(input_err)?))
+}
+
+/// events_table(paths, input_format=None, max_line=1 MiB) -> (columns of
+/// every trace's events, [InputInfo]).
+#[pyfunction]
+#[pyo3(signature = (paths, input_format=None, max_line=engine::MAX_LINE))]
+pub fn events_table<'py>(
+    py: Python<'py>,
+    paths: Vec<String>,
+    input_format: Option<String>,
+    max_line: usize,
+) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyList>)> {
+    let got: Result<(EventTable, Vec<InputInfo>), InputError> = py.detach(|| {
+        let mut table = EventTable::default();
+        let mut infos = Vec::new();
+        for p in &paths {
+            let files = crate::read::open::open_files(p, input_format.as_deref())?;
+            let names: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
+            let trace =
+                crate::read::trace::Trace::new(p, files, max_line, crate::read::trace::Builtin);
+            let shared = trace.infos.clone();
+            for ev in trace.events() {
+                let ev = ev?;
+                table.push(&ev, names[ev.h.file.0 as usize].as_bytes());
+            }
+            infos.extend(shared.borrow().iter().cloned());
+        }
+        Ok((table, infos))
+    });
+    let (table, infos) = got.map_err(input_err)?;
+    let pinfos = PyList::empty(py);
+    for i in &infos {
+        pinfos.append(info_to_py(py, i)?)?;
+    }
+    Ok((table_to_py(py, &table)?, pinfos))
+}
+
+/// history(path, input_format=None, watch_fd=None, watch_addr=None) ->
+/// (rows, [InputInfo]): what the fd model (watch_fd = (pid, fd)) or the SVM
+/// model (watch_addr = (start, end[, pid])) recorded, for `rocrtrace show`.
+#[pyfunction]
+#[pyo3(signature = (path, input_format=None, watch_fd=None, watch_addr=None))]
+pub fn history<'py>(
+    py: Python<'py>,
+    path: String,
+    input_format: Option<String>,
+    watch_fd: Option<(Option<u32>, i64)>,
+    watch_addr: Option<Vec<Option<u128>>>,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+    let mut o = options(input_format, engine::MAX_LINE, false, false);
+    o.watch_fd = watch_fd;
+    if let Some(w) = &watch_addr {
+        let (Some(Some(s)), Some(Some(e))) = (w.first(), w.get(1)) else {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "watch_addr: (start, end[, pid])",
+            ));
+        };
+        let pid = w.get(2).map(|p| p.map(|v| v as u32));
+        o.watch_addr = Some((*s, *e, pid.filter(Option::is_some)));
+    }
+    let t = engine::run(&path, &o, None).map_err(input_err)?;
+    let files = Files::new(t.paths.iter().map(|p| Text::from(p.as_str())));
+    let rows = if watch_addr.is_some() {
+        super::svm::history_to_py(py, t.svm.history(), &files)?
+    } else {
+        let rows = PyList::empty(py);
+        for (ev, what, state) in t.fds.history() {
+            rows.append((event_to_py(py, ev, &files)?, what, state.as_deref()))?;
+        }
+        rows
+    };
+    let infos = PyList::empty(py);
+    for i in &t.infos {
+        infos.append(info_to_py(py, i)?)?;
+    }
+    Ok((rows, infos))
+}

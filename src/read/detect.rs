@@ -1,0 +1,195 @@
+//! Which dialect a file is in (inputs.py `_kind`, `_detect`, `_show`, and
+//! strace.py `looks_like_trace_line`, the cheap test detection uses).
+
+use super::layout::Layout;
+use super::pytext::{self, py_regex};
+use super::{InputError, input_error};
+use crate::events::Format;
+use regex::Regex;
+use std::fmt::Write as _;
+use std::sync::LazyLock;
+
+/// inputs.py DETECT_LINES: detection looks at this many non-blank lines.
+pub const DETECT_LINES: usize = 50;
+
+struct Res {
+    tinygrad: Regex,
+    ansi: Regex,
+    diag: Regex,
+    prefix: Regex,
+    name: Regex,
+    resumed: Regex,
+    exited: Regex,
+    signal: Regex,
+}
+
+/// `[\w.+-]` and `[\w#:]` of Python re.
+const WDOT: &str = r"[\p{L}\p{N}_.+\-]";
+const WHASH: &str = r"[\p{L}\p{N}_#:]";
+
+static RE: LazyLock<Res> = LazyLock::new(|| Res {
+    tinygrad: py_regex(r"\A(?:%s*-?\d+(?:\.\d+)? ms \+%s*-?\d+(?:\.\d+)? ms : |ioctl idir=)"),
+    ansi: Regex::new(r"\x1b\[[0-9;]*[A-Za-z]").unwrap(),
+    diag: py_regex(&format!(
+        r"(?:strace{WDOT}*: |\A)(?:\[ )?Process (\d{{1,10}}) (attached|detached)(?: with \d+ threads)?(?: - interrupt to quit)?%s*\z"
+    )),
+    // strace.py _PREFIX (every part optional: it always matches)
+    prefix: py_regex(concat!(
+        r"\A(?:\[pid%s+(\d{1,10})(<[^>]*>)?\]%s+|(\d{1,7})(<[^>]*>)?%s+)?",
+        r"(?:\[([^\]\s\x1c-\x1f]*:[^\]]*)\]%s+)?",
+        r"(?:(\d\d:\d\d:\d\d(?:\.\d+)?)%s+|(\d{9,}(?:\.\d+)?)%s+|%s*(\d{1,8}(?:\.\d+)?)%s+)?",
+        r"(?:\(\+%s*(\d+(?:\.\d+)?)\)%s+)?",
+        r"(?:\[%s*([\d?]+)\]%s+)?",
+        r"(?:\[([0-9a-f?]{8,16})\]%s+)?",
+    )),
+    name: py_regex(&format!(r"\A(?:[A-Za-z_]{WHASH}*|\?\?\?)\(")),
+    resumed: py_regex(&format!(r"\A<\.\.\. (?:{WHASH}+|\?\?\?) resumed>")),
+    exited: py_regex(
+        r"\A\+\+\+ (?:exited with (-?\d{1,20})|killed by (%w+)(?: \(core dumped\))?|superseded by execve in pid (\d{1,10})) \+\+\+",
+    ),
+    signal: py_regex(r"\A--- (?:stopped by )?(?:SIG%w+|%w+)"),
+});
+
+/// Does this line belong to the strace grammar (or the preload dialect)?
+/// (strace.py looks_like_trace_line)
+pub fn looks_like_trace_line(line: &str) -> bool {
+    if pytext::is_blank(line) {
+        return false;
+    }
+    let cleaned;
+    let line = if line.contains('\x1b') {
+        cleaned = RE.ansi.replace_all(line, "");
+        cleaned.as_ref()
+    } else {
+        line
+    };
+    if line.starts_with(" > ") || line.starts_with(" | ") {
+        return true;
+    }
+    if line.starts_with("# rocrtrace-log") || RE.diag.is_match(line) {
+        return true;
+    }
+    let end = RE.prefix.find(line).map_or(0, |m| m.end());
+    let body = &line[end..];
+    if RE.name.is_match(body) {
+        // the name's '(' is in the body: any such line is a call
+        return true;
+    }
+    RE.resumed.is_match(body)
+        || RE.exited.is_match(body)
+        || RE.signal.is_match(body)
+        || body.starts_with("% time")
+}
+
+/// The dialect one (cleaned) line belongs to, or None (inputs.py `_kind`).
+pub fn kind(line: &str) -> Option<Format> {
+    if line.starts_with("# rocrtrace-log") {
+        return Some(Format::Preload);
+    }
+    if RE.tinygrad.is_match(line) {
+        return Some(Format::Tinygrad);
+    }
+    let line = pytext::head_chars(line, 65536);
+    if line.starts_with('#') {
+        return None;
+    }
+    looks_like_trace_line(line).then_some(Format::Strace)
+}
+
+pub fn is_trace(line: &str) -> bool {
+    kind(line).is_some()
+}
+
+/// The format's name as the CLI spells it.
+pub fn format_name(f: Format) -> &'static str {
+    match f {
+        Format::Unknown => "unknown",
+        Format::Strace => "strace",
+        Format::Preload => "preload",
+        Format::Tinygrad => "tinygrad",
+    }
+}
+
+pub fn format_of(name: &str) -> Option<Format> {
+    Some(match name {
+        "strace" => Format::Strace,
+        "preload" => Format::Preload,
+        "tinygrad" => Format::Tinygrad,
+        _ => return None,
+    })
+}
+
+/// strace | preload | tinygrad, from the first lines after the preamble
+/// (inputs.py `_detect`).
+pub fn detect<S: AsRef<str>>(path: &str, lines: &[S], lay: &Layout) -> Result<Format, InputError> {
+    let from = (lay.first as usize).saturating_sub(1).min(lines.len());
+    let body: Vec<&str> = lines[from..]
+        .iter()
+        .map(|l| {
+            let l = l.as_ref();
+            if lay.prefix.is_empty() {
+                l
+            } else {
+                lay.unprefix(l)
+            }
+        })
+        .filter(|l| !pytext::is_blank(l))
+        .take(DETECT_LINES)
+        .collect();
+    if body.is_empty() {
+        if let Some(first) = lines
+            .iter()
+            .map(AsRef::as_ref)
+            .find(|l| !pytext::is_blank(l))
+        {
+            return Err(not_a_log(path, first));
+        }
+        return Err(input_error(path, "empty (no lines)"));
+    }
+    let kinds: Vec<Option<Format>> = body.iter().map(|l| kind(l)).collect();
+    if kinds[0] == Some(Format::Preload) {
+        return Ok(Format::Preload);
+    }
+    for fmt in [Format::Tinygrad, Format::Strace] {
+        let good = kinds.iter().filter(|&&k| k == Some(fmt)).count();
+        if good >= 1 && good * 3 >= body.len() {
+            return Ok(fmt);
+        }
+    }
+    Err(not_a_log(path, body[0]))
+}
+
+fn not_a_log(path: &str, line: &str) -> InputError {
+    input_error(
+        path,
+        &format!(
+            "not an strace, preload or tinygrad log (first line: {})",
+            show(line)
+        ),
+    )
+}
+
+/// `line[:60].encode("unicode_escape").decode("ascii")`
+pub fn show(line: &str) -> String {
+    let mut out = String::new();
+    for c in line.chars().take(60) {
+        let u = c as u32;
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            ' '..='~' => out.push(c),
+            _ if u < 0x100 => {
+                let _ = write!(out, "\\x{u:02x}");
+            }
+            _ if u < 0x10000 => {
+                let _ = write!(out, "\\u{u:04x}");
+            }
+            _ => {
+                let _ = write!(out, "\\U{u:08x}");
+            }
+        }
+    }
+    out
+}

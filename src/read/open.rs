@@ -1,0 +1,333 @@
+//! A TRACE argument -> its files, each with its format, layout and -ff tid
+//! (inputs.py `_expand`, `_head`, `open_trace`, `_layout_text`).
+
+use super::compress::{self, Compression};
+use super::detect::{self, DETECT_LINES};
+use super::layout::{self, DETECT_PREAMBLE, Layout};
+use super::lines::decode;
+use super::pytext;
+use super::{InputError, input_error, why};
+use crate::events::Format;
+use std::fs::{self, File};
+use std::io::{self, Cursor, ErrorKind, Read};
+use std::path::Path;
+
+/// inputs.py DETECT_BYTES: detection reads at most this much of a file.
+pub const DETECT_BYTES: usize = 8 << 20;
+const HEAD_READ: usize = 1 << 16;
+const HEAD_LONG: usize = 1 << 20;
+
+/// One file of a TRACE: what detection found, and for a pipe, FIFO or
+/// stdin the one stream there is (its head replayed in front).
+pub struct FileSpec {
+    pub path: String,
+    pub format: Format,
+    pub tid: Option<u32>,
+    pub layout: Layout,
+    /// `_layout_text`: "" or "indented by 4 column(s)" ...
+    pub layout_text: String,
+    pub stream: Option<Box<dyn Read>>,
+}
+
+impl FileSpec {
+    /// The decompressed bytes of the file, from its start.
+    pub fn open(&mut self) -> Result<Box<dyn Read>, InputError> {
+        if let Some(s) = self.stream.take() {
+            return Ok(s);
+        }
+        if is_stream(&self.path) {
+            return Err(input_error(&self.path, "a pipe can be read only once"));
+        }
+        super::open_path(&self.path)
+    }
+}
+
+fn is_file(p: &str) -> bool {
+    fs::metadata(p).is_ok_and(|m| m.is_file())
+}
+
+/// stdin, a pipe, a FIFO, /dev/fd/N: anything that cannot be opened twice
+/// or seeked (inputs.py `_is_stream`).
+pub fn is_stream(path: &str) -> bool {
+    path == "-" || !is_file(path)
+}
+
+/// os.path.join(dir, name)
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() || dir.ends_with('/') {
+        format!("{dir}{name}")
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// The files a TRACE argument names (inputs.py `_expand`).
+pub fn expand(arg: &str) -> Result<Vec<String>, InputError> {
+    if arg == "-" {
+        return Ok(vec!["-".into()]);
+    }
+    if fs::metadata(arg).is_ok_and(|m| m.is_dir()) {
+        let rd = fs::read_dir(arg).map_err(|e| input_error(arg, &why(&e)))?;
+        let mut names: Vec<String> = Vec::new();
+        for ent in rd {
+            let ent = ent.map_err(|e| input_error(arg, &why(&e)))?;
+            names.push(ent.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        let paths: Vec<String> = names
+            .iter()
+            .filter(|n| !n.starts_with('.'))
+            .map(|n| join(arg, n))
+            .filter(|p| is_file(p))
+            .collect();
+        if paths.is_empty() {
+            return Err(input_error(arg, "empty directory"));
+        }
+        return Ok(paths);
+    }
+    if Path::new(arg).exists() {
+        return Ok(vec![arg.into()]);
+    }
+    if arg.contains(['*', '?', '[']) {
+        let mut paths: Vec<String> = super::pyglob::glob(arg)
+            .into_iter()
+            .filter(|p| is_file(p))
+            .collect();
+        paths.sort();
+        if paths.is_empty() {
+            return Err(input_error(arg, "no files match"));
+        }
+        return Ok(paths);
+    }
+    Err(input_error(arg, "no such file or directory"))
+}
+
+/// Path without a compression suffix (inputs.py `_strip_compression`).
+fn strip_compression(path: &str) -> &str {
+    for suf in [".gz", ".xz", ".bz2", ".zst"] {
+        if let Some(p) = path.strip_suffix(suf) {
+            return p;
+        }
+    }
+    path
+}
+
+/// The tid an -ff file's name ends in (`\.(\d+)$`).
+fn ff_tid(path: &str) -> Option<u32> {
+    let p = strip_compression(path);
+    let p = p.strip_suffix('\n').unwrap_or(p);
+    let tail = p.len()
+        - p.trim_end_matches(|c: char| pytext::digit_value(c).is_some())
+            .len();
+    let digits = &p[p.len() - tail..];
+    if digits.is_empty() || !p[..p.len() - tail].ends_with('.') {
+        return None;
+    }
+    pytext::int(digits).and_then(|v| u32::try_from(v).ok())
+}
+
+/// Up to `n` bytes (a pipe may return fewer per read), as Python's
+/// buffered read(n) returns them.
+fn read_up_to(r: &mut dyn Read, n: usize) -> io::Result<Vec<u8>> {
+    let mut out = vec![0; n];
+    let mut have = 0;
+    while have < n {
+        match r.read(&mut out[have..]) {
+            Ok(0) => break,
+            Ok(k) => have += k,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    out.truncate(have);
+    Ok(out)
+}
+
+/// The decompressed stream of `raw`, and whether it is compressed.
+fn open_kind(path: &str, mut raw: Box<dyn Read>) -> Result<(Box<dyn Read>, bool), InputError> {
+    let head = compress::read_full(&mut raw, compress::MAGIC_LEN)
+        .map_err(|e| input_error(path, &format!("read error: {}", why(&e))))?;
+    let kind: Option<Compression> = compress::compression_of(&head);
+    let r = compress::decoder(kind, head, raw).map_err(|w| input_error(path, w))?;
+    Ok((r, kind.is_some()))
+}
+
+/// What `_head` read: the first lines, whether the stream ended, the bytes.
+pub struct Head {
+    pub lines: Vec<String>,
+    pub ended: bool,
+    pub data: Vec<u8>,
+}
+
+/// The first lines of a stream for detection (inputs.py `_head`): until
+/// DETECT_LINES lines that could be trace lines, DETECT_PREAMBLE lines or
+/// DETECT_BYTES.  `first`: the size of the first read (Python's replayed
+/// magic bytes come back alone from an uncompressed file).
+pub fn head(path: &str, r: &mut dyn Read, first: Option<usize>) -> Result<Head, InputError> {
+    let mut first = first;
+    let mut read = |r: &mut dyn Read| {
+        let n = first.take().unwrap_or(HEAD_READ);
+        read_up_to(r, n).map_err(|e| input_error(path, &format!("cannot read: {}", why(&e))))
+    };
+    let mut data: Vec<u8> = Vec::new();
+    let mut lines: Vec<String> = Vec::new();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut nonblank = 0;
+    let mut ended = false;
+    while data.len() < DETECT_BYTES {
+        let part = read(r)?;
+        if part.is_empty() {
+            ended = true;
+            break;
+        }
+        data.extend_from_slice(&part);
+        buf.extend_from_slice(&part);
+        let Some(cut) = memchr::memrchr(b'\n', &buf) else {
+            if buf.len() > HEAD_LONG {
+                // an over-long line: keep its head for detection
+                lines.push(decode(&buf[..65536]));
+                buf.clear();
+                loop {
+                    // skip to its end inside the detection budget
+                    let part = read(r)?;
+                    if part.is_empty() {
+                        ended = true;
+                        break;
+                    }
+                    data.extend_from_slice(&part);
+                    if let Some(nl) = memchr::memchr(b'\n', &part) {
+                        buf = part[nl + 1..].to_vec();
+                        break;
+                    }
+                    if data.len() >= DETECT_BYTES {
+                        break;
+                    }
+                }
+                if ended {
+                    break;
+                }
+            }
+            continue;
+        };
+        for raw in buf[..cut].split(|&b| b == b'\n') {
+            let mut ln = decode(raw);
+            if ln.ends_with('\r') {
+                ln.pop();
+            }
+            let counts = !pytext::is_blank(&ln)
+                && detect::kind(ln.trim_start_matches([' ', '\t', '>'])).is_some();
+            if ln.len() > HEAD_LONG {
+                ln = pytext::head_chars(&ln, HEAD_LONG).to_string();
+            }
+            lines.push(ln);
+            if counts {
+                nonblank += 1;
+            }
+        }
+        buf.drain(..=cut);
+        if nonblank >= DETECT_LINES || lines.len() >= DETECT_PREAMBLE {
+            break;
+        }
+    }
+    if ended && !buf.is_empty() {
+        let mut ln = decode(&buf);
+        if ln.ends_with('\r') {
+            ln.pop();
+        }
+        lines.push(ln);
+    }
+    Ok(Head { lines, ended, data })
+}
+
+/// inputs.py `_layout_text`
+pub fn layout_text(lay: &Layout) -> String {
+    if lay.prefix.is_empty() {
+        return String::new();
+    }
+    if lay.quote {
+        return format!("quoted with {}", py_repr(pytext::strip(&lay.prefix)));
+    }
+    let n = lay.prefix.chars().count();
+    let tabs = lay.prefix.chars().filter(|&c| c == '\t').count();
+    format!(
+        "indented by {n} {}",
+        if tabs == n { "tab(s)" } else { "column(s)" }
+    )
+}
+
+/// repr() of a str of '>', ' ' and '\t' (what a quoting prefix holds).
+fn py_repr(s: &str) -> String {
+    let q = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::from(q);
+    for c in s.chars() {
+        match c {
+            '\t' => out.push_str("\\t"),
+            '\\' => out.push_str("\\\\"),
+            c if c == q => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(q);
+    out
+}
+
+/// The files of one TRACE argument, detected (inputs.py `open_trace`).
+/// `input_format`: None or "auto" detects; a forced format skips detection
+/// only.
+pub fn open_files(arg: &str, input_format: Option<&str>) -> Result<Vec<FileSpec>, InputError> {
+    let paths = expand(arg)?;
+    let forced = input_format.filter(|f| *f != "auto");
+    let mut files = Vec::new();
+    let several = paths.len() > 1;
+    for path in paths {
+        let streaming = is_stream(&path);
+        if !streaming && fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
+            return Err(input_error(&path, "empty file"));
+        }
+        let raw: Box<dyn Read> = if path == "-" {
+            Box::new(io::stdin())
+        } else {
+            match File::open(&path) {
+                Ok(f) if f.metadata().is_ok_and(|m| m.is_dir()) => {
+                    return Err(input_error(&path, &why(&io::Error::from_raw_os_error(21))));
+                }
+                Ok(f) => Box::new(f),
+                Err(e) => return Err(input_error(&path, &why(&e))),
+            }
+        };
+        let (mut stream, compressed) = open_kind(&path, raw)?;
+        let first = (!compressed).then_some(compress::MAGIC_LEN);
+        let h = head(&path, stream.as_mut(), first)?;
+        if h.data.is_empty() {
+            return Err(input_error(&path, "empty"));
+        }
+        let lay = layout::layout(&h.lines, &detect::is_trace);
+        let format = match forced {
+            Some(f) => detect::format_of(f).unwrap_or(Format::Unknown),
+            None => detect::detect(&path, &h.lines, &lay)?,
+        };
+        let keep: Option<Box<dyn Read>> =
+            streaming.then(|| Box::new(Cursor::new(h.data).chain(stream)) as Box<dyn Read>);
+        let tid = if several && format == Format::Strace {
+            ff_tid(&path)
+        } else {
+            None
+        };
+        files.push(FileSpec {
+            layout_text: layout_text(&lay),
+            path,
+            format,
+            tid,
+            layout: lay,
+            stream: keep,
+        });
+    }
+    Ok(files)
+}

@@ -1,0 +1,565 @@
+//! One TRACE argument: its files and their merged event stream (inputs.py
+//! `Trace`, `_file_events`, `_ff_threads`, `_parents_first`).
+//!
+//! A dialect plugs in through [`Dialect`] (one parser per file: feed /
+//! finish, as the Python parsers) and [`Dialects`] (which parser a file
+//! gets); the reading, the layout clean-up and the merge are the same for
+//! every dialect.
+
+use super::detect::format_name;
+use super::lines::{CHUNK, Line, LineReader, ReadInfo};
+use super::merge::{Key, Maker, Spill, Stream, bounded_merge};
+use super::open::FileSpec;
+use super::{InputError, input_error};
+use crate::events::{Event, FileId, Format, InputInfo, Kind, Text};
+use crate::parse::{strace, tinygrad};
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::Read;
+use std::rc::Rc;
+
+/// inputs.py MAX_OPEN: files a -ff merge holds open at once.
+pub const MAX_OPEN: usize = 64;
+/// inputs.py MERGE_CHUNK: read size per file while merging many files.
+pub const MERGE_CHUNK: usize = 64 << 10;
+
+/// A parser of one file of one dialect.
+pub trait Dialect {
+    /// The events line `lineno` completes, appended to `out`.
+    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Event>);
+    /// The events still pending at the end of the file.
+    fn finish(&mut self, out: &mut Vec<Event>);
+    /// The file's counts, which reading adds to as well.
+    fn info(&mut self) -> &mut InputInfo;
+}
+
+impl Dialect for tinygrad::Parser {
+    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Event>) {
+        tinygrad::Parser::feed(self, lineno, line, out)
+    }
+    fn finish(&mut self, out: &mut Vec<Event>) {
+        tinygrad::Parser::finish(self, out)
+    }
+    fn info(&mut self) -> &mut InputInfo {
+        &mut self.info
+    }
+}
+
+/// What -ff files tell about each other (inputs.py `_ff_threads`).
+#[derive(Debug, Default, Clone)]
+pub struct Threads {
+    /// tid -> tgid
+    pub tgid_of: HashMap<u32, u32>,
+    /// tid -> the `<pid changed to N ...>` execve line (number, text)
+    pub handover: HashMap<u32, (u64, String)>,
+    /// tid -> (the tid whose clone/fork made it, made as a thread)
+    pub parent: HashMap<u32, (u32, bool)>,
+}
+
+/// Which parser each file gets.
+pub trait Dialects {
+    /// A parser for `spec` (its tid, and the -ff knowledge when the trace
+    /// has several files), counting into `info`; None: no port of it.
+    fn parser(
+        &self,
+        spec: &FileSpec,
+        file: FileId,
+        info: InputInfo,
+        threads: Option<&Threads>,
+    ) -> Option<Box<dyn Dialect>>;
+}
+
+impl Dialect for strace::Parser {
+    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Event>) {
+        strace::Parser::feed(self, lineno, line.as_bytes(), out)
+    }
+    fn finish(&mut self, out: &mut Vec<Event>) {
+        strace::Parser::finish(self, out)
+    }
+    fn info(&mut self) -> &mut InputInfo {
+        &mut self.info
+    }
+}
+
+/// Every dialect the core reads.
+pub struct Builtin;
+
+impl Dialects for Builtin {
+    fn parser(
+        &self,
+        spec: &FileSpec,
+        file: FileId,
+        info: InputInfo,
+        threads: Option<&Threads>,
+    ) -> Option<Box<dyn Dialect>> {
+        Some(match spec.format {
+            Format::Tinygrad => Box::new(tinygrad::Parser::new(file, info)),
+            _ => {
+                let handover: Option<HashMap<u32, (u64, Vec<u8>)>> = threads.map(|t| {
+                    t.handover
+                        .iter()
+                        .map(|(&k, (n, line))| (k, (*n, line.as_bytes().to_vec())))
+                        .collect()
+                });
+                Box::new(strace::Parser::new(
+                    file,
+                    info,
+                    spec.tid,
+                    threads.map(|t| &t.tgid_of),
+                    handover,
+                ))
+            }
+        })
+    }
+}
+
+/// "a strace", "an …" (inputs.py `_article`).
+fn article(fmt: &str) -> String {
+    let a = if fmt.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{a} {fmt}")
+}
+
+/// The lines of one file after reading and layout clean-up, counted into
+/// the parser's info as inputs.py `read_lines` and `clean_lines` count.
+pub struct CleanLines {
+    lr: LineReader<Box<dyn Read>>,
+    layout: super::Layout,
+}
+
+impl CleanLines {
+    pub fn new(
+        r: Box<dyn Read>,
+        path: &str,
+        layout: super::Layout,
+        max_line: usize,
+        chunk: usize,
+    ) -> Self {
+        CleanLines {
+            lr: LineReader::new(r, ReadInfo::new(path), max_line).chunk_size(chunk),
+            layout,
+        }
+    }
+
+    /// The next line to feed, borrowed from the read buffer where it can
+    /// be (None text: an over-long line, to be counted in info.lines),
+    /// Ok(None) at the end.
+    pub fn next(&mut self, info: &mut InputInfo) -> Result<Option<Line<'_>>, InputError> {
+        loop {
+            // the reader's counts move to info first (in line order)
+            let got = self.lr.advance();
+            self.sync(info);
+            let Some((lineno, is_line)) = got? else {
+                return Ok(None);
+            };
+            if lineno < self.layout.first && !self.layout.plain() {
+                info.preamble += 1;
+                if !is_line {
+                    // an over-long preamble line
+                    info.too_long -= 1;
+                    info.unparsed -= 1;
+                    if info.unparsed_samples.last().is_some_and(|s| s.0 == lineno) {
+                        info.unparsed_samples.pop();
+                    }
+                }
+                info.lines += 1;
+                continue;
+            }
+            if !is_line {
+                return Ok(Some((lineno, None)));
+            }
+            let text = self.lr.text();
+            let prefix = &self.layout.prefix;
+            if prefix.is_empty() {
+                return Ok(Some((lineno, Some(text))));
+            }
+            let out = match text {
+                Cow::Borrowed(t) => Cow::Borrowed(self.layout.unprefix(t)),
+                Cow::Owned(t) => {
+                    let rest = self.layout.unprefix(&t);
+                    if rest.len() == t.len() {
+                        Cow::Owned(t)
+                    } else {
+                        Cow::Owned(rest.to_string())
+                    }
+                }
+            };
+            return Ok(Some((lineno, Some(out))));
+        }
+    }
+
+    /// Move what the reader counted into the file's info, in line order.
+    fn sync(&mut self, info: &mut InputInfo) {
+        let r = &mut self.lr.info;
+        if r.unparsed > 0 || r.too_long > 0 {
+            info.too_long += std::mem::take(&mut r.too_long);
+            let n = std::mem::take(&mut r.unparsed);
+            let samples = std::mem::take(&mut r.unparsed_samples);
+            let k = samples.len() as u64;
+            for (line, text) in samples {
+                info.add_unparsed(line, text.as_bytes());
+            }
+            info.unparsed += n - k;
+        }
+        info.ends_mid_line |= r.ends_mid_line;
+        info.crlf |= r.crlf;
+    }
+}
+
+/// The events of one file, then its info into `infos[idx]`.
+pub struct FileEvents {
+    lines: CleanLines,
+    parser: Box<dyn Dialect>,
+    out: VecDeque<Event>,
+    buf: Vec<Event>,
+    done: bool,
+    finished: bool,
+    path: String,
+    fmt: &'static str,
+    idx: usize,
+    infos: Rc<RefCell<Vec<InputInfo>>>,
+}
+
+impl FileEvents {
+    /// The parser's new events become the queue (`out` is empty here): the
+    /// two trade buffers instead of moving each event across.
+    fn take_buf(&mut self) {
+        debug_assert!(self.out.is_empty());
+        let empty = Vec::from(std::mem::take(&mut self.out));
+        self.out = VecDeque::from(std::mem::replace(&mut self.buf, empty));
+    }
+
+    fn end(&mut self) -> Option<Result<Event, InputError>> {
+        self.done = true;
+        let info = std::mem::take(self.parser.info());
+        let bad = info.events == 0 && info.lines > info.preamble;
+        self.infos.borrow_mut()[self.idx] = info;
+        bad.then(|| {
+            Err(input_error(
+                &self.path,
+                &format!("no line parses as {} log", article(self.fmt)),
+            ))
+        })
+    }
+}
+
+impl Iterator for FileEvents {
+    type Item = Result<Event, InputError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(ev) = self.out.pop_front() {
+                return Some(Ok(ev));
+            }
+            if self.done {
+                return None;
+            }
+            if self.finished {
+                // every event is out: the info is complete
+                return self.end();
+            }
+            match self.lines.next(self.parser.info()) {
+                Err(e) => {
+                    self.done = true;
+                    let info = self.parser.info().clone();
+                    self.infos.borrow_mut()[self.idx] = info;
+                    return Some(Err(e));
+                }
+                Ok(Some((_, None))) => self.parser.info().lines += 1,
+                Ok(Some((lineno, Some(line)))) => {
+                    self.parser.feed(lineno, &line, &mut self.buf);
+                    self.take_buf();
+                }
+                Ok(None) => {
+                    self.parser.finish(&mut self.buf);
+                    self.take_buf();
+                    self.finished = true;
+                }
+            }
+        }
+    }
+}
+
+/// One TRACE argument.
+pub struct Trace<D: Dialects> {
+    pub arg: String,
+    pub files: Vec<FileSpec>,
+    /// per file, filled as its events are read
+    pub infos: Rc<RefCell<Vec<InputInfo>>>,
+    pub max_line: usize,
+    /// tests: files a merge may hold open
+    pub max_open: usize,
+    /// the first file's FileId; the others follow
+    pub first_id: u32,
+    dialects: Rc<D>,
+}
+
+impl<D: Dialects + 'static> Trace<D> {
+    pub fn new(arg: &str, files: Vec<FileSpec>, max_line: usize, dialects: D) -> Self {
+        let infos = files
+            .iter()
+            .map(|f| {
+                let mut i = InputInfo::new(Text::from(f.path.as_str()));
+                i.format = f.format;
+                i.layout = f.layout_text.as_str().into();
+                i
+            })
+            .collect();
+        Trace {
+            arg: arg.to_string(),
+            files,
+            infos: Rc::new(RefCell::new(infos)),
+            max_line,
+            max_open: MAX_OPEN,
+            first_id: 0,
+            dialects: Rc::new(dialects),
+        }
+    }
+
+    pub fn paths(&self) -> Vec<&str> {
+        self.files.iter().map(|f| f.path.as_str()).collect()
+    }
+
+    fn file_events(
+        &self,
+        i: usize,
+        spec: &mut FileSpec,
+        threads: Option<&Threads>,
+        chunk: usize,
+    ) -> Result<FileEvents, InputError> {
+        let info = self.infos.borrow()[i].clone();
+        let r = spec.open()?;
+        let fid = FileId(self.first_id + i as u32);
+        let Some(parser) = self.dialects.parser(spec, fid, info, threads) else {
+            return Err(input_error(
+                &spec.path,
+                &format!(
+                    "the {} dialect is not ported to Rust yet",
+                    format_name(spec.format)
+                ),
+            ));
+        };
+        Ok(FileEvents {
+            lines: CleanLines::new(r, &spec.path, spec.layout.clone(), self.max_line, chunk),
+            parser,
+            out: VecDeque::new(),
+            buf: Vec::new(),
+            done: false,
+            finished: false,
+            path: spec.path.clone(),
+            fmt: format_name(spec.format),
+            idx: i,
+            infos: self.infos.clone(),
+        })
+    }
+
+    /// The merged stream in completion order; seq unique in the trace.
+    /// Consumes the files (a pipe is read once).
+    pub fn events(mut self) -> Box<dyn Iterator<Item = Result<Event, InputError>>>
+    where
+        Event: Spill,
+    {
+        let mut files = std::mem::take(&mut self.files);
+        if files.len() == 1 {
+            let one = self.file_events(0, &mut files[0], None, CHUNK);
+            return Box::new(with_seq(match one {
+                Ok(evs) => Box::new(evs) as Box<dyn Iterator<Item = _>>,
+                Err(e) => Box::new(std::iter::once(Err(e))),
+            }));
+        }
+        let threads = match ff_threads(&files, self.max_line, &*self.dialects) {
+            Ok(t) => Rc::new(t),
+            Err(e) => return Box::new(std::iter::once(Err(e))),
+        };
+        let order = parents_first(&files, &threads.parent);
+        let chunk = if files.len() <= 8 { CHUNK } else { MERGE_CHUNK };
+        let mut slots: Vec<Option<FileSpec>> = files.into_iter().map(Some).collect();
+        let me = Rc::new(self);
+        let makers: Vec<Maker<Event>> = order
+            .into_iter()
+            .enumerate()
+            .map(|(pos, i)| {
+                let mut spec = slots[i].take().expect("each file once");
+                let me = me.clone();
+                let threads = threads.clone();
+                Box::new(move || -> Stream<Event> {
+                    match me.file_events(i, &mut spec, Some(&threads), chunk) {
+                        Ok(evs) => Box::new(keyed(evs, pos as u32)),
+                        Err(e) => Box::new(std::iter::once(Err(e))),
+                    }
+                }) as Maker<Event>
+            })
+            .collect();
+        let merged = bounded_merge(makers, me.max_open);
+        Box::new(with_seq(Box::new(merged.map(|r| r.map(|(_, ev)| ev)))))
+    }
+}
+
+fn with_seq(
+    evs: Box<dyn Iterator<Item = Result<Event, InputError>>>,
+) -> impl Iterator<Item = Result<Event, InputError>> {
+    let mut seq = 0;
+    let mut failed = false;
+    evs.map_while(move |r| {
+        if failed {
+            return None;
+        }
+        Some(match r {
+            Ok(mut ev) => {
+                ev.h.seq = seq;
+                seq += 1;
+                Ok(ev)
+            }
+            Err(e) => {
+                failed = true;
+                Err(e)
+            }
+        })
+    })
+}
+
+/// inputs.py `Trace._keyed`
+fn keyed(evs: FileEvents, idx: u32) -> impl Iterator<Item = Result<(Key, Event), InputError>> {
+    let mut last = f64::NEG_INFINITY;
+    let mut n = 0;
+    evs.map(move |r| {
+        r.map(|ev| {
+            if let Some(end) = ev.h.end()
+                && end > last
+            {
+                last = end;
+            }
+            n += 1;
+            (Key { last, idx, n }, ev)
+        })
+    })
+}
+
+/// tid -> tgid for -ff files from a pre-pass over their clone lines, the
+/// execve lines that end `<pid changed to N ...>`, and who made each tid
+/// (inputs.py `_ff_threads`).
+pub fn ff_threads<D: Dialects + ?Sized>(
+    files: &[FileSpec],
+    max_line: usize,
+    dialects: &D,
+) -> Result<Threads, InputError> {
+    let mut t = Threads::default();
+    let tids: Vec<u32> = {
+        let mut seen = HashSet::new();
+        files
+            .iter()
+            .filter_map(|f| f.tid)
+            .filter(|x| seen.insert(*x))
+            .collect()
+    };
+    if tids.is_empty() {
+        return Ok(t);
+    }
+    for f in files {
+        let Some(tid) = f.tid else { continue };
+        if f.format != Format::Strace || f.stream.is_some() {
+            continue;
+        }
+        let mut info = InputInfo::new(Text::from(f.path.as_str()));
+        let r = super::open_path(&f.path)?;
+        let Some(mut p) = dialects.parser(f, FileId(0), info.clone(), None) else {
+            continue;
+        };
+        let mut lines = CleanLines::new(r, &f.path, f.layout.clone(), max_line, MERGE_CHUNK);
+        let mut out = Vec::new();
+        while let Some((lineno, line)) = lines.next(&mut info)? {
+            let Some(line) = line else { continue };
+            if line.contains("<pid changed to ") {
+                t.handover.insert(tid, (lineno, line.into_owned()));
+                continue;
+            }
+            if !line.contains("clone") && !line.contains("fork") && !line.contains("syscall_0x1b3")
+            {
+                continue;
+            }
+            p.feed(lineno, &line, &mut out);
+            for ev in out.drain(..) {
+                note_clone(&mut t.parent, &ev, tid);
+            }
+        }
+        p.finish(&mut out);
+        for ev in out.drain(..) {
+            note_clone(&mut t.parent, &ev, tid);
+        }
+    }
+    let mut tgid: HashMap<u32, u32> = HashMap::new();
+    for &x in &tids {
+        // walk up the thread parents without recursion; a cycle (two files
+        // naming each other) stops at the first repeat
+        let mut chain = Vec::new();
+        let mut seen = HashSet::new();
+        let mut g = x;
+        while !tgid.contains_key(&g) {
+            match t.parent.get(&g) {
+                Some(&(pr, true)) if !seen.contains(&g) => {
+                    seen.insert(g);
+                    chain.push(g);
+                    g = pr;
+                }
+                _ => break,
+            }
+        }
+        let root = *tgid.get(&g).unwrap_or(&g);
+        tgid.insert(g, root);
+        for c in chain {
+            tgid.insert(c, root);
+        }
+    }
+    t.tgid_of = tgid;
+    Ok(t)
+}
+
+fn note_clone(parent: &mut HashMap<u32, (u32, bool)>, ev: &Event, tid: u32) {
+    if !matches!(ev.name.as_ref(), "clone" | "clone3" | "fork" | "vfork") {
+        return;
+    }
+    let Some(ret) = ev.h.ret.filter(|&r| r > 0 && r != tid as i64) else {
+        return;
+    };
+    let Ok(ret) = u32::try_from(ret) else { return };
+    let thread = matches!(&ev.kind, Kind::Clone(c) if c.thread);
+    parent.insert(ret, (tid, thread));
+}
+
+/// The files in merge order: each after the file of the tid that made it,
+/// otherwise as listed (inputs.py `_parents_first`).
+pub fn parents_first(files: &[FileSpec], parent: &HashMap<u32, (u32, bool)>) -> Vec<usize> {
+    let mut at: HashMap<u32, usize> = HashMap::new();
+    for (i, f) in files.iter().enumerate() {
+        if let Some(t) = f.tid {
+            at.insert(t, i);
+        }
+    }
+    let mut order = Vec::new();
+    let mut placed = vec![false; files.len()];
+    for i in 0..files.len() {
+        let mut chain = Vec::new();
+        let mut seen = HashSet::new();
+        let mut j = Some(i);
+        while let Some(k) = j {
+            if placed[k] || seen.contains(&k) {
+                break; // a cycle stops
+            }
+            chain.push(k);
+            seen.insert(k);
+            j = files[k]
+                .tid
+                .and_then(|t| parent.get(&t))
+                .and_then(|&(made_by, _)| at.get(&made_by).copied());
+        }
+        for &k in chain.iter().rev() {
+            placed[k] = true;
+            order.push(k);
+        }
+    }
+    order
+}
