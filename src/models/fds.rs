@@ -1612,12 +1612,21 @@ impl FdModel {
             snap.insert(Fd::from(*n), path);
         }
         let mut t = self.take_table(p);
-        if k.when == When::Exit {
+        // the exit snapshot adopts what no traced call created; the start
+        // snapshot lists every fd the process begins with
+        let exit = k.when == When::Exit;
+        let (origin, adopted) = if exit {
             p.exit_snapshot = true;
-            for n in t.ordered() {
-                if !snap.contains_key(&n) {
-                    // closed by a call the hook cannot see
-                    self.o.release(p, &mut t, l, n, None, "unseen");
+            ("unknown", "open at exit, creator not in the trace")
+        } else {
+            p.complete = true;
+            ("pre-existing", "open when the capture started")
+        };
+        for n in t.ordered() {
+            if !snap.contains_key(&n) {
+                // closed by a call the hook cannot see
+                self.o.release(p, &mut t, l, n, None, "unseen");
+                if exit {
                     self.o.hist(Some(&*t), ev, p.pid, n, || {
                         format!(
                             "fd {n} absent from the exit snapshot: closed by a call the capture \
@@ -1625,34 +1634,6 @@ impl FdModel {
                         )
                     });
                 }
-            }
-            for (&n, &path) in &snap {
-                if let Some(s) = t.slots.get_mut(&n) {
-                    use_path(s, path);
-                } else {
-                    self.o.install(
-                        p,
-                        &mut t,
-                        l,
-                        ev,
-                        n,
-                        kind_of(Some(path)),
-                        Cow::Borrowed("unknown"),
-                        Some(path.clone()),
-                        false,
-                        None,
-                        false,
-                        || format!("fd {n} open at exit, creator not in the trace"),
-                    );
-                }
-            }
-            self.put_table(p, t);
-            return;
-        }
-        p.complete = true; // every open fd is listed
-        for n in t.ordered() {
-            if !snap.contains_key(&n) {
-                self.o.release(p, &mut t, l, n, None, "unseen");
             }
         }
         for (&n, &path) in &snap {
@@ -1666,12 +1647,12 @@ impl FdModel {
                     ev,
                     n,
                     kind_of(Some(path)),
-                    Cow::Borrowed("pre-existing"),
+                    Cow::Borrowed(origin),
                     Some(path.clone()),
                     false,
                     None,
                     false,
-                    || format!("fd {n} open when the capture started"),
+                    || format!("fd {n} {adopted}"),
                 );
             }
         }
