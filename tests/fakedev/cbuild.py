@@ -18,8 +18,14 @@ def build(source: str | Path, name: str, shared: bool = False,
     """Compile C `source` (text or a path) to a cached executable/library."""
     text = Path(source).read_text() if isinstance(source, Path) else source
     flags = list(flags or [])
+    headers = ""
+    if isinstance(source, Path):
+        # its own headers: found beside it, and part of what the cache keys on
+        flags.append(f"-I{source.parent}")
+        headers = "".join(h.read_text() for h in sorted(source.parent.glob("*.h")))
     cc = find_compiler()
-    key = hashlib.sha256((text + " ".join(flags) + cc + str(shared)).encode()).hexdigest()[:16]
+    key = hashlib.sha256((text + headers + " ".join(flags) + cc + str(shared)).encode()) \
+        .hexdigest()[:16]
     out = cache_root() / "test-bin" / key / name
     if out.exists():
         return out

@@ -21,16 +21,7 @@ static hsa_agent_t gpu, cpu;
 static hsa_amd_memory_pool_t vram, sysfine;
 static int fails;
 
-/* 1 once a thread is blocked in the fake device's WAIT_EVENTS (it counts
- * them in fakedev_waiting), 0 if none is within 60 s */
-static int fake_wait_started(void) {
-  int *waiting = dlsym(RTLD_DEFAULT, "fakedev_waiting");
-  for (int i = 0; waiting && i < 60000; i++) {
-    if (__atomic_load_n(waiting, __ATOMIC_SEQ_CST) > 0) return 1;
-    usleep(1000);
-  }
-  return 0;
-}
+#include "fakewait.h"
 
 #define CHECK(call, want)                                                   \
   do {                                                                      \
