@@ -656,6 +656,7 @@ impl PageRef {
             if always || nv != v {
                 let id = self.id();
                 self.paint(ps.max(s), hi, Some((id, nv)));
+                self.retag(hi, pe, v);
             }
             pos = hi;
         }
@@ -674,9 +675,24 @@ impl PageRef {
             .map(|(ps, pe, v)| (ps.max(s), pe.min(e), v))
             .collect();
         if s < e {
+            if let Some(&(ps, pe, v)) = self.overlapping(s, e).last()
+                && ps < s
+                && pe > e
+            {
+                self.retag(e, pe, v); // the tail of a piece cut in two
+            }
             self.paint(s, e, None);
         }
         out
+    }
+
+    /// A split's tail is a piece of its own: a fresh id, so that merging
+    /// its head with a neighbour later cannot reach it.
+    fn retag(&mut self, s: u64, e: u64, v: u8) {
+        if s < e {
+            let id = self.id();
+            self.paint(s, e, Some((id, v)));
+        }
     }
 
     fn coalesce(&mut self, s: u64, e: u64, drop: impl Fn(u8) -> bool) {
