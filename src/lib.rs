@@ -48,7 +48,7 @@ mod _engine {
     use crate::py::table::table_of_events;
 
     #[pymodule_export]
-    use crate::py::fds::{run_fd_models, time_fd_models};
+    use crate::py::fds::{FdModels, run_fd_models, time_fd_models};
     #[pymodule_export]
     use crate::py::parse::parse_lines;
     #[pymodule_export]
