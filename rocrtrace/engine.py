@@ -108,3 +108,20 @@ def history(path: str, *, input_format: str | None = None, watch_fd=None, watch_
     replay(opened.events(), models)
     watcher = models[2] if watch_addr is not None else models[0]
     return watcher.history, opened.infos
+
+
+# --- appended by tparse: the events of one trace, for tests and tools ----------
+
+def trace_events(path: str, *, input_format: str | None = None, max_line: int = 1 << 20,
+                 max_open: int = 64):
+    """(every event of one TRACE argument in replay order, its InputInfos) as
+    the core reads and parses it; an input it cannot read is InputError.  One
+    Python object per event: for tests and tools, not for the product's paths
+    (those hand over tables)."""
+    from . import _engine
+    from .inputs import InputError
+
+    try:
+        return _engine.trace_events(path, input_format, max_line, max_open)
+    except _engine.ReadError as e:
+        raise InputError(str(e)) from None

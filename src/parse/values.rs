@@ -1208,4 +1208,66 @@ mod tests {
             )))
         );
     }
+    // The cases tests/test_fast_paths.py held for the Python scanners' fast
+    // paths, with what the Python reference gave for them.
+    #[test]
+    fn scan_args_of_decorations_and_strings() {
+        let (a, c) = args(r#"3</a<b>>, _IOC(1, 2), "x\"y"..., {a=[1, 2]}) = 0"#);
+        assert_eq!(a, ["3</a<b>>", "_IOC(1, 2)", r#""x\"y"..."#, "{a=[1, 2]}"]);
+        assert_eq!(c, Some(43));
+        // a stray closer is text of its argument
+        assert_eq!(
+            args("a, ]b, c)"),
+            (vec!["a".into(), "]b".into(), "c".into()], Some(8))
+        );
+        // "->" inside a decoration: a socket's peer, not its end
+        assert_eq!(
+            args("<TCP:[1->2]>, 3)"),
+            (vec!["<TCP:[1->2]>".into(), "3".into()], Some(15))
+        );
+        assert_eq!(
+            args("<x->1, y>, 3)"),
+            (vec!["<x->1, y>".into(), "3".into()], Some(12))
+        );
+    }
+
+    #[test]
+    fn split_top_and_matching() {
+        let top = |s: &str| -> Vec<String> {
+            split_top(s.as_bytes())
+                .iter()
+                .map(|x| String::from_utf8_lossy(x).into_owned())
+                .collect()
+        };
+        assert_eq!(top("a=[1, 2], b={c=3}"), ["a=[1, 2]", "b={c=3}"]);
+        assert_eq!(top(r#"x, "a,b", {1, 2}"#), ["x", r#""a,b""#, "{1, 2}"]);
+        assert!(top("").is_empty());
+        assert_eq!(matching(b"{a=[1}", 0), None);
+        assert_eq!(matching(b"[a, (b]", 0), None);
+        assert_eq!(matching(b"{a={b}}x", 0), Some(6));
+    }
+
+    #[test]
+    fn strip_name_takes_short_word_names() {
+        let name = |s: &'static str| strip_name(s.as_bytes());
+        assert_eq!(name("ab=1"), (Some(&b"ab"[..]), &b"1"[..]));
+        assert_eq!(name("a=>1"), (None, &b"a=>1"[..]));
+        assert_eq!(name("=1"), (None, &b"=1"[..]));
+        assert_eq!(name("a b=1"), (None, &b"a b=1"[..]));
+        let forty = format!("{}=1", "x".repeat(40));
+        assert_eq!(
+            strip_name(forty.as_bytes()).0,
+            Some(&forty.as_bytes()[..40])
+        );
+    }
+
+    #[test]
+    fn futex_op_shifts() {
+        // FUTEX_OP(FUTEX_OP_SET, 0, FUTEX_OP_CMP_GT, 1) as strace 6.1 prints it
+        const NAMES: Names = &[("FUTEX_OP_SET", 0), ("FUTEX_OP_CMP_GT", 4)];
+        let op = b"FUTEX_OP_SET<<28|0<<12|FUTEX_OP_CMP_GT<<24|0x1";
+        assert_eq!(parse_flags(op, Some(NAMES)), Some((4 << 24) | 1));
+        assert_eq!(parse_flags(op, None), None); // names it does not know
+        assert_eq!(parse_flags(b"1<<200", None), None);
+    }
 }
