@@ -305,7 +305,7 @@ def test_sarif_absolute_source_under_cwd_is_repo_relative(result, sarif_validato
 def test_location_skips_libc_and_runtime_frames_with_sources(tmp_path):
     """glibc's own debug info (sysdeps/...) or a ROCm runtime source under the
     root never wins over the program's frame."""
-    from rocrtrace.events import Frame
+    from vocab import Frame
     from rocrtrace.report.common import location_frame, runtime_module
 
     (tmp_path / "sysdeps" / "nptl").mkdir(parents=True)
@@ -446,10 +446,10 @@ def test_markdown_code_fence_outlasts_backticks_in_trace(result):
 def _hostile_result():
     """A finding whose decoded path holds a newline and a GitHub workflow
     command, an escape sequence and a C1 control."""
-    from rocrtrace.events import Close
+    from vocab import Close
     from rocrtrace.findings import Evidence, Finding
     from rocrtrace.result import AnalysisResult
-    from rocrtrace.events import InputInfo
+    from vocab import InputInfo
 
     evil = "/tmp/x\n::warning::pwned\x1b[2J\x9b"
     c = Close(file="t.log", line=2, pid=1, tid=1, fd=3, path=evil, ret=-1, err="EBADF",
