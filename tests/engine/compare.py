@@ -1,9 +1,9 @@
 """The comparison harness: the compiled core against the Python reference
 engine, byte for byte, on the whole corpus (issue 16).
 
-For every input it runs the same commands under ``ROCRTRACE_ENGINE=python``
-and ``ROCRTRACE_ENGINE=rust`` and compares what each prints (stdout, exit
-status, the error): the JSON report of ``analyze`` (with and without
+For every input it runs the same commands with the product's engine (the
+core) and with the Python reference swapped in behind rocrtrace.engine
+(pyref.py) and compares what each prints (stdout, exit status, the error): the JSON report of ``analyze`` (with and without
 ``--all-fds``), the ``events`` table as CSV, ``show`` of fd 3 and of the
 first SVM range, and for the large generated
 traces the same with ``--jobs 2`` (the chunk cuts).  It prints one line per
@@ -31,8 +31,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "engine"))
 
 from click.testing import CliRunner  # noqa: E402
+
+import pyref  # noqa: E402
 
 from rocrtrace.cli import cli  # noqa: E402
 
@@ -116,15 +119,11 @@ def commands(path: str, large: bool) -> list[list[str]]:
 
 def run(args: list[str], engine: str) -> tuple:
     """(exit status, stdout, the exception if one escaped) under one engine."""
-    old = os.environ.get("ROCRTRACE_ENGINE")
-    os.environ["ROCRTRACE_ENGINE"] = engine
-    try:
+    if engine == "python":
+        with pyref.selected():
+            res = CliRunner().invoke(cli, args, catch_exceptions=True)
+    else:
         res = CliRunner().invoke(cli, args, catch_exceptions=True)
-    finally:
-        if old is None:
-            os.environ.pop("ROCRTRACE_ENGINE", None)
-        else:
-            os.environ["ROCRTRACE_ENGINE"] = old
     exc = res.exception
     err = None if exc is None or isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
     return res.exit_code, res.stdout_bytes, err
