@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from rocrtrace.events import Frame, ModuleMap
 from rocrtrace.symbolize import Symbolizer
+from vocab import Frame, ModuleMap
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(t) for t in ("cc", "strace", "addr2line", "nm", "objcopy", "strip")),
