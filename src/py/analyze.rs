@@ -1,5 +1,5 @@
 //! `analyze`, `events_table` and `history`: the whole engine behind three
-//! calls (rocrtrace/_rust.py is their Python side).  The work runs without
+//! calls (rocrtrace/engine.py is their Python side).  The work runs without
 //! the GIL, several traces on threads of their own; only what the front
 //! reports crosses over: findings (their evidence events), inputs, limits,
 //! facts, programs, module maps, the event table's columns.
@@ -177,8 +177,9 @@ pub fn analyze<'py>(
 }
 
 /// analyze_events(path, on_event, ...) -> the same as analyze for one
-/// trace, calling on_event(ev) with every event as a Python object (the
-/// perfetto format's sink: the slow path, only when that format is asked).
+/// trace, calling on_event(ev) with every event as a Python record (the
+/// slow path, for an API caller's callable; the perfetto report takes
+/// columns from analyze_calls).
 #[pyfunction]
 #[pyo3(signature = (path, on_event, input_format=None, max_line=engine::MAX_LINE,
                     all_fds=false, table=false))]

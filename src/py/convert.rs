@@ -2,11 +2,11 @@
 //! (`rocrtrace.events`, `rocrtrace.findings`).
 //!
 //! Two uses: the findings the core hands to the reporters (their evidence
-//! events become Python events), and, while the Python engine is still the
-//! reference, the equality tests that run both engines on the same events
-//! (Python events in, Rust events out and back).  Per-event conversion is
-//! slow by design of the boundary; the product path converts only what a
-//! finding cites.
+//! events become `rocrtrace.events.Event` records), and the tests that
+//! build events with the vocabulary and run the core's models on them
+//! (records in, Rust events out and back).  Per-event conversion is slow by
+//! design of the boundary; the product path converts only what a finding
+//! cites (and `show`'s history).
 
 use crate::events::*;
 use crate::findings::Finding;
