@@ -96,7 +96,6 @@ class EventSink:
                              rec.get("fd"), path if isinstance(path, str) else None,
                              (ev.text or "")[:TEXT_MAX], self._seq, created))
 
-
     def add_columns(self, cols: dict) -> None:
         """The calls of one trace as the core's columns (src/py/table.rs
         calls_to_py): what ``__call__`` takes of each event, in replay order."""
@@ -136,8 +135,9 @@ class EventSink:
             dur = int(round((dur_[i] or 0) * 1e9))
             self._seq += 1
             made = tuple(created.get(i, ())) if kind == "FdCreate" else ()
+            own = None if kind == "ProcessInfo" else path[i]
             rows.append(Row(pid, tid, ts, max(dur, 1), ioctl[i] or nm, file[i], line[i],
-                            ret[i], err[i], kind, fd[i], path[i], (text[i] or "")[:TEXT_MAX],
+                            ret[i], err[i], kind, fd[i], own, (text[i] or "")[:TEXT_MAX],
                             self._seq, made))
 
 
