@@ -2,7 +2,8 @@
 Rust) and its results made into what the reporters take (AnalysisResult,
 InputInfo, Finding, pandas frames).
 
-The CLI and the tests call only analyze, events_frame and history.
+The CLI calls analyze, events_frame and history; trace_events hands tests
+and tools the events of one trace.
 Everything per event happens in Rust; this module sees only what a report
 shows.  Symbolization and fingerprints stay here: they read ELF files
 (pyelftools) for the frames findings cite.
@@ -117,5 +118,18 @@ def history(path: str, *, input_format: str | None = None, watch_fd=None, watch_
     try:
         return eng.history(path, input_format=input_format, watch_fd=watch_fd,
                            watch_addr=watch_addr)
+    except eng.ReadError as e:
+        raise InputError(str(e)) from None
+
+
+def trace_events(path: str, *, input_format: str | None = None, max_line: int = 1 << 20,
+                 max_open: int = 64):
+    """(every event of one TRACE argument in replay order, its InputInfos) as
+    the core reads and parses it; an input it cannot read is InputError.  One
+    Python record per event: for tests and tools, not for the product's paths
+    (those hand over tables)."""
+    eng = core()
+    try:
+        return eng.trace_events(path, input_format, max_line, max_open)
     except eng.ReadError as e:
         raise InputError(str(e)) from None

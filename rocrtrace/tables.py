@@ -10,10 +10,21 @@ import sys
 from collections import Counter
 from typing import Iterable
 
+from . import kfd
+
 # The columns in the core's order (src/table.rs ORDER).
 ORDER = ("file", "line", "seq", "pid", "tid", "time", "dur", "event", "name", "ret", "err",
          "fd", "ioctl", "type", "nr", "size", "request", "length", "op", "nattr", "attr_shape")
 PERCENTILES = (0.5, 0.9, 0.99)
+_ATTR_SHORT = {v: n.removeprefix("KFD_IOCTL_SVM_ATTR_") for v, n in kfd.ATTR_NAMES.items()}
+
+
+def attr_shape(attrs) -> str:
+    """``NO_ACCESS×2+CLR_FLAGS×2``: attribute types with their counts, in the
+    kernel's type order, so equal shapes compare equal whatever the order
+    (the attr_shape column's rule, src/table.rs attr_shape)."""
+    counts = Counter(t for t, _ in attrs)
+    return "+".join(f"{_ATTR_SHORT.get(t, f'ATTR_{t:#x}')}×{n}" for t, n in sorted(counts.items()))
 
 
 # --- the event table -----------------------------------------------------------

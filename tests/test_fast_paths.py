@@ -308,22 +308,33 @@ sys.exit(main())
 """
 
 
-def test_unbuilt_core_is_a_one_line_error():
+def test_pure_python_install_gives_the_same_report(tmp_path):
     """Where the extension does not load (a source tree used without
-    building it): --version says so and analyze says in one line how to get
-    the core (the compiled core is the only engine)."""
+    building it): --version says so, analyze says in one line how to get the
+    core, and the reference engine (ROCRTRACE_ENGINE=python) gives the same
+    JSON report as the core."""
     fixture = str(ROOT / "fixtures/scenarios/c1-enclosing-range/v1-buggy-explicit.log")
+    gen = tmp_path / "g.log"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks/gen_traces.py"), "strace", "3000",
+                    str(gen)], check=True)
 
-    def run(pure, *args):
+    def run(pure, *args, engine="python"):
         cmd = [sys.executable, "-c", _NO_SCAN] if pure else [sys.executable, "-m", "rocrtrace"]
+        env = {**os.environ, "ROCRTRACE_ENGINE": engine} if pure else None
         return subprocess.run(cmd + list(args), cwd=ROOT, capture_output=True, text=True,
-                              timeout=120)
+                              timeout=120, env=env)
 
-    assert "engine: compiled core not built" in run(True, "--version").stdout
-    unbuilt = run(True, "analyze", fixture)
+    assert "engine: Python reference" in run(True, "--version").stdout
+    assert "engine: compiled core not built" in run(True, "--version", engine="rust").stdout
+    unbuilt = run(True, "analyze", fixture, engine="rust")
     assert unbuilt.returncode == 2 and "rocrtrace._engine does not load" in unbuilt.stderr
     assert len(unbuilt.stderr.strip().splitlines()) == 1
     assert "engine: compiled core (Rust)" in run(False, "--version").stdout
+    for trace in (fixture, str(gen)):
+        pure = run(True, "analyze", "--format", "json", "--fail-on", "never", trace)
+        built = run(False, "analyze", "--format", "json", "--fail-on", "never", trace)
+        assert pure.returncode == built.returncode == 0, pure.stderr
+        assert pure.stdout == built.stdout and len(pure.stdout) > 1000
 
 
 MUTATIONS = list('",(){}[]<>/*\\-=. ax0:|?') + [

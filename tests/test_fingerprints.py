@@ -10,10 +10,10 @@ import re
 import pytest
 
 from rocrtrace.baseline import apply_baseline, load_baseline, write_baseline
+from rocrtrace.events import Close, Frame
 from rocrtrace.findings import Evidence, Finding, assign_fingerprints, normalize_path
 from rocrtrace.inputs import open_trace
 from rocrtrace.replay import analyze
-from vocab import Close, Frame
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = sorted(glob.glob(os.path.join(ROOT, "fixtures", "**", "*.log"), recursive=True))

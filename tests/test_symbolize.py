@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from rocrtrace.symbolize import Symbolizer
 from vocab import Frame, ModuleMap
+from rocrtrace.symbolize import Symbolizer
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(t) for t in ("cc", "strace", "addr2line", "nm", "objcopy", "strip")),

@@ -8,11 +8,10 @@ event table (the core hands the product its table as columns).
 """
 from __future__ import annotations
 
-from collections import Counter
 from contextlib import contextmanager
 
 from rocrtrace import engine as _engine_front
-from rocrtrace import kfd
+from rocrtrace import kfd, tables
 
 
 def _open(paths, input_format=None, jobs=1):
@@ -26,14 +25,6 @@ def _open(paths, input_format=None, jobs=1):
 _INT_COLUMNS = ("line", "seq", "pid", "tid", "ret", "fd", "type", "nr", "size", "request",
                 "length", "nattr")
 OP_NAMES = {kfd.SVM_OP_SET_ATTR: "SET_ATTR", kfd.SVM_OP_GET_ATTR: "GET_ATTR"}
-_ATTR_SHORT = {v: n.removeprefix("KFD_IOCTL_SVM_ATTR_") for v, n in kfd.ATTR_NAMES.items()}
-
-
-def attr_shape(attrs) -> str:
-    """``NO_ACCESS×2+CLR_FLAGS×2``: attribute types with their counts, in the
-    kernel's type order, so equal shapes compare equal whatever the order."""
-    counts = Counter(t for t, _ in attrs)
-    return "+".join(f"{_ATTR_SHORT.get(t, f'ATTR_{t:#x}')}×{n}" for t, n in sorted(counts.items()))
 
 
 def svm_columns(ev) -> dict:
@@ -50,7 +41,7 @@ def svm_columns(ev) -> dict:
     if nattr is None and ev.size is not None and ev.size >= 24 and (ev.size - 24) % 8 == 0:
         nattr = (ev.size - 24) // 8
     return {"op": OP_NAMES.get(op, None if op is None else str(op)), "nattr": nattr,
-            "attr_shape": attr_shape(attrs) if attrs else None}
+            "attr_shape": tables.attr_shape(attrs) if attrs else None}
 
 
 def ioctl_label(ev) -> str:
