@@ -10,7 +10,6 @@ the reader, and no line (however long) is held whole in memory beyond
 from __future__ import annotations
 
 import bz2
-import glob as globmod
 import gzip
 import heapq
 import lzma
@@ -23,7 +22,9 @@ import zlib
 from dataclasses import dataclass
 from typing import Iterator
 
-from .events import Event, InputInfo
+from .parse.pyevents import Event, InputInfo
+from .paths import InputError, compression_of, is_plain_file  # noqa: F401
+from .paths import _err, expand as _expand  # noqa: F401
 from .parse import tinygrad
 from .parse.strace import Parser, looks_like_trace_line
 
@@ -36,38 +37,6 @@ MERGE_CHUNK = 64 << 10      # read size per file while merging many files
 # Everything a decompressor or a reader can raise on a corrupt or odd file.
 READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError)
 
-
-class InputError(Exception):
-    """An input that cannot be read or recognized; str() is one line."""
-
-
-def _err(path: str, why: str) -> InputError:
-    return InputError(f"rocrtrace: {path}: {why}")
-
-
-_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"),
-          (b"\x28\xb5\x2f\xfd", "zstd"))
-
-
-def compression_of(head: bytes) -> str | None:
-    """The compression a file's first bytes announce, or None."""
-    for magic, name in _MAGIC:
-        if head.startswith(magic):
-            return name
-    return None
-
-
-def is_plain_file(path: str) -> bool:
-    """A regular, readable, uncompressed file (not stdin)."""
-    if path == "-":
-        return False
-    try:
-        if not os.path.isfile(path):
-            return False
-        with open(path, "rb") as f:
-            return compression_of(f.read(6)) is None
-    except OSError:
-        return False
 
 
 class _Prefixed:
@@ -671,29 +640,6 @@ def _unspill(path: str):
             os.unlink(path)
         except OSError:
             pass
-
-
-def _expand(arg: str) -> list[str]:
-    if arg == "-":
-        return ["-"]
-    if os.path.isdir(arg):
-        try:
-            names = sorted(os.listdir(arg))
-        except OSError as e:
-            raise _err(arg, e.strerror or "cannot list") from None
-        paths = [os.path.join(arg, n) for n in names
-                 if not n.startswith(".") and os.path.isfile(os.path.join(arg, n))]
-        if not paths:
-            raise _err(arg, "empty directory")
-        return paths
-    if os.path.exists(arg):
-        return [arg]
-    if any(ch in arg for ch in "*?["):
-        paths = sorted(p for p in globmod.glob(arg) if os.path.isfile(p))
-        if not paths:
-            raise _err(arg, "no files match")
-        return paths
-    raise _err(arg, "no such file or directory")
 
 
 def _strip_compression(path: str) -> str:

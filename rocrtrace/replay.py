@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from .coverage import coverage, input_findings
-from .events import Event, ModuleMap
+from .parse.pyevents import Event, ModuleMap
 from .findings import (Evidence, Finding, Programs, assign_fingerprints, number_collisions,
                        symbolize_findings)
 from .result import AnalysisResult, TraceFacts

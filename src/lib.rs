@@ -39,7 +39,7 @@ mod _engine {
     use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
 
     #[pymodule_export]
-    use crate::py::analyze::{analyze, analyze_events, events_table, history};
+    use crate::py::analyze::{analyze, analyze_calls, analyze_events, events_table, history};
     #[pymodule_export]
     use crate::py::convert::roundtrip_events;
     #[pymodule_export]

@@ -3,7 +3,7 @@ order, ``finish()`` at the end of the trace, findings in ``.findings``.
 Models keep only live state (open fds, live handles, live claims)."""
 from __future__ import annotations
 
-from ..events import Event
+from ..parse.pyevents import Event
 from ..findings import Finding
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..events import Event
+from ..parse.pyevents import Event
 from ..findings import Evidence, Finding
 from .fds import Slot, call_site, short
 

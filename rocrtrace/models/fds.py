@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from .. import kfd
-from ..events import (Clone, Close, CloseRange, Event, Exec, Exit, FdCreate,
+from ..parse.pyevents import (Clone, Close, CloseRange, Event, Exec, Exit, FdCreate,
                       FdSnapshot, Intent, Ioctl, Mmap, ProcessInfo, SetCloexec,
                       Syscall)
 from ..findings import Evidence, Finding

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from .. import kfd
-from ..events import Event, Ioctl
+from ..parse.pyevents import Event, Ioctl
 from ..findings import Evidence, Finding
 from . import Model
 from .dmabuf import Buffer, DmabufTracker, merge

@@ -22,7 +22,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .. import kfd
-from ..events import Event, Exec, Exit, Intent, Ioctl, Mmap, Mremap, Munmap, ProcessInfo
+from ..parse.pyevents import Event, Exec, Exit, Intent, Ioctl, Mmap, Mremap, Munmap, ProcessInfo
 from ..findings import Evidence, Finding, fingerprint
 from . import Model
 from .svm_map import ACCESS_NAMES, NO_ACCESS, CoverIndex, PieceMap, SvmMap

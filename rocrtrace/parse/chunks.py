@@ -64,7 +64,7 @@ from collections import Counter, deque
 from concurrent.futures import ProcessPoolExecutor
 from typing import Iterator
 
-from ..events import Event, Frame, InputInfo, Syscall
+from .pyevents import Event, Frame, InputInfo, Syscall
 from .strace import _CLONES, Parser
 
 CHUNK_BYTES = 1 << 20       # per worker job

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..events import (Event, Exec, Exit, FdSnapshot, Frame, InputInfo,
+from .pyevents import (Event, Exec, Exit, FdSnapshot, Frame, InputInfo,
                       ModuleMap, ProcessInfo, Signal)
 from . import syscalls
 from .syscalls import Call, normalize

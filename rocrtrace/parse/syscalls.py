@@ -11,7 +11,7 @@ import functools
 from dataclasses import dataclass, field
 
 from .. import kfd
-from ..events import (Clone, Close, CloseRange, Event, Exec, Exit, FdCreate,
+from .pyevents import (Clone, Close, CloseRange, Event, Exec, Exit, FdCreate,
                       Intent, Ioctl, Mmap, Mremap, Munmap, SetCloexec, Syscall)
 from .tokens import (parse_fd, parse_flags, parse_int, parse_ioc, parse_value,
                      scan_args, strip_comment, split_top)

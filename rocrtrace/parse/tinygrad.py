@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from .. import kfd
-from ..events import Event, InputInfo, Ioctl
+from .pyevents import Event, InputInfo, Ioctl
 
 _NAMED = re.compile(r"\s*(-?\d+(?:\.\d+)?) ms \+\s*(-?\d+(?:\.\d+)?) ms : "
                     r"\s*(-?\d{1,20}) = (AMDKFD_IOC_\w+)[ \t]*(.*?)\s*\Z")

@@ -1,18 +1,18 @@
 //! `analyze`, `events_table` and `history`: the whole engine behind three
-//! calls (rocrtrace/_rust.py is their Python side).  The work runs without
+//! calls (rocrtrace/engine.py is their Python side).  The work runs without
 //! the GIL, several traces on threads of their own; only what the front
 //! reports crosses over: findings (their evidence events), inputs, limits,
 //! facts, programs, module maps, the event table's columns.
 
-use super::convert::{Files, event_to_py, finding_to_py, text_to_py};
+use super::convert::{EventCache, Files, event_to_py, finding_to_py_shared, text_to_py};
 use super::read::{ReadError, info_to_py};
-use super::table::table_to_py;
+use super::table::{calls_to_py, table_to_py};
 use crate::analyze::{self as engine, Options, TraceOut};
 use crate::events::{Event, InputInfo, Text};
 use crate::findings::Finding;
 use crate::read::InputError;
 use crate::replay::{Facts, Programs};
-use crate::table::EventTable;
+use crate::table::{CallTable, EventTable};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -85,8 +85,9 @@ fn report_to_py<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>
     }
     d.set_item("inputs", infos)?;
     let found = PyList::empty(py);
+    let mut shared = EventCache::new();
     for f in &r.findings {
-        found.append(finding_to_py(py, f, &files)?)?;
+        found.append(finding_to_py_shared(py, f, &files, &mut shared)?)?;
     }
     d.set_item("findings", found)?;
     d.set_item("limits", PyList::new(py, &r.limits)?)?;
@@ -176,8 +177,9 @@ pub fn analyze<'py>(
 }
 
 /// analyze_events(path, on_event, ...) -> the same as analyze for one
-/// trace, calling on_event(ev) with every event as a Python object (the
-/// perfetto format's sink: the slow path, only when that format is asked).
+/// trace, calling on_event(ev) with every event as a Python record (the
+/// slow path, for an API caller's callable; the perfetto report takes
+/// columns from analyze_calls).
 #[pyfunction]
 #[pyo3(signature = (path, on_event, input_format=None, max_line=engine::MAX_LINE,
                     all_fds=false, table=false))]
@@ -210,6 +212,44 @@ pub fn analyze_events<'py>(
         return Err(e);
     }
     report_to_py(py, &Report::from(r.map_err(input_err)?))
+}
+
+/// analyze_calls(paths, ...) -> the same as analyze, each trace's report
+/// with `calls`: the columns the perfetto report draws (a CallTable), built
+/// in the core while the trace replays (no Python object per event).
+#[pyfunction]
+#[pyo3(signature = (paths, input_format=None, max_line=engine::MAX_LINE, all_fds=false,
+                    table=false))]
+pub fn analyze_calls<'py>(
+    py: Python<'py>,
+    paths: Vec<String>,
+    input_format: Option<String>,
+    max_line: usize,
+    all_fds: bool,
+    table: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    let o = options(input_format, max_line, all_fds, table);
+    let results: Vec<Result<(Report, CallTable), InputError>> = py.detach(|| {
+        paths
+            .iter()
+            .map(|p| {
+                let mut calls = CallTable::default();
+                let mut push = |ev: &Event, files: &[String]| {
+                    calls.push(ev, files[ev.h.file.0 as usize].as_bytes());
+                };
+                let r = engine::run(p, &o, Some(&mut push))?;
+                Ok((Report::from(r), calls))
+            })
+            .collect()
+    });
+    let out = PyList::empty(py);
+    for r in results {
+        let (rep, calls) = r.map_err(input_err)?;
+        let d = report_to_py(py, &rep)?;
+        d.set_item("calls", calls_to_py(py, &calls)?)?;
+        out.append(d)?;
+    }
+    Ok(out)
 }
 
 /// events_table(paths, input_format=None, max_line=1 MiB) -> (columns of

@@ -1,11 +1,13 @@
 """The comparison harness: the compiled core against the Python reference
 engine, byte for byte, on the whole corpus (issue 16).
 
-For every input it runs the same commands under ``ROCRTRACE_ENGINE=python``
-and ``ROCRTRACE_ENGINE=rust`` and compares what each prints (stdout, exit
-status, the error): the JSON report of ``analyze`` (with and without
-``--all-fds``), the ``events`` table as CSV, ``show`` of fd 3 and of the
-first SVM range, and for the large generated
+For every input it runs the same commands with the product's engine (the
+core) and with the Python reference swapped in behind rocrtrace.engine
+(pyref.py) and compares what each prints (stdout, exit status, the error):
+the JSON report of ``analyze`` (with and without ``--all-fds``), its
+verbose text report, the
+``events`` table as CSV, ``show`` of fd 3 and of the first SVM range, the
+perfetto trace (all but the large inputs), and for the large generated
 traces the same with ``--jobs 2`` (the chunk cuts).  It prints one line per
 difference and a summary, and exits 1 when anything differs.
 
@@ -31,8 +33,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "engine"))
 
 from click.testing import CliRunner  # noqa: E402
+
+import pyref  # noqa: E402
 
 from rocrtrace.cli import cli  # noqa: E402
 
@@ -101,6 +106,8 @@ def _svm_address(path: str) -> str | None:
 
 def commands(path: str, large: bool) -> list[list[str]]:
     cmds = [["analyze", "--format", "json", "--no-progress", path],
+            # text: one call shown once per report ("shown above" after)
+            ["analyze", "--verbose", "--no-progress", "--fail-on", "never", path],
             ["analyze", "--format", "json", "--no-progress", "--all-fds", path],
             ["events", "--format", "csv", path]]
     if not any(ch in path for ch in "*?["):
@@ -108,26 +115,37 @@ def commands(path: str, large: bool) -> list[list[str]]:
         addr = _svm_address(path)
         if addr:
             cmds.append(["show", "--addr", f"{addr}:0x10000", "--format", "json", path])
+    if not large:
+        # the perfetto trace (a file): what run() compares is stdout + its bytes
+        cmds.append(["analyze", "--no-progress", "--fail-on", "never", "--format",
+                     f"perfetto:{PERFETTO_OUT}", path])
     if large:
         cmds += [["analyze", "--format", "json", "--no-progress", "--jobs", "2", path],
                  ["events", "--format", "csv", "--jobs", "2", path]]
     return cmds
 
 
+PERFETTO_OUT = "{perfetto-out}"
+
+
 def run(args: list[str], engine: str) -> tuple:
-    """(exit status, stdout, the exception if one escaped) under one engine."""
-    old = os.environ.get("ROCRTRACE_ENGINE")
-    os.environ["ROCRTRACE_ENGINE"] = engine
-    try:
-        res = CliRunner().invoke(cli, args, catch_exceptions=True)
-    finally:
-        if old is None:
-            os.environ.pop("ROCRTRACE_ENGINE", None)
+    """(exit status, stdout, the exception if one escaped) under one engine;
+    a perfetto file the command wrote is compared as part of stdout."""
+    with tempfile.TemporaryDirectory(prefix="rocrtrace-compare-pf-") as tmp:
+        out = os.path.join(tmp, "trace.pftrace")
+        args = [a.replace(PERFETTO_OUT, out) for a in args]
+        if engine == "python":
+            with pyref.selected():
+                res = CliRunner().invoke(cli, args, catch_exceptions=True)
         else:
-            os.environ["ROCRTRACE_ENGINE"] = old
+            res = CliRunner().invoke(cli, args, catch_exceptions=True)
+        written = b""
+        if os.path.exists(out):
+            with open(out, "rb") as f:
+                written = b"\n--- perfetto file ---\n" + f.read()
     exc = res.exception
     err = None if exc is None or isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
-    return res.exit_code, res.stdout_bytes, err
+    return res.exit_code, res.stdout_bytes + written, err
 
 
 def first_difference(a: bytes, b: bytes) -> str:
