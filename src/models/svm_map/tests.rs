@@ -348,9 +348,17 @@ proptest! {
                 idx.remove(a, b, &item);
             }
             for page in 0..N {
-                let want: BTreeSet<u32> =
+                let want: Vec<u32> =
                     live.iter().filter(|(_, (a, b))| *a <= page && page < *b).map(|(k, _)| *k).collect();
                 prop_assert_eq!(idx.query(page, page + 1), want);
+            }
+            // ranges: every item on any of their pages, in order, once
+            for qs in 0..N {
+                for qe in qs + 1..=N {
+                    let want: Vec<u32> =
+                        live.iter().filter(|(_, (a, b))| *a < qe && qs < *b).map(|(k, _)| *k).collect();
+                    prop_assert_eq!(idx.query(qs, qe), want);
+                }
             }
             // no empty pieces, no two touching equal ones
             let pieces: Vec<_> = idx.pieces.iter().collect();
@@ -495,8 +503,9 @@ fn cover_index_merges_back() {
     idx.add(0, 10, 1u32);
     idx.add(4, 6, 2);
     assert_eq!(idx.len(), 3);
-    assert_eq!(idx.query(5, 6), BTreeSet::from([1, 2]));
-    assert_eq!(idx.query(0, 4), BTreeSet::from([1]));
+    assert_eq!(idx.query(5, 6), vec![1, 2]);
+    assert_eq!(idx.query(0, 4), vec![1]);
+    assert_eq!(idx.query(0, 10), vec![1, 2]);
     idx.remove(4, 6, &2);
     assert_eq!(idx.len(), 1);
     idx.remove(0, 10, &1);
