@@ -18,8 +18,9 @@
 // what is mutable behind the RefCell is not part of the order.
 #![allow(clippy::mutable_key_type)]
 
+use foldhash::{HashMap, HashMapExt};
 use std::cell::{Ref, RefCell, RefMut};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::rc::Rc;
 
 use crate::events::{Event, Kind, Text, Value};

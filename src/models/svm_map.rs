@@ -159,67 +159,19 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         new
     }
 
-    /// `update` without the result (no copy of the new pieces).
-    fn update_quiet(
-        &mut self,
+    /// The starts of the pieces `update` replaces on [s, e), and what it
+    /// puts in their place.
+    fn updated(
+        &self,
         s: u64,
         e: u64,
         f: impl FnMut(&V) -> V,
         fill: Option<&V>,
         always: bool,
-    ) {
-        if e <= s {
-            return;
-        }
-        let (keys, new) = self.updated(s, e, f, fill, always);
-        self.splice(&keys, new);
-    }
-
-    /// The starts of the pieces `update` replaces on [s, e), and what it
-    /// puts in their place (svm_map._updated).
-    fn updated(
-        &self,
-        s: u64,
-        e: u64,
-        mut f: impl FnMut(&V) -> V,
-        fill: Option<&V>,
-        always: bool,
     ) -> (Vec<u64>, Vec<(u64, u64, V)>) {
         let old = self.walk(s, e);
-        let mut keys = Vec::with_capacity(old.len());
-        let mut new = Vec::with_capacity(old.len() + 2);
-        let mut pos = s;
-        for (ps, pe, v) in old {
-            keys.push(ps);
-            if let Some(fv) = fill
-                && pos < ps
-            {
-                new.push((pos, ps, f(fv)));
-            }
-            let nv = f(v);
-            let hi = pe.min(e);
-            if !always && nv == *v {
-                new.push((ps, pe, v.clone()));
-                pos = hi;
-                continue;
-            }
-            if ps < s {
-                new.push((ps, s, v.clone()));
-                new.push((s, hi, nv));
-            } else {
-                new.push((ps, hi, nv));
-            }
-            if pe > hi {
-                new.push((hi, pe, v.clone()));
-            }
-            pos = hi;
-        }
-        if let Some(fv) = fill
-            && pos < e
-        {
-            new.push((pos, e, f(fv)));
-        }
-        (keys, new)
+        let keys = old.iter().map(|p| p.0).collect();
+        (keys, updated(&old, s, e, f, fill, always))
     }
 
     /// Remove [s, e); heads and tails that stick out survive.  Returns the
@@ -249,31 +201,18 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// CoverIndex, never by the SVM map).
     pub fn coalesce(&mut self, s: u64, e: u64, drop: impl Fn(&V) -> bool) {
         let old = self.walk(s.saturating_sub(1), e.saturating_add(1));
-        let mut keys = Vec::with_capacity(old.len());
-        let mut out: Vec<(u64, u64, V)> = Vec::with_capacity(old.len());
-        // svm_map._coalesced: a dropped piece breaks the run
-        let mut run = false;
-        for (ps, pe, v) in old {
-            keys.push(ps);
-            if drop(v) {
-                run = false;
-                continue;
-            }
-            match out.last_mut() {
-                Some(last) if run && last.1 == ps && last.2 == *v => last.1 = pe,
-                _ => out.push((ps, pe, v.clone())),
-            }
-            run = true;
-        }
+        let keys: Vec<u64> = old.iter().map(|p| p.0).collect();
+        let out = coalesced(old.into_iter().map(|(a, b, v)| (a, b, v.clone())), drop);
         // nothing merged or dropped: the map stays as it is
-        if out.len() == keys.len() {
-            return;
+        if out.len() != keys.len() {
+            self.splice(&keys, out);
         }
-        self.splice(&keys, out);
     }
 
-    /// `update(s, e, f, fill, false)` then `coalesce(s, e, drop)`
-    /// (PieceMap.update_coalesce, which does both in one walk).
+    /// `update(s, e, f, fill, false)` then `coalesce(s, e, drop)` in one
+    /// walk (PieceMap.update_coalesce).  After the update the pieces on
+    /// [s - 1, e + 1) are the one ending at s, what the update made, and the
+    /// one starting at e: one walk over [s - 1, e + 1) finds all three.
     pub fn update_coalesce(
         &mut self,
         s: u64,
@@ -285,9 +224,87 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         if e <= s {
             return;
         }
-        self.update_quiet(s, e, f, fill, false);
-        self.coalesce(s, e, drop);
+        let around = self.walk(s.saturating_sub(1), e.saturating_add(1));
+        let keys: Vec<u64> = around.iter().map(|p| p.0).collect();
+        // the pieces overlapping [s, e) lie between those that only touch it
+        let i0 = around.iter().take_while(|p| p.1 <= s).count();
+        let i1 = i0 + around[i0..].iter().take_while(|p| p.0 < e).count();
+        let new = updated(&around[i0..i1], s, e, f, fill, false);
+        let own = |p: &(u64, u64, &V)| (p.0, p.1, p.2.clone());
+        let seq = around[..i0]
+            .iter()
+            .map(own)
+            .chain(new)
+            .chain(around[i1..].iter().map(own));
+        let out = coalesced(seq, drop);
+        self.splice(&keys, out);
     }
+}
+
+/// What `update` puts in place of the pieces `old` (those overlapping
+/// [s, e), in order) (svm_map._updated).
+fn updated<V: Clone + PartialEq>(
+    old: &[(u64, u64, &V)],
+    s: u64,
+    e: u64,
+    mut f: impl FnMut(&V) -> V,
+    fill: Option<&V>,
+    always: bool,
+) -> Vec<(u64, u64, V)> {
+    let mut new = Vec::with_capacity(old.len() + 2);
+    let mut pos = s;
+    for &(ps, pe, v) in old {
+        if let Some(fv) = fill
+            && pos < ps
+        {
+            new.push((pos, ps, f(fv)));
+        }
+        let nv = f(v);
+        let hi = pe.min(e);
+        if !always && nv == *v {
+            new.push((ps, pe, v.clone()));
+            pos = hi;
+            continue;
+        }
+        if ps < s {
+            new.push((ps, s, v.clone()));
+            new.push((s, hi, nv));
+        } else {
+            new.push((ps, hi, nv));
+        }
+        if pe > hi {
+            new.push((hi, pe, v.clone()));
+        }
+        pos = hi;
+    }
+    if let Some(fv) = fill
+        && pos < e
+    {
+        new.push((pos, e, f(fv)));
+    }
+    new
+}
+
+/// svm_map._coalesced: touching equal neighbours merged, pieces `drop`
+/// rejects left out (a dropped piece breaks the run).
+fn coalesced<V: Clone + PartialEq>(
+    pieces: impl Iterator<Item = (u64, u64, V)>,
+    drop: impl Fn(&V) -> bool,
+) -> Vec<(u64, u64, V)> {
+    let mut out: Vec<(u64, u64, V)> = Vec::with_capacity(pieces.size_hint().0);
+    let mut run = false;
+    for (ps, pe, v) in pieces {
+        if drop(&v) {
+            run = false;
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if run && last.1 == ps && last.2 == v => last.1 = pe,
+            _ => out.push((ps, pe, v)),
+        }
+        run = true;
+    }
+    out
 }
 
 /// One SVM attribute of a SET_ATTR or GET_ATTR (kfd_ioctl_svm_attribute:

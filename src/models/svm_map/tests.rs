@@ -334,6 +334,28 @@ proptest! {
         }
     }
 
+    /// update_coalesce in one walk is update then coalesce, on maps of small
+    /// values with gaps, pieces touching [s, e) and pieces sticking out.
+    #[test]
+    fn update_coalesce_is_update_then_coalesce(
+        cuts in prop::collection::vec((0u64..N, 1u64..6, 0u8..4), 0..12),
+        ops in prop::collection::vec((span(), 0u8..4, any::<bool>()), 1..8),
+    ) {
+        let mut m: PieceMap<u8> = PieceMap::new();
+        for (s, len, v) in cuts {
+            m.update(s, (s + len).min(N), |_| v, Some(&v), true);
+        }
+        for ((s, e), add, gaps) in ops {
+            let f = |v: &u8| (v + add) % 4;
+            let fill = gaps.then_some(&0u8);
+            let mut want = m.clone();
+            want.update(s, e, f, fill, false);
+            want.coalesce(s, e, |v| *v == 0);
+            m.update_coalesce(s, e, f, fill, |v| *v == 0);
+            prop_assert_eq!(&m, &want);
+        }
+    }
+
     /// The cover index answers what the live items' ranges say, and merges
     /// back as items leave.
     #[test]
