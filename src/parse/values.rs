@@ -1046,7 +1046,8 @@ const FIELD_NAMES: &[&str] = &[
 
 /// A Python dict's keys: a repeated key keeps its first place, last value.
 fn dict_of<'k>(fields: impl Iterator<Item = (&'k [u8], Value)>) -> Vec<(Name, Value)> {
-    let mut out: Vec<(Name, Value)> = Vec::new();
+    // (the walk's fields come with their exact count: one allocation)
+    let mut out: Vec<(Name, Value)> = Vec::with_capacity(fields.size_hint().0);
     for (k, v) in fields {
         let name = field_name(k);
         // two names from FIELD_NAMES are the same name iff the same entry
