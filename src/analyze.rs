@@ -106,7 +106,7 @@ pub fn run(
     for ev in trace.events() {
         let ev = Rc::new(ev?);
         m.handles.feed_rc(&ev);
-        m.svm.feed(&ev);
+        m.svm.feed_shared(&ev);
         programs.feed(&ev);
         facts.feed(&ev);
         if let Kind::ModuleMap(_) = ev.kind {

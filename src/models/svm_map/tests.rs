@@ -334,6 +334,28 @@ proptest! {
         }
     }
 
+    /// update_coalesce in one walk is update then coalesce, on maps of small
+    /// values with gaps, pieces touching [s, e) and pieces sticking out.
+    #[test]
+    fn update_coalesce_is_update_then_coalesce(
+        cuts in prop::collection::vec((0u64..N, 1u64..6, 0u8..4), 0..12),
+        ops in prop::collection::vec((span(), 0u8..4, any::<bool>()), 1..8),
+    ) {
+        let mut m: PieceMap<u8> = PieceMap::new();
+        for (s, len, v) in cuts {
+            m.update(s, (s + len).min(N), |_| v, Some(&v), true);
+        }
+        for ((s, e), add, gaps) in ops {
+            let f = |v: &u8| (v + add) % 4;
+            let fill = gaps.then_some(&0u8);
+            let mut want = m.clone();
+            want.update(s, e, f, fill, false);
+            want.coalesce(s, e, |v| *v == 0);
+            m.update_coalesce(s, e, f, fill, |v| *v == 0);
+            prop_assert_eq!(&m, &want);
+        }
+    }
+
     /// The cover index answers what the live items' ranges say, and merges
     /// back as items leave.
     #[test]
@@ -348,9 +370,17 @@ proptest! {
                 idx.remove(a, b, &item);
             }
             for page in 0..N {
-                let want: BTreeSet<u32> =
+                let want: Vec<u32> =
                     live.iter().filter(|(_, (a, b))| *a <= page && page < *b).map(|(k, _)| *k).collect();
                 prop_assert_eq!(idx.query(page, page + 1), want);
+            }
+            // ranges: every item on any of their pages, in order, once
+            for qs in 0..N {
+                for qe in qs + 1..=N {
+                    let want: Vec<u32> =
+                        live.iter().filter(|(_, (a, b))| *a < qe && qs < *b).map(|(k, _)| *k).collect();
+                    prop_assert_eq!(idx.query(qs, qe), want);
+                }
             }
             // no empty pieces, no two touching equal ones
             let pieces: Vec<_> = idx.pieces.iter().collect();
@@ -495,8 +525,9 @@ fn cover_index_merges_back() {
     idx.add(0, 10, 1u32);
     idx.add(4, 6, 2);
     assert_eq!(idx.len(), 3);
-    assert_eq!(idx.query(5, 6), BTreeSet::from([1, 2]));
-    assert_eq!(idx.query(0, 4), BTreeSet::from([1]));
+    assert_eq!(idx.query(5, 6), vec![1, 2]);
+    assert_eq!(idx.query(0, 4), vec![1]);
+    assert_eq!(idx.query(0, 10), vec![1, 2]);
     idx.remove(4, 6, &2);
     assert_eq!(idx.len(), 1);
     idx.remove(0, 10, &1);
