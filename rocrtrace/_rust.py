@@ -79,7 +79,7 @@ def events_frame(paths: list[str], *, input_format=None, jobs=1):
     from .tables import frame_from_columns
 
     try:
-        cols, infos = _engine.events_table(list(paths), input_format=input_format)
+        cols, infos = _engine.events_table(list(paths), input_format=input_format, jobs=jobs)
     except _engine.ReadError as e:
         raise _input_error(e) from None
     return frame_from_columns(cols), infos

@@ -3,6 +3,7 @@
 //! over-long, CRLF and last-line counts, and find and remove a file's layout
 //! (preamble, indentation, `> ` quoting).  Not wired into Python yet.
 
+pub mod chunked;
 pub mod compress;
 pub mod detect;
 pub mod layout;

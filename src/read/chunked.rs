@@ -1,0 +1,253 @@
+//! `--jobs N` on one file: its lines are read here in batches (chunks),
+//! each batch's state-free parse ([`strace::pre_parse`]: tokenizing, the
+//! syscall's normalized event) runs on one of N worker threads, and the
+//! batches come back in order for the parser's state-dependent rest (pids,
+//! split calls, held events, frames) and the replay on this thread.
+//!
+//! Why this and not the Python reference's seeded chunk parsers and their
+//! stitching (rocrtrace/parse/chunks.py): what runs on a worker reads no
+//! parser state, so the result is the sequential parse whatever the cut
+//! points -- inside an `<unfinished ...>`/`resumed` pair, a multi-line
+//! record, a `#+` continuation, before a `+++`: there is nothing to stitch,
+//! no case to fall back from, and it works on pipes too.  The reading
+//! stays one pass with the sequential reader, so over-long lines, the
+//! layout clean-up and what they count come out in the same order.
+//!
+//! Memory: at most `2 × N` batches of [`BATCH_LINES`] lines in flight.
+
+use super::InputError;
+use super::trace::CleanLines;
+use crate::events::{FileId, InputInfo, Text};
+use crate::parse::strace::{self, PreCall};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread::{self, JoinHandle};
+
+/// Files smaller than this are parsed on one thread (inputs.py's 2 MiB).
+pub const MIN_BYTES: u64 = 2 << 20;
+/// Lines per batch.
+pub const BATCH_LINES: usize = 4096;
+/// Bytes of text per batch at most (a batch of long lines ends sooner).
+const BATCH_BYTES: usize = 1 << 20;
+
+/// One step of the sequential reading, in file order.
+#[derive(Debug)]
+pub enum Item {
+    /// a line: its number and where its text is in the batch
+    Line(u64, u32, u32),
+    /// an over-long line (counted in info.lines only)
+    Long,
+    /// what reading counted into the file's info right here
+    Counts(Box<InputInfo>),
+    /// reading failed here
+    Err(InputError),
+    /// the end of the file
+    End,
+}
+
+/// A run of items and, once a worker had it, each line's pre-parse.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub text: String,
+    pub items: Vec<Item>,
+    /// per item (None: not a complete call, or not a line)
+    pub pre: Vec<Option<PreCall>>,
+}
+
+impl Batch {
+    pub fn line(&self, start: u32, end: u32) -> &str {
+        &self.text[start as usize..end as usize]
+    }
+}
+
+/// What reading counted: into `info` in the order the sequential reader
+/// counts it (the unparsed samples keep their order).
+pub fn add_counts(info: &mut InputInfo, d: &InputInfo) {
+    info.lines += d.lines;
+    info.preamble += d.preamble;
+    info.too_long += d.too_long;
+    for (line, text) in &d.unparsed_samples {
+        info.add_unparsed(*line, text.as_bytes());
+    }
+    info.unparsed += d.unparsed - d.unparsed_samples.len() as u64;
+    info.ends_mid_line |= d.ends_mid_line;
+    info.crlf |= d.crlf;
+}
+
+/// The reading side: the sequential reader, counting into a scratch info
+/// that becomes a [`Item::Counts`] wherever it changed.
+struct Reader {
+    lines: CleanLines,
+    scratch: InputInfo,
+    blank: InputInfo,
+    /// flags already handed on (the reader reports them on every line)
+    crlf: bool,
+    mid: bool,
+    done: bool,
+    batch_lines: usize,
+}
+
+impl Reader {
+    fn counts(&mut self, items: &mut Vec<Item>) {
+        let s = &self.scratch;
+        let new_crlf = s.crlf && !self.crlf;
+        let new_mid = s.ends_mid_line && !self.mid;
+        if s.lines == 0
+            && s.preamble == 0
+            && s.too_long == 0
+            && s.unparsed == 0
+            && !new_crlf
+            && !new_mid
+        {
+            return;
+        }
+        self.crlf |= s.crlf;
+        self.mid |= s.ends_mid_line;
+        let d = std::mem::replace(&mut self.scratch, self.blank.clone());
+        items.push(Item::Counts(Box::new(d)));
+    }
+
+    fn batch(&mut self) -> Batch {
+        let mut b = Batch {
+            items: Vec::with_capacity(self.batch_lines + 2),
+            ..Batch::default()
+        };
+        while !self.done && b.items.len() < self.batch_lines && b.text.len() < BATCH_BYTES {
+            let got = self.lines.next(&mut self.scratch);
+            // the counts of reading a line come before the line
+            let item = match got {
+                Err(e) => {
+                    self.done = true;
+                    Item::Err(e)
+                }
+                Ok(None) => {
+                    self.done = true;
+                    Item::End
+                }
+                Ok(Some((_, None))) => Item::Long,
+                Ok(Some((n, Some(t)))) => {
+                    let s = b.text.len() as u32;
+                    b.text.push_str(&t);
+                    Item::Line(n, s, b.text.len() as u32)
+                }
+            };
+            self.counts(&mut b.items);
+            b.items.push(item);
+        }
+        b
+    }
+}
+
+/// The batches of one file, pre-parsed by worker threads, in file order.
+pub struct Chunked {
+    reader: Reader,
+    to: Vec<Sender<Batch>>,
+    from: Vec<Receiver<Batch>>,
+    workers: Vec<JoinHandle<()>>,
+    sent: usize,
+    got: usize,
+    ahead: usize,
+    /// batches that went through a worker (a debug stat)
+    pub chunks: u64,
+}
+
+fn work(file: FileId, jobs: Receiver<Batch>, done: Sender<Batch>) {
+    for mut b in jobs {
+        b.pre = b
+            .items
+            .iter()
+            .map(|it| match *it {
+                Item::Line(n, s, e) => strace::pre_parse(file, n, b.line(s, e).as_bytes()),
+                _ => None,
+            })
+            .collect();
+        if done.send(b).is_err() {
+            return;
+        }
+    }
+}
+
+impl Chunked {
+    /// `jobs` workers over `lines` (the file `file`'s); the lines back
+    /// when no thread can be started (the caller then parses on its own).
+    #[allow(clippy::result_large_err)] // once per file
+    pub fn new(
+        lines: CleanLines,
+        path: &str,
+        file: FileId,
+        jobs: usize,
+        batch_lines: usize,
+    ) -> Result<Self, CleanLines> {
+        let blank = InputInfo::new(Text::from(path));
+        let mut to = Vec::new();
+        let mut from = Vec::new();
+        let mut workers = Vec::new();
+        for i in 0..jobs.max(1) {
+            let (jtx, jrx) = channel();
+            let (dtx, drx) = channel();
+            let spawned = thread::Builder::new()
+                .name(format!("rocrtrace-parse-{i}"))
+                .spawn(move || work(file, jrx, dtx));
+            match spawned {
+                Ok(h) => {
+                    workers.push(h);
+                    to.push(jtx);
+                    from.push(drx);
+                }
+                Err(_) if !workers.is_empty() => break,
+                Err(_) => return Err(lines),
+            }
+        }
+        let n = workers.len();
+        Ok(Chunked {
+            reader: Reader {
+                lines,
+                scratch: blank.clone(),
+                blank,
+                crlf: false,
+                mid: false,
+                done: false,
+                batch_lines: batch_lines.max(1),
+            },
+            to,
+            from,
+            workers,
+            sent: 0,
+            got: 0,
+            ahead: 2 * n,
+            chunks: 0,
+        })
+    }
+
+    /// The next batch in file order, its lines pre-parsed; None after the
+    /// batch that held the end (or the read error).
+    pub fn next_batch(&mut self) -> Option<Batch> {
+        let n = self.to.len();
+        while !self.reader.done && self.sent - self.got < self.ahead {
+            let b = self.reader.batch();
+            self.to[self.sent % n]
+                .send(b)
+                .expect("a parse worker stopped");
+            self.sent += 1;
+        }
+        if self.got == self.sent {
+            return None;
+        }
+        let b = self.from[self.got % n]
+            .recv()
+            .expect("a parse worker failed");
+        self.got += 1;
+        self.chunks += 1;
+        Some(b)
+    }
+}
+
+impl Drop for Chunked {
+    fn drop(&mut self) {
+        // no more work, nobody to hand results to: the workers end
+        self.to.clear();
+        self.from.clear();
+        for h in self.workers.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
