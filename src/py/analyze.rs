@@ -196,12 +196,14 @@ pub fn analyze<'py>(
     Ok(out)
 }
 
-/// analyze_events(path, on_event, ...) -> the same as analyze for one
-/// trace, calling on_event(ev) with every event as a Python object (the
-/// perfetto format's sink: the slow path, only when that format is asked).
+/// analyze_events(path, on_event, ..., jobs=1, chunking=None) -> the same
+/// as analyze for one trace, calling on_event(ev) with every event as a
+/// Python object (the perfetto format's sink: the slow path, only when
+/// that format is asked).
 #[pyfunction]
 #[pyo3(signature = (path, on_event, input_format=None, max_line=engine::MAX_LINE,
-                    all_fds=false, table=false))]
+                    all_fds=false, table=false, jobs=1, chunking=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn analyze_events<'py>(
     py: Python<'py>,
     path: String,
@@ -210,8 +212,12 @@ pub fn analyze_events<'py>(
     max_line: usize,
     all_fds: bool,
     table: bool,
+    jobs: usize,
+    chunking: Option<(usize, u64)>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let o = options(input_format, max_line, all_fds, table);
+    let mut o = options(input_format, max_line, all_fds, table);
+    o.jobs = jobs;
+    self::chunking(&mut o, chunking);
     let mut failed: Option<PyErr> = None;
     let mut files = Files::default();
     let mut cb = |ev: &Event, paths: &[String]| {

@@ -1,4 +1,4 @@
-//! `--jobs N` on one file: its lines are read here in batches (chunks),
+//! `--jobs N` on one file: its lines are read in batches (chunks),
 //! each batch's state-free parse ([`strace::pre_parse`]: tokenizing, the
 //! syscall's normalized event) runs on one of N worker threads, and the
 //! batches come back in order for the parser's state-dependent rest (pids,
@@ -13,19 +13,20 @@
 //! stays one pass with the sequential reader, so over-long lines, the
 //! layout clean-up and what they count come out in the same order.
 //!
-//! Memory: at most `2 × N` batches of [`BATCH_LINES`] lines in flight.
+//! Threads: one reads, N pre-parse, this one parses the rest and replays.
+//! Memory: at most `3 × N + 1` batches of [`BATCH_LINES`] lines in flight.
 
 use super::InputError;
 use super::trace::CleanLines;
 use crate::events::{FileId, InputInfo, Text};
 use crate::parse::strace::{self, PreCall};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::{self, JoinHandle};
 
 /// Files smaller than this are parsed on one thread (inputs.py's 2 MiB).
 pub const MIN_BYTES: u64 = 2 << 20;
 /// Lines per batch.
-pub const BATCH_LINES: usize = 4096;
+pub const BATCH_LINES: usize = 2048;
 /// Bytes of text per batch at most (a batch of long lines ends sooner).
 const BATCH_BYTES: usize = 1 << 20;
 
@@ -137,20 +138,18 @@ impl Reader {
     }
 }
 
-/// The batches of one file, pre-parsed by worker threads, in file order.
+/// The batches of one file, read on a thread of their own, pre-parsed by
+/// worker threads, handed out in file order.
 pub struct Chunked {
-    reader: Reader,
-    to: Vec<Sender<Batch>>,
     from: Vec<Receiver<Batch>>,
-    workers: Vec<JoinHandle<()>>,
-    sent: usize,
+    threads: Vec<JoinHandle<()>>,
     got: usize,
-    ahead: usize,
+    ended: bool,
     /// batches that went through a worker (a debug stat)
     pub chunks: u64,
 }
 
-fn work(file: FileId, jobs: Receiver<Batch>, done: Sender<Batch>) {
+fn work(file: FileId, jobs: Receiver<Batch>, done: SyncSender<Batch>) {
     for mut b in jobs {
         b.pre = b
             .items
@@ -166,9 +165,37 @@ fn work(file: FileId, jobs: Receiver<Batch>, done: Sender<Batch>) {
     }
 }
 
+/// Batch k to worker k mod n; each worker's queue holds one, so the
+/// reading stays a few batches ahead of the parse.
+fn read(
+    lines: Receiver<CleanLines>,
+    blank: InputInfo,
+    batch_lines: usize,
+    to: Vec<SyncSender<Batch>>,
+) {
+    let Ok(lines) = lines.recv() else { return };
+    let mut r = Reader {
+        lines,
+        scratch: blank.clone(),
+        blank,
+        crlf: false,
+        mid: false,
+        done: false,
+        batch_lines,
+    };
+    let mut k = 0;
+    while !r.done {
+        if to[k % to.len()].send(r.batch()).is_err() {
+            return; // the consumer is gone
+        }
+        k += 1;
+    }
+}
+
 impl Chunked {
-    /// `jobs` workers over `lines` (the file `file`'s); the lines back
-    /// when no thread can be started (the caller then parses on its own).
+    /// A reader thread and `jobs` workers over `lines` (the file `file`'s);
+    /// the lines back when no thread can be started (the caller then
+    /// parses on its own).
     #[allow(clippy::result_large_err)] // once per file
     pub fn new(
         lines: CleanLines,
@@ -177,76 +204,74 @@ impl Chunked {
         jobs: usize,
         batch_lines: usize,
     ) -> Result<Self, CleanLines> {
-        let blank = InputInfo::new(Text::from(path));
         let mut to = Vec::new();
         let mut from = Vec::new();
-        let mut workers = Vec::new();
+        let mut threads = Vec::new();
         for i in 0..jobs.max(1) {
-            let (jtx, jrx) = channel();
-            let (dtx, drx) = channel();
+            let (jtx, jrx) = sync_channel(1);
+            let (dtx, drx) = sync_channel(1);
             let spawned = thread::Builder::new()
                 .name(format!("rocrtrace-parse-{i}"))
                 .spawn(move || work(file, jrx, dtx));
             match spawned {
                 Ok(h) => {
-                    workers.push(h);
+                    threads.push(h);
                     to.push(jtx);
                     from.push(drx);
                 }
-                Err(_) if !workers.is_empty() => break,
-                Err(_) => return Err(lines),
+                Err(_) => break,
             }
         }
-        let n = workers.len();
-        Ok(Chunked {
-            reader: Reader {
-                lines,
-                scratch: blank.clone(),
-                blank,
-                crlf: false,
-                mid: false,
-                done: false,
-                batch_lines: batch_lines.max(1),
-            },
-            to,
+        let (ltx, lrx) = sync_channel(1);
+        let blank = InputInfo::new(Text::from(path));
+        let batch_lines = batch_lines.max(1);
+        let spawned = (!to.is_empty()).then(|| {
+            thread::Builder::new()
+                .name("rocrtrace-read".into())
+                .spawn(move || read(lrx, blank, batch_lines, to))
+        });
+        let me = Chunked {
             from,
-            workers,
-            sent: 0,
+            threads,
             got: 0,
-            ahead: 2 * n,
+            ended: false,
             chunks: 0,
-        })
+        };
+        match spawned {
+            // the reader is not joined: blocked on a pipe it could hold a
+            // drop up; it ends at its next hand-over once nobody takes it
+            Some(Ok(_)) => {
+                // the reader waits for its lines: it cannot be gone
+                ltx.send(lines).expect("the reader thread runs");
+                Ok(me)
+            }
+            _ => Err(lines),
+        }
     }
 
     /// The next batch in file order, its lines pre-parsed; None after the
     /// batch that held the end (or the read error).
     pub fn next_batch(&mut self) -> Option<Batch> {
-        let n = self.to.len();
-        while !self.reader.done && self.sent - self.got < self.ahead {
-            let b = self.reader.batch();
-            self.to[self.sent % n]
-                .send(b)
-                .expect("a parse worker stopped");
-            self.sent += 1;
-        }
-        if self.got == self.sent {
+        if self.ended {
             return None;
         }
+        let n = self.from.len();
         let b = self.from[self.got % n]
             .recv()
-            .expect("a parse worker failed");
+            .expect("a parse thread failed");
         self.got += 1;
         self.chunks += 1;
+        self.ended = matches!(b.items.last(), Some(Item::End | Item::Err(_)));
         Some(b)
     }
 }
 
 impl Drop for Chunked {
     fn drop(&mut self) {
-        // no more work, nobody to hand results to: the workers end
-        self.to.clear();
+        // nobody takes results: the workers end, then the reader
         self.from.clear();
-        for h in self.workers.drain(..) {
+        // (the workers only: see new)
+        for h in self.threads.drain(..) {
             let _ = h.join();
         }
     }

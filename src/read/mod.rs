@@ -71,7 +71,7 @@ pub fn why(e: &io::Error) -> String {
 }
 
 /// A reader of `path`'s bytes (`-` = stdin), decompressed by magic bytes.
-pub fn open_path(path: &str) -> Result<Box<dyn Read>, InputError> {
+pub fn open_path(path: &str) -> Result<Box<dyn Read + Send>, InputError> {
     if path == "-" {
         return open_reader(path, io::stdin());
     }
@@ -88,7 +88,10 @@ pub fn open_path(path: &str) -> Result<Box<dyn Read>, InputError> {
 /// A reader of the bytes of `raw` (an open file, stdin, a pipe), named
 /// `path` in errors, decompressed by its magic bytes.  Only the first
 /// bytes are read here, and they are replayed, never seeked back.
-pub fn open_reader<R: Read + 'static>(path: &str, mut raw: R) -> Result<Box<dyn Read>, InputError> {
+pub fn open_reader<R: Read + Send + 'static>(
+    path: &str,
+    mut raw: R,
+) -> Result<Box<dyn Read + Send>, InputError> {
     let head = compress::read_full(&mut raw, compress::MAGIC_LEN)
         .map_err(|e| input_error(path, &format!("read error: {}", why(&e))))?;
     let kind = compression_of(&head);

@@ -138,13 +138,13 @@ fn article(fmt: &str) -> String {
 /// The lines of one file after reading and layout clean-up, counted into
 /// the parser's info as inputs.py `read_lines` and `clean_lines` count.
 pub struct CleanLines {
-    lr: LineReader<Box<dyn Read>>,
+    lr: LineReader<Box<dyn Read + Send>>,
     layout: super::Layout,
 }
 
 impl CleanLines {
     pub fn new(
-        r: Box<dyn Read>,
+        r: Box<dyn Read + Send>,
         path: &str,
         layout: super::Layout,
         max_line: usize,
