@@ -130,15 +130,14 @@ def test_generated_trace(generated, kind):
 
 
 def test_default_chunks_and_threshold(generated):
-    """The default: files under 2 MiB are read on one thread; over it, in
-    chunks of 4096 lines."""
+    """Files under the threshold (2 MiB by default) are read on one thread;
+    over it, in chunks (2048 lines by default)."""
     path = generated["strace"]
-    small = _engine.analyze([path], jobs=2)[0]
-    assert small["chunks"] == 0
-    big = _engine.analyze([path], jobs=2, chunking=(1000, 0))[0]
-    assert 20 <= big["chunks"] <= 22
-    one = _engine.analyze([path], jobs=1, chunking=(1000, 0))[0]
-    assert one["chunks"] == 0
+    assert os.path.getsize(path) > 2 << 20
+    assert _engine.analyze([path], jobs=2)[0]["chunks"] == 20000 // 2048 + 1
+    assert _engine.analyze([path], jobs=2, chunking=(1000, 1 << 40))[0]["chunks"] == 0
+    assert 20 <= _engine.analyze([path], jobs=2, chunking=(1000, 0))[0]["chunks"] <= 22
+    assert _engine.analyze([path], jobs=1, chunking=(1000, 0))[0]["chunks"] == 0
 
 
 def test_cli_jobs_on_one_file(tmp_path, generated):

@@ -162,7 +162,13 @@ impl Parser {
 
     /// Parse one line (without its newline); completed events go to `sink`.
     pub fn feed(&mut self, lineno: u64, line: &[u8], sink: &mut Vec<Event>) {
-        self.feed_pre(lineno, line, None, sink)
+        self.feed_any(lineno, line, None, None, sink)
+    }
+
+    /// [`Parser::feed`] of a line known to be UTF-8 (the reader decoded
+    /// it): it is not checked again.
+    pub fn feed_text(&mut self, lineno: u64, line: &str, sink: &mut Vec<Event>) {
+        self.feed_any(lineno, line.as_bytes(), Some(line), None, sink)
     }
 
     /// [`Parser::feed`] with the line's state-free part already worked
@@ -171,7 +177,18 @@ impl Parser {
     pub fn feed_pre(
         &mut self,
         lineno: u64,
+        line: &str,
+        pre: Option<PreCall>,
+        sink: &mut Vec<Event>,
+    ) {
+        self.feed_any(lineno, line.as_bytes(), Some(line), pre, sink)
+    }
+
+    fn feed_any(
+        &mut self,
+        lineno: u64,
         line: &[u8],
+        text: Option<&str>,
         pre: Option<PreCall>,
         sink: &mut Vec<Event>,
     ) {
@@ -194,9 +211,11 @@ impl Parser {
         let fresh = self.fresh.take();
         let stripped;
         let mut pre = pre;
+        let mut text = text;
         let line: &[u8] = if memchr::memchr(0x1b, line).is_some() {
             // pre_parse saw the line before this: it made nothing of it
             pre = None;
+            text = None;
             stripped = grammar::strip_ansi(line);
             if stripped.is_empty() {
                 return self.drain(sink);
@@ -221,7 +240,7 @@ impl Parser {
         }
         let parsed = match pre {
             Some(p) => self.apply_pre(lineno, line, p),
-            None => self.line(lineno, line),
+            None => self.line_text(lineno, line, text),
         };
         if !parsed
             && !self.diagnostic(lineno, line)
@@ -443,7 +462,12 @@ impl Parser {
     // --- one line ------------------------------------------------------
 
     pub(crate) fn line(&mut self, lineno: u64, line: &[u8]) -> bool {
-        if let Ok(text) = std::str::from_utf8(line)
+        self.line_text(lineno, line, None)
+    }
+
+    /// `line` with its text when it is known to be UTF-8.
+    fn line_text(&mut self, lineno: u64, line: &[u8], text: Option<&str>) -> bool {
+        if let Some(text) = text.or_else(|| std::str::from_utf8(line).ok())
             && let Some(r) = tokens::scan_line(text)
             && let Some(done) = self.scanned(lineno, line, r)
         {
@@ -1351,12 +1375,12 @@ pub struct PreCall {
 /// What [`Parser::feed`] would make of `line` through the compiled
 /// tokenizer, as far as no state enters: only complete calls (the most
 /// lines); None for every other line (feed then does all the work).
-pub fn pre_parse(file: FileId, lineno: u64, line: &[u8]) -> Option<PreCall> {
+pub fn pre_parse(file: FileId, lineno: u64, text: &str) -> Option<PreCall> {
+    let line = text.as_bytes();
     let &c = line.first()?;
     if !c.is_ascii_digit() || memchr::memchr(0x1b, line).is_some() {
         return None;
     }
-    let text = std::str::from_utf8(line).ok()?;
     let r = tokens::scan_line(text)?;
     if r.kind != ScanKind::Call {
         return None;

@@ -155,7 +155,7 @@ fn work(file: FileId, jobs: Receiver<Batch>, done: SyncSender<Batch>) {
             .items
             .iter()
             .map(|it| match *it {
-                Item::Line(n, s, e) => strace::pre_parse(file, n, b.line(s, e).as_bytes()),
+                Item::Line(n, s, e) => strace::pre_parse(file, n, b.line(s, e)),
                 _ => None,
             })
             .collect();

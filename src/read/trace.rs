@@ -80,10 +80,10 @@ pub trait Dialects {
 
 impl Dialect for strace::Parser {
     fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Event>) {
-        strace::Parser::feed(self, lineno, line.as_bytes(), out)
+        strace::Parser::feed_text(self, lineno, line, out)
     }
     fn feed_pre(&mut self, lineno: u64, line: &str, pre: Option<PreCall>, out: &mut Vec<Event>) {
-        strace::Parser::feed_pre(self, lineno, line.as_bytes(), pre, out)
+        strace::Parser::feed_pre(self, lineno, line, pre, out)
     }
     fn finish(&mut self, out: &mut Vec<Event>) {
         strace::Parser::finish(self, out)
