@@ -31,13 +31,11 @@ class UsageFail(click.ClickException):
     exit_code = EXIT_USAGE
 
 
-_JOBS_HELP = ("Use N threads: several TRACE arguments are analyzed in parallel, with "
-              "exactly the result of one at a time (one file is read by one thread; the "
-              "reference engine, ROCRTRACE_ENGINE=python, also cuts one large file into "
-              "chunks).")
-_TABLE_JOBS_HELP = ("Accepted for the reference engine (ROCRTRACE_ENGINE=python), which "
-                    "parses one large uncompressed file in chunks with N processes; the "
-                    "compiled core reads each file with one thread (same {}).")
+_JOBS_HELP = ("Use N threads: several TRACE arguments are analyzed in parallel; one "
+              "trace's strace or preload file of 2 MiB or more (or standard input) is "
+              "parsed in chunks on N threads.  The result is exactly that of --jobs 1.")
+_TABLE_JOBS_HELP = ("Parse each strace or preload file of 2 MiB or more (or standard input) "
+                    "in chunks on N threads (the same {}).")
 
 
 def _parse_format_specs(specs, default_out):
