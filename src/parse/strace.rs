@@ -317,9 +317,14 @@ impl Parser {
             return;
         }
         self.info.events += keep as u64;
-        for mut ev in self.out.drain(..keep) {
+        for ev in &mut self.out[..keep] {
             ev.h.seq = 0;
-            sink.push(ev);
+        }
+        if keep == self.out.len() && sink.is_empty() {
+            // the usual case: the buffers trade places, no event moves
+            std::mem::swap(sink, &mut self.out);
+        } else {
+            sink.extend(self.out.drain(..keep));
         }
     }
 
@@ -349,8 +354,8 @@ impl Parser {
             && self.file_tid.is_none()
             && self.fixed_tgid.is_none()
             && (!self.nopid.is_empty() || self.hold.iter().any(|e| e.h.tid.is_none()));
-        let hold = std::mem::take(&mut self.hold);
         if wait {
+            let hold = std::mem::take(&mut self.hold);
             for ev in hold {
                 if ev.h.tid.is_none() || !self.nopid.is_empty() {
                     self.nopid.push(ev);
@@ -362,8 +367,11 @@ impl Parser {
                 let n = std::mem::take(&mut self.nopid);
                 self.out.extend(n);
             }
+        } else if self.out.is_empty() {
+            // the buffers trade places: no event moves, nothing allocated
+            std::mem::swap(&mut self.out, &mut self.hold);
         } else {
-            self.out.extend(hold);
+            self.out.append(&mut self.hold);
         }
     }
 
@@ -603,7 +611,7 @@ impl Parser {
         }
         let tid = self.who(Some(p.tid));
         let pid = self.tgid_of(tid);
-        if let Some(ev) = self.apply_built(lineno, line, p.built, pid, tid) {
+        if let Some(ev) = self.apply_built(lineno, line, *p.built, pid, tid) {
             self.after_call(ev, tid);
         }
         true
@@ -1369,7 +1377,9 @@ pub struct PreCall {
     time: f64,
     dur: bool,
     rpath: bool,
-    built: Built,
+    /// boxed: the batch, the parser and their calls move a pointer, not
+    /// the event, until it is placed
+    built: Box<Built>,
 }
 
 /// What [`Parser::feed`] would make of `line` through the compiled
@@ -1416,7 +1426,7 @@ pub fn pre_parse(file: FileId, lineno: u64, text: &str) -> Option<PreCall> {
         time: r.time,
         dur: has_dur,
         rpath: has_rpath,
-        built,
+        built: Box::new(built),
     })
 }
 
