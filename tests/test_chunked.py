@@ -89,8 +89,11 @@ def _same(path, lines, jobs=2, input_format=None, max_line=1 << 20) -> int:
     return chunks
 
 
-def _check_all(path, sizes=(1, 2, 3, 7, 50), **kw) -> int:
-    """Cuts after every line, then every few lines; 2 and 3 threads."""
+def _check_all(path, sizes=(1, 2, 3, 7, 50), ks=None, both=None, **kw) -> int:
+    """Cuts after every line, then every few lines; 2 and 3 threads.
+    (``ks``: the chunk sizes under their old name, other test files use it;
+    ``both`` is the old seeds option, meaningless here.)"""
+    sizes = ks if ks is not None else sizes
     n = 0
     for i, lines in enumerate(sizes):
         n += _same(path, lines, jobs=2 + i % 2, **kw)
