@@ -85,12 +85,13 @@ def analyze(paths: list[str], *, input_format: str | None = None, enabled=None,
     try:
         if hasattr(on_event, "add_columns"):
             reports = eng.analyze_calls(list(paths), input_format=input_format,
-                                        all_fds=all_fds, table=table)
+                                        all_fds=all_fds, table=table, jobs=jobs)
             for rep in reports:
                 on_event.add_columns(rep.pop("calls"))
         elif on_event is not None:
             reports = [eng.analyze_events(p, on_event, input_format=input_format,
-                                          all_fds=all_fds, table=table) for p in paths]
+                                          all_fds=all_fds, table=table, jobs=jobs)
+                       for p in paths]
         else:
             reports = eng.analyze(list(paths), input_format=input_format, all_fds=all_fds,
                                   table=table, jobs=jobs, progress=progress)
@@ -105,7 +106,7 @@ def events_frame(paths: list[str], *, input_format: str | None = None, jobs: int
 
     eng = core()
     try:
-        cols, infos = eng.events_table(list(paths), input_format=input_format)
+        cols, infos = eng.events_table(list(paths), input_format=input_format, jobs=jobs)
     except eng.ReadError as e:
         raise InputError(str(e)) from None
     return frame_from_columns(cols), infos
