@@ -1,6 +1,6 @@
 """The core's event table (src/table.rs, tables.frame_from_columns) equals
-the table built row by row from the events' records (the Python reference's
-way, tests/engine/pyref.py) on every fixture's events and on edge values."""
+the table built row by row from the events' records (the Python engine's
+way, kept in tests/engine/rowtable.py) on every fixture's events and on edge values."""
 from __future__ import annotations
 
 import sys
@@ -14,7 +14,7 @@ from rocrtrace.tables import frame_from_columns, stats
 from vocab import Close, FdCreate, Ioctl, Mmap
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "engine"))
-from pyref import events_frame_of  # noqa: E402
+from rowtable import events_frame_of  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 LOGS = sorted(p for p in FIXTURES.rglob("*.log"))

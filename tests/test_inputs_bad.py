@@ -11,7 +11,7 @@ import pytest
 
 from rocrtrace._engine import parse_lines
 from rocrtrace.engine import trace_events
-from rocrtrace.inputs import InputError
+from rocrtrace.paths import InputError
 
 GOOD = (b"100   1795973828.954411 openat(AT_FDCWD, \"/dev/null\", O_RDWR) = 3 <0.000010>\n"
         b"100   1795973828.954511 close(3) = 0 <0.000003>\n")
