@@ -1,21 +1,19 @@
-"""Replay rate of the fd and handle models, Python and compiled (issue 16).
+"""Replay rate of the core's fd and handle models alone (issue 16).
 
     python benchmarks/bench_fds.py [N_LINES] [--repeat R]
 
 Generates the strace and preload traces of gen_traces.py (N_LINES each),
-reads them with the Python reader once, then times only the models on the
-same events: rocrtrace.models FdModel+HandleModel against
-rocrtrace._engine.time_fd_models (the events are converted to Rust first,
-outside the timing; fed by reference, each kept event copied, and as shared
-Rc<Event>s).  Prints events/s and us/event for both, and the
-findings count of each (they must match).
+reads them with the core once, then times only the models on the same
+events with rocrtrace._engine.time_fd_models (the events are converted to
+Rust first, outside the timing): fed by reference, each kept event copied,
+and as shared Rc<Event>s.  Prints events/s and us/event of both and the
+findings.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -23,21 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gen_traces  # noqa: E402
 from rocrtrace import _engine  # noqa: E402
-from rocrtrace.inputs import open_trace  # noqa: E402
-from rocrtrace.models.fds import FdModel  # noqa: E402
-from rocrtrace.models.handles import HandleModel  # noqa: E402
-
-
-def python_rate(events):
-    t0 = time.perf_counter()
-    fds = FdModel()
-    hm = HandleModel(fds)
-    for ev in events:
-        fds.feed(ev)
-        hm.feed(ev)
-    fds.finish()
-    hm.finish()
-    return time.perf_counter() - t0, len(fds.findings) + len(hm.findings)
 
 
 def main() -> None:
@@ -51,14 +34,10 @@ def main() -> None:
             with open(path, "w") as f:
                 for line in gen(a.lines):
                     f.write(line + "\n")
-            events = list(open_trace(str(path)).events())
-            py = min(python_rate(events)[0] for _ in range(a.repeat))
-            py_found = python_rate(events)[1]
-            n, rs, rc, rust_found = _engine.time_fd_models(events, a.repeat)
-            print(f"{kind}: {n} events; python {n / py:,.0f} ev/s ({py / n * 1e6:.2f} us/ev); "
-                  f"rust feed(&Event) {n / rs:,.0f} ev/s ({rs / n * 1e6:.3f} us/ev, x{py / rs:.1f}); "
-                  f"rust feed_rc {n / rc:,.0f} ev/s ({rc / n * 1e6:.3f} us/ev, x{py / rc:.1f}); "
-                  f"findings python {py_found} rust {rust_found}")
+            events, _ = _engine.trace_events(str(path))
+            n, rs, rc, found = _engine.time_fd_models(events, a.repeat)
+            print(f"{kind}: {n} events; feed(&Event) {n / rs:,.0f} ev/s ({rs / n * 1e6:.3f} us/ev); "
+                  f"feed_rc {n / rc:,.0f} ev/s ({rc / n * 1e6:.3f} us/ev); findings {found}")
 
 
 if __name__ == "__main__":

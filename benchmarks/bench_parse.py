@@ -1,6 +1,7 @@
 """Parse speed: generate a deterministic `strace -f -o -ttt -T -yy` log of
-N lines (default 1,000,000) and print lines/s and events/s of
-open_trace(...).events().  Usage: python benchmarks/bench_parse.py [N]"""
+N lines (default 1,000,000) and print lines/s and events/s of the core
+reading and parsing it into the event table (_engine.events_table: no
+replay, no Python object per event).  Usage: python benchmarks/bench_parse.py [N]"""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from rocrtrace.inputs import open_trace  # noqa: E402
+from rocrtrace import _engine  # noqa: E402
 
 SHAPES = [
     '{p} {t} ioctl(3</dev/kfd<char 235:0>>, AMDKFD_IOC_WAIT_EVENTS, 0x7ffc765d479c) = 0 <0.000031>',
@@ -51,10 +52,9 @@ def main() -> None:
         path = os.path.join(d, "bench.log")
         generate(path, n)
         t0 = time.perf_counter()
-        tr = open_trace(path)
-        events = sum(1 for _ in tr.events())
+        _, (info,) = _engine.events_table([path])
         dt = time.perf_counter() - t0
-        info = tr.infos[0]
+        events = info.events
         print(f"lines {info.lines}  events {events}  unparsed {info.unparsed}  "
               f"{dt:.2f} s  {info.lines / dt:,.0f} lines/s  {events / dt:,.0f} events/s")
 

@@ -1,29 +1,34 @@
-"""Replay rate of SvmModel alone: SVM SET_ATTR events per second.
+"""Replay rate of the core's SVM model alone: SVM SET_ATTR events per second.
 
-    python benchmarks/bench_svm.py [N_EVENTS] [--intents] [--live K]
+    python benchmarks/bench_svm.py [N_EVENTS] [--intents] [--live K] [--trace LINES]
 
 The stream is built in memory (no parsing): pin/unpin cycles of 17-page
 buffers laid out like glibc's 64 KiB chunks, so neighbours share a page, on
 four threads, with the V3 shapes (register grant, map, revoke of the extent
 minus survivors), a few application ranges and GET_ATTR checks.  K buffers are
 live at a time.  With --intents every pin/unpin is wrapped in
-hsa_amd_memory_lock/unlock.  Prints events/s, SET_ATTR/s, findings, and the
-live-state sizes at the end (pieces, claims) to show memory follows live state.
+hsa_amd_memory_lock/unlock.  --trace also times gen_traces.py's preload log
+of LINES lines (SVM churn with intent calls, allocations, dma-buf exports),
+read by the core.  The clock is the model's CPU time in
+rocrtrace._engine.time_svm_model (the events are converted to Rust first,
+outside it).  Prints events/s, SET_ATTR/s and the findings.
 """
 from __future__ import annotations
 
 import argparse
 import random
 import sys
+import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent / "tests"))   # vocab.py: the event constructors
+sys.path.insert(0, str(HERE))
 
-from rocrtrace import kfd  # noqa: E402
-from rocrtrace.events import Intent, Ioctl, ProcessInfo  # noqa: E402
-from rocrtrace.models.svm import SvmModel  # noqa: E402
+from rocrtrace import _engine, kfd  # noqa: E402
+from vocab import Intent, Ioctl, ProcessInfo, kind  # noqa: E402
 
 PAGE = 0x1000
 BASE = 0x7F0000000000
@@ -92,29 +97,45 @@ def stream(n: int, live: int, intents: bool, seed: int = 7):
                                       kfd.ATTR_NO_ACCESS, GPUS[0])]})
 
 
+def model_time(events, repeat: int = 3) -> tuple[float, int]:
+    """The core's SVM model: CPU seconds per run (the call's thread time
+    with ``repeat`` runs less that of the conversion alone), findings."""
+    t = time.thread_time()
+    _engine.time_svm_model(events, 0)
+    conv = time.thread_time() - t
+    t = time.thread_time()
+    _, found = _engine.time_svm_model(events, repeat)
+    return max(time.thread_time() - t - conv, 1e-9) / repeat, found
+
+
+def report(label: str, events, repeat: int) -> None:
+    el, found = model_time(events, repeat)
+    n = len(events)
+    sets = sum(1 for e in events if kind(e) == "Ioctl" and e.nr == 0x20
+               and isinstance(e.arg, dict) and e.arg.get("op") == kfd.SVM_OP_SET_ATTR)
+    print(f"{label}: {n} events ({sets} SET_ATTR) in {el:.3f} s CPU: {n / el:,.0f} events/s, "
+          f"{sets / el:,.0f} SET_ATTR/s; findings {found}")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("n", nargs="?", type=int, default=200_000)
     ap.add_argument("--live", type=int, default=512)
     ap.add_argument("--intents", action="store_true")
-    ap.add_argument("--memory", action="store_true", help="also trace allocations (slower)")
+    ap.add_argument("--trace", type=int, default=0, metavar="LINES",
+                    help="also time gen_traces.py's preload log of LINES lines")
+    ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args(argv)
-    events = list(stream(a.n, a.live, a.intents))
-    m = SvmModel()
-    if a.memory:
-        tracemalloc.start()
-    t = time.perf_counter()
-    for e in events:
-        m.feed(e)
-    m.finish()
-    el = time.perf_counter() - t
-    peak = tracemalloc.get_traced_memory()[1] / 2**20 if a.memory else None
-    p = m.procs[1]
-    print(f"{len(events)} events ({m.counts['set_attr']} SET_ATTR, {m.counts['get_attr']} "
-          f"GET_ATTR) in {el:.2f} s: {len(events) / el:,.0f} events/s, "
-          f"{m.counts['set_attr'] / el:,.0f} SET_ATTR/s; findings {len(m.findings)}; "
-          f"live at end: {len(p.map)} pieces, {len(p.cover)} cover pieces"
-          + (f"; peak traced memory {peak:.1f} MiB" if peak is not None else ""))
+    report(f"stream (live {a.live}{', intents' if a.intents else ''})",
+           list(stream(a.n, a.live, a.intents)), a.repeat)
+    if a.trace:
+        import gen_traces
+
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "preload.log"
+            path.write_text("\n".join(gen_traces.preload_lines(a.trace)) + "\n")
+            events, _ = _engine.trace_events(str(path))
+        report(f"preload log ({a.trace} lines)", events, a.repeat)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""Where analyze spends its time: the parse / replay split per event, and the
-functions with the most self time (cProfile, or py-spy when installed:
-py-spy samples without slowing the code down, so its shares are truer).
+"""Where analyze spends its time: the core's passes per event (the event
+table, the analysis), and the functions with the most self time (py-spy --native when
+installed: it samples the Rust frames too without slowing the code down;
+else cProfile, which sees only the Python front: symbolization, reports).
 
     python benchmarks/hotspots.py                      # 200k-line strace trace
     python benchmarks/hotspots.py preload 100000
@@ -28,18 +29,20 @@ sys.path.insert(0, str(ROOT))
 
 
 def split(path: str) -> None:
-    from rocrtrace.inputs import open_trace
-    from rocrtrace.replay import build_models, replay
+    """The core's two passes a command makes, timed whole (they share the
+    read and the parse, so their difference is no replay time)."""
+    from rocrtrace import _engine
 
+    Path(path).read_bytes()         # the page cache warm for both
     t0 = time.perf_counter()
-    n = sum(1 for _ in open_trace(path).events())
+    _, infos = _engine.events_table([path])
     t1 = time.perf_counter()
-    events = list(open_trace(path).events())
+    _engine.analyze([path])
     t2 = time.perf_counter()
-    replay(events, build_models())
-    t3 = time.perf_counter()
-    print(f"{n:,} events: parse {t1 - t0:.2f} s ({(t1 - t0) / n * 1e6:.1f} us/event), "
-          f"replay {t3 - t2:.2f} s ({(t3 - t2) / n * 1e6:.1f} us/event)")
+    n = sum(i.events for i in infos)
+    print(f"{n:,} events: read+parse+table (events) {t1 - t0:.2f} s "
+          f"({(t1 - t0) / n * 1e6:.2f} us/event), read+parse+replay (analyze) "
+          f"{t2 - t1:.2f} s ({(t2 - t1) / n * 1e6:.2f} us/event)")
 
 
 def top_pyspy(path: str, top: int) -> bool:
@@ -47,7 +50,8 @@ def top_pyspy(path: str, top: int) -> bool:
     if spy is None:
         return False
     with tempfile.NamedTemporaryFile(suffix=".txt") as raw:
-        r = subprocess.run([spy, "record", "-o", raw.name, "-f", "raw", "-r", "250", "--",
+        r = subprocess.run([spy, "record", "--native", "-o", raw.name, "-f", "raw", "-r", "250",
+                            "--",
                             sys.executable, "-m", "rocrtrace", "analyze", "--fail-on", "never",
                             "--no-progress", path], capture_output=True, text=True)
         if r.returncode != 0:
@@ -69,11 +73,10 @@ def top_pyspy(path: str, top: int) -> bool:
 
 
 def top_cprofile(path: str, top: int) -> None:
-    from rocrtrace.inputs import open_trace
-    from rocrtrace.replay import analyze
+    from rocrtrace.engine import analyze
 
     prof = cProfile.Profile()
-    prof.runcall(analyze, [open_trace(path)])
+    prof.runcall(analyze, [path])
     print("cProfile (adds overhead per call); self time:")
     pstats.Stats(prof).sort_stats("tottime").print_stats(top)
 

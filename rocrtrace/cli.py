@@ -31,13 +31,11 @@ class UsageFail(click.ClickException):
     exit_code = EXIT_USAGE
 
 
-_JOBS_HELP = ("Use N threads: several TRACE arguments are analyzed in parallel, with "
-              "exactly the result of one at a time (one file is read by one thread; the "
-              "reference engine, ROCRTRACE_ENGINE=python, also cuts one large file into "
-              "chunks).")
-_TABLE_JOBS_HELP = ("Accepted for the reference engine (ROCRTRACE_ENGINE=python), which "
-                    "parses one large uncompressed file in chunks with N processes; the "
-                    "compiled core reads each file with one thread (same {}).")
+_JOBS_HELP = ("Use N threads: several TRACE arguments are analyzed in parallel; one "
+              "trace's strace or preload file of 2 MiB or more (or standard input) is "
+              "parsed in chunks on N threads.  The result is exactly that of --jobs 1.")
+_TABLE_JOBS_HELP = ("Parse each strace or preload file of 2 MiB or more (or standard input) "
+                    "in chunks on N threads (the same {}).")
 
 
 def _parse_format_specs(specs, default_out):
@@ -139,10 +137,8 @@ def _check_rules(ids):
 
 
 def _engine_name() -> str:
-    """Which engine runs (engine.which(), without importing it: --version
-    stays quick): the compiled core, built at install, or the reference."""
-    if os.environ.get("ROCRTRACE_ENGINE") == "python":
-        return "Python reference (ROCRTRACE_ENGINE=python)"
+    """Whether the engine, the compiled core built at install, loads (without
+    the rest of the engine: --version stays quick)."""
     try:
         from . import _engine  # noqa: F401
     except ImportError:
@@ -341,7 +337,7 @@ class _Progress:
 
 def _estimate_lines(path: str) -> tuple[int, float] | None:
     """(size, estimated line count) of a plain file; None if unknown."""
-    from .inputs import is_plain_file
+    from .paths import is_plain_file
 
     if not is_plain_file(path):
         return None
@@ -358,12 +354,12 @@ def _estimate_lines(path: str) -> tuple[int, float] | None:
 
 
 def _progress_hook(traces):
-    from .inputs import InputError, _expand
+    from .paths import InputError, expand
 
     files = []
     for t in traces:
         try:
-            files.extend(_expand(t))
+            files.extend(expand(t))
         except InputError:
             pass        # the analysis itself reports it
     return _Progress(files)
@@ -613,7 +609,7 @@ def _known_errors() -> tuple:
     """Input and file errors the user can fix: exit 2, one line."""
     errs: list[type] = []
     try:
-        from .inputs import InputError
+        from .paths import InputError
         errs.append(InputError)
     except ImportError:
         pass

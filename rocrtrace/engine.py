@@ -1,44 +1,74 @@
-"""The engine behind every command: a thin, typed front over the analysis.
+"""The engine behind every command: the compiled core (rocrtrace._engine,
+Rust) and its results made into what the reporters take (AnalysisResult,
+InputInfo, Finding, pandas frames).
 
-The CLI and the tests call only these functions.  The compiled core (rocrtrace._engine, Rust) runs by default.  The Python
-reference engine (rocrtrace/parse, rocrtrace/models) stays until the
-Python engine is retired: the comparison harness (tests/engine/compare.py)
-runs both on the whole corpus and reports every byte that differs.
-``ROCRTRACE_ENGINE=python|rust`` picks one.
+The CLI calls analyze, events_frame and history; trace_events hands tests
+and tools the events of one trace.
+Everything per event happens in Rust; this module sees only what a report
+shows.  Symbolization and fingerprints stay here: they read ELF files
+(pyelftools) for the frames findings cite.
 
 Input problems are raised as ``InputError`` (exit 2, one line); anything
 else is a bug (exit 3).
 """
 from __future__ import annotations
 
-import os
-from typing import Callable, Iterable
+from typing import Callable
 
-from .result import AnalysisResult
-
-ENGINES = ("python", "rust")
+from .paths import InputError
+from .result import AnalysisResult, TraceFacts
 
 
-def which() -> str:
-    from .inputs import InputError
-
-    name = os.environ.get("ROCRTRACE_ENGINE", "rust")
-    if name not in ENGINES:
-        raise InputError(f"ROCRTRACE_ENGINE={name!r}: choose python or rust")
-    if name == "rust":
-        try:
-            from . import _engine  # noqa: F401
-        except ImportError as e:
-            raise InputError(f"the compiled core rocrtrace._engine does not load ({e}): "
-                             "reinstall with 'pip install .', or set ROCRTRACE_ENGINE=python "
-                             "for the reference engine") from None
-    return name
+def core():
+    """rocrtrace._engine, or an InputError that says how to get it."""
+    try:
+        from . import _engine
+    except ImportError as e:
+        raise InputError(f"rocrtrace: the compiled core rocrtrace._engine does not load ({e}): "
+                         "reinstall with 'pip install .'") from None
+    return _engine
 
 
-def _open(paths: Iterable[str], input_format=None, jobs=1):
-    from .inputs import open_trace
+def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult:
+    from .coverage import coverage, input_findings
+    from .findings import Programs, assign_fingerprints, number_collisions, symbolize_findings
 
-    return [open_trace(p, input_format=input_format, jobs=jobs) for p in paths]
+    result = AnalysisResult(fail_on=fail_on)
+    limits: list[str] = []
+    facts = TraceFacts()
+    tables = []
+    for rep in reports:
+        found = list(rep["findings"])
+        infos = rep["inputs"]
+        for info in infos:
+            found.extend(input_findings(info))
+        limits.extend(x for x in rep["limits"] if x not in limits)
+        facts.svm_ioctls += rep["facts"][0]
+        facts.gpu_calls += rep["facts"][1]
+        symbolize_findings(found, rep["maps"], debug_dirs)
+        programs = Programs()
+        programs.exe = dict(rep["exe"])
+        assign_fingerprints(found, programs)
+        result.inputs.extend(infos)
+        result.findings.extend(found)
+        if "table" in rep:
+            tables.append(rep["table"])
+    if enabled is not None:
+        result.findings = [f for f in result.findings if f.rule in enabled]
+    number_collisions(result.findings)
+    result.limits, result.facts = limits, facts
+    result.coverage = facts.relevant(coverage(result.inputs, limits))
+    if tables:
+        from .tables import frame_from_columns
+
+        frames = [frame_from_columns(t) for t in tables]
+        if len(frames) == 1:
+            result.table = frames[0]
+        else:
+            import pandas as pd
+
+            result.table = pd.concat(frames, ignore_index=True)
+    return result
 
 
 def analyze(paths: list[str], *, input_format: str | None = None, enabled=None,
@@ -46,65 +76,61 @@ def analyze(paths: list[str], *, input_format: str | None = None, enabled=None,
             on_event: Callable | None = None, progress: Callable | None = None,
             table: bool = False) -> AnalysisResult:
     """Replay every trace with its own models; findings symbolized and
-    fingerprinted.  ``on_event`` sees every event (the perfetto sink),
-    ``progress`` every event while one process replays (a progress bar);
+    fingerprinted.  ``on_event`` sees every event: the perfetto report's
+    EventSink gets them as the core's columns (``add_columns``, one call
+    per trace), any other callable one record at a time (slow);
+    ``progress`` is told as the replay advances (a progress bar);
     ``table``: also the event table, as ``result.table``."""
-    if which() == "rust":
-        from . import _rust
-
-        return _rust.analyze(paths, input_format=input_format, enabled=enabled,
-                             debug_dirs=debug_dirs, fail_on=fail_on, all_fds=all_fds,
-                             jobs=jobs, on_event=on_event, progress=progress, table=table)
-    from .replay import analyze as run
-
-    if jobs > 1 and len(paths) > 1 and on_event is None and not table:
-        from .findings import number_collisions
-        from .parallel import analyze_parallel
-
-        result = analyze_parallel(paths, input_format, enabled, debug_dirs, fail_on, jobs,
-                                  all_fds=all_fds)
-        number_collisions(result.findings)
-        return result
-    opened = _open(paths, input_format, jobs)
-    collected: list = []
-    hooks = [h for h in (progress, on_event, collected.append if table else None)
-             if h is not None]
-    hook = hooks[0] if len(hooks) == 1 else (lambda ev: [h(ev) for h in hooks]) if hooks \
-        else None
-    result = run(opened, enabled=enabled, debug_dirs=debug_dirs, fail_on=fail_on,
-                 on_event=hook, all_fds=all_fds)
-    if table:
-        from .tables import events_frame
-
-        result.table = events_frame(collected)
-    return result
+    eng = core()
+    try:
+        if hasattr(on_event, "add_columns"):
+            reports = eng.analyze_calls(list(paths), input_format=input_format,
+                                        all_fds=all_fds, table=table, jobs=jobs)
+            for rep in reports:
+                on_event.add_columns(rep.pop("calls"))
+        elif on_event is not None:
+            reports = [eng.analyze_events(p, on_event, input_format=input_format,
+                                          all_fds=all_fds, table=table, jobs=jobs)
+                       for p in paths]
+        else:
+            reports = eng.analyze(list(paths), input_format=input_format, all_fds=all_fds,
+                                  table=table, jobs=jobs, progress=progress)
+    except eng.ReadError as e:
+        raise InputError(str(e)) from None
+    return _result(reports, enabled, debug_dirs, fail_on)
 
 
 def events_frame(paths: list[str], *, input_format: str | None = None, jobs: int = 1):
     """(the event table of all traces, their InputInfos)."""
-    if which() == "rust":
-        from . import _rust
+    from .tables import frame_from_columns
 
-        return _rust.events_frame(paths, input_format=input_format, jobs=jobs)
-    from .tables import events_frame as frame
-
-    opened = _open(paths, input_format, jobs)
-    df = frame(ev for t in opened for ev in t.events())
-    return df, [i for t in opened for i in t.infos]
+    eng = core()
+    try:
+        cols, infos = eng.events_table(list(paths), input_format=input_format, jobs=jobs)
+    except eng.ReadError as e:
+        raise InputError(str(e)) from None
+    return frame_from_columns(cols), infos
 
 
 def history(path: str, *, input_format: str | None = None, watch_fd=None, watch_addr=None):
     """(the recorded history of one fd (pid, fd) or page range (start, end[,
     pid]), the InputInfos): what `rocrtrace show` renders."""
-    if which() == "rust":
-        from . import _rust
+    eng = core()
+    try:
+        return eng.history(path, input_format=input_format, watch_fd=watch_fd,
+                           watch_addr=watch_addr)
+    except eng.ReadError as e:
+        raise InputError(str(e)) from None
 
-        return _rust.history(path, input_format=input_format, watch_fd=watch_fd,
-                             watch_addr=watch_addr)
-    from .replay import build_models, replay
 
-    models = build_models(watch_fd=watch_fd, watch_addr=watch_addr)
-    (opened,) = _open([path], input_format)
-    replay(opened.events(), models)
-    watcher = models[2] if watch_addr is not None else models[0]
-    return watcher.history, opened.infos
+def trace_events(path: str, *, input_format: str | None = None, max_line: int = 1 << 20,
+                 max_open: int = 64):
+    """(every event of one TRACE argument in replay order, its InputInfos) as
+    the core reads and parses it; an input it cannot read is InputError.  One
+    Python record per event: for tests and tools, not for the product's paths
+    (those hand over tables)."""
+    eng = core()
+    try:
+        return eng.trace_events(path, input_format, max_line, max_open)
+    except eng.ReadError as e:
+        raise InputError(str(e)) from None

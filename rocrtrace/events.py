@@ -1,10 +1,12 @@
 """The normalized event vocabulary.
 
-This module is the only thing parsers and replay models share.  A parser turns
-one input (an strace log, a preload log, a tinygrad IOCTL=1 log ...) into a
-stream of these events; the models never see text.  One event is one call
-(syscall, ioctl or intent call) or one process-level fact (exit, exec, fd
-snapshot, map snapshot).
+The engine (the compiled core, src/events.rs) turns each input (an strace
+log, a preload log, a tinygrad IOCTL=1 log ...) into a stream of events and
+replays them through its models; what crosses into Python (the events a
+finding cites, `show`'s history, the perfetto sink) is one ``Event`` record
+per event: its kind's name in ``event`` and the fields of KINDS.  One event is
+one call (syscall, ioctl or intent call) or one process-level fact (exit,
+exec, fd snapshot, map snapshot).
 
 Conventions every parser follows:
 
@@ -71,26 +73,137 @@ class Frame:
         return d
 
 
-@dataclass(slots=True, kw_only=True)
+# --- the event record -----------------------------------------------------
+
+# Fields every event has, with their defaults.
+HEADER: dict[str, Any] = {
+    "file": "-",
+    "line": 0,            # 1-based line of the entry (or only) line
+    "end_line": None,     # line of the ``resumed`` half, if split
+    "seq": 0,             # order of emission within its input
+    "pid": None,
+    "tid": None,
+    "time": None,
+    "dur": None,
+    "ret": None,
+    "err": None,
+    "stack": (),          # tuple[Frame, ...]
+    "text": "",           # the source line(s), shortened, for evidence
+    "partial": False,     # resumed half without its entry, or cut short
+}
+
+# The vocabulary's schema: each kind's own fields and their defaults, in the
+# order the core (src/events.rs) declares them.  ``dict`` stands for a fresh
+# empty dict per event.  This table is the one place the kinds are spelled
+# out: the record, tests/vocab.py's constructors and the conversions from
+# the core all follow it.
+KINDS: dict[str, dict[str, Any]] = {
+    # open*, creat, dup*, fcntl(F_DUPFD*), socket, accept, pipe*, socketpair,
+    # eventfd, memfd_create, pidfd_open, pidfd_getfd, recvmsg with SCM_RIGHTS
+    # ...  ``origin``: open, dup, recvmsg, pidfd_getfd, or the syscall name.
+    # dup2/dup3: ``replace`` (the target is closed first if open), ``new_fd``
+    # the number asked for (also when it failed).
+    "FdCreate": {"name": "openat", "origin": "open", "fds": (), "paths": (),
+                 "cloexec": False, "src_fd": None, "replace": False, "new_fd": None},
+    "Close": {"name": "close", "fd": -1, "path": None},
+    # close_range(first, last, flags) and closefrom(first) (last = ~0U);
+    # flags: CLOSE_RANGE_UNSHARE 2, CLOSE_RANGE_CLOEXEC 4
+    "CloseRange": {"name": "close_range", "first": 0, "last": 0xFFFFFFFF, "flags": 0},
+    # fcntl(fd, F_SETFD, ...): the only call that changes FD_CLOEXEC later
+    "SetCloexec": {"name": "fcntl", "fd": -1, "cloexec": False},
+    # any other syscall: the fd arguments it used and their decorations
+    "Syscall": {"name": "", "fds": (), "paths": ()},
+    # identified by (type, nr) rebuilt from the request; ``size`` the size
+    # field (AMDKFD_IOC_SVM: 24 + 8*nattr); ``arg`` the decoded input struct,
+    # ``out`` what the kernel wrote (None when only a pointer is shown).  SVM
+    # attributes: (type, value) int pairs under arg["attrs"]; MAP/UNMAP
+    # device_ids_array: a list of gpu_ids.
+    "Ioctl": {"name": "ioctl", "fd": -1, "path": None, "request": None, "dir": None,
+              "type": None, "nr": None, "size": None, "ioctl": None, "arg": None,
+              "out": None},
+    # mmap/mmap2: ``ret`` is the mapped address, ``addr`` the hint (None: NULL)
+    "Mmap": {"name": "mmap", "addr": None, "length": 0, "prot": 0, "flags": 0, "fd": -1,
+             "path": None, "offset": 0},
+    "Munmap": {"name": "munmap", "addr": 0, "length": 0},
+    # ``ret`` is the new address; the old range is unmapped on success
+    "Mremap": {"name": "mremap", "old_addr": 0, "old_len": 0, "new_len": 0, "flags": 0,
+               "new_addr": None},
+    # fork, vfork, clone, clone3: ``ret`` (and ``child``) is the new tid;
+    # ``thread``: CLONE_THREAD, ``share_files``: CLONE_FILES
+    "Clone": {"name": "clone", "child": None, "thread": False, "share_files": False,
+              "flags": 0},
+    # execve/execveat: on success (ret == 0) cloexec fds are gone
+    "Exec": {"name": "execve", "path": None},
+    # a thread or the whole process (``whole``: exit_group, the leader's
+    # +++ exited/killed, a preload '# exit' line) ended
+    "Exit": {"name": "exit", "whole": False, "status": None, "signal": None},
+    "Signal": {"name": "signal", "signal": ""},
+    # '# pid=... ppid=... exe=... page_size=...' header of a preload log
+    "ProcessInfo": {"name": "process", "ppid": None, "exe": None, "page_size": 4096},
+    # the open fds (fd -> path) at ``when``: start or exit
+    "FdSnapshot": {"name": "fd-snapshot", "when": "start", "fds": dict},
+    # an executable mapping: lets the symbolizer find the module's file
+    "ModuleMap": {"name": "map", "start": 0, "end_addr": 0, "offset": 0, "perms": "",
+                  "module": "", "build_id": None},
+    # a runtime library call logged for intent (hsa_amd_memory_lock ...):
+    # its arguments by name, and what it returned through pointers
+    "Intent": {"name": "", "args": dict, "outs": dict},
+}
+
+# Every field name once: the record's slots.
+_FIELDS = tuple(dict.fromkeys([*HEADER, *(f for k in KINDS.values() for f in k)]))
+# Per kind, the fields it has, header first (eq, repr and the conversions).
+FIELDS: dict[str, tuple[str, ...]] = {k: (*HEADER, *v) for k, v in KINDS.items()}
+
+
 class Event:
-    """Fields every event has.  Subclasses add what their call carries."""
+    """One event: ``event`` is its kind ('Ioctl', 'Close' ...), then the
+    header every event has and the kind's own fields (KINDS).  A field the
+    kind does not have is not set: reading it raises AttributeError, so
+    ``getattr(ev, "fd", None)`` answers for any kind."""
 
-    file: str = "-"
-    line: int = 0                 # 1-based line of the entry (or only) line
-    end_line: int | None = None   # line of the ``resumed`` half, if split
-    seq: int = 0                  # order of emission within its input
-    pid: int | None = None
-    tid: int | None = None
-    time: float | None = None
-    dur: float | None = None
-    ret: int | None = None
-    err: str | None = None
-    stack: tuple = ()             # tuple[Frame, ...]
-    text: str = ""                # the source line(s), shortened, for evidence
-    partial: bool = False         # resumed half without its entry, or cut short
+    __slots__ = ("event", *_FIELDS)
 
-    # ``name`` is a class-level constant on most subclasses; Syscall and
-    # Intent carry their own.
+    def __init__(self, event: str, /, **fields) -> None:
+        try:
+            kind = KINDS[event]
+        except KeyError:
+            raise TypeError(f"not an event kind: {event!r}") from None
+        for k, v in HEADER.items():
+            setattr(self, k, fields.pop(k) if k in fields else v)
+        for k, v in kind.items():
+            if k in fields:
+                v = fields.pop(k)
+            elif v is dict:
+                v = {}
+            setattr(self, k, v)
+        if fields:
+            raise TypeError(f"{event} has no field(s) {', '.join(sorted(fields))}")
+        self.event = event
+
+    def fields(self) -> dict[str, Any]:
+        """The kind's fields (header included) and their values."""
+        return {k: getattr(self, k) for k in FIELDS[self.event]}
+
+    def __eq__(self, other):
+        # also equal to the Python reference engine's dataclass of the same
+        # kind and values (rocrtrace/parse/pyevents.py), while it is here
+        kind = getattr(other, "event", None)
+        if not isinstance(kind, str):
+            return NotImplemented
+        if kind != self.event:
+            return False
+        missing = object()
+        return all(getattr(self, k) == getattr(other, k, missing) for k in FIELDS[kind])
+
+    __hash__ = None     # mutable, as the dataclasses were
+
+    def __repr__(self) -> str:
+        return f"{self.event}(" + ", ".join(f"{k}={v!r}" for k, v in self.fields().items()) + ")"
+
+    def __reduce__(self):
+        return (_rebuild, (self.event, self.fields()))
+
     @property
     def end(self) -> float | None:
         """Completion time: entry + duration where known, else entry."""
@@ -106,237 +219,32 @@ class Event:
         return f"{self.file}:{self.line}"
 
 
-# --- file descriptors -------------------------------------------------------
-
-@dataclass(slots=True, kw_only=True)
-class FdCreate(Event):
-    """A syscall that installs new fds: open*, creat, dup*, fcntl(F_DUPFD*),
-    socket, accept, pipe*, socketpair, eventfd, memfd_create, pidfd_open,
-    pidfd_getfd, recvmsg with SCM_RIGHTS, epoll_create, signalfd, timerfd ...
-
-    ``origin`` names the creator kind: ``open``, ``dup``, ``recvmsg``,
-    ``pidfd_getfd``, or the syscall name for the rest.  For ``dup2``/``dup3``
-    ``replace`` is True: the target number is closed first if it was open.
-    """
-
-    name: str = "openat"
-    origin: str = "open"
-    fds: tuple = ()               # new fd numbers (empty when it failed)
-    paths: tuple = ()             # decoration or path per fd (None if unknown)
-    cloexec: bool = False
-    src_fd: int | None = None     # dup source / pidfd_getfd target fd
-    replace: bool = False
-    new_fd: int | None = None     # dup2/dup3: the number asked for (also when it failed)
+def _rebuild(event: str, fields: dict) -> Event:
+    return Event(event, **fields)
 
 
-@dataclass(slots=True, kw_only=True)
-class Close(Event):
-    name: str = "close"
-    fd: int = -1
-    path: str | None = None
-
-
-@dataclass(slots=True, kw_only=True)
-class CloseRange(Event):
-    """close_range(first, last, flags) and closefrom(first) (last = ~0U)."""
-
-    name: str = "close_range"
-    first: int = 0
-    last: int = 0xFFFFFFFF
-    flags: int = 0                # CLOSE_RANGE_UNSHARE 2, CLOSE_RANGE_CLOEXEC 4
-
-
-@dataclass(slots=True, kw_only=True)
-class SetCloexec(Event):
-    """fcntl(fd, F_SETFD, ...): the only call that changes FD_CLOEXEC later."""
-
-    name: str = "fcntl"
-    fd: int = -1
-    cloexec: bool = False
-
-
-@dataclass(slots=True, kw_only=True)
-class Syscall(Event):
-    """Any other syscall.  ``fds`` lists the fd arguments it used (decorated
-    or in a known fd position), ``paths`` their decorations."""
-
-    name: str = ""
-    fds: tuple = ()
-    paths: tuple = ()
-
-
-# --- ioctls -----------------------------------------------------------------
-
-@dataclass(slots=True, kw_only=True)
-class Ioctl(Event):
-    """An ioctl, identified by (type, nr) rebuilt from the request, never by
-    strace's name alone.  ``size`` is the size field of the request (data:
-    AMDKFD_IOC_SVM carries 24 + 8*nattr).  ``arg`` holds the decoded input
-    struct (preload logs), ``out`` the fields the kernel wrote (after ``=>``);
-    both ``None`` when the input only shows a pointer (strace logs).
-    SVM attributes are a list of ``(type, value)`` int pairs under
-    ``arg["attrs"]`` (and ``out["attrs"]`` for GET_ATTR answers);
-    MAP/UNMAP ``device_ids_array`` is a list of gpu_ids."""
-
-    name: str = "ioctl"
-    fd: int = -1
-    path: str | None = None
-    request: int | None = None
-    dir: int | None = None
-    type: int | None = None
-    nr: int | None = None
-    size: int | None = None
-    ioctl: str | None = None      # our canonical name, e.g. AMDKFD_IOC_SVM
-    arg: dict | None = None
-    out: dict | None = None
-
-
-# --- memory -----------------------------------------------------------------
-
-@dataclass(slots=True, kw_only=True)
-class Mmap(Event):
-    """mmap/mmap2; ``ret`` is the mapped address."""
-
-    name: str = "mmap"
-    addr: int | None = None       # requested address (hint), None for NULL
-    length: int = 0
-    prot: int = 0
-    flags: int = 0
-    fd: int = -1
-    path: str | None = None
-    offset: int = 0
-
-
-@dataclass(slots=True, kw_only=True)
-class Munmap(Event):
-    name: str = "munmap"
-    addr: int = 0
-    length: int = 0
-
-
-@dataclass(slots=True, kw_only=True)
-class Mremap(Event):
-    """``ret`` is the new address; the old range is unmapped on success."""
-
-    name: str = "mremap"
-    old_addr: int = 0
-    old_len: int = 0
-    new_len: int = 0
-    flags: int = 0
-    new_addr: int | None = None   # MREMAP_FIXED target
-
-
-# --- processes and threads --------------------------------------------------
-
-@dataclass(slots=True, kw_only=True)
-class Clone(Event):
-    """fork, vfork, clone, clone3.  ``ret`` (and ``child``) is the new tid."""
-
-    name: str = "clone"
-    child: int | None = None
-    thread: bool = False          # CLONE_THREAD: same process
-    share_files: bool = False     # CLONE_FILES: shared fd table
-    flags: int = 0
-
-
-@dataclass(slots=True, kw_only=True)
-class Exec(Event):
-    """execve/execveat.  On success (ret == 0) cloexec fds are gone."""
-
-    name: str = "execve"
-    path: str | None = None
-
-
-@dataclass(slots=True, kw_only=True)
-class Exit(Event):
-    """A thread or the whole process ended.
-
-    ``whole`` is True for the end of the process (exit_group, the leader's
-    ``+++ exited``/``+++ killed``, a preload ``# exit`` line).  ``status`` is
-    the exit status, ``signal`` the killing signal name.
-    """
-
-    name: str = "exit"
-    whole: bool = False
-    status: int | None = None
-    signal: str | None = None
-
-
-@dataclass(slots=True, kw_only=True)
-class Signal(Event):
-    name: str = "signal"
-    signal: str = ""
-
-
-# --- metadata (preload logs, and what parsers learn about an input) ---------
-
-@dataclass(slots=True, kw_only=True)
-class ProcessInfo(Event):
-    """``# pid=… ppid=… exe=… page_size=…`` header of a preload log."""
-
-    name: str = "process"
-    ppid: int | None = None
-    exe: str | None = None
-    page_size: int = 4096
-
-
-@dataclass(slots=True, kw_only=True)
-class FdSnapshot(Event):
-    """The open fds at one moment: ``when`` is ``start`` or ``exit``."""
-
-    name: str = "fd-snapshot"
-    when: str = "start"
-    fds: dict = field(default_factory=dict)   # fd -> path
-
-
-@dataclass(slots=True, kw_only=True)
-class ModuleMap(Event):
-    """An executable mapping: lets the symbolizer find the module's file."""
-
-    name: str = "map"
-    start: int = 0
-    end_addr: int = 0
-    offset: int = 0
-    perms: str = ""
-    module: str = ""
-    build_id: str | None = None
-
-
-@dataclass(slots=True, kw_only=True)
-class Intent(Event):
-    """A runtime library call logged for intent (hsa_amd_memory_lock ...).
-
-    ``args`` are the call's arguments by name (``ptr``, ``size``, ``agents``,
-    ``fd``, ``handle`` ...), ints where the log shows numbers; ``outs`` the
-    values it returned through pointers.
-    """
-
-    name: str = ""
-    args: dict = field(default_factory=dict)
-    outs: dict = field(default_factory=dict)
-
-
-EVENT_TYPES = (FdCreate, Close, CloseRange, SetCloexec, Syscall, Ioctl, Mmap,
-               Munmap, Mremap, Clone, Exec, Exit, Signal, ProcessInfo,
-               FdSnapshot, ModuleMap, Intent)
+def make(event: str, **fields) -> Event:
+    """An event of kind ``event``; fields not given take the kind's defaults."""
+    return Event(event, **fields)
 
 
 def event_record(ev: Event) -> dict[str, Any]:
     """A flat dict of one event for tables (events/stats/diff)."""
+    kind = ev.event
     rec: dict[str, Any] = {
         "file": ev.file, "line": ev.line, "seq": ev.seq, "pid": ev.pid,
         "tid": ev.tid, "time": ev.time, "dur": ev.dur,
-        "event": type(ev).__name__, "name": getattr(ev, "name", ""),
+        "event": kind, "name": getattr(ev, "name", ""),
         "ret": ev.ret, "err": ev.err,
     }
-    if isinstance(ev, Ioctl):
+    if kind == "Ioctl":
         rec.update(fd=ev.fd, ioctl=ev.ioctl, type=ev.type, nr=ev.nr,
                    size=ev.size, request=ev.request)
-    elif isinstance(ev, (Close, SetCloexec)):
+    elif kind in ("Close", "SetCloexec"):
         rec["fd"] = ev.fd
-    elif isinstance(ev, FdCreate):
+    elif kind == "FdCreate":
         rec["fd"] = ev.fds[0] if ev.fds else None
-    elif isinstance(ev, Mmap):
+    elif kind == "Mmap":
         rec.update(fd=ev.fd, length=ev.length)
     return rec
 

@@ -176,7 +176,7 @@ class Programs:
         self.findings: list = []
 
     def feed(self, ev) -> None:
-        name = type(ev).__name__
+        name = ev.event
         if name == "ProcessInfo" and getattr(ev, "exe", None):
             self.exe[ev.pid] = ev.exe
         elif name == "Exec" and ev.ret == 0 and getattr(ev, "path", None):

@@ -11,75 +11,30 @@ from collections import Counter
 from typing import Iterable
 
 from . import kfd
-from .events import Event, Ioctl, event_record
 
-# Columns that hold integers or nothing: nullable Int64 keeps them integers
-# in CSV/JSONL/parquet instead of floats with NaN.
-_INT_COLUMNS = ("line", "seq", "pid", "tid", "ret", "fd", "type", "nr", "size", "request",
-                "length", "nattr")
+# The columns in the core's order (src/table.rs ORDER).
 ORDER = ("file", "line", "seq", "pid", "tid", "time", "dur", "event", "name", "ret", "err",
          "fd", "ioctl", "type", "nr", "size", "request", "length", "op", "nattr", "attr_shape")
-
-OP_NAMES = {kfd.SVM_OP_SET_ATTR: "SET_ATTR", kfd.SVM_OP_GET_ATTR: "GET_ATTR"}
-_ATTR_SHORT = {v: n.removeprefix("KFD_IOCTL_SVM_ATTR_") for v, n in kfd.ATTR_NAMES.items()}
 PERCENTILES = (0.5, 0.9, 0.99)
+_ATTR_SHORT = {v: n.removeprefix("KFD_IOCTL_SVM_ATTR_") for v, n in kfd.ATTR_NAMES.items()}
 
-
-# --- SVM attribute shapes ----------------------------------------------------
 
 def attr_shape(attrs) -> str:
     """``NO_ACCESS×2+CLR_FLAGS×2``: attribute types with their counts, in the
-    kernel's type order, so equal shapes compare equal whatever the order."""
+    kernel's type order, so equal shapes compare equal whatever the order
+    (the attr_shape column's rule, src/table.rs attr_shape)."""
     counts = Counter(t for t, _ in attrs)
     return "+".join(f"{_ATTR_SHORT.get(t, f'ATTR_{t:#x}')}×{n}" for t, n in sorted(counts.items()))
 
 
-def svm_columns(ev) -> dict:
-    """op, nattr and shape of an AMDKFD_IOC_SVM call; nattr from the request's
-    size field when the struct was not decoded (strace logs)."""
-    if not isinstance(ev, Ioctl) or (ev.type, ev.nr) != kfd.SVM:
-        return {}
-    arg = ev.arg or {}
-    op = arg.get("op")
-    attrs = arg.get("attrs")
-    nattr = arg.get("nattr")
-    if nattr is None and attrs is not None:
-        nattr = len(attrs)
-    if nattr is None and ev.size is not None and ev.size >= 24 and (ev.size - 24) % 8 == 0:
-        nattr = (ev.size - 24) // 8
-    return {"op": OP_NAMES.get(op, None if op is None else str(op)), "nattr": nattr,
-            "attr_shape": attr_shape(attrs) if attrs else None}
-
-
-def ioctl_label(ev) -> str:
-    if ev.ioctl:
-        return ev.ioctl
-    if ev.type is not None and ev.nr is not None:
-        return f"_IOC(type={ev.type:#x}, nr={ev.nr:#x})"
-    return "ioctl(?)"
-
-
 # --- the event table -----------------------------------------------------------
 
-def events_frame(events: Iterable[Event]):
-    import pandas as pd
+def events_frame(events: Iterable):
+    """The event table of events already in hand (rocrtrace.events
+    records): the core builds its columns, as it does for a trace."""
+    from .engine import core
 
-    rows = []
-    for ev in events:
-        rec = event_record(ev)
-        rec["file"] = _storable(rec["file"])
-        if isinstance(ev, Ioctl):
-            rec["ioctl"] = ioctl_label(ev)
-            rec.update(svm_columns(ev))
-        rows.append(rec)
-    df = pd.DataFrame.from_records(rows, columns=[c for c in ORDER])
-    for c in _INT_COLUMNS:
-        df[c] = _nullable_int(df[c])
-    for c in ("time", "dur"):
-        df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
-    for c in ("file", "event", "name", "err", "ioctl", "op", "attr_shape"):
-        df[c] = df[c].astype("string")
-    return df
+    return frame_from_columns(core().table_of_events(list(events)))
 
 
 def _storable(text):
@@ -94,8 +49,9 @@ def _storable(text):
 
 
 def frame_from_columns(cols: dict):
-    """The event table from the core's columns (src/py/table.rs): the same
-    frame as events_frame, without one Python object per event."""
+    """The event table from the core's columns (src/py/table.rs), without
+    one Python object per event: nullable Int64 integers (a value outside
+    Int64 exact as text), float64 times, string text."""
     import numpy as np
     import pandas as pd
 
@@ -107,7 +63,7 @@ def frame_from_columns(cols: dict):
             vals = np.frombuffer(raw, dtype=np.int64).copy()
             null = np.frombuffer(mask, dtype=np.bool_).copy()
             if wide:
-                # a value outside Int64: exact as text, as _nullable_int keeps it
+                # a value outside Int64: exact as text rather than wrapped
                 text = [None if n else str(int(v)) for v, n in zip(vals, null)]
                 for row, v in wide:
                     text[row] = str(v)
@@ -122,18 +78,6 @@ def frame_from_columns(cols: dict):
             cat = pd.Categorical.from_codes(codes, categories=cats)
             data[name] = pd.array(np.asarray(cat, dtype=object), dtype="string")
     return pd.DataFrame(data, columns=list(ORDER))
-
-
-def _nullable_int(col):
-    import pandas as pd
-
-    vals = [None if v is None or (isinstance(v, float) and v != v) else int(v) for v in col]
-    # Int64 holds signed 64-bit; request codes and addresses fit, but an
-    # odd value that does not is kept exact as text rather than wrapped.
-    if any(v is not None and not -2**63 <= v < 2**63 for v in vals):
-        return pd.Series([None if v is None else str(v) for v in vals], dtype="string",
-                         index=col.index)
-    return pd.array(vals, dtype="Int64")
 
 
 def _plain(v):

@@ -32,6 +32,12 @@ pub struct Options {
     pub watch_addr: Option<(u128, u128, Option<Option<u32>>)>,
     /// also build the event table
     pub table: bool,
+    /// --jobs: threads that parse a one-file trace's chunks
+    pub jobs: usize,
+    /// lines per chunk (tests: cuts anywhere)
+    pub batch_lines: usize,
+    /// smaller files are parsed on one thread
+    pub min_bytes: u64,
 }
 
 impl Default for Options {
@@ -43,7 +49,21 @@ impl Default for Options {
             watch_fd: None,
             watch_addr: None,
             table: false,
+            jobs: 1,
+            batch_lines: crate::read::chunked::BATCH_LINES,
+            min_bytes: crate::read::chunked::MIN_BYTES,
         }
+    }
+}
+
+impl Options {
+    /// The trace of `arg`'s files, read as these options say.
+    pub fn trace(&self, arg: &str, files: Vec<crate::read::open::FileSpec>) -> Trace<Builtin> {
+        let mut t = Trace::new(arg, files, self.max_line, Builtin);
+        t.jobs = self.jobs;
+        t.batch_lines = self.batch_lines;
+        t.min_bytes = self.min_bytes;
+        t
     }
 }
 
@@ -60,6 +80,8 @@ pub struct TraceOut {
     pub table: Option<EventTable>,
     pub fds: FdModel,
     pub svm: SvmModel,
+    /// chunks --jobs parsed on other threads (a debug stat)
+    pub chunks: u64,
 }
 
 /// The models in feeding order (replay.build_models).
@@ -101,12 +123,13 @@ pub fn run(
     let mut facts = Facts::default();
     let mut maps = Vec::new();
     let mut table = o.table.then(EventTable::default);
-    let trace = Trace::new(arg, files, o.max_line, Builtin);
+    let trace = o.trace(arg, files);
     let infos = trace.infos.clone();
+    let chunks = trace.chunks.clone();
     for ev in trace.events() {
         let ev = Rc::new(ev?);
         m.handles.feed_rc(&ev);
-        m.svm.feed(&ev);
+        m.svm.feed_shared(&ev);
         programs.feed(&ev);
         facts.feed(&ev);
         if let Kind::ModuleMap(_) = ev.kind {
@@ -137,5 +160,6 @@ pub fn run(
         table,
         fds: m.handles.fds,
         svm: m.svm,
+        chunks: chunks.get(),
     })
 }

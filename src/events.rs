@@ -58,19 +58,38 @@ pub fn name_in(known: &'static [&'static str], name: &str) -> Name {
     }
 }
 
+type NameSet = std::collections::HashSet<&'static str, foldhash::fast::FixedState>;
+
+/// [`name_in`] through a hash set made once: a name is looked up per
+/// event, and a binary search over hundreds of names was a hot spot.
+fn name_hashed(
+    set: &'static std::sync::OnceLock<NameSet>,
+    known: &'static [&'static str],
+    name: &str,
+) -> Name {
+    let set = set.get_or_init(|| known.iter().copied().collect());
+    match set.get(name) {
+        Some(&k) => Cow::Borrowed(k),
+        None => Cow::Owned(name.to_owned()),
+    }
+}
+
 /// An errno name (`EBADF`), static when it is one of Linux's.
 pub fn errno(name: &str) -> Name {
-    name_in(ERRNO_NAMES, name)
+    static SET: std::sync::OnceLock<NameSet> = std::sync::OnceLock::new();
+    name_hashed(&SET, ERRNO_NAMES, name)
 }
 
 /// A syscall name (`openat`), static when it is one of x86_64's.
 pub fn syscall(name: &str) -> Name {
-    name_in(SYSCALL_NAMES, name)
+    static SET: std::sync::OnceLock<NameSet> = std::sync::OnceLock::new();
+    name_hashed(&SET, SYSCALL_NAMES, name)
 }
 
 /// A signal name (`SIGKILL`), static when it is one of x86_64's.
 pub fn signal(name: &str) -> Name {
-    name_in(SIGNAL_NAMES, name)
+    static SET: std::sync::OnceLock<NameSet> = std::sync::OnceLock::new();
+    name_hashed(&SET, SIGNAL_NAMES, name)
 }
 
 /// Text from a log: bytes, because the Python side keeps paths and lines as
@@ -1216,6 +1235,21 @@ pub const SIGNAL_NAMES: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hashed_names_are_the_tables_names() {
+        for (t, f) in [
+            (ERRNO_NAMES, errno as fn(&str) -> Name),
+            (SYSCALL_NAMES, syscall),
+            (SIGNAL_NAMES, signal),
+        ] {
+            for &n in t {
+                assert!(matches!(f(n), Cow::Borrowed(b) if b == n));
+                assert_eq!(f(n), name_in(t, n));
+            }
+            assert!(matches!(f("NOT_A_NAME"), Cow::Owned(o) if o == "NOT_A_NAME"));
+        }
+    }
 
     #[test]
     fn name_tables_are_sorted_and_unique() {

@@ -442,22 +442,35 @@ const ENUMS: &[&[&str]] = &[
 
 /// The value of a symbolic constant a decoded struct may show.
 pub fn constant(name: &str) -> Option<u64> {
-    if let Some(&(_, v)) = PLAIN_CONSTANTS.iter().find(|x| x.0 == name) {
-        return Some(v);
+    CONSTANTS.get(name).copied()
+}
+
+/// Every name [`constant`] knows, looked up once per scalar of every struct:
+/// a hash map, not a walk over the tables.  The first table naming a
+/// constant wins (plain ones, attributes, SVM flags, allocation flags, then
+/// the enumerations, in that order).
+static CONSTANTS: std::sync::LazyLock<
+    std::collections::HashMap<&'static str, u64, foldhash::fast::RandomState>,
+> = std::sync::LazyLock::new(|| {
+    let mut m = std::collections::HashMap::with_hasher(foldhash::fast::RandomState::default());
+    for &(n, v) in PLAIN_CONSTANTS {
+        m.entry(n).or_insert(v);
     }
-    if let Some(&(v, _)) = ATTR_NAMES.iter().find(|x| x.1 == name) {
-        return Some(v.into());
+    for &(v, n) in ATTR_NAMES {
+        m.entry(n).or_insert(v.into());
     }
     for table in [SVM_FLAG_NAMES, ALLOC_FLAG_NAMES] {
-        if let Some(&(v, _)) = table.iter().find(|x| x.1 == name) {
-            return Some(v);
+        for &(v, n) in table {
+            m.entry(n).or_insert(v);
         }
     }
-    ENUMS
-        .iter()
-        .find_map(|names| names.iter().position(|n| *n == name))
-        .map(|i| i as u64)
-}
+    for names in ENUMS {
+        for (i, n) in names.iter().enumerate() {
+            m.entry(*n).or_insert(i as u64);
+        }
+    }
+    m
+});
 
 /// `A|B|0x100` in kernel-header names (in the table's order), `0` for none
 /// (kfd.flag_names).  Each named bit is tested against the whole value, so
@@ -773,6 +786,14 @@ mod tests {
         }
         for &(v, n) in SVM_FLAG_NAMES.iter().chain(ALLOC_FLAG_NAMES) {
             assert_eq!(constant(n), Some(v));
+        }
+        for &(n, v) in PLAIN_CONSTANTS {
+            assert_eq!(constant(n), Some(v));
+        }
+        for names in ENUMS {
+            for (i, n) in names.iter().enumerate() {
+                assert_eq!(constant(n), Some(i as u64));
+            }
         }
         assert_eq!(constant("KFD_IOCTL_SVM_OP_GET_ATTR"), Some(1));
         assert_eq!(

@@ -152,15 +152,7 @@ impl EventTable {
         self.name.push(Some(ev.name.as_bytes()));
         self.ret.push(h.ret.map(ret_value));
         self.err.push(h.err.as_deref().map(str::as_bytes));
-        let fd = match &ev.kind {
-            Kind::Ioctl(k) => Some(k.fd),
-            Kind::Close(k) => Some(k.fd),
-            Kind::SetCloexec(k) => Some(k.fd),
-            Kind::FdCreate(k) => k.fds.first().copied(),
-            Kind::Mmap(k) => Some(k.fd),
-            _ => None,
-        };
-        self.fd.push(fd.map(Into::into));
+        self.fd.push(fd_of(ev).map(Into::into));
         let mut svm = (None, None, None);
         match &ev.kind {
             Kind::Ioctl(k) => {
@@ -198,6 +190,96 @@ impl EventTable {
     ) {
         for ev in events {
             self.push(ev, file_name(ev.h.file));
+        }
+    }
+}
+
+/// The fd column: the fd an event names (tables' `fd`, events.event_record).
+fn fd_of(ev: &Event) -> Option<i32> {
+    match &ev.kind {
+        Kind::Ioctl(k) => Some(k.fd),
+        Kind::Close(k) => Some(k.fd),
+        Kind::SetCloexec(k) => Some(k.fd),
+        Kind::FdCreate(k) => k.fds.first().copied(),
+        Kind::Mmap(k) => Some(k.fd),
+        _ => None,
+    }
+}
+
+/// What the perfetto report draws of every call (report/perfetto.py's
+/// EventSink.add_columns), as columns: the calls' slices, the fd lifetimes
+/// (created fds, closes), the process names and ends.  Built only when that
+/// format is asked for: `text` holds every event's source text.
+#[derive(Debug, Default, Clone)]
+pub struct CallTable {
+    pub rows: usize,
+    pub file: TextCol,
+    pub line: IntCol,
+    pub pid: IntCol,
+    pub tid: IntCol,
+    pub time: FloatCol,
+    pub dur: FloatCol,
+    pub event: TextCol,
+    pub name: TextCol,
+    /// the ioctl's own name (None when unknown: the slice is named `name`)
+    pub ioctl: TextCol,
+    pub ret: IntCol,
+    pub err: TextCol,
+    pub fd: IntCol,
+    /// the first of `paths` when decorated, else `path`; ProcessInfo: `exe`
+    pub path: TextCol,
+    pub text: TextCol,
+    /// Exit: `whole` (1/0); null for other kinds
+    pub whole: IntCol,
+    /// (row, fd, path) of every fd an FdCreate installed
+    pub created: Vec<(usize, i32, Option<Vec<u8>>)>,
+}
+
+impl CallTable {
+    pub fn push(&mut self, ev: &Event, file: &[u8]) {
+        let h = &ev.h;
+        let row = self.rows;
+        self.rows += 1;
+        self.file.push(Some(file));
+        self.line.push(Some(h.line.into()));
+        self.pid.push(h.pid.map(Into::into));
+        self.tid.push(h.tid.map(Into::into));
+        self.time.values.push(h.time.unwrap_or(f64::NAN));
+        self.dur.values.push(h.dur.unwrap_or(f64::NAN));
+        self.event.push(Some(ev.kind.type_name().as_bytes()));
+        self.name.push(Some(ev.name.as_bytes()));
+        self.ret.push(h.ret.map(ret_value));
+        self.err.push(h.err.as_deref().map(str::as_bytes));
+        self.fd.push(fd_of(ev).map(Into::into));
+        let first = |paths: &[Option<crate::events::Text>]| {
+            paths
+                .first()
+                .and_then(|p| p.as_ref())
+                .map(|t| t.as_bytes().to_vec())
+        };
+        let (ioctl, path) = match &ev.kind {
+            Kind::FdCreate(k) => (None, first(&k.paths)),
+            Kind::Syscall(k) => (None, first(&k.paths)),
+            Kind::Close(k) => (None, k.path.as_ref().map(|t| t.as_bytes().to_vec())),
+            Kind::Ioctl(k) => (k.ioctl, k.path.as_ref().map(|t| t.as_bytes().to_vec())),
+            Kind::Mmap(k) => (None, k.path.as_ref().map(|t| t.as_bytes().to_vec())),
+            Kind::Exec(k) => (None, k.path.as_ref().map(|t| t.as_bytes().to_vec())),
+            Kind::ProcessInfo(k) => (None, k.exe.as_ref().map(|t| t.as_bytes().to_vec())),
+            _ => (None, None),
+        };
+        self.ioctl.push(ioctl.map(str::as_bytes));
+        self.path.push(path.as_deref());
+        self.text.push(Some(h.text.as_bytes()));
+        self.whole.push(match &ev.kind {
+            Kind::Exit(k) => Some(k.whole.into()),
+            _ => None,
+        });
+        if let Kind::FdCreate(k) = &ev.kind {
+            for (i, &fd) in k.fds.iter().enumerate() {
+                let p = k.paths.get(i).and_then(|p| p.as_ref());
+                self.created
+                    .push((row, fd, p.map(|t| t.as_bytes().to_vec())));
+            }
         }
     }
 }
@@ -353,6 +435,45 @@ mod tests {
         t.push(&svm_ioctl(None, 24 + 16), b"x.log");
         assert_eq!((t.nattr.values[0], t.nattr.null[0]), (2, false));
         assert_eq!(t.op.codes, vec![-1]);
+    }
+
+    #[test]
+    fn call_table_keeps_created_fds_paths_and_exits() {
+        use crate::events::{Exit, FdCreate, Text};
+        let pipe = Event::new(
+            Header {
+                ret: Some(0),
+                ..Default::default()
+            },
+            Kind::FdCreate(FdCreate {
+                origin: "pipe".into(),
+                fds: vec![3, 4],
+                paths: vec![Some(Text::from("pipe:[1]")), None],
+                cloexec: false,
+                src_fd: None,
+                replace: false,
+                new_fd: None,
+            }),
+        );
+        let exit = Event::new(
+            Header::default(),
+            Kind::Exit(Exit {
+                whole: true,
+                status: Some(0),
+                signal: None,
+            }),
+        );
+        let mut t = CallTable::default();
+        t.push(&pipe, b"x");
+        t.push(&exit, b"x");
+        assert_eq!(t.rows, 2);
+        assert_eq!(
+            t.created,
+            vec![(0, 3, Some(b"pipe:[1]".to_vec())), (0, 4, None)]
+        );
+        assert_eq!(t.path.codes, vec![0, -1]);
+        assert_eq!((t.fd.values[0], t.fd.null[1]), (3, true));
+        assert_eq!((t.whole.null[0], t.whole.values[1]), (true, 1));
     }
 
     #[test]

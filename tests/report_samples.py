@@ -3,9 +3,9 @@ what the models produce, for the reporter, baseline and table tests."""
 from __future__ import annotations
 
 from rocrtrace import kfd
-from rocrtrace.events import Close, Event, Exit, FdCreate, Frame, InputInfo, Ioctl, Mmap
 from rocrtrace.findings import Evidence, Finding
 from rocrtrace.result import AnalysisResult
+from vocab import Close, Event, Exit, FdCreate, Frame, InputInfo, Ioctl, Mmap
 
 TRACE = "traces/c1.log"
 OTHER = "traces/vmm.log"

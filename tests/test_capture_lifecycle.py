@@ -195,14 +195,14 @@ def test_fake_device_scenario_and_ioctl_created_fds(tmp_path):
 
 @pytest.mark.skipif(not devns.available(), reason="needs root and unshare")
 def test_project_parser_reads_capture_output(tmp_path):
-    inputs = pytest.importorskip("rocrtrace.inputs")
+    from rocrtrace.engine import trace_events
     root = Path(__file__).parent.parent
     script = tmp_path / "s.py"
     script.write_text(SCENARIO % {"tests": str(Path(__file__).parent), "root": str(root)})
     p = devns.run([sys.executable, str(script)], prefix=tmp_path / "sc")
     assert p.returncode == 0, p.stderr[-2000:]
     parent = max(tmp_path.glob("sc.*"), key=lambda f: f.stat().st_size)
-    evs = [e for e in inputs.open_trace(str(parent)).events() if getattr(e, "name", "") == "ioctl"]
+    evs = [e for e in trace_events(str(parent))[0] if getattr(e, "name", "") == "ioctl"]
     exp = [e for e in evs if getattr(e, "ioctl", "") == "AMDKFD_IOC_EXPORT_DMABUF"]
     assert len(exp) == 1 and exp[0].arg == {"handle": 0x1A2B00000000, "flags": 0o2000000}
     assert set(exp[0].out) == {"dmabuf_fd"}

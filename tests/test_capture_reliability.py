@@ -16,7 +16,7 @@ import pytest
 
 from fakedev import cbuild, logread
 from rocrtrace.capture import run
-from rocrtrace.inputs import open_trace
+from rocrtrace.engine import trace_events
 
 PROGRAMS = Path(__file__).parent / "programs"
 X86_64 = platform.machine() == "x86_64"
@@ -78,9 +78,8 @@ def test_probing_every_fd_number_sees_what_it_sees_without_capture(tmp_path, mod
     assert len(closes) == 2 * (limit + 8 - 4)
     assert not [e for e in probe if e.name in ("fcntl", "dup")]
     # the analyzer finds no double close of anything the library held
-    t = open_trace(str(f))
-    list(t.events())
-    assert t.infos[0].unparsed == 0
+    _, infos = trace_events(str(f))
+    assert infos[0].unparsed == 0
 
 
 @pytest.mark.skipif(not X86_64, reason="inline x86_64 system calls")
@@ -161,7 +160,7 @@ def test_openat2_is_logged_like_openat(tmp_path):
     (ev,) = [e for e in log.events if e.name == "openat2"]
     assert ev.args.startswith('AT_FDCWD, "/dev/null", {flags=O_RDONLY|O_CLOEXEC, resolve=0}, 24')
     assert ev.result == "3</dev/null>"
-    evs = list(open_trace(str(files[0])).events())
+    evs, _ = trace_events(str(files[0]))
     assert [e for e in evs if e.name == "openat2" and getattr(e, "fds", None) == (3,)]
 
 
@@ -223,9 +222,8 @@ def test_fatal_signal_is_named_and_the_death_is_the_same(tmp_path, mode, sig):
     log = logread.read(files[0])
     assert log.lines[-1] == f"# exit signal={sig}"
     assert "# fd-snapshot exit" in log.lines
-    t = open_trace(str(files[0]))
-    list(t.events())
-    assert t.infos[0].exit_seen
+    _, infos = trace_events(str(files[0]))
+    assert infos[0].exit_seen
 
 
 @pytest.mark.parametrize("mode", ["handler", "query"])
@@ -251,9 +249,8 @@ def test_a_log_without_exit_says_how_it_can_happen(tmp_path):
                              if not ln.startswith("# exit") and "fd-snapshot exit" not in ln) + "\n")
     findings = []
     for path in (f, cut):
-        t = open_trace(str(path))
-        list(t.events())
-        findings.append([x for x in input_findings(t.infos[0]) if x.rule == "trace-incomplete"])
+        _, infos = trace_events(str(path))
+        findings.append([x for x in input_findings(infos[0]) if x.rule == "trace-incomplete"])
     assert findings[0] == []
     (inc,) = findings[1]
     assert "SIGKILL" in inc.message and "no '# exit' line" in inc.message
@@ -275,5 +272,5 @@ def test_calls_failing_with_ebadf_are_logged(tmp_path):
     # successful ones are not logged
     assert [e.name for e in log.events if not e.errno] == ["openat", "close"]
     # and the analyzer reads every one of them as a use of the closed fd
-    evs = list(open_trace(str(files[0])).events())
+    evs, _ = trace_events(str(files[0]))
     assert len([e for e in evs if e.err == "EBADF"]) == 11

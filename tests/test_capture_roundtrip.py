@@ -217,10 +217,9 @@ def test_large_nattr_is_continued_not_cut(tmp_path):
     # the joined record: nattr=300, the first 256 decoded, then `...`
     assert "nattr=300" in ev.args and ev.args.count("{type=") == 256 and ev.args.endswith(", ...]}")
     assert ev.errno == "EFAULT"
-    from rocrtrace.inputs import open_trace
-    t = open_trace(str(next(tmp_path.glob("rt.*"))))
-    evs = list(t.events())
-    assert t.infos[0].unparsed == 0
+    from rocrtrace.engine import trace_events
+    evs, infos = trace_events(str(next(tmp_path.glob("rt.*"))))
+    assert infos[0].unparsed == 0
     (svm,) = [e for e in evs if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
     assert svm.line == raw.index(pieces[0]) + 1
 
@@ -238,10 +237,10 @@ def test_continued_record_keeps_its_stack_frames(tmp_path):
     lines = f.read_text().splitlines()
     last = max(i for i, ln in enumerate(lines) if ln.startswith("#+ "))
     assert lines[last + 1].startswith(" > ")       # the frames follow the last piece
-    from rocrtrace.inputs import open_trace
-    t = open_trace(str(f))
-    (svm,) = [e for e in t.events() if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
-    assert len(svm.stack) >= 1 and t.infos[0].unparsed == 0
+    from rocrtrace.engine import trace_events
+    evs, infos = trace_events(str(f))
+    (svm,) = [e for e in evs if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
+    assert len(svm.stack) >= 1 and infos[0].unparsed == 0
 
 
 def test_continuation_with_a_piece_missing_is_unparsed(tmp_path):
@@ -255,11 +254,10 @@ def test_continuation_with_a_piece_missing_is_unparsed(tmp_path):
     second = next(i for i, ln in enumerate(lines) if ln.startswith("#+ ") and ln.split()[2] == "2+")
     broken = tmp_path / "broken.log"
     broken.write_text("\n".join(lines[:second] + lines[second + 1:]) + "\n")
-    from rocrtrace.inputs import open_trace
-    t = open_trace(str(broken))
-    evs = list(t.events())
+    from rocrtrace.engine import trace_events
+    evs, infos = trace_events(str(broken))
     assert not [e for e in evs if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
-    assert t.infos[0].unparsed >= 2
+    assert infos[0].unparsed >= 2
 
 
 THREADED = r"""
@@ -290,10 +288,9 @@ def test_continued_records_between_other_threads_parse_the_same_chunked(tmp_path
     (f,) = tmp_path.glob("rt.*")
     lines = f.read_text().splitlines()
     assert all(len(ln) < 4096 for ln in lines)
-    from rocrtrace.inputs import open_trace
-    t = open_trace(str(f))
-    evs = list(t.events())
-    assert t.infos[0].unparsed == 0
+    from rocrtrace.engine import trace_events
+    evs, infos = trace_events(str(f))
+    assert infos[0].unparsed == 0
     svm = [e for e in evs if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
     assert len(svm) == 40
     # Threads interleave the pieces only now and then; the same bytes with
@@ -311,9 +308,9 @@ def test_continued_records_between_other_threads_parse_the_same_chunked(tmp_path
     mixed = tmp_path / "mixed" / f.name
     mixed.parent.mkdir()
     mixed.write_text("\n".join(spliced) + "\n")
-    t = open_trace(str(mixed))
-    assert len([e for e in t.events() if e.name == "ioctl" and e.nr == 0x20]) == 40
-    assert t.infos[0].unparsed == 0
+    evs, infos = trace_events(str(mixed))
+    assert len([e for e in evs if e.name == "ioctl" and e.nr == 0x20]) == 40
+    assert infos[0].unparsed == 0
     import test_chunked
     for path in (f, mixed):
         test_chunked._check_all(str(path), ks=(1, 3, 50), both=False)

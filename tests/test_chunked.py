@@ -1,11 +1,15 @@
-"""Chunked parallel parsing (--jobs N on one file) gives exactly the
-sequential parse: the same events with the same fields in the same order,
-the same InputInfo, and the same findings -- for every trace of the fixture
+"""--jobs N on one file (the core's src/read/chunked.rs): the file's lines
+are pre-parsed in chunks on N threads and the rest runs in order, so every
+result is the one-thread result: the same events with every field, in the
+same order, the same InputInfo, findings and event table -- on the fixture
 corpus, generated benchmark traces, real strace logs and hand-made edge
-cases, with chunk boundaries forced after (almost) every line."""
+cases, with cuts after every line (a chunk of one line), after every few
+lines, and at the default size."""
 from __future__ import annotations
 
+import dataclasses
 import glob
+import gzip
 import os
 import random
 import subprocess
@@ -14,11 +18,7 @@ import sys
 import pytest
 
 import realtrace
-from rocrtrace import inputs
-from rocrtrace.inputs import open_trace
-from rocrtrace.parse import chunks
-from rocrtrace.replay import analyze
-from rocrtrace.report import render
+from rocrtrace import _engine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = sorted(glob.glob(os.path.join(ROOT, "fixtures", "strace", "**", "*.log"), recursive=True)
@@ -26,80 +26,78 @@ CORPUS = sorted(glob.glob(os.path.join(ROOT, "fixtures", "strace", "**", "*.log"
                             recursive=True))
 
 
-# --- comparing a chunked run with the sequential one -------------------------
+# --- comparing a chunked run with the one-thread run -------------------------
 
-def _run(path, jobs=1, max_line=1 << 20, input_format=None, **opts):
-    """(event reprs, InputInfo, JSON report, chunk stats) of one analysis,
-    the events taken as the models saw them (streamed)."""
-    tr = open_trace(path, input_format=input_format, max_line=max_line, jobs=jobs)
-    stats: dict = {}
-    if jobs > 1:
-        tr.chunk_opts = dict(min_bytes=0, stats=stats, **opts)
+def _plain(v):
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return repr(v)
+    if hasattr(v, "to_pylist"):
+        return v.to_pylist()
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v
+
+
+def _finding(f) -> dict:
+    return {**f.to_dict(), "key": repr(f.key), "details": repr(f.details), "cause": f.cause}
+
+
+def _run(path, jobs=1, chunking=None, input_format=None, max_line=1 << 20):
+    """(every event's repr, the report: inputs, findings with their
+    evidence, limits, facts, programs, maps, the event table) and the
+    chunk count of one analysis."""
     seen: list = []
-    res = analyze([tr], on_event=seen.append)
-    evs = [repr(ev) for ev in seen]
-    return evs, tr.infos[0], render(res, "json"), stats
+    rep = _engine.analyze_events(path, lambda ev: seen.append(repr(ev)),
+                                 input_format=input_format, max_line=max_line, all_fds=True,
+                                 table=True, jobs=jobs, chunking=chunking)
+    chunks = rep.pop("chunks")
+    out = {k: _plain(v) for k, v in rep.items() if k != "findings"}
+    out["findings"] = [_finding(f) for f in rep["findings"]]
+    out["inputs"] = [repr(i) for i in rep["inputs"]]
+    return seen, out, chunks
 
 
 _SEQ: dict = {}
 
 
-def _sequential(path, max_line, input_format):
-    key = (path, os.path.getmtime(path), max_line, input_format, inputs.CHUNK)
+def _sequential(path, input_format, max_line):
+    key = (path, os.path.getmtime(path), input_format, max_line)
     if key not in _SEQ:
         _SEQ.clear()
-        _SEQ[key] = _run(path, max_line=max_line, input_format=input_format)[:3]
+        evs, rep, chunks = _run(path, input_format=input_format, max_line=max_line)
+        assert chunks == 0, "--jobs 1 does not chunk"
+        _SEQ[key] = evs, rep
     return _SEQ[key]
 
 
-def _same(path, *, max_line=1 << 20, input_format=None, **opts):
-    a_evs, a_info, a_rep = _sequential(path, max_line, input_format)
-    b_evs, b_info, b_rep, stats = _run(path, jobs=2, max_line=max_line,
-                                       input_format=input_format, **opts)
-    assert stats.get("chunks"), "the chunked path did not run"
-    assert not [r for r in stats["fallbacks"] if "error" in r], stats["fallbacks"]
+def _same(path, lines, jobs=2, input_format=None, max_line=1 << 20) -> int:
+    """The chunked run (chunks of ``lines`` lines) equals the one-thread
+    run; the number of chunks."""
+    a_evs, a_rep = _sequential(path, input_format, max_line)
+    b_evs, b_rep, chunks = _run(path, jobs, (lines, 0), input_format, max_line)
+    assert chunks > 0, "the chunked path did not run"
     if a_evs != b_evs:
         i = next((i for i, (x, y) in enumerate(zip(a_evs, b_evs)) if x != y),
                  min(len(a_evs), len(b_evs)))
-        pytest.fail(f"{path} {opts}: event {i} differs\n"
-                    f"sequential: {a_evs[i] if i < len(a_evs) else None}\n"
+        pytest.fail(f"{path} chunks of {lines}: event {i} differs\n"
+                    f"one thread: {a_evs[i] if i < len(a_evs) else None}\n"
                     f"chunked:    {b_evs[i] if i < len(b_evs) else None}")
-    assert a_info == b_info, (path, opts)
-    assert a_rep == b_rep, (path, opts)
-    return stats
+    for k in a_rep:
+        assert a_rep[k] == b_rep[k], (path, lines, k)
+    return chunks
 
 
-def _mean_line(path) -> int:
-    with open(path, "rb") as f:
-        data = f.read()
-    return max(1, len(data) // max(1, data.count(b"\n")))
-
-
-def _configs(path, ks=(1, 2, 3, 7, 50), both=True):
-    """Chunk sizes of about k lines each (k=1: a boundary at every line that
-    can be one), with exact seeds (ahead=1) and stale ones (ahead=3)."""
-    mean = _mean_line(path)
-    out = []
-    for i, k in enumerate(ks):
-        size = 1 if k == 1 else k * mean
-        out.append(dict(chunk_bytes=size, first_bytes=size if i % 2 else 1,
-                        ahead=3 - 2 * (i % 2)))
-        if both:
-            out.append(dict(chunk_bytes=size, first_bytes=3 * mean, ahead=1 + 2 * (i % 2)))
-    return out
-
-
-def _check_all(path, ks=(1, 2, 3, 7, 50), both=True, **kw):
-    total: dict = {"stitched": 0, "resumed": 0, "late_frames": 0, "chunks": 0}
-    for cfg in _configs(path, ks, both):
-        st = _same(path, executor=chunks.InlineExecutor(), adaptive=False, **cfg, **kw)
-        for k in total:
-            total[k] += st[k]
-    return total
-
-
-def test_the_parser_state_is_known():
-    assert chunks.unsupported() is None, chunks.unsupported()
+def _check_all(path, sizes=(1, 2, 3, 7, 50), ks=None, both=None, **kw) -> int:
+    """Cuts after every line, then every few lines; 2 and 3 threads.
+    (``ks``: the chunk sizes under their old name, other test files use it;
+    ``both`` is the old seeds option, meaningless here.)"""
+    sizes = ks if ks is not None else sizes
+    n = 0
+    for i, lines in enumerate(sizes):
+        n += _same(path, lines, jobs=2 + i % 2, **kw)
+    return n
 
 
 # --- the fixture corpus --------------------------------------------------------
@@ -110,8 +108,8 @@ def test_corpus_is_there():
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: os.path.relpath(p, ROOT))
 def test_corpus_file(path):
-    total = _check_all(path)
-    assert total["chunks"] > 0
+    lines = sum(1 for _ in open(path, "rb"))
+    assert _check_all(path) >= lines
 
 
 # --- generated benchmark traces ------------------------------------------------
@@ -123,30 +121,38 @@ def generated(tmp_path_factory):
     for kind in ("strace", "preload"):
         p = str(d / f"{kind}.log")
         subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "gen_traces.py"),
-                        kind, "20000", p], check=True)
+                        kind, "20000", p], check=True, stdout=subprocess.DEVNULL)
         out[kind] = p
     return out
 
 
 @pytest.mark.parametrize("kind", ["strace", "preload"])
 def test_generated_trace(generated, kind):
-    total = _check_all(generated[kind], ks=(1, 7, 50), both=False)
-    assert total["stitched"] > 1000
-    if kind == "strace":
-        assert total["resumed"] > 100     # WAIT_EVENTS split across chunk boundaries
+    """Every cut: WAIT_EVENTS split across chunks, preload '#' records."""
+    assert _check_all(generated[kind], sizes=(1, 7, 4096)) > 20000
 
 
-@pytest.mark.parametrize("kind", ["strace", "preload"])
-def test_generated_trace_real_processes(generated, kind):
-    st = _same(generated[kind], chunk_bytes=64 << 10, first_bytes=16 << 10)
-    assert st["stitched"] >= st["chunks"] - 3, st
-
-
-def test_cli_jobs_on_one_file(generated):
-    """The whole command: --jobs 2 cuts one 2.2 MB file with the default
-    chunk size and prints exactly what --jobs 1 prints."""
+def test_default_chunks_and_threshold(generated):
+    """Files under the threshold (2 MiB by default) are read on one thread;
+    over it, in chunks (512 lines by default)."""
     path = generated["strace"]
-    assert chunks.applicable(path, "strace")
+    assert os.path.getsize(path) > 2 << 20
+    lines = sum(1 for _ in open(path, "rb"))
+    # the end of the file comes in the last chunk, or one of its own
+    assert _engine.analyze([path], jobs=2)[0]["chunks"] == lines // 512 + 1
+    assert _engine.analyze([path], jobs=2, chunking=(1000, 1 << 40))[0]["chunks"] == 0
+    assert 20 <= _engine.analyze([path], jobs=2, chunking=(1000, 0))[0]["chunks"] <= 22
+    assert _engine.analyze([path], jobs=1, chunking=(1000, 0))[0]["chunks"] == 0
+
+
+def test_cli_jobs_on_one_file(tmp_path, generated):
+    """The whole command: --jobs 2 cuts one file over 2 MiB with the default
+    chunk size and prints exactly what --jobs 1 prints."""
+    path = str(tmp_path / "big.log")
+    subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "gen_traces.py"),
+                    "strace", "30000", path], check=True, stdout=subprocess.DEVNULL)
+    assert os.path.getsize(path) > 2 << 20
+    assert _engine.analyze([path], jobs=2)[0]["chunks"] > 1
 
     def cli(*args):
         r = subprocess.run([sys.executable, "-m", "rocrtrace", *args], capture_output=True,
@@ -154,12 +160,49 @@ def test_cli_jobs_on_one_file(generated):
         assert r.returncode in (0, 1), r.stderr
         return r.stdout
 
-    for cmd in (["analyze", "--format", "json"], ["events", "--format", "jsonl"],
+    for cmd in (["analyze", "--format", "json", "--no-progress"], ["events", "--format", "csv"],
                 ["stats", "--format", "json"]):
         one = cli(*cmd, path, "--jobs", "1")
         two = cli(*cmd, path, "-j", "2")
         assert one == two, cmd
         assert one.strip()
+
+
+def test_a_pipe_is_chunked_too(generated):
+    """stdin has no size: --jobs chunks it, with the same report."""
+    path = generated["strace"]
+
+    def cli(jobs):
+        with open(path, "rb") as f:
+            r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "--format",
+                                "json", "--no-progress", "--jobs", str(jobs), "-"], stdin=f,
+                               capture_output=True, cwd=ROOT)
+        assert r.returncode in (0, 1), r.stderr
+        return r.stdout
+
+    assert cli(1) == cli(2)
+
+
+def test_several_traces_and_ff_merges(tmp_path, generated):
+    """Several TRACE arguments run on threads of their own (not chunked);
+    an -ff set is merged as with --jobs 1."""
+    d = tmp_path / "ff"
+    d.mkdir()
+    lines = open(generated["strace"], "rb").read().split(b"\n")
+    per: dict = {}
+    for ln in lines:
+        if ln[:1].isdigit():
+            tid, _, rest = ln.partition(b" ")
+            per.setdefault(tid, []).append(rest.lstrip())
+    for tid, body in per.items():
+        (d / f"t.{tid.decode()}").write_bytes(b"\n".join(body) + b"\n")
+    args = [str(d / "t.*"), generated["preload"]]
+    one = _engine.analyze(args, jobs=1)
+    two = _engine.analyze(args, jobs=2, chunking=(1, 0))
+    assert [r["chunks"] for r in two] == [0, 0]
+    for a, b in zip(one, two):
+        assert [_finding(f) for f in a["findings"]] == [_finding(f) for f in b["findings"]]
+        assert repr(a["inputs"]) == repr(b["inputs"])
 
 
 # --- real strace logs ----------------------------------------------------------
@@ -209,20 +252,11 @@ def real_logs(tmp_path_factory):
 
 
 def test_real_strace_logs(real_logs):
-    total = {"stitched": 0, "resumed": 0}
+    resumed = 0
     for name, path in sorted(real_logs.items()):
-        if name.startswith("py-"):
-            t = _check_all(path, ks=(1, 7, 50), both=False)
-        else:
-            t = _check_all(path)
-        for k in total:
-            total[k] += t[k]
-    assert total["stitched"] > 100
-    assert total["resumed"] > 10
-
-
-def test_real_strace_log_real_processes(real_logs):
-    _same(real_logs["py-threads"], chunk_bytes=16 << 10, first_bytes=4 << 10)
+        _check_all(path, sizes=(1, 3, 50) if name.startswith("py-") else (1, 2, 3, 7, 50))
+        resumed += open(path, "rb").read().count(b" resumed>")
+    assert resumed > 10             # split calls, cut between their halves
 
 
 # --- hand-made edge cases ------------------------------------------------------
@@ -255,6 +289,10 @@ PRELOAD = """\
 # fd-snapshot start
 # fd 3 /dev/kfd
 500 1700000000.000010 openat(AT_FDCWD, "/dev/null", O_RDONLY) = 4</dev/null>
+#+ 500 1+ 500 1700000000.000011 ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, {start_addr=0x1000, \
+size=0x1000, 
+500 1700000000.000012 close(9) = -1 EBADF (Bad file descriptor)
+#+ 500 2 op=KFD_IOCTL_SVM_OP_SET_ATTR, nattr=0, attrs=[]}) = 0
 # map 7f0000000000-7f0000100000 r-xp 00000000 /lib/a.so build-id=ab
 # exec /bin/other
 # pid=501 ppid=500 exe=/bin/other page_size=4096 start=-7.25e300
@@ -285,20 +323,17 @@ MESSY = (b"\x1b[33mioctl\x1b[0m(3, AMDKFD_IOC_GET_VERSION, 0x7ffd) = -1 ENOTTY\r
 
 
 @pytest.mark.parametrize("name", ["late_frames", "preload", "messy"])
-@pytest.mark.parametrize("block", [64, 256, 1 << 20])
-def test_edge_cases(tmp_path, monkeypatch, name, block):
-    """-k frames that follow a line emitting nothing (they go to an event
-    already handed out), preload '#' blocks, and a mess of ANSI colour, CRLF,
-    invalid UTF-8, empty and over-long lines (judged in the sequential
-    reader's 1 MiB blocks: here made tiny), a cut line and no final newline."""
-    monkeypatch.setattr(inputs, "CHUNK", block)
+def test_edge_cases(tmp_path, name):
+    """-k frames that follow a line emitting nothing, a '#+' record cut by
+    another line, preload '#' blocks, and a mess of ANSI colour, CRLF,
+    invalid UTF-8, empty and over-long lines, a line cut by a diagnostic
+    and no final newline: cut after every line."""
     data = {"late_frames": LATE_FRAMES.encode(), "preload": PRELOAD.encode(),
             "messy": MESSY}[name]
     path = tmp_path / f"{name}.log"
     path.write_bytes(data)
-    total = _check_all(str(path), max_line=300)
-    if name == "late_frames":
-        assert total["late_frames"] > 0
+    for max_line in (300, 1 << 20):
+        _check_all(str(path), max_line=max_line)
 
 
 def _soup(rnd: random.Random, sources: list, n: int) -> bytes:
@@ -324,97 +359,46 @@ def _soup(rnd: random.Random, sources: list, n: int) -> bytes:
     return data + (b"\n" if rnd.random() < 0.5 else b"")
 
 
-def test_random_line_soups(tmp_path, monkeypatch):
-    """Corpus lines in random order: orphans, restarts, clones and execs in
-    flight, frames and '#' lines anywhere."""
+def test_random_line_soups(tmp_path):
+    """Corpus lines in random order (seeded): orphans, restarts, clones and
+    execs in flight, frames and '#' lines anywhere."""
     sources = []
     for p in CORPUS:
         with open(p, "rb") as f:
             sources.append(f.read().split(b"\n"))
     for seed in range(40):
         rnd = random.Random(seed)
-        monkeypatch.setattr(inputs, "CHUNK", rnd.choice([64, 1 << 20]))
         path = tmp_path / f"soup{seed}.log"
         path.write_bytes(_soup(rnd, sources, rnd.randrange(5, 300)))
-        for cb in (1, 120):
-            _same(str(path), max_line=rnd.choice([200, 1 << 20]), input_format="strace",
-                  executor=chunks.InlineExecutor(), adaptive=False, chunk_bytes=cb,
-                  first_bytes=rnd.choice([1, cb]), ahead=rnd.choice([1, 3]))
+        max_line = rnd.choice([200, 1 << 20])
+        for lines in (1, rnd.randrange(2, 40)):
+            _same(str(path), lines, jobs=rnd.choice([2, 3]), input_format="strace",
+                  max_line=max_line)
 
 
-# --- when it falls back, and when it does not apply ----------------------------
+# --- what is read in chunks ----------------------------------------------------
 
-def test_relative_timestamps_turn_workers_off(tmp_path):
-    lines = []
-    for i in range(400):
-        lines.append(f"{100 + i % 3}      0.000{i % 10}00 close({i}) = -1 EBADF")
-    path = tmp_path / "r.log"
-    path.write_text("\n".join(lines) + "\n")
-    st = _same(str(path), executor=chunks.InlineExecutor(), chunk_bytes=200, first_bytes=200)
-    assert st["fallbacks"]["turned off: relative timestamps"] == 1
-    assert st["stitched"] == 0
-
-
-def test_workers_pause_when_seeds_are_always_stale(tmp_path):
-    """A new thread in every line: a seed sent three chunks ahead never
-    matches, so the main process parses, the workers pause and retry."""
-    lines = [f"{1000 + i} 1700000000.{i:06d} close(3) = 0" for i in range(3000)]
-    path = tmp_path / "churn.log"
-    path.write_text("\n".join(lines) + "\n")
-    st = _same(str(path), executor=chunks.InlineExecutor(), chunk_bytes=300, first_bytes=300)
-    assert st["fallbacks"]["paused: too many re-parses"] >= 2
-    assert st["fallbacks"]["stale seed"] > 0
-
-
-def test_not_applicable(tmp_path):
-    import gzip
-
-    big = tmp_path / "big.log"
-    big.write_bytes(b"1 close(3) = 0\n" * 200000)
-    assert chunks.applicable(str(big), "strace")
-    assert not chunks.applicable(str(big), "strace", min_bytes=1 << 40)
+def test_compressed_and_broken_inputs(tmp_path):
+    """A compressed file is read in chunks as it decompresses; a stream that
+    breaks mid-file gives the same one-line error as with one thread."""
+    body = b"".join(b"1 1700000000.%06d close(%d) = 0\n" % (i, i % 50) for i in range(20000))
     gz = tmp_path / "big.log.gz"
-    gz.write_bytes(gzip.compress(big.read_bytes()))
-    assert not chunks.applicable(str(gz), "strace", min_bytes=0)
-    assert not chunks.applicable("-", "strace", min_bytes=0)
-    tr = open_trace(str(gz), jobs=2)
-    assert len(list(tr.events())) == 200000
+    gz.write_bytes(gzip.compress(body))
+    _same(str(gz), 100)
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(gzip.compress(body)[:-40000])
+    errs = []
+    for jobs in (1, 2):
+        with pytest.raises(_engine.ReadError) as e:
+            _engine.analyze([str(cut)], jobs=jobs, chunking=(100, 0))
+        errs.append(str(e.value))
+    assert errs[0] == errs[1] and "cut.log.gz" in errs[0]
 
 
-def test_plan_cuts_only_at_solid_lines(tmp_path):
-    data = (b"1 read(3, <unfinished ...>\n > /lib/a.so(f+0x1) [0x1]\n\n# x\n"
-            b"\x1b[0m\n 2 close(4) = 0\n") * 50
-    path = tmp_path / "p.log"
-    path.write_bytes(data)
-    cuts = list(chunks.plan(str(path), chunk_bytes=1, first_bytes=1))
-    assert cuts[0][0] == 0 and cuts[-1][1] is None
-    for (s, e, n), (s2, _, n2) in zip(cuts, cuts[1:]):
-        assert e == s2 and n2 == n + data[s:e].count(b"\n")
-        assert data[e - 1:e] == b"\n"
-        line = data[e:data.index(b"\n", e)]
-        assert line and not line.startswith((b" > ", b" | ", b"#")) and b"\x1b" not in line
-
-
-class _FlakyExecutor(chunks.InlineExecutor):
-    """Every third job fails, as a crashed or killed worker would."""
-
-    def __init__(self):
-        self.n = 0
-
-    def submit(self, fn, *args):
-        self.n += 1
-        if self.n % 3 == 0:
-            def boom(*_a):
-                raise RuntimeError("worker died")
-            return super().submit(boom, *args)
-        return super().submit(fn, *args)
-
-
-def test_worker_failures_fall_back_exactly(generated):
-    path = generated["strace"]
-    a_evs, a_info, a_rep = _sequential(path, 1 << 20, None)
-    b_evs, b_info, b_rep, stats = _run(path, jobs=2, executor=_FlakyExecutor(), adaptive=False,
-                                       chunk_bytes=32 << 10, first_bytes=8 << 10)
-    assert stats["fallbacks"]["worker error: RuntimeError"] > 5
-    assert stats["stitched"] > 5
-    assert (a_evs, a_info, a_rep) == (b_evs, b_info, b_rep)
+def test_tinygrad_logs_are_not_chunked(tmp_path):
+    logs = sorted(glob.glob(os.path.join(ROOT, "fixtures", "tinygrad", "*.log")))
+    assert logs
+    one = _engine.analyze([logs[0]], jobs=1)[0]
+    two = _engine.analyze([logs[0]], jobs=2, chunking=(1, 0))[0]
+    assert two["chunks"] == 0
+    assert [_finding(f) for f in one["findings"]] == [_finding(f) for f in two["findings"]]

@@ -1,6 +1,7 @@
 """The core's event conversions (src/py/convert.rs): every event of every
-fixture goes Python -> Rust -> Python unchanged.  The equality tests of the
-ported parsers and models rest on these conversions."""
+fixture goes Rust -> Python record -> Rust -> Python unchanged, and so do
+events built with the vocabulary (tests/vocab.py).  The tests that feed
+constructed events to the core's models rest on these conversions."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from rocrtrace import _engine
-from rocrtrace.events import Close, FdCreate, Frame, Intent, Ioctl, Mmap
-from rocrtrace.inputs import open_trace
+from vocab import Close, FdCreate, Frame, Intent, Ioctl, Mmap, kind
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 LOGS = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".log", ".txt")
@@ -22,9 +22,12 @@ def test_fixture_corpus_is_there():
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_fixture_events_round_trip(path):
-    evs = list(open_trace(str(path)).events())
+    evs, _infos = _engine.trace_events(str(path))
     assert evs
-    assert _engine.roundtrip_events(evs) == evs
+    back = _engine.roundtrip_events(evs)
+    assert back == evs
+    assert [kind(e) for e in back] == [kind(e) for e in evs]
+    assert [e.fields() for e in back] == [e.fields() for e in evs]
 
 
 def test_edge_values_round_trip():
@@ -44,3 +47,21 @@ def test_edge_values_round_trip():
                args={"ptr": 0x1000, "size": 8192, "agents": [1, 2]}, outs={"agent_ptr": 0x2000}),
     ]
     assert _engine.roundtrip_events(evs) == evs
+    assert [kind(e) for e in evs] == ["Mmap", "Close", "FdCreate", "Ioctl", "Intent"]
+
+
+def test_record_fields_and_defaults():
+    ev = _engine.roundtrip_events([Close(fd=4)])[0]
+    assert kind(ev) == "Close" and ev.fd == 4 and ev.name == "close" and ev.path is None
+    assert getattr(ev, "fds", "absent") == "absent"      # a field Close does not have
+    with pytest.raises(AttributeError):
+        ev.origin
+    assert ev != Close(fd=5) and ev != FdCreate(fds=(4,))
+    assert repr(ev).startswith("Close(file='-', line=0,")
+
+
+def test_not_an_event_is_a_type_error():
+    with pytest.raises(TypeError):
+        _engine.roundtrip_events([object()])
+    with pytest.raises(TypeError):
+        Close(fds=(1,))          # not a Close field: as a dataclass would refuse it

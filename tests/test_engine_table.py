@@ -1,28 +1,33 @@
 """The core's event table (src/table.rs, tables.frame_from_columns) equals
-tables.events_frame on every fixture's events and on edge values."""
+the table built row by row from the events' records (the Python engine's
+way, kept in tests/engine/rowtable.py) on every fixture's events and on edge values."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from rocrtrace import _engine
-from rocrtrace.events import Close, FdCreate, Ioctl, Mmap
-from rocrtrace.inputs import open_trace
-from rocrtrace.tables import events_frame, frame_from_columns, stats
+from rocrtrace.tables import frame_from_columns, stats
+from vocab import Close, FdCreate, Ioctl, Mmap
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "engine"))
+from rowtable import events_frame_of  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 LOGS = sorted(p for p in FIXTURES.rglob("*.log"))
 
 
 def both(evs):
-    return events_frame(evs), frame_from_columns(_engine.table_of_events(evs))
+    return events_frame_of(evs), frame_from_columns(_engine.table_of_events(evs))
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_fixture_tables_equal(path):
-    evs = list(open_trace(str(path)).events())
+    evs, _infos = _engine.trace_events(str(path))
+    assert evs
     py, rs = both(evs)
     pd.testing.assert_frame_equal(py, rs)
     a, b = stats(py), stats(rs)

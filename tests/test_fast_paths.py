@@ -1,28 +1,24 @@
-"""The parser's fast paths (regexes for well-formed argument lists, the
-common line prefix, plain results, ASCII field names, and the caches) must
-give exactly what the general grammar gives.  Each is checked against its
-general counterpart on generated text, and the whole fixture corpus is parsed
-with the fast paths switched off and on: the event streams must be equal."""
+"""The core's line shapes at the edges of its grammar: plain results and
+their durations, deep values, mutated real lines, and a build without the
+compiled core.  (The Python parser's fast paths and their equality with its
+general grammar left with it; the core's tokenizer pins its own shapes in
+src/parse/tokens/tests.rs and src/parse/values.rs.)  SPECIAL, LINES and
+corpus() are the line generators test_engine_parse.py shares."""
 from __future__ import annotations
 
-import contextlib
 import glob
-import re
-import os
+import random
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import strategies as st
 
-from rocrtrace.inputs import open_trace
-from rocrtrace.parse import strace, syscalls, tokens
+from rocrtrace._engine import parse_lines
+from vocab import kind
 
 ROOT = Path(__file__).resolve().parent.parent
-SETTINGS = settings(max_examples=600, deadline=None)
-needs_fast = pytest.mark.skipif(tokens._WELL_FORMED is None,
-                                reason="fast paths need Python 3.11")
 
 # Argument text made of the characters the scanners treat specially.
 SPECIAL = st.lists(st.sampled_from(list('",(){}[]<>/*\\-=. ax0:|')
@@ -37,124 +33,6 @@ def corpus() -> list[str]:
     assert len(files) > 40, files
     return files
 
-
-@needs_fast
-@SETTINGS
-@given(SPECIAL, st.sampled_from(["", ")", ") = 0", " <unfinished ...>"]))
-@example('3</a<b>>, _IOC(1, 2), "x\\"y"..., {a=[1, 2]}', ") = 0")
-@example("a, ]b, c", ")")
-@example("<TCP:[1->2]>, 3", ")")
-@example("<x->1, y>, 3", ")")      # "->" before a digit closes no decoration
-def test_scan_args_regex_equals_scanner(text, tail):
-    s = text + tail
-    assert tokens.scan_args(s, 0) == tokens._scan_args(s, 0)
-
-
-@needs_fast
-@SETTINGS
-@given(SPECIAL)
-def test_matching_regex_equals_scanner(text):
-    for s in ("{" + text + "}", "[" + text, "(" + text + "))"):
-        assert tokens._matching(s, 0) == tokens._matching_scan(s, 0), s
-
-
-@needs_fast
-@SETTINGS
-@given(SPECIAL)
-def test_items_equals_split_top(text):
-    tok = "{" + text + "}"
-    end = tokens._matching_scan(tok, 0)
-    if end == len(tok) - 1:
-        assert tokens._items(tok, end) == tokens.split_top(tok[1:end])
-
-
-@SETTINGS
-@given(st.lists(st.sampled_from(list("ab_Z09=>é ") + ["=>", "==", "x" * 39]),
-                max_size=12).map("".join))
-def test_strip_name_fast_equals_scan(arg):
-    assert tokens.strip_name(arg) == tokens._strip_name_scan(arg)
-
-
-@SETTINGS
-@given(st.sampled_from(["0", "42", "0x7f00", "-1", "?", "0644", "10</x>"]),
-       st.sampled_from(["", " <0.000041>", " <1.>", " <unavailable>", " (Timeout)",
-                        " ENOENT (No such file)", "  "]))
-def test_plain_result_equals_general(val, rest):
-    body = f"x() = {val}{rest}"
-    fast, slow = strace.Parser("a"), strace.Parser("b")
-    want = _general_result(slow, body)
-    assert fast._result(body, 3) == want
-    assert fast.info.has_durations == slow.info.has_durations
-
-
-def _general_result(parser, body):
-    saved = strace._PLAIN_RESULT
-    strace._PLAIN_RESULT = re.compile(r"(?!)")
-    try:
-        return parser._result(body, 3)
-    finally:
-        strace._PLAIN_RESULT = saved
-
-
-def _clear_caches():
-    tokens.parse_fd.cache_clear()
-    tokens._scalar.cache_clear()
-    syscalls._request_of.cache_clear()
-    syscalls._int_token.cache_clear()
-
-
-def _events(path: str) -> list[str]:
-    _clear_caches()
-    trace = open_trace(path)
-    out = [repr(ev) for ev in trace.events()]
-    out += [repr(i) for i in trace.infos]
-    return out
-
-
-@pytest.fixture
-def general_only(monkeypatch):
-    """Every fast path off: only the general grammar runs."""
-    never = re.compile(r"(?!)")
-
-    def off():
-        monkeypatch.setattr(tokens, "_WELL_FORMED", None)
-        monkeypatch.setattr(tokens, "_ASCII_NAME", never)
-        monkeypatch.setattr(strace, "_COMMON_PREFIX", never)
-        monkeypatch.setattr(strace, "_PLAIN_RESULT", never)
-        monkeypatch.setattr(strace, "_SCAN", None)
-        monkeypatch.setattr(tokens, "_BRACKETED", None)
-    return off
-
-
-def test_corpus_fast_paths_equal_general_grammar(general_only, tmp_path):
-    files = corpus()
-    for kind in ("strace", "preload"):
-        gen = tmp_path / f"{kind}.log"
-        subprocess.run([sys.executable, str(ROOT / "benchmarks/gen_traces.py"), kind, "3000",
-                        str(gen)], check=True)
-        files.append(str(gen))
-    fast = {f: _events(f) for f in files}
-    general_only()
-    for f in files:
-        assert _events(f) == fast[f], f
-
-
-# --- the compiled tokenizer (rocrtrace._engine, src/parse/tokens.rs) -----------
-
-needs_scan = pytest.mark.skipif(strace._SCAN is None, reason="compiled tokenizer not built")
-
-
-@contextlib.contextmanager
-def _compiled_off():
-    """The Python grammar alone (the tokenizer and the bracketed walk off),
-    caches cleared so nothing computed with them is reused."""
-    saved = strace._SCAN, tokens._BRACKETED
-    strace._SCAN = tokens._BRACKETED = None
-    _clear_caches()
-    try:
-        yield
-    finally:
-        strace._SCAN, tokens._BRACKETED = saved
 
 PREFIXES = st.sampled_from(["4242  1764435600.000013 ", "7 1764435600.5 ", "4242 12:34:56.789 ",
                             "12345678 1764435600.1 ", "42  1764435600 ", "42 1:2:3.4 ",
@@ -179,108 +57,73 @@ LINES = st.one_of(
 )
 
 
-def _parse_lines(lines: list[str]) -> list[str]:
-    _clear_caches()
-    p = strace.Parser("t.log")
-    out = []
-    for i, line in enumerate(lines, 1):
-        out += p.feed(i, line)
-    out += p.finish()
-    return [repr(ev) for ev in out] + [repr(p.info), repr(p.tgid), repr(sorted(p.live))]
+def check_accounting(lines, evs, info):
+    """What holds for any lines: every line counted, every event on one of
+    them, no more unparsed lines than lines, each sample on one of them."""
+    n = len(lines)
+    assert info["lines"] == n
+    assert info["events"] == len(evs)
+    assert 0 <= info["unparsed"] <= n
+    assert all(1 <= e.line <= n for e in evs), [(e.line, n) for e in evs]
+    assert all(1 <= ln <= n for ln, _ in info["unparsed_samples"])
 
 
-@needs_scan
-@SETTINGS
-@given(st.lists(LINES, min_size=1, max_size=12))
-@example(["42 1764435600.1 ioctl(3, 0x1 <unfinished ...>",
-          "43 1764435600.2 <... ioctl resumed>, 0x2) = -1 ENOTTY (x) <0.1>"])
-@example(['42 1764435600.1 read(3, "\\"..., 4) = 4'])
-def test_compiled_tokenizer_equals_python_grammar(lines):
-    """Line soups of prefixes, names, special argument text and result
-    shapes: the Parser gives the same events and state with the compiled
-    tokenizer on and off."""
-    with_scan = _parse_lines(lines)
-    with _compiled_off():
-        assert _parse_lines(lines) == with_scan
+# --- results: value, error name, path, duration ------------------------------
+
+# (text after "= ", what the core makes of it: ret, err, dur); derived
+# from strace's printing (print_syscall_resume/tail: "= VALUE [ERRNAME (text)]
+# [<secs>]", octal for umask/mode results, "?" for an unknown value).
+RESULT_CASES = [
+    ("0", (0, None, None)),
+    ("42", (42, None, None)),
+    ("0x7f00", (0x7F00, None, None)),
+    ("-1", (-1, "EUNKNOWN", None)),                # failed, errno not named
+    ("?", (None, None, None)),
+    ("0644", (0o644, None, None)),              # umask's octal
+    ("10</x>", (10, None, None)),                # -y: the path of the fd returned
+    ("0 <0.000041>", (0, None, 0.000041)),
+    ("0 <1.>", (0, None, 1.0)),
+    ("0 <unavailable>", (0, None, None)),
+    ("0 (Timeout)", (0, None, None)),
+    ("-1 ENOENT (No such file)", (-1, "ENOENT", None)),
+    ("-1 ENOENT (No such file) <0.000002>", (-1, "ENOENT", 0.000002)),
+    ("? ERESTARTSYS (To be restarted if SA_RESTART is set)", (None, "ERESTARTSYS", None)),
+    ("10</x> <0.5>", (10, None, 0.5)),
+    ("0  ", (0, None, None)),
+]
 
 
-@needs_scan
-def test_compiled_tokenizer_takes_the_common_lines(tmp_path):
-    """The equality tests would pass with a tokenizer that refuses every
-    line: check it takes the line shapes it is for, with the right tokens."""
-    scan = strace._SCAN
-    assert scan('4242  1764435600.000026 openat(AT_FDCWD</work>, "/dev/kfd", O_RDWR) '
-                '= 3</dev/kfd<char 238:0>> <0.000020>') == (
-        0, 4242, 1764435600.000026, "openat", ["AT_FDCWD</work>", '"/dev/kfd"', "O_RDWR"],
-        3, None, "/dev/kfd", 0.00002)
-    assert scan("7 10:00:01.250 ioctl(3</dev/kfd>, AMDKFD_IOC_WAIT_EVENTS, 0x7f <unfinished ...>"
-                ) == (1, 7, 36001.25, "ioctl", ["3</dev/kfd>", "AMDKFD_IOC_WAIT_EVENTS", "0x7f"],
-                      None, None, None, None)
-    assert scan("7 1764435600.5 <... ioctl resumed>) = -1 EINTR (Interrupted) <0.5>") == (
-        2, 7, 1764435600.5, "ioctl", [], -1, "EINTR", None, 0.5)
-    assert scan("7 1764435600.5 close(3) = -1 (errno 500)") is None     # Python names it
-    assert scan("[pid 7] close(3) = 0") is None                          # general prefix
-    gen = tmp_path / "g.log"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks/gen_traces.py"), "strace", "5000",
-                    str(gen)], check=True)
-    lines = gen.read_text().splitlines()
-    taken = sum(scan(line) is not None for line in lines)
-    assert taken / len(lines) > 0.95, (taken, len(lines))
+@pytest.mark.parametrize("text,want", RESULT_CASES, ids=[c[0] for c in RESULT_CASES])
+def test_plain_results(text, want):
+    (ev,), info = parse_lines("strace", "t.log", [f"x() = {text}"])
+    assert info["unparsed"] == 0
+    assert (ev.ret, ev.err, ev.dur) == want
+    assert info["has_durations"] == (want[2] is not None)
 
 
-def test_compiled_tokenizer_is_built():
-    """The install builds the extension (maturin, cargo): the tests must not
-    run on a tree where it is missing and the Python grammar does it all."""
-    import os
-    if os.environ.get("ROCRTRACE_ALLOW_PURE_PYTHON"):
-        pytest.skip("pure-Python install allowed")
-    assert strace._SCAN is not None, "rocrtrace._engine (src/) was not built at install"
-
-
-SCALARS = st.one_of(SPECIAL, st.sampled_from(["0x1a2b", "3", "-1", "NULL", "KFD_IOCTL_SVM_OP_SET_ATTR",
-                                              '"s{t}r"', "3</dev/kfd>", "_IOC(1, 2, 3, 4)",
-                                              "A|B", "...", "", " 5 ", "1 /* x */", "é"]))
-FIELD_NAMES = st.sampled_from(["a", "attrs", "_x", "x" * 40, "x" * 41, "9a", "a b", "", "a=", "a>"])
-
-
-def _struct(children):
-    items = st.lists(st.one_of(children, st.tuples(FIELD_NAMES, children).map("=".join),
-                               st.tuples(FIELD_NAMES, children).map("=>".join)), max_size=5)
-    return st.one_of(items.map(lambda xs: "{" + ", ".join(xs) + "}"),
-                     items.map(lambda xs: "[" + ",".join(xs) + "]"),
-                     st.tuples(children, children).map(" => ".join))
-
-
-VALUES = st.recursive(SCALARS, _struct, max_leaves=25)
-
-
-@pytest.mark.skipif(tokens._BRACKETED is None, reason="compiled tokenizer not built")
-@SETTINGS
-@given(VALUES, st.sampled_from(["", " ", "  \t", "} ", "]", " x"]))
-@example("{a=1, attrs=[{type=1, value=0x2}, ...]} => {b=2}", "")
-@example("{" * 7 + "}" * 7, "")
-def test_compiled_bracketed_equals_parse_value(text, tail):
-    tok = text + tail
-    _clear_caches()
-    fast = repr(tokens.parse_value(tok))       # repr: dict order and types count
-    with _compiled_off():
-        assert repr(tokens.parse_value(tok)) == fast
-
+# --- deep values ---------------------------------------------------------------
 
 DEEP = ["{a=" * 5000 + "1" + "}" * 5000, "[" * 3000 + "]" * 3000,
         "{a=1} => " * 3000 + "{}", "1 => " * 3000 + "1", "{a=1 => " * 2000 + "2" + "}" * 2000,
-        "[{x=" * 1500 + "0" + "}]" * 1500, "{" * 20000]
+        "[{x=" * 1500 + "0" + "}]" * 1500]
 DEEP += ["{a=" * n + "1" + "}" * n for n in range(60, 70)]
 
 
 @pytest.mark.parametrize("tok", DEEP, ids=lambda t: f"{t[:12]}…{len(t)}")
 def test_deep_values_stay_bounded(tok):
-    """Untrusted nesting and '=>' chains: no RecursionError, the deep part
-    stays text (MAX_NESTING), and the compiled walk agrees with Python."""
-    _clear_caches()
-    fast = repr(tokens.parse_value(tok))
-    with _compiled_off():
-        assert repr(tokens.parse_value(tok)) == fast
+    """Untrusted nesting and '=>' chains as the struct of an SVM ioctl: no
+    crash and no recursion limit, one event for the line."""
+    line = f"5000  1764435600.000028 ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, {tok}) = 0"
+    evs, info = parse_lines("preload", "deep.log", [line])
+    assert [kind(e) for e in evs] == ["Ioctl"] and evs[0].ioctl == "AMDKFD_IOC_SVM"
+    assert evs[0].fd == 3 and evs[0].ret == 0 and info["lines"] == 1
+
+
+def test_unclosed_brackets_are_one_unparsed_line():
+    line = "5000  1764435600.000028 ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, " + "{" * 20000 + ") = 0"
+    evs, info = parse_lines("preload", "deep.log", ["5000 close(3) = 0", line])
+    assert [kind(e) for e in evs] == ["Close"] and info["unparsed"] == 1
+    assert [n for n, _ in info["unparsed_samples"]] == [2]
 
 
 def test_deep_struct_in_a_trace_is_not_a_crash(tmp_path):
@@ -296,7 +139,17 @@ def test_deep_struct_in_a_trace_is_not_a_crash(tmp_path):
     assert "internal error" not in r.stderr and "0 unparsed" in r.stdout
 
 
-_NO_SCAN = """
+# --- a source tree without the compiled core ------------------------------------
+
+def test_compiled_core_is_built():
+    """The install builds the extension (maturin, cargo): the tests must not
+    run on a tree where it is missing."""
+    import rocrtrace._engine as core
+
+    assert callable(core.analyze) and callable(core.trace_events)
+
+
+_NO_CORE = """
 import sys
 class Block:
     def find_spec(self, name, path=None, target=None):
@@ -308,47 +161,28 @@ sys.exit(main())
 """
 
 
-def test_pure_python_install_gives_the_same_report(tmp_path):
+def test_unbuilt_core_is_one_line_exit_2():
     """Where the extension does not load (a source tree used without
-    building it): --version says so, analyze says in one line how to get the
-    core, and the reference engine (ROCRTRACE_ENGINE=python) gives the same
-    JSON report as the core."""
+    building it), analyze says so in one line and exits 2, no traceback."""
     fixture = str(ROOT / "fixtures/scenarios/c1-enclosing-range/v1-buggy-explicit.log")
-    gen = tmp_path / "g.log"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks/gen_traces.py"), "strace", "3000",
-                    str(gen)], check=True)
+    r = subprocess.run([sys.executable, "-c", _NO_CORE, "analyze", fixture], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1 and "rocrtrace._engine" in r.stderr
+    assert "Traceback" not in r.stderr
 
-    def run(pure, *args, engine="python"):
-        cmd = [sys.executable, "-c", _NO_SCAN] if pure else [sys.executable, "-m", "rocrtrace"]
-        env = {**os.environ, "ROCRTRACE_ENGINE": engine} if pure else None
-        return subprocess.run(cmd + list(args), cwd=ROOT, capture_output=True, text=True,
-                              timeout=120, env=env)
 
-    assert "engine: Python reference" in run(True, "--version").stdout
-    assert "engine: compiled core not built" in run(True, "--version", engine="rust").stdout
-    unbuilt = run(True, "analyze", fixture, engine="rust")
-    assert unbuilt.returncode == 2 and "rocrtrace._engine does not load" in unbuilt.stderr
-    assert len(unbuilt.stderr.strip().splitlines()) == 1
-    assert "engine: compiled core (Rust)" in run(False, "--version").stdout
-    for trace in (fixture, str(gen)):
-        pure = run(True, "analyze", "--format", "json", "--fail-on", "never", trace)
-        built = run(False, "analyze", "--format", "json", "--fail-on", "never", trace)
-        assert pure.returncode == built.returncode == 0, pure.stderr
-        assert pure.stdout == built.stdout and len(pure.stdout) > 1000
-
+# --- mutated real lines ------------------------------------------------------------
 
 MUTATIONS = list('",(){}[]<>/*\\-=. ax0:|?') + [
     "...", "->", "/*", "*/", "(deleted)", " <unfinished ...>", "<... ", " resumed>", " = ",
     " = -1 ", " <0.1>", "é", "\t", "\x1c"]
 
 
-@needs_scan
-def test_mutated_real_lines_equal(tmp_path):
+def test_mutated_real_lines_are_events_or_counted(tmp_path):
     """Lines of the fixture corpus and a generated trace, mutated (inserted
-    special text, cuts, repeats, splices): the same events and state with the
-    compiled parts on and off, and no exception either way.  (Run once with
-    140,000 batches; here a seeded 1,500.)"""
-    import random
+    special text, cuts, repeats, splices), in batches through both grammars:
+    never an exception, every line accounted for.  (A seeded 1,500 batches.)"""
     gen = tmp_path / "g.log"
     subprocess.run([sys.executable, str(ROOT / "benchmarks/gen_traces.py"), "preload", "2000",
                     str(gen)], check=True)
@@ -375,8 +209,11 @@ def test_mutated_real_lines_equal(tmp_path):
                 s = s[:i] + rnd.choice(seeds)[rnd.randint(0, 40):]
         return s
 
+    parsed = 0
     for _ in range(1500):
         batch = [mutate(rnd.choice(seeds)) for _ in range(rnd.randint(1, 8))]
-        want = _parse_lines(batch)
-        with _compiled_off():
-            assert _parse_lines(batch) == want, batch
+        for fmt in ("strace", "preload"):
+            evs, info = parse_lines(fmt, "m.log", batch)
+            check_accounting(batch, evs, info)
+            parsed += len(evs)
+    assert parsed > 1500        # mutated lines still parse, mostly

@@ -14,8 +14,7 @@ from collections import Counter
 import pytest
 
 from rocrtrace.capture import run as caprun
-from rocrtrace.inputs import open_trace
-from rocrtrace.replay import analyze
+from rocrtrace.engine import analyze
 
 from realtrace import compile_program, have_strace, run_strace
 
@@ -113,7 +112,7 @@ def test_strace(prog, mode, opts, tmp_path):
     _skip_unrunnable(prog)
     paths = run_strace(OPTION_SETS[opts], prog, [mode], tmp_path)
     arg = paths[0] if len(paths) == 1 else os.path.join(str(tmp_path), "trace.log.*")
-    res = analyze([open_trace(arg)])
+    res = analyze([arg])
     assert sum(i.unparsed for i in res.inputs) == 0, [i.unparsed_samples for i in res.inputs]
     want = STRACE_OVERRIDES.get((prog, mode, opts), EXPECTED[(prog, mode)])
     assert _counts(res) == want, [f.message for f in res.findings]
@@ -141,7 +140,7 @@ def _capture_cases():
 @pytest.mark.parametrize("prog,mode", list(_capture_cases()))
 def test_capture(prog, mode, tmp_path):
     _skip_unrunnable(prog)
-    res = analyze([open_trace(_capture(prog, mode, tmp_path))])
+    res = analyze([_capture(prog, mode, tmp_path)])
     assert sum(i.unparsed for i in res.inputs) == 0, [i.unparsed_samples for i in res.inputs]
     assert _counts(res) == EXPECTED[(prog, mode)], [f.message for f in res.findings]
 
@@ -151,7 +150,7 @@ def test_capture(prog, mode, tmp_path):
 @pytest.mark.skipif(not have_strace(), reason="needs strace and cc")
 def test_sweep_note_names_the_range_and_counts(tmp_path):
     paths = run_strace(["-f", "-ttt", "-T", "-yy", "-o"], "fdidiom_closeall", ["loop"], tmp_path)
-    (f,) = analyze([open_trace(paths[0])]).findings
+    (f,) = analyze([paths[0]]).findings
     assert f.rule == "fd-bad-fd" and f.severity == "note" and "sweep" in f.message
     # close(3) closes the open fd; 4..255 were never open (some were, and were
     # closed, before the sweep: still part of the sweep)
@@ -164,7 +163,7 @@ def test_sweep_note_names_the_range_and_counts(tmp_path):
                                       ("ebadf", "later got EBADF")])
 def test_wrong_owner_names_both_incarnations(mode, why, tmp_path):
     paths = run_strace(["-f", "-k", "-yy", "-o"], "fdidiom_owner", [mode], tmp_path)
-    (f,) = [f for f in analyze([open_trace(paths[0])]).findings if f.rule == "fd-close-reused"]
+    (f,) = [f for f in analyze([paths[0]]).findings if f.rule == "fd-close-reused"]
     assert why in f.message and "meant for the fd that held number" in f.message
     roles = [e.role for e in f.evidence]
     assert "the old fd was created by" in roles and "the new fd was created by" in roles
@@ -176,21 +175,21 @@ def test_wrong_owner_names_both_incarnations(mode, why, tmp_path):
 @pytest.mark.skipif(shutil.which("cc") is None or not _have_libz(), reason="needs cc, libz")
 def test_capture_with_stacks_wrong_owner_by_later_ebadf(tmp_path):
     # the capture library logs read()'s EBADF (SPEC 3.2)
-    res = analyze([open_trace(_capture("fdidiom_owner", "ebadf", tmp_path, depth=8))])
+    res = analyze([_capture("fdidiom_owner", "ebadf", tmp_path, depth=8)])
     assert _counts(res) == WRONG_OWNER
 
 
 @pytest.mark.skipif(not have_strace(), reason="needs strace and cc")
 def test_dup2_negative_is_about_the_new_fd(tmp_path):
     paths = run_strace(["-f", "-yy", "-o"], "fdidiom_bugs", ["dup2_neg"], tmp_path)
-    (f,) = analyze([open_trace(paths[0])]).findings
+    (f,) = analyze([paths[0]]).findings
     assert f.subject["fd"] == -4 and "dup2" in f.message and "not an fd number" in f.message
 
 
 @pytest.mark.skipif(not have_strace(), reason="needs strace and cc")
 def test_cross_thread_use_after_close_names_the_other_threads_close(tmp_path):
     paths = run_strace(["-f", "-ttt", "-T", "-yy", "-o"], "fdidiom_bugs", ["threads"], tmp_path)
-    (f,) = analyze([open_trace(paths[0])]).findings
+    (f,) = analyze([paths[0]]).findings
     closes = [e for e in f.evidence if e.role == "closed by"]
     assert f.event.name == "read" and len(closes) == 1
     assert closes[0].event.tid != f.event.tid
@@ -199,7 +198,7 @@ def test_cross_thread_use_after_close_names_the_other_threads_close(tmp_path):
 @pytest.mark.skipif(not have_strace(), reason="needs strace and cc")
 def test_bounded_close_range_twice_names_the_first(tmp_path):
     paths = run_strace(["-f", "-yy", "-o"], "fdidiom_bugs", ["close_range_twice"], tmp_path)
-    found = analyze([open_trace(paths[0])]).findings
+    found = analyze([paths[0]]).findings
     assert sorted(f.subject["fd"] for f in found) == [5, 6, 7]
     for f in found:
         assert f.message.startswith("close_range(5, 7) closes fd")
@@ -214,7 +213,7 @@ def test_all_fds_lists_the_fd_held_at_exit(how, tmp_path):
         arg = run_strace(["-f", "-yy", "-o"], "fdidiom_bugs", ["held_at_exit"], tmp_path)[0]
     else:
         arg = _capture("fdidiom_bugs", "held_at_exit", tmp_path)
-    res = analyze([open_trace(arg)], all_fds=True)
+    res = analyze([arg], all_fds=True)
     (f,) = [f for f in res.findings if f.rule != "trace-incomplete"]
     assert f.rule == "fd-open-at-exit" and f.severity == "note"
     # the dup holds the number; the open made the file it refers to
@@ -273,6 +272,6 @@ def test_ff_child_whose_tid_sorts_first_is_merged_after_its_fork(tmp_path):
         (out / f"trace.log.{new[t]}").write_text(text)
     assert sorted(os.listdir(out)) == ["trace.log.10000", "trace.log.9999"]   # the child first
     for arg in (os.path.join(str(tmp_path), "trace.log.*"), str(out / "trace.log.*")):
-        res = analyze([open_trace(arg)])
+        res = analyze([arg])
         assert sum(i.unparsed for i in res.inputs) == 0
         assert _counts(res) == {}, [f.message for f in res.findings]

@@ -10,17 +10,16 @@ import re
 import pytest
 
 from rocrtrace.baseline import apply_baseline, load_baseline, write_baseline
-from rocrtrace.events import Close, Frame
 from rocrtrace.findings import Evidence, Finding, assign_fingerprints, normalize_path
-from rocrtrace.inputs import open_trace
-from rocrtrace.replay import analyze
+from rocrtrace.engine import analyze
+from vocab import Close, Frame
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = sorted(glob.glob(os.path.join(ROOT, "fixtures", "**", "*.log"), recursive=True))
 
 
 def _run(paths):
-    return analyze([open_trace(p) for p in paths])
+    return analyze(list(paths))
 
 
 def test_corpus_is_there():

@@ -1,11 +1,12 @@
-"""HandleModel (+ its FdModel): the VMM and XDNA scenarios of ref/rocm-paths.md
-§7 and §8, built as event streams (no files)."""
+"""The core's handle and dma-buf models with their fd model (rocrtrace._engine.FdModels):
+the VMM and XDNA scenarios of ref/rocm-paths.md §7 and §8, built as event
+streams (no files)."""
 from __future__ import annotations
 
 from rocrtrace import kfd
-from rocrtrace.events import (Close, Exit, FdCreate, FdSnapshot, Frame, Intent, Ioctl)
-from rocrtrace.models.fds import FdModel
-from rocrtrace.models.handles import HandleModel
+
+from coremodels import Fds, same
+from vocab import Close, Exit, FdCreate, FdSnapshot, Frame, Intent, Ioctl
 
 O_CLOEXEC = 0o2000000
 DRM_RDWR = 2
@@ -104,15 +105,21 @@ class Trace:
         self._add(Exit(whole=True, status=0, **self._b()))
 
 
+class _Handles:
+    """The handle model's side of the stack: its findings."""
+
+    def __init__(self, m: Fds):
+        self.findings = m.handle_findings
+
+
 def replay(events, **kw):
-    fds = FdModel()
-    hm = HandleModel(fds, **kw)
+    """(the fd model's side, the handle model's side) of the models analyze
+    stacks, after the events and the trace's end."""
+    m = Fds(handles=True, **kw)
     for ev in events:
-        fds.feed(ev)          # the driver feeds fds first; HandleModel.feed is idempotent
-        hm.feed(ev)
-    fds.finish()
-    hm.finish()
-    return fds, hm
+        m.feed(ev)
+    m.finish()
+    return m, _Handles(m)
 
 
 def all_findings(fds, hm):
@@ -178,14 +185,14 @@ def test_vmm_v2_export_double_close_across_app_and_runtime():
     fds, hm = replay(t.events)
     assert rules(fds, hm) == ["fd-double-close"]
     (f,) = fds.findings
-    assert f.event is rt_close and f.subject == {"kind": "fd", "fd": keep, "fd_kind": "dmabuf"}
+    assert same(f.event, rt_close) and f.subject == {"kind": "fd", "fd": keep, "fd_kind": "dmabuf"}
     roles = [e.role for e in f.evidence]
     # the chain in order: export -> handed to the app -> close -> close
     assert roles[0] == "originally created by"
     assert roles.index("handed to the caller by") < roles.index("previous close") \
         < roles.index("this close")
-    assert any(e.event is hand for e in f.evidence)
-    assert any(e.event is app_close for e in f.evidence)
+    assert any(same(e.event, hand) for e in f.evidence)
+    assert any(same(e.event, app_close) for e in f.evidence)
     assert "DRM_IOCTL_PRIME_HANDLE_TO_FD" in f.message
     assert "app" in f.message and "DestroyMemoryHandle" in f.message
     assert "KFD handle 0x66a400000013" in f.message      # the buffer it exports
@@ -265,11 +272,11 @@ def test_xdna_7660_double_gem_close():
     fds, hm = replay(t.events)
     assert rules(fds, hm) == ["bo-double-free"]
     (f,) = hm.findings
-    assert f.event is second and f.subject == {"kind": "handle", "handle": "0x1"}
+    assert same(f.event, second) and f.subject == {"kind": "handle", "handle": "0x1"}
     roles = {e.role for e in f.evidence}
     assert {"this free", "previous free", "created by",
             "import returned the same handle"} <= roles
-    assert any(e.event is first for e in f.evidence)
+    assert any(same(e.event, first) for e in f.evidence)
     assert "DRM_IOCTL_AMDXDNA_CREATE_BO" in f.message and "same handle" in f.message
     assert f.key[2] == "self-import"
 
@@ -280,8 +287,8 @@ def test_xdna_fixed_owns_allocation_has_no_findings():
     t.ioctl(4, "DRM_IOCTL_AMDGPU_GEM_CREATE", {"bo_size": 0x1000}, {"handle": 7})
     fds, hm = replay(t.events)
     assert all_findings(fds, hm) == []
-    # memory follows live state: nothing is kept for a process that ended
-    assert hm.kfd_live == {} and hm.gem_live == {} and hm.dmabuf.stats == {}
+    # memory follows live state (nothing kept for an ended process): cargo test
+    # handles::tests::an_ended_process_leaves_nothing
 
 
 # --- KFD handles and GEM scoping -----------------------------------------------------------------
@@ -298,7 +305,7 @@ def test_kfd_double_free_and_ebusy():
     t.ioctl(k, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", {"handle": 0x66a400000777}, err="EINVAL")
     fds, hm = replay(t.events)
     a, b = hm.findings
-    assert a.event is bad and "already freed" in a.message
+    assert same(a.event, bad) and "already freed" in a.message
     assert a.subject == {"kind": "handle", "handle": "0x66a400000001"}
     assert "no earlier free is visible" in b.message
     assert a.fingerprint != b.fingerprint
@@ -358,12 +365,12 @@ def test_held_open_export_and_short_lived_exports():
 def test_handles_model_alone_feeds_its_own_fd_model():
     t = Trace()
     xdna(t, fixed=False)
-    hm = HandleModel()
+    m = Fds(handles=True)
     for ev in t.events:
-        hm.feed(ev)
-    hm.finish()
-    assert [f.rule for f in hm.findings] == ["bo-double-free"]
-    assert hm.fds.findings == []
+        m.feed(ev)
+    m.finish()
+    assert [f.rule for f in m.handle_findings] == ["bo-double-free"]
+    assert m.findings == []
 
 
 def test_history_notes_the_buffer_behind_a_watched_fd():
@@ -372,11 +379,14 @@ def test_history_notes_the_buffer_behind_a_watched_fd():
     t.alloc(k, 0x66a400000005)
     fd = t.export(k, 0x66a400000005)
     t.close(fd)
-    fds = FdModel(watch=(None, fd))
-    hm = HandleModel(fds)
+    m = Fds(watch=(None, fd), handles=True)
     for ev in t.events:
-        fds.feed(ev)
-        hm.feed(ev)
-    hm.finish()
-    assert "KFD handle 0x66a400000005" in fds.history[0][1]
-    assert hm.history is fds.history
+        m.feed(ev)
+    m.finish()
+    assert "KFD handle 0x66a400000005" in m.history[0][1]
+    # the handle model only notes the buffer: without it the row has none
+    plain = Fds(watch=(None, fd))
+    for ev in t.events:
+        plain.feed(ev)
+    assert [w for _, w, _ in plain.history][1:] == [w for _, w, _ in m.history][1:]
+    assert "KFD handle" not in plain.history[0][1]

@@ -305,7 +305,7 @@ def test_sarif_absolute_source_under_cwd_is_repo_relative(result, sarif_validato
 def test_location_skips_libc_and_runtime_frames_with_sources(tmp_path):
     """glibc's own debug info (sysdeps/...) or a ROCm runtime source under the
     root never wins over the program's frame."""
-    from rocrtrace.events import Frame
+    from vocab import Frame
     from rocrtrace.report.common import location_frame, runtime_module
 
     (tmp_path / "sysdeps" / "nptl").mkdir(parents=True)
@@ -446,10 +446,10 @@ def test_markdown_code_fence_outlasts_backticks_in_trace(result):
 def _hostile_result():
     """A finding whose decoded path holds a newline and a GitHub workflow
     command, an escape sequence and a C1 control."""
-    from rocrtrace.events import Close
+    from vocab import Close
     from rocrtrace.findings import Evidence, Finding
     from rocrtrace.result import AnalysisResult
-    from rocrtrace.events import InputInfo
+    from vocab import InputInfo
 
     evil = "/tmp/x\n::warning::pwned\x1b[2J\x9b"
     c = Close(file="t.log", line=2, pid=1, tid=1, fd=3, path=evil, ret=-1, err="EBADF",
@@ -482,12 +482,10 @@ def test_csv_cells_are_one_line_each():
 def test_svm_caveats_only_for_inputs_with_svm_calls(tmp_path):
     """A program that never touched a GPU gets no SVM caveats; an SVM trace
     gets them all in --verbose."""
-    from rocrtrace.inputs import open_trace
-    from rocrtrace.replay import analyze
+    from rocrtrace.engine import analyze
 
     root = pathlib.Path(__file__).resolve().parent.parent
-    svm = analyze([open_trace(str(root / "fixtures/scenarios/c1-enclosing-range/"
-                                        "v1-buggy-explicit.log"))])
+    svm = analyze([str(root / "fixtures/scenarios/c1-enclosing-range/v1-buggy-explicit.log")])
     assert sum(x.startswith("SVM:") for x in svm.coverage["cannot_show"]) >= 3
     assert "SVM:" in render(svm, "text", verbose=True)
     assert "SVM:" not in render(svm, "text")         # caveats are --verbose only
@@ -496,6 +494,6 @@ def test_svm_caveats_only_for_inputs_with_svm_calls(tmp_path):
                    '</etc/hostname> <0.000010>\n100 1700000000.000200 close(3</etc/hostname>)'
                    ' = 0 <0.000005>\n100 1700000000.000300 exit_group(0) = ?\n'
                    '100 +++ exited with 0 +++\n')
-    plain = analyze([open_trace(str(log))])
+    plain = analyze([str(log)])
     text = render(plain, "text", verbose=True)
     assert "SVM" not in text and "intent calls" not in text

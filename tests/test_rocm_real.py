@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from rocrtrace import kfd
-from rocrtrace.events import FdCreate, Intent, Ioctl
+from rocrtrace import _engine, kfd
 from rocrtrace.engine import analyze
-from rocrtrace.inputs import open_trace
 
+from coremodels import end
 from fakedev import devns
 from fakedev.cbuild import build
+from vocab import kind
 
 HERE = Path(__file__).parent / "rocm"
 PACKAGES = {   # what each piece needs: Debian 12's ROCm 5.2.3 packages
@@ -105,7 +105,7 @@ def capture(prog: str, mode: str, topology, tmp_path, stack_depth: int = 0,
     logs = sorted(glob.glob(str(tmp_path / "log.*")))
     assert logs, res.stderr
     arg = logs[0] if len(logs) == 1 else str(tmp_path / "log.*")
-    events = list(open_trace(arg).events())
+    events = _engine.trace_events(arg)[0]
     return analyze([arg]), events, res, logs
 
 
@@ -130,15 +130,15 @@ def test_exact_findings(prog, mode, topology, tmp_path):
 
 
 def _ioctls(events, nr):
-    return [e for e in events if isinstance(e, Ioctl) and e.type == kfd.TYPE_KFD and e.nr == nr]
+    return [e for e in events if kind(e) == "Ioctl" and e.type == kfd.TYPE_KFD and e.nr == nr]
 
 
 def _intents(events, name):
-    return [e for e in events if isinstance(e, Intent) and e.name == name]
+    return [e for e in events if kind(e) == "Intent" and e.name == name]
 
 
 def _inside(ev, outer):
-    return outer.time - 1e-7 <= ev.time and ev.end <= outer.end + 1e-7 and ev.tid == outer.tid
+    return outer.time - 1e-7 <= ev.time and end(ev) <= end(outer) + 1e-7 and ev.tid == outer.tid
 
 
 def test_hsa_init_ioctls_are_decoded(topology, tmp_path):
@@ -150,7 +150,7 @@ def test_hsa_init_ioctls_are_decoded(topology, tmp_path):
     assert ap.out == {"num_of_nodes": 1}
     (acq,) = _ioctls(events, 0x15)
     assert acq.arg["gpu_id"] == devns.ROCM_GPU
-    opened = {fd: path for e in events if isinstance(e, FdCreate) and e.time < acq.time
+    opened = {fd: path for e in events if kind(e) == "FdCreate" and e.time < acq.time
               for fd, path in zip(e.fds, e.paths)}
     assert opened[acq.arg["drm_fd"]] == "/dev/dri/renderD128"   # the VM of a render fd
     (pol,) = _ioctls(events, 0x04)
@@ -189,7 +189,7 @@ def test_lock_is_a_userptr_buffer(topology, tmp_path):
     _, events, _, _ = capture("hsaops", "lock", topology, tmp_path)
     (lock,) = _intents(events, "hsa_amd_memory_lock")
     (unlock,) = _intents(events, "hsa_amd_memory_unlock")
-    inside = [e for e in events if isinstance(e, Ioctl) and _inside(e, lock)]
+    inside = [e for e in events if kind(e) == "Ioctl" and _inside(e, lock)]
     assert [e.nr for e in inside] == [0x16, 0x18]
     alloc = inside[0]
     assert alloc.arg["flags"] & kfd.ALLOC_FLAG_USERPTR
@@ -197,7 +197,7 @@ def test_lock_is_a_userptr_buffer(topology, tmp_path):
     assert alloc.arg["va_addr"] != lock.args["host_ptr"] & ~0xFFF
     assert not _ioctls(events, 0x20)
     handle = alloc.out["handle"]
-    assert [(e.nr, e.arg["handle"]) for e in events if isinstance(e, Ioctl)
+    assert [(e.nr, e.arg["handle"]) for e in events if kind(e) == "Ioctl"
             and _inside(e, unlock)] == [(0x19, handle), (0x17, handle)]
 
 
@@ -247,7 +247,7 @@ def test_wait_events_blocks_until_set(topology, tmp_path):
     w1, w2 = _ioctls(events, 0x0C)
     (st,) = _ioctls(events, 0x0A)
     assert w1.dur >= 0.045
-    assert st.tid != w2.tid and w2.time < st.time < w2.end
+    assert st.tid != w2.tid and w2.time < st.time < end(w2)
 
 
 def test_rocminfo_sees_the_fake_gpu(topology, tmp_path):

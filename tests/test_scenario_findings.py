@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rocrtrace.inputs import open_trace
-from rocrtrace.replay import analyze
+from rocrtrace.engine import analyze
 
 SCEN = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 LOGS = sorted(SCEN.glob("*/*.log"))
@@ -33,7 +32,7 @@ def test_corpus_is_there():
 def test_exact_findings(log):
     expected = json.loads(log.with_suffix(".expected.json").read_text())
     ignore = set(expected.get("unasserted", ()))
-    res = analyze([open_trace(str(log))])
+    res = analyze([str(log)])
     assert all(i.unparsed == 0 for i in res.inputs)
     got = Counter(_key(f.to_dict()) for f in res.findings
                   if f.rule not in ignore and not f.rule.startswith("trace-"))
@@ -48,5 +47,5 @@ def test_exact_findings(log):
 @pytest.mark.parametrize("log", [p for p in LOGS if "fixed" in p.stem],
                          ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_fixed_variants_pass_the_gate(log):
-    res = analyze([open_trace(str(log))], fail_on="warning")
+    res = analyze([str(log)], fail_on="warning")
     assert not res.failed(), [f.message for f in res.findings]

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from rocrtrace.events import event_record
-from rocrtrace.inputs import open_trace
+from rocrtrace.engine import analyze, trace_events
+from vocab import kind
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIX = os.path.join(ROOT, "fixtures", "strace")
@@ -40,9 +40,8 @@ def _value(ev, key):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_shape(name):
-    t = open_trace(os.path.join(FIX, name + ".log"))
-    evs = list(t.events())
-    assert t.infos[0].unparsed == 0, t.infos[0].unparsed_samples
+    evs, infos = trace_events(os.path.join(FIX, name + ".log"))
+    assert infos[0].unparsed == 0, infos[0].unparsed_samples
     with open(os.path.join(FIX, name + ".events.json")) as f:
         expected = json.load(f)
     # each expected event matches a distinct later event, in order
@@ -51,13 +50,13 @@ def test_shape(name):
         while i < len(evs):
             ev = evs[i]
             i += 1
-            if type(ev).__name__ != want["event"]:
+            if kind(ev) != want["event"]:
                 continue
             if all(k == "event" or _value(ev, k) == v for k, v in want.items()):
                 break
         else:
             pytest.fail(f"{name}: no event matching {want}\n" +
-                        "\n".join(str(event_record(e)) for e in evs))
+                        "\n".join(repr(e) for e in evs))
 
 
 # --- logs as pasted: what reading them took ------------------------------------
@@ -69,20 +68,17 @@ def test_shape(name):
     ("pasted_quoted", 0, "quoted with '>'", False),
 ])
 def test_pasted_layouts_said_in_coverage(name, preamble, layout, crlf):
-    from rocrtrace.replay import analyze
-
-    t = open_trace(os.path.join(FIX, name + ".log"))
-    res = analyze([t])
-    info = t.infos[0]
+    path = os.path.join(FIX, name + ".log")
+    res = analyze([path])
+    (info,) = res.inputs
     assert (info.preamble, info.layout, info.crlf, info.unparsed) == (preamble, layout, crlf, 0)
     said = [s for s in res.coverage["shows"] if s.startswith(info.file)]
     assert bool(said) == bool(preamble or layout or crlf)
     if preamble:
         assert f"{preamble} preamble line(s)" in said[0]
     # a forced format reads the file the same way
-    t2 = open_trace(os.path.join(FIX, name + ".log"), input_format="strace")
-    assert [repr(e) for e in t2.events()] == [repr(e) for e in open_trace(
-        os.path.join(FIX, name + ".log")).events()]
+    forced, _ = trace_events(path, input_format="strace")
+    assert forced == trace_events(path)[0] and forced
 
 
 # --- tinygrad IOCTL=1 logs ----------------------------------------------------
@@ -102,11 +98,9 @@ def test_tinygrad_fixtures_regenerate_identically(tmp_path):
 
 @pytest.mark.parametrize("name", TG_NAMES)
 def test_tinygrad_events_and_findings(name):
-    from rocrtrace.replay import analyze
-
-    t = open_trace(os.path.join(TG, name + ".log"))
-    assert t.infos[0].format == "tinygrad"
-    evs = list(open_trace(os.path.join(TG, name + ".log")).events())
+    path = os.path.join(TG, name + ".log")
+    evs, infos = trace_events(path)
+    assert infos[0].format == "tinygrad"
     with open(os.path.join(TG, name + ".events.json")) as f:
         expected = json.load(f)
     i = 0
@@ -114,13 +108,13 @@ def test_tinygrad_events_and_findings(name):
         while i < len(evs):
             ev = evs[i]
             i += 1
-            if type(ev).__name__ == want["event"] and all(
+            if kind(ev) == want["event"] and all(
                     k == "event" or _value(ev, k) == v for k, v in want.items()):
                 break
         else:
             pytest.fail(f"{name}: no event matching {want}\n" +
-                        "\n".join(str(event_record(e)) for e in evs))
-    res = analyze([t])
+                        "\n".join(repr(e) for e in evs))
+    res = analyze([path])
     with open(os.path.join(TG, name + ".findings.json")) as f:
         assert sorted({x.rule for x in res.findings}) == json.load(f)
     cannot = " ".join(res.coverage["cannot_show"])
@@ -140,9 +134,8 @@ def test_tinygrad_svm_attrs_need_their_lines(tmp_path):
         "major_version:0x1 minor_version:0xE\n"
         "1: KFD_IOCTL_SVM_ATTR_ACCESS               : 0x1a2b\n"
         "ioctl idir=9 size=24 itype=75 nr=32 fd=3 ret=0 /dev/kfd\n")
-    t = open_trace(str(p))
-    evs = list(t.events())
+    evs, infos = trace_events(str(p))
     assert [(e.ioctl, e.partial) for e in evs] == [("AMDKFD_IOC_SVM", True),
                                                     ("AMDKFD_IOC_GET_VERSION", False)]
     assert evs[0].arg["attrs"] == [(2, 0x1A2B)] and evs[0].size == 40
-    assert t.infos[0].unparsed == 2      # the stray attribute line, the bad idir
+    assert infos[0].unparsed == 2      # the stray attribute line, the bad idir

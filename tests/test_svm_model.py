@@ -1,4 +1,4 @@
-"""SvmModel on constructed event streams: the worked examples and scenarios of
+"""The core's SVM model (rocrtrace._engine.run_svm_model) on constructed event streams: the worked examples and scenarios of
 ref/rocm-paths.md (sections 4.4, 6, 10), each without intent calls (claims
 inferred from ioctl shapes) and with lock/unlock intent calls wrapping the
 ioctls on their thread.  Buggy variants must give exactly the expected
@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from rocrtrace import kfd
-from rocrtrace.events import Intent, Ioctl, Mmap, Mremap, Munmap, ProcessInfo
-from rocrtrace.models.svm import SvmModel
+
+from coremodels import end, same, svm_run
+from vocab import Intent, Ioctl, Mmap, Mremap, Munmap, ProcessInfo
 
 X = 0x7F3A1C200000
 G = 0x1A2B
@@ -117,15 +118,13 @@ class Trace:
     def munmap(self, tid, addr, length):
         return self._ev(Munmap, tid, addr=addr, length=length, ret=0)
 
-    def run(self, **kw) -> SvmModel:
-        m = SvmModel(**kw)
-        for ev in sorted(self.events, key=lambda e: (e.end, e.seq)):
-            m.feed(ev)
-        m.finish()
-        return m
+    def run(self, **kw):
+        """The core's SVM model after the events, fed in completion order:
+        findings, limits, history, counts."""
+        return svm_run(sorted(self.events, key=lambda e: (end(e), e.seq)), **kw)
 
 
-def summary(m: SvmModel):
+def summary(m):
     return sorted((f.rule, f.cause) for f in m.findings)
 
 
@@ -242,7 +241,7 @@ def test_c3_regrant(explicit, buggy):
     assert summary(m) == [("svm-stale-no-access", None)]
     f = m.findings[0]
     assert f.subject["gpu_ids"] == [hex(G)]
-    assert any(e.event is again for e in f.evidence)      # GET_ATTR is extra evidence
+    assert any(same(e.event, again) for e in f.evidence)      # GET_ATTR is extra evidence
     assert f.details["get_attr_confirms"]
 
 
@@ -460,9 +459,11 @@ def test_unmap_resets_pages_and_ends_claims():
     t.munmap(1, X, 0x2000)
     t.mmap(1, X, 0x2000)
     t.svm(1, X, 0x2000, v1_revoke([G]))     # nothing left to hurt
-    m = t.run()
+    m = t.run(watch=(X, X + 0x2000))
     assert [f.rule for f in m.findings] == ["svm-unmap-registered"]
-    assert len(m.procs[4242].map) == 1
+    # the munmap forgot both pages: the revoke made one new range, no claim on it
+    assert len(m.history[-1][2]["pieces"]) == 1
+    assert m.history[-1][2]["claims"] == "none"
 
 
 def test_bad_range():
@@ -527,8 +528,9 @@ def test_history_watch():
 
 
 def test_limits_listed():
-    assert any("identical page ranges" in x for x in SvmModel.limits)
-    assert any("no ioctl" in x for x in SvmModel.limits)
+    limits = svm_run([]).limits
+    assert any("identical page ranges" in x for x in limits)
+    assert any("no ioctl" in x for x in limits)
 
 
 def test_partial_page_application_neighbour_then_own_no_access():

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from rocrtrace.events import Frame, ModuleMap
+from vocab import Frame, ModuleMap
 from rocrtrace.symbolize import Symbolizer
 
 pytestmark = pytest.mark.skipif(

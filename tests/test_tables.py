@@ -1,4 +1,4 @@
-"""events_frame, stats and diff on constructed events."""
+"""The core's event table (src/table.rs), stats and diff on constructed events."""
 from __future__ import annotations
 
 import io
@@ -12,10 +12,15 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import report_samples as S  # noqa: E402
 
-from rocrtrace import kfd  # noqa: E402
-from rocrtrace.events import Close  # noqa: E402
-from rocrtrace.tables import (TableError, attr_shape, diff, events_frame,  # noqa: E402
+from rocrtrace import _engine, kfd  # noqa: E402
+from rocrtrace.tables import (TableError, attr_shape, diff, frame_from_columns,  # noqa: E402
                               render_diff, render_stats, stats, write_events)
+from vocab import Close  # noqa: E402
+
+
+def events_frame(events):
+    """The event table the core makes of these events."""
+    return frame_from_columns(_engine.table_of_events(list(events)))
 
 
 def _latency_events():
@@ -61,7 +66,7 @@ def test_svm_shape_from_size_when_struct_not_decoded():
 
 
 def test_stats_counts_errors_sizes_and_percentiles():
-    st = stats(_latency_events())
+    st = stats(events_frame(_latency_events()))
     io_ = st["ioctls"].set_index("ioctl")
     gv = io_.loc["AMDKFD_IOC_GET_VERSION"]
     assert gv["calls"] == 100 and gv["errors"] == 3
@@ -85,13 +90,13 @@ def test_stats_counts_errors_sizes_and_percentiles():
 
 
 def test_render_stats_text_and_json():
-    st = stats(_latency_events())
+    st = stats(events_frame(_latency_events()))
     text = render_stats(st, "text")
     assert "AMDKFD_IOC_GET_VERSION" in text and "NO_ACCESS×1+CLR_FLAGS×2" in text
     doc = json.loads(render_stats(st, "json"))
     gv = [r for r in doc["ioctls"] if r["ioctl"] == "AMDKFD_IOC_GET_VERSION"][0]
     assert gv["p50_us"] == pytest.approx(50.5)
-    assert render_stats(stats([]), "text").strip() == "no events"
+    assert render_stats(stats(events_frame([])), "text").strip() == "no events"
 
 
 def test_write_events_csv_jsonl_parquet(tmp_path):
@@ -136,7 +141,8 @@ def test_parquet_without_pyarrow_names_the_fix(monkeypatch):
 def test_diff_describes_shapes_and_findings():
     a, b = S.ab_events()
     leak = S.leak(30, 9)
-    d = diff(a, [S.double_close(), leak], b, [S.leak(31, 10), S.leak(32, 11)])
+    d = diff(events_frame(a), [S.double_close(), leak], events_frame(b),
+             [S.leak(31, 10), S.leak(32, 11)])
     lines = d["lines"]
     assert ("B sends a per-GPU NO_ACCESS revoke (NO_ACCESS×1+CLR_FLAGS×2, 12 calls) and an "
             "ACCESS_IN_PLACE grant (ACCESS_IN_PLACE×1, 1 call) that A does not") in lines
@@ -157,7 +163,7 @@ def test_diff_describes_shapes_and_findings():
 
 def test_diff_of_identical_traces_says_so():
     a, _ = S.ab_events()
-    d = diff(a, [], a, [])
+    d = diff(events_frame(a), [], events_frame(a), [])
     assert d["lines"] == ["A and B issue the same ioctl mix and have the same findings"]
 
 

@@ -9,11 +9,13 @@ their offending call, carrying message, fingerprint, location and evidence
 as debug annotations, with flow arrows from each evidence event's slice.
 
 Built with the ``perfetto`` package's trace protos (TraceProtoBuilder),
-never hand-written protobuf.  The writer reads the event table's fields
-(``events.event_record``: file, line, pid, tid, time, dur, name, ret, err,
-fd, ioctl) plus text and stack, and the findings' fields, nothing of the
-models: fd lifetimes here are the picture of the trace, the fd model stays
-the judge.
+never hand-written protobuf.  The writer reads the events' table fields
+(file, line, pid, tid, time, dur, name, ret, err, fd, ioctl) plus path,
+text and the fds a create installed, and the findings' fields, nothing of
+the models: fd lifetimes here are the picture of the trace, the fd model
+stays the judge.  The core hands those fields over as columns while the
+trace replays (``EventSink.add_columns``, src/table.rs CallTable); events
+in hand (the findings' own, for an API caller) go through ``EventSink(ev)``.
 """
 from __future__ import annotations
 
@@ -93,6 +95,77 @@ class EventSink:
                              rec["file"], rec["line"], rec["ret"], rec["err"], rec["event"],
                              rec.get("fd"), path if isinstance(path, str) else None,
                              (ev.text or "")[:TEXT_MAX], self._seq, created))
+
+    def add_columns(self, cols: dict) -> None:
+        """The calls of one trace as the core's columns (src/py/table.rs
+        calls_to_py): what ``__call__`` takes of each event, in replay order."""
+        n = cols["rows"]
+        file, event, name, ioctl, err, path, text = (
+            _texts(cols[c]) for c in ("file", "event", "name", "ioctl", "err", "path", "text"))
+        line, pid_, tid_, ret, fd, whole = (
+            _ints(cols[c]) for c in ("line", "pid", "tid", "ret", "fd", "whole"))
+        time, dur_ = _floats(cols["time"]), _floats(cols["dur"])
+        created: dict[int, list] = {}
+        for row, cfd, cpath in cols["created"]:
+            created.setdefault(row, []).append((cfd, cpath))
+        rows = self.rows
+        for i in range(n):
+            nm = name[i] or ""
+            kind = event[i]
+            pid = pid_[i] if pid_[i] is not None else (tid_[i] or 1)
+            tid = tid_[i] if tid_[i] is not None else pid
+            if time[i] is not None:
+                ts = ns(time[i])
+            else:
+                ts = self._last_ns + 1000      # no timestamps: file order, 1 µs apart
+            self._last_ns = max(self._last_ns, ts)
+            if nm == "process":
+                if kind == "ProcessInfo" and path[i]:      # its path column is the exe
+                    self.procs[pid] = path[i]
+                continue
+            if nm in _NOT_CALLS:
+                continue
+            # the path column of a Syscall or FdCreate is its first
+            # decoration: only a kind's own ``path`` names an executable
+            if nm.startswith("exec") and ret[i] == 0 and path[i] \
+                    and kind not in ("FdCreate", "Syscall", "ProcessInfo"):
+                self.procs[pid] = path[i]
+            if kind == "Exit" and whole[i]:
+                self.ends[pid] = ts
+            dur = int(round((dur_[i] or 0) * 1e9))
+            self._seq += 1
+            made = tuple(created.get(i, ())) if kind == "FdCreate" else ()
+            own = None if kind == "ProcessInfo" else path[i]
+            rows.append(Row(pid, tid, ts, max(dur, 1), ioctl[i] or nm, file[i], line[i],
+                            ret[i], err[i], kind, fd[i], own, (text[i] or "")[:TEXT_MAX],
+                            self._seq, made))
+
+
+def _ints(col) -> list:
+    import numpy as np
+
+    _, raw, mask, wide = col
+    vals = np.frombuffer(raw, dtype=np.int64).tolist()
+    for i, null in enumerate(np.frombuffer(mask, dtype=np.bool_).tolist()):
+        if null:
+            vals[i] = None
+    for row, v in wide:
+        vals[row] = v
+    return vals
+
+
+def _floats(col) -> list:
+    import numpy as np
+
+    return [None if v != v else v for v in np.frombuffer(col[1], dtype=np.float64).tolist()]
+
+
+def _texts(col) -> list:
+    import numpy as np
+
+    _, codes, cats = col
+    cats = [*cats, None]            # code -1: missing
+    return [cats[c] for c in np.frombuffer(codes, dtype=np.int32).tolist()]
 
 
 def ns(t: float) -> int:

@@ -117,6 +117,15 @@ pub struct DmabufTracker {
     names: Rc<Names>,
 }
 
+#[cfg(test)]
+impl DmabufTracker {
+    /// Processes the tracker keeps statistics for (the model tests: none
+    /// once every process ended).
+    pub fn live_processes(&self) -> usize {
+        self.stats.len()
+    }
+}
+
 impl DmabufTracker {
     pub fn new(
         names: Rc<Names>,

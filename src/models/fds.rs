@@ -2725,7 +2725,14 @@ mod tests {
             b.close_range(3, u32::MAX),
             b.close_range(3, 100),
         ];
-        assert!(run(&evs).is_empty());
+        let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
+        for e in &evs {
+            m.feed(e);
+        }
+        m.finish();
+        assert!(m.take_findings().is_empty());
+        // the process ended with the trace: nothing is kept for it
+        assert!(m.procs.is_empty());
         let evs = [b.open(7, "/a"), b.close(7, None), b.close_range(7, 7)];
         let f = run(&evs);
         assert_eq!(f.len(), 1);
@@ -2733,6 +2740,28 @@ mod tests {
             f[0].message
                 .starts_with("close_range(7, 7) closes fd 7 again")
         );
+    }
+
+    #[test]
+    fn memory_follows_live_state() {
+        let mut b = B(0);
+        let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
+        for i in 0..5000 {
+            m.feed(&b.open(3 + i % 7, "/etc/hosts"));
+            m.feed(&b.close(3 + i % 7, None));
+        }
+        let p = &m.procs[&Some(100)];
+        let t = m.tables.get(&p.table).expect("the process's table");
+        assert!(t.slots.is_empty());
+        assert_eq!(t.closed.len(), 7);
+        // one previous occupant per number, never a chain
+        assert!(t.closed.values().all(|c| {
+            c.borrow()
+                .slot
+                .prev
+                .as_ref()
+                .is_none_or(|p| p.borrow().slot.prev.is_none())
+        }));
     }
 
     #[test]

@@ -628,6 +628,149 @@ fn where_(io: &Ioctl, dev: Option<&Slot>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::{Close, Exit, FdCreate, Header};
+    use std::borrow::Cow;
+
+    /// Events of process 300 on one clock (tests/test_model_handles.py's Trace).
+    struct T(u64);
+
+    impl T {
+        fn h(&mut self, ret: Option<i64>) -> Header {
+            self.0 += 1;
+            Header {
+                line: self.0,
+                seq: self.0,
+                pid: Some(300),
+                tid: Some(300),
+                time: Some(2000.0 + self.0 as f64 * 1e-4),
+                ret,
+                ..Default::default()
+            }
+        }
+
+        fn open(&mut self, fd: i32, path: &str) -> Event {
+            let k = FdCreate {
+                origin: Cow::Borrowed("open"),
+                fds: vec![fd],
+                paths: vec![Some(path.into())],
+                cloexec: true,
+                ..Default::default()
+            };
+            let mut ev = Event::new(self.h(Some(fd.into())), Kind::FdCreate(k));
+            ev.name = Cow::Borrowed("openat");
+            ev
+        }
+
+        fn ioctl(
+            &mut self,
+            fd: i32,
+            name: &'static str,
+            arg: &[(&'static str, i64)],
+            out: &[(&'static str, i64)],
+        ) -> Event {
+            let r = kfd::request_by_name(name).expect("a known request");
+            let st = |fs: &[(&'static str, i64)]| {
+                (!fs.is_empty()).then(|| {
+                    Value::Struct(
+                        fs.iter()
+                            .map(|(k, v)| (Cow::Borrowed(*k), Value::Int(*v)))
+                            .collect(),
+                    )
+                })
+            };
+            let io = Ioctl {
+                fd,
+                path: None,
+                request: None,
+                dir: Some(r.dir),
+                type_: Some(r.type_),
+                nr: Some(r.nr),
+                size: Some(r.size.into()),
+                ioctl: Some(name),
+                arg: st(arg),
+                out: st(out),
+            };
+            let mut ev = Event::new(self.h(Some(0)), Kind::Ioctl(Box::new(io)));
+            ev.name = Cow::Borrowed("ioctl");
+            ev
+        }
+
+        fn close(&mut self, fd: i32) -> Event {
+            let mut ev = Event::new(self.h(Some(0)), Kind::Close(Close { fd, path: None }));
+            ev.name = Cow::Borrowed("close");
+            ev
+        }
+
+        fn exit(&mut self) -> Event {
+            let k = Exit {
+                whole: true,
+                status: Some(0),
+                signal: None,
+            };
+            Event::new(self.h(None), Kind::Exit(k))
+        }
+    }
+
+    #[test]
+    fn an_ended_process_leaves_nothing() {
+        // a KFD buffer exported and freed, a GEM buffer created and closed:
+        // while the process lives the model holds them, once it ended nothing
+        let mut t = T(0);
+        let mut m = HandleModel::new(
+            FdModel::new(None, false, Names::new(vec!["h.log".into()])),
+            Options::default(),
+        );
+        let evs = [
+            t.open(3, "/dev/kfd"),
+            t.open(4, "/dev/dri/renderD128"),
+            t.ioctl(
+                3,
+                "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
+                &[
+                    ("va_addr", 0),
+                    ("size", 0x20_0000),
+                    ("gpu_id", 0x1a2b),
+                    ("flags", 1),
+                ],
+                &[("handle", 0x100), ("mmap_offset", 0)],
+            ),
+            t.ioctl(
+                3,
+                "AMDKFD_IOC_EXPORT_DMABUF",
+                &[("handle", 0x100), ("flags", 0o2000000)],
+                &[("dmabuf_fd", 5)],
+            ),
+            t.ioctl(
+                4,
+                "DRM_IOCTL_AMDGPU_GEM_CREATE",
+                &[("bo_size", 0x1000)],
+                &[("handle", 7)],
+            ),
+        ];
+        for ev in &evs {
+            m.feed(ev);
+        }
+        assert_eq!((m.st.kfd_live.len(), m.st.gem_live.len()), (1, 1));
+        assert!(m.st.dmabuf.live_processes() > 0);
+        let evs = [
+            t.close(5),
+            t.ioctl(4, "DRM_IOCTL_GEM_CLOSE", &[("handle", 7)], &[]),
+            t.ioctl(
+                3,
+                "AMDKFD_IOC_FREE_MEMORY_OF_GPU",
+                &[("handle", 0x100)],
+                &[],
+            ),
+            t.exit(),
+        ];
+        for ev in &evs {
+            m.feed(ev);
+        }
+        m.finish();
+        assert!(m.findings().is_empty() && m.fds.findings().next().is_none());
+        assert!(m.st.kfd_live.is_empty() && m.st.gem_live.is_empty());
+        assert_eq!(m.st.dmabuf.live_processes(), 0);
+    }
 
     fn k(h: i128) -> Key {
         (Scope::Kfd(Some(1)), h)

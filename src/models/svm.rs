@@ -18,8 +18,9 @@
 // what is mutable behind the RefCell is not part of the order.
 #![allow(clippy::mutable_key_type)]
 
+use foldhash::{HashMap, HashMapExt};
 use std::cell::{Ref, RefCell, RefMut};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::rc::Rc;
 
 use crate::events::{Event, Kind, Text, Value};
@@ -1979,7 +1980,7 @@ impl Shared {
             return;
         }
         let hit = p.cover.query(s, e);
-        let had_range = !p.map.pieces.overlapping(s, e).is_empty();
+        let had_range = p.map.pieces.any_in(s, e);
         let mut notes = Vec::new();
         for c in &hit {
             let (locked, kind, cut) = {
@@ -2080,7 +2081,7 @@ pub(crate) fn loss_text(loss: &Loss) -> String {
 
 /// The smallest registration claim containing [s, e), and every one lying
 /// wholly inside it.
-fn infer_release(s: u64, e: u64, touched: &BTreeSet<CRef>) -> Vec<CRef> {
+fn infer_release(s: u64, e: u64, touched: &[CRef]) -> Vec<CRef> {
     let regs: Vec<&CRef> = touched
         .iter()
         .filter(|c| c.b().kind != ClaimKind::Application)

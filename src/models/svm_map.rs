@@ -61,11 +61,12 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         self.map.iter().map(|(&s, (e, v))| (s, *e, v))
     }
 
-    /// The starts of the pieces overlapping [s, e), in order (PieceMap._walk):
+    /// The pieces overlapping [s, e), unclipped, in order (PieceMap._walk):
     /// the piece around `s`, then those starting inside (s, e).  Pieces do
     /// not overlap, so walking back from `e` the first piece ending at or
-    /// before `s` ends the walk: one descent into the tree, not two.
-    fn walk(&self, s: u64, e: u64) -> Vec<u64> {
+    /// before `s` ends the walk: one descent into the tree, not two, and
+    /// each piece is read there (no second lookup by its start).
+    fn walk(&self, s: u64, e: u64) -> Vec<(u64, u64, &V)> {
         let mut out = Vec::new();
         if e <= s {
             return out;
@@ -75,7 +76,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
                 .range(..e)
                 .rev()
                 .take_while(|(_, (pe, _))| *pe > s)
-                .map(|(&k, _)| k),
+                .map(|(&k, (pe, v))| (k, *pe, v)),
         );
         out.reverse();
         out
@@ -83,13 +84,29 @@ impl<V: Clone + PartialEq> PieceMap<V> {
 
     /// Pieces overlapping [s, e), unclipped, in address order.
     pub fn overlapping(&self, s: u64, e: u64) -> Vec<(u64, u64, V)> {
-        self.walk(s, e)
-            .into_iter()
-            .map(|k| {
-                let (pe, v) = &self.map[&k];
-                (k, *pe, v.clone())
-            })
-            .collect()
+        let mut out = Vec::new();
+        if e <= s {
+            return out;
+        }
+        out.extend(
+            self.map
+                .range(..e)
+                .rev()
+                .take_while(|(_, (pe, _))| *pe > s)
+                .map(|(&k, (pe, v))| (k, *pe, v.clone())),
+        );
+        out.reverse();
+        out
+    }
+
+    /// Whether any piece overlaps [s, e).
+    pub fn any_in(&self, s: u64, e: u64) -> bool {
+        e > s
+            && self
+                .map
+                .range(..e)
+                .next_back()
+                .is_some_and(|(_, (pe, _))| *pe > s)
     }
 
     /// The value on `page`.
@@ -137,90 +154,42 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         if e <= s {
             return Vec::new();
         }
-        let keys = self.walk(s, e);
-        let new = self.updated(&keys, s, e, f, fill, always);
+        let (keys, new) = self.updated(s, e, f, fill, always);
         self.splice(&keys, new.clone());
         new
     }
 
-    /// `update` without the result (no copy of the new pieces).
-    fn update_quiet(
-        &mut self,
+    /// The starts of the pieces `update` replaces on [s, e), and what it
+    /// puts in their place.
+    fn updated(
+        &self,
         s: u64,
         e: u64,
         f: impl FnMut(&V) -> V,
         fill: Option<&V>,
         always: bool,
-    ) {
-        if e <= s {
-            return;
-        }
-        let keys = self.walk(s, e);
-        let new = self.updated(&keys, s, e, f, fill, always);
-        self.splice(&keys, new);
-    }
-
-    /// What `update` puts in place of the pieces at `keys` (svm_map._updated).
-    fn updated(
-        &self,
-        keys: &[u64],
-        s: u64,
-        e: u64,
-        mut f: impl FnMut(&V) -> V,
-        fill: Option<&V>,
-        always: bool,
-    ) -> Vec<(u64, u64, V)> {
-        let mut new = Vec::with_capacity(keys.len() + 2);
-        let mut pos = s;
-        for &ps in keys {
-            let (pe, v) = &self.map[&ps];
-            let pe = *pe;
-            if let Some(fv) = fill
-                && pos < ps
-            {
-                new.push((pos, ps, f(fv)));
-            }
-            let nv = f(v);
-            let hi = pe.min(e);
-            if !always && nv == *v {
-                new.push((ps, pe, v.clone()));
-                pos = hi;
-                continue;
-            }
-            if ps < s {
-                new.push((ps, s, v.clone()));
-                new.push((s, hi, nv));
-            } else {
-                new.push((ps, hi, nv));
-            }
-            if pe > hi {
-                new.push((hi, pe, v.clone()));
-            }
-            pos = hi;
-        }
-        if let Some(fv) = fill
-            && pos < e
-        {
-            new.push((pos, e, f(fv)));
-        }
-        new
+    ) -> (Vec<u64>, Vec<(u64, u64, V)>) {
+        let old = self.walk(s, e);
+        let keys = old.iter().map(|p| p.0).collect();
+        (keys, updated(&old, s, e, f, fill, always))
     }
 
     /// Remove [s, e); heads and tails that stick out survive.  Returns the
     /// removed parts, clipped.
     pub fn delete(&mut self, s: u64, e: u64) -> Vec<(u64, u64, V)> {
-        let keys = self.walk(s, e);
-        let mut removed = Vec::with_capacity(keys.len());
+        let old = self.walk(s, e);
+        let mut keys = Vec::with_capacity(old.len());
+        let mut removed = Vec::with_capacity(old.len());
         let mut new = Vec::new();
-        for &ps in &keys {
-            let (pe, v) = &self.map[&ps];
-            let (lo, hi) = (ps.max(s), (*pe).min(e));
+        for (ps, pe, v) in old {
+            keys.push(ps);
+            let (lo, hi) = (ps.max(s), pe.min(e));
             removed.push((lo, hi, v.clone()));
             if ps < lo {
                 new.push((ps, lo, v.clone()));
             }
-            if *pe > hi {
-                new.push((hi, *pe, v.clone()));
+            if pe > hi {
+                new.push((hi, pe, v.clone()));
             }
         }
         self.splice(&keys, new);
@@ -231,27 +200,19 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// [s - 1, e + 1)) and drop those whose value `drop` rejects (used by
     /// CoverIndex, never by the SVM map).
     pub fn coalesce(&mut self, s: u64, e: u64, drop: impl Fn(&V) -> bool) {
-        let keys = self.walk(s.saturating_sub(1), e.saturating_add(1));
-        let mut out: Vec<(u64, u64, V)> = Vec::with_capacity(keys.len());
-        // svm_map._coalesced: a dropped piece breaks the run
-        let mut run = false;
-        for &ps in &keys {
-            let (pe, v) = &self.map[&ps];
-            if drop(v) {
-                run = false;
-                continue;
-            }
-            match out.last_mut() {
-                Some(last) if run && last.1 == ps && last.2 == *v => last.1 = *pe,
-                _ => out.push((ps, *pe, v.clone())),
-            }
-            run = true;
+        let old = self.walk(s.saturating_sub(1), e.saturating_add(1));
+        let keys: Vec<u64> = old.iter().map(|p| p.0).collect();
+        let out = coalesced(old.into_iter().map(|(a, b, v)| (a, b, v.clone())), drop);
+        // nothing merged or dropped: the map stays as it is
+        if out.len() != keys.len() {
+            self.splice(&keys, out);
         }
-        self.splice(&keys, out);
     }
 
-    /// `update(s, e, f, fill, false)` then `coalesce(s, e, drop)`
-    /// (PieceMap.update_coalesce, which does both in one walk).
+    /// `update(s, e, f, fill, false)` then `coalesce(s, e, drop)` in one
+    /// walk (PieceMap.update_coalesce).  After the update the pieces on
+    /// [s - 1, e + 1) are the one ending at s, what the update made, and the
+    /// one starting at e: one walk over [s - 1, e + 1) finds all three.
     pub fn update_coalesce(
         &mut self,
         s: u64,
@@ -263,9 +224,87 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         if e <= s {
             return;
         }
-        self.update_quiet(s, e, f, fill, false);
-        self.coalesce(s, e, drop);
+        let around = self.walk(s.saturating_sub(1), e.saturating_add(1));
+        let keys: Vec<u64> = around.iter().map(|p| p.0).collect();
+        // the pieces overlapping [s, e) lie between those that only touch it
+        let i0 = around.iter().take_while(|p| p.1 <= s).count();
+        let i1 = i0 + around[i0..].iter().take_while(|p| p.0 < e).count();
+        let new = updated(&around[i0..i1], s, e, f, fill, false);
+        let own = |p: &(u64, u64, &V)| (p.0, p.1, p.2.clone());
+        let seq = around[..i0]
+            .iter()
+            .map(own)
+            .chain(new)
+            .chain(around[i1..].iter().map(own));
+        let out = coalesced(seq, drop);
+        self.splice(&keys, out);
     }
+}
+
+/// What `update` puts in place of the pieces `old` (those overlapping
+/// [s, e), in order) (svm_map._updated).
+fn updated<V: Clone + PartialEq>(
+    old: &[(u64, u64, &V)],
+    s: u64,
+    e: u64,
+    mut f: impl FnMut(&V) -> V,
+    fill: Option<&V>,
+    always: bool,
+) -> Vec<(u64, u64, V)> {
+    let mut new = Vec::with_capacity(old.len() + 2);
+    let mut pos = s;
+    for &(ps, pe, v) in old {
+        if let Some(fv) = fill
+            && pos < ps
+        {
+            new.push((pos, ps, f(fv)));
+        }
+        let nv = f(v);
+        let hi = pe.min(e);
+        if !always && nv == *v {
+            new.push((ps, pe, v.clone()));
+            pos = hi;
+            continue;
+        }
+        if ps < s {
+            new.push((ps, s, v.clone()));
+            new.push((s, hi, nv));
+        } else {
+            new.push((ps, hi, nv));
+        }
+        if pe > hi {
+            new.push((hi, pe, v.clone()));
+        }
+        pos = hi;
+    }
+    if let Some(fv) = fill
+        && pos < e
+    {
+        new.push((pos, e, f(fv)));
+    }
+    new
+}
+
+/// svm_map._coalesced: touching equal neighbours merged, pieces `drop`
+/// rejects left out (a dropped piece breaks the run).
+fn coalesced<V: Clone + PartialEq>(
+    pieces: impl Iterator<Item = (u64, u64, V)>,
+    drop: impl Fn(&V) -> bool,
+) -> Vec<(u64, u64, V)> {
+    let mut out: Vec<(u64, u64, V)> = Vec::with_capacity(pieces.size_hint().0);
+    let mut run = false;
+    for (ps, pe, v) in pieces {
+        if drop(&v) {
+            run = false;
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if run && last.1 == ps && last.2 == v => last.1 = pe,
+            _ => out.push((ps, pe, v)),
+        }
+        run = true;
+    }
+    out
 }
 
 /// One SVM attribute of a SET_ATTR or GET_ATTR (kfd_ioctl_svm_attribute:
@@ -686,8 +725,9 @@ pub struct CoverIndex<T: Ord + Clone> {
     pub pieces: PieceMap<Items<T>>,
 }
 
-/// The items on one piece of a [`CoverIndex`].
-pub type Items<T> = Rc<BTreeSet<T>>;
+/// The items on one piece of a [`CoverIndex`]: sorted, each once (a piece
+/// holds a few claims: a vector beats a tree at that size).
+pub type Items<T> = Rc<Vec<T>>;
 
 impl<T: Ord + Clone> Default for CoverIndex<T> {
     fn default() -> Self {
@@ -711,22 +751,24 @@ impl<T: Ord + Clone> CoverIndex<T> {
     }
 
     pub fn add(&mut self, s: u64, e: u64, item: T) {
-        let empty = Rc::new(BTreeSet::new());
+        let empty = Rc::new(Vec::new());
         let mut last: Option<(Items<T>, Items<T>)> = None;
         self.pieces.update_coalesce(
             s,
             e,
             |v| {
-                if v.contains(&item) {
+                let Err(at) = v.binary_search(&item) else {
                     return v.clone();
-                }
+                };
                 if let Some((was, now)) = &last
                     && Rc::ptr_eq(was, v)
                 {
                     return now.clone();
                 }
-                let mut n = BTreeSet::clone(v);
-                n.insert(item.clone());
+                let mut n = Vec::with_capacity(v.len() + 1);
+                n.extend_from_slice(&v[..at]);
+                n.push(item.clone());
+                n.extend_from_slice(&v[at..]);
                 let n = Rc::new(n);
                 last = Some((v.clone(), n.clone()));
                 n
@@ -742,16 +784,16 @@ impl<T: Ord + Clone> CoverIndex<T> {
             s,
             e,
             |v| {
-                if !v.contains(item) {
+                let Ok(at) = v.binary_search(item) else {
                     return v.clone();
-                }
+                };
                 if let Some((was, now)) = &last
                     && Rc::ptr_eq(was, v)
                 {
                     return now.clone();
                 }
-                let mut n = BTreeSet::clone(v);
-                n.remove(item);
+                let mut n = Vec::clone(v);
+                n.remove(at);
                 let n = Rc::new(n);
                 last = Some((v.clone(), n.clone()));
                 n
@@ -761,11 +803,17 @@ impl<T: Ord + Clone> CoverIndex<T> {
         );
     }
 
-    /// The items on any page of [s, e).
-    pub fn query(&self, s: u64, e: u64) -> BTreeSet<T> {
-        let mut out = BTreeSet::new();
-        for k in self.pieces.walk(s, e) {
-            out.extend(self.pieces.map[&k].1.iter().cloned());
+    /// The items on any page of [s, e), in order, each once.
+    pub fn query(&self, s: u64, e: u64) -> Vec<T> {
+        let pieces = self.pieces.walk(s, e);
+        let mut out: Vec<T> = Vec::with_capacity(pieces.iter().map(|p| p.2.len()).sum());
+        for (_, _, items) in &pieces {
+            out.extend(items.iter().cloned());
+        }
+        // one piece (the usual case) is in order already
+        if pieces.len() > 1 {
+            out.sort_unstable();
+            out.dedup();
         }
         out
     }

@@ -1,5 +1,5 @@
-//! The intent of tests/test_svm_model.py's cheaper cases, in Rust (the
-//! equality tests in tests/test_engine_svm.py compare everything else).
+//! The intent of tests/test_svm_model.py's cheaper cases, in Rust (that file
+//! runs all of them on the core through rocrtrace._engine.run_svm_model).
 
 use super::*;
 use crate::events::{Header, Intent, Ioctl, Mremap, Munmap, ProcessInfo};
@@ -327,4 +327,30 @@ fn bad_ranges() {
         m.findings[0].key,
         vec!["unaligned start", "ACCESS_IN_PLACE"]
     );
+}
+
+#[test]
+fn unmap_resets_pages_and_ends_claims() {
+    let mut t = Trace::new();
+    let mut grant = fine();
+    grant.push(aip(G));
+    t.svm(1, X, 0x2000, &grant);
+    let munmap = Kind::Munmap(Munmap {
+        addr: X,
+        length: 0x2000,
+    });
+    t.push(1, munmap, 1e-5, None);
+    // nothing left to hurt: the revoke only makes a new range
+    t.svm(
+        1,
+        X,
+        0x2000,
+        &[no(G), attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_COHERENT)],
+    );
+    let m = t.run();
+    let rules: Vec<_> = m.findings.iter().map(|f| f.rule).collect();
+    assert_eq!(rules, ["svm-unmap-registered"]);
+    let (_, p) = &m.procs[&Some(42)];
+    assert_eq!(p.map.len(), 1);
+    assert!(p.cover.is_empty(), "no claim is left on the pages");
 }

@@ -162,6 +162,36 @@ impl Parser {
 
     /// Parse one line (without its newline); completed events go to `sink`.
     pub fn feed(&mut self, lineno: u64, line: &[u8], sink: &mut Vec<Event>) {
+        self.feed_any(lineno, line, None, None, sink)
+    }
+
+    /// [`Parser::feed`] of a line known to be UTF-8 (the reader decoded
+    /// it): it is not checked again.
+    pub fn feed_text(&mut self, lineno: u64, line: &str, sink: &mut Vec<Event>) {
+        self.feed_any(lineno, line.as_bytes(), Some(line), None, sink)
+    }
+
+    /// [`Parser::feed`] with the line's state-free part already worked
+    /// out by [`pre_parse`] (on another thread, --jobs): the result is the
+    /// same as `feed`'s, whatever the parser's state.
+    pub fn feed_pre(
+        &mut self,
+        lineno: u64,
+        line: &str,
+        pre: Option<PreCall>,
+        sink: &mut Vec<Event>,
+    ) {
+        self.feed_any(lineno, line.as_bytes(), Some(line), pre, sink)
+    }
+
+    fn feed_any(
+        &mut self,
+        lineno: u64,
+        line: &[u8],
+        text: Option<&str>,
+        pre: Option<PreCall>,
+        sink: &mut Vec<Event>,
+    ) {
         self.info.lines += 1;
         if line.is_empty() {
             return self.drain(sink);
@@ -180,7 +210,12 @@ impl Parser {
         }
         let fresh = self.fresh.take();
         let stripped;
+        let mut pre = pre;
+        let mut text = text;
         let line: &[u8] = if memchr::memchr(0x1b, line).is_some() {
+            // pre_parse saw the line before this: it made nothing of it
+            pre = None;
+            text = None;
             stripped = grammar::strip_ansi(line);
             if stripped.is_empty() {
                 return self.drain(sink);
@@ -203,7 +238,11 @@ impl Parser {
         if self.in_summary && self.diagnostic(lineno, line) {
             return self.drain(sink);
         }
-        if !self.line(lineno, line)
+        let parsed = match pre {
+            Some(p) => self.apply_pre(lineno, line, p),
+            None => self.line_text(lineno, line, text),
+        };
+        if !parsed
             && !self.diagnostic(lineno, line)
             && !fresh.is_some_and(|t| self.bare_resumed(lineno, line, t))
         {
@@ -278,9 +317,14 @@ impl Parser {
             return;
         }
         self.info.events += keep as u64;
-        for mut ev in self.out.drain(..keep) {
+        for ev in &mut self.out[..keep] {
             ev.h.seq = 0;
-            sink.push(ev);
+        }
+        if keep == self.out.len() && sink.is_empty() {
+            // the usual case: the buffers trade places, no event moves
+            std::mem::swap(sink, &mut self.out);
+        } else {
+            sink.extend(self.out.drain(..keep));
         }
     }
 
@@ -310,8 +354,8 @@ impl Parser {
             && self.file_tid.is_none()
             && self.fixed_tgid.is_none()
             && (!self.nopid.is_empty() || self.hold.iter().any(|e| e.h.tid.is_none()));
-        let hold = std::mem::take(&mut self.hold);
         if wait {
+            let hold = std::mem::take(&mut self.hold);
             for ev in hold {
                 if ev.h.tid.is_none() || !self.nopid.is_empty() {
                     self.nopid.push(ev);
@@ -323,8 +367,11 @@ impl Parser {
                 let n = std::mem::take(&mut self.nopid);
                 self.out.extend(n);
             }
+        } else if self.out.is_empty() {
+            // the buffers trade places: no event moves, nothing allocated
+            std::mem::swap(&mut self.out, &mut self.hold);
         } else {
-            self.out.extend(hold);
+            self.out.append(&mut self.hold);
         }
     }
 
@@ -423,7 +470,12 @@ impl Parser {
     // --- one line ------------------------------------------------------
 
     pub(crate) fn line(&mut self, lineno: u64, line: &[u8]) -> bool {
-        if let Ok(text) = std::str::from_utf8(line)
+        self.line_text(lineno, line, None)
+    }
+
+    /// `line` with its text when it is known to be UTF-8.
+    fn line_text(&mut self, lineno: u64, line: &[u8], text: Option<&str>) -> bool {
+        if let Some(text) = text.or_else(|| std::str::from_utf8(line).ok())
             && let Some(r) = tokens::scan_line(text)
             && let Some(done) = self.scanned(lineno, line, r)
         {
@@ -544,6 +596,53 @@ impl Parser {
         let args = args.into_iter().map(Cow::Borrowed).collect();
         self.complete(lineno, line, &name, args, res, never, tid, t);
         true
+    }
+
+    /// The state-dependent rest of a complete call [`pre_parse`] took: what
+    /// `scanned` and `complete` do around `call_event`, in their order.
+    fn apply_pre(&mut self, lineno: u64, line: &[u8], p: PreCall) -> bool {
+        self.info.has_time = true;
+        self.last_time = Some(p.time);
+        if p.dur {
+            self.info.has_durations = true;
+        }
+        if p.rpath {
+            self.info.has_decorations = true;
+        }
+        let tid = self.who(Some(p.tid));
+        let pid = self.tgid_of(tid);
+        if let Some(ev) = self.apply_built(lineno, line, *p.built, pid, tid) {
+            self.after_call(ev, tid);
+        }
+        true
+    }
+
+    /// What building a call's event counted, into info; the event gets its
+    /// pid and tid.
+    fn apply_built(
+        &mut self,
+        lineno: u64,
+        text: &[u8],
+        b: Built,
+        pid: Option<u32>,
+        tid: Option<u32>,
+    ) -> Option<Event> {
+        if b.decorated {
+            self.info.has_decorations = true;
+        }
+        if b.unparsed {
+            self.info.add_unparsed(lineno, text);
+        }
+        if b.intent {
+            self.info.intent_calls = true;
+        }
+        if b.decoded {
+            self.info.decoded_structs = true;
+        }
+        let mut ev = b.ev?;
+        ev.h.pid = pid;
+        ev.h.tid = tid;
+        Some(ev)
     }
 
     /// A line the compiled tokenizer took (strace._scanned); None when a
@@ -728,7 +827,7 @@ impl Parser {
     fn call_event(
         &mut self,
         name: &str,
-        mut args: Vec<Cow<'_, [u8]>>,
+        args: Vec<Cow<'_, [u8]>>,
         ret: Option<i128>,
         err: Option<Name>,
         rpath: Option<Vec<u8>>,
@@ -741,93 +840,10 @@ impl Parser {
         text: &[u8],
         partial: bool,
     ) -> Option<Event> {
-        let mut names = Vec::new();
-        if !args.is_empty() {
-            if args.iter().any(|a| a.contains(&b'=')) {
-                for (i, a) in args.iter_mut().enumerate() {
-                    if a.contains(&b'=') && a[0].is_ascii_alphabetic() {
-                        let (k, v) = match a {
-                            Cow::Borrowed(b) => {
-                                let (k, v) = strip_name(b);
-                                (k.map(Cow::Borrowed), Cow::Borrowed(v))
-                            }
-                            Cow::Owned(o) => {
-                                let (k, v) = strip_name(o);
-                                (k.map(|k| Cow::Owned(k.to_vec())), Cow::Owned(v.to_vec()))
-                            }
-                        };
-                        if let Some(k) = k {
-                            names.push((i, k));
-                            *a = v;
-                        }
-                    }
-                }
-            }
-            if !self.info.has_decorations {
-                let a0 = &args[0];
-                if !a0.is_empty() && a0[0].is_ascii_digit() && a0.contains(&b'<') {
-                    self.info.has_decorations = true;
-                }
-            }
-        }
-        let mut call = Call::new(Cow::Borrowed(name), args);
-        call.ret = ret;
-        call.err = err.clone();
-        call.ret_path = rpath;
-        call.names = names;
-        let n = syscalls::normalize(&mut call);
-        let mut overflow = call.overflow;
-        let hret = match ret {
-            None => None,
-            Some(r) => match i64::try_from(r) {
-                Ok(v) => Some(v),
-                Err(_) => match u64::try_from(r) {
-                    Ok(u) => Some(u as i64),
-                    Err(_) => {
-                        overflow = true;
-                        None
-                    }
-                },
-            },
-        };
-        if call.malformed {
-            self.info.add_unparsed(line, text);
-        }
-        if overflow {
-            // a number no register or field of this call holds
-            if !call.malformed {
-                self.info.add_unparsed(line, text);
-            }
-            return None;
-        }
-        if name.starts_with("hsa_") {
-            self.info.intent_calls = true;
-        } else if name == "ioctl"
-            && let Kind::Ioctl(i) = &n.kind
-            && i.arg.is_some()
-        {
-            self.info.decoded_structs = true;
-        }
-        let h = Header {
-            file: self.file,
-            line,
-            end_line,
-            seq: 0,
-            pid,
-            tid,
-            time: t,
-            dur,
-            ret: hret,
-            err,
-            stack: Box::new([]),
-            text: cut_text(text),
-            partial,
-        };
-        Some(Event {
-            h,
-            name: n.name,
-            kind: n.kind,
-        })
+        let b = build_call(
+            self.file, name, args, ret, err, rpath, line, end_line, t, dur, text, partial,
+        );
+        self.apply_built(line, text, b, pid, tid)
     }
 
     /// Bookkeeping once a call completed: learn pids, clone children, hold
@@ -1340,6 +1356,178 @@ impl Parser {
             self.emit(s);
         }
     }
+}
+
+/// A call's event as its text alone makes it (no pid or tid yet), and what
+/// building it counts into the file's info.
+#[derive(Debug, Default)]
+pub struct Built {
+    pub ev: Option<Event>,
+    pub decorated: bool,
+    pub unparsed: bool,
+    pub intent: bool,
+    pub decoded: bool,
+}
+
+/// The part of a complete call line that does not depend on the parser's
+/// state (--jobs: worked out on other threads, in any order).
+#[derive(Debug)]
+pub struct PreCall {
+    tid: u32,
+    time: f64,
+    dur: bool,
+    rpath: bool,
+    /// boxed: the batch, the parser and their calls move a pointer, not
+    /// the event, until it is placed
+    built: Box<Built>,
+}
+
+/// What [`Parser::feed`] would make of `line` through the compiled
+/// tokenizer, as far as no state enters: only complete calls (the most
+/// lines); None for every other line (feed then does all the work).
+pub fn pre_parse(file: FileId, lineno: u64, text: &str) -> Option<PreCall> {
+    let line = text.as_bytes();
+    let &c = line.first()?;
+    if !c.is_ascii_digit() || memchr::memchr(0x1b, line).is_some() {
+        return None;
+    }
+    let r = tokens::scan_line(text)?;
+    if r.kind != ScanKind::Call {
+        return None;
+    }
+    // as Parser::scanned
+    let (mut ret, mut err, mut rpath, mut dur) = (None, None, None, None);
+    if let Some(o) = r.outcome {
+        if let Some(n) = o.ret {
+            ret = Some(n.value()?);
+        }
+        err = o.err.map(errno);
+        rpath = o.ret_path.map(|p| p.as_bytes().to_vec());
+        dur = o.dur;
+    }
+    let args: Vec<Cow<'_, [u8]>> = r.args.iter().map(|a| Cow::Borrowed(a.as_bytes())).collect();
+    let (has_dur, has_rpath) = (dur.is_some(), rpath.is_some());
+    let built = build_call(
+        file,
+        r.name,
+        args,
+        ret,
+        err,
+        rpath,
+        lineno,
+        None,
+        Some(r.time),
+        dur,
+        line,
+        false,
+    );
+    Some(PreCall {
+        tid: r.tid,
+        time: r.time,
+        dur: has_dur,
+        rpath: has_rpath,
+        built: Box::new(built),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn build_call(
+    file: FileId,
+    name: &str,
+    mut args: Vec<Cow<'_, [u8]>>,
+    ret: Option<i128>,
+    err: Option<Name>,
+    rpath: Option<Vec<u8>>,
+    line: u64,
+    end_line: Option<u64>,
+    t: Option<f64>,
+    dur: Option<f64>,
+    text: &[u8],
+    partial: bool,
+) -> Built {
+    let mut b = Built::default();
+    let mut names = Vec::new();
+    if !args.is_empty() {
+        if args.iter().any(|a| a.contains(&b'=')) {
+            for (i, a) in args.iter_mut().enumerate() {
+                if a.contains(&b'=') && a[0].is_ascii_alphabetic() {
+                    let (k, v) = match a {
+                        Cow::Borrowed(b) => {
+                            let (k, v) = strip_name(b);
+                            (k.map(Cow::Borrowed), Cow::Borrowed(v))
+                        }
+                        Cow::Owned(o) => {
+                            let (k, v) = strip_name(o);
+                            (k.map(|k| Cow::Owned(k.to_vec())), Cow::Owned(v.to_vec()))
+                        }
+                    };
+                    if let Some(k) = k {
+                        names.push((i, k));
+                        *a = v;
+                    }
+                }
+            }
+        }
+        let a0 = &args[0];
+        if !a0.is_empty() && a0[0].is_ascii_digit() && a0.contains(&b'<') {
+            b.decorated = true;
+        }
+    }
+    let mut call = Call::new(Cow::Borrowed(name), args);
+    call.ret = ret;
+    call.err = err.clone();
+    call.ret_path = rpath;
+    call.names = names;
+    let n = syscalls::normalize(&mut call);
+    let mut overflow = call.overflow;
+    let hret = match ret {
+        None => None,
+        Some(r) => match i64::try_from(r) {
+            Ok(v) => Some(v),
+            Err(_) => match u64::try_from(r) {
+                Ok(u) => Some(u as i64),
+                Err(_) => {
+                    overflow = true;
+                    None
+                }
+            },
+        },
+    };
+    // the line is unparsed once, whichever of the two it is
+    b.unparsed = call.malformed || overflow;
+    if overflow {
+        // a number no register or field of this call holds
+        return b;
+    }
+    if name.starts_with("hsa_") {
+        b.intent = true;
+    } else if name == "ioctl"
+        && let Kind::Ioctl(i) = &n.kind
+        && i.arg.is_some()
+    {
+        b.decoded = true;
+    }
+    let h = Header {
+        file,
+        line,
+        end_line,
+        seq: 0,
+        pid: None,
+        tid: None,
+        time: t,
+        dur,
+        ret: hret,
+        err,
+        stack: Box::new([]),
+        text: cut_text(text),
+        partial,
+    };
+    b.ev = Some(Event {
+        h,
+        name: n.name,
+        kind: n.kind,
+    });
+    b
 }
 
 fn replace(s: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {

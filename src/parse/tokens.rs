@@ -160,6 +160,7 @@ fn strip(s: &[u8], a: usize, b: usize) -> (usize, usize) {
 }
 
 /// Whether `/*` is in `s` (`/` is rare: cheaper than a substring search).
+#[cfg(test)]
 fn has_comment(s: &[u8]) -> bool {
     memchr::memchr_iter(b'/', s).any(|i| at(s, i + 1) == b'*')
 }
@@ -556,6 +557,12 @@ pub trait Builder<'a> {
 /// [`Builder::scalar`], anything outside the well-formed language by
 /// [`Builder::general`]; deeper than `max_depth`: the text.  The recursion
 /// is bounded by `max_depth - depth` (the caller bounds that).
+///
+/// One pass over the token ([`Groups::scan`]) finds every bracket group, its
+/// closer and its top-level commas; the walk then reads each group's items
+/// from that, so the work is linear in the token's length at any nesting
+/// depth (the well-formed match per group and level it replaces was one scan
+/// of the group's text per level).
 pub fn bracketed<'a, B: Builder<'a>>(
     tok: &'a str,
     depth: isize,
@@ -565,15 +572,172 @@ pub fn bracketed<'a, B: Builder<'a>>(
     if !tok.is_ascii() {
         return b.general(tok, depth);
     }
+    // the scratch of the outermost call; a nested one (through
+    // Builder::general back into here) gets its own
+    let mut groups = SCRATCH.with(|c| c.take());
+    groups.scan(tok.as_bytes());
     let mut walk = Walk {
         tok,
         max_depth,
         b,
+        groups: &groups,
         // (room for the fields of a usual KFD struct and what it nests)
         values: Vec::with_capacity(32),
         keys: Vec::with_capacity(32),
     };
-    walk.value(0, tok.len(), depth)
+    let v = walk.value(0, tok.len(), depth);
+    SCRATCH.with(|c| c.replace(groups));
+    v
+}
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Groups> = const { std::cell::Cell::new(Groups::new()) };
+}
+
+const NONE: u32 = u32::MAX;
+
+/// The bracket groups of a token as the well-formed language reads them,
+/// found in one left-to-right pass.  Nodes are the openers and the commas of
+/// groups, in text order: for an opener, `close` is its closer (any closer
+/// ends any group, as in the regex) or `NONE` when the group is outside the
+/// language (an atom that does not end, no closer, or nested deeper than
+/// [`MAX_DEPTH`]); `next` chains a group's commas from its opener.  The pass
+/// stops at the first atom that does not end: every group open there is
+/// outside the language, and groups after it are not scanned (the walk
+/// matches those the two-pass way, which is the definition).
+#[derive(Default)]
+struct Groups {
+    pos: Vec<u32>,
+    close: Vec<u32>,
+    next: Vec<u32>,
+    /// the open groups: (opener node, height of its deepest child, last comma node)
+    open: Vec<(u32, u32, u32)>,
+    /// where the pass stopped (the text end, or the atom that did not end)
+    scanned: usize,
+    /// every `/*` of the token, strings included (has_comment's view)
+    comments: Vec<u32>,
+}
+
+/// What [`Groups::find`] knows of the group at a position.
+enum Found {
+    /// (closer, first comma node)
+    Group(usize, u32),
+    /// outside the well-formed language
+    Outside,
+    /// not scanned (after the atom that stopped the pass)
+    Unknown,
+}
+
+impl Groups {
+    const fn new() -> Self {
+        Groups {
+            pos: Vec::new(),
+            close: Vec::new(),
+            next: Vec::new(),
+            open: Vec::new(),
+            scanned: 0,
+            comments: Vec::new(),
+        }
+    }
+
+    /// `has_comment(&tok[a..z])`
+    fn has_comment(&self, a: usize, z: usize) -> bool {
+        let i = self.comments.partition_point(|&p| (p as usize) < a);
+        self.comments.get(i).is_some_and(|&p| p as usize + 1 < z)
+    }
+
+    /// The atoms of [`well_formed`], every group at once.
+    fn scan(&mut self, s: &[u8]) {
+        self.pos.clear();
+        self.close.clear();
+        self.next.clear();
+        self.open.clear();
+        self.comments.clear();
+        self.comments.extend(
+            memchr::memchr_iter(b'/', s)
+                .filter(|&i| at(s, i + 1) == b'*')
+                .map(|i| i as u32),
+        );
+        let mut j = 0;
+        let stop = 'scan: loop {
+            if j >= s.len() {
+                break 'scan s.len();
+            }
+            let c = s[j];
+            if PLAIN[c as usize] {
+                j = skip(s, j + 1, |c| PLAIN[c as usize]);
+                continue;
+            }
+            match c {
+                b'"' => match string_end(s, j) {
+                    Some(k) => j = k,
+                    None => break 'scan j,
+                },
+                b'<' => match deco_end(s, j) {
+                    Some(k) => j = k,
+                    None => break 'scan j,
+                },
+                b'/' if at(s, j + 1) == b'*' => {
+                    let Some(e) = COMMENT_CLOSE.find(&s[j + 2..]).map(|e| j + 2 + e) else {
+                        break 'scan j;
+                    };
+                    if memchr(b'\n', &s[j..e]).is_some() {
+                        break 'scan j;
+                    }
+                    j = e + 2;
+                }
+                b',' => {
+                    if let Some(top) = self.open.last_mut() {
+                        let node = self.pos.len() as u32;
+                        let link = if top.2 == NONE { top.0 } else { top.2 };
+                        self.next[link as usize] = node;
+                        top.2 = node;
+                        self.pos.push(j as u32);
+                        self.close.push(NONE);
+                        self.next.push(NONE);
+                    }
+                    j += 1;
+                }
+                b'(' | b'{' | b'[' => {
+                    self.open.push((self.pos.len() as u32, 0, NONE));
+                    self.pos.push(j as u32);
+                    self.close.push(NONE);
+                    self.next.push(NONE);
+                    j += 1;
+                }
+                b')' | b'}' | b']' => {
+                    // a closer outside every group is text between groups
+                    if let Some((node, child, _)) = self.open.pop() {
+                        let height = child + 1;
+                        if height as usize <= MAX_DEPTH {
+                            self.close[node as usize] = j as u32;
+                        }
+                        if let Some(parent) = self.open.last_mut() {
+                            parent.1 = parent.1.max(height);
+                        }
+                    }
+                    j += 1;
+                }
+                // `/` alone, `>`
+                _ => j += 1,
+            }
+        };
+        // the groups still open never close: outside the language (their
+        // `close` is NONE already)
+        self.open.clear();
+        self.scanned = stop;
+    }
+
+    fn find(&self, a: usize) -> Found {
+        if a >= self.scanned {
+            return Found::Unknown;
+        }
+        match self.pos.binary_search(&(a as u32)) {
+            Ok(i) if self.close[i] != NONE => Found::Group(self.close[i] as usize, self.next[i]),
+            Ok(_) => Found::Outside,
+            Err(_) => Found::Unknown,
+        }
+    }
 }
 
 /// One walk over a token.  The elements of the groups being built wait on
@@ -583,6 +747,7 @@ struct Walk<'a, 'b, B: Builder<'a>> {
     tok: &'a str,
     max_depth: isize,
     b: &'b mut B,
+    groups: &'b Groups,
     values: Vec<B::Value>,
     keys: Vec<&'a str>,
 }
@@ -604,17 +769,26 @@ impl<'a, B: Builder<'a>> Walk<'a, '_, B> {
         let whole = &tok[a0..b0];
         let (a, z) = strip(tok.as_bytes(), a0, b0);
         let s = &tok.as_bytes()[..z];
-        if z - a < 2 || !matches!(s[a], b'{' | b'[') || has_comment(&s[a..]) {
+        if z - a < 2 || !matches!(s[a], b'{' | b'[') || self.groups.has_comment(a, z) {
             return self.b.general(whole, depth);
         }
         if depth > self.max_depth {
             return self.b.text(&tok[a..z]);
         }
-        // _matching: the well-formed bracket group at a
-        let end = well_formed(s, a + 1, MAX_DEPTH - 1, true);
-        if end >= z || !is_closer(s[end]) {
-            return self.b.general(whole, depth);
-        }
+        // _matching: the well-formed bracket group at a.  The one pass knows
+        // it unless the group lies past where the pass stopped (or, never
+        // for the ranges the walk makes, past z).
+        let (end, mut comma) = match self.groups.find(a) {
+            Found::Group(end, first) if end < z => (end, Some(first)),
+            Found::Outside => return self.b.general(whole, depth),
+            _ => {
+                let end = well_formed(s, a + 1, MAX_DEPTH - 1, true);
+                if end >= z || !is_closer(s[end]) {
+                    return self.b.general(whole, depth);
+                }
+                (end, None)
+            }
+        };
         let depth = depth + 1;
         if end != z - 1 {
             let r = skip(s, end + 1, is_ws);
@@ -631,7 +805,15 @@ impl<'a, B: Builder<'a>> Walk<'a, '_, B> {
         let (v0, k0) = (self.values.len(), self.keys.len());
         let mut j = a + 1;
         loop {
-            let e = well_formed(body, j, MAX_DEPTH, false);
+            let e = match &mut comma {
+                Some(node) if *node != NONE => {
+                    let at = self.groups.pos[*node as usize] as usize;
+                    *node = self.groups.next[*node as usize];
+                    at
+                }
+                Some(_) => end,
+                None => well_formed(body, j, MAX_DEPTH, false),
+            };
             if e != end && body[e] != b',' {
                 self.values.truncate(v0);
                 self.keys.truncate(k0);
@@ -680,3 +862,5 @@ fn field_name(x: &[u8]) -> Option<usize> {
 mod props;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod two_pass;

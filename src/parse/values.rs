@@ -785,17 +785,38 @@ pub fn parse_int(tok: &[u8]) -> Option<i128> {
     if !ok {
         return None;
     }
-    let s = std::str::from_utf8(t).ok()?;
     let v = if hex {
-        i128::from_str_radix(&s[2..], 16).ok()?
+        radix_value(&t[2..], 16)?
     } else if t.len() > 1 && t[0] == b'0' {
-        i128::from_str_radix(s, 8)
-            .or_else(|_| s.parse::<i128>())
-            .ok()?
+        radix_value(t, 8).or_else(|| radix_value(t, 10))?
     } else {
-        s.parse::<i128>().ok()?
+        radix_value(t, 10)?
     };
     Some(if neg { -v } else { v })
+}
+
+/// `i128::from_str_radix(digits, radix)` for non-empty ASCII digits:
+/// `None` for a digit outside the radix or a value past i128::MAX.  Short
+/// numbers (every address and size) are summed in a u64 without checks.
+fn radix_value(d: &[u8], radix: u32) -> Option<i128> {
+    let digit = |c: u8| (c as char).to_digit(radix);
+    let fits_u64 = match radix {
+        16 => 15,
+        10 => 19,
+        _ => 21,
+    };
+    if d.len() <= fits_u64 {
+        let mut v: u64 = 0;
+        for &c in d {
+            v = v * u64::from(radix) + u64::from(digit(c)?);
+        }
+        return Some(v.into());
+    }
+    let mut v: i128 = 0;
+    for &c in d {
+        v = v.checked_mul(radix.into())?.checked_add(digit(c)?.into())?;
+    }
+    Some(v)
 }
 
 /// tokens.strip_comment: (value, comment) of `0x80084b01 /* NAME */`.
@@ -972,61 +993,69 @@ impl<'a> Builder<'a> for Values {
 /// A field name: static when it is one the decoders print (no allocation
 /// for the usual struct), else its own copy.
 pub fn field_name(k: &[u8]) -> Name {
-    match FIELD_NAMES.binary_search_by(|n| n.as_bytes().cmp(k)) {
+    match FIELD_NAMES.binary_search_by(|n| n.len().cmp(&k.len()).then_with(|| n.as_bytes().cmp(k)))
+    {
         Ok(i) => Cow::Borrowed(FIELD_NAMES[i]),
         Err(_) => Cow::Owned(String::from_utf8_lossy(k).into_owned()),
     }
 }
 
-/// The fields of the structs the capture library and strace decode, sorted.
+/// The fields of the structs the capture library and strace decode, sorted
+/// by length, then bytes (a search then compares mostly lengths).
 const FIELD_NAMES: &[&str] = &[
-    "agent_handle",
-    "alternate_aperture_base",
-    "anon_fd",
-    "attribute",
-    "attrs",
-    "bo_size",
-    "device_ids_array",
-    "dmabuf_fd",
-    "drm_fd",
-    "event_id",
-    "event_type",
     "fd",
-    "fd_flags",
-    "flags",
-    "gpu_id",
-    "handle",
-    "kfd_process_device_apertures_ptr",
-    "len",
-    "major_version",
-    "memfd",
-    "metadata_size",
-    "minor_version",
-    "mmap_offset",
-    "n_devices",
-    "n_success",
-    "nattr",
-    "num_of_nodes",
-    "offset",
     "op",
-    "permissions",
-    "queue_id",
-    "ring_base_address",
+    "len",
     "size",
-    "start_addr",
     "type",
-    "va_addr",
+    "attrs",
+    "flags",
+    "memfd",
+    "nattr",
     "vaddr",
     "value",
+    "drm_fd",
+    "gpu_id",
+    "handle",
+    "offset",
+    "anon_fd",
+    "bo_size",
+    "va_addr",
+    "event_id",
+    "fd_flags",
+    "queue_id",
+    "attribute",
+    "dmabuf_fd",
+    "n_devices",
+    "n_success",
+    "event_type",
+    "start_addr",
+    "mmap_offset",
+    "permissions",
+    "agent_handle",
+    "num_of_nodes",
+    "major_version",
+    "metadata_size",
+    "minor_version",
     "xnack_enabled",
+    "device_ids_array",
+    "ring_base_address",
+    "alternate_aperture_base",
+    "kfd_process_device_apertures_ptr",
 ];
 
 /// A Python dict's keys: a repeated key keeps its first place, last value.
 fn dict_of<'k>(fields: impl Iterator<Item = (&'k [u8], Value)>) -> Vec<(Name, Value)> {
-    let mut out: Vec<(Name, Value)> = Vec::new();
+    // (the walk's fields come with their exact count: one allocation)
+    let mut out: Vec<(Name, Value)> = Vec::with_capacity(fields.size_hint().0);
     for (k, v) in fields {
         let name = field_name(k);
-        match out.iter_mut().find(|(n, _)| *n == name) {
+        // two names from FIELD_NAMES are the same name iff the same entry
+        let same = |n: &Name| match (n, &name) {
+            (Cow::Borrowed(a), Cow::Borrowed(b)) => std::ptr::eq(*a, *b),
+            _ => *n == name,
+        };
+        match out.iter_mut().find(|(n, _)| same(n)) {
             Some(slot) => slot.1 = v,
             None => out.push((name, v)),
         }
@@ -1159,6 +1188,45 @@ mod tests {
 
     #[test]
     fn ints_like_python() {
+        // the digit sums are std's parse, at and past every width
+        for d in [
+            "0",
+            "7",
+            "0x",
+            "0xfffffffffffffff",
+            "0x10000000000000000",
+            "0xFFff",
+            "9999999999999999999",
+            "18446744073709551616",
+            "0777777777777777777777",
+            "01777777777777777777777",
+            "0x7fffffffffffffffffffffffffffffff",
+            "0x80000000000000000000000000000000",
+            "170141183460469231731687303715884105727",
+            "170141183460469231731687303715884105728",
+            "089",
+            "-0x10",
+            "-012",
+            "+1",
+            "1_0",
+        ] {
+            let t = d.trim_start_matches('-');
+            let want = if let Some(h) = t.strip_prefix("0x") {
+                (h.len() <= 64 && h.bytes().all(|c| c.is_ascii_hexdigit()))
+                    .then(|| i128::from_str_radix(h, 16).ok())
+                    .flatten()
+            } else if !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit()) {
+                if t.len() > 1 && t.starts_with('0') {
+                    i128::from_str_radix(t, 8).or_else(|_| t.parse()).ok()
+                } else {
+                    t.parse().ok()
+                }
+            } else {
+                None
+            };
+            let want = want.map(|v: i128| if d.starts_with('-') { -v } else { v });
+            assert_eq!(parse_int(d.as_bytes()), want, "{d}");
+        }
         assert_eq!(parse_int(b"0644"), Some(0o644));
         assert_eq!(parse_int(b"09"), Some(9));
         assert_eq!(parse_int(b"-0x10"), Some(-16));
@@ -1185,7 +1253,14 @@ mod tests {
 
     #[test]
     fn field_names_are_sorted() {
-        assert!(FIELD_NAMES.windows(2).all(|w| w[0] < w[1]));
+        assert!(
+            FIELD_NAMES
+                .windows(2)
+                .all(|w| (w[0].len(), w[0]) < (w[1].len(), w[1]))
+        );
+        for n in FIELD_NAMES {
+            assert!(matches!(field_name(n.as_bytes()), Cow::Borrowed(x) if x == *n));
+        }
         assert!(matches!(field_name(b"start_addr"), Cow::Borrowed(_)));
         assert_eq!(field_name(b"zz_other"), "zz_other");
     }
@@ -1207,5 +1282,67 @@ mod tests {
                 Value::List(vec![Value::Int(2)])
             )))
         );
+    }
+    // The cases tests/test_fast_paths.py held for the Python scanners' fast
+    // paths, with what the Python reference gave for them.
+    #[test]
+    fn scan_args_of_decorations_and_strings() {
+        let (a, c) = args(r#"3</a<b>>, _IOC(1, 2), "x\"y"..., {a=[1, 2]}) = 0"#);
+        assert_eq!(a, ["3</a<b>>", "_IOC(1, 2)", r#""x\"y"..."#, "{a=[1, 2]}"]);
+        assert_eq!(c, Some(43));
+        // a stray closer is text of its argument
+        assert_eq!(
+            args("a, ]b, c)"),
+            (vec!["a".into(), "]b".into(), "c".into()], Some(8))
+        );
+        // "->" inside a decoration: a socket's peer, not its end
+        assert_eq!(
+            args("<TCP:[1->2]>, 3)"),
+            (vec!["<TCP:[1->2]>".into(), "3".into()], Some(15))
+        );
+        assert_eq!(
+            args("<x->1, y>, 3)"),
+            (vec!["<x->1, y>".into(), "3".into()], Some(12))
+        );
+    }
+
+    #[test]
+    fn split_top_and_matching() {
+        let top = |s: &str| -> Vec<String> {
+            split_top(s.as_bytes())
+                .iter()
+                .map(|x| String::from_utf8_lossy(x).into_owned())
+                .collect()
+        };
+        assert_eq!(top("a=[1, 2], b={c=3}"), ["a=[1, 2]", "b={c=3}"]);
+        assert_eq!(top(r#"x, "a,b", {1, 2}"#), ["x", r#""a,b""#, "{1, 2}"]);
+        assert!(top("").is_empty());
+        assert_eq!(matching(b"{a=[1}", 0), None);
+        assert_eq!(matching(b"[a, (b]", 0), None);
+        assert_eq!(matching(b"{a={b}}x", 0), Some(6));
+    }
+
+    #[test]
+    fn strip_name_takes_short_word_names() {
+        let name = |s: &'static str| strip_name(s.as_bytes());
+        assert_eq!(name("ab=1"), (Some(&b"ab"[..]), &b"1"[..]));
+        assert_eq!(name("a=>1"), (None, &b"a=>1"[..]));
+        assert_eq!(name("=1"), (None, &b"=1"[..]));
+        assert_eq!(name("a b=1"), (None, &b"a b=1"[..]));
+        let forty = format!("{}=1", "x".repeat(40));
+        assert_eq!(
+            strip_name(forty.as_bytes()).0,
+            Some(&forty.as_bytes()[..40])
+        );
+    }
+
+    #[test]
+    fn futex_op_shifts() {
+        // FUTEX_OP(FUTEX_OP_SET, 0, FUTEX_OP_CMP_GT, 1) as strace 6.1 prints it
+        const NAMES: Names = &[("FUTEX_OP_SET", 0), ("FUTEX_OP_CMP_GT", 4)];
+        let op = b"FUTEX_OP_SET<<28|0<<12|FUTEX_OP_CMP_GT<<24|0x1";
+        assert_eq!(parse_flags(op, Some(NAMES)), Some((4 << 24) | 1));
+        assert_eq!(parse_flags(op, None), None); // names it does not know
+        assert_eq!(parse_flags(b"1<<200", None), None);
     }
 }

@@ -1,18 +1,18 @@
 //! `analyze`, `events_table` and `history`: the whole engine behind three
-//! calls (rocrtrace/_rust.py is their Python side).  The work runs without
+//! calls (rocrtrace/engine.py is their Python side).  The work runs without
 //! the GIL, several traces on threads of their own; only what the front
 //! reports crosses over: findings (their evidence events), inputs, limits,
 //! facts, programs, module maps, the event table's columns.
 
-use super::convert::{Files, event_to_py, finding_to_py, text_to_py};
+use super::convert::{EventCache, Files, event_to_py, finding_to_py_shared, text_to_py};
 use super::read::{ReadError, info_to_py};
-use super::table::table_to_py;
+use super::table::{calls_to_py, table_to_py};
 use crate::analyze::{self as engine, Options, TraceOut};
 use crate::events::{Event, InputInfo, Text};
 use crate::findings::Finding;
 use crate::read::InputError;
 use crate::replay::{Facts, Programs};
-use crate::table::EventTable;
+use crate::table::{CallTable, EventTable};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -26,6 +26,7 @@ struct Report {
     programs: Programs,
     maps: Vec<Event>,
     table: Option<EventTable>,
+    chunks: u64,
 }
 
 impl From<TraceOut> for Report {
@@ -39,6 +40,7 @@ impl From<TraceOut> for Report {
             programs: t.programs,
             maps: t.maps,
             table: t.table,
+            chunks: t.chunks,
         }
     }
 }
@@ -48,9 +50,11 @@ fn input_err(e: InputError) -> PyErr {
 }
 
 /// Each trace on its own thread, at most `jobs` at once, results in
-/// argument order (stable reports).
+/// argument order (stable reports); one trace: its file parsed in chunks
+/// on `jobs` threads.
 fn run_all(paths: &[String], o: &Options, jobs: usize) -> Vec<Result<Report, InputError>> {
     if jobs <= 1 || paths.len() <= 1 {
+        let o = &Options { jobs, ..o.clone() };
         return paths
             .iter()
             .map(|p| engine::run(p, o, None).map(Report::from))
@@ -85,8 +89,9 @@ fn report_to_py<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>
     }
     d.set_item("inputs", infos)?;
     let found = PyList::empty(py);
+    let mut shared = EventCache::new();
     for f in &r.findings {
-        found.append(finding_to_py(py, f, &files)?)?;
+        found.append(finding_to_py_shared(py, f, &files, &mut shared)?)?;
     }
     d.set_item("findings", found)?;
     d.set_item("limits", PyList::new(py, &r.limits)?)?;
@@ -104,6 +109,7 @@ fn report_to_py<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>
     if let Some(t) = &r.table {
         d.set_item("table", table_to_py(py, t)?)?;
     }
+    d.set_item("chunks", r.chunks)?;
     Ok(d)
 }
 
@@ -117,16 +123,28 @@ fn options(input_format: Option<String>, max_line: usize, all_fds: bool, table: 
     }
 }
 
+/// `chunking=(lines per chunk, smaller files not chunked)`: tests cut
+/// anywhere.
+fn chunking(o: &mut Options, chunking: Option<(usize, u64)>) {
+    if let Some((lines, min_bytes)) = chunking {
+        o.batch_lines = lines.max(1);
+        o.min_bytes = min_bytes;
+    }
+}
+
 /// Events between two calls of the progress callback.
 const PROGRESS_EVERY: u64 = 1 << 16;
 
 /// The traces one after the other, telling `progress.advance(n, file,
-/// line)` every [`PROGRESS_EVERY`] events (the CLI's progress bar).
+/// line)` every [`PROGRESS_EVERY`] events (the CLI's progress bar); each
+/// file parsed in chunks on `jobs` threads.
 fn run_with_progress(
     paths: &[String],
     o: &Options,
+    jobs: usize,
     progress: &Py<PyAny>,
 ) -> Vec<Result<Report, InputError>> {
+    let o = &Options { jobs, ..o.clone() };
     paths
         .iter()
         .map(|p| {
@@ -147,11 +165,13 @@ fn run_with_progress(
 }
 
 /// analyze(paths, input_format=None, max_line=1 MiB, all_fds=False,
-/// table=False, jobs=1, progress=None) -> [per trace: {inputs, findings,
-/// limits, facts, exe, maps[, table]}]; an input error raises ReadError.
+/// table=False, jobs=1, progress=None, chunking=None) -> [per trace:
+/// {inputs, findings, limits, facts, exe, maps, chunks[, table]}]; an input
+/// error raises ReadError.  jobs > 1: several traces on threads of their
+/// own, or one trace's file in chunks on that many threads.
 #[pyfunction]
 #[pyo3(signature = (paths, input_format=None, max_line=engine::MAX_LINE, all_fds=false,
-                    table=false, jobs=1, progress=None))]
+                    table=false, jobs=1, progress=None, chunking=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn analyze<'py>(
     py: Python<'py>,
@@ -162,10 +182,12 @@ pub fn analyze<'py>(
     table: bool,
     jobs: usize,
     progress: Option<Py<PyAny>>,
+    chunking: Option<(usize, u64)>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let o = options(input_format, max_line, all_fds, table);
+    let mut o = options(input_format, max_line, all_fds, table);
+    self::chunking(&mut o, chunking);
     let results = py.detach(|| match &progress {
-        Some(bar) => run_with_progress(&paths, &o, bar),
+        Some(bar) => run_with_progress(&paths, &o, jobs, bar),
         None => run_all(&paths, &o, jobs),
     });
     let out = PyList::empty(py);
@@ -175,12 +197,14 @@ pub fn analyze<'py>(
     Ok(out)
 }
 
-/// analyze_events(path, on_event, ...) -> the same as analyze for one
-/// trace, calling on_event(ev) with every event as a Python object (the
-/// perfetto format's sink: the slow path, only when that format is asked).
+/// analyze_events(path, on_event, ..., jobs=1, chunking=None) -> the same
+/// as analyze for one trace, calling on_event(ev) with every event as a
+/// Python record (the slow path, for an API caller's callable; the perfetto
+/// report takes columns from analyze_calls).
 #[pyfunction]
 #[pyo3(signature = (path, on_event, input_format=None, max_line=engine::MAX_LINE,
-                    all_fds=false, table=false))]
+                    all_fds=false, table=false, jobs=1, chunking=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn analyze_events<'py>(
     py: Python<'py>,
     path: String,
@@ -189,8 +213,12 @@ pub fn analyze_events<'py>(
     max_line: usize,
     all_fds: bool,
     table: bool,
+    jobs: usize,
+    chunking: Option<(usize, u64)>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let o = options(input_format, max_line, all_fds, table);
+    let mut o = options(input_format, max_line, all_fds, table);
+    o.jobs = jobs;
+    self::chunking(&mut o, chunking);
     let mut failed: Option<PyErr> = None;
     let mut files = Files::default();
     let mut cb = |ev: &Event, paths: &[String]| {
@@ -212,24 +240,73 @@ pub fn analyze_events<'py>(
     report_to_py(py, &Report::from(r.map_err(input_err)?))
 }
 
-/// events_table(paths, input_format=None, max_line=1 MiB) -> (columns of
-/// every trace's events, [InputInfo]).
+/// analyze_calls(paths, ...) -> the same as analyze, each trace's report
+/// with `calls`: the columns the perfetto report draws (a CallTable), built
+/// in the core while the trace replays (no Python object per event).
 #[pyfunction]
-#[pyo3(signature = (paths, input_format=None, max_line=engine::MAX_LINE))]
+#[pyo3(signature = (paths, input_format=None, max_line=engine::MAX_LINE, all_fds=false,
+                    table=false, jobs=1, chunking=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn analyze_calls<'py>(
+    py: Python<'py>,
+    paths: Vec<String>,
+    input_format: Option<String>,
+    max_line: usize,
+    all_fds: bool,
+    table: bool,
+    jobs: usize,
+    chunking: Option<(usize, u64)>,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut o = options(input_format, max_line, all_fds, table);
+    o.jobs = jobs;
+    self::chunking(&mut o, chunking);
+    let results: Vec<Result<(Report, CallTable), InputError>> = py.detach(|| {
+        paths
+            .iter()
+            .map(|p| {
+                let mut calls = CallTable::default();
+                let mut push = |ev: &Event, files: &[String]| {
+                    calls.push(ev, files[ev.h.file.0 as usize].as_bytes());
+                };
+                let r = engine::run(p, &o, Some(&mut push))?;
+                Ok((Report::from(r), calls))
+            })
+            .collect()
+    });
+    let out = PyList::empty(py);
+    for r in results {
+        let (rep, calls) = r.map_err(input_err)?;
+        let d = report_to_py(py, &rep)?;
+        d.set_item("calls", calls_to_py(py, &calls)?)?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
+/// events_table(paths, input_format=None, max_line=1 MiB, jobs=1,
+/// chunking=None) -> (columns of every trace's events, [InputInfo]); jobs >
+/// 1: each file in chunks on that many threads.
+#[pyfunction]
+#[pyo3(signature = (paths, input_format=None, max_line=engine::MAX_LINE, jobs=1,
+                    chunking=None))]
 pub fn events_table<'py>(
     py: Python<'py>,
     paths: Vec<String>,
     input_format: Option<String>,
     max_line: usize,
+    jobs: usize,
+    chunking: Option<(usize, u64)>,
 ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyList>)> {
+    let mut o = options(input_format.clone(), max_line, false, false);
+    o.jobs = jobs;
+    self::chunking(&mut o, chunking);
     let got: Result<(EventTable, Vec<InputInfo>), InputError> = py.detach(|| {
         let mut table = EventTable::default();
         let mut infos = Vec::new();
         for p in &paths {
             let files = crate::read::open::open_files(p, input_format.as_deref())?;
             let names: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
-            let trace =
-                crate::read::trace::Trace::new(p, files, max_line, crate::read::trace::Builtin);
+            let trace = o.trace(p, files);
             let shared = trace.infos.clone();
             for ev in trace.events() {
                 let ev = ev?;

@@ -2,16 +2,17 @@
 //! (`rocrtrace.events`, `rocrtrace.findings`).
 //!
 //! Two uses: the findings the core hands to the reporters (their evidence
-//! events become Python events), and, while the Python engine is still the
-//! reference, the equality tests that run both engines on the same events
-//! (Python events in, Rust events out and back).  Per-event conversion is
-//! slow by design of the boundary; the product path converts only what a
-//! finding cites.
+//! events become `rocrtrace.events.Event` records), and the tests that
+//! build events with the vocabulary and run the core's models on them
+//! (records in, Rust events out and back).  Per-event conversion is slow by
+//! design of the boundary; the product path converts only what a finding
+//! cites (and `show`'s history).
 
 use crate::events::*;
 use crate::findings::Finding;
 use crate::kfd;
 use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -259,6 +260,7 @@ pub fn json_map_to_py<'py>(
 // --- events -----------------------------------------------------------------
 
 static EVENTS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static RECORD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static FINDINGS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 fn module<'py>(
@@ -268,6 +270,12 @@ fn module<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let m = cell.get_or_try_init(py, || py.import(name).map(|m| m.into_any().unbind()))?;
     Ok(m.bind(py).clone())
+}
+
+/// `rocrtrace.events.Event`, looked up once.
+fn record_class<'py>(py: Python<'py>, m: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let c = RECORD.get_or_try_init(py, || m.getattr("Event").map(Bound::unbind))?;
+    Ok(c.bind(py).clone())
 }
 
 fn frame_to_py<'py>(
@@ -357,138 +365,147 @@ fn ioctl_name_static(name: &str) -> &'static str {
     Box::leak(name.to_owned().into_boxed_str())
 }
 
-/// A Rust event as the `rocrtrace.events` dataclass it ports.
+/// A Rust event as the `rocrtrace.events.Event` record: its kind's name in
+/// `event`, the header and the kind's fields (events.KINDS) as attributes,
+/// set on an object made without `__init__` (no per-field Python code runs).
 pub fn event_to_py<'py>(py: Python<'py>, ev: &Event, files: &Files) -> PyResult<Bound<'py, PyAny>> {
     let m = module(py, &EVENTS, "rocrtrace.events")?;
+    let cls = record_class(py, &m)?;
+    let o = cls.call_method1(intern!(py, "__new__"), (&cls,))?;
+    macro_rules! set {
+        ($k:literal, $v:expr $(,)?) => {{
+            o.setattr(intern!(py, $k), $v)?;
+        }};
+    }
     let h = &ev.h;
-    let kw = PyDict::new(py);
-    kw.set_item("file", text_to_py(py, files.name(h.file))?)?;
-    kw.set_item("line", h.line)?;
-    kw.set_item("end_line", h.end_line)?;
-    kw.set_item("seq", h.seq)?;
-    kw.set_item("pid", h.pid)?;
-    kw.set_item("tid", h.tid)?;
-    kw.set_item("time", h.time)?;
-    kw.set_item("dur", h.dur)?;
-    kw.set_item("ret", h.ret.map(ret_to_py))?;
-    kw.set_item("err", h.err.as_deref())?;
+    set!("file", text_to_py(py, files.name(h.file))?);
+    set!("line", h.line);
+    set!("end_line", h.end_line);
+    set!("seq", h.seq);
+    set!("pid", h.pid);
+    set!("tid", h.tid);
+    set!("time", h.time);
+    set!("dur", h.dur);
+    set!("ret", h.ret.map(ret_to_py));
+    set!("err", h.err.as_deref());
     let frames: PyResult<Vec<_>> = h.stack.iter().map(|f| frame_to_py(py, &m, f)).collect();
-    kw.set_item("stack", PyTuple::new(py, frames?)?)?;
-    kw.set_item("text", text_to_py(py, &h.text.0)?)?;
-    kw.set_item("partial", h.partial)?;
-    kw.set_item("name", &*ev.name)?;
+    set!("stack", PyTuple::new(py, frames?)?);
+    set!("text", text_to_py(py, &h.text.0)?);
+    set!("partial", h.partial);
+    set!("name", &*ev.name);
     match &ev.kind {
         Kind::FdCreate(k) => {
-            kw.set_item("origin", &*k.origin)?;
-            kw.set_item("fds", PyTuple::new(py, &k.fds)?)?;
-            kw.set_item("paths", paths_to_py(py, &k.paths)?)?;
-            kw.set_item("cloexec", k.cloexec)?;
-            kw.set_item("src_fd", k.src_fd)?;
-            kw.set_item("replace", k.replace)?;
-            kw.set_item("new_fd", k.new_fd)?;
+            set!("origin", &*k.origin);
+            set!("fds", PyTuple::new(py, &k.fds)?);
+            set!("paths", paths_to_py(py, &k.paths)?);
+            set!("cloexec", k.cloexec);
+            set!("src_fd", k.src_fd);
+            set!("replace", k.replace);
+            set!("new_fd", k.new_fd);
         }
         Kind::Close(k) => {
-            kw.set_item("fd", k.fd)?;
-            kw.set_item("path", opt_text_to_py(py, &k.path)?)?;
+            set!("fd", k.fd);
+            set!("path", opt_text_to_py(py, &k.path)?);
         }
         Kind::CloseRange(k) => {
-            kw.set_item("first", k.first)?;
-            kw.set_item("last", k.last)?;
-            kw.set_item("flags", k.flags)?;
+            set!("first", k.first);
+            set!("last", k.last);
+            set!("flags", k.flags);
         }
         Kind::SetCloexec(k) => {
-            kw.set_item("fd", k.fd)?;
-            kw.set_item("cloexec", k.cloexec)?;
+            set!("fd", k.fd);
+            set!("cloexec", k.cloexec);
         }
         Kind::Syscall(k) => {
-            kw.set_item("fds", PyTuple::new(py, &k.fds)?)?;
-            kw.set_item("paths", paths_to_py(py, &k.paths)?)?;
+            set!("fds", PyTuple::new(py, &k.fds)?);
+            set!("paths", paths_to_py(py, &k.paths)?);
         }
         Kind::Ioctl(k) => {
-            kw.set_item("fd", k.fd)?;
-            kw.set_item("path", opt_text_to_py(py, &k.path)?)?;
-            kw.set_item("request", k.request)?;
-            kw.set_item("dir", k.dir)?;
-            kw.set_item("type", k.type_)?;
-            kw.set_item("nr", k.nr)?;
-            kw.set_item("size", k.size)?;
-            kw.set_item("ioctl", k.ioctl)?;
-            kw.set_item(
+            set!("fd", k.fd);
+            set!("path", opt_text_to_py(py, &k.path)?);
+            set!("request", k.request);
+            set!("dir", k.dir);
+            set!("type", k.type_);
+            set!("nr", k.nr);
+            set!("size", k.size);
+            set!("ioctl", k.ioctl);
+            set!(
                 "arg",
                 k.arg.as_ref().map(|v| value_to_py(py, v)).transpose()?,
-            )?;
-            kw.set_item(
+            );
+            set!(
                 "out",
                 k.out.as_ref().map(|v| value_to_py(py, v)).transpose()?,
-            )?;
+            );
         }
         Kind::Mmap(k) => {
-            kw.set_item("addr", k.addr)?;
-            kw.set_item("length", k.length)?;
-            kw.set_item("prot", k.prot)?;
-            kw.set_item("flags", k.flags)?;
-            kw.set_item("fd", k.fd)?;
-            kw.set_item("path", opt_text_to_py(py, &k.path)?)?;
-            kw.set_item("offset", k.offset)?;
+            set!("addr", k.addr);
+            set!("length", k.length);
+            set!("prot", k.prot);
+            set!("flags", k.flags);
+            set!("fd", k.fd);
+            set!("path", opt_text_to_py(py, &k.path)?);
+            set!("offset", k.offset);
         }
         Kind::Munmap(k) => {
-            kw.set_item("addr", k.addr)?;
-            kw.set_item("length", k.length)?;
+            set!("addr", k.addr);
+            set!("length", k.length);
         }
         Kind::Mremap(k) => {
-            kw.set_item("old_addr", k.old_addr)?;
-            kw.set_item("old_len", k.old_len)?;
-            kw.set_item("new_len", k.new_len)?;
-            kw.set_item("flags", k.flags)?;
-            kw.set_item("new_addr", k.new_addr)?;
+            set!("old_addr", k.old_addr);
+            set!("old_len", k.old_len);
+            set!("new_len", k.new_len);
+            set!("flags", k.flags);
+            set!("new_addr", k.new_addr);
         }
         Kind::Clone(k) => {
-            kw.set_item("child", k.child)?;
-            kw.set_item("thread", k.thread)?;
-            kw.set_item("share_files", k.share_files)?;
-            kw.set_item("flags", k.flags)?;
+            set!("child", k.child);
+            set!("thread", k.thread);
+            set!("share_files", k.share_files);
+            set!("flags", k.flags);
         }
-        Kind::Exec(k) => kw.set_item("path", opt_text_to_py(py, &k.path)?)?,
+        Kind::Exec(k) => set!("path", opt_text_to_py(py, &k.path)?),
         Kind::Exit(k) => {
-            kw.set_item("whole", k.whole)?;
-            kw.set_item("status", k.status)?;
-            kw.set_item("signal", k.signal.as_deref())?;
+            set!("whole", k.whole);
+            set!("status", k.status);
+            set!("signal", k.signal.as_deref());
         }
-        Kind::Signal(k) => kw.set_item("signal", &*k.signal)?,
+        Kind::Signal(k) => set!("signal", &*k.signal),
         Kind::ProcessInfo(k) => {
-            kw.set_item("ppid", k.ppid)?;
-            kw.set_item("exe", opt_text_to_py(py, &k.exe)?)?;
-            kw.set_item("page_size", k.page_size)?;
+            set!("ppid", k.ppid);
+            set!("exe", opt_text_to_py(py, &k.exe)?);
+            set!("page_size", k.page_size);
         }
         Kind::FdSnapshot(k) => {
-            kw.set_item(
+            set!(
                 "when",
                 if k.when == When::Start {
                     "start"
                 } else {
                     "exit"
                 },
-            )?;
+            );
             let d = PyDict::new(py);
             for (fd, p) in &k.fds {
                 d.set_item(fd, text_to_py(py, &p.0)?)?;
             }
-            kw.set_item("fds", d)?;
+            set!("fds", d);
         }
         Kind::ModuleMap(k) => {
-            kw.set_item("start", k.start)?;
-            kw.set_item("end_addr", k.end_addr)?;
-            kw.set_item("offset", k.offset)?;
-            kw.set_item("perms", &*k.perms)?;
-            kw.set_item("module", text_to_py(py, &k.module.0)?)?;
-            kw.set_item("build_id", k.build_id.as_deref())?;
+            set!("start", k.start);
+            set!("end_addr", k.end_addr);
+            set!("offset", k.offset);
+            set!("perms", &*k.perms);
+            set!("module", text_to_py(py, &k.module.0)?);
+            set!("build_id", k.build_id.as_deref());
         }
         Kind::Intent(k) => {
-            kw.set_item("args", fields_to_py(py, &k.args)?)?;
-            kw.set_item("outs", fields_to_py(py, &k.outs)?)?;
+            set!("args", fields_to_py(py, &k.args)?);
+            set!("outs", fields_to_py(py, &k.outs)?);
         }
     }
-    m.getattr(ev.kind.type_name())?.call((), Some(&kw))
+    set!("event", PyString::intern(py, ev.kind.type_name()));
+    Ok(o)
 }
 
 fn get<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -518,10 +535,13 @@ fn opt_addr_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
     }
 }
 
-/// A `rocrtrace.events` object as the Rust event it ports.
+/// A `rocrtrace.events.Event` record (or any object with the record's
+/// `event` and fields) as the Rust event it ports.
 pub fn event_from_py(obj: &Bound<'_, PyAny>, files: &mut Files) -> PyResult<Event> {
-    let cls = obj.get_type().name()?;
-    let cls = cls.to_str()?;
+    let kind_name = obj
+        .getattr(intern!(obj.py(), "event"))
+        .map_err(|_| PyTypeError::new_err("not an event: it has no 'event' (kind) attribute"))?;
+    let cls = kind_name.extract::<&str>()?;
     let stack: PyResult<Vec<Frame>> = get(obj, "stack")?
         .try_iter()?
         .map(|f| frame_from_py(&f?))
@@ -687,10 +707,26 @@ pub fn event_from_py(obj: &Bound<'_, PyAny>, files: &mut Files) -> PyResult<Even
 
 // --- findings ---------------------------------------------------------------
 
-/// Same event (one Python object in the Python engine): identity matters to
-/// the fingerprint (`e is not f.event`).
-fn same(a: &Event, b: &Event) -> bool {
-    a.h.file == b.h.file && a.h.seq == b.h.seq && a.h.line == b.h.line && a.name == b.name
+/// The Python record of each event already converted, by what makes an
+/// event the same one (file, seq, line, name): an event several findings
+/// cite (or one cites twice) is one object, as it is one event.  Identity
+/// matters to the fingerprint (`e is not f.event`) and to the text report
+/// (a call shown once, later mentions "(shown above)").
+pub type EventCache<'py> = HashMap<(u32, u64, u64, Name), Bound<'py, PyAny>>;
+
+fn shared_event_to_py<'py>(
+    py: Python<'py>,
+    ev: &Event,
+    files: &Files,
+    cache: &mut EventCache<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let key = (ev.h.file.0, ev.h.seq, ev.h.line, ev.name.clone());
+    if let Some(o) = cache.get(&key) {
+        return Ok(o.clone());
+    }
+    let o = event_to_py(py, ev, files)?;
+    cache.insert(key, o.clone());
+    Ok(o)
 }
 
 /// A Rust finding as `rocrtrace.findings.Finding` (fingerprint computed by
@@ -700,18 +736,26 @@ pub fn finding_to_py<'py>(
     f: &Finding,
     files: &Files,
 ) -> PyResult<Bound<'py, PyAny>> {
+    finding_to_py_shared(py, f, files, &mut EventCache::new())
+}
+
+/// [`finding_to_py`] with the events of earlier findings of the same
+/// report in `cache`.
+pub fn finding_to_py_shared<'py>(
+    py: Python<'py>,
+    f: &Finding,
+    files: &Files,
+    cache: &mut EventCache<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
     let m = module(py, &FINDINGS, "rocrtrace.findings")?;
     let event = f
         .event
         .as_ref()
-        .map(|e| event_to_py(py, e, files))
+        .map(|e| shared_event_to_py(py, e, files, cache))
         .transpose()?;
     let evidence = PyList::empty(py);
     for e in &f.evidence {
-        let ev = match (&f.event, &event) {
-            (Some(fe), Some(pe)) if same(fe, &e.event) => pe.clone(),
-            _ => event_to_py(py, &e.event, files)?,
-        };
+        let ev = shared_event_to_py(py, &e.event, files, cache)?;
         let kw = PyDict::new(py);
         kw.set_item("role", &e.role)?;
         kw.set_item("event", ev)?;

@@ -1,16 +1,17 @@
 //! `_engine.run_fd_models`: the compiled fd, handle and dma-buf models on
-//! Python events (the equality tests' entry, and `rocrtrace show --fd`'s
-//! history rows), and `_engine.time_fd_models`, their speed without the
-//! conversions.
+//! Python events (a constructed sequence through the models at once),
+//! `_engine.FdModels`, the same models fed one event at a time and read
+//! between events (the model tests), and `_engine.time_fd_models`, their
+//! speed without the conversions.
 
 use crate::events::{Event, FileId};
 use crate::findings::Finding;
 use crate::models::common::{Ev, Names};
-use crate::models::fds::{FdModel, Pid};
+use crate::models::fds::{FdModel, Pid, Slot};
 use crate::models::handles::{HandleModel, Options};
-use crate::py::convert::{Files, event_from_py, event_to_py, finding_to_py};
+use crate::py::convert::{Files, event_from_py, event_to_py, finding_to_py, text_to_py};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use std::rc::Rc;
 
 /// The models `build_models` makes: an fd model, with the handle model on
@@ -48,6 +49,14 @@ impl Models {
         match self {
             Models::Fds(f) => f.finish(),
             Models::Handles(h) => h.finish(),
+        }
+    }
+
+    /// The handle and dma-buf models' findings so far.
+    fn handle_findings(&self) -> &[Finding] {
+        match self {
+            Models::Fds(_) => &[],
+            Models::Handles(h) => h.findings(),
         }
     }
 
@@ -172,4 +181,149 @@ pub fn time_fd_models(
         by_rc = by_rc.min(t0.elapsed().as_secs_f64());
     }
     Ok((evs.len(), by_ref, by_rc, found))
+}
+
+/// `FdModels(watch_fd=None, all_fds=False, handles=True, reexport_threshold=3,
+/// held_allocs=8, held_seconds=10.0, peak_min=32)`: the models of
+/// `run_fd_models` fed one Python event at a time, so that the model tests
+/// (tests/test_model_fds.py, test_model_handles.py) can read findings,
+/// history and an fd number's occupant (`lookup`) between events.
+#[pyclass(unsendable)]
+pub struct FdModels {
+    m: Models,
+    files: Files,
+}
+
+#[pymethods]
+impl FdModels {
+    #[new]
+    #[pyo3(signature = (watch_fd=None, all_fds=false, handles=true, reexport_threshold=3,
+                        held_allocs=8, held_seconds=10.0, peak_min=32))]
+    fn new(
+        watch_fd: Option<(Option<u32>, i64)>,
+        all_fds: bool,
+        handles: bool,
+        reexport_threshold: u64,
+        held_allocs: i64,
+        held_seconds: f64,
+        peak_min: u64,
+    ) -> Self {
+        let o = options(reexport_threshold, held_allocs, held_seconds, peak_min);
+        FdModels {
+            m: Models::new(watch_fd, all_fds, handles, o),
+            files: Files::default(),
+        }
+    }
+
+    /// Feed one event (a rocrtrace event object).
+    fn feed(&mut self, ev: &Bound<'_, PyAny>) -> PyResult<()> {
+        let ev = event_from_py(ev, &mut self.files)?;
+        sync_names(self.m.fds().names(), &self.files, ev.h.file);
+        self.m.feed(&Rc::new(ev));
+        Ok(())
+    }
+
+    /// End of the trace: what is still open is judged (leaks, held fds).
+    fn finish(&mut self) {
+        self.m.finish();
+    }
+
+    /// The fd model's findings so far.
+    #[getter]
+    fn findings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        findings_to_py(py, self.m.fds().findings(), &self.files)
+    }
+
+    /// The handle and dma-buf models' findings so far (none without `handles`).
+    #[getter]
+    fn handle_findings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        findings_to_py(py, self.m.handle_findings().iter(), &self.files)
+    }
+
+    /// The watched fd's history rows, (event, what, state).
+    #[getter]
+    fn history<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for (ev, what, state) in self.m.fds().history() {
+            let row = (event_to_py(py, ev, &self.files)?, what, state.as_deref());
+            out.append(row.into_pyobject(py)?)?;
+        }
+        Ok(out)
+    }
+
+    /// lookup(pid, fd) -> the number's current occupant as a dict (fd,
+    /// generation, kind, origin, creator, root, root_origin, ofd, cloexec,
+    /// path, gpu, last_use, uses, exported, prev), or None when it is free.
+    /// `prev` is the number's previous occupant: {how, event, flagged, slot}
+    /// with `slot` the same dict (its own `prev` None: never a chain).
+    fn lookup<'py>(
+        &self,
+        py: Python<'py>,
+        pid: Option<u32>,
+        fd: i64,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.m
+            .fds()
+            .lookup(pid, fd)
+            .map(|s| slot_to_py(py, s, &self.files, true))
+            .transpose()
+    }
+}
+
+fn findings_to_py<'a, 'py>(
+    py: Python<'py>,
+    fs: impl Iterator<Item = &'a Finding>,
+    files: &Files,
+) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for f in fs {
+        out.append(finding_to_py(py, f, files)?)?;
+    }
+    Ok(out)
+}
+
+fn opt_event_to_py<'py>(
+    py: Python<'py>,
+    ev: Option<&Ev>,
+    files: &Files,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    ev.map(|e| event_to_py(py, e, files)).transpose()
+}
+
+fn slot_to_py<'py>(
+    py: Python<'py>,
+    s: &Slot,
+    files: &Files,
+    with_prev: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("fd", s.fd)?;
+    d.set_item("generation", s.generation)?;
+    d.set_item("kind", s.kind)?;
+    d.set_item("origin", &*s.origin)?;
+    d.set_item("creator", opt_event_to_py(py, s.creator.as_ref(), files)?)?;
+    d.set_item("root", opt_event_to_py(py, s.root.as_ref(), files)?)?;
+    d.set_item("root_origin", &*s.root_origin)?;
+    d.set_item("ofd", s.ofd)?;
+    d.set_item("cloexec", s.cloexec)?;
+    let path = s.path.as_ref().map(|p| text_to_py(py, &p.0)).transpose()?;
+    d.set_item("path", path)?;
+    d.set_item("gpu", s.gpu)?;
+    d.set_item("last_use", opt_event_to_py(py, s.last_use.as_ref(), files)?)?;
+    d.set_item("uses", s.uses)?;
+    d.set_item("exported", s.exported())?;
+    let prev = match (&s.prev, with_prev) {
+        (Some(c), true) => {
+            let c = c.borrow();
+            let p = PyDict::new(py);
+            p.set_item("how", c.how)?;
+            p.set_item("event", opt_event_to_py(py, c.event.as_ref(), files)?)?;
+            p.set_item("flagged", c.flagged)?;
+            p.set_item("slot", slot_to_py(py, &c.slot, files, false)?)?;
+            Some(p)
+        }
+        _ => None,
+    };
+    d.set_item("prev", prev)?;
+    Ok(d)
 }

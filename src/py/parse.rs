@@ -1,5 +1,5 @@
-//! `parse_lines`: the Rust strace/preload parser on lines from Python, for
-//! the equality tests against rocrtrace.parse.strace.Parser.
+//! `parse_lines`: the strace/preload parser on lines from Python, for the
+//! tests of the parser alone (tests/test_engine_parse.py and others).
 
 use crate::events::{FileId, Format, InputInfo, Text};
 use crate::parse::strace::Parser;
@@ -56,7 +56,8 @@ fn info_to_py<'py>(py: Python<'py>, info: &InputInfo) -> PyResult<Bound<'py, PyD
 ///
 /// fmt is "strace" or "preload" (one grammar); lines are numbered from 1;
 /// tid, tgid_of and handover ({tid: (line, text)}) are the Parser's; events
-/// are rocrtrace.events objects, info a dict of InputInfo's fields.
+/// are rocrtrace.events objects numbered (seq) in the order the parser gave
+/// them, as a trace numbers its events; info a dict of InputInfo's fields.
 #[pyfunction]
 #[pyo3(signature = (fmt, file, lines, tid=None, tgid_of=None, handover=None))]
 pub fn parse_lines<'py>(
@@ -103,7 +104,8 @@ pub fn parse_lines<'py>(
     }
     p.finish(&mut evs);
     let out = PyList::empty(py);
-    for ev in &evs {
+    for (seq, ev) in evs.iter_mut().enumerate() {
+        ev.h.seq = seq as u64;
         out.append(event_to_py(py, ev, &files)?)?;
     }
     PyTuple::new(py, [out.into_any(), info_to_py(py, &p.info)?.into_any()])

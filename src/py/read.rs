@@ -1,6 +1,6 @@
-//! The read port's bindings, for the equality tests against inputs.py and
-//! parse/tinygrad.py (tests/test_engine_read.py): nothing in the product
-//! calls them yet.
+//! The reader's and the tinygrad parser's bindings, for the tests of reading
+//! and parsing (tests/test_engine_read.py and others): nothing in the
+//! product calls them.
 
 use crate::events::{FileId, Format, InputInfo, Text};
 use crate::parse::tinygrad;
@@ -25,7 +25,7 @@ fn err(e: InputError) -> PyErr {
     ReadError::new_err(e.0)
 }
 
-/// A Rust InputInfo as rocrtrace.events.InputInfo.
+/// An InputInfo as rocrtrace.events.InputInfo.
 pub fn info_to_py<'py>(py: Python<'py>, i: &InputInfo) -> PyResult<Bound<'py, PyAny>> {
     let m = py.import("rocrtrace.events")?;
     let kw = PyDict::new(py);
@@ -72,7 +72,8 @@ pub fn info_to_py<'py>(py: Python<'py>, i: &InputInfo) -> PyResult<Bound<'py, Py
 }
 
 /// `parse_tinygrad_lines(file, lines) -> (events, info)`: lines numbered
-/// from 1 through the Rust tinygrad parser, then finish().
+/// from 1 through the tinygrad parser, then finish(); the events numbered
+/// (seq) in the order the parser gave them, as a trace numbers its events.
 #[pyfunction]
 pub fn parse_tinygrad_lines<'py>(
     py: Python<'py>,
@@ -89,7 +90,8 @@ pub fn parse_tinygrad_lines<'py>(
     p.finish(&mut evs);
     let files = Files::new([Text::from(file)]);
     let out = PyList::empty(py);
-    for ev in &evs {
+    for (seq, ev) in evs.iter_mut().enumerate() {
+        ev.h.seq = seq as u64;
         out.append(event_to_py(py, ev, &files)?)?;
     }
     PyTuple::new(py, [out.into_any(), info_to_py(py, &p.info)?])

@@ -3,7 +3,7 @@
 //! buffer, text dictionary-encoded as (codes, categories).
 
 use super::convert::{Files, event_from_py, text_to_py};
-use crate::table::{EventTable, FloatCol, IntCol, ORDER, TextCol};
+use crate::table::{CallTable, EventTable, FloatCol, IntCol, ORDER, TextCol};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
@@ -82,6 +82,46 @@ pub fn table_to_py<'py>(py: Python<'py>, t: &EventTable) -> PyResult<Bound<'py, 
         };
         d.set_item(name, col)?;
     }
+    Ok(d)
+}
+
+/// The perfetto sink's columns ([`CallTable`]) by name, the created fds as
+/// `created`: [(row, fd, path or None)].
+pub fn calls_to_py<'py>(py: Python<'py>, t: &CallTable) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("rows", t.rows)?;
+    for (name, col) in [
+        ("file", &t.file),
+        ("event", &t.event),
+        ("name", &t.name),
+        ("ioctl", &t.ioctl),
+        ("err", &t.err),
+        ("path", &t.path),
+        ("text", &t.text),
+    ] {
+        d.set_item(name, text_col(py, col)?)?;
+    }
+    for (name, col) in [
+        ("line", &t.line),
+        ("pid", &t.pid),
+        ("tid", &t.tid),
+        ("ret", &t.ret),
+        ("fd", &t.fd),
+        ("whole", &t.whole),
+    ] {
+        d.set_item(name, int_col(py, col)?)?;
+    }
+    d.set_item("time", float_col(py, &t.time)?)?;
+    d.set_item("dur", float_col(py, &t.dur)?)?;
+    let created = PyList::empty(py);
+    for (row, fd, path) in &t.created {
+        let p = match path {
+            Some(b) => text_to_py(py, b)?,
+            None => py.None().into_bound(py),
+        };
+        created.append((row, fd, p))?;
+    }
+    d.set_item("created", created)?;
     Ok(d)
 }
 

@@ -57,11 +57,11 @@ pub type Replayed<R> = io::Chain<Cursor<Vec<u8>>, R>;
 /// were read for detection.  Every decoder takes concatenated members or
 /// streams, as Python's gzip, lzma and bz2 modules do.  Err: the one-line
 /// reason (a zstd trace in a build without zstd).
-pub fn decoder<R: Read + 'static>(
+pub fn decoder<R: Read + Send + 'static>(
     kind: Option<Compression>,
     head: Vec<u8>,
     raw: R,
-) -> Result<Box<dyn Read>, &'static str> {
+) -> Result<Box<dyn Read + Send>, &'static str> {
     let replayed: Replayed<R> = Cursor::new(head).chain(raw);
     Ok(match kind {
         None => Box::new(replayed),
@@ -73,7 +73,9 @@ pub fn decoder<R: Read + 'static>(
 }
 
 #[cfg(feature = "zstd")]
-fn zstd_decoder<R: Read + 'static>(r: Replayed<R>) -> Result<Box<dyn Read>, &'static str> {
+fn zstd_decoder<R: Read + Send + 'static>(
+    r: Replayed<R>,
+) -> Result<Box<dyn Read + Send>, &'static str> {
     Ok(match zstd::stream::read::Decoder::new(r) {
         Ok(d) => Box::new(d),
         // only an allocation failure of the context; report it on read
@@ -82,7 +84,9 @@ fn zstd_decoder<R: Read + 'static>(r: Replayed<R>) -> Result<Box<dyn Read>, &'st
 }
 
 #[cfg(not(feature = "zstd"))]
-fn zstd_decoder<R: Read + 'static>(_: Replayed<R>) -> Result<Box<dyn Read>, &'static str> {
+fn zstd_decoder<R: Read + Send + 'static>(
+    _: Replayed<R>,
+) -> Result<Box<dyn Read + Send>, &'static str> {
     Err("zstd-compressed, but this rocrtrace is built without zstd (decompress it first)")
 }
 

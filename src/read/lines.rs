@@ -99,7 +99,7 @@ pub struct LineReader<R> {
 /// Where the current line's text is.
 enum Cur {
     None,
-    /// buf[from..to], UTF-8
+    /// buf[from..to], UTF-8 or decoded in text()
     Range(usize, usize),
     /// decoded with `\xNN` escapes
     Owned(String),
@@ -189,7 +189,12 @@ impl<R: Read> LineReader<R> {
             Cur::Owned(t) => Cow::Owned(t),
             Cur::Range(from, to) => {
                 self.cur = Cur::Range(from, to);
-                Cow::Borrowed(std::str::from_utf8(&self.buf[from..to]).unwrap_or_default())
+                let bytes = &self.buf[from..to];
+                match std::str::from_utf8(bytes) {
+                    Ok(t) => Cow::Borrowed(t),
+                    // take_line knew it fits however it decodes
+                    Err(_) => Cow::Owned(decode(bytes)),
+                }
             }
         }
     }
@@ -218,6 +223,13 @@ impl<R: Read> LineReader<R> {
         if bytes.len() > max.saturating_mul(4) {
             let head = sample(bytes);
             return self.too_long(&head);
+        }
+        if bytes.len() <= max / 4 {
+            // at most four characters a byte: it fits however it decodes,
+            // and is decoded (checked) once, in text()
+            self.cur = Cur::Range(from, to);
+            self.lineno += 1;
+            return (self.lineno, true);
         }
         let fits = |t: &str| t.len() <= max || t.chars().count() <= max;
         match std::str::from_utf8(bytes) {

@@ -3,6 +3,7 @@
 //! over-long, CRLF and last-line counts, and find and remove a file's layout
 //! (preamble, indentation, `> ` quoting).  Not wired into Python yet.
 
+pub mod chunked;
 pub mod compress;
 pub mod detect;
 pub mod layout;
@@ -70,7 +71,7 @@ pub fn why(e: &io::Error) -> String {
 }
 
 /// A reader of `path`'s bytes (`-` = stdin), decompressed by magic bytes.
-pub fn open_path(path: &str) -> Result<Box<dyn Read>, InputError> {
+pub fn open_path(path: &str) -> Result<Box<dyn Read + Send>, InputError> {
     if path == "-" {
         return open_reader(path, io::stdin());
     }
@@ -87,7 +88,10 @@ pub fn open_path(path: &str) -> Result<Box<dyn Read>, InputError> {
 /// A reader of the bytes of `raw` (an open file, stdin, a pipe), named
 /// `path` in errors, decompressed by its magic bytes.  Only the first
 /// bytes are read here, and they are replayed, never seeked back.
-pub fn open_reader<R: Read + 'static>(path: &str, mut raw: R) -> Result<Box<dyn Read>, InputError> {
+pub fn open_reader<R: Read + Send + 'static>(
+    path: &str,
+    mut raw: R,
+) -> Result<Box<dyn Read + Send>, InputError> {
     let head = compress::read_full(&mut raw, compress::MAGIC_LEN)
         .map_err(|e| input_error(path, &format!("read error: {}", why(&e))))?;
     let kind = compression_of(&head);

@@ -26,12 +26,12 @@ pub struct FileSpec {
     pub layout: Layout,
     /// `_layout_text`: "" or "indented by 4 column(s)" ...
     pub layout_text: String,
-    pub stream: Option<Box<dyn Read>>,
+    pub stream: Option<Box<dyn Read + Send>>,
 }
 
 impl FileSpec {
     /// The decompressed bytes of the file, from its start.
-    pub fn open(&mut self) -> Result<Box<dyn Read>, InputError> {
+    pub fn open(&mut self) -> Result<Box<dyn Read + Send>, InputError> {
         if let Some(s) = self.stream.take() {
             return Ok(s);
         }
@@ -144,7 +144,10 @@ fn read_up_to(r: &mut dyn Read, n: usize) -> io::Result<Vec<u8>> {
 }
 
 /// The decompressed stream of `raw`, and whether it is compressed.
-fn open_kind(path: &str, mut raw: Box<dyn Read>) -> Result<(Box<dyn Read>, bool), InputError> {
+fn open_kind(
+    path: &str,
+    mut raw: Box<dyn Read + Send>,
+) -> Result<(Box<dyn Read + Send>, bool), InputError> {
     let head = compress::read_full(&mut raw, compress::MAGIC_LEN)
         .map_err(|e| input_error(path, &format!("read error: {}", why(&e))))?;
     let kind: Option<Compression> = compress::compression_of(&head);
@@ -291,7 +294,7 @@ pub fn open_files(arg: &str, input_format: Option<&str>) -> Result<Vec<FileSpec>
         if !streaming && fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
             return Err(input_error(&path, "empty file"));
         }
-        let raw: Box<dyn Read> = if path == "-" {
+        let raw: Box<dyn Read + Send> = if path == "-" {
             Box::new(io::stdin())
         } else {
             match File::open(&path) {
@@ -313,8 +316,8 @@ pub fn open_files(arg: &str, input_format: Option<&str>) -> Result<Vec<FileSpec>
             Some(f) => detect::format_of(f).unwrap_or(Format::Unknown),
             None => detect::detect(&path, &h.lines, &lay)?,
         };
-        let keep: Option<Box<dyn Read>> =
-            streaming.then(|| Box::new(Cursor::new(h.data).chain(stream)) as Box<dyn Read>);
+        let keep: Option<Box<dyn Read + Send>> =
+            streaming.then(|| Box::new(Cursor::new(h.data).chain(stream)) as Box<dyn Read + Send>);
         let tid = if several && format == Format::Strace {
             ff_tid(&path)
         } else {

@@ -959,3 +959,154 @@ mod ff {
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
+
+/// --jobs on one file: the chunked reading gives the sequential parse
+/// whatever the cut points (src/read/chunked.rs).
+mod chunked {
+    use super::super::open::open_files;
+    use super::super::trace::{Builtin, Trace};
+    use crate::events::*;
+    use proptest::prelude::*;
+
+    /// Lines that meet every case a cut can fall into.
+    const STRACE: &[&str] = &[
+        "strace: Process 42 attached",
+        "42 1764435600.100000 openat(AT_FDCWD, \"/dev/kfd\", O_RDWR) = 3</dev/kfd> <0.000010>",
+        "42 1764435600.110000 ioctl(3</dev/kfd>, AMDKFD_IOC_WAIT_EVENTS, 0x7f <unfinished ...>",
+        "43 1764435600.120000 close(5) = 0",
+        " > /lib/libc.so.6(close+0x14) [0x1234]",
+        " > /lib/libc.so.6(__libc_start_main+0x80) [0x29d90]",
+        "42 1764435600.130000 <... ioctl resumed>) = 0",
+        "43 1764435600.140000 read(3</dev/kfd>, \"abc\", 3) = 3",
+        "44 1764435600.150000 write(1, \"x\", 1strace: Process 45 attached",
+        ") = 1",
+        "45 1764435600.160000 clone(child_stack=0x1, flags=CLONE_VM|CLONE_FILES|CLONE_THREAD|CLONE_SIGHAND) = 46",
+        "46 1764435600.170000 close(7) = -1 EBADF (Bad file descriptor)",
+        "43 1764435600.180000 \x1b[31mclose(9) = 0\x1b[0m",
+        "43 1764435600.190000 <... write resumed>) = 1",
+        "garbage that parses as nothing",
+        "",
+        "42 1764435600.200000 mmap(NULL, 4096, PROT_READ, MAP_SHARED, 3</dev/kfd>, 0x1000) = 0x7f0000",
+        "42 1764435600.210000 exit_group(0) = ?",
+        " > /lib/libc.so.6(_exit+0x1) [0x10]",
+        "46 1764435600.220000 +++ exited with 0 +++",
+        "42 1764435600.230000 +++ exited with 0 +++",
+        "% time     seconds  usecs/call     calls    errors syscall",
+        "100.00    0.000010           1        10           close",
+    ];
+
+    const PRELOAD: &[&str] = &[
+        "# rocrtrace-log 2",
+        "# pid=4242 ppid=1 exe=/bin/app page_size=4096 start=1764435600.0",
+        "# fd-snapshot start",
+        "# fd 3 /dev/kfd",
+        "# fd 4 /dev/dri/renderD128",
+        "# map 7f00-8f00 r-xp 0 /lib/libhsa.so build-id=abcd",
+        "#+ 4242 1+ 4242 1764435600.1 ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, {start_addr=0x1000, ",
+        "4242 1764435600.15 close(8) = 0",
+        "#+ 4242 2 size=0x1000, op=KFD_IOCTL_SVM_OP_SET_ATTR, nattr=0, attrs=[]}) = 0",
+        "4242 1764435600.2 ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, {start_addr=0x2000, size=0x1000, op=KFD_IOCTL_SVM_OP_SET_ATTR, nattr=0, attrs=[]}) = 0",
+        "4243 1764435600.3 close(3) = 0",
+        "# exit status=0",
+    ];
+
+    fn run(
+        path: &str,
+        jobs: usize,
+        batch: usize,
+        max_line: usize,
+    ) -> (Vec<Event>, Vec<InputInfo>, u64) {
+        let files = open_files(path, None).unwrap();
+        let mut t = Trace::new(path, files, max_line, Builtin);
+        t.jobs = jobs;
+        t.batch_lines = batch;
+        t.min_bytes = 0;
+        let infos = t.infos.clone();
+        let chunks = t.chunks.clone();
+        let evs: Vec<Event> = t.events().map(|r| r.unwrap()).collect();
+        let infos = infos.borrow().clone();
+        (evs, infos, chunks.get())
+    }
+
+    fn write(name: &str, data: &[u8]) -> String {
+        let d = std::env::temp_dir().join(format!("rocrtrace-chunked-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join(name);
+        std::fs::write(&p, data).unwrap();
+        p.display().to_string()
+    }
+
+    fn same_at_every_cut(path: &str, max_line: usize) {
+        let (a, ai, n1) = run(path, 1, 4096, max_line);
+        assert_eq!(n1, 0, "--jobs 1 does not chunk");
+        assert!(!a.is_empty());
+        for batch in [1, 2, 3, 5, 7, 4096] {
+            for jobs in [2, 3] {
+                let (b, bi, n) = run(path, jobs, batch, max_line);
+                assert!(n > 0, "the chunked path ran");
+                assert_eq!(a, b, "{path}: batch {batch} jobs {jobs}");
+                assert_eq!(ai, bi, "{path}: batch {batch} jobs {jobs}");
+            }
+        }
+    }
+
+    #[test]
+    fn strace_cuts_anywhere() {
+        let p = write("s.log", (STRACE.join("\n") + "\n").as_bytes());
+        same_at_every_cut(&p, 1 << 20);
+        // over-long lines (counted while reading) among the parser's
+        // unparsed ones, in line order
+        same_at_every_cut(&p, 60);
+    }
+
+    #[test]
+    fn preload_cuts_anywhere() {
+        let p = write("p.log", PRELOAD.join("\n").as_bytes());
+        same_at_every_cut(&p, 1 << 20);
+    }
+
+    #[test]
+    fn crlf_bad_bytes_and_a_preamble_cut_anywhere() {
+        let mut data = b"some banner\r\nmore banner\r\n".to_vec();
+        for l in STRACE {
+            data.extend_from_slice(l.as_bytes());
+            data.extend_from_slice(b"\xff\r\n");
+        }
+        data.extend_from_slice(b"42 1764435600.3 close(1) = 0");
+        let p = write("c.log", &data);
+        same_at_every_cut(&p, 1 << 20);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+        #[test]
+        fn any_lines_any_cuts(
+            picks in prop::collection::vec(0usize..(STRACE.len() + PRELOAD.len()), 1..40),
+            batch in 1usize..6,
+            max_line in prop_oneof![Just(1usize << 20), Just(70)],
+        ) {
+            let all: Vec<&str> = STRACE.iter().chain(PRELOAD).copied().collect();
+            let text: Vec<&str> = picks.iter().map(|&i| all[i]).collect();
+            let p = write("any.log", (text.join("\n") + "\n").as_bytes());
+            let seq = {
+                let files = open_files(&p, Some("strace")).unwrap();
+                let mut t = Trace::new(&p, files, max_line, Builtin);
+                t.min_bytes = 0;
+                let infos = t.infos.clone();
+                let evs: Vec<Result<Event, _>> = t.events().collect();
+                let i = infos.borrow().clone();
+                (evs, i)
+            };
+            let files = open_files(&p, Some("strace")).unwrap();
+            let mut t = Trace::new(&p, files, max_line, Builtin);
+            t.jobs = 2;
+            t.batch_lines = batch;
+            t.min_bytes = 0;
+            let infos = t.infos.clone();
+            let evs: Vec<Result<Event, _>> = t.events().collect();
+            let i = infos.borrow().clone();
+            prop_assert_eq!(&seq.0, &evs);
+            prop_assert_eq!(&seq.1, &i);
+        }
+    }
+}

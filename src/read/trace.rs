@@ -6,14 +6,17 @@
 //! gets); the reading, the layout clean-up and the merge are the same for
 //! every dialect.
 
+use super::chunked::{self, Chunked, Item};
 use super::detect::format_name;
 use super::lines::{CHUNK, Line, LineReader, ReadInfo};
 use super::merge::{Key, Maker, Spill, Stream, bounded_merge};
 use super::open::FileSpec;
 use super::{InputError, input_error};
 use crate::events::{Event, FileId, Format, InputInfo, Kind, Text};
+use crate::parse::strace::PreCall;
 use crate::parse::{strace, tinygrad};
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Read;
@@ -28,6 +31,11 @@ pub const MERGE_CHUNK: usize = 64 << 10;
 pub trait Dialect {
     /// The events line `lineno` completes, appended to `out`.
     fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Event>);
+    /// `feed` with the line's pre-parse from a worker (--jobs).
+    fn feed_pre(&mut self, lineno: u64, line: &str, pre: Option<PreCall>, out: &mut Vec<Event>) {
+        let _ = pre;
+        self.feed(lineno, line, out)
+    }
     /// The events still pending at the end of the file.
     fn finish(&mut self, out: &mut Vec<Event>);
     /// The file's counts, which reading adds to as well.
@@ -72,7 +80,10 @@ pub trait Dialects {
 
 impl Dialect for strace::Parser {
     fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Event>) {
-        strace::Parser::feed(self, lineno, line.as_bytes(), out)
+        strace::Parser::feed_text(self, lineno, line, out)
+    }
+    fn feed_pre(&mut self, lineno: u64, line: &str, pre: Option<PreCall>, out: &mut Vec<Event>) {
+        strace::Parser::feed_pre(self, lineno, line, pre, out)
     }
     fn finish(&mut self, out: &mut Vec<Event>) {
         strace::Parser::finish(self, out)
@@ -127,13 +138,13 @@ fn article(fmt: &str) -> String {
 /// The lines of one file after reading and layout clean-up, counted into
 /// the parser's info as inputs.py `read_lines` and `clean_lines` count.
 pub struct CleanLines {
-    lr: LineReader<Box<dyn Read>>,
+    lr: LineReader<Box<dyn Read + Send>>,
     layout: super::Layout,
 }
 
 impl CleanLines {
     pub fn new(
-        r: Box<dyn Read>,
+        r: Box<dyn Read + Send>,
         path: &str,
         layout: super::Layout,
         max_line: usize,
@@ -212,7 +223,13 @@ impl CleanLines {
 
 /// The events of one file, then its info into `infos[idx]`.
 pub struct FileEvents {
-    lines: CleanLines,
+    /// None while `chunked` reads the lines
+    lines: Option<CleanLines>,
+    chunked: Option<Chunked>,
+    /// a read error the chunked reading met, after the events before it
+    failed: Option<InputError>,
+    /// where the chunk count goes
+    chunks: Rc<Cell<u64>>,
     parser: Box<dyn Dialect>,
     out: VecDeque<Event>,
     buf: Vec<Event>,
@@ -225,6 +242,32 @@ pub struct FileEvents {
 }
 
 impl FileEvents {
+    /// One batch of the chunked reading through the parser.
+    fn feed_batch(&mut self, c: &mut Chunked) {
+        let Some(mut b) = c.next_batch() else {
+            // only after an end or an error, which ended the reading
+            self.finished = true;
+            return;
+        };
+        let pre = std::mem::take(&mut b.pre);
+        for (item, pre) in b.items.iter().zip(pre) {
+            match *item {
+                Item::Line(n, s, e) => self.parser.feed_pre(n, b.line(s, e), pre, &mut self.buf),
+                Item::Long => self.parser.info().lines += 1,
+                Item::Counts(ref d) => chunked::add_counts(self.parser.info(), d),
+                Item::Err(ref e) => {
+                    self.failed = Some(e.clone());
+                    break;
+                }
+                Item::End => {
+                    self.parser.finish(&mut self.buf);
+                    self.finished = true;
+                }
+            }
+        }
+        self.chunks.set(c.chunks);
+    }
+
     /// The parser's new events become the queue (`out` is empty here): the
     /// two trade buffers instead of moving each event across.
     fn take_buf(&mut self) {
@@ -258,11 +301,25 @@ impl Iterator for FileEvents {
             if self.done {
                 return None;
             }
+            if let Some(e) = self.failed.take() {
+                self.done = true;
+                let info = self.parser.info().clone();
+                self.infos.borrow_mut()[self.idx] = info;
+                return Some(Err(e));
+            }
             if self.finished {
                 // every event is out: the info is complete
+                self.chunked = None;
                 return self.end();
             }
-            match self.lines.next(self.parser.info()) {
+            if let Some(mut c) = self.chunked.take() {
+                self.feed_batch(&mut c);
+                self.chunked = Some(c);
+                self.take_buf();
+                continue;
+            }
+            let lines = self.lines.as_mut().expect("lines or chunks");
+            match lines.next(self.parser.info()) {
                 Err(e) => {
                     self.done = true;
                     let info = self.parser.info().clone();
@@ -295,6 +352,14 @@ pub struct Trace<D: Dialects> {
     pub max_open: usize,
     /// the first file's FileId; the others follow
     pub first_id: u32,
+    /// --jobs: threads that pre-parse a one-file trace's lines
+    pub jobs: usize,
+    /// lines per chunk of that (tests: any cut)
+    pub batch_lines: usize,
+    /// smaller plain files are not chunked
+    pub min_bytes: u64,
+    /// chunks that went through the threads
+    pub chunks: Rc<Cell<u64>>,
     dialects: Rc<D>,
 }
 
@@ -316,8 +381,21 @@ impl<D: Dialects + 'static> Trace<D> {
             max_line,
             max_open: MAX_OPEN,
             first_id: 0,
+            jobs: 1,
+            batch_lines: chunked::BATCH_LINES,
+            min_bytes: chunked::MIN_BYTES,
+            chunks: Rc::new(Cell::new(0)),
             dialects: Rc::new(dialects),
         }
+    }
+
+    /// Whether --jobs cuts this (the trace's only) file: a strace or
+    /// preload log, a pipe or a file of at least `min_bytes`.
+    fn chunkable(&self, spec: &FileSpec) -> bool {
+        self.jobs > 1
+            && matches!(spec.format, Format::Strace | Format::Preload)
+            && (spec.stream.is_some()
+                || std::fs::metadata(&spec.path).is_ok_and(|m| m.len() >= self.min_bytes))
     }
 
     pub fn paths(&self) -> Vec<&str> {
@@ -330,6 +408,7 @@ impl<D: Dialects + 'static> Trace<D> {
         spec: &mut FileSpec,
         threads: Option<&Threads>,
         chunk: usize,
+        jobs: usize,
     ) -> Result<FileEvents, InputError> {
         let info = self.infos.borrow()[i].clone();
         let r = spec.open()?;
@@ -343,8 +422,20 @@ impl<D: Dialects + 'static> Trace<D> {
                 ),
             ));
         };
+        let lines = CleanLines::new(r, &spec.path, spec.layout.clone(), self.max_line, chunk);
+        let (lines, chunked) = if jobs > 1 {
+            match Chunked::new(lines, &spec.path, fid, jobs, self.batch_lines) {
+                Ok(c) => (None, Some(c)),
+                Err(lines) => (Some(lines), None),
+            }
+        } else {
+            (Some(lines), None)
+        };
         Ok(FileEvents {
-            lines: CleanLines::new(r, &spec.path, spec.layout.clone(), self.max_line, chunk),
+            lines,
+            chunked,
+            failed: None,
+            chunks: self.chunks.clone(),
             parser,
             out: VecDeque::new(),
             buf: Vec::new(),
@@ -365,7 +456,12 @@ impl<D: Dialects + 'static> Trace<D> {
     {
         let mut files = std::mem::take(&mut self.files);
         if files.len() == 1 {
-            let one = self.file_events(0, &mut files[0], None, CHUNK);
+            let jobs = if self.chunkable(&files[0]) {
+                self.jobs
+            } else {
+                1
+            };
+            let one = self.file_events(0, &mut files[0], None, CHUNK, jobs);
             return Box::new(with_seq(match one {
                 Ok(evs) => Box::new(evs) as Box<dyn Iterator<Item = _>>,
                 Err(e) => Box::new(std::iter::once(Err(e))),
@@ -387,7 +483,7 @@ impl<D: Dialects + 'static> Trace<D> {
                 let me = me.clone();
                 let threads = threads.clone();
                 Box::new(move || -> Stream<Event> {
-                    match me.file_events(i, &mut spec, Some(&threads), chunk) {
+                    match me.file_events(i, &mut spec, Some(&threads), chunk, 1) {
                         Ok(evs) => Box::new(keyed(evs, pos as u32)),
                         Err(e) => Box::new(std::iter::once(Err(e))),
                     }

@@ -2,9 +2,11 @@
 
 Every fixture log is run through the same commands the comparison with the
 old Python reference engine ran (``analyze`` as JSON, with and without
-``--all-fds``, ``events`` as CSV, ``show`` of fd 3 and of the first SVM
-range) and what each prints, with its exit status, is compared byte for
-byte with ``tests/engine/expected/<fixture path>.out``.  The generated
+``--all-fds``, as the verbose text report and as a Perfetto trace,
+``events`` as CSV, ``show`` of fd 3 and of the first SVM range) and what
+each prints (a Perfetto file: its bytes after stdout), with its exit
+status, is compared byte for byte with
+``tests/engine/expected/<fixture path>.out``.  The generated
 benchmark traces (benchmarks/gen_traces.py, seeded: they regenerate
 identically) are too large to keep their outputs, so their SHA-256 and size
 are kept in ``expected/generated.txt``; the traces past the chunking
@@ -76,9 +78,16 @@ def _svm_address(path: str) -> str | None:
     return m.group(1).decode() if m else None
 
 
+PERFETTO_OUT = "{perfetto-out}"
+
+
 def commands(path: str) -> list[list[str]]:
     cmds = [["analyze", "--format", "json", "--no-progress", path],
             ["analyze", "--format", "json", "--no-progress", "--all-fds", path],
+            # text: a call cited twice in one report is printed once ("shown above")
+            ["analyze", "--verbose", "--no-progress", "--fail-on", "never", path],
+            ["analyze", "--no-progress", "--fail-on", "never", "--format",
+             f"perfetto:{PERFETTO_OUT}", path],
             ["events", "--format", "csv", path],
             ["show", "--fd", "3", "--format", "json", path]]
     addr = _svm_address(path)
@@ -88,15 +97,24 @@ def commands(path: str) -> list[list[str]]:
 
 
 def run(args: list[str]) -> tuple[int, bytes]:
-    """(exit status, stdout) of one command; an exception that escapes the
-    CLI is a bug, never an expected output."""
-    res = CliRunner().invoke(cli, args, catch_exceptions=True)
+    """(exit status, stdout and the Perfetto file it wrote) of one command;
+    an exception that escapes the CLI is a bug, never an expected output."""
+    with tempfile.TemporaryDirectory(prefix="rocrtrace-expected-") as tmp:
+        pf = os.path.join(tmp, "trace.pftrace")
+        res = CliRunner().invoke(cli, [a.replace(PERFETTO_OUT, pf) for a in args],
+                                 catch_exceptions=True)
+        written = b""
+        if os.path.exists(pf):
+            with open(pf, "rb") as f:
+                written = b"\n--- perfetto file ---\n" + f.read()
     exc = res.exception
     if exc is not None and not isinstance(exc, SystemExit):
         raise AssertionError(f"rocrtrace {' '.join(args)}: {type(exc).__name__}: {exc}")
     # the version is not behaviour: a release must not rewrite every output
-    return res.exit_code, res.stdout_bytes.replace(
-        f'"version": "{__version__}"'.encode(), b'"version": "VERSION"')
+    out = res.stdout_bytes.replace(f'"version": "{__version__}"'.encode(),
+                                   b'"version": "VERSION"') \
+        .replace(f"rocrtrace {__version__}".encode(), b"rocrtrace VERSION")
+    return res.exit_code, out + written
 
 
 def render(path: str) -> bytes:
@@ -171,6 +189,8 @@ def digests(work: Path) -> tuple[list[str], list[str]]:
         for path in generated_inputs(work):
             large = os.path.getsize(path) > CHUNKED
             for args in commands(path):
+                if large and any(a.startswith("perfetto:") for a in args):
+                    continue        # minutes to write; the small ones cover it
                 code, out = run(args)
                 lines.append(f"{hashlib.sha256(out).hexdigest()} {len(out)} {code} "
                              + " ".join(args))

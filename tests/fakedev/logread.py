@@ -1,8 +1,8 @@
 """A small, independent reader of preload logs for the capture tests.
 
-Deliberately separate from rocrtrace.parse (written concurrently): the round
-trip must show the writer prints what the program passed, judged by a reader
-that shares no code with it."""
+Deliberately separate from the core's parser (src/parse/): the round trip
+must show the writer prints what the program passed, judged by a reader that
+shares no code with it."""
 from __future__ import annotations
 
 import re

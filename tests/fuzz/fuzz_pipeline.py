@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 with atheris.instrument_imports(include=["rocrtrace"]):
     from rocrtrace.engine import analyze
-    from rocrtrace.inputs import InputError
+    from rocrtrace.paths import InputError
     from rocrtrace.report import render
 
 _DIR = tempfile.mkdtemp(prefix="rocrtrace-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm")

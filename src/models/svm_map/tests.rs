@@ -334,6 +334,28 @@ proptest! {
         }
     }
 
+    /// update_coalesce in one walk is update then coalesce, on maps of small
+    /// values with gaps, pieces touching [s, e) and pieces sticking out.
+    #[test]
+    fn update_coalesce_is_update_then_coalesce(
+        cuts in prop::collection::vec((0u64..N, 1u64..6, 0u8..4), 0..12),
+        ops in prop::collection::vec((span(), 0u8..4, any::<bool>()), 1..8),
+    ) {
+        let mut m: PieceMap<u8> = PieceMap::new();
+        for (s, len, v) in cuts {
+            m.update(s, (s + len).min(N), |_| v, Some(&v), true);
+        }
+        for ((s, e), add, gaps) in ops {
+            let f = |v: &u8| (v + add) % 4;
+            let fill = gaps.then_some(&0u8);
+            let mut want = m.clone();
+            want.update(s, e, f, fill, false);
+            want.coalesce(s, e, |v| *v == 0);
+            m.update_coalesce(s, e, f, fill, |v| *v == 0);
+            prop_assert_eq!(&m, &want);
+        }
+    }
+
     /// The cover index answers what the live items' ranges say, and merges
     /// back as items leave.
     #[test]
@@ -348,9 +370,17 @@ proptest! {
                 idx.remove(a, b, &item);
             }
             for page in 0..N {
-                let want: BTreeSet<u32> =
+                let want: Vec<u32> =
                     live.iter().filter(|(_, (a, b))| *a <= page && page < *b).map(|(k, _)| *k).collect();
                 prop_assert_eq!(idx.query(page, page + 1), want);
+            }
+            // ranges: every item on any of their pages, in order, once
+            for qs in 0..N {
+                for qe in qs + 1..=N {
+                    let want: Vec<u32> =
+                        live.iter().filter(|(_, (a, b))| *a < qe && qs < *b).map(|(k, _)| *k).collect();
+                    prop_assert_eq!(idx.query(qs, qe), want);
+                }
             }
             // no empty pieces, no two touching equal ones
             let pieces: Vec<_> = idx.pieces.iter().collect();
@@ -495,8 +525,9 @@ fn cover_index_merges_back() {
     idx.add(0, 10, 1u32);
     idx.add(4, 6, 2);
     assert_eq!(idx.len(), 3);
-    assert_eq!(idx.query(5, 6), BTreeSet::from([1, 2]));
-    assert_eq!(idx.query(0, 4), BTreeSet::from([1]));
+    assert_eq!(idx.query(5, 6), vec![1, 2]);
+    assert_eq!(idx.query(0, 4), vec![1]);
+    assert_eq!(idx.query(0, 10), vec![1, 2]);
     idx.remove(4, 6, &2);
     assert_eq!(idx.len(), 1);
     idx.remove(0, 10, &1);
@@ -578,4 +609,252 @@ fn mremap_shrink_to_a_partial_page_keeps_it() {
     );
     // lengths that are equal once page-aligned: nothing unmapped
     assert!(mremap_unmaps(0x10000, 0x2000, 0x1800, 0x10000, 12).is_empty());
+}
+
+// --- PieceMap against a page array (the port of test_svm_equivalence.py's
+// PieceMap cases): per page the id of its piece and the piece's value, so
+// equal neighbours stay apart until coalesce merges them.
+
+const PM: u64 = 64;
+
+#[derive(Default)]
+struct PageRef {
+    pages: Vec<Option<(u64, u8)>>,
+    next: u64,
+}
+
+impl PageRef {
+    fn new() -> Self {
+        PageRef {
+            pages: vec![None; (PM + 16) as usize],
+            next: 0,
+        }
+    }
+
+    fn id(&mut self) -> u64 {
+        self.next += 1;
+        self.next
+    }
+
+    fn paint(&mut self, s: u64, e: u64, v: Option<(u64, u8)>) {
+        for p in s..e {
+            self.pages[p as usize] = v;
+        }
+    }
+
+    /// Runs of pages with one id: (start, end, value).
+    fn pieces(&self) -> Vec<(u64, u64, u8)> {
+        let mut out: Vec<(u64, u64, u8)> = Vec::new();
+        let mut last: Option<u64> = None;
+        for (p, slot) in self.pages.iter().enumerate() {
+            let p = p as u64;
+            match slot {
+                Some((id, v)) if last == Some(*id) && out.last().is_some_and(|x| x.1 == p) => {
+                    out.last_mut().unwrap().1 = p + 1;
+                    let _ = v;
+                }
+                Some((id, v)) => {
+                    out.push((p, p + 1, *v));
+                    last = Some(*id);
+                }
+                None => last = None,
+            }
+        }
+        out
+    }
+
+    fn overlapping(&self, s: u64, e: u64) -> Vec<(u64, u64, u8)> {
+        self.pieces()
+            .into_iter()
+            .filter(|p| s < e && p.0 < e && p.1 > s)
+            .collect()
+    }
+
+    fn get(&self, page: u64) -> Option<u8> {
+        self.pages.get(page as usize)?.map(|x| x.1)
+    }
+
+    fn update(&mut self, s: u64, e: u64, f: impl Fn(u8) -> u8, fill: Option<u8>, always: bool) {
+        let mut pos = s;
+        for (ps, pe, v) in self.overlapping(s, e) {
+            if let Some(fv) = fill
+                && pos < ps
+            {
+                let id = self.id();
+                self.paint(pos, ps, Some((id, f(fv))));
+            }
+            let (nv, hi) = (f(v), pe.min(e));
+            if always || nv != v {
+                let id = self.id();
+                self.paint(ps.max(s), hi, Some((id, nv)));
+                self.retag(hi, pe, v);
+            }
+            pos = hi;
+        }
+        if let Some(fv) = fill
+            && pos < e
+        {
+            let id = self.id();
+            self.paint(pos, e, Some((id, f(fv))));
+        }
+    }
+
+    fn delete(&mut self, s: u64, e: u64) -> Vec<(u64, u64, u8)> {
+        let out = self
+            .overlapping(s, e)
+            .into_iter()
+            .map(|(ps, pe, v)| (ps.max(s), pe.min(e), v))
+            .collect();
+        if s < e {
+            if let Some(&(ps, pe, v)) = self.overlapping(s, e).last()
+                && ps < s
+                && pe > e
+            {
+                self.retag(e, pe, v); // the tail of a piece cut in two
+            }
+            self.paint(s, e, None);
+        }
+        out
+    }
+
+    /// A split's tail is a piece of its own: a fresh id, so that merging
+    /// its head with a neighbour later cannot reach it.
+    fn retag(&mut self, s: u64, e: u64, v: u8) {
+        if s < e {
+            let id = self.id();
+            self.paint(s, e, Some((id, v)));
+        }
+    }
+
+    fn coalesce(&mut self, s: u64, e: u64, drop: impl Fn(u8) -> bool) {
+        let mut prev: Option<(u64, u64, u8)> = None; // the run so far, its id at .0
+        for (ps, pe, v) in self.overlapping(s.saturating_sub(1), e + 1) {
+            if drop(v) {
+                self.paint(ps, pe, None);
+                prev = None;
+                continue;
+            }
+            match prev {
+                Some((rs, re, rv)) if re == ps && rv == v => {
+                    let id = self.pages[rs as usize].unwrap().0;
+                    self.paint(ps, pe, Some((id, v)));
+                    prev = Some((rs, pe, v));
+                }
+                _ => prev = Some((ps, pe, v)),
+            }
+        }
+    }
+}
+
+/// Python's `_fn(x)`: some values kept equal.
+fn pm_fn(x: u8) -> impl Fn(u8) -> u8 {
+    move |v| if x < 3 { (v + x) % 3 } else { x - 3 }
+}
+
+#[derive(Debug, Clone)]
+enum PmOp {
+    Update(u64, u64, u8, bool, bool),
+    Delete(u64, u64),
+    Coalesce(u64, u64),
+    UpCo(u64, u64, u8, bool),
+    Query(u64, u64),
+}
+
+fn pm_span() -> impl Strategy<Value = (u64, u64)> {
+    (0..PM, 0u64..12).prop_map(|(s, n)| (s, s + n))
+}
+
+fn pm_op() -> impl Strategy<Value = PmOp> {
+    prop_oneof![
+        (pm_span(), 0u8..5, any::<bool>(), any::<bool>())
+            .prop_map(|((s, e), x, f, a)| PmOp::Update(s, e, x, f, a)),
+        pm_span().prop_map(|(s, e)| PmOp::Delete(s, e)),
+        // merging is asked of non-empty ranges only (CoverIndex's)
+        pm_span().prop_map(|(s, e)| PmOp::Coalesce(s, e + 1)),
+        (pm_span(), 0u8..5, any::<bool>()).prop_map(|((s, e), x, f)| PmOp::UpCo(s, e + 1, x, f)),
+        // reversed and empty ranges in queries find nothing
+        (0..PM, 0u64..12, any::<bool>()).prop_map(|(s, n, back)| PmOp::Query(
+            s,
+            if back { s.saturating_sub(n) } else { s + n }
+        )),
+    ]
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn piece_map_matches_page_array(ops in prop::collection::vec(pm_op(), 1..60)) {
+        let (mut m, mut r) = (PieceMap::<u8>::new(), PageRef::new());
+        for op in &ops {
+            match *op {
+                PmOp::Update(s, e, x, fill, always) => {
+                    let got = m.update(s, e, |v| pm_fn(x)(*v), fill.then_some(&1), always);
+                    r.update(s, e, pm_fn(x), fill.then_some(1), always);
+                    // what replaced the overlapped pieces is what the map now holds
+                    // there (heads and tails may stick out of [s, e))
+                    let now: Vec<_> = m.iter().map(|(s, e, v)| (s, e, *v)).collect();
+                    prop_assert!(got.iter().all(|p| now.contains(p)), "{:?} {:?}", got, now);
+                }
+                PmOp::Delete(s, e) => prop_assert_eq!(m.delete(s, e), r.delete(s, e)),
+                PmOp::Coalesce(s, e) => {
+                    m.coalesce(s, e, |v| *v == 2);
+                    r.coalesce(s, e, |v| v == 2);
+                }
+                PmOp::UpCo(s, e, x, fill) => {
+                    m.update_coalesce(s, e, |v| pm_fn(x)(*v), fill.then_some(&0), |v| *v == 2);
+                    r.update(s, e, pm_fn(x), fill.then_some(0), false);
+                    r.coalesce(s, e, |v| v == 2);
+                }
+                PmOp::Query(s, e) => {
+                    prop_assert_eq!(m.overlapping(s, e), r.overlapping(s, e));
+                    prop_assert_eq!(m.get(s).copied(), r.get(s));
+                }
+            }
+            let got: Vec<_> = m.iter().map(|(s, e, v)| (s, e, *v)).collect();
+            prop_assert_eq!(got, r.pieces());
+            prop_assert_eq!(m.len(), r.pieces().len());
+        }
+    }
+}
+
+#[test]
+fn piece_map_many_pieces_against_the_page_array() {
+    // a long seeded run (test_piece_map_many_blocks): thousands of updates
+    // and deletes over a wide range
+    let mut seed = 3u64;
+    let mut rnd = |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    let mut m = PieceMap::<u8>::new();
+    let mut r = PageRef {
+        pages: vec![None; 2100],
+        next: 0,
+    };
+    for i in 0..3000 {
+        let s = rnd(2000);
+        let e = s + [1, 1, 2, 5, 30][rnd(5) as usize];
+        let k = rnd(10);
+        if k < 6 {
+            let x = rnd(5) as u8;
+            m.update(s, e, |v| pm_fn(x)(*v), Some(&1), x == 4);
+            r.update(s, e, pm_fn(x), Some(1), x == 4);
+        } else if k < 8 {
+            assert_eq!(m.delete(s, e), r.delete(s, e));
+        } else {
+            m.update_coalesce(s, e, |v| pm_fn(1)(*v), None, |v| *v == 0);
+            r.update(s, e, pm_fn(1), None, false);
+            r.coalesce(s, e, |v| v == 0);
+        }
+        if i % 100 == 0 {
+            let got: Vec<_> = m.iter().map(|(s, e, v)| (s, e, *v)).collect();
+            assert_eq!(got, r.pieces());
+        }
+    }
+    let got: Vec<_> = m.iter().map(|(s, e, v)| (s, e, *v)).collect();
+    assert_eq!(got, r.pieces());
+    assert!(m.len() > 100, "{}", m.len());
 }

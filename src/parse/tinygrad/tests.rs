@@ -1,5 +1,5 @@
-//! The line shapes of tinygrad.py on examples whose events are written out;
-//! the equality with the Python parser over fixtures and generated lines is
+//! The tinygrad line shapes on examples whose events are written out; the
+//! fixtures and generated lines read back to what the generator wrote are
 //! tests/test_engine_read.py.
 
 use super::*;

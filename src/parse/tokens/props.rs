@@ -220,6 +220,95 @@ impl<'a> Builder<'a> for Slices<'a> {
     }
 }
 
+/// Renders what `bracketed` built, with where each text lies in the token,
+/// to compare two walks.
+struct Render<'a>(&'a str);
+
+impl<'a> Builder<'a> for Render<'a> {
+    type Value = String;
+    type Error = ();
+    fn scalar(&mut self, t: &'a str) -> Result<String, ()> {
+        Ok(format!("S{}:{t:?}", offset(self.0, t)))
+    }
+    fn general(&mut self, t: &'a str, depth: isize) -> Result<String, ()> {
+        Ok(format!("G{}@{depth}:{t:?}", offset(self.0, t)))
+    }
+    fn text(&mut self, t: &'a str) -> Result<String, ()> {
+        Ok(format!("T{}:{t:?}", offset(self.0, t)))
+    }
+    fn list(&mut self, items: impl ExactSizeIterator<Item = String>) -> Result<String, ()> {
+        Ok(format!("[{}]", items.collect::<Vec<_>>().join(" ")))
+    }
+    fn dict(&mut self, fields: impl Iterator<Item = (&'a str, String)>) -> Result<String, ()> {
+        let f: Vec<String> = fields.map(|(k, v)| format!("{k}={v}")).collect();
+        Ok(format!("{{{}}}", f.join(" ")))
+    }
+    fn pair(&mut self, a: String, b: String) -> Result<String, ()> {
+        Ok(format!("({a} => {b})"))
+    }
+}
+
+/// The two walks on one token, at a few depths and depth limits.
+fn same_walk(tok: &str) {
+    for (depth, max) in [(0, 64), (3, 64), (0, 2), (5, 4), (-1, 0), (63, 64)] {
+        let one = tokens::bracketed(tok, depth, max, &mut Render(tok));
+        let two = super::two_pass::bracketed_two_pass(tok, depth, max, &mut Render(tok));
+        assert_eq!(one, two, "{tok:?} at depth {depth} of {max}");
+    }
+}
+
+/// Struct-like text: fields, lists, pairs and strace's atoms, nested, with
+/// the near misses of PIECES mixed in.
+fn structs() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        pick(&[
+            "1",
+            "0x10",
+            "x",
+            "NULL",
+            "\"a,b\"",
+            "3</dev/kfd<char 238:0>>",
+            "...",
+            "",
+            "A|B"
+        ]),
+        pick(PIECES),
+    ]
+    .prop_map(str::to_owned);
+    leaf.prop_recursive(8, 96, 5, |inner| {
+        prop_oneof![
+            prop::collection::vec(
+                (
+                    pick(&["a=", "size=", "", "b==", "c=>", "x "]),
+                    inner.clone()
+                ),
+                0..5
+            )
+            .prop_map(|v| format!(
+                "{{{}}}",
+                v.into_iter()
+                    .map(|(k, x)| k.to_owned() + &x)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            prop::collection::vec(inner.clone(), 0..5).prop_map(|v| format!("[{}]", v.join(", "))),
+            (
+                inner.clone(),
+                pick(&[" => ", "=>", " ", " x "]),
+                inner.clone()
+            )
+                .prop_map(|(a, m, b)| format!("{a}{m}{b}")),
+            (inner.clone(), pick(PIECES), any::<prop::sample::Index>()).prop_map(|(x, p, i)| {
+                let mut k = i.index(x.len() + 1);
+                while !x.is_char_boundary(k) {
+                    k -= 1;
+                }
+                format!("{}{p}{}", &x[..k], &x[k..])
+            }),
+        ]
+    })
+}
+
 proptest! {
     // (no regression files: the failing input is in the test's output)
     #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
@@ -291,10 +380,61 @@ proptest! {
     }
 
     #[test]
+    fn one_pass_walk_is_the_two_pass_walk(tok in structs()) {
+        same_walk(&tok);
+        same_walk(&format!(" {{a={tok}}} "));
+    }
+
+    #[test]
+    fn one_pass_walk_is_the_two_pass_walk_on_soup(
+        tok in prop::collection::vec(pick(PIECES), 0..24).prop_map(|v| v.concat())
+    ) {
+        same_walk(&tok);
+        same_walk(&format!("{{a={tok}}}"));
+        same_walk(&format!("[{tok}] => {{b={tok}}}"));
+    }
+
+    #[test]
     fn bracketed_never_panics(tok in prop::collection::vec(pick(PIECES), 0..24).prop_map(|v| v.concat()),
                               depth in -2isize..70) {
         let _ = tokens::bracketed(&tok, depth, 64, &mut Slices(&tok));
         let s = format!("{{a={tok}}}");
         let _ = tokens::bracketed(&s, depth, 64, &mut Slices(&s));
+    }
+}
+
+#[test]
+fn one_pass_walk_is_the_two_pass_walk_on_edges() {
+    let deep = |n: usize| format!("{}1{}", "{a=".repeat(n), "}".repeat(n));
+    for tok in [
+        "{a=1, attrs=[{type=1, value=0x2}, ...]} => {b=2}",
+        "{a=1 /* c */}",
+        "{a=1} /* c */",
+        "{a=\"x",
+        "{a=\"x\"...}",
+        "{a=<x>(deleted), b=<y<z>>}",
+        "{a=<x<y<z>>>}",
+        "{a=1} => {b=\"x} => {c=2}",
+        "{a=1} => {b=2} => {c=3}",
+        "[1, 2) ]",
+        "[1, (2, 3], 4]",
+        "{a=[}",
+        "{a=1}, {b=2}",
+        "} {a=1}",
+        "[[[[[[1]]]]]]",
+        "[[[[[[[1]]]]]]]",
+        "[[[[[[1]]]]], [[[[[[2]]]]]]]",
+        "{a=\"\\\n\"}",
+        "{a=/**/}",
+        "{a=1}/",
+        "{a=1}/*",
+        "[\"a\\\"b\", 'c']",
+        &deep(5),
+        &deep(6),
+        &deep(7),
+        &deep(70),
+        &"{a=1} => ".repeat(70),
+    ] {
+        same_walk(tok);
     }
 }

@@ -1,6 +1,6 @@
-//! The tokenizer's shapes and refusals.  That its tokens are the Python
-//! grammar's is tested from Python (tests/test_fast_paths.py); these pin the
-//! Rust side alone, and props.rs adds the property tests.
+//! The tokenizer's shapes and refusals, with the tokens written out (once
+//! checked against the Python grammar it was ported from); props.rs adds
+//! the property tests.
 
 use super::*;
 

@@ -1,0 +1,281 @@
+//! `--jobs N` on one file: its lines are read in batches (chunks),
+//! each batch's state-free parse ([`strace::pre_parse`]: tokenizing, the
+//! syscall's normalized event) runs on one of N worker threads, and the
+//! batches come back in order for the parser's state-dependent rest (pids,
+//! split calls, held events, frames) and the replay on this thread.
+//!
+//! Why this and not the Python reference's seeded chunk parsers and their
+//! stitching (rocrtrace/parse/chunks.py): what runs on a worker reads no
+//! parser state, so the result is the sequential parse whatever the cut
+//! points -- inside an `<unfinished ...>`/`resumed` pair, a multi-line
+//! record, a `#+` continuation, before a `+++`: there is nothing to stitch,
+//! no case to fall back from, and it works on pipes too.  The reading
+//! stays one pass with the sequential reader, so over-long lines, the
+//! layout clean-up and what they count come out in the same order.
+//!
+//! Threads: one reads, N pre-parse, this one parses the rest and replays.
+//! Memory: at most `3 × N + 1` batches of [`BATCH_LINES`] lines in flight.
+
+use super::InputError;
+use super::trace::CleanLines;
+use crate::events::{FileId, InputInfo, Text};
+use crate::parse::strace::{self, PreCall};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::{self, JoinHandle};
+
+/// Files smaller than this are parsed on one thread (inputs.py's 2 MiB).
+pub const MIN_BYTES: u64 = 2 << 20;
+/// Lines per batch.  Memory grows with it (a pre-parsed line with its
+/// event is about 1 KB, and freed on another thread than made it): peak
+/// RSS of --jobs 2 on a strace log was +8 MB at 128 lines, +22 MB at 512,
+/// +44 MB at 2048.
+pub const BATCH_LINES: usize = 512;
+/// Bytes of text per batch at most (a batch of long lines ends sooner).
+const BATCH_BYTES: usize = 1 << 20;
+
+/// One step of the sequential reading, in file order.
+#[derive(Debug)]
+pub enum Item {
+    /// a line: its number and where its text is in the batch
+    Line(u64, u32, u32),
+    /// an over-long line (counted in info.lines only)
+    Long,
+    /// what reading counted into the file's info right here
+    Counts(Box<InputInfo>),
+    /// reading failed here
+    Err(InputError),
+    /// the end of the file
+    End,
+}
+
+/// A run of items and, once a worker had it, each line's pre-parse.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub text: String,
+    pub items: Vec<Item>,
+    /// per item (None: not a complete call, or not a line)
+    pub pre: Vec<Option<PreCall>>,
+}
+
+impl Batch {
+    pub fn line(&self, start: u32, end: u32) -> &str {
+        &self.text[start as usize..end as usize]
+    }
+}
+
+/// What reading counted: into `info` in the order the sequential reader
+/// counts it (the unparsed samples keep their order).
+pub fn add_counts(info: &mut InputInfo, d: &InputInfo) {
+    info.lines += d.lines;
+    info.preamble += d.preamble;
+    info.too_long += d.too_long;
+    for (line, text) in &d.unparsed_samples {
+        info.add_unparsed(*line, text.as_bytes());
+    }
+    info.unparsed += d.unparsed - d.unparsed_samples.len() as u64;
+    info.ends_mid_line |= d.ends_mid_line;
+    info.crlf |= d.crlf;
+}
+
+/// The reading side: the sequential reader, counting into a scratch info
+/// that becomes a [`Item::Counts`] wherever it changed.
+struct Reader {
+    lines: CleanLines,
+    scratch: InputInfo,
+    blank: InputInfo,
+    /// flags already handed on (the reader reports them on every line)
+    crlf: bool,
+    mid: bool,
+    done: bool,
+    batch_lines: usize,
+}
+
+impl Reader {
+    fn counts(&mut self, items: &mut Vec<Item>) {
+        let s = &self.scratch;
+        let new_crlf = s.crlf && !self.crlf;
+        let new_mid = s.ends_mid_line && !self.mid;
+        if s.lines == 0
+            && s.preamble == 0
+            && s.too_long == 0
+            && s.unparsed == 0
+            && !new_crlf
+            && !new_mid
+        {
+            return;
+        }
+        self.crlf |= s.crlf;
+        self.mid |= s.ends_mid_line;
+        let d = std::mem::replace(&mut self.scratch, self.blank.clone());
+        items.push(Item::Counts(Box::new(d)));
+    }
+
+    fn batch(&mut self) -> Batch {
+        let mut b = Batch {
+            items: Vec::with_capacity(self.batch_lines + 2),
+            ..Batch::default()
+        };
+        while !self.done && b.items.len() < self.batch_lines && b.text.len() < BATCH_BYTES {
+            let got = self.lines.next(&mut self.scratch);
+            // the counts of reading a line come before the line
+            let item = match got {
+                Err(e) => {
+                    self.done = true;
+                    Item::Err(e)
+                }
+                Ok(None) => {
+                    self.done = true;
+                    Item::End
+                }
+                Ok(Some((_, None))) => Item::Long,
+                Ok(Some((n, Some(t)))) => {
+                    let s = b.text.len() as u32;
+                    b.text.push_str(&t);
+                    Item::Line(n, s, b.text.len() as u32)
+                }
+            };
+            self.counts(&mut b.items);
+            b.items.push(item);
+        }
+        b
+    }
+}
+
+/// The batches of one file, read on a thread of their own, pre-parsed by
+/// worker threads, handed out in file order.
+pub struct Chunked {
+    from: Vec<Receiver<Batch>>,
+    threads: Vec<JoinHandle<()>>,
+    got: usize,
+    ended: bool,
+    /// batches that went through a worker (a debug stat)
+    pub chunks: u64,
+}
+
+fn work(file: FileId, jobs: Receiver<Batch>, done: SyncSender<Batch>) {
+    for mut b in jobs {
+        b.pre = b
+            .items
+            .iter()
+            .map(|it| match *it {
+                Item::Line(n, s, e) => strace::pre_parse(file, n, b.line(s, e)),
+                _ => None,
+            })
+            .collect();
+        if done.send(b).is_err() {
+            return;
+        }
+    }
+}
+
+/// Batch k to worker k mod n; each worker's queue holds one, so the
+/// reading stays a few batches ahead of the parse.
+fn read(
+    lines: Receiver<CleanLines>,
+    blank: InputInfo,
+    batch_lines: usize,
+    to: Vec<SyncSender<Batch>>,
+) {
+    let Ok(lines) = lines.recv() else { return };
+    let mut r = Reader {
+        lines,
+        scratch: blank.clone(),
+        blank,
+        crlf: false,
+        mid: false,
+        done: false,
+        batch_lines,
+    };
+    let mut k = 0;
+    while !r.done {
+        if to[k % to.len()].send(r.batch()).is_err() {
+            return; // the consumer is gone
+        }
+        k += 1;
+    }
+}
+
+impl Chunked {
+    /// A reader thread and `jobs` workers over `lines` (the file `file`'s);
+    /// the lines back when no thread can be started (the caller then
+    /// parses on its own).
+    #[allow(clippy::result_large_err)] // once per file
+    pub fn new(
+        lines: CleanLines,
+        path: &str,
+        file: FileId,
+        jobs: usize,
+        batch_lines: usize,
+    ) -> Result<Self, CleanLines> {
+        let mut to = Vec::new();
+        let mut from = Vec::new();
+        let mut threads = Vec::new();
+        for i in 0..jobs.max(1) {
+            let (jtx, jrx) = sync_channel(1);
+            let (dtx, drx) = sync_channel(1);
+            let spawned = thread::Builder::new()
+                .name(format!("rocrtrace-parse-{i}"))
+                .spawn(move || work(file, jrx, dtx));
+            match spawned {
+                Ok(h) => {
+                    threads.push(h);
+                    to.push(jtx);
+                    from.push(drx);
+                }
+                Err(_) => break,
+            }
+        }
+        let (ltx, lrx) = sync_channel(1);
+        let blank = InputInfo::new(Text::from(path));
+        let batch_lines = batch_lines.max(1);
+        let spawned = (!to.is_empty()).then(|| {
+            thread::Builder::new()
+                .name("rocrtrace-read".into())
+                .spawn(move || read(lrx, blank, batch_lines, to))
+        });
+        let me = Chunked {
+            from,
+            threads,
+            got: 0,
+            ended: false,
+            chunks: 0,
+        };
+        match spawned {
+            // the reader is not joined: blocked on a pipe it could hold a
+            // drop up; it ends at its next hand-over once nobody takes it
+            Some(Ok(_)) => {
+                // the reader waits for its lines: it cannot be gone
+                ltx.send(lines).expect("the reader thread runs");
+                Ok(me)
+            }
+            _ => Err(lines),
+        }
+    }
+
+    /// The next batch in file order, its lines pre-parsed; None after the
+    /// batch that held the end (or the read error).
+    pub fn next_batch(&mut self) -> Option<Batch> {
+        if self.ended {
+            return None;
+        }
+        let n = self.from.len();
+        let b = self.from[self.got % n]
+            .recv()
+            .expect("a parse thread failed");
+        self.got += 1;
+        self.chunks += 1;
+        self.ended = matches!(b.items.last(), Some(Item::End | Item::Err(_)));
+        Some(b)
+    }
+}
+
+impl Drop for Chunked {
+    fn drop(&mut self) {
+        // nobody takes results: the workers end, then the reader
+        self.from.clear();
+        // (the workers only: see new)
+        for h in self.threads.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
