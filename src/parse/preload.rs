@@ -12,7 +12,8 @@ fn s(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// `dict(_KV.findall(s))`: a repeated key keeps its first place.
+/// The `key=value` pairs as a dict: a repeated key keeps its first place,
+/// the last value.
 fn kv_dict(text: &[u8]) -> Vec<(&[u8], &[u8])> {
     let mut out: Vec<(&[u8], &[u8])> = Vec::new();
     for (k, v) in grammar::key_values(text) {

@@ -1,4 +1,4 @@
-//! Per-syscall normalization (the port of rocrtrace/parse/syscalls.py): one
+//! Per-syscall normalization: one
 //! parsed call (name, argument tokens, result) becomes one [`Kind`].
 //!
 //! Which kind a syscall maps to, where its fds are when the log has no `-y`
@@ -581,7 +581,7 @@ pub fn normalize(call: &mut Call<'_>) -> Normalized {
     };
     if let Some(kind) = kind {
         let name = match &kind {
-            // the kinds events.py names by class default
+            // the kinds whose name is their KINDS default (events.py)
             Kind::Close(_) => Cow::Borrowed("close"),
             Kind::CloseRange(_) => Cow::Borrowed("close_range"),
             Kind::Ioctl(_) => Cow::Borrowed("ioctl"),
@@ -945,8 +945,7 @@ type Decoded = (
 );
 
 /// Recent (request text, fd path) -> decoded request: a trace names a
-/// handful of requests on a handful of fds millions of times (the Python
-/// code's lru_cache on _request_of).
+/// handful of requests on a handful of fds millions of times.
 type RequestCache = Vec<(Box<[u8]>, Option<Box<[u8]>>, Decoded)>;
 
 thread_local! {
