@@ -171,7 +171,7 @@ impl Frame {
             out.push_str(&format!(" [{a:#x}]"));
         }
         if let Some(src) = &self.source {
-            // Python prints None when the line is unknown
+            // as events.py's Frame prints it: None when the line is unknown
             match self.source_line {
                 Some(l) => out.push_str(&format!(" {src}:{l}")),
                 None => out.push_str(&format!(" {src}:None")),
@@ -630,9 +630,9 @@ impl InputInfo {
         }
     }
 
-    /// Count an unparsed line; keep the first few, shortened.  Python cuts
-    /// the str at 200 code points: with surrogateescape every undecodable
-    /// byte is one code point, so here: 200 UTF-8 characters or stray bytes.
+    /// Count an unparsed line; keep the first few, shortened to 200 code
+    /// points of its surrogateescape decoding: every undecodable byte is one
+    /// code point, so here: 200 UTF-8 characters or stray bytes.
     pub fn add_unparsed(&mut self, line: u64, text: &[u8]) {
         self.unparsed += 1;
         if self.unparsed_samples.len() < UNPARSED_SAMPLES {

@@ -187,7 +187,7 @@ impl Parser {
             return;
         }
         if st.starts_with(b"lost") {
-            // Python keeps an int here; the header holds text
+            // the count read as a number, kept in the header as its text
             let n = parse_int(strip(&st[4..])).unwrap_or(0);
             set_header(&mut self.info, b"lost", n.to_string().as_bytes());
             return;

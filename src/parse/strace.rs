@@ -87,7 +87,7 @@ pub struct Parser {
     pub tgid: HashMap<u32, Option<u32>>,
     /// preload: the header pid
     pub fixed_tgid: Option<u32>,
-    /// tid -> pending call, in insertion order (a Python dict)
+    /// tid -> pending call, in insertion order
     pub inflight: Vec<(Option<u32>, Pending)>,
     pub live: HashSet<u32>,
     /// the only tracee before any prefix

@@ -355,7 +355,7 @@ impl<'a> Call<'a> {
     }
 
     /// An fd number as the kernel's `int` reads it: -e raw prints -1 as
-    /// 0xffffffff, which Python keeps as 4294967295.
+    /// 0xffffffff, which parses as 4294967295.
     fn fd(&mut self, v: i128) -> i32 {
         if (1 << 31..1 << 32).contains(&v) {
             return v as u32 as i32;
@@ -1286,7 +1286,7 @@ fn intent_value_ok(key: &str, val: &Value, out: bool) -> bool {
     is_int(val)
 }
 
-/// A Python dict's assignment: a repeated key keeps its place.
+/// Dict-style assignment: a repeated key keeps its place, the new value.
 fn set_field(fields: &mut Vec<(Name, Value)>, key: Name, val: Value) {
     match fields.iter_mut().find(|(k, _)| *k == key) {
         Some(slot) => slot.1 = val,
@@ -1324,7 +1324,7 @@ fn intent(call: &mut Call<'_>) -> Kind {
         }
         if out {
             if let Value::List(mut x) = val {
-                // [] is None in Python: kept as the empty list here
+                // a one-element list is its element; [] stays the empty list
                 val = if x.len() == 1 {
                     x.pop().unwrap()
                 } else {

@@ -153,7 +153,7 @@ fn ms(text: &str) -> f64 {
     pytext::float(text) / 1000.0
 }
 
-/// A Python int as a Value: exact within [-2^63, 2^64), else the text.
+/// A number as a Value: exact within [-2^63, 2^64), else the text.
 fn value(v: Option<u128>, text: &str) -> Value {
     match v {
         Some(v) if v <= u64::MAX as u128 => Value::int(v as i128).expect("in range"),

@@ -493,7 +493,7 @@ fn call(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> {
     let unfinished = s[body..].ends_with(b"...>");
     if unfinished {
         if !s[body..].ends_with(UNFINISHED) {
-            return None; // <detached ...>, <pid changed to …>: Python
+            return None; // <detached ...>, <pid changed to …>: the general grammar
         }
         end = rstrip(s, body, n - UNFINISHED.len());
         if end < args0 {

@@ -1044,7 +1044,7 @@ const FIELD_NAMES: &[&str] = &[
     "kfd_process_device_apertures_ptr",
 ];
 
-/// A Python dict's keys: a repeated key keeps its first place, last value.
+/// Dict-style keys: a repeated key keeps its first place, the last value.
 fn dict_of<'k>(fields: impl Iterator<Item = (&'k [u8], Value)>) -> Vec<(Name, Value)> {
     // (the walk's fields come with their exact count: one allocation)
     let mut out: Vec<(Name, Value)> = Vec::with_capacity(fields.size_hint().0);
