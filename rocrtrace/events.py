@@ -186,8 +186,8 @@ class Event:
         return {k: getattr(self, k) for k in FIELDS[self.event]}
 
     def __eq__(self, other):
-        # also equal to the Python reference engine's dataclass of the same
-        # kind and values (rocrtrace/parse/pyevents.py), while it is here
+        # equal to any object of the same kind (its ``event``) and the same
+        # values of that kind's fields, not only to another Event
         kind = getattr(other, "event", None)
         if not isinstance(kind, str):
             return NotImplemented

@@ -2,7 +2,7 @@
 //! dialect, replay the merged stream through the models in order (fds with
 //! handles, then SVM), and collect what the front needs to report: findings,
 //! the inputs' accounting, the models' limits, the trace facts, the programs
-//! and the module maps the symbolizer reads (replay.py `analyze`).
+//! and the module maps the symbolizer reads.
 
 use crate::events::{Event, InputInfo, Kind, Text};
 use crate::findings::Finding;

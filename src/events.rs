@@ -1,6 +1,6 @@
 //! The normalized event vocabulary: the only thing parsers and models share
-//! (the port of rocrtrace/events.py; that module stays the reference until
-//! the comparison harness shows the two equal).
+//! (rocrtrace/events.py is its Python face: the record an event becomes
+//! when it crosses into Python).
 //!
 //! A parser turns one input into a stream of [`Event`]s; the models never see
 //! text.  One event is one call (syscall, ioctl or intent call) or one
@@ -37,8 +37,8 @@
 //! * Addresses, lengths, offsets and flag words of the memory and process
 //!   calls are `u64` (the kernel's `unsigned long`); fd numbers are `i32`
 //!   (the kernel's `int`, what strace prints); `close_range` bounds are `u32`.
-//!   Where the Python masks a value (the request code and `close_range`'s
-//!   bounds to 32 bits), the port masks it the same way; any other value
+//!   The request code and `close_range`'s bounds are masked to 32 bits, as
+//!   the kernel reads them; any other value
 //!   that does not fit its field makes the parser count the line unparsed
 //!   (never a silently wrapped value, never a panic).
 
@@ -171,7 +171,7 @@ impl Frame {
             out.push_str(&format!(" [{a:#x}]"));
         }
         if let Some(src) = &self.source {
-            // Python prints None when the line is unknown
+            // as events.py's Frame prints it: None when the line is unknown
             match self.source_line {
                 Some(l) => out.push_str(&format!(" {src}:{l}")),
                 None => out.push_str(&format!(" {src}:None")),
@@ -299,8 +299,8 @@ impl Header {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     pub h: Header,
-    /// The syscall, function or fact name; events.py's class-level `name`
-    /// defaults are [`Kind::default_name`].
+    /// The syscall, function or fact name; the `name` defaults of events.py's
+    /// KINDS are [`Kind::default_name`].
     pub name: Name,
     pub kind: Kind,
 }
@@ -520,7 +520,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The class name events.py's tables show (`event_record`'s `event`).
+    /// The kind's name: the tables' `event` column and a record's `event`.
     pub fn type_name(&self) -> &'static str {
         match self {
             Kind::FdCreate(_) => "FdCreate",
@@ -544,7 +544,7 @@ impl Kind {
     }
 
     /// The `name` an event of this kind has unless its parser names it
-    /// (the dataclass defaults in events.py; Syscall and Intent have none).
+    /// (the `name` defaults of events.py's KINDS; Syscall and Intent have none).
     pub fn default_name(&self) -> &'static str {
         match self {
             Kind::FdCreate(_) => "openat",
@@ -630,9 +630,9 @@ impl InputInfo {
         }
     }
 
-    /// Count an unparsed line; keep the first few, shortened.  Python cuts
-    /// the str at 200 code points: with surrogateescape every undecodable
-    /// byte is one code point, so here: 200 UTF-8 characters or stray bytes.
+    /// Count an unparsed line; keep the first few, shortened to 200 code
+    /// points of its surrogateescape decoding: every undecodable byte is one
+    /// code point, so here: 200 UTF-8 characters or stray bytes.
     pub fn add_unparsed(&mut self, line: u64, text: &[u8]) {
         self.unparsed += 1;
         if self.unparsed_samples.len() < UNPARSED_SAMPLES {

@@ -1,5 +1,5 @@
-//! Findings: what the models conclude, with the events that prove it (the
-//! port of rocrtrace/findings.py's Finding and Evidence).
+//! Findings: what the models conclude, with the events that prove it (they
+//! cross into Python as rocrtrace/findings.py's Finding and Evidence).
 //!
 //! The core builds findings; the Python front symbolizes the frames a report
 //! shows, computes fingerprints (they depend on the symbolized call sites)
@@ -49,7 +49,7 @@ pub struct Finding {
     pub severity: Option<&'static str>,
     pub cause: Option<String>,
     /// The fingerprint's stable ingredients, each as Python's `str()` of
-    /// the tuple item it ports (`None`, `3`, `'x'` prints as `x`).
+    /// the key item it stands for (`None`, `3`, `'x'` prints as `x`).
     pub key: Vec<String>,
     pub details: Map<String, Json>,
     /// for findings with no event (the event's own file and line otherwise)

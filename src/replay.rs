@@ -1,6 +1,6 @@
 //! Replay: what the core learns from one trace's event stream besides the
-//! models' findings (the port of findings.Programs and result.TraceFacts);
-//! the driver that feeds the models joins them once every model is ported.
+//! models' findings (what the front's findings.Programs and
+//! result.TraceFacts hold); analyze.rs feeds them next to the models.
 
 use crate::events::{Event, Kind, Text};
 use std::collections::HashMap;

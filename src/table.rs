@@ -1,7 +1,7 @@
-//! The event table (`rocrtrace events`, `stats`, `diff`) as columns: what
-//! tables.py's `events_frame` builds row by row from Python events, built
-//! here from Rust events and handed to pandas without one Python object per
-//! event (src/py/table.rs).
+//! The event table (`rocrtrace events`, `stats`, `diff`) as columns, built
+//! from Rust events and handed to pandas without one Python object per
+//! event (src/py/table.rs); tests/engine/rowtable.py keeps the same table
+//! built row by row, to compare with.
 //!
 //! Integer columns are values plus a null mask; a column holding a value
 //! outside i64 (an mmap result above 2^63 as Python keeps it) becomes text,
@@ -126,8 +126,8 @@ pub struct EventTable {
     pub attr_shape: TextCol,
 }
 
-/// The `ret` register as the Python engine holds it (negative only for
-/// errno results; see py::convert::ret_to_py).
+/// The `ret` register as the front holds it (negative only for errno
+/// results; see py::convert::ret_to_py).
 fn ret_value(r: i64) -> i128 {
     if r < -4095 {
         r as u64 as i128

@@ -1,6 +1,5 @@
 //! What the fd, handle and dma-buf models share: shared events, file names
-//! for messages, stacks and owners (the helpers at the top of
-//! rocrtrace/models/fds.py).
+//! for messages, stacks and owners.
 
 use crate::events::{Event, Frame, Kind, Value};
 use foldhash::HashSet;
@@ -8,7 +7,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 /// An event a model keeps (a creator, a last use): shared, so that keeping
-/// it costs no copy and `is` in the Python is [`Rc::ptr_eq`] here.
+/// it costs no copy and "the same event" is [`Rc::ptr_eq`].
 pub type Ev = Rc<Event>;
 
 /// `a is b` for optional events.

@@ -1,5 +1,5 @@
-//! dma-buf bookkeeping on top of the fd model (the port of
-//! rocrtrace/models/dmabuf.py): which buffer an exported fd is, how often one
+//! dma-buf bookkeeping on top of the fd model: which buffer an exported fd
+//! is, how often one
 //! buffer is exported (dmabuf-reexport), exported fds held open long after
 //! their last use and the peak of open dma-buf fds per process
 //! (fd-held-open).  Driven by the handle model, which owns the buffer

@@ -1,6 +1,4 @@
-//! The fd lifetime model: one fd table per process, replayed from events
-//! (the port of rocrtrace/models/fds.py, which stays the reference; every
-//! message, key and evidence list here is that module's).
+//! The fd lifetime model: one fd table per process, replayed from events.
 //!
 //! It decides fd-double-close, fd-bad-fd, fd-close-reused,
 //! fd-use-after-close, fd-leak, fd-open-at-exit (`all_fds`) and
@@ -137,7 +135,7 @@ fn is_probe(name: &str) -> bool {
     PROBES.contains(&name) || name == PROBE_SELECT
 }
 
-/// A close-all sweep (SPEC 4.1): see fds.py.
+/// A close-all sweep (SPEC 4.1).
 const SWEEP_MIN: u64 = 4;
 const SWEEP_SETTLED: u64 = 4096;
 
@@ -225,7 +223,7 @@ pub struct Slot {
     pub buffer: Option<BufRef>,
     /// an EBADF use while open: maybe a close in progress
     pub racing: Option<Ev>,
-    /// insertion order in its table (Python dicts iterate in it)
+    /// insertion order in its table
     order: u64,
 }
 
@@ -351,7 +349,7 @@ impl Table {
         n
     }
 
-    /// The open numbers in the order Python's dict holds them.
+    /// The open numbers in their insertion order in the table (`order`).
     pub fn ordered(&self) -> Vec<Fd> {
         let mut v: Vec<(u64, Fd)> = self.slots.values().map(|s| (s.order, s.fd)).collect();
         v.sort_unstable();
@@ -394,13 +392,13 @@ impl Proc {
     }
 }
 
-/// What the handle model hears from the fd model (fds.py's listeners and
-/// describe_buffer hook).
+/// What the handle model hears from the fd model (opens, releases, process
+/// ends) and the describe_buffer hook it answers.
 pub trait Listener {
     fn on_fd_open(&mut self, _p: &Proc, _s: &Slot, _ev: &Ev) {}
     fn on_fd_release(&mut self, _p: &Proc, _s: &Slot, _ev: Option<&Ev>, _how: &str) {}
     fn on_process_end(&mut self, _p: &Proc, _t: &Table, _ev: Option<&Ev>, _exited: bool) {}
-    /// None: no hook installed (the Python's `describe_buffer is None`)
+    /// None: no hook installed
     fn describe_buffer(&self, _pid: Pid, _s: &Slot) -> Option<Option<String>> {
         None
     }
@@ -1179,7 +1177,7 @@ impl FdModel {
             && (first..=last).all(|n| t.slots.contains_key(&n) || t.closed.contains_key(&n))
         {
             // A bounded close_range over numbers the trace knows names the
-            // fds it means to close, like close() does (see fds.py)
+            // fds it means to close, like close() does
             let mut ns: Vec<Fd> = t
                 .closed
                 .iter()
@@ -2182,7 +2180,7 @@ impl FdModel {
         }
     }
 
-    /// fd-bad-fd: EBADF for a number that was never an open fd (see fds.py).
+    /// fd-bad-fd: EBADF for a number that was never an open fd.
     fn bad_fd(&mut self, p: &Proc, t: &Table, ev: &Ev, fd: Fd) {
         let name = call_name(ev).to_owned();
         let is_close = matches!(ev.kind, Kind::Close(_));
@@ -2245,7 +2243,7 @@ impl FdModel {
 
     /// A read/write that got EBADF while the model had the fd open, then a
     /// close of it by another thread that began before that call ended: a
-    /// use after close across threads (see fds.py).
+    /// use after close across threads.
     fn racing_use(&mut self, p: &Proc, t: &mut Table, fd: Fd, close: &Ev) {
         let names = self.o.names.clone();
         let Some(s) = t.slots.get_mut(&fd) else {

@@ -1,4 +1,4 @@
-//! The buffer-handle model (the port of rocrtrace/models/handles.py): KFD
+//! The buffer-handle model: KFD
 //! handles per process and GEM handles per open file description of a DRM
 //! node (SPEC 4.2), and the dma-buf identity of exported fds (dmabuf.rs).
 //!
@@ -83,8 +83,9 @@ struct State {
 
 type FreedEntry = (Option<Handle>, Option<Ev>);
 
-/// The freed handles, oldest first, bounded (the Python's OrderedDict with
-/// move_to_end and popitem(last=False)): a map and an order queue whose
+/// The freed handles, oldest first, bounded (an insertion-ordered map whose
+/// re-freed entry moves to the end and whose oldest is dropped first): a
+/// map and an order queue whose
 /// stale entries are skipped and compacted, so every step is O(1) amortized.
 #[derive(Default)]
 struct Freed {
@@ -631,7 +632,8 @@ mod tests {
     use crate::events::{Close, Exit, FdCreate, Header};
     use std::borrow::Cow;
 
-    /// Events of process 300 on one clock (tests/test_model_handles.py's Trace).
+    /// Events of process 300 on one clock (as tests/test_model_handles.py's
+    /// Trace builds them).
     struct T(u64);
 
     impl T {

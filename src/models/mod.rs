@@ -1,6 +1,4 @@
-//! The replay models: fds, buffer handles and dma-bufs, and SVM (ports of
-//! rocrtrace/models; the Python ones stay the reference until the
-//! comparison harness has them equal).
+//! The replay models: fds, buffer handles and dma-bufs, and SVM.
 
 pub mod common;
 pub mod dmabuf;

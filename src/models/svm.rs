@@ -1,7 +1,7 @@
 //! SVM replay: the per-process range map, the claims on it, and the SVM
-//! rules (SPEC 4.3 and 5).  The port of rocrtrace/models/svm.py, which
-//! stays the reference: every decision, message, key and detail is the
-//! Python's (tests/test_engine_svm.py runs both and compares).
+//! rules (SPEC 4.3 and 5).  tests/test_engine_svm.py checks that a trace
+//! analyzed whole and its events fed through `run_svm_model` give the same
+//! findings and history.
 //!
 //! Events arrive in completion order.  Intent calls (hsa_amd_memory_lock /
 //! unlock, hsa_amd_svm_attributes_set) are written at their return, after
@@ -10,9 +10,9 @@
 //! intent call arrives; findings are built in `finish()` because of that
 //! (svm_build.rs).
 //!
-//! Python's object identity is kept where the reference relies on it:
-//! events, claims, grants and SET_ATTR records are shared (`Rc`) and
-//! compared by pointer or by their unique id.
+//! Identity matters where the model asks "the same one": events, claims,
+//! grants and SET_ATTR records are shared (`Rc`) and compared by pointer or
+//! by their unique id.
 
 // Claims (CRef) sit in ordered sets keyed by their id, which never changes;
 // what is mutable behind the RefCell is not part of the order.
@@ -64,7 +64,7 @@ pub const LIMITS: [&str; 5] = [
 ];
 
 /// An event the model keeps: shared, so that "the same event" is pointer
-/// identity as in the Python.
+/// identity.
 pub type Ev = Rc<Event>;
 
 pub(crate) fn same_ev(a: &Ev, b: &Ev) -> bool {
@@ -79,7 +79,7 @@ pub(crate) fn opt_same(a: Option<&Ev>, b: Option<&Ev>) -> bool {
     }
 }
 
-/// GPU ids, sorted, no duplicates (the Python's frozensets).
+/// GPU ids, sorted, no duplicates (a set).
 pub type Gpus = Vec<u32>;
 
 pub(crate) fn g_union(a: &[u32], b: &[u32]) -> Gpus {

@@ -1,5 +1,5 @@
 //! The SVM model's findings, built at the end of the trace from its raw
-//! records (SvmModel._build and the *_finding methods of svm.py), and the
+//! records, and the
 //! occurrence numbering it does itself (SPEC 6: two different findings
 //! never share a fingerprint).
 

@@ -1,5 +1,4 @@
-//! The SVM range map of one process, page-granular, as KFD keeps it (the
-//! port of rocrtrace/models/svm_map.py, which stays the reference).
+//! The SVM range map of one process, page-granular, as KFD keeps it.
 //!
 //! The kernel holds a list of non-overlapping `svm_range` objects that
 //! SET_ATTR splits on its boundaries, fills gaps of with new default ranges,
@@ -11,8 +10,7 @@
 //!
 //! All ranges are in pages, `[start, end)` with `end` exclusive.  Changes
 //! take non-empty ranges; a change or query on an empty range (`end <=
-//! start`) does nothing and finds nothing.  (The Python answers some empty
-//! queries with the piece around `start`; the model never asks them.)
+//! start`) does nothing and finds nothing (the model never asks one).
 //!
 //! No range-map crate fits: `rangemap` and its kind merge touching equal
 //! values, and the kernel's list must keep every split.
@@ -561,8 +559,8 @@ impl SvmMap {
     }
 }
 
-/// One piece as [`SvmMap::describe`] shows it; `access` `None` is the
-/// Python's "default" (no gpu set explicitly).
+/// One piece as [`SvmMap::describe`] shows it; `access` `None` is
+/// "default" (no gpu set explicitly).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
     pub range: String,

@@ -1,5 +1,5 @@
-//! The regular expressions of rocrtrace/parse/strace.py as byte scans, each
-//! with the match the Python pattern gives (backtracking included).
+//! The strace line grammar's patterns as byte scans, each giving the match
+//! its regular expression would (backtracking included).
 
 use crate::parse::values::{at, find, is_word, is_ws, skip};
 use memchr::memmem;
@@ -12,7 +12,7 @@ fn ws(s: &[u8], i: usize) -> usize {
     skip(s, i, is_ws)
 }
 
-/// `_ANSI.sub("", line)`: `\x1b\[[0-9;]*[A-Za-z]` removed.
+/// `line` with every `\x1b\[[0-9;]*[A-Za-z]` (an ANSI colour code) removed.
 pub fn strip_ansi(line: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(line.len());
     let mut i = 0;
@@ -30,7 +30,7 @@ pub fn strip_ansi(line: &[u8]) -> Vec<u8> {
     out
 }
 
-/// What `_PREFIX.match(line)` found.
+/// What the line prefix (pid, time) held.
 #[derive(Debug, Default)]
 pub struct Prefix<'a> {
     pub end: usize,
@@ -195,7 +195,7 @@ pub fn prefix(s: &[u8]) -> Prefix<'_> {
     p
 }
 
-/// `_NAME.match(body)`: the end of the name (the `(` is after it).
+/// The syscall name at `body`'s start: its end (the `(` is after it).
 pub fn name(body: &[u8]) -> Option<usize> {
     if body.starts_with(b"???(") {
         return Some(3);
@@ -208,7 +208,7 @@ pub fn name(body: &[u8]) -> Option<usize> {
     (at(body, k) == b'(').then_some(k)
 }
 
-/// `_RESUMED.match(body)`: (name, end).
+/// A `<... name resumed>` at `body`'s start: (name, end).
 pub fn resumed(body: &[u8]) -> Option<(&[u8], usize)> {
     let b = body.strip_prefix(b"<... ")?;
     let k = if b.starts_with(b"??? resumed>") {
@@ -226,7 +226,7 @@ pub fn resumed(body: &[u8]) -> Option<(&[u8], usize)> {
     Some((&b[..k], 5 + k + 9))
 }
 
-/// `_PLAIN_RESULT.match(body, pos)`: (value, duration).
+/// A plain result from `pos`: (value, duration).
 pub fn plain_result(s: &[u8], pos: usize) -> Option<(&[u8], Option<&[u8]>)> {
     if !s[pos..].starts_with(b" = ") {
         return None;
@@ -269,7 +269,7 @@ pub fn plain_result(s: &[u8], pos: usize) -> Option<(&[u8], Option<&[u8]>)> {
     None
 }
 
-/// `_RESULT.match(body, pos)`: (value text, end).
+/// The result from `pos`: (value text, end).
 pub fn result(s: &[u8], pos: usize) -> Option<(&[u8], usize)> {
     let mut k = ws(s, pos);
     if at(s, k) != b'=' {
@@ -297,7 +297,7 @@ pub fn result(s: &[u8], pos: usize) -> Option<(&[u8], usize)> {
     None
 }
 
-/// `_DUR.search(rest)` for a rest ending in `>`: (start, value).
+/// The `<duration>` of a rest ending in `>`: (start, value).
 pub fn duration(rest: &[u8]) -> Option<(usize, &[u8])> {
     let mut e = rest.len();
     while e > 0 && is_ws(rest[e - 1]) {
@@ -322,7 +322,7 @@ pub fn duration(rest: &[u8]) -> Option<(usize, &[u8])> {
     Some((start, d))
 }
 
-/// `_ERR.match(rest)`: the errno name.
+/// The errno name at `rest`'s start.
 pub fn err_name(rest: &[u8]) -> Option<&[u8]> {
     let a = ws(rest, 0);
     if !at(rest, a).is_ascii_uppercase() {
@@ -334,7 +334,7 @@ pub fn err_name(rest: &[u8]) -> Option<&[u8]> {
     (k - a >= 2 && (k == rest.len() || is_ws(rest[k]))).then_some(&rest[a..k])
 }
 
-/// `_ERRNO.match(rest)`: the number.
+/// The number of an `(errno N)` at `rest`'s start.
 pub fn errno_number(rest: &[u8]) -> Option<&[u8]> {
     let a = ws(rest, 0);
     let r = rest[a..].strip_prefix(b"(errno ")?;
@@ -342,7 +342,7 @@ pub fn errno_number(rest: &[u8]) -> Option<&[u8]> {
     (k > 0 && at(r, k) == b')').then_some(&r[..k])
 }
 
-/// The parts of a `-k` frame line (`_FRAME`).
+/// The parts of a `-k` frame line.
 pub struct FrameParts<'a> {
     pub obj: &'a [u8],
     pub sym: &'a [u8],
@@ -407,7 +407,7 @@ pub fn frame(s: &[u8]) -> Option<FrameParts<'_>> {
     None
 }
 
-/// `_FRAME_BARE`: (obj, addr).
+/// A `-k` frame without a symbol: (obj, addr).
 pub fn frame_bare(s: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
     if !s.starts_with(b" > ") || s.len() < 4 || is_ws(s[3]) {
         return None;
@@ -427,7 +427,7 @@ pub fn frame_bare(s: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
     None
 }
 
-/// The tail of `_DIAG` from i: `(?:\[ )?Process (\d{1,10}) (attached|detached)…\s*\Z`.
+/// The tail of a diagnostic from i: `(?:\[ )?Process (\d{1,10}) (attached|detached)…\s*\Z`.
 fn diag_tail(s: &[u8], i: usize) -> Option<(&[u8], bool)> {
     let mut k = i;
     if s[k..].starts_with(b"[ ") {
@@ -468,7 +468,8 @@ fn strace_name(s: &[u8], i: usize) -> Option<usize> {
     s[k..].starts_with(b": ").then_some(k + 2)
 }
 
-/// `_DIAG.search(line)`: (start, pid, attached).
+/// The first `Process N attached|detached` diagnostic in the line: (start,
+/// pid, attached).
 pub fn diag(s: &[u8]) -> Option<(usize, &[u8], bool)> {
     if let Some(e) = strace_name(s, 0)
         && let Some((pid, a)) = diag_tail(s, e)
@@ -497,7 +498,7 @@ fn path_char(c: u8) -> bool {
 
 /// strace._diag_match: the message and where it starts (program name
 /// included).
-/// (start, pid, attached) of a `_DIAG` match
+/// (start, pid, attached) of a diagnostic
 pub type Diag<'a> = (usize, &'a [u8], bool);
 
 pub fn diag_match(line: &[u8]) -> Option<(Diag<'_>, usize)> {
@@ -524,7 +525,8 @@ pub fn diag_match(line: &[u8]) -> Option<(Diag<'_>, usize)> {
     Some((dm, j))
 }
 
-/// `_DIAG_PREFIX.match(line)`
+/// Whether the line starts with strace's program name and `: ` (`strace: `,
+/// `/usr/bin/strace: `): a diagnostic of strace itself.
 pub fn diag_prefix(s: &[u8]) -> bool {
     let t = skip(s, 0, |c| {
         is_word(c) || matches!(c, b'.' | b'+' | b'-' | b'/')
@@ -550,7 +552,7 @@ pub fn diag_prefix(s: &[u8]) -> bool {
         .all(|(i, seg)| i == 0 || !seg.is_empty())
 }
 
-/// `_EXITED.match(body)`
+/// A `+++ exited with N +++` / `+++ killed by SIG +++` / superseded body.
 pub enum Exited<'a> {
     Status(&'a [u8]),
     Killed(&'a [u8]),
@@ -586,7 +588,7 @@ pub fn exited(body: &[u8]) -> Option<Exited<'_>> {
     None
 }
 
-/// `_SIGNAL.match(body)`: the signal name.
+/// A `--- SIG... ---` body: the signal name.
 pub fn signal(body: &[u8]) -> Option<&[u8]> {
     let b = body.strip_prefix(b"--- ")?;
     if let Some(r) = b.strip_prefix(b"stopped by ") {
@@ -599,7 +601,7 @@ pub fn signal(body: &[u8]) -> Option<&[u8]> {
     (w > 0).then_some(&b[..w])
 }
 
-/// `_PERSONALITY.match(body)`
+/// A `[ Process PID=N runs in ... mode. ]` body.
 pub fn personality(body: &[u8]) -> bool {
     let Some(r) = body.strip_prefix(b"[ Process PID=") else {
         return false;
@@ -608,7 +610,7 @@ pub fn personality(body: &[u8]) -> bool {
     d > 0 && r[d..].starts_with(b" runs in ") && find(&r[d + 9..], b" mode. ]").is_some()
 }
 
-/// `_SUMMARY_ROW.match(line)`
+/// A row of strace's `-c` summary table.
 pub fn summary_row(s: &[u8]) -> bool {
     let toks: Vec<&[u8]> = s.split(|&c| is_ws(c)).filter(|t| !t.is_empty()).collect();
     if toks.len() >= 3
@@ -635,7 +637,8 @@ pub fn summary_row(s: &[u8]) -> bool {
     groups > 0 && ws(s, k) == s.len()
 }
 
-/// `_EXTRA.match(line)`
+/// A line strace adds below a call's line (` VCPU:N<…`, ` * N bytes in
+/// buffer N`, ` = N buffers in vector N`).
 pub fn extra(s: &[u8]) -> bool {
     if let Some(r) = s.strip_prefix(b" VCPU:") {
         let d = digits(r, 0);
@@ -658,7 +661,7 @@ pub fn extra(s: &[u8]) -> bool {
     tail(s, b" * ", b" bytes in buffer ") || tail(s, b" = ", b" buffers in vector ")
 }
 
-/// `_KV.findall(s)` in order.
+/// The `key=value` pairs of `s`, in order.
 pub fn key_values(s: &[u8]) -> Vec<(&[u8], &[u8])> {
     let mut out = Vec::new();
     let mut i = 0;
@@ -679,7 +682,7 @@ pub fn key_values(s: &[u8]) -> Vec<(&[u8], &[u8])> {
     out
 }
 
-/// `_MAP.match(line)`: (start, end, perms, offset, module, build_id).
+/// A module map line: (start, end, perms, offset, module, build_id).
 #[allow(clippy::type_complexity)]
 pub fn map(s: &[u8]) -> Option<(&[u8], &[u8], &[u8], &[u8], &[u8], Option<&[u8]>)> {
     let r = s.strip_prefix(b"#")?;
@@ -730,7 +733,7 @@ pub fn map(s: &[u8]) -> Option<(&[u8], &[u8], &[u8], &[u8], &[u8], Option<&[u8]>
     None
 }
 
-/// `_CONT.match(line)`: (tid text, k text, more, end).
+/// A `#+` continuation line: (tid text, k text, more, end).
 pub fn cont(s: &[u8]) -> Option<(&[u8], &[u8], bool, usize)> {
     let r = s.strip_prefix(b"#+ ")?;
     let a = digits(r, 0);

@@ -1,7 +1,6 @@
-//! Text -> events.  tokens is the tokenizer the Python grammar calls too;
-//! strace (with preload's `#` lines), syscalls, values and grammar are the
-//! port of rocrtrace/parse/strace.py, syscalls.py and the rest of
-//! tokens.py (issue 16).  The Python engine still parses for the product.
+//! Text -> events.  tokens is the tokenizer of the common line shapes;
+//! strace (with preload's `#` lines), syscalls, values and grammar parse
+//! every other shape; tinygrad reads tinygrad's `IOCTL=1` logs.
 
 pub mod grammar;
 pub mod preload;

@@ -12,7 +12,8 @@ fn s(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// `dict(_KV.findall(s))`: a repeated key keeps its first place.
+/// The `key=value` pairs as a dict: a repeated key keeps its first place,
+/// the last value.
 fn kv_dict(text: &[u8]) -> Vec<(&[u8], &[u8])> {
     let mut out: Vec<(&[u8], &[u8])> = Vec::new();
     for (k, v) in grammar::key_values(text) {
@@ -186,7 +187,7 @@ impl Parser {
             return;
         }
         if st.starts_with(b"lost") {
-            // Python keeps an int here; the header holds text
+            // the count read as a number, kept in the header as its text
             let n = parse_int(strip(&st[4..])).unwrap_or(0);
             set_header(&mut self.info, b"lost", n.to_string().as_bytes());
             return;

@@ -1,13 +1,12 @@
 //! The strace line grammar (and the preload dialect, which is strace plus
-//! `#` lines, in preload.rs) -> normalized events: the port of
-//! rocrtrace/parse/strace.py.
+//! `#` lines, in preload.rs) -> normalized events.
 //!
 //! One [`Parser`] reads one file line by line.  Events come out in
 //! completion order for that file: a split call is emitted at its resumed
 //! line.  Events are held back until the next line that is not a stack
 //! frame so `-k` frames can be attached first; the event frames would go to
-//! is held back too (the Python parser adds a frame to an event it already
-//! returned), so the stream is the same, a little later.
+//! is held back too (its frames come on the lines after it), so each event
+//! comes out with its frames, a little later.
 //!
 //! All the parser's state is in its fields (nothing global), so a parser
 //! can be seeded mid-file.
@@ -83,12 +82,12 @@ pub struct Parser {
     pub info: InputInfo,
     pub file: FileId,
     pub file_tid: Option<u32>,
-    /// tid -> tgid; None where Python's dict holds None (a thread whose
-    /// parent's pending clone has no tid)
+    /// tid -> tgid; None: a thread whose parent's pending clone has no
+    /// tid
     pub tgid: HashMap<u32, Option<u32>>,
     /// preload: the header pid
     pub fixed_tgid: Option<u32>,
-    /// tid -> pending call, in insertion order (a Python dict)
+    /// tid -> pending call, in insertion order
     pub inflight: Vec<(Option<u32>, Pending)>,
     pub live: HashSet<u32>,
     /// the only tracee before any prefix

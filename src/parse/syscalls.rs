@@ -1,4 +1,4 @@
-//! Per-syscall normalization (the port of rocrtrace/parse/syscalls.py): one
+//! Per-syscall normalization: one
 //! parsed call (name, argument tokens, result) becomes one [`Kind`].
 //!
 //! Which kind a syscall maps to, where its fds are when the log has no `-y`
@@ -355,7 +355,7 @@ impl<'a> Call<'a> {
     }
 
     /// An fd number as the kernel's `int` reads it: -e raw prints -1 as
-    /// 0xffffffff, which Python keeps as 4294967295.
+    /// 0xffffffff, which parses as 4294967295.
     fn fd(&mut self, v: i128) -> i32 {
         if (1 << 31..1 << 32).contains(&v) {
             return v as u32 as i32;
@@ -581,7 +581,7 @@ pub fn normalize(call: &mut Call<'_>) -> Normalized {
     };
     if let Some(kind) = kind {
         let name = match &kind {
-            // the kinds events.py names by class default
+            // the kinds whose name is their KINDS default (events.py)
             Kind::Close(_) => Cow::Borrowed("close"),
             Kind::CloseRange(_) => Cow::Borrowed("close_range"),
             Kind::Ioctl(_) => Cow::Borrowed("ioctl"),
@@ -945,8 +945,7 @@ type Decoded = (
 );
 
 /// Recent (request text, fd path) -> decoded request: a trace names a
-/// handful of requests on a handful of fds millions of times (the Python
-/// code's lru_cache on _request_of).
+/// handful of requests on a handful of fds millions of times.
 type RequestCache = Vec<(Box<[u8]>, Option<Box<[u8]>>, Decoded)>;
 
 thread_local! {
@@ -1287,7 +1286,7 @@ fn intent_value_ok(key: &str, val: &Value, out: bool) -> bool {
     is_int(val)
 }
 
-/// A Python dict's assignment: a repeated key keeps its place.
+/// Dict-style assignment: a repeated key keeps its place, the new value.
 fn set_field(fields: &mut Vec<(Name, Value)>, key: Name, val: Value) {
     match fields.iter_mut().find(|(k, _)| *k == key) {
         Some(slot) => slot.1 = val,
@@ -1325,7 +1324,7 @@ fn intent(call: &mut Call<'_>) -> Kind {
         }
         if out {
             if let Value::List(mut x) = val {
-                // [] is None in Python: kept as the empty list here
+                // a one-element list is its element; [] stays the empty list
                 val = if x.len() == 1 {
                     x.pop().unwrap()
                 } else {

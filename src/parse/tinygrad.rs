@@ -1,7 +1,9 @@
-//! tinygrad's `IOCTL=1` log -> events (the port of rocrtrace/parse/tinygrad.py;
-//! see its docstring for the three line shapes).
+//! tinygrad's `IOCTL=1` log -> events.  Three line shapes: a named KFD
+//! ioctl (`1.75 ms +   0.02 ms :  0 = AMDKFD_IOC_… field:value …`), a
+//! timed generic ioctl (`… ms + … ms : ioctl idir=… …`) and an untimed one
+//! (`ioctl idir=… size=… itype=… nr=… fd=… ret=…`), plus SVM attribute lines.
 //!
-//! Numbers the Python keeps as unbounded ints: a struct field or SVM
+//! Numbers beyond the fields' types: a struct field or SVM
 //! attribute beyond u64 is kept as its text ([`Value::Raw`], the events.rs
 //! convention); a `ret` beyond i64 or an `fd` beyond i32 cannot come from
 //! the call, and the line is counted unparsed.
@@ -17,7 +19,7 @@ pub const TEXT_MAX: usize = 300;
 /// never trust nattr: it is data
 pub const MAX_ATTRS: i128 = 64;
 
-// The regexes of tinygrad.py up to where their tails are plain rules: the
+// The line patterns up to where their tails are plain rules: the
 // tails (`[ \t]*(.*?)\s*\Z`, `(?: (.*?))?\s*\Z`) are trimmed by hand
 // below, as the regex crate's capture engines are slow on them.
 struct Res {
@@ -39,11 +41,11 @@ static RE: LazyLock<Res> = LazyLock::new(|| Res {
     attr: py_regex(
         r"\A(\d{1,20}): (KFD_IOCTL_SVM_ATTR_%w+|\d{1,20})%s*: (0x[0-9a-fA-F]{1,64}|\d{1,20})%s*\z",
     ),
-    // tinygrad.py _FIELD `(\w+):(<[^<>]*>|\S+)`: the first ':' splits it
+    // a field `(\w+):(<[^<>]*>|\S+)`: the first ':' splits it
     field: py_regex(r"%w+:(?:<[^<>]*>|%S+)"),
 });
 
-/// tinygrad.py _HEX `0x[0-9a-fA-F]{1,64}\Z`
+/// `0x[0-9a-fA-F]{1,64}\Z`
 fn is_hex(v: &str) -> bool {
     v.strip_prefix("0x")
         .is_some_and(|d| (1..=64).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_hexdigit()))
@@ -58,7 +60,7 @@ struct NamedLine<'a> {
     fields: &'a str,
 }
 
-/// tinygrad.py _NAMED.match(line)
+/// A named KFD ioctl line.
 fn named_line(line: &str) -> Option<NamedLine<'_>> {
     let c = RE.named.captures(line)?;
     let rest = &line[c.get(0)?.end()..];
@@ -78,7 +80,7 @@ fn named_line(line: &str) -> Option<NamedLine<'_>> {
     })
 }
 
-/// tinygrad.py _TIMED_GENERIC.match(line): (ms, dur ms, body from "ioctl ").
+/// A timed generic ioctl line: (ms, dur ms, body from "ioctl ").
 fn timed_generic(line: &str) -> Option<(&str, &str, &str)> {
     let c = RE.timed_generic.captures(line)?;
     let end = c.get(0)?.end();
@@ -89,7 +91,7 @@ fn timed_generic(line: &str) -> Option<(&str, &str, &str)> {
     Some((c.get(1)?.as_str(), c.get(2)?.as_str(), body))
 }
 
-/// tinygrad.py _GENERIC.match(body): the six numbers and the path.
+/// An untimed generic ioctl body: the six numbers and the path.
 fn generic_line(body: &str) -> Option<([&str; 6], Option<&str>)> {
     let c = RE.generic.captures(body)?;
     let rest = &body[c.get(0)?.end()..];
@@ -106,7 +108,7 @@ fn generic_line(body: &str) -> Option<([&str; 6], Option<&str>)> {
     Some(([n(1), n(2), n(3), n(4), n(5), n(6)], path))
 }
 
-/// Fields the kernel writes, per request (tinygrad.py _OUTPUTS).
+/// Fields the kernel writes, per request.
 fn outputs(name: &str) -> &'static [&'static str] {
     match name {
         "AMDKFD_IOC_GET_VERSION" => &["major_version", "minor_version"],
@@ -151,7 +153,7 @@ fn ms(text: &str) -> f64 {
     pytext::float(text) / 1000.0
 }
 
-/// A Python int as a Value: exact within [-2^63, 2^64), else the text.
+/// A number as a Value: exact within [-2^63, 2^64), else the text.
 fn value(v: Option<u128>, text: &str) -> Value {
     match v {
         Some(v) if v <= u64::MAX as u128 => Value::int(v as i128).expect("in range"),

@@ -1,16 +1,16 @@
 //! The tokenizer for the common strace line shapes and for bracketed struct
-//! values: the compiled fast path of the grammar in rocrtrace/parse/strace.py
-//! and tokens.py.
+//! values: the fast path of the strace grammar.
 //!
 //! [`scan_line`] takes a `-f -ttt` / `-f -tt` prefix followed by a complete
 //! call, an unfinished call or a resumed call with a well-formed argument list
 //! and a plain, decorated or error result, and refuses (`None`) everything
-//! else, so that the Python grammar stays the one definition and handles every
-//! other shape.  What it returns must be exactly what the Python code computes
-//! for the same line; tests/test_fast_paths.py parses the fixture corpus, real
-//! strace logs and generated line soups both ways and compares the events.
+//! else, which the general grammar (grammar.rs, values.rs) then parses.  What
+//! it returns must be exactly what the general grammar gives for the same
+//! line.  tokens/tests.rs pins the tokens of each shape and refusal and
+//! props.rs checks that a taken line re-joins from its tokens; no test
+//! compares the two paths' events now.
 //!
-//! The argument splitter accepts exactly the language of `tokens._WELL_FORMED`
+//! The argument splitter accepts exactly the well-formed argument language
 //! (strings, comments, fd decorations without quotes, escapes or `->`, and
 //! brackets nested at most [`MAX_DEPTH`] deep) with its possessive,
 //! never-backtracking semantics; everything outside that language is refused
@@ -24,10 +24,10 @@
 use memchr::{memchr, memchr2, memmem, memrchr};
 use std::sync::LazyLock;
 
-/// Bracket nesting of the well-formed language (`tokens._well_formed_patterns(6)`).
+/// Bracket nesting of the well-formed language.
 pub const MAX_DEPTH: usize = 6;
 
-/// Which line shape [`scan_line`] took (the Python side's `kind` number).
+/// Which line shape [`scan_line`] took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
@@ -262,7 +262,7 @@ fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
     j
 }
 
-/// `tokens.scan_args` on `line[pos..n]` for a well-formed list: the stripped
+/// The argument scan of `line[pos..n]` for a well-formed list: the stripped
 /// arguments and the index of the closing `)` (`None`: the list never
 /// closes); `None` when the text is outside the well-formed language.
 fn scan_args(line: &str, pos: usize, n: usize) -> Option<(Vec<&str>, Option<usize>)> {
@@ -338,7 +338,7 @@ fn result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
         out.ret = Some(Number(&line[v0..k]));
         if at(s, k) == b'<' {
             let e = deco_end(s, k)?;
-            // "(deleted)" takes the Python code's other branches
+            // "(deleted)" takes the general grammar's other branches
             if s[e - 1] != b'>' || s[k..e - 1].ends_with(b"(deleted)") {
                 return None;
             }
@@ -389,14 +389,14 @@ fn result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
         if q - e0 >= 2 && (q == end || is_ws(s[q])) {
             out.err = Some(&line[e0..q]);
         } else if minus_one {
-            return None; // "(errno N)" or nothing: the Python code names it
+            return None; // "(errno N)" or nothing: the general grammar names it
         }
     }
     Some(out)
 }
 
 /// The tokens of a line of the common shapes (see the module's text), or
-/// `None` for the Python grammar.
+/// `None` for the general grammar.
 pub fn scan_line(line: &str) -> Option<Scanned<'_>> {
     if !line.is_ascii() {
         return None;
@@ -405,7 +405,7 @@ pub fn scan_line(line: &str) -> Option<Scanned<'_>> {
     let n = s.len();
     let digit = |i: usize| at(s, i).is_ascii_digit();
 
-    // _COMMON_PREFIX: (\d{1,7}) +(?:(\d{9,}\.\d+)|(\d\d):(\d\d):(\d\d\.\d+)) (?=[\w<+-])
+    // the common prefix: (\d{1,7}) +(?:(\d{9,}\.\d+)|(\d\d):(\d\d):(\d\d\.\d+)) (?=[\w<+-])
     let mut k = skip(s, 0, |c| c.is_ascii_digit());
     if k == 0 || k > 7 || at(s, k) != b' ' {
         return None;
@@ -443,7 +443,7 @@ pub fn scan_line(line: &str) -> Option<Scanned<'_>> {
     match s[body] {
         b'<' => resumed(line, body, tid, time),
         c if is_name_start(c) => call(line, body, tid, time),
-        _ => None, // +++, ---, a number: the Python grammar
+        _ => None, // +++, ---, a number: the general grammar
     }
 }
 
@@ -493,7 +493,7 @@ fn call(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> {
     let unfinished = s[body..].ends_with(b"...>");
     if unfinished {
         if !s[body..].ends_with(UNFINISHED) {
-            return None; // <detached ...>, <pid changed to …>: Python
+            return None; // <detached ...>, <pid changed to …>: the general grammar
         }
         end = rstrip(s, body, n - UNFINISHED.len());
         if end < args0 {
@@ -524,17 +524,17 @@ fn call(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> {
     })
 }
 
-// --- bracketed values: tokens.parse_value(tok) for {…} and […] -------------
+// --- bracketed values: the value of a {…} or […] token ---------------------
 
-/// How [`bracketed`] makes its values: Python objects in src/lib.rs, a plain
-/// tree in the tests.  Every text handed over is a slice of the token.
+/// How [`bracketed`] makes its values: [`Value`](crate::events::Value)s in
+/// values.rs, a plain tree in the tests.  Every text handed over is a slice of the token.
 pub trait Builder<'a> {
     type Value;
     type Error;
-    /// A value with no bracket in it (`tokens._scalar(text)`).
+    /// A value with no bracket in it.
     fn scalar(&mut self, text: &'a str) -> Result<Self::Value, Self::Error>;
     /// Text outside the well-formed language, for the general grammar at
-    /// `depth` (`tokens._value(text, None, depth)`).
+    /// `depth`.
     fn general(&mut self, text: &'a str, depth: isize) -> Result<Self::Value, Self::Error>;
     /// Text kept as it is (too deep, or trailing text after a group).
     fn text(&mut self, text: &'a str) -> Result<Self::Value, Self::Error>;
@@ -552,7 +552,7 @@ pub trait Builder<'a> {
     fn pair(&mut self, entry: Self::Value, exit: Self::Value) -> Result<Self::Value, Self::Error>;
 }
 
-/// `tokens._value(tok, None, depth)` for a token holding `{` or `[`: lists,
+/// The value of a token holding `{` or `[` at nesting `depth`: lists,
 /// dicts and (entry, exit) pairs built here, scalars by
 /// [`Builder::scalar`], anything outside the well-formed language by
 /// [`Builder::general`]; deeper than `max_depth`: the text.  The recursion
@@ -763,7 +763,7 @@ impl<'a, B: Builder<'a>> Walk<'a, '_, B> {
         }
     }
 
-    /// `tokens._value(tok[a0..b0], None, depth)` for text holding a bracket.
+    /// The value of `tok[a0..b0]` at `depth`, for text holding a bracket.
     fn value(&mut self, a0: usize, b0: usize, depth: isize) -> Result<B::Value, B::Error> {
         let tok = self.tok;
         let whole = &tok[a0..b0];

@@ -1,13 +1,12 @@
-//! The rest of rocrtrace/parse/tokens.py over bytes: the general argument
-//! scanner (what `tokens.scan_args` does when `_WELL_FORMED` refuses a
-//! list), escapes, fd decorations, integers, flags, `_IOC(…)` and
-//! `parse_value` into [`Value`].
+//! The general argument scanner over bytes (for the lists the tokenizer's
+//! well-formed language refuses), escapes, fd decorations, integers, flags,
+//! `_IOC(…)` and `parse_value` into [`Value`].
 //!
-//! Lines are bytes (Python keeps them as str decoded with surrogateescape).
+//! Lines are bytes (the front keeps them as str decoded with surrogateescape).
 //! Python's `\s`, `\d`, `\w` and `str.strip()` are Unicode-aware; here they
 //! are their ASCII meaning, which is the same on every ASCII line.  The
-//! bracketed values go through [`tokens::bracketed`], as the Python code
-//! calls it through `_engine.bracketed`, so that both give the same values.
+//! bracketed values go through [`tokens::bracketed`], as the tokenizer's do,
+//! so that both paths give the same values.
 
 use crate::events::{Name, Text, Value};
 use crate::kfd;
@@ -83,7 +82,7 @@ pub fn split_ws(s: &[u8]) -> impl Iterator<Item = &[u8]> {
 
 // --- strings, decorations, comments -------------------------------------
 
-/// tokens.string_end: past the string whose quote is at `i` (and a `...`).
+/// Past the string whose quote is at `i` (and a `...`).
 pub fn string_end(s: &[u8], i: usize) -> usize {
     let mut k = i + 1;
     loop {
@@ -106,7 +105,7 @@ pub fn string_end(s: &[u8], i: usize) -> usize {
     }
 }
 
-/// tokens.deco_end (the general one): past the decoration at `i`.
+/// The general decoration scan: past the decoration at `i`.
 pub fn deco_end(s: &[u8], i: usize) -> usize {
     let n = s.len();
     let mut depth: i64 = 0;
@@ -152,7 +151,7 @@ pub fn deco_end(s: &[u8], i: usize) -> usize {
     }
 }
 
-/// tokens.comment_end: past the comment at `k`, nested ones counted.
+/// Past the comment at `k`, nested ones counted.
 pub fn comment_end(s: &[u8], k: usize) -> usize {
     let mut depth = 0;
     let mut j = k;
@@ -173,7 +172,7 @@ pub fn comment_end(s: &[u8], k: usize) -> usize {
     s.len()
 }
 
-/// tokens._CHAR at `k`: the end of a C character literal.
+/// At `k`: the end of a C character literal.
 fn char_end(s: &[u8], k: usize) -> Option<usize> {
     if at(s, k) != b'\'' {
         return None;
@@ -204,7 +203,7 @@ fn char_end(s: &[u8], k: usize) -> Option<usize> {
             cands.push(m);
         }
     }
-    // `.` (no newline, re.S is off in _CHAR)
+    // `.` (no newline: the pattern is not re.S)
     if c != b'\n' {
         cands.push(e + utf8_width(s, e));
     }
@@ -256,7 +255,7 @@ fn skip_opaque(s: &[u8], k: usize, c: u8, flat: bool) -> usize {
     }
 }
 
-// --- the well-formed language (tokens._WELL_FORMED) ------------------------
+// --- the well-formed language ---------------------------------------------
 
 /// `[^"<>(){}\[\],/']`
 const PLAIN: [bool; 256] = {
@@ -364,7 +363,7 @@ fn wf(s: &[u8], mut j: usize, end: usize, left: usize, nested: bool) -> usize {
 
 const WF_DEPTH: usize = 6;
 
-/// tokens.scan_args: the stripped top-level arguments from `pos` and the
+/// The stripped top-level arguments from `pos` and the
 /// index of the closing `)` (None when it never closes).
 pub fn scan_args(s: &[u8], pos: usize) -> (Vec<&[u8]>, Option<usize>) {
     let n = s.len();
@@ -408,7 +407,7 @@ fn general_scan_args(s: &[u8], pos: usize) -> (Vec<&[u8]>, Option<usize>) {
     r
 }
 
-/// tokens._structure: the next bracket, comma or stray `>` from `j`.
+/// The next bracket, comma or stray `>` from `j`.
 fn next_structure(s: &[u8], mut j: usize, flat: bool) -> Option<(usize, u8)> {
     let n = s.len();
     while j < n {
@@ -470,7 +469,7 @@ fn scan_args_once(s: &[u8], pos: usize, flat: bool) -> (Vec<&[u8]>, Option<usize
     (args, None)
 }
 
-/// tokens.split_top: `s` split at top-level commas.
+/// `s` split at top-level commas.
 pub fn split_top(s: &[u8]) -> Vec<Vec<u8>> {
     let mut t = Vec::with_capacity(s.len() + 1);
     t.extend_from_slice(s);
@@ -479,7 +478,7 @@ pub fn split_top(s: &[u8]) -> Vec<Vec<u8>> {
     args.into_iter().map(|a| a.to_vec()).collect()
 }
 
-/// tokens._matching: the bracket closing the one at `i`.
+/// The bracket closing the one at `i`.
 pub fn matching(s: &[u8], i: usize) -> Option<usize> {
     if is_opener(at(s, i)) {
         let k = wf(s, i + 1, s.len(), WF_DEPTH - 1, true);
@@ -503,7 +502,7 @@ pub fn matching(s: &[u8], i: usize) -> Option<usize> {
     None
 }
 
-/// tokens._items: the items of the bracketed body `tok[1..end]`.
+/// The items of the bracketed body `tok[1..end]`.
 fn items(tok: &[u8], end: usize) -> Vec<Cow<'_, [u8]>> {
     let mut out: Vec<Cow<'_, [u8]>> = Vec::new();
     let mut j = 1;
@@ -530,7 +529,7 @@ fn items(tok: &[u8], end: usize) -> Vec<Cow<'_, [u8]>> {
 
 // --- escapes ---------------------------------------------------------------
 
-/// tokens.unescape: C escapes resolved to bytes, then bytes that are not
+/// C escapes resolved to bytes, then bytes that are not
 /// UTF-8 written `\xNN` (only when there was an escape).
 pub fn unescape(text: &[u8]) -> Vec<u8> {
     if memchr(b'\\', text).is_none() {
@@ -608,7 +607,7 @@ pub fn unescape(text: &[u8]) -> Vec<u8> {
     res
 }
 
-/// tokens.parse_string: (text, truncated) of a quoted token.
+/// (text, truncated) of a quoted token.
 pub fn parse_string(tok: &[u8]) -> (Vec<u8>, bool) {
     let trunc = tok.ends_with(b"...") && !tok.ends_with(b"\\\"...");
     let mut body = if trunc { &tok[..tok.len() - 3] } else { tok };
@@ -621,7 +620,8 @@ pub fn parse_string(tok: &[u8]) -> (Vec<u8>, bool) {
     (unescape(body), trunc)
 }
 
-/// tokens.decoration_path
+/// The path of an fd decoration's inside (`/dev/kfd`, `/x (deleted)`,
+/// nested `<char M:m>` / `<pid comm>` parts left out).
 pub fn decoration_path(inner: &[u8]) -> Vec<u8> {
     let mut inner = inner;
     let mut deleted = false;
@@ -716,7 +716,7 @@ pub fn int0(text: &[u8]) -> Option<i128> {
     Some(if neg { -v } else { v })
 }
 
-/// tokens.parse_fd: (fd, path) of `3`, `0x3`, `3</dev/kfd<char 1:3>>`.
+/// (fd, path) of `3`, `0x3`, `3</dev/kfd<char 1:3>>`.
 pub fn parse_fd(tok: &[u8]) -> (Option<i128>, Option<Vec<u8>>) {
     let Some(&c) = tok.first() else {
         return (None, None);
@@ -749,7 +749,7 @@ pub fn parse_fd(tok: &[u8]) -> (Option<i128>, Option<Vec<u8>>) {
     (Some(fd), Some(path))
 }
 
-/// tokens.strip_name: `fd=3` -> (Some("fd"), "3").
+/// `fd=3` -> (Some("fd"), "3").
 pub fn strip_name(arg: &[u8]) -> (Option<&[u8]>, &[u8]) {
     let Some(eq) = memchr(b'=', arg) else {
         return (None, arg);
@@ -767,8 +767,8 @@ pub fn strip_name(arg: &[u8]) -> (Option<&[u8]>, &[u8]) {
     (Some(name), &arg[eq + 1..])
 }
 
-/// tokens.parse_int: decimal, `0x` hex, `0644` octal (`-` allowed).
-/// None also for numbers past i128 (Python's are unbounded).
+/// Decimal, `0x` hex, `0644` octal (`-` allowed).
+/// None also for numbers past i128.
 pub fn parse_int(tok: &[u8]) -> Option<i128> {
     let tok = strip(tok);
     if tok.is_empty() {
@@ -819,7 +819,7 @@ fn radix_value(d: &[u8], radix: u32) -> Option<i128> {
     Some(v)
 }
 
-/// tokens.strip_comment: (value, comment) of `0x80084b01 /* NAME */`.
+/// (value, comment) of `0x80084b01 /* NAME */`.
 pub fn strip_comment(tok: &[u8]) -> (Cow<'_, [u8]>, Option<&[u8]>) {
     let Some(i) = find(tok, b"/*") else {
         return (Cow::Borrowed(tok), None);
@@ -837,7 +837,7 @@ pub fn strip_comment(tok: &[u8]) -> (Cow<'_, [u8]>, Option<&[u8]>) {
     (rest, Some(comment))
 }
 
-/// The name tables of parse_flags (syscalls._NAME_TABLES).
+/// The name tables of parse_flags.
 pub type Names = &'static [(&'static str, i128)];
 
 fn flag_part(part: &[u8], names: Option<Names>) -> Option<i128> {
@@ -853,7 +853,7 @@ fn flag_part(part: &[u8], names: Option<Names>) -> Option<i128> {
     kfd::constant(p).map(i128::from)
 }
 
-/// tokens.parse_flags: `A|B|0x100` when every part is known.
+/// `A|B|0x100` when every part is known.
 pub fn parse_flags(tok: &[u8], names: Option<Names>) -> Option<i128> {
     let (tok, _) = strip_comment(tok);
     let mut total: i128 = 0;
@@ -875,7 +875,7 @@ pub fn parse_flags(tok: &[u8], names: Option<Names>) -> Option<i128> {
     Some(total)
 }
 
-/// tokens.parse_ioc: the request of `_IOC(_IOC_READ|_IOC_WRITE, 0x4b, 0x20, 0x28)`.
+/// The request of `_IOC(_IOC_READ|_IOC_WRITE, 0x4b, 0x20, 0x28)`.
 pub fn parse_ioc(tok: &[u8]) -> Option<u32> {
     let inner = tok.strip_prefix(b"_IOC(")?.strip_suffix(b")")?;
     let parts: Vec<&[u8]> = inner.split(|&c| c == b',').map(strip).collect();
@@ -912,7 +912,7 @@ fn int_value(v: i128, text: &[u8]) -> Value {
     Value::int(v).unwrap_or_else(|| Value::Raw(Text::from(text)))
 }
 
-/// tokens.parse_value(tok) (no name table: every caller passes none).
+/// The value of an argument token (no name table: every caller passes none).
 pub fn parse_value(tok: &[u8]) -> Value {
     if tok.len() > 4 * MAX_NESTING as usize && too_deep(tok) {
         return Value::Raw(Text::from(strip(tok)));
@@ -920,7 +920,7 @@ pub fn parse_value(tok: &[u8]) -> Value {
     parse(tok, 0)
 }
 
-/// tokens._DEEP: more than MAX_NESTING openers with no bracket between.
+/// More than MAX_NESTING openers with no bracket between.
 fn too_deep(tok: &[u8]) -> bool {
     let mut run = 0;
     for &c in tok {
@@ -1044,7 +1044,7 @@ const FIELD_NAMES: &[&str] = &[
     "kfd_process_device_apertures_ptr",
 ];
 
-/// A Python dict's keys: a repeated key keeps its first place, last value.
+/// Dict-style keys: a repeated key keeps its first place, the last value.
 fn dict_of<'k>(fields: impl Iterator<Item = (&'k [u8], Value)>) -> Vec<(Name, Value)> {
     // (the walk's fields come with their exact count: one allocation)
     let mut out: Vec<(Name, Value)> = Vec::with_capacity(fields.size_hint().0);
@@ -1063,7 +1063,7 @@ fn dict_of<'k>(fields: impl Iterator<Item = (&'k [u8], Value)>) -> Vec<(Name, Va
     out
 }
 
-/// tokens._value(tok, None, depth)
+/// The value of `tok` at nesting `depth`.
 fn value(tok: &[u8], depth: isize) -> Value {
     let tok = strip(tok);
     if tok.is_empty() {
@@ -1283,8 +1283,8 @@ mod tests {
             )))
         );
     }
-    // The cases tests/test_fast_paths.py held for the Python scanners' fast
-    // paths, with what the Python reference gave for them.
+    // Cases the retired Python parser's fast-path tests held, with the
+    // values it gave for them.
     #[test]
     fn scan_args_of_decorations_and_strings() {
         let (a, c) = args(r#"3</a<b>>, _IOC(1, 2), "x\"y"..., {a=[1, 2]}) = 0"#);

@@ -536,7 +536,7 @@ fn opt_addr_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
 }
 
 /// A `rocrtrace.events.Event` record (or any object with the record's
-/// `event` and fields) as the Rust event it ports.
+/// `event` and fields) as the Rust event it stands for.
 pub fn event_from_py(obj: &Bound<'_, PyAny>, files: &mut Files) -> PyResult<Event> {
     let kind_name = obj
         .getattr(intern!(obj.py(), "event"))
@@ -730,7 +730,7 @@ fn shared_event_to_py<'py>(
 }
 
 /// A Rust finding as `rocrtrace.findings.Finding` (fingerprint computed by
-/// its constructor, as in the Python engine), its events converted once.
+/// its constructor), its events converted once.
 pub fn finding_to_py<'py>(
     py: Python<'py>,
     f: &Finding,

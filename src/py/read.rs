@@ -185,7 +185,7 @@ pub fn read_input<'py>(
 }
 
 /// `trace_events(arg, input_format=None, max_line, max_open) -> (events,
-/// infos)` through the Rust Trace (the dialects ported so far); raises
+/// infos)` through the Rust Trace and its dialects; raises
 /// ReadError with the first input error.
 #[pyfunction]
 #[pyo3(signature = (arg, input_format=None, max_line=1 << 20, max_open=64))]

@@ -73,7 +73,7 @@ pub fn run_svm_model<'py>(
 /// `time_svm_model(events, repeat=1) -> (seconds, findings)`: the Rust
 /// SvmModel over the events `repeat` times (converted once, before the
 /// clock starts); seconds is the wall time of the model runs, for
-/// benchmarks/bench_svm_engine.py (which also takes the thread's CPU time
+/// benchmarks/bench_svm.py (which also takes the thread's CPU time
 /// around the call, a fairer clock on a loaded machine).
 #[pyfunction]
 #[pyo3(signature = (events, repeat=1))]

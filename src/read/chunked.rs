@@ -4,8 +4,8 @@
 //! batches come back in order for the parser's state-dependent rest (pids,
 //! split calls, held events, frames) and the replay on this thread.
 //!
-//! Why this and not the Python reference's seeded chunk parsers and their
-//! stitching (rocrtrace/parse/chunks.py): what runs on a worker reads no
+//! Why this and not parsers seeded per chunk and their results stitched
+//! (the retired Python engine's way): what runs on a worker reads no
 //! parser state, so the result is the sequential parse whatever the cut
 //! points -- inside an `<unfinished ...>`/`resumed` pair, a multi-line
 //! record, a `#+` continuation, before a `+++`: there is nothing to stitch,
@@ -23,7 +23,7 @@ use crate::parse::strace::{self, PreCall};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::{self, JoinHandle};
 
-/// Files smaller than this are parsed on one thread (inputs.py's 2 MiB).
+/// Files smaller than this are parsed on one thread.
 pub const MIN_BYTES: u64 = 2 << 20;
 /// Lines per batch.  Memory grows with it (a pre-parsed line with its
 /// event is about 1 KB, and freed on another thread than made it): peak

@@ -1,4 +1,4 @@
-//! Compression by magic bytes (inputs.py `compression_of`, `_open_bytes`):
+//! Compression by magic bytes:
 //! the first bytes of a stream are read once and replayed in front of it, so
 //! stdin, a pipe or a FIFO is never re-opened or seeked.
 
@@ -13,7 +13,7 @@ pub enum Compression {
     Zstd,
 }
 
-/// Magic bytes, in the order inputs.py `_MAGIC` tries them.
+/// Magic bytes, in the order they are tried.
 const MAGIC: [(&[u8], Compression); 4] = [
     (b"\x1f\x8b", Compression::Gzip),
     (b"\xfd7zXZ\x00", Compression::Xz),

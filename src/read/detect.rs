@@ -1,5 +1,5 @@
-//! Which dialect a file is in (inputs.py `_kind`, `_detect`, `_show`, and
-//! strace.py `looks_like_trace_line`, the cheap test detection uses).
+//! Which dialect a file is in, and [`looks_like_trace_line`], the cheap test
+//! detection uses.
 
 use super::layout::Layout;
 use super::pytext::{self, py_regex};
@@ -9,7 +9,7 @@ use regex::Regex;
 use std::fmt::Write as _;
 use std::sync::LazyLock;
 
-/// inputs.py DETECT_LINES: detection looks at this many non-blank lines.
+/// Detection looks at this many non-blank lines.
 pub const DETECT_LINES: usize = 50;
 
 struct Res {
@@ -33,7 +33,7 @@ static RE: LazyLock<Res> = LazyLock::new(|| Res {
     diag: py_regex(&format!(
         r"(?:strace{WDOT}*: |\A)(?:\[ )?Process (\d{{1,10}}) (attached|detached)(?: with \d+ threads)?(?: - interrupt to quit)?%s*\z"
     )),
-    // strace.py _PREFIX (every part optional: it always matches)
+    // the strace line prefix (every part optional: it always matches)
     prefix: py_regex(concat!(
         r"\A(?:\[pid%s+(\d{1,10})(<[^>]*>)?\]%s+|(\d{1,7})(<[^>]*>)?%s+)?",
         r"(?:\[([^\]\s\x1c-\x1f]*:[^\]]*)\]%s+)?",
@@ -51,7 +51,6 @@ static RE: LazyLock<Res> = LazyLock::new(|| Res {
 });
 
 /// Does this line belong to the strace grammar (or the preload dialect)?
-/// (strace.py looks_like_trace_line)
 pub fn looks_like_trace_line(line: &str) -> bool {
     if pytext::is_blank(line) {
         return false;
@@ -81,7 +80,7 @@ pub fn looks_like_trace_line(line: &str) -> bool {
         || body.starts_with("% time")
 }
 
-/// The dialect one (cleaned) line belongs to, or None (inputs.py `_kind`).
+/// The dialect one (cleaned) line belongs to, or None.
 pub fn kind(line: &str) -> Option<Format> {
     if line.starts_with("# rocrtrace-log") {
         return Some(Format::Preload);
@@ -119,8 +118,7 @@ pub fn format_of(name: &str) -> Option<Format> {
     })
 }
 
-/// strace | preload | tinygrad, from the first lines after the preamble
-/// (inputs.py `_detect`).
+/// strace | preload | tinygrad, from the first lines after the preamble.
 pub fn detect<S: AsRef<str>>(path: &str, lines: &[S], lay: &Layout) -> Result<Format, InputError> {
     let from = (lay.first as usize).saturating_sub(1).min(lines.len());
     let body: Vec<&str> = lines[from..]

@@ -1,13 +1,13 @@
-//! How a file's trace lines sit in it (inputs.py `Layout`, `_find_prefix`,
-//! `_layout`, `clean_lines`): a preamble before the first trace line, and an
+//! How a file's trace lines sit in it: a preamble before the first trace
+//! line, and an
 //! indentation or `> ` quoting on every line, removed before parsing.
 //!
-//! Which line is a trace line is the dialects' business (inputs.py `_kind`,
-//! not ported yet), so the functions that need it take it as `is_trace`.
+//! Which line is a trace line is the dialects' business (detect.rs), so the
+//! functions that need it take it as `is_trace`.
 
 use super::lines::{ReadInfo, decode};
 
-/// inputs.py DETECT_PREAMBLE: detection looks at most this many lines.
+/// Detection looks at most this many lines.
 pub const DETECT_PREAMBLE: usize = 100_000;
 /// Lines the common prefix is taken over.
 const PREFIX_LINES: usize = 2000;
@@ -45,7 +45,7 @@ impl Layout {
         self.first <= 1 && self.prefix.is_empty()
     }
 
-    /// The line without this layout's prefix (inputs.py `_unprefix`).
+    /// The line without this layout's prefix.
     pub fn unprefix<'a>(&self, line: &'a str) -> &'a str {
         if let Some(rest) = line.strip_prefix(self.prefix.as_str()) {
             return rest;
@@ -101,8 +101,8 @@ fn strip_quote_end(line: &str) -> &str {
     line.trim_end_matches(['>', ' ', '\t'])
 }
 
-/// The longest prefix every line shares (inputs.py `_common_prefix`: that
-/// of the least and the greatest line).
+/// The longest prefix every line shares (that of the least and the
+/// greatest line).
 pub fn common_prefix<S: AsRef<str>>(lines: &[S]) -> String {
     let Some(a) = lines.iter().map(AsRef::as_ref).min() else {
         return String::new();
@@ -187,7 +187,7 @@ pub fn find_prefix<S: AsRef<str>>(lines: &[S]) -> (String, bool) {
     (pre, false)
 }
 
-/// The layout of lines from a file's start (inputs.py `_layout`).
+/// The layout of lines from a file's start.
 pub fn layout<S: AsRef<str>>(lines: &[S], is_trace: &dyn Fn(&str) -> bool) -> Layout {
     let lines: Vec<&str> = lines.iter().map(AsRef::as_ref).collect();
     let (mut pre, mut quote) = find_prefix(&lines[..lines.len().min(PREFIX_LINES)]);
@@ -224,7 +224,7 @@ pub fn layout<S: AsRef<str>>(lines: &[S], is_trace: &dyn Fn(&str) -> bool) -> La
 }
 
 /// The layout of a file from its first bytes (the last line counts only
-/// when `complete`, i.e. the file ends there) (inputs.py `layout_of`).
+/// when `complete`, i.e. the file ends there).
 pub fn layout_of(head: &[u8], complete: bool, is_trace: &dyn Fn(&str) -> bool) -> Layout {
     let text = decode(head);
     let mut lines: Vec<&str> = text.split('\n').collect();

@@ -1,4 +1,4 @@
-//! The streaming line splitter (inputs.py `read_lines`, `_uncr`): `\n` only,
+//! The streaming line splitter: `\n` only,
 //! a `\r` before it dropped, bytes that are not UTF-8 written `\xNN`, lines
 //! over `max_line` counted and skipped.  Memory: one read plus the longest
 //! kept line, whatever the input.
@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::{ErrorKind, Read};
 
-/// inputs.py CHUNK: the read size.
+/// The read size.
 pub const CHUNK: usize = 1 << 20;
 /// The default `--max-line`.
 pub const MAX_LINE: usize = 1 << 20;

@@ -1,5 +1,5 @@
-//! Merging many sorted streams with few open (inputs.py `_bounded_merge`,
-//! `_spill`, `_unspill`): more than `max_open` streams are merged group by
+//! Merging many sorted streams with few open: more than `max_open` streams
+//! are merged group by
 //! group into temporary spill files first.  Keys are unique and each stream
 //! is sorted, so the result is the order of one flat merge.
 
@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 
 /// (completion time so far, file index, item number): a stream's running
-/// maximum of event ends, so each stream is sorted by it (inputs.py _keyed).
+/// maximum of event ends, so each stream is sorted by it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Key {
     pub last: f64,
@@ -133,8 +133,8 @@ impl<T> Iterator for Merge<T> {
 }
 
 /// The merge of what `makers` make, holding at most `max_open` streams
-/// open at once.  Groups are spilled before the first item comes out, as
-/// the Python does; an error while spilling is the merge's only item.
+/// open at once.  Groups are spilled before the first item comes out; an
+/// error while spilling is the merge's only item.
 pub fn bounded_merge<T: Spill + 'static>(mut makers: Vec<Maker<T>>, max_open: usize) -> Merge<T> {
     let max_open = max_open.max(2);
     while makers.len() > max_open {

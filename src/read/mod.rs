@@ -1,7 +1,7 @@
-//! Bytes to lines (inputs.py's reading half): open a path or any reader,
+//! Bytes to lines: open a path or any reader,
 //! decompress by magic bytes, split on `\n` into decoded lines with the
 //! over-long, CRLF and last-line counts, and find and remove a file's layout
-//! (preamble, indentation, `> ` quoting).  Not wired into Python yet.
+//! (preamble, indentation, `> ` quoting).
 
 pub mod chunked;
 pub mod compress;
@@ -27,7 +27,7 @@ pub use layout::Layout;
 pub use lines::{LineReader, ReadInfo};
 
 /// An input that cannot be opened, read or decompressed; Display is the one
-/// line the CLI prints before exit 2 (inputs.py `InputError`).
+/// line the CLI prints before exit 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputError(pub String);
 
@@ -39,13 +39,13 @@ impl fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
-/// `rocrtrace: PATH: WHY` (inputs.py `_err`).
+/// `rocrtrace: PATH: WHY`.
 pub fn input_error(path: &str, why: &str) -> InputError {
     InputError(format!("rocrtrace: {path}: {why}"))
 }
 
-/// One line of at most 200 characters for a read or decompression error
-/// (inputs.py `_why`): the OS's text without the " (os error N)" Rust adds.
+/// One line of at most 200 characters for a read or decompression error:
+/// the OS's text without the " (os error N)" Rust adds.
 pub fn why(e: &io::Error) -> String {
     let text = match e.raw_os_error() {
         Some(code) => {

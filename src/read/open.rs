@@ -1,5 +1,4 @@
-//! A TRACE argument -> its files, each with its format, layout and -ff tid
-//! (inputs.py `_expand`, `_head`, `open_trace`, `_layout_text`).
+//! A TRACE argument -> its files, each with its format, layout and -ff tid.
 
 use super::compress::{self, Compression};
 use super::detect::{self, DETECT_LINES};
@@ -12,7 +11,7 @@ use std::fs::{self, File};
 use std::io::{self, Cursor, ErrorKind, Read};
 use std::path::Path;
 
-/// inputs.py DETECT_BYTES: detection reads at most this much of a file.
+/// Detection reads at most this much of a file.
 pub const DETECT_BYTES: usize = 8 << 20;
 const HEAD_READ: usize = 1 << 16;
 const HEAD_LONG: usize = 1 << 20;
@@ -47,7 +46,7 @@ fn is_file(p: &str) -> bool {
 }
 
 /// stdin, a pipe, a FIFO, /dev/fd/N: anything that cannot be opened twice
-/// or seeked (inputs.py `_is_stream`).
+/// or seeked.
 pub fn is_stream(path: &str) -> bool {
     path == "-" || !is_file(path)
 }
@@ -61,7 +60,7 @@ fn join(dir: &str, name: &str) -> String {
     }
 }
 
-/// The files a TRACE argument names (inputs.py `_expand`).
+/// The files a TRACE argument names.
 pub fn expand(arg: &str) -> Result<Vec<String>, InputError> {
     if arg == "-" {
         return Ok(vec!["-".into()]);
@@ -102,7 +101,7 @@ pub fn expand(arg: &str) -> Result<Vec<String>, InputError> {
     Err(input_error(arg, "no such file or directory"))
 }
 
-/// Path without a compression suffix (inputs.py `_strip_compression`).
+/// Path without a compression suffix.
 fn strip_compression(path: &str) -> &str {
     for suf in [".gz", ".xz", ".bz2", ".zst"] {
         if let Some(p) = path.strip_suffix(suf) {
@@ -162,10 +161,11 @@ pub struct Head {
     pub data: Vec<u8>,
 }
 
-/// The first lines of a stream for detection (inputs.py `_head`): until
+/// The first lines of a stream for detection: until
 /// DETECT_LINES lines that could be trace lines, DETECT_PREAMBLE lines or
-/// DETECT_BYTES.  `first`: the size of the first read (Python's replayed
-/// magic bytes come back alone from an uncompressed file).
+/// DETECT_BYTES.  `first`: the size of the first read (an uncompressed
+/// file's MAGIC_LEN bytes, replayed after the compression check, come back
+/// as a read of their own).
 pub fn head(path: &str, r: &mut dyn Read, first: Option<usize>) -> Result<Head, InputError> {
     let mut first = first;
     let mut read = |r: &mut dyn Read| {
@@ -242,7 +242,8 @@ pub fn head(path: &str, r: &mut dyn Read, first: Option<usize>) -> Result<Head, 
     Ok(Head { lines, ended, data })
 }
 
-/// inputs.py `_layout_text`
+/// The layout as messages describe it: "quoted with '>'", "indented by N
+/// column(s)", or nothing.
 pub fn layout_text(lay: &Layout) -> String {
     if lay.prefix.is_empty() {
         return String::new();
@@ -281,7 +282,7 @@ fn py_repr(s: &str) -> String {
     out
 }
 
-/// The files of one TRACE argument, detected (inputs.py `open_trace`).
+/// The files of one TRACE argument, detected.
 /// `input_format`: None or "auto" detects; a forced format skips detection
 /// only.
 pub fn open_files(arg: &str, input_format: Option<&str>) -> Result<Vec<FileSpec>, InputError> {

@@ -1,7 +1,7 @@
 //! What Python's str methods and int()/float() do with the text of a line,
-//! where the regexes of the reference match Unicode: `\d` is any decimal
-//! digit (category Nd), which int() and float() read as well, and `\s` is
-//! str.isspace (Unicode White_Space plus U+001C..U+001F).
+//! where the line patterns (Python re syntax, see [`py_regex`]) match
+//! Unicode: `\d` is any decimal digit (category Nd), which int() and float()
+//! read as well, and `\s` is str.isspace (Unicode White_Space plus U+001C..U+001F).
 
 use regex::Regex;
 use std::borrow::Cow;

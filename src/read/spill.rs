@@ -1,4 +1,4 @@
-//! Events to and from a merge's spill file (inputs.py pickles them): a
+//! Events to and from a merge's spill file: a
 //! plain binary form, read back only by the process that wrote it.
 
 use super::merge::Spill;

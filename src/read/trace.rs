@@ -1,8 +1,7 @@
-//! One TRACE argument: its files and their merged event stream (inputs.py
-//! `Trace`, `_file_events`, `_ff_threads`, `_parents_first`).
+//! One TRACE argument: its files and their merged event stream.
 //!
 //! A dialect plugs in through [`Dialect`] (one parser per file: feed /
-//! finish, as the Python parsers) and [`Dialects`] (which parser a file
+//! finish) and [`Dialects`] (which parser a file
 //! gets); the reading, the layout clean-up and the merge are the same for
 //! every dialect.
 
@@ -22,9 +21,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Read;
 use std::rc::Rc;
 
-/// inputs.py MAX_OPEN: files a -ff merge holds open at once.
+/// Files a -ff merge holds open at once.
 pub const MAX_OPEN: usize = 64;
-/// inputs.py MERGE_CHUNK: read size per file while merging many files.
+/// Read size per file while merging many files.
 pub const MERGE_CHUNK: usize = 64 << 10;
 
 /// A parser of one file of one dialect.
@@ -54,7 +53,7 @@ impl Dialect for tinygrad::Parser {
     }
 }
 
-/// What -ff files tell about each other (inputs.py `_ff_threads`).
+/// What -ff files tell about each other.
 #[derive(Debug, Default, Clone)]
 pub struct Threads {
     /// tid -> tgid
@@ -68,7 +67,7 @@ pub struct Threads {
 /// Which parser each file gets.
 pub trait Dialects {
     /// A parser for `spec` (its tid, and the -ff knowledge when the trace
-    /// has several files), counting into `info`; None: no port of it.
+    /// has several files), counting into `info`; None: no parser for it.
     fn parser(
         &self,
         spec: &FileSpec,
@@ -125,7 +124,7 @@ impl Dialects for Builtin {
     }
 }
 
-/// "a strace", "an …" (inputs.py `_article`).
+/// "a strace", "an …".
 fn article(fmt: &str) -> String {
     let a = if fmt.starts_with(['a', 'e', 'i', 'o', 'u']) {
         "an"
@@ -136,7 +135,7 @@ fn article(fmt: &str) -> String {
 }
 
 /// The lines of one file after reading and layout clean-up, counted into
-/// the parser's info as inputs.py `read_lines` and `clean_lines` count.
+/// the parser's info as the reader and the layout clean-up count them.
 pub struct CleanLines {
     lr: LineReader<Box<dyn Read + Send>>,
     layout: super::Layout,
@@ -518,7 +517,7 @@ fn with_seq(
     })
 }
 
-/// inputs.py `Trace._keyed`
+/// A file's events with their merge [`Key`]s.
 fn keyed(evs: FileEvents, idx: u32) -> impl Iterator<Item = Result<(Key, Event), InputError>> {
     let mut last = f64::NEG_INFINITY;
     let mut n = 0;
@@ -536,8 +535,7 @@ fn keyed(evs: FileEvents, idx: u32) -> impl Iterator<Item = Result<(Key, Event),
 }
 
 /// tid -> tgid for -ff files from a pre-pass over their clone lines, the
-/// execve lines that end `<pid changed to N ...>`, and who made each tid
-/// (inputs.py `_ff_threads`).
+/// execve lines that end `<pid changed to N ...>`, and who made each tid.
 pub fn ff_threads<D: Dialects + ?Sized>(
     files: &[FileSpec],
     max_line: usize,
@@ -627,7 +625,7 @@ fn note_clone(parent: &mut HashMap<u32, (u32, bool)>, ev: &Event, tid: u32) {
 }
 
 /// The files in merge order: each after the file of the tid that made it,
-/// otherwise as listed (inputs.py `_parents_first`).
+/// otherwise as listed.
 pub fn parents_first(files: &[FileSpec], parent: &HashMap<u32, (u32, bool)>) -> Vec<usize> {
     let mut at: HashMap<u32, usize> = HashMap::new();
     for (i, f) in files.iter().enumerate() {

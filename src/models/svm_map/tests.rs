@@ -1,5 +1,6 @@
-//! The SVM interval map against a brute-force per-page oracle (the port of
-//! tests/test_svm_map.py).  The oracle keeps, per page, the kernel state and
+//! The SVM interval map against a brute-force per-page oracle (as
+//! tests/test_svm_map.py checks the model through `_engine`).  The oracle
+//! keeps, per page, the kernel state and
 //! the id of the svm_range the page belongs to, and implements kfd-uapi.md
 //! section 6 literally: gaps become new default ranges, a range the
 //! attributes change is cut at the SET_ATTR boundaries (head and tail keep
@@ -611,8 +612,8 @@ fn mremap_shrink_to_a_partial_page_keeps_it() {
     assert!(mremap_unmaps(0x10000, 0x2000, 0x1800, 0x10000, 12).is_empty());
 }
 
-// --- PieceMap against a page array (the port of test_svm_equivalence.py's
-// PieceMap cases): per page the id of its piece and the piece's value, so
+// --- PieceMap against a page array: per page the id of its piece and the
+// piece's value, so
 // equal neighbours stay apart until coalesce merges them.
 
 const PM: u64 = 64;
@@ -746,7 +747,7 @@ impl PageRef {
     }
 }
 
-/// Python's `_fn(x)`: some values kept equal.
+/// A value map for the ops: some values kept equal.
 fn pm_fn(x: u8) -> impl Fn(u8) -> u8 {
     move |v| if x < 3 { (v + x) % 3 } else { x - 3 }
 }

@@ -372,7 +372,7 @@ proptest! {
             }
         } else {
             // Python's int(text, 0) refuses "0123"; a bare -1 is the
-            // Python grammar's to name
+            // general grammar's to name
             let d = digits.trim_start_matches('-');
             let zeros = d.len() > 1 && d.starts_with('0') && !d.starts_with("0x");
             prop_assert!(zeros || digits == "-1", "{} refused", digits);

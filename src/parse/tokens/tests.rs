@@ -1,5 +1,5 @@
 //! The tokenizer's shapes and refusals, with the tokens written out (once
-//! checked against the Python grammar it was ported from); props.rs adds
+//! checked against the retired Python grammar); props.rs adds
 //! the property tests.
 
 use super::*;
@@ -73,7 +73,7 @@ fn argument_lists() {
         args("1 1764435600.1 f(1 /* a, b */, 2) = 0"),
         ["1 /* a, b */", "2"]
     );
-    // six levels of brackets are the language; the seventh is the Python grammar's
+    // six levels of brackets are the language; the seventh is the general grammar's
     let six = format!("{}{}", "[".repeat(6), "]".repeat(6));
     assert_eq!(
         args(&format!("1 1764435600.1 f({six}) = 0")),
@@ -105,7 +105,7 @@ fn results() {
 #[test]
 fn refusals() {
     for line in [
-        "7 1764435600.5 close(3) = -1 (errno 500)", // the Python code names it
+        "7 1764435600.5 close(3) = -1 (errno 500)", // the general grammar names it
         "7 1764435600.5 close(3) = -1 eagain",
         "7 1764435600.5 close(3) = -1 E (one letter)",
         "[pid 7] close(3) = 0", // the general prefix
