@@ -382,3 +382,17 @@ def test_jobs_over_several_traces_gives_the_sequential_report(tmp_path):
     assert out[0]["coverage"] == out[1]["coverage"]
     assert any(x.startswith("SVM:") for x in out[0]["coverage"]["cannot_show"])
     assert out[0]["findings"] == out[1]["findings"]
+
+
+def test_allocator_options_stay_out_of_the_environment():
+    """The core's allocator options are set only while it loads: a traced
+    program (capture) never inherits them, and a user's own setting wins."""
+    import subprocess as sp
+
+    code = ("import os; os.environ['MIMALLOC_PURGE_DELAY'] = '7'; "
+            "from rocrtrace import engine; engine.core(); "
+            "print(sorted((k, v) for k, v in os.environ.items() if k.startswith('MIMALLOC')))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MIMALLOC")}
+    out = sp.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                 timeout=60, check=True).stdout
+    assert out.strip() == "[('MIMALLOC_PURGE_DELAY', '7')]"
