@@ -859,7 +859,7 @@ fn field_name(x: &[u8]) -> Option<usize> {
 }
 
 #[cfg(test)]
-mod props;
+pub(crate) mod props;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
