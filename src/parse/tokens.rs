@@ -27,6 +27,9 @@ use std::sync::LazyLock;
 /// Bracket nesting of the well-formed language.
 pub const MAX_DEPTH: usize = 6;
 
+/// Digits of a return value the general grammar reads (grammar::result).
+pub const MAX_DIGITS: usize = 64;
+
 /// Which line shape [`scan_line`] took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -40,7 +43,8 @@ pub enum Kind {
 }
 
 /// A return value as strace printed it: `0x` and hex digits, or `-?\d+`
-/// without leading zeros (text that Python's `int(text, 0)` accepts).
+/// without leading zeros (text that Python's `int(text, 0)` accepts), at
+/// most [`MAX_DIGITS`] digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Number<'a>(&'a str);
 
@@ -317,19 +321,28 @@ fn result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
     };
     let v0 = k;
     let unknown = at(s, k) == b'?';
+    // the general grammar reads `0x[0-9a-f]{1,64}` and `-?\d{1,64}` not
+    // run into hex (`30x1f`, `-0x10` are no number of its)
     if at(s, k) == b'0' && at(s, k + 1) == b'x' && at(s, k + 2).is_ascii_hexdigit() {
         k = skip(s, k + 2, |c| c.is_ascii_hexdigit());
+        if k - v0 - 2 > MAX_DIGITS {
+            return None;
+        }
     } else if unknown {
         k += 1;
     } else {
         if at(s, k) == b'-' {
             k += 1;
         }
+        let d0 = k;
         if !at(s, k).is_ascii_digit() {
             return None;
         }
         k = skip(s, k, |c| c.is_ascii_digit());
-        if !decimal_ok(&line[v0..k]) {
+        if k - d0 > MAX_DIGITS
+            || (at(s, k) == b'x' && at(s, k + 1).is_ascii_hexdigit())
+            || !decimal_ok(&line[v0..k])
+        {
             return None;
         }
     }

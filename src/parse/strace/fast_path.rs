@@ -331,3 +331,34 @@ fn without_the_fast_path_no_line_is_taken_fast() {
     assert_eq!(parse(&l, Way::General).taken, 0);
     assert!(tokens::scan_line(&l[0]).is_some());
 }
+
+/// A parse of one line the general way: (events, unparsed).
+fn general_alone(line: &str) -> (usize, u64) {
+    let r = parse(&[line.to_owned()], Way::General);
+    (r.events.len(), r.info.unparsed)
+}
+
+/// Lines on which the two paths once differed, each an unparsed line now
+/// (strace prints no such result; neither path may guess at it).
+#[test]
+fn results_the_paths_once_read_differently() {
+    let zeros = "0".repeat(70);
+    let lines = [
+        // the fast path read 30 (and -0) and dropped the rest; the general
+        // grammar reads no number run into hex digits
+        "4242  1764435600.000026 openat(AT_FDCWD</work>, \"/dev/kfd\", O_RDWR) = 30x1f</dev/kfd<char 238:0>> <0.000020>".to_owned(),
+        "1 1764435600.1 close(3) = 30x1f".to_owned(),
+        "1 1764435600.1 close(3) = -0x10".to_owned(),
+        // the fast path read numbers of any length, the general grammar at
+        // most 64 digits
+        format!("1 1764435600.1 close(3) = 0x{zeros}1"),
+        format!("1 1764435600.1 close(3) = {zeros}"),
+        format!("1 1764435600.1 close(3) = -{zeros} <0.5>"),
+    ];
+    let mut counts = Counts::default();
+    for l in &lines {
+        same(l, std::slice::from_ref(l), &mut counts);
+        assert_eq!(general_alone(l), (0, 1), "{l}");
+    }
+    assert_eq!(counts.taken, 0, "the fast path refuses them: {counts:?}");
+}
