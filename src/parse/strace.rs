@@ -71,8 +71,17 @@ fn u32_of(t: &[u8]) -> Option<u32> {
 }
 
 /// A result value (strace._number): int(val, 0), else an octal like `022`.
+/// `val` is a number text the grammar read (never `?`): one past i128 is
+/// held as i128's end, which no register holds either, so the line is
+/// unparsed as the fast path makes it (not a `?` result).
 fn number(val: &[u8]) -> Option<i128> {
-    values::int0(val).or_else(|| parse_int(val))
+    values::int0(val)
+        .or_else(|| parse_int(val))
+        .or(Some(if val.starts_with(b"-") {
+            i128::MIN
+        } else {
+            i128::MAX
+        }))
 }
 
 /// Parse one file (strace.Parser).  `file_tid` is the thread of a `-ff`
