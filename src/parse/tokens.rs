@@ -7,12 +7,13 @@
 //! else, which the general grammar (grammar.rs, values.rs) then parses.  What
 //! it returns must be exactly what the general grammar gives for the same
 //! line.  tokens/tests.rs pins the tokens of each shape and refusal and
-//! props.rs checks that a taken line re-joins from its tokens; no test
-//! compares the two paths' events now.
+//! props.rs checks that a taken line re-joins from its tokens;
+//! strace/fast_path.rs compares the two paths' events.
 //!
 //! The argument splitter accepts exactly the well-formed argument language
-//! (strings, comments, fd decorations without quotes, escapes or `->`, and
-//! brackets nested at most [`MAX_DEPTH`] deep) with its possessive,
+//! (strings, character literals, comments, `<<`, fd decorations without
+//! quotes, escapes or `->`, and brackets nested at most [`MAX_DEPTH`] deep;
+//! values.rs's `wf` is the general grammar's) with its possessive,
 //! never-backtracking semantics; everything outside that language is refused
 //! here, as that regex refuses it, and goes to the general scanner.
 //!
@@ -21,6 +22,7 @@
 //! are byte offsets into the line, so every slice of an ASCII `&str` taken at
 //! them is a valid `&str`.
 
+use crate::parse::values;
 use memchr::{memchr, memchr2, memmem, memrchr};
 use std::sync::LazyLock;
 
@@ -135,6 +137,14 @@ const PLAIN: [bool; 256] = {
     t
 };
 
+/// [`PLAIN`] without `'`: in an argument list it starts a character literal
+/// (the general grammar's atom; values.rs)
+const ARG_PLAIN: [bool; 256] = {
+    let mut t = PLAIN;
+    t[b'\'' as usize] = false;
+    t
+};
+
 /// The byte at `i`, or 0 past the end (0 is in none of the classes tested
 /// with it).
 fn at(s: &[u8], i: usize) -> u8 {
@@ -226,8 +236,8 @@ pub fn deco_end(s: &[u8], i: usize) -> Option<usize> {
 fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
     while j < s.len() {
         let c = s[j];
-        if PLAIN[c as usize] {
-            j = skip(s, j + 1, |c| PLAIN[c as usize]);
+        if ARG_PLAIN[c as usize] {
+            j = skip(s, j + 1, |c| ARG_PLAIN[c as usize]);
             continue;
         }
         match c {
@@ -235,6 +245,10 @@ fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
                 Some(k) => j = k,
                 None => return j,
             },
+            // a character literal (`','` is one argument), else a lone `'`
+            b'\'' => j = values::char_end(s, j).unwrap_or(j + 1),
+            // `1<<16`: a shift, not a decoration
+            b'<' if at(s, j + 1) == b'<' => j += 2,
             b'<' => match deco_end(s, j) {
                 Some(k) => j = k,
                 None => return j,

@@ -368,3 +368,55 @@ fn results_the_paths_once_read_differently() {
     // i128::MIN is the one it takes
     assert_eq!(counts.taken, 1, "{counts:?}");
 }
+
+#[test]
+fn zz_seq() {
+    let Ok(f) = std::env::var("DBG_SEQ") else {
+        return;
+    };
+    let lines: Vec<String> = std::fs::read_to_string(f)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    for l in &lines {
+        eprintln!("scan {l:?}: {:?}", tokens::scan_line(l));
+    }
+    for w in [Way::General, Way::Fast, Way::Pre] {
+        let r = parse(&lines, w);
+        for (i, e) in &r.events {
+            eprintln!("{w:?} at {i}: {} {:?} ret={:?}", e.name, e.kind, e.h.ret);
+        }
+        eprintln!(
+            "{w:?} unparsed={} {:?}",
+            r.info.unparsed, r.info.unparsed_samples
+        );
+    }
+    same("seq", &lines, &mut Counts::default());
+}
+
+/// Argument lists the fast path once split differently: the general
+/// grammar's `<<` (a shift) and `'c'` (a character literal) atoms.
+#[test]
+fn arguments_the_paths_once_split_differently() {
+    let lines = [
+        // the fast path read `<<char 238:0>,>` as one fd decoration
+        "4242  1764435600.000013 ioctl(<<char 238:0>,>) = 0",
+        "1 1764435600.1 ioctl(3, 1<<2, <a>) = 0",
+        // the fast path split `','` at its comma
+        "1 1764435600.1 ioctl(3, ',', 1) = 0",
+        "1 1764435600.1 ioctl(3, '\\'', 0x1) = 0",
+    ];
+    let mut counts = Counts::default();
+    for l in lines.map(str::to_owned) {
+        same(&l, std::slice::from_ref(&l), &mut counts);
+    }
+    assert_eq!(counts.taken, 4, "the fast path takes them: {counts:?}");
+    // what the general grammar makes of them
+    let r = parse(&[lines[0].to_owned(), lines[2].to_owned()], Way::General);
+    let req = |k: usize| match &r.events[k].1.kind {
+        crate::events::Kind::Ioctl(i) => i.ioctl,
+        k => panic!("{k:?}"),
+    };
+    assert_eq!((req(0), req(1)), (Some(">"), Some("','")));
+}

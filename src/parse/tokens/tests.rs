@@ -138,6 +138,25 @@ fn refusals() {
 }
 
 #[test]
+fn shifts_and_character_literals_are_atoms() {
+    for (line, args) in [
+        (
+            "1 1764435600.1 ioctl(<<char 238:0>,>) = 0",
+            &["<<char 238:0>", ">"][..],
+        ),
+        ("1 1764435600.1 f(1<<16|0, <a>) = 0", &["1<<16|0", "<a>"]),
+        ("1 1764435600.1 ioctl(3, ',', 1) = 0", &["3", "','", "1"]),
+        (
+            "1 1764435600.1 f('\\'', '\\x2c', ')') = 0",
+            &["'\\''", "'\\x2c'", "')'"],
+        ),
+        ("1 1764435600.1 f(', 1) = 0", &["'", "1"]), // a lone quote
+    ] {
+        assert_eq!(scan(line).unwrap().args, args, "{line}");
+    }
+}
+
+#[test]
 fn numbers_of_any_size() {
     let digits = "9".repeat(10_000);
     let max = &digits[..super::MAX_DIGITS];
