@@ -251,8 +251,24 @@ const PRELOAD_HEAD: &[&str] = &[
     "# pid=4242 ppid=1 exe=/bin/app page_size=4096 start=1764435600.0",
 ];
 
+/// props.rs's lines, some with one of the general grammar's atoms its
+/// pieces lack (a shift, character literals) written in.
 fn soup_line() -> impl Strategy<Value = String> {
-    prop_oneof![props::lines(), props::mutated_lines()]
+    let line = prop_oneof![props::lines(), props::mutated_lines()];
+    let atom = prop::option::of((
+        proptest::sample::select(&["<<", "'", "','", "'\\''"][..]),
+        any::<prop::sample::Index>(),
+    ));
+    (line, atom).prop_map(|(mut line, atom)| {
+        if let Some((a, at)) = atom {
+            let mut i = at.index(line.len() + 1);
+            while !line.is_char_boundary(i) {
+                i -= 1;
+            }
+            line.insert_str(i, a);
+        }
+        line
+    })
 }
 
 proptest! {
