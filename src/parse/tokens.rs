@@ -7,12 +7,13 @@
 //! else, which the general grammar (grammar.rs, values.rs) then parses.  What
 //! it returns must be exactly what the general grammar gives for the same
 //! line.  tokens/tests.rs pins the tokens of each shape and refusal and
-//! props.rs checks that a taken line re-joins from its tokens; no test
-//! compares the two paths' events now.
+//! props.rs checks that a taken line re-joins from its tokens;
+//! strace/fast_path.rs compares the two paths' events.
 //!
 //! The argument splitter accepts exactly the well-formed argument language
-//! (strings, comments, fd decorations without quotes, escapes or `->`, and
-//! brackets nested at most [`MAX_DEPTH`] deep) with its possessive,
+//! (strings, character literals, comments, `<<`, fd decorations without
+//! quotes, escapes or `->`, and brackets nested at most [`MAX_DEPTH`] deep;
+//! values.rs's `wf` is the general grammar's) with its possessive,
 //! never-backtracking semantics; everything outside that language is refused
 //! here, as that regex refuses it, and goes to the general scanner.
 //!
@@ -21,11 +22,15 @@
 //! are byte offsets into the line, so every slice of an ASCII `&str` taken at
 //! them is a valid `&str`.
 
+use crate::parse::values;
 use memchr::{memchr, memchr2, memmem, memrchr};
 use std::sync::LazyLock;
 
 /// Bracket nesting of the well-formed language.
 pub const MAX_DEPTH: usize = 6;
+
+/// Digits of a return value the general grammar reads (grammar::result).
+pub const MAX_DIGITS: usize = 64;
 
 /// Which line shape [`scan_line`] took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +45,8 @@ pub enum Kind {
 }
 
 /// A return value as strace printed it: `0x` and hex digits, or `-?\d+`
-/// without leading zeros (text that Python's `int(text, 0)` accepts).
+/// without leading zeros (text that Python's `int(text, 0)` accepts), at
+/// most [`MAX_DIGITS`] digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Number<'a>(&'a str);
 
@@ -128,6 +134,14 @@ const PLAIN: [bool; 256] = {
         t[special[i] as usize] = false;
         i += 1;
     }
+    t
+};
+
+/// [`PLAIN`] without `'`: in an argument list it starts a character literal
+/// (the general grammar's atom; values.rs)
+const ARG_PLAIN: [bool; 256] = {
+    let mut t = PLAIN;
+    t[b'\'' as usize] = false;
     t
 };
 
@@ -222,8 +236,8 @@ pub fn deco_end(s: &[u8], i: usize) -> Option<usize> {
 fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
     while j < s.len() {
         let c = s[j];
-        if PLAIN[c as usize] {
-            j = skip(s, j + 1, |c| PLAIN[c as usize]);
+        if ARG_PLAIN[c as usize] {
+            j = skip(s, j + 1, |c| ARG_PLAIN[c as usize]);
             continue;
         }
         match c {
@@ -231,6 +245,10 @@ fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
                 Some(k) => j = k,
                 None => return j,
             },
+            // a character literal (`','` is one argument), else a lone `'`
+            b'\'' => j = values::char_end(s, j).unwrap_or(j + 1),
+            // `1<<16`: a shift, not a decoration
+            b'<' if at(s, j + 1) == b'<' => j += 2,
             b'<' => match deco_end(s, j) {
                 Some(k) => j = k,
                 None => return j,
@@ -317,19 +335,28 @@ fn result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
     };
     let v0 = k;
     let unknown = at(s, k) == b'?';
+    // the general grammar reads `0x[0-9a-f]{1,64}` and `-?\d{1,64}` not
+    // run into hex (`30x1f`, `-0x10` are no number of its)
     if at(s, k) == b'0' && at(s, k + 1) == b'x' && at(s, k + 2).is_ascii_hexdigit() {
         k = skip(s, k + 2, |c| c.is_ascii_hexdigit());
+        if k - v0 - 2 > MAX_DIGITS {
+            return None;
+        }
     } else if unknown {
         k += 1;
     } else {
         if at(s, k) == b'-' {
             k += 1;
         }
+        let d0 = k;
         if !at(s, k).is_ascii_digit() {
             return None;
         }
         k = skip(s, k, |c| c.is_ascii_digit());
-        if !decimal_ok(&line[v0..k]) {
+        if k - d0 > MAX_DIGITS
+            || (at(s, k) == b'x' && at(s, k + 1).is_ascii_hexdigit())
+            || !decimal_ok(&line[v0..k])
+        {
             return None;
         }
     }
@@ -859,7 +886,7 @@ fn field_name(x: &[u8]) -> Option<usize> {
 }
 
 #[cfg(test)]
-mod props;
+pub(crate) mod props;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

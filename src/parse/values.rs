@@ -173,7 +173,7 @@ pub fn comment_end(s: &[u8], k: usize) -> usize {
 }
 
 /// At `k`: the end of a C character literal.
-fn char_end(s: &[u8], k: usize) -> Option<usize> {
+pub(crate) fn char_end(s: &[u8], k: usize) -> Option<usize> {
     if at(s, k) != b'\'' {
         return None;
     }

@@ -126,6 +126,8 @@ fn refusals() {
         "7 1764435600.5 f(3</a->b>) = 0",
         "7 1764435600.5 f(3) = 3</a<b<c>>>",
         "7 1764435600.5 9bad(3) = 0",
+        "7 1764435600.5 f(3) = 30x1f", // a number run into hex digits
+        "7 1764435600.5 f(3) = -0x10",
         "7 1764435600.5 open(\"é\") = 3", // ASCII only
         "",
         "7",
@@ -136,14 +138,38 @@ fn refusals() {
 }
 
 #[test]
+fn shifts_and_character_literals_are_atoms() {
+    for (line, args) in [
+        (
+            "1 1764435600.1 ioctl(<<char 238:0>,>) = 0",
+            &["<<char 238:0>", ">"][..],
+        ),
+        ("1 1764435600.1 f(1<<16|0, <a>) = 0", &["1<<16|0", "<a>"]),
+        ("1 1764435600.1 ioctl(3, ',', 1) = 0", &["3", "','", "1"]),
+        (
+            "1 1764435600.1 f('\\'', '\\x2c', ')') = 0",
+            &["'\\''", "'\\x2c'", "')'"],
+        ),
+        ("1 1764435600.1 f(', 1) = 0", &["'", "1"]), // a lone quote
+    ] {
+        assert_eq!(scan(line).unwrap().args, args, "{line}");
+    }
+}
+
+#[test]
 fn numbers_of_any_size() {
     let digits = "9".repeat(10_000);
-    let line = format!("1 1764435600.1 f() = {digits} <0.{digits}>");
+    let max = &digits[..super::MAX_DIGITS];
+    let line = format!("1 1764435600.1 f() = {max} <0.{digits}>");
     let o = outcome(&scan(&line).unwrap());
     let ret = o.ret.unwrap();
-    assert_eq!(ret.text(), digits);
-    assert_eq!(ret.value(), None); // the caller builds the big integer
+    assert_eq!(ret.text(), max);
+    assert_eq!(ret.value(), None); // past i128: the caller decides
     assert_eq!(o.dur, Some(1.0));
+    // a longer number is none the general grammar reads: it decides
+    assert_eq!(scan(&format!("1 1764435600.1 f() = {digits}")), None);
+    assert_eq!(scan(&format!("1 1764435600.1 f() = 9{max}")), None);
+    assert_eq!(scan(&format!("1 1764435600.1 f() = 0xf{max}")), None);
     let hex = format!("0x{}", "f".repeat(33));
     let line = format!("1 1764435600.1 f() = {hex}");
     assert_eq!(outcome(&scan(&line).unwrap()).ret.unwrap().value(), None);
@@ -152,10 +178,10 @@ fn numbers_of_any_size() {
         outcome(&scan(&line).unwrap()).ret.unwrap().value(),
         Some(i128::MAX)
     );
-    let line = format!("1 {digits}.5 f() = -{digits}");
+    let line = format!("1 {digits}.5 f() = -{max}");
     let s = scan(&line).unwrap();
     assert_eq!(s.time, f64::INFINITY); // float("9" * 10000 + ".5") in Python too
-    assert_eq!(outcome(&s).ret.unwrap().text().len(), 10_001);
+    assert_eq!(outcome(&s).ret.unwrap().text().len(), 65);
 }
 
 /// A plain tree of what `bracketed` built, to compare whole values.
