@@ -82,19 +82,10 @@ impl<V: Clone + PartialEq> PieceMap<V> {
 
     /// Pieces overlapping [s, e), unclipped, in address order.
     pub fn overlapping(&self, s: u64, e: u64) -> Vec<(u64, u64, V)> {
-        let mut out = Vec::new();
-        if e <= s {
-            return out;
-        }
-        out.extend(
-            self.map
-                .range(..e)
-                .rev()
-                .take_while(|(_, (pe, _))| *pe > s)
-                .map(|(&k, (pe, v))| (k, *pe, v.clone())),
-        );
-        out.reverse();
-        out
+        self.walk(s, e)
+            .into_iter()
+            .map(|(ps, pe, v)| (ps, pe, v.clone()))
+            .collect()
     }
 
     /// Whether any piece overlaps [s, e).
