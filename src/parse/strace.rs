@@ -684,15 +684,7 @@ impl Parser {
     /// A line the compiled tokenizer took (strace._scanned); None when a
     /// number does not fit (the general path then decides).
     fn scanned(&mut self, lineno: u64, line: &[u8], r: tokens::Scanned<'_>) -> Option<bool> {
-        let (mut ret, mut err, mut rpath, mut dur) = (None, None, None, None);
-        if let Some(o) = r.outcome {
-            if let Some(n) = o.ret {
-                ret = Some(n.value()?);
-            }
-            err = o.err.map(errno);
-            rpath = o.ret_path.map(|p| p.as_bytes().to_vec());
-            dur = o.dur;
-        }
+        let (ret, err, rpath, dur) = outcome_of(r.outcome.as_ref())?;
         self.info.has_time = true;
         self.last_time = Some(r.time);
         if dur.is_some() {
@@ -1418,6 +1410,20 @@ pub struct PreCall {
     built: Box<Built>,
 }
 
+/// A scanned line's result as the parser keeps it: None when its return
+/// value fits no register (the line is unparsed).
+fn outcome_of(o: Option<&tokens::Outcome<'_>>) -> Option<Res> {
+    let Some(o) = o else {
+        return Some((None, None, None, None));
+    };
+    let ret = match &o.ret {
+        Some(n) => Some(n.value()?),
+        None => None,
+    };
+    let rpath = o.ret_path.map(|p| p.as_bytes().to_vec());
+    Some((ret, o.err.map(errno), rpath, o.dur))
+}
+
 /// What [`Parser::feed`] would make of `line` through the compiled
 /// tokenizer, as far as no state enters: only complete calls (the most
 /// lines); None for every other line (feed then does all the work).
@@ -1431,16 +1437,7 @@ pub fn pre_parse(file: FileId, lineno: u64, text: &str) -> Option<PreCall> {
     if r.kind != ScanKind::Call {
         return None;
     }
-    // as Parser::scanned
-    let (mut ret, mut err, mut rpath, mut dur) = (None, None, None, None);
-    if let Some(o) = r.outcome {
-        if let Some(n) = o.ret {
-            ret = Some(n.value()?);
-        }
-        err = o.err.map(errno);
-        rpath = o.ret_path.map(|p| p.as_bytes().to_vec());
-        dur = o.dur;
-    }
+    let (ret, err, rpath, dur) = outcome_of(r.outcome.as_ref())?;
     let args: Vec<Cow<'_, [u8]>> = r.args.iter().map(|a| Cow::Borrowed(a.as_bytes())).collect();
     let (has_dur, has_rpath) = (dur.is_some(), rpath.is_some());
     let built = build_call(
