@@ -52,14 +52,19 @@ fn input_err(e: InputError) -> PyErr {
 /// Each trace on its own thread, at most `jobs` at once, results in
 /// argument order (stable reports); one trace: its file parsed in chunks
 /// on `jobs` threads.
-fn run_all(paths: &[String], o: &Options, jobs: usize) -> Vec<Result<Report, InputError>> {
+fn run_all(paths: &[String], o: &Options) -> Vec<Result<Report, InputError>> {
+    let jobs = o.jobs;
     if jobs <= 1 || paths.len() <= 1 {
-        let o = &Options { jobs, ..o.clone() };
         return paths
             .iter()
             .map(|p| engine::run(p, o, None).map(Report::from))
             .collect();
     }
+    // the traces are the parallel work: none of them is chunked as well
+    let o = &Options {
+        jobs: 1,
+        ..o.clone()
+    };
     let mut out: Vec<Option<Result<Report, InputError>>> = (0..paths.len()).map(|_| None).collect();
     for (batch_no, batch) in paths.chunks(jobs).enumerate() {
         std::thread::scope(|s| {
@@ -113,23 +118,29 @@ fn report_to_py<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>
     Ok(d)
 }
 
-fn options(input_format: Option<String>, max_line: usize, all_fds: bool, table: bool) -> Options {
-    Options {
+/// The engine's options from a binding's arguments; `chunking=(lines per
+/// chunk, smaller files not chunked)`: tests cut anywhere.
+fn options(
+    input_format: Option<String>,
+    max_line: usize,
+    all_fds: bool,
+    table: bool,
+    jobs: usize,
+    chunking: Option<(usize, u64)>,
+) -> Options {
+    let mut o = Options {
         input_format,
         max_line,
         all_fds,
         table,
+        jobs,
         ..Options::default()
-    }
-}
-
-/// `chunking=(lines per chunk, smaller files not chunked)`: tests cut
-/// anywhere.
-fn chunking(o: &mut Options, chunking: Option<(usize, u64)>) {
+    };
     if let Some((lines, min_bytes)) = chunking {
         o.batch_lines = lines.max(1);
         o.min_bytes = min_bytes;
     }
+    o
 }
 
 /// Events between two calls of the progress callback.
@@ -141,10 +152,8 @@ const PROGRESS_EVERY: u64 = 1 << 16;
 fn run_with_progress(
     paths: &[String],
     o: &Options,
-    jobs: usize,
     progress: &Py<PyAny>,
 ) -> Vec<Result<Report, InputError>> {
-    let o = &Options { jobs, ..o.clone() };
     paths
         .iter()
         .map(|p| {
@@ -184,11 +193,10 @@ pub fn analyze<'py>(
     progress: Option<Py<PyAny>>,
     chunking: Option<(usize, u64)>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let mut o = options(input_format, max_line, all_fds, table);
-    self::chunking(&mut o, chunking);
+    let o = options(input_format, max_line, all_fds, table, jobs, chunking);
     let results = py.detach(|| match &progress {
-        Some(bar) => run_with_progress(&paths, &o, jobs, bar),
-        None => run_all(&paths, &o, jobs),
+        Some(bar) => run_with_progress(&paths, &o, bar),
+        None => run_all(&paths, &o),
     });
     let out = PyList::empty(py);
     for r in results {
@@ -216,9 +224,7 @@ pub fn analyze_events<'py>(
     jobs: usize,
     chunking: Option<(usize, u64)>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let mut o = options(input_format, max_line, all_fds, table);
-    o.jobs = jobs;
-    self::chunking(&mut o, chunking);
+    let o = options(input_format, max_line, all_fds, table, jobs, chunking);
     let mut failed: Option<PyErr> = None;
     let mut files = Files::default();
     let mut cb = |ev: &Event, paths: &[String]| {
@@ -257,9 +263,7 @@ pub fn analyze_calls<'py>(
     jobs: usize,
     chunking: Option<(usize, u64)>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let mut o = options(input_format, max_line, all_fds, table);
-    o.jobs = jobs;
-    self::chunking(&mut o, chunking);
+    let o = options(input_format, max_line, all_fds, table, jobs, chunking);
     let results: Vec<Result<(Report, CallTable), InputError>> = py.detach(|| {
         paths
             .iter()
@@ -297,9 +301,7 @@ pub fn events_table<'py>(
     jobs: usize,
     chunking: Option<(usize, u64)>,
 ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyList>)> {
-    let mut o = options(input_format.clone(), max_line, false, false);
-    o.jobs = jobs;
-    self::chunking(&mut o, chunking);
+    let o = options(input_format.clone(), max_line, false, false, jobs, chunking);
     let got: Result<(EventTable, Vec<InputInfo>), InputError> = py.detach(|| {
         let mut table = EventTable::default();
         let mut infos = Vec::new();
@@ -336,7 +338,7 @@ pub fn history<'py>(
     watch_fd: Option<(Option<u32>, i64)>,
     watch_addr: Option<Vec<Option<u128>>>,
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
-    let mut o = options(input_format, engine::MAX_LINE, false, false);
+    let mut o = options(input_format, engine::MAX_LINE, false, false, 1, None);
     o.watch_fd = watch_fd;
     if let Some(w) = &watch_addr {
         let (Some(Some(s)), Some(Some(e))) = (w.first(), w.get(1)) else {
