@@ -99,13 +99,13 @@ impl TextCol {
     }
 }
 
-/// The event table's columns, filled one event at a time.
+/// The columns every table of events starts with: where and when the
+/// event happened, what it is, its result and the fd it names.
 #[derive(Debug, Default, Clone)]
-pub struct EventTable {
+pub struct HeadCols {
     pub rows: usize,
     pub file: TextCol,
     pub line: IntCol,
-    pub seq: IntCol,
     pub pid: IntCol,
     pub tid: IntCol,
     pub time: FloatCol,
@@ -115,6 +115,31 @@ pub struct EventTable {
     pub ret: IntCol,
     pub err: TextCol,
     pub fd: IntCol,
+}
+
+impl HeadCols {
+    fn push(&mut self, ev: &Event, file: &[u8]) {
+        let h = &ev.h;
+        self.rows += 1;
+        self.file.push(Some(file));
+        self.line.push(Some(h.line.into()));
+        self.pid.push(h.pid.map(Into::into));
+        self.tid.push(h.tid.map(Into::into));
+        self.time.values.push(h.time.unwrap_or(f64::NAN));
+        self.dur.values.push(h.dur.unwrap_or(f64::NAN));
+        self.event.push(Some(ev.kind.type_name().as_bytes()));
+        self.name.push(Some(ev.name.as_bytes()));
+        self.ret.push(h.ret.map(ret_value));
+        self.err.push(h.err.as_deref().map(str::as_bytes));
+        self.fd.push(fd_of(ev).map(Into::into));
+    }
+}
+
+/// The event table's columns, filled one event at a time.
+#[derive(Debug, Default, Clone)]
+pub struct EventTable {
+    pub head: HeadCols,
+    pub seq: IntCol,
     pub ioctl: TextCol,
     pub type_: IntCol,
     pub nr: IntCol,
@@ -139,20 +164,8 @@ fn ret_value(r: i64) -> i128 {
 impl EventTable {
     /// Add one event; `file` names its input.
     pub fn push(&mut self, ev: &Event, file: &[u8]) {
-        let h = &ev.h;
-        self.rows += 1;
-        self.file.push(Some(file));
-        self.line.push(Some(h.line.into()));
-        self.seq.push(Some(h.seq.into()));
-        self.pid.push(h.pid.map(Into::into));
-        self.tid.push(h.tid.map(Into::into));
-        self.time.values.push(h.time.unwrap_or(f64::NAN));
-        self.dur.values.push(h.dur.unwrap_or(f64::NAN));
-        self.event.push(Some(ev.kind.type_name().as_bytes()));
-        self.name.push(Some(ev.name.as_bytes()));
-        self.ret.push(h.ret.map(ret_value));
-        self.err.push(h.err.as_deref().map(str::as_bytes));
-        self.fd.push(fd_of(ev).map(Into::into));
+        self.head.push(ev, file);
+        self.seq.push(Some(ev.h.seq.into()));
         let mut svm = (None, None, None);
         match &ev.kind {
             Kind::Ioctl(k) => {
@@ -212,20 +225,9 @@ fn fd_of(ev: &Event) -> Option<i32> {
 /// format is asked for: `text` holds every event's source text.
 #[derive(Debug, Default, Clone)]
 pub struct CallTable {
-    pub rows: usize,
-    pub file: TextCol,
-    pub line: IntCol,
-    pub pid: IntCol,
-    pub tid: IntCol,
-    pub time: FloatCol,
-    pub dur: FloatCol,
-    pub event: TextCol,
-    pub name: TextCol,
+    pub head: HeadCols,
     /// the ioctl's own name (None when unknown: the slice is named `name`)
     pub ioctl: TextCol,
-    pub ret: IntCol,
-    pub err: TextCol,
-    pub fd: IntCol,
     /// the first of `paths` when decorated, else `path`; ProcessInfo: `exe`
     pub path: TextCol,
     pub text: TextCol,
@@ -237,20 +239,8 @@ pub struct CallTable {
 
 impl CallTable {
     pub fn push(&mut self, ev: &Event, file: &[u8]) {
-        let h = &ev.h;
-        let row = self.rows;
-        self.rows += 1;
-        self.file.push(Some(file));
-        self.line.push(Some(h.line.into()));
-        self.pid.push(h.pid.map(Into::into));
-        self.tid.push(h.tid.map(Into::into));
-        self.time.values.push(h.time.unwrap_or(f64::NAN));
-        self.dur.values.push(h.dur.unwrap_or(f64::NAN));
-        self.event.push(Some(ev.kind.type_name().as_bytes()));
-        self.name.push(Some(ev.name.as_bytes()));
-        self.ret.push(h.ret.map(ret_value));
-        self.err.push(h.err.as_deref().map(str::as_bytes));
-        self.fd.push(fd_of(ev).map(Into::into));
+        let row = self.head.rows;
+        self.head.push(ev, file);
         let first = |paths: &[Option<crate::events::Text>]| {
             paths
                 .first()
@@ -269,7 +259,7 @@ impl CallTable {
         };
         self.ioctl.push(ioctl.map(str::as_bytes));
         self.path.push(path.as_deref());
-        self.text.push(Some(h.text.as_bytes()));
+        self.text.push(Some(ev.h.text.as_bytes()));
         self.whole.push(match &ev.kind {
             Kind::Exit(k) => Some(k.whole.into()),
             _ => None,
@@ -466,13 +456,13 @@ mod tests {
         let mut t = CallTable::default();
         t.push(&pipe, b"x");
         t.push(&exit, b"x");
-        assert_eq!(t.rows, 2);
+        assert_eq!(t.head.rows, 2);
         assert_eq!(
             t.created,
             vec![(0, 3, Some(b"pipe:[1]".to_vec())), (0, 4, None)]
         );
         assert_eq!(t.path.codes, vec![0, -1]);
-        assert_eq!((t.fd.values[0], t.fd.null[1]), (3, true));
+        assert_eq!((t.head.fd.values[0], t.head.fd.null[1]), (3, true));
         assert_eq!((t.whole.null[0], t.whole.values[1]), (true, 1));
     }
 
@@ -488,6 +478,6 @@ mod tests {
         );
         let mut t = EventTable::default();
         t.push(&ev, b"x");
-        assert_eq!(t.ret.wide, vec![(0, 0xffff_8000_0000_0000)]);
+        assert_eq!(t.head.ret.wide, vec![(0, 0xffff_8000_0000_0000)]);
     }
 }

@@ -58,18 +58,18 @@ pub fn table_to_py<'py>(py: Python<'py>, t: &EventTable) -> PyResult<Bound<'py, 
     let d = PyDict::new(py);
     for &name in ORDER {
         let col = match name {
-            "file" => text_col(py, &t.file)?,
-            "line" => int_col(py, &t.line)?,
+            "file" => text_col(py, &t.head.file)?,
+            "line" => int_col(py, &t.head.line)?,
             "seq" => int_col(py, &t.seq)?,
-            "pid" => int_col(py, &t.pid)?,
-            "tid" => int_col(py, &t.tid)?,
-            "time" => float_col(py, &t.time)?,
-            "dur" => float_col(py, &t.dur)?,
-            "event" => text_col(py, &t.event)?,
-            "name" => text_col(py, &t.name)?,
-            "ret" => int_col(py, &t.ret)?,
-            "err" => text_col(py, &t.err)?,
-            "fd" => int_col(py, &t.fd)?,
+            "pid" => int_col(py, &t.head.pid)?,
+            "tid" => int_col(py, &t.head.tid)?,
+            "time" => float_col(py, &t.head.time)?,
+            "dur" => float_col(py, &t.head.dur)?,
+            "event" => text_col(py, &t.head.event)?,
+            "name" => text_col(py, &t.head.name)?,
+            "ret" => int_col(py, &t.head.ret)?,
+            "err" => text_col(py, &t.head.err)?,
+            "fd" => int_col(py, &t.head.fd)?,
             "ioctl" => text_col(py, &t.ioctl)?,
             "type" => int_col(py, &t.type_)?,
             "nr" => int_col(py, &t.nr)?,
@@ -89,30 +89,30 @@ pub fn table_to_py<'py>(py: Python<'py>, t: &EventTable) -> PyResult<Bound<'py, 
 /// `created`: [(row, fd, path or None)].
 pub fn calls_to_py<'py>(py: Python<'py>, t: &CallTable) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("rows", t.rows)?;
+    d.set_item("rows", t.head.rows)?;
     for (name, col) in [
-        ("file", &t.file),
-        ("event", &t.event),
-        ("name", &t.name),
+        ("file", &t.head.file),
+        ("event", &t.head.event),
+        ("name", &t.head.name),
         ("ioctl", &t.ioctl),
-        ("err", &t.err),
+        ("err", &t.head.err),
         ("path", &t.path),
         ("text", &t.text),
     ] {
         d.set_item(name, text_col(py, col)?)?;
     }
     for (name, col) in [
-        ("line", &t.line),
-        ("pid", &t.pid),
-        ("tid", &t.tid),
-        ("ret", &t.ret),
-        ("fd", &t.fd),
+        ("line", &t.head.line),
+        ("pid", &t.head.pid),
+        ("tid", &t.head.tid),
+        ("ret", &t.head.ret),
+        ("fd", &t.head.fd),
         ("whole", &t.whole),
     ] {
         d.set_item(name, int_col(py, col)?)?;
     }
-    d.set_item("time", float_col(py, &t.time)?)?;
-    d.set_item("dur", float_col(py, &t.dur)?)?;
+    d.set_item("time", float_col(py, &t.head.time)?)?;
+    d.set_item("dur", float_col(py, &t.head.dur)?)?;
     let created = PyList::empty(py);
     for (row, fd, path) in &t.created {
         let p = match path {
