@@ -1,6 +1,7 @@
 //! Kernel user-API facts: ioctl request encoding, the KFD/DRM/dma-buf/XDNA
 //! catalogue, and the constants of the SVM and memory ioctls (the port of
-//! rocrtrace/kfd.py; numbers are for x86_64, /work/shared/ref/kfd-uapi.md).
+//! rocrtrace/kfd.py; numbers are for x86_64, from the kernel's uapi
+//! headers: linux/kfd_ioctl.h, drm/amdgpu_drm.h, linux/dma-buf.h, ...).
 //!
 //! Kernels dispatch on (type, nr) and read the size field as data, so
 //! everything here is keyed by (type, nr); request codes are kept only to

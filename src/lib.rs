@@ -5,7 +5,7 @@
 //! The core is the whole engine: read/ (bytes to lines, every input shape),
 //! parse/ (the strace/preload and tinygrad dialects), events.rs, models/
 //! (fds, handles, dma-bufs, SVM), findings.rs, analyze.rs (one trace through
-//! the models) and table.rs; py/ is its Python face (/work/shared/ENGINE.md).
+//! the models) and table.rs; py/ is its Python face (the README's layout).
 //! It is the only engine: the Python one it was ported from is retired, and
 //! tests/engine/expected.py holds the outputs both agreed on.
 
