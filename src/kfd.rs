@@ -282,6 +282,50 @@ pub fn ioctl_name(
 /// code (kfd._name_index's extra entry).
 pub const CREATE_QUEUE_OLD: &str = "AMDKFD_IOC_CREATE_QUEUE_OLD";
 
+/// Names outside the catalogue kept at most (see [`static_name`]).
+pub const MAX_INTERNED: usize = 1 << 16;
+
+/// An ioctl name as the `&'static str` events hold: the catalogue's own, or
+/// for a name a log has that the catalogue does not know, one copy kept for
+/// the process.  None once [`MAX_INTERNED`] such names are kept: a log of
+/// made-up names must not grow memory with its length (strace itself knows
+/// a few thousand names, so a real log never gets near).
+pub fn static_name(name: &str) -> Option<&'static str> {
+    use std::collections::HashSet;
+    use std::sync::{LazyLock, Mutex};
+    static NAMES: LazyLock<Mutex<HashSet<&'static str>>> = LazyLock::new(Default::default);
+    if name == CREATE_QUEUE_OLD {
+        return Some(CREATE_QUEUE_OLD);
+    }
+    for (_, table) in TABLES {
+        if let Some(x) = table.iter().find(|x| x.name == name) {
+            return Some(x.name);
+        }
+    }
+    keep(
+        &mut NAMES.lock().unwrap_or_else(|e| e.into_inner()),
+        name,
+        MAX_INTERNED,
+    )
+}
+
+/// `name` from `set`, or added to it while it holds fewer than `cap`.
+fn keep(
+    set: &mut std::collections::HashSet<&'static str>,
+    name: &str,
+    cap: usize,
+) -> Option<&'static str> {
+    if let Some(&n) = set.get(name) {
+        return Some(n);
+    }
+    if set.len() >= cap {
+        return None;
+    }
+    let n: &'static str = Box::leak(name.into());
+    set.insert(n);
+    Some(n)
+}
+
 /// (dir, type, nr, size) of a symbolic request strace printed
 /// (kfd.REQUEST_BY_NAME).
 pub fn request_by_name(name: &str) -> Option<Request> {
@@ -835,5 +879,18 @@ mod tests {
             ),
             Some("DRM_IOCTL_AMDXDNA_CREATE_BO")
         );
+    }
+
+    #[test]
+    fn names_outside_the_catalogue_are_kept_once_up_to_a_cap() {
+        assert_eq!(static_name("AMDKFD_IOC_SVM"), Some("AMDKFD_IOC_SVM"));
+        assert_eq!(static_name(CREATE_QUEUE_OLD), Some(CREATE_QUEUE_OLD));
+        let a = static_name("FOO_IOCTL_MADE_UP").unwrap();
+        assert!(std::ptr::eq(a, static_name("FOO_IOCTL_MADE_UP").unwrap()));
+        let mut set = std::collections::HashSet::new();
+        let x = keep(&mut set, "X", 2).unwrap();
+        assert_eq!(keep(&mut set, "Y", 2), Some("Y"));
+        assert_eq!(keep(&mut set, "Z", 2), None);
+        assert!(std::ptr::eq(x, keep(&mut set, "X", 2).unwrap()));
     }
 }

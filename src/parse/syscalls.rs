@@ -12,8 +12,6 @@ use crate::parse::values::{
     parse_string, parse_value, split_top, strip, strip_comment,
 };
 use std::borrow::Cow;
-use std::collections::HashSet;
-use std::sync::Mutex;
 
 /// x86_64 numbers an old strace prints as syscall_0x1b4 / syscall_436.
 fn x86_64_unknown(n: i128) -> Option<&'static str> {
@@ -772,21 +770,6 @@ type Request = (
     Option<Name>,
 );
 
-static IOCTL_NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
-
-/// A name strace printed for a request not in kfd.rs's tables: the event
-/// holds `&'static str`, so each such name is kept once for the process.
-fn intern(name: &str) -> &'static str {
-    let mut g = IOCTL_NAMES.lock().unwrap_or_else(|e| e.into_inner());
-    let set = g.get_or_insert_with(HashSet::new);
-    if let Some(&n) = set.get(name) {
-        return n;
-    }
-    let n: &'static str = Box::leak(name.to_owned().into_boxed_str());
-    set.insert(n);
-    n
-}
-
 fn decode_request(req_tok: &[u8], path: Option<&[u8]>) -> Request {
     let (rt, comment) = strip_comment(req_tok);
     let rt = strip(&rt);
@@ -966,9 +949,9 @@ fn request_of(req_tok: &[u8], path: Option<&[u8]>) -> Decoded {
     let named = hint
         .as_deref()
         .is_some_and(|h| !h.is_empty() && !h.starts_with(b"_IOC"));
-    let name = name.map(|n| match n {
-        Cow::Borrowed(b) => b,
-        Cow::Owned(o) => intern(&o),
+    let name = name.and_then(|n| match n {
+        Cow::Borrowed(b) => Some(b),
+        Cow::Owned(o) => kfd::static_name(&o),
     });
     let out = (request, d, t, nr, size, named, name);
     REQUESTS.with(|c| {

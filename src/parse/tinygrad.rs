@@ -128,27 +128,6 @@ fn outputs(name: &str) -> &'static [&'static str] {
     }
 }
 
-/// An ioctl name as `&'static str`: kfd.rs's own, or for a name the log
-/// has that kfd.rs does not know, one copy kept for the run (bounded by the
-/// distinct names in the inputs).
-pub fn static_name(name: &str) -> &'static str {
-    use std::collections::HashSet;
-    use std::sync::Mutex;
-    static NAMES: LazyLock<Mutex<HashSet<&'static str>>> = LazyLock::new(Default::default);
-    for (_, table) in kfd::TABLES {
-        if let Some(x) = table.iter().find(|x| x.name == name) {
-            return x.name;
-        }
-    }
-    let mut set = NAMES.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(&n) = set.get(name) {
-        return n;
-    }
-    let n: &'static str = Box::leak(name.into());
-    set.insert(n);
-    n
-}
-
 fn ms(text: &str) -> f64 {
     pytext::float(text) / 1000.0
 }
@@ -315,7 +294,7 @@ impl Parser {
         self.info.decoded_structs = true;
         let ioctl = nr
             .and_then(|n| kfd::ioctl_name(t, n, Some(b"/dev/kfd"), None))
-            .unwrap_or_else(|| static_name(name));
+            .or_else(|| kfd::static_name(name));
         let ev = Event::new(
             h,
             Kind::Ioctl(Box::new(Ioctl {
@@ -326,7 +305,7 @@ impl Parser {
                 type_: Some(t),
                 nr,
                 size,
-                ioctl: Some(ioctl),
+                ioctl,
                 arg: Some(Value::Struct(arg)),
                 out: (!out_f.is_empty()).then_some(Value::Struct(out_f)),
             })),

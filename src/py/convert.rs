@@ -350,21 +350,6 @@ fn paths_to_py<'py>(py: Python<'py>, paths: &[Option<Text>]) -> PyResult<Bound<'
     PyTuple::new(py, items?)
 }
 
-/// The static name of a known ioctl (kfd.rs tables); other names are kept
-/// for the life of the process (tests only: the product's parsers name
-/// ioctls from the tables).
-fn ioctl_name_static(name: &str) -> &'static str {
-    for (_, table) in kfd::TABLES {
-        if let Some(e) = table.iter().find(|e| e.name == name) {
-            return e.name;
-        }
-    }
-    if name == kfd::CREATE_QUEUE_OLD {
-        return kfd::CREATE_QUEUE_OLD;
-    }
-    Box::leak(name.to_owned().into_boxed_str())
-}
-
 /// A Rust event as the `rocrtrace.events.Event` record: its kind's name in
 /// `event`, the header and the kind's fields (events.KINDS) as attributes,
 /// set on an object made without `__init__` (no per-field Python code runs).
@@ -607,7 +592,7 @@ pub fn event_from_py(obj: &Bound<'_, PyAny>, files: &mut Files) -> PyResult<Even
                 ioctl: if name.is_none() {
                     None
                 } else {
-                    Some(ioctl_name_static(name.extract::<&str>()?))
+                    kfd::static_name(name.extract::<&str>()?)
                 },
                 arg: if arg.is_none() {
                     None

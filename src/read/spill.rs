@@ -200,9 +200,10 @@ impl R<'_> {
     }
 }
 
-/// An ioctl name read back: the static one kfd.rs or the parser gave.
-fn ioctl_name(s: String) -> &'static str {
-    crate::parse::tinygrad::static_name(&s)
+/// An ioctl name read back: the static one kfd.rs or the parser gave (it
+/// was kept when parsed, so it is found again).
+fn ioctl_name(s: String) -> Option<&'static str> {
+    crate::kfd::static_name(&s)
 }
 
 impl Spill for Event {
@@ -423,7 +424,7 @@ impl Spill for Event {
                 type_: r.opt(R::u8)?,
                 nr: r.opt(R::u8)?,
                 size: r.opt(R::u64)?,
-                ioctl: r.opt(|r| Ok(ioctl_name(r.string()?)))?,
+                ioctl: r.opt(|r| Ok(ioctl_name(r.string()?)))?.flatten(),
                 arg: r.opt(R::value)?,
                 out: r.opt(R::value)?,
             })),
