@@ -51,7 +51,12 @@ _RULES = [
          "kernel's EBADF proves it was not open), or a bounded close_range(a, b) over fds this "
          "program already closed (close_range never fails, so the trace's own closes are the "
          "evidence; not in a child between fork and execve). dup2/dup3 onto a free number is "
-         "not a close. The first close of the pair may be the culprit: both are shown."),
+         "not a close. The first close of the pair may be the culprit: both are shown. An "
+         "error when the fd is a GPU fd (kfd, render or accel node, dma-buf, sync_file), or "
+         "when another thread or process shared the fd table, or when the trace did not see "
+         "the process start: another owner could have been handed the number in between. A "
+         "warning otherwise (a process seen from execve with one thread: the second close "
+         "closed nothing; shells close pipe ends twice)."),
     Rule("fd-bad-fd", "warning",
          "a close or use given an fd that was never open",
          "A negative fd (an fd variable reset to -1 and used anyway, dup2(0, -4); close(-1) "
@@ -76,7 +81,9 @@ _RULES = [
          "failed with EBADF after the trace closed it, on any thread, or while another "
          "thread's close of it was in progress (their windows overlap). Probes - fstat, "
          "newfstatat/statx with AT_EMPTY_PATH, fcntl(F_GETFD/F_GETFL/F_SETFD), poll and select "
-         "entries - expect EBADF as an answer and are never uses."),
+         "entries - expect EBADF as an answer and are never uses; so is fcntl(N, F_DUPFD) "
+         "followed on its thread by dup2/dup3 onto N (a shell saving fd N before a "
+         "redirection)."),
     Rule("fd-leak", "warning",
          "a GPU-object fd still open when its process exits",
          "A dma-buf, PRIME, sync_file or other GPU-object fd was never closed before the "

@@ -16,6 +16,19 @@ static void *closer(void *arg) {
     return NULL;
 }
 
+static int gate[2], ready[2];
+
+static void *waiter(void *arg) {
+    (void)arg;
+    char c;
+    /* a call both strace and the capture library log: a preload log shows
+     * a thread only from its first hooked call */
+    close(dup(0));
+    write(ready[1], "r", 1);
+    read(gate[0], &c, 1);             /* alive until main is done */
+    return NULL;
+}
+
 static void *late_closer(void *arg) {
     (void)arg;
     usleep(2000);                     /* while the main thread is reading */
@@ -29,14 +42,28 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "double_close")) {
         int fd = open("/dev/null", O_RDONLY);
         close(fd);
-        close(fd);                                /* fd-double-close */
+        close(fd);                  /* fd-double-close: a warning, one thread */
+    } else if (!strcmp(mode, "double_close_threads")) {
+        /* a second thread is alive between the closes: it could have been
+         * handed the number, so the second close could take its fd */
+        char c;
+        pipe(gate);
+        pipe(ready);
+        pthread_t t;
+        pthread_create(&t, NULL, waiter, NULL);
+        read(ready[0], &c, 1);
+        int fd = open("/dev/null", O_RDONLY);
+        close(fd);
+        close(fd);                                /* fd-double-close: error */
+        write(gate[1], "x", 1);
+        pthread_join(t, NULL);
     } else if (!strcmp(mode, "close_range_twice")) {
         int fd = open("/dev/null", O_RDONLY);
         dup2(fd, 5);
         dup2(fd, 6);
         dup2(fd, 7);
         close_range(5, 7, 0);                     /* libc: the capture hooks it */
-        close_range(5, 7, 0);                    /* fd-double-close x3 */
+        close_range(5, 7, 0);                    /* fd-double-close x3 (warnings) */
         close(fd);
     } else if (!strcmp(mode, "close_neg")) {
         close(-1);                                /* fd-bad-fd */
