@@ -9,6 +9,7 @@ import glob
 import os
 import re
 import shutil
+import subprocess
 from collections import Counter
 
 import pytest
@@ -183,6 +184,41 @@ def test_real_shells_captured_raise_no_error(shell, script, tmp_path):
     prefix = os.path.join(str(tmp_path), "cap")
     caprun.capture([exe, shell, script], prefix=prefix, stack_depth=0, echo=None)
     _no_error(analyze([prefix + ".*"]))
+
+
+# Everyday programs nobody here wrote, as installed: correct programs, so
+# no error and no warning but a shell's harmless second close.
+REAL_PROGRAMS = {
+    "node": ["node", "-e", "const fs = require('fs'); fs.writeFileSync('n.txt', 'x'); "
+             "require('child_process').execSync('ls /'); setTimeout(() => {}, 20)"],
+    "java": ["java", "-version"],
+    "perl": ["perl", "-e", "open(my $f, '<', '/etc/passwd'); my @l = <$f>; close $f; "
+             "system('true'); pipe(R, W); close W; close R"],
+    "python-threads": ["python3", "-c", "import threading, subprocess\n"
+                       "def w(): subprocess.run(['true']); open('/etc/hostname').read()\n"
+                       "ts = [threading.Thread(target=w) for _ in range(4)]\n"
+                       "[t.start() for t in ts]; [t.join() for t in ts]"],
+    "sort-parallel": ["sort", "--parallel=2", "-S", "64K", "/etc/services", "-o", "s.out"],
+    "find-xargs": ["bash", "-c", "find /usr/include/linux -name '*.h' | head -50 | "
+                   "xargs -n 10 grep -l define | sort -u | wc -l"],
+    "gcc": ["gcc", "-O1", "-pthread", "-o", "a.out", os.path.join(
+        os.path.dirname(__file__), "programs", "fdidiom_bugs.c")],
+}
+
+
+@pytest.mark.skipif(not have_strace(), reason="needs strace")
+@pytest.mark.parametrize("name", sorted(REAL_PROGRAMS))
+def test_real_programs_raise_no_error(name, tmp_path):
+    cmd = REAL_PROGRAMS[name]
+    if not shutil.which(cmd[0]):
+        pytest.skip(f"needs {cmd[0]}")
+    log = tmp_path / "trace.log"
+    subprocess.run(["strace", "-f", "-ttt", "-T", "-yy", "-o", str(log), "--", *cmd],
+                   cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=120)
+    res = analyze([str(log)])
+    assert sum(i.unparsed for i in res.inputs) == 0, [i.unparsed_samples for i in res.inputs]
+    _no_error(res)
 
 
 # --- what the findings say -------------------------------------------------------------------

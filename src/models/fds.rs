@@ -1291,7 +1291,14 @@ impl FdModel {
         }
         let mut t = self.take_table(p);
         if ev.h.err.as_deref() == Some("EBADF") {
-            self.bad_use(p, &mut t, ev, fd, false, l);
+            // a probe, as F_GETFD is: node and daemons mark every number
+            // from 3 up close-on-exec at start and expect EBADF for most
+            if t.slots.contains_key(&fd) {
+                self.o.release(p, &mut t, l, fd, None, "unseen");
+            }
+            self.o.hist(Some(&*t), ev, p.pid, fd, || {
+                "F_SETFD probe: not open (EBADF)".to_string()
+            });
         } else if ev.h.ok() {
             self.o.use_fd(p, &mut t, l, fd, ev, None, None);
             t.slots.get_mut(&fd).expect("open").cloexec = k.cloexec;
@@ -2687,7 +2694,7 @@ fn reused_finding(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::{Close, CloseRange, Exit, FdCreate, Header};
+    use crate::events::{Close, CloseRange, Exit, FdCreate, Header, SetCloexec};
 
     fn kp(p: &str) -> &'static str {
         kind_of_path(Some(p.as_bytes()))
@@ -2764,6 +2771,25 @@ mod tests {
         }
         m.finish();
         m.take_findings()
+    }
+
+    #[test]
+    fn f_setfd_failing_with_ebadf_is_a_probe() {
+        // node at start: fcntl(N, F_SETFD, FD_CLOEXEC) for N = 3, 4, ...
+        let setfd = |b: &mut B, fd: i32| {
+            let k = SetCloexec { fd, cloexec: true };
+            let mut e = Event::new(b.h(Some(-1), Some("EBADF")), Kind::SetCloexec(k));
+            e.name = Cow::Borrowed("fcntl");
+            e
+        };
+        let mut b = B(0);
+        let evs = [
+            b.open(3, "/usr/lib/libc.so.6"),
+            b.close(3, None),
+            setfd(&mut b, 3),
+            setfd(&mut b, 4),
+        ];
+        assert!(run(&evs).is_empty());
     }
 
     #[test]
