@@ -80,7 +80,8 @@ _RULES = [
          "A call that does work on a descriptor (I/O, ioctl, mmap, an import, sendmsg ...) "
          "failed with EBADF after the trace closed it, on any thread, or while another "
          "thread's close of it was in progress (their windows overlap). Probes - fstat, "
-         "newfstatat/statx with AT_EMPTY_PATH, fcntl(F_GETFD/F_GETFL/F_SETFD), poll and select "
+         "newfstatat/statx with AT_EMPTY_PATH, fcntl(F_GETFD/F_GETFL/F_SETFD; F_SETFD on an fd "
+         "an execve closed for its close-on-exec flag is a use), poll and select "
          "entries - expect EBADF as an answer and are never uses; so is fcntl(N, F_DUPFD) "
          "followed on its thread by dup2/dup3 onto N (a shell saving fd N before a "
          "redirection)."),

@@ -1290,7 +1290,11 @@ impl FdModel {
             return;
         }
         let mut t = self.take_table(p);
-        if ev.h.err.as_deref() == Some("EBADF") {
+        let lost_in_exec = t.closed.get(&fd).is_some_and(|c| c.borrow().how == "exec");
+        if ev.h.err.as_deref() == Some("EBADF") && lost_in_exec {
+            // it was meant to survive the exec: opened O_CLOEXEC by mistake
+            self.bad_use(p, &mut t, ev, fd, false, l);
+        } else if ev.h.err.as_deref() == Some("EBADF") {
             // a probe, as F_GETFD is: node and daemons mark every number
             // from 3 up close-on-exec at start and expect EBADF for most
             if t.slots.contains_key(&fd) {
