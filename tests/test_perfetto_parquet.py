@@ -90,7 +90,8 @@ def test_perfetto_trace_of_a_real_strace_capture(tmp_path):
                    check=True)
     out = tmp_path / "t.pftrace"
     r = run("analyze", str(log), "--format", f"perfetto:{out}", cwd=tmp_path)
-    assert r.returncode == 1, r.stderr
+    # one thread, seen from execve: the double close is a warning
+    assert r.returncode == 0, r.stderr
     trace = _trace(out)
     _check_nesting(trace)
     tracks = {p.track_descriptor.uuid: p.track_descriptor for p in trace.packet
@@ -105,7 +106,7 @@ def test_perfetto_trace_of_a_real_strace_capture(tmp_path):
     assert names[-1] == "/etc/hostname" and len(names) >= 2
     (inst,) = [p.track_event for p in trace.packet if p.HasField("track_event")
                and p.track_event.type == perfetto_pb2.TrackEvent.TYPE_INSTANT]
-    assert inst.name == "error[fd-double-close]"
+    assert inst.name == "warning[fd-double-close]"
     assert (inst.source_location.file_name, inst.source_location.line_number) == ("dc.c", 7)
 
 

@@ -243,12 +243,12 @@ def dclose(tmp_path_factory):
     return d, prog
 
 
-def _analyze_json(paths, cwd):
+def _analyze_json(paths, cwd, *extra):
     import json
     import sys
 
     out = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "--format", "json",
-                          *paths], capture_output=True, text=True, cwd=cwd,
+                          *extra, *paths], capture_output=True, text=True, cwd=cwd,
                          env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(
                              os.path.abspath(__file__)))})
     assert out.returncode == 1, out.stderr
@@ -332,7 +332,12 @@ def test_preload_capture_call_sites_are_the_calls_lines(dclose, tmp_path):
     import glob
     logs = sorted(glob.glob(prefix + ".*"))
     assert logs
-    _check_double_close(_analyze_json(logs, str(tmp_path)), prog, DCLOSE_C)
+    # captured from its start with one thread: the second close closed
+    # nothing, a warning (strace -e trace=openat,close above shows no execve:
+    # seen in part, an error)
+    f = _check_double_close(_analyze_json(logs, str(tmp_path), "--fail-on", "warning"), prog,
+                            DCLOSE_C)
+    assert f["severity"] == "warning"
 
 
 def test_signal_frame_address_is_exact(dclose, tmp_path):
