@@ -2822,25 +2822,23 @@ mod tests {
             e.name = Cow::Borrowed("dup2");
             e
         };
-        // dash: `exec 4>/dev/null` after fd 4 was closed
+        // fd 4 closed, then `exec 4>/dev/null` in dash
+        let saved = |b: &mut B| {
+            vec![
+                b.open(4, "/etc/hosts"),
+                b.close(4, None),
+                b.open(3, "/dev/null"),
+                dupfd(b, 4),
+            ]
+        };
         let mut b = B(0);
-        let evs = [
-            b.open(4, "/etc/hosts"),
-            b.close(4, None),
-            b.open(3, "/dev/null"),
-            dupfd(&mut b, 4),
-            dup2(&mut b, 3, 4),
-        ];
+        let mut evs = saved(&mut b);
+        evs.push(dup2(&mut b, 3, 4));
         assert!(run(&evs).is_empty());
         // the same fcntl followed by anything else: a use after close
         let mut b = B(0);
-        let evs = [
-            b.open(4, "/etc/hosts"),
-            b.close(4, None),
-            b.open(3, "/dev/null"),
-            dupfd(&mut b, 4),
-            b.close(3, None),
-        ];
+        let mut evs = saved(&mut b);
+        evs.push(b.close(3, None));
         let f = run(&evs);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].rule, "fd-use-after-close");
