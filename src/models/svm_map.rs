@@ -65,7 +65,9 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// before `s` ends the walk: one descent into the tree, not two, and
     /// each piece is read there (no second lookup by its start).
     fn walk(&self, s: u64, e: u64) -> Vec<(u64, u64, &V)> {
-        let mut out = Vec::new();
+        // (a usual walk meets one to three pieces: room for them up front,
+        // not the growth steps of a take_while without a size hint)
+        let mut out = Vec::with_capacity(4);
         if e <= s {
             return out;
         }
@@ -109,13 +111,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// rather than removed and inserted again (half the tree work when an
     /// update leaves most pieces where they were).
     fn splice(&mut self, old: &[u64], new: Vec<(u64, u64, V)>) {
-        let mut starts = new.iter().map(|p| p.0).peekable();
-        for &k in old {
-            while starts.next_if(|&n| n < k).is_some() {}
-            if starts.next_if_eq(&k).is_none() {
-                self.map.remove(&k);
-            }
-        }
+        self.unsplice(old, &new);
         for (s, e, v) in new {
             match self.map.get_mut(&s) {
                 Some(slot) => *slot = (e, v),
@@ -144,8 +140,30 @@ impl<V: Clone + PartialEq> PieceMap<V> {
             return Vec::new();
         }
         let (keys, new) = self.updated(s, e, f, fill, always);
-        self.splice(&keys, new.clone());
+        // the caller keeps `new`: the map takes copies of its values, not a
+        // copy of the vector
+        self.unsplice(&keys, &new);
+        for (s, e, v) in &new {
+            match self.map.get_mut(s) {
+                Some(slot) => *slot = (*e, v.clone()),
+                None => {
+                    self.map.insert(*s, (*e, v.clone()));
+                }
+            }
+        }
         new
+    }
+
+    /// The first half of `splice`: remove the starts in `old` that `new`
+    /// does not reuse.
+    fn unsplice(&mut self, old: &[u64], new: &[(u64, u64, V)]) {
+        let mut starts = new.iter().map(|p| p.0).peekable();
+        for &k in old {
+            while starts.next_if(|&n| n < k).is_some() {}
+            if starts.next_if_eq(&k).is_none() {
+                self.map.remove(&k);
+            }
+        }
     }
 
     /// The starts of the pieces `update` replaces on [s, e), and what it
