@@ -844,13 +844,13 @@ fn flag_part(part: &[u8], names: Option<Names>) -> Option<i128> {
     if let Some(v) = parse_int(part) {
         return Some(v);
     }
-    let p = std::str::from_utf8(part).ok()?;
+    // (every name is UTF-8: bytes that are not match none, as before)
     if let Some(t) = names
-        && let Some(&(_, v)) = t.iter().find(|x| x.0 == p)
+        && let Some(&(_, v)) = t.iter().find(|x| x.0.as_bytes() == part)
     {
         return Some(v);
     }
-    kfd::constant(p).map(i128::from)
+    kfd::constant_bytes(part).map(i128::from)
 }
 
 /// `A|B|0x100` when every part is known.
@@ -1068,6 +1068,18 @@ fn value(tok: &[u8], depth: isize) -> Value {
     let tok = strip(tok);
     if tok.is_empty() {
         return Value::Raw(Text::default());
+    }
+    // A bare name, most scalars of a decoded struct: of the steps below
+    // only the NULL test and parse_flags' constant lookup can take it, so
+    // go there without the scans for comments, fds, chains and `|`.
+    if (tok[0].is_ascii_alphabetic() || tok[0] == b'_') && tok.iter().all(|&c| is_word(c)) {
+        if tok == b"NULL" {
+            return Value::Int(0);
+        }
+        return match kfd::constant_bytes(tok) {
+            Some(v) => int_value(v.into(), tok),
+            None => Value::Raw(Text::from(tok)),
+        };
     }
     let stripped;
     let tok: &[u8] = if contains(tok, b"/*") {
