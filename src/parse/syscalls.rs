@@ -881,49 +881,46 @@ fn is_int(v: &Value) -> bool {
     matches!(v, Value::Int(_) | Value::UInt(_))
 }
 
-/// syscalls._ioctl_struct: (fields, malformed)
+/// syscalls._ioctl_struct: (fields, malformed).  The decoded struct is
+/// kept and trimmed in place (fields dropped, `attrs` entries turned into
+/// pairs) rather than copied into a new one.
 fn ioctl_struct(val: Option<Value>) -> (Option<Value>, bool) {
-    let Some(Value::Struct(fields)) = val else {
+    let Some(Value::Struct(mut fields)) = val else {
         return (None, false);
     };
     let mut bad = false;
-    let mut out = Vec::with_capacity(fields.len());
-    for (k, v) in fields {
-        if k == "attrs" {
-            let mut pairs = Vec::new();
-            let mut ok = matches!(v, Value::List(_));
-            if let Value::List(items) = &v {
-                for a in items {
-                    let (ty, va) = match a {
-                        Value::Struct(_) => (a.get("type"), a.get("value")),
-                        _ => (None, None),
-                    };
-                    match (ty, va) {
-                        (Some(ty), Some(va)) if is_int(ty) && is_int(va) => {
-                            pairs.push(Value::Pair(Box::new((ty.clone(), va.clone()))))
-                        }
-                        _ => ok = false,
-                    }
-                }
-            }
-            if ok {
-                out.push((k, Value::List(pairs)));
-            } else {
-                bad = true;
-            }
+    fields.retain_mut(|(k, v)| {
+        let keep = if k == "attrs" {
+            attr_pairs(v)
         } else if k == "device_ids_array" {
-            if matches!(&v, Value::List(x) if x.iter().all(is_int)) {
-                out.push((k, v));
-            } else {
-                bad = true;
-            }
-        } else if INT_FIELDS.contains(&&*k) && !is_int(&v) {
-            bad = true;
+            matches!(&*v, Value::List(x) if x.iter().all(is_int))
         } else {
-            out.push((k, v));
-        }
+            !(INT_FIELDS.contains(&&**k) && !is_int(v))
+        };
+        bad |= !keep;
+        keep
+    });
+    (Some(Value::Struct(fields)), bad)
+}
+
+/// An `attrs` list of `{type=…, value=…}` structs with int members as the
+/// list of their (type, value) pairs; false (the field is dropped) when it
+/// is no list or an entry is not such a struct.
+fn attr_pairs(v: &mut Value) -> bool {
+    let Value::List(items) = v else {
+        return false;
+    };
+    for a in items.iter_mut() {
+        let pair = match (a.get("type"), a.get("value")) {
+            // (get finds nothing in what is no struct)
+            (Some(ty), Some(va)) if is_int(ty) && is_int(va) => {
+                Value::Pair(Box::new((ty.clone(), va.clone())))
+            }
+            _ => return false,
+        };
+        *a = pair;
     }
-    (Some(Value::Struct(out)), bad)
+    true
 }
 
 fn svm_ok(arg: &Value) -> bool {
