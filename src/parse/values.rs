@@ -998,6 +998,26 @@ pub fn field_name(k: &[u8]) -> Name {
         Ok(i) => Cow::Borrowed(FIELD_NAMES[i]),
         Err(_) => Cow::Owned(String::from_utf8_lossy(k).into_owned()),
     }
+
+    // one stack per thread, not two allocations per struct (a nested walk,
+    // through `general`, finds it taken and makes its own)
+    fn stack(&mut self) -> Vec<Value> {
+        let v = STACK.with(|c| c.take());
+        if v.capacity() == 0 {
+            Vec::with_capacity(32)
+        } else {
+            v
+        }
+    }
+
+    fn unstack(&mut self, mut stack: Vec<Value>) {
+        stack.clear();
+        STACK.with(|c| c.replace(stack));
+    }
+}
+
+thread_local! {
+    static STACK: std::cell::Cell<Vec<Value>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// The fields of the structs the capture library and strace decode, sorted
