@@ -922,6 +922,11 @@ pub fn parse_value(tok: &[u8]) -> Value {
 
 /// More than MAX_NESTING openers with no bracket between.
 fn too_deep(tok: &[u8]) -> bool {
+    // a run is at most all the openers: a token without that many (every
+    // decoded struct) needs no byte-by-byte walk
+    if memchr::memchr3_iter(b'(', b'{', b'[', tok).nth(MAX_NESTING as usize).is_none() {
+        return false;
+    }
     let mut run = 0;
     for &c in tok {
         if is_opener(c) {
@@ -988,16 +993,6 @@ impl<'a> Builder<'a> for Values {
     fn pair(&mut self, entry: Value, exit: Value) -> Result<Value, Self::Error> {
         Ok(Value::Pair(Box::new((entry, exit))))
     }
-}
-
-/// A field name: static when it is one the decoders print (no allocation
-/// for the usual struct), else its own copy.
-pub fn field_name(k: &[u8]) -> Name {
-    match FIELD_NAMES.binary_search_by(|n| n.len().cmp(&k.len()).then_with(|| n.as_bytes().cmp(k)))
-    {
-        Ok(i) => Cow::Borrowed(FIELD_NAMES[i]),
-        Err(_) => Cow::Owned(String::from_utf8_lossy(k).into_owned()),
-    }
 
     // one stack per thread, not two allocations per struct (a nested walk,
     // through `general`, finds it taken and makes its own)
@@ -1019,6 +1014,43 @@ pub fn field_name(k: &[u8]) -> Name {
 thread_local! {
     static STACK: std::cell::Cell<Vec<Value>> = const { std::cell::Cell::new(Vec::new()) };
 }
+
+/// A field name: static when it is one the decoders print (no allocation
+/// for the usual struct), else its own copy.
+pub fn field_name(k: &[u8]) -> Name {
+    // the names of k's length, then the first byte before the whole name
+    // (one compare of the bytes for the usual field, not a binary search's
+    // several)
+    if let Some(&start) = FIRST_OF_LEN.get(k.len())
+        && start != NO_NAME
+    {
+        for &n in FIELD_NAMES[start as usize..]
+            .iter()
+            .take_while(|n| n.len() == k.len())
+        {
+            if n.as_bytes()[0] == k[0] && n.as_bytes() == k {
+                return Cow::Borrowed(n);
+            }
+        }
+    }
+    Cow::Owned(String::from_utf8_lossy(k).into_owned())
+}
+
+const NO_NAME: u8 = u8::MAX;
+
+/// The index in FIELD_NAMES of the first name of each length (NO_NAME for
+/// none; the empty name is none).
+const FIRST_OF_LEN: [u8; 33] = {
+    assert!(FIELD_NAMES.len() < NO_NAME as usize);
+    let mut t = [NO_NAME; 33];
+    let mut i = FIELD_NAMES.len();
+    while i > 0 {
+        i -= 1;
+        t[FIELD_NAMES[i].len()] = i as u8;
+    }
+    t[0] = NO_NAME;
+    t
+};
 
 /// The fields of the structs the capture library and strace decode, sorted
 /// by length, then bytes (a search then compares mostly lengths).
@@ -1295,6 +1327,8 @@ mod tests {
         }
         assert!(matches!(field_name(b"start_addr"), Cow::Borrowed(_)));
         assert_eq!(field_name(b"zz_other"), "zz_other");
+        assert_eq!(field_name(b"sizf"), "sizf");
+        assert_eq!(field_name(b""), "");
     }
 
     #[test]
