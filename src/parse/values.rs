@@ -777,6 +777,12 @@ pub fn parse_int(tok: &[u8]) -> Option<i128> {
     let neg = tok[0] == b'-';
     let t = if neg { &tok[1..] } else { tok };
     let hex = t.len() > 2 && t[0] == b'0' && t[1] == b'x';
+    // the usual number (an address, a size, a small decimal) fits a u64:
+    // check and sum its digits in one pass
+    if let Some(v) = short_int(t, hex) {
+        let v = i128::from(v?);
+        return Some(if neg { -v } else { v });
+    }
     let ok = if hex {
         t.len() - 2 <= 64 && t[2..].iter().all(u8::is_ascii_hexdigit)
     } else {
@@ -793,6 +799,41 @@ pub fn parse_int(tok: &[u8]) -> Option<i128> {
         radix_value(t, 10)?
     };
     Some(if neg { -v } else { v })
+}
+
+/// parse_int of the unsigned text `t` when it is hex of at most 15 digits
+/// or a decimal of at most 19 without a leading zero: `Some(None)` when a
+/// byte is no digit, `None` for every other text (the general way takes it).
+fn short_int(t: &[u8], hex: bool) -> Option<Option<u64>> {
+    if hex {
+        let d = &t[2..];
+        if d.len() > 15 {
+            return None;
+        }
+        let mut v: u64 = 0;
+        for &c in d {
+            let x = match c {
+                b'0'..=b'9' => c - b'0',
+                b'a'..=b'f' => c - b'a' + 10,
+                b'A'..=b'F' => c - b'A' + 10,
+                _ => return Some(None),
+            };
+            v = v << 4 | u64::from(x);
+        }
+        return Some(Some(v));
+    }
+    if t.is_empty() || t.len() > 19 || (t[0] == b'0' && t.len() > 1) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in t {
+        let x = c.wrapping_sub(b'0');
+        if x > 9 {
+            return Some(None);
+        }
+        v = v * 10 + u64::from(x);
+    }
+    Some(Some(v))
 }
 
 /// `i128::from_str_radix(digits, radix)` for non-empty ASCII digits:
