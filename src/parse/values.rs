@@ -946,6 +946,8 @@ pub fn parse_ioc(tok: &[u8]) -> Option<u32> {
 
 // --- values ------------------------------------------------------------------
 
+mod quick;
+
 pub const MAX_NESTING: isize = 64;
 const MAX_CHAIN: usize = 8;
 
@@ -957,6 +959,9 @@ fn int_value(v: i128, text: &[u8]) -> Value {
 pub fn parse_value(tok: &[u8]) -> Value {
     if tok.len() > 4 * MAX_NESTING as usize && too_deep(tok) {
         return Value::Raw(Text::from(strip(tok)));
+    }
+    if let Some(v) = quick::quick(tok) {
+        return v;
     }
     parse(tok, 0)
 }
@@ -1156,23 +1161,28 @@ fn dict_of<'k>(fields: impl Iterator<Item = (&'k [u8], Value)>) -> Vec<(Name, Va
     out
 }
 
+/// `value` of a bare name (`[A-Za-z_]\w*`), most scalars of a decoded
+/// struct: of value's steps only the NULL test and parse_flags' constant
+/// lookup can take it, so it goes there without the scans for comments,
+/// fds, chains and `|`.
+fn bare_name(tok: &[u8]) -> Value {
+    if tok == b"NULL" {
+        return Value::Int(0);
+    }
+    match kfd::constant_bytes(tok) {
+        Some(v) => int_value(v.into(), tok),
+        None => Value::Raw(Text::from(tok)),
+    }
+}
+
 /// The value of `tok` at nesting `depth`.
 fn value(tok: &[u8], depth: isize) -> Value {
     let tok = strip(tok);
     if tok.is_empty() {
         return Value::Raw(Text::default());
     }
-    // A bare name, most scalars of a decoded struct: of the steps below
-    // only the NULL test and parse_flags' constant lookup can take it, so
-    // go there without the scans for comments, fds, chains and `|`.
     if (tok[0].is_ascii_alphabetic() || tok[0] == b'_') && tok.iter().all(|&c| is_word(c)) {
-        if tok == b"NULL" {
-            return Value::Int(0);
-        }
-        return match kfd::constant_bytes(tok) {
-            Some(v) => int_value(v.into(), tok),
-            None => Value::Raw(Text::from(tok)),
-        };
+        return bare_name(tok);
     }
     let stripped;
     let tok: &[u8] = if contains(tok, b"/*") {
