@@ -1,7 +1,7 @@
 //! The usual decoded struct in one pass: `{name=scalar, name=[{…}, …], …}`
 //! and lists of such, nested a few levels, or `{…} => {…}` of two such,
-//! with no strings, characters, decorations, comments, parentheses, other
-//! `=>` or non-ASCII bytes.  That is
+//! with no strings, characters, comments, parentheses, other `=>` or
+//! non-ASCII bytes (fd decorations are taken).  That is
 //! most of a preload log's ioctl arguments, and for it the general way
 //! (tokens::bracketed: the group scan, then the walk) does a lot of work
 //! that cannot change the answer.
@@ -16,6 +16,7 @@
 
 use super::{bare_name, dict_of, int_value, is_ws, parse_int, value};
 use crate::events::Value;
+use crate::parse::tokens;
 
 /// Groups nested deeper than this are left to the general way (the
 /// structs decoded here nest two deep).
@@ -24,12 +25,14 @@ const MAX_LEVELS: usize = 4;
 /// What a byte of a scalar is to the scan: a word byte (`\w`), other
 /// text, the end of the item (a comma or a closer), or a byte that refuses
 /// the token: an opener (a scalar holds no group here), the atoms of the
-/// well-formed language other than brackets and commas (strings,
-/// characters, decorations, `=>`, comments), parentheses, non-ASCII.
+/// well-formed language other than brackets, commas and decorations
+/// (strings, characters, `=>`, comments), parentheses, non-ASCII.
 const WORD: u8 = 0;
 const TEXT: u8 = 1;
 const END: u8 = 2;
 const REFUSE: u8 = 3;
+/// `<`: an fd decoration, skipped whole as the group scan skips it
+const DECO: u8 = 4;
 
 const CLASS: [u8; 256] = {
     let mut t = [TEXT; 256];
@@ -49,6 +52,7 @@ const CLASS: [u8; 256] = {
         t[refuse[i] as usize] = REFUSE;
         i += 1;
     }
+    t[b'<' as usize] = DECO;
     t[b',' as usize] = END;
     t[b'}' as usize] = END;
     t[b']' as usize] = END;
@@ -174,6 +178,19 @@ impl Quick<'_> {
         (at(q) == b'=' && !matches!(at(q + 1), b'=' | b'>')).then_some(q)
     }
 
+    /// Past the fd decoration at `j`: tokens::deco_end, as the group scan
+    /// calls it.  A bracket or `/*` in it would change how the general way
+    /// reads the item (the value of a bracket, a group's comment test).
+    #[cold]
+    fn decoration(&self, j: usize) -> Option<usize> {
+        let e = tokens::deco_end(self.s, j)?;
+        let d = &self.s[j..e];
+        if d.iter().any(|c| matches!(c, b'{' | b'[')) || d.windows(2).any(|w| w == b"/*") {
+            return None;
+        }
+        Some(e)
+    }
+
     /// The value from `i` (after `name=`, or a list item after its
     /// whitespace) up to the `,` or `close` that ends the item, where `i`
     /// is left: a nested group, or a scalar without brackets.
@@ -189,6 +206,11 @@ impl Quick<'_> {
         loop {
             let k = CLASS[*self.s.get(j)? as usize];
             if k >= END {
+                if k == DECO {
+                    j = self.decoration(j)?;
+                    kinds |= TEXT;
+                    continue;
+                }
                 // a closer of another kind ends the group to the general way
                 if k == REFUSE || (self.s[j] != b',' && self.s[j] != close) {
                     return None;
@@ -245,6 +267,9 @@ mod tests {
             "{x=[{y=[]}]}",
             "{va_addr=0, size=0x200000, flags=A|B} => {handle=0x1a2b00000001, mmap_offset=0x100000000}",
             "[1]=>[2]",
+            "{handle=0x1a2b00000001, flags=O_CLOEXEC} => {dmabuf_fd=9</dmabuf:>}",
+            "{fd=3</dev/kfd<char 238:0>>, x=1}",
+            "{fd=3</x,y>(deleted), n=[4<a>]}",
         ] {
             let q = quick(tok.as_bytes());
             assert_eq!(q.as_ref(), Some(&general(tok.as_bytes())), "{tok}");
@@ -271,6 +296,10 @@ mod tests {
             "{a=1",
             "{a=1} x",
             "{a==1}",
+            "{fd=3<a/*b>}",
+            "{fd=3<socket:[1]>}",
+            "{fd=3<a->b>}",
+            "{fd=3<a}",
             // not a field to the general way, which skips it
             "{ a = 1 , b=[1, 2] }",
         ] {
@@ -295,6 +324,12 @@ mod tests {
             Just("x y"),
             Just("0x"),
             Just("99999999999999999999999"),
+            Just("3</dev/kfd>"),
+            Just("9</dmabuf:>"),
+            Just("4<a,b>"),
+            Just("5<x"),
+            Just("<<"),
+            Just("6<a<b>>(deleted)"),
         ]
         .prop_map(String::from);
         scalar.prop_recursive(5, 48, 4, |inner| {
