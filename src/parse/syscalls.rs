@@ -1292,15 +1292,14 @@ fn set_field(fields: &mut Vec<(Name, Value)>, key: Name, val: Value) {
 }
 
 fn intent(call: &mut Call<'_>) -> Kind {
-    let spec: Vec<&'static str> = intent_args(&call.name)
-        .split(' ')
-        .filter(|s| !s.is_empty())
-        .collect();
-    let mut args = Vec::new();
+    // the spec's names in argument order, read as the arguments are
+    let mut spec = intent_args(&call.name).split(' ').filter(|s| !s.is_empty());
+    let mut args = Vec::with_capacity(call.args.len());
     let mut outs = Vec::new();
     for i in 0..call.args.len() {
-        let key: Name = if i < spec.len() {
-            Cow::Borrowed(spec[i])
+        let named = spec.next();
+        let key: Name = if let Some(k) = named {
+            Cow::Borrowed(k)
         } else {
             match call.names.iter().rev().find(|(k, _)| *k == i) {
                 Some((_, n)) if !n.is_empty() => {
@@ -1315,7 +1314,7 @@ fn intent(call: &mut Call<'_>) -> Kind {
             Cow::Owned(k) => Cow::Owned(k.trim_end_matches('*').to_owned()),
         };
         let mut val = parse_value(&call.args[i]);
-        if i < spec.len() && !intent_value_ok(&key, &val, out) {
+        if named.is_some() && !intent_value_ok(&key, &val, out) {
             call.malformed = true;
             continue;
         }
