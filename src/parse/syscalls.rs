@@ -978,10 +978,38 @@ fn request_of(req_tok: &[u8], path: Option<&[u8]>) -> Decoded {
     out
 }
 
+/// The last fd token of an ioctl and its (fd, path).
+type LastFd = Option<(Box<[u8]>, Option<i128>, Option<Text>)>;
+
+thread_local! {
+    static LAST_FD: std::cell::RefCell<LastFd> = const { std::cell::RefCell::new(None) };
+}
+
+/// fd_of of an ioctl's fd token: a trace names the same fd
+/// (`3</dev/kfd>`) on most of its ioctls, so the last answer is kept.
+fn ioctl_fd(tok: Option<&[u8]>) -> (Option<i128>, Option<Text>) {
+    let Some(tok) = tok else {
+        return (None, None);
+    };
+    let hit = LAST_FD.with(|c| {
+        c.borrow()
+            .as_ref()
+            .filter(|(k, _, _)| **k == *tok)
+            .map(|(_, fd, path)| (*fd, path.clone()))
+    });
+    if let Some(hit) = hit {
+        return hit;
+    }
+    let (fd, path) = fd_of(Some(tok));
+    let path = text(path);
+    LAST_FD.with(|c| *c.borrow_mut() = Some((tok.into(), fd, path.clone())));
+    (fd, path)
+}
+
 fn ioctl(call: &mut Call<'_>) -> Kind {
-    let (fd, path) = fd_of(call.arg(0));
+    let (fd, path) = ioctl_fd(call.arg(0));
     let (mut request, d, t, nr, mut size, named, ioctl) =
-        request_of(call.arg_or_empty(1), path.as_deref());
+        request_of(call.arg_or_empty(1), path.as_ref().map(|p| &p.0[..]));
     let (mut arg, mut out) = (None, None);
     if let Some(atok) = call
         .arg(2)
@@ -1027,7 +1055,7 @@ fn ioctl(call: &mut Call<'_>) -> Kind {
     let fd = fd.map_or(-1, |f| call.fd(f));
     Kind::Ioctl(Box::new(Ioctl {
         fd,
-        path: text(path),
+        path,
         request,
         dir: d,
         type_: t,
