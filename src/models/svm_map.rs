@@ -68,18 +68,20 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         // (a usual walk meets one to three pieces: room for them up front,
         // not the growth steps of a take_while without a size hint)
         let mut out = Vec::with_capacity(4);
-        if e <= s {
-            return out;
-        }
-        out.extend(
-            self.map
-                .range(..e)
-                .rev()
-                .take_while(|(_, (pe, _))| *pe > s)
-                .map(|(&k, (pe, v))| (k, *pe, v)),
-        );
+        out.extend(self.walk_back(s, e));
         out.reverse();
         out
+    }
+
+    /// `walk` from the last piece back, without collecting it.
+    fn walk_back(&self, s: u64, e: u64) -> impl Iterator<Item = (u64, u64, &V)> {
+        // (an empty range finds nothing: no piece starts before e and ends
+        // after s >= e)
+        self.map
+            .range(..e.max(s))
+            .rev()
+            .take_while(move |(_, (pe, _))| *pe > s && e > s)
+            .map(|(&k, (pe, v))| (k, *pe, v))
     }
 
     /// Pieces overlapping [s, e), unclipped, in address order.
@@ -812,13 +814,16 @@ impl<T: Ord + Clone> CoverIndex<T> {
 
     /// The items on any page of [s, e), in order, each once.
     pub fn query(&self, s: u64, e: u64) -> Vec<T> {
-        let pieces = self.pieces.walk(s, e);
-        let mut out: Vec<T> = Vec::with_capacity(pieces.iter().map(|p| p.2.len()).sum());
-        for (_, _, items) in &pieces {
+        // the pieces in any order (several are sorted and deduplicated
+        // below), so straight from the walk, not from a vector of it
+        let mut out: Vec<T> = Vec::new();
+        let mut pieces = 0;
+        for (_, _, items) in self.pieces.walk_back(s, e) {
             out.extend(items.iter().cloned());
+            pieces += 1;
         }
         // one piece (the usual case) is in order already
-        if pieces.len() > 1 {
+        if pieces > 1 {
             out.sort_unstable();
             out.dedup();
         }
