@@ -885,7 +885,10 @@ impl<'a, B: Builder<'a>> Walk<'a, '_, B> {
         if is_list {
             self.b.list(values)
         } else {
-            let keys = self.keys.drain(k0..).map(|(x, q)| &tok[x as usize..q as usize]);
+            let keys = self
+                .keys
+                .drain(k0..)
+                .map(|(x, q)| &tok[x as usize..q as usize]);
             self.b.dict(keys.zip(values))
         }
     }

@@ -970,7 +970,10 @@ pub fn parse_value(tok: &[u8]) -> Value {
 fn too_deep(tok: &[u8]) -> bool {
     // a run is at most all the openers: a token without that many (every
     // decoded struct) needs no byte-by-byte walk
-    if memchr::memchr3_iter(b'(', b'{', b'[', tok).nth(MAX_NESTING as usize).is_none() {
+    if memchr::memchr3_iter(b'(', b'{', b'[', tok)
+        .nth(MAX_NESTING as usize)
+        .is_none()
+    {
         return false;
     }
     let mut run = 0;

@@ -333,7 +333,13 @@ mod tests {
         ]
         .prop_map(String::from);
         scalar.prop_recursive(5, 48, 4, |inner| {
-            let key = prop_oneof![Just("a"), Just("type"), Just("value"), Just("a b"), Just("")];
+            let key = prop_oneof![
+                Just("a"),
+                Just("type"),
+                Just("value"),
+                Just("a b"),
+                Just("")
+            ];
             prop_oneof![
                 proptest::collection::vec((key, inner.clone()), 0..4).prop_map(|f| {
                     let f: Vec<String> = f.iter().map(|(k, v)| format!("{k}={v}")).collect();
