@@ -895,7 +895,7 @@ fn ioctl_struct(val: Option<Value>) -> (Option<Value>, bool) {
         } else if k == "device_ids_array" {
             matches!(&*v, Value::List(x) if x.iter().all(is_int))
         } else {
-            !(INT_FIELDS.contains(&&**k) && !is_int(v))
+            !INT_FIELDS.contains(&&**k) || is_int(v)
         };
         bad |= !keep;
         keep
