@@ -487,6 +487,11 @@ const ENUMS: &[&[&str]] = &[
 
 /// The value of a symbolic constant a decoded struct may show.
 pub fn constant(name: &str) -> Option<u64> {
+    constant_bytes(name.as_bytes())
+}
+
+/// [`constant`] of a name still in the line's bytes (no UTF-8 check first).
+pub fn constant_bytes(name: &[u8]) -> Option<u64> {
     CONSTANTS.get(name).copied()
 }
 
@@ -495,23 +500,23 @@ pub fn constant(name: &str) -> Option<u64> {
 /// constant wins (plain ones, attributes, SVM flags, allocation flags, then
 /// the enumerations, in that order).
 static CONSTANTS: std::sync::LazyLock<
-    std::collections::HashMap<&'static str, u64, foldhash::fast::RandomState>,
+    std::collections::HashMap<&'static [u8], u64, foldhash::fast::RandomState>,
 > = std::sync::LazyLock::new(|| {
     let mut m = std::collections::HashMap::with_hasher(foldhash::fast::RandomState::default());
     for &(n, v) in PLAIN_CONSTANTS {
-        m.entry(n).or_insert(v);
+        m.entry(n.as_bytes()).or_insert(v);
     }
     for &(v, n) in ATTR_NAMES {
-        m.entry(n).or_insert(v.into());
+        m.entry(n.as_bytes()).or_insert(v.into());
     }
     for table in [SVM_FLAG_NAMES, ALLOC_FLAG_NAMES] {
         for &(v, n) in table {
-            m.entry(n).or_insert(v);
+            m.entry(n.as_bytes()).or_insert(v);
         }
     }
     for names in ENUMS {
         for (i, n) in names.iter().enumerate() {
-            m.entry(*n).or_insert(i as u64);
+            m.entry(n.as_bytes()).or_insert(i as u64);
         }
     }
     m

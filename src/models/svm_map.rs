@@ -65,19 +65,23 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// before `s` ends the walk: one descent into the tree, not two, and
     /// each piece is read there (no second lookup by its start).
     fn walk(&self, s: u64, e: u64) -> Vec<(u64, u64, &V)> {
-        let mut out = Vec::new();
-        if e <= s {
-            return out;
-        }
-        out.extend(
-            self.map
-                .range(..e)
-                .rev()
-                .take_while(|(_, (pe, _))| *pe > s)
-                .map(|(&k, (pe, v))| (k, *pe, v)),
-        );
+        // (a usual walk meets one to three pieces: room for them up front,
+        // not the growth steps of a take_while without a size hint)
+        let mut out = Vec::with_capacity(4);
+        out.extend(self.walk_back(s, e));
         out.reverse();
         out
+    }
+
+    /// `walk` from the last piece back, without collecting it.
+    fn walk_back(&self, s: u64, e: u64) -> impl Iterator<Item = (u64, u64, &V)> {
+        // (an empty range finds nothing: no piece starts before e and ends
+        // after s >= e)
+        self.map
+            .range(..e.max(s))
+            .rev()
+            .take_while(move |(_, (pe, _))| *pe > s && e > s)
+            .map(|(&k, (pe, v))| (k, *pe, v))
     }
 
     /// Pieces overlapping [s, e), unclipped, in address order.
@@ -109,13 +113,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// rather than removed and inserted again (half the tree work when an
     /// update leaves most pieces where they were).
     fn splice(&mut self, old: &[u64], new: Vec<(u64, u64, V)>) {
-        let mut starts = new.iter().map(|p| p.0).peekable();
-        for &k in old {
-            while starts.next_if(|&n| n < k).is_some() {}
-            if starts.next_if_eq(&k).is_none() {
-                self.map.remove(&k);
-            }
-        }
+        self.unsplice(old, &new);
         for (s, e, v) in new {
             match self.map.get_mut(&s) {
                 Some(slot) => *slot = (e, v),
@@ -144,8 +142,30 @@ impl<V: Clone + PartialEq> PieceMap<V> {
             return Vec::new();
         }
         let (keys, new) = self.updated(s, e, f, fill, always);
-        self.splice(&keys, new.clone());
+        // the caller keeps `new`: the map takes copies of its values, not a
+        // copy of the vector
+        self.unsplice(&keys, &new);
+        for (s, e, v) in &new {
+            match self.map.get_mut(s) {
+                Some(slot) => *slot = (*e, v.clone()),
+                None => {
+                    self.map.insert(*s, (*e, v.clone()));
+                }
+            }
+        }
         new
+    }
+
+    /// The first half of `splice`: remove the starts in `old` that `new`
+    /// does not reuse.
+    fn unsplice(&mut self, old: &[u64], new: &[(u64, u64, V)]) {
+        let mut starts = new.iter().map(|p| p.0).peekable();
+        for &k in old {
+            while starts.next_if(|&n| n < k).is_some() {}
+            if starts.next_if_eq(&k).is_none() {
+                self.map.remove(&k);
+            }
+        }
     }
 
     /// The starts of the pieces `update` replaces on [s, e), and what it
@@ -794,13 +814,16 @@ impl<T: Ord + Clone> CoverIndex<T> {
 
     /// The items on any page of [s, e), in order, each once.
     pub fn query(&self, s: u64, e: u64) -> Vec<T> {
-        let pieces = self.pieces.walk(s, e);
-        let mut out: Vec<T> = Vec::with_capacity(pieces.iter().map(|p| p.2.len()).sum());
-        for (_, _, items) in &pieces {
+        // the pieces in any order (several are sorted and deduplicated
+        // below), so straight from the walk, not from a vector of it
+        let mut out: Vec<T> = Vec::new();
+        let mut pieces = 0;
+        for (_, _, items) in self.pieces.walk_back(s, e) {
             out.extend(items.iter().cloned());
+            pieces += 1;
         }
         // one piece (the usual case) is in order already
-        if pieces.len() > 1 {
+        if pieces > 1 {
             out.sort_unstable();
             out.dedup();
         }

@@ -1483,7 +1483,9 @@ pub fn build_call(
     if !args.is_empty() {
         if args.iter().any(|a| a.contains(&b'=')) {
             for (i, a) in args.iter_mut().enumerate() {
-                if a.contains(&b'=') && a[0].is_ascii_alphabetic() {
+                // (the first byte before the scan: a struct, an fd or a
+                // number has no name)
+                if a.first().is_some_and(u8::is_ascii_alphabetic) && a.contains(&b'=') {
                     let (k, v) = match a {
                         Cow::Borrowed(b) => {
                             let (k, v) = strip_name(b);

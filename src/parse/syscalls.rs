@@ -864,49 +864,46 @@ fn is_int(v: &Value) -> bool {
     matches!(v, Value::Int(_) | Value::UInt(_))
 }
 
-/// syscalls._ioctl_struct: (fields, malformed)
+/// syscalls._ioctl_struct: (fields, malformed).  The decoded struct is
+/// kept and trimmed in place (fields dropped, `attrs` entries turned into
+/// pairs) rather than copied into a new one.
 fn ioctl_struct(val: Option<Value>) -> (Option<Value>, bool) {
-    let Some(Value::Struct(fields)) = val else {
+    let Some(Value::Struct(mut fields)) = val else {
         return (None, false);
     };
     let mut bad = false;
-    let mut out = Vec::with_capacity(fields.len());
-    for (k, v) in fields {
-        if k == "attrs" {
-            let mut pairs = Vec::new();
-            let mut ok = matches!(v, Value::List(_));
-            if let Value::List(items) = &v {
-                for a in items {
-                    let (ty, va) = match a {
-                        Value::Struct(_) => (a.get("type"), a.get("value")),
-                        _ => (None, None),
-                    };
-                    match (ty, va) {
-                        (Some(ty), Some(va)) if is_int(ty) && is_int(va) => {
-                            pairs.push(Value::Pair(Box::new((ty.clone(), va.clone()))))
-                        }
-                        _ => ok = false,
-                    }
-                }
-            }
-            if ok {
-                out.push((k, Value::List(pairs)));
-            } else {
-                bad = true;
-            }
+    fields.retain_mut(|(k, v)| {
+        let keep = if k == "attrs" {
+            attr_pairs(v)
         } else if k == "device_ids_array" {
-            if matches!(&v, Value::List(x) if x.iter().all(is_int)) {
-                out.push((k, v));
-            } else {
-                bad = true;
-            }
-        } else if INT_FIELDS.contains(&&*k) && !is_int(&v) {
-            bad = true;
+            matches!(&*v, Value::List(x) if x.iter().all(is_int))
         } else {
-            out.push((k, v));
-        }
+            !INT_FIELDS.contains(&&**k) || is_int(v)
+        };
+        bad |= !keep;
+        keep
+    });
+    (Some(Value::Struct(fields)), bad)
+}
+
+/// An `attrs` list of `{type=…, value=…}` structs with int members as the
+/// list of their (type, value) pairs; false (the field is dropped) when it
+/// is no list or an entry is not such a struct.
+fn attr_pairs(v: &mut Value) -> bool {
+    let Value::List(items) = v else {
+        return false;
+    };
+    for a in items.iter_mut() {
+        let pair = match (a.get("type"), a.get("value")) {
+            // (get finds nothing in what is no struct)
+            (Some(ty), Some(va)) if is_int(ty) && is_int(va) => {
+                Value::Pair(Box::new((ty.clone(), va.clone())))
+            }
+            _ => return false,
+        };
+        *a = pair;
     }
-    (Some(Value::Struct(out)), bad)
+    true
 }
 
 fn svm_ok(arg: &Value) -> bool {
@@ -964,10 +961,38 @@ fn request_of(req_tok: &[u8], path: Option<&[u8]>) -> Decoded {
     out
 }
 
+/// The last fd token of an ioctl and its (fd, path).
+type LastFd = Option<(Box<[u8]>, Option<i128>, Option<Text>)>;
+
+thread_local! {
+    static LAST_FD: std::cell::RefCell<LastFd> = const { std::cell::RefCell::new(None) };
+}
+
+/// fd_of of an ioctl's fd token: a trace names the same fd
+/// (`3</dev/kfd>`) on most of its ioctls, so the last answer is kept.
+fn ioctl_fd(tok: Option<&[u8]>) -> (Option<i128>, Option<Text>) {
+    let Some(tok) = tok else {
+        return (None, None);
+    };
+    let hit = LAST_FD.with(|c| {
+        c.borrow()
+            .as_ref()
+            .filter(|(k, _, _)| **k == *tok)
+            .map(|(_, fd, path)| (*fd, path.clone()))
+    });
+    if let Some(hit) = hit {
+        return hit;
+    }
+    let (fd, path) = fd_of(Some(tok));
+    let path = text(path);
+    LAST_FD.with(|c| *c.borrow_mut() = Some((tok.into(), fd, path.clone())));
+    (fd, path)
+}
+
 fn ioctl(call: &mut Call<'_>) -> Kind {
-    let (fd, path) = fd_of(call.arg(0));
+    let (fd, path) = ioctl_fd(call.arg(0));
     let (mut request, d, t, nr, mut size, named, ioctl) =
-        request_of(call.arg_or_empty(1), path.as_deref());
+        request_of(call.arg_or_empty(1), path.as_ref().map(|p| &p.0[..]));
     let (mut arg, mut out) = (None, None);
     if let Some(atok) = call
         .arg(2)
@@ -1013,7 +1038,7 @@ fn ioctl(call: &mut Call<'_>) -> Kind {
     let fd = fd.map_or(-1, |f| call.fd(f));
     Kind::Ioctl(Box::new(Ioctl {
         fd,
-        path: text(path),
+        path,
         request,
         dir: d,
         type_: t,
@@ -1278,15 +1303,14 @@ fn set_field(fields: &mut Vec<(Name, Value)>, key: Name, val: Value) {
 }
 
 fn intent(call: &mut Call<'_>) -> Kind {
-    let spec: Vec<&'static str> = intent_args(&call.name)
-        .split(' ')
-        .filter(|s| !s.is_empty())
-        .collect();
-    let mut args = Vec::new();
+    // the spec's names in argument order, read as the arguments are
+    let mut spec = intent_args(&call.name).split(' ').filter(|s| !s.is_empty());
+    let mut args = Vec::with_capacity(call.args.len());
     let mut outs = Vec::new();
     for i in 0..call.args.len() {
-        let key: Name = if i < spec.len() {
-            Cow::Borrowed(spec[i])
+        let named = spec.next();
+        let key: Name = if let Some(k) = named {
+            Cow::Borrowed(k)
         } else {
             match call.names.iter().rev().find(|(k, _)| *k == i) {
                 Some((_, n)) if !n.is_empty() => {
@@ -1301,7 +1325,7 @@ fn intent(call: &mut Call<'_>) -> Kind {
             Cow::Owned(k) => Cow::Owned(k.trim_end_matches('*').to_owned()),
         };
         let mut val = parse_value(&call.args[i]);
-        if i < spec.len() && !intent_value_ok(&key, &val, out) {
+        if named.is_some() && !intent_value_ok(&key, &val, out) {
             call.malformed = true;
             continue;
         }

@@ -577,6 +577,13 @@ pub trait Builder<'a> {
     ) -> Result<Self::Value, Self::Error>;
     /// `entry => exit`
     fn pair(&mut self, entry: Self::Value, exit: Self::Value) -> Result<Self::Value, Self::Error>;
+    /// An empty stack for the elements a walk holds while it builds their
+    /// group; [`Builder::unstack`] gets it back when the walk is done (a
+    /// builder may keep it for the next token instead of allocating one).
+    fn stack(&mut self) -> Vec<Self::Value> {
+        Vec::with_capacity(32)
+    }
+    fn unstack(&mut self, _stack: Vec<Self::Value>) {}
 }
 
 /// The value of a token holding `{` or `[` at nesting `depth`: lists,
@@ -603,16 +610,23 @@ pub fn bracketed<'a, B: Builder<'a>>(
     // Builder::general back into here) gets its own
     let mut groups = SCRATCH.with(|c| c.take());
     groups.scan(tok.as_bytes());
+    let mut keys = std::mem::take(&mut groups.keys);
+    keys.clear();
+    let values = b.stack();
     let mut walk = Walk {
         tok,
         max_depth,
         b,
         groups: &groups,
-        // (room for the fields of a usual KFD struct and what it nests)
-        values: Vec::with_capacity(32),
-        keys: Vec::with_capacity(32),
+        values,
+        keys,
     };
     let v = walk.value(0, tok.len(), depth);
+    let Walk {
+        b, values, keys, ..
+    } = walk;
+    b.unstack(values);
+    groups.keys = keys;
     SCRATCH.with(|c| c.replace(groups));
     v
 }
@@ -643,6 +657,9 @@ struct Groups {
     scanned: usize,
     /// every `/*` of the token, strings included (has_comment's view)
     comments: Vec<u32>,
+    /// the walk's stack of struct field names, as (start, end) in the
+    /// token (kept here between tokens, with the rest of the scratch)
+    keys: Vec<(u32, u32)>,
 }
 
 /// What [`Groups::find`] knows of the group at a position.
@@ -664,6 +681,7 @@ impl Groups {
             open: Vec::new(),
             scanned: 0,
             comments: Vec::new(),
+            keys: Vec::new(),
         }
     }
 
@@ -776,7 +794,7 @@ struct Walk<'a, 'b, B: Builder<'a>> {
     b: &'b mut B,
     groups: &'b Groups,
     values: Vec<B::Value>,
-    keys: Vec<&'a str>,
+    keys: Vec<(u32, u32)>,
 }
 
 impl<'a, B: Builder<'a>> Walk<'a, '_, B> {
@@ -854,7 +872,7 @@ impl<'a, B: Builder<'a>> Walk<'a, '_, B> {
                     self.values.push(v);
                 } else if let Some(q) = field_name(&body[x0..x1]).map(|q| x0 + q) {
                     let v = self.sub(q + 1, x1, depth)?;
-                    self.keys.push(&tok[x0..q]);
+                    self.keys.push((x0 as u32, q as u32));
                     self.values.push(v);
                 }
             }
@@ -867,7 +885,11 @@ impl<'a, B: Builder<'a>> Walk<'a, '_, B> {
         if is_list {
             self.b.list(values)
         } else {
-            self.b.dict(self.keys.drain(k0..).zip(values))
+            let keys = self
+                .keys
+                .drain(k0..)
+                .map(|(x, q)| &tok[x as usize..q as usize]);
+            self.b.dict(keys.zip(values))
         }
     }
 }

@@ -777,6 +777,12 @@ pub fn parse_int(tok: &[u8]) -> Option<i128> {
     let neg = tok[0] == b'-';
     let t = if neg { &tok[1..] } else { tok };
     let hex = t.len() > 2 && t[0] == b'0' && t[1] == b'x';
+    // the usual number (an address, a size, a small decimal) fits a u64:
+    // check and sum its digits in one pass
+    if let Some(v) = short_int(t, hex) {
+        let v = i128::from(v?);
+        return Some(if neg { -v } else { v });
+    }
     let ok = if hex {
         t.len() - 2 <= 64 && t[2..].iter().all(u8::is_ascii_hexdigit)
     } else {
@@ -793,6 +799,41 @@ pub fn parse_int(tok: &[u8]) -> Option<i128> {
         radix_value(t, 10)?
     };
     Some(if neg { -v } else { v })
+}
+
+/// parse_int of the unsigned text `t` when it is hex of at most 15 digits
+/// or a decimal of at most 19 without a leading zero: `Some(None)` when a
+/// byte is no digit, `None` for every other text (the general way takes it).
+fn short_int(t: &[u8], hex: bool) -> Option<Option<u64>> {
+    if hex {
+        let d = &t[2..];
+        if d.len() > 15 {
+            return None;
+        }
+        let mut v: u64 = 0;
+        for &c in d {
+            let x = match c {
+                b'0'..=b'9' => c - b'0',
+                b'a'..=b'f' => c - b'a' + 10,
+                b'A'..=b'F' => c - b'A' + 10,
+                _ => return Some(None),
+            };
+            v = v << 4 | u64::from(x);
+        }
+        return Some(Some(v));
+    }
+    if t.is_empty() || t.len() > 19 || (t[0] == b'0' && t.len() > 1) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in t {
+        let x = c.wrapping_sub(b'0');
+        if x > 9 {
+            return Some(None);
+        }
+        v = v * 10 + u64::from(x);
+    }
+    Some(Some(v))
 }
 
 /// `i128::from_str_radix(digits, radix)` for non-empty ASCII digits:
@@ -844,13 +885,13 @@ fn flag_part(part: &[u8], names: Option<Names>) -> Option<i128> {
     if let Some(v) = parse_int(part) {
         return Some(v);
     }
-    let p = std::str::from_utf8(part).ok()?;
+    // (every name is UTF-8: bytes that are not match none, as before)
     if let Some(t) = names
-        && let Some(&(_, v)) = t.iter().find(|x| x.0 == p)
+        && let Some(&(_, v)) = t.iter().find(|x| x.0.as_bytes() == part)
     {
         return Some(v);
     }
-    kfd::constant(p).map(i128::from)
+    kfd::constant_bytes(part).map(i128::from)
 }
 
 /// `A|B|0x100` when every part is known.
@@ -905,6 +946,8 @@ pub fn parse_ioc(tok: &[u8]) -> Option<u32> {
 
 // --- values ------------------------------------------------------------------
 
+mod quick;
+
 pub const MAX_NESTING: isize = 64;
 const MAX_CHAIN: usize = 8;
 
@@ -917,11 +960,22 @@ pub fn parse_value(tok: &[u8]) -> Value {
     if tok.len() > 4 * MAX_NESTING as usize && too_deep(tok) {
         return Value::Raw(Text::from(strip(tok)));
     }
+    if let Some(v) = quick::quick(tok) {
+        return v;
+    }
     parse(tok, 0)
 }
 
 /// More than MAX_NESTING openers with no bracket between.
 fn too_deep(tok: &[u8]) -> bool {
+    // a run is at most all the openers: a token without that many (every
+    // decoded struct) needs no byte-by-byte walk
+    if memchr::memchr3_iter(b'(', b'{', b'[', tok)
+        .nth(MAX_NESTING as usize)
+        .is_none()
+    {
+        return false;
+    }
     let mut run = 0;
     for &c in tok {
         if is_opener(c) {
@@ -988,17 +1042,64 @@ impl<'a> Builder<'a> for Values {
     fn pair(&mut self, entry: Value, exit: Value) -> Result<Value, Self::Error> {
         Ok(Value::Pair(Box::new((entry, exit))))
     }
+
+    // one stack per thread, not two allocations per struct (a nested walk,
+    // through `general`, finds it taken and makes its own)
+    fn stack(&mut self) -> Vec<Value> {
+        let v = STACK.with(|c| c.take());
+        if v.capacity() == 0 {
+            Vec::with_capacity(32)
+        } else {
+            v
+        }
+    }
+
+    fn unstack(&mut self, mut stack: Vec<Value>) {
+        stack.clear();
+        STACK.with(|c| c.replace(stack));
+    }
+}
+
+thread_local! {
+    static STACK: std::cell::Cell<Vec<Value>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// A field name: static when it is one the decoders print (no allocation
 /// for the usual struct), else its own copy.
 pub fn field_name(k: &[u8]) -> Name {
-    match FIELD_NAMES.binary_search_by(|n| n.len().cmp(&k.len()).then_with(|| n.as_bytes().cmp(k)))
+    // the names of k's length, then the first byte before the whole name
+    // (one compare of the bytes for the usual field, not a binary search's
+    // several)
+    if let Some(&start) = FIRST_OF_LEN.get(k.len())
+        && start != NO_NAME
     {
-        Ok(i) => Cow::Borrowed(FIELD_NAMES[i]),
-        Err(_) => Cow::Owned(String::from_utf8_lossy(k).into_owned()),
+        for &n in FIELD_NAMES[start as usize..]
+            .iter()
+            .take_while(|n| n.len() == k.len())
+        {
+            if n.as_bytes()[0] == k[0] && n.as_bytes() == k {
+                return Cow::Borrowed(n);
+            }
+        }
     }
+    Cow::Owned(String::from_utf8_lossy(k).into_owned())
 }
+
+const NO_NAME: u8 = u8::MAX;
+
+/// The index in FIELD_NAMES of the first name of each length (NO_NAME for
+/// none; the empty name is none).
+const FIRST_OF_LEN: [u8; 33] = {
+    assert!(FIELD_NAMES.len() < NO_NAME as usize);
+    let mut t = [NO_NAME; 33];
+    let mut i = FIELD_NAMES.len();
+    while i > 0 {
+        i -= 1;
+        t[FIELD_NAMES[i].len()] = i as u8;
+    }
+    t[0] = NO_NAME;
+    t
+};
 
 /// The fields of the structs the capture library and strace decode, sorted
 /// by length, then bytes (a search then compares mostly lengths).
@@ -1063,11 +1164,28 @@ fn dict_of<'k>(fields: impl Iterator<Item = (&'k [u8], Value)>) -> Vec<(Name, Va
     out
 }
 
+/// `value` of a bare name (`[A-Za-z_]\w*`), most scalars of a decoded
+/// struct: of value's steps only the NULL test and parse_flags' constant
+/// lookup can take it, so it goes there without the scans for comments,
+/// fds, chains and `|`.
+fn bare_name(tok: &[u8]) -> Value {
+    if tok == b"NULL" {
+        return Value::Int(0);
+    }
+    match kfd::constant_bytes(tok) {
+        Some(v) => int_value(v.into(), tok),
+        None => Value::Raw(Text::from(tok)),
+    }
+}
+
 /// The value of `tok` at nesting `depth`.
 fn value(tok: &[u8], depth: isize) -> Value {
     let tok = strip(tok);
     if tok.is_empty() {
         return Value::Raw(Text::default());
+    }
+    if (tok[0].is_ascii_alphabetic() || tok[0] == b'_') && tok.iter().all(|&c| is_word(c)) {
+        return bare_name(tok);
     }
     let stripped;
     let tok: &[u8] = if contains(tok, b"/*") {
@@ -1263,6 +1381,8 @@ mod tests {
         }
         assert!(matches!(field_name(b"start_addr"), Cow::Borrowed(_)));
         assert_eq!(field_name(b"zz_other"), "zz_other");
+        assert_eq!(field_name(b"sizf"), "sizf");
+        assert_eq!(field_name(b""), "");
     }
 
     #[test]
