@@ -92,13 +92,13 @@ pub struct Parser {
     pub file: FileId,
     pub file_tid: Option<u32>,
     /// tid -> tgid; None: a thread whose parent's pending clone has no
-    /// tid
-    pub tgid: HashMap<u32, Option<u32>>,
+    /// tid (foldhash: looked up on every line, where SipHash showed)
+    pub tgid: foldhash::HashMap<u32, Option<u32>>,
     /// preload: the header pid
     pub fixed_tgid: Option<u32>,
     /// tid -> pending call, in insertion order
     pub inflight: Vec<(Option<u32>, Pending)>,
-    pub live: HashSet<u32>,
+    pub live: foldhash::HashSet<u32>,
     /// the only tracee before any prefix
     pub root: Option<u32>,
     /// events waiting to learn the root pid
@@ -151,7 +151,7 @@ impl Parser {
                 .unwrap_or_default(),
             fixed_tgid: None,
             inflight: Vec::new(),
-            live: HashSet::new(),
+            live: Default::default(),
             root: tid,
             nopid: Vec::new(),
             hold: Vec::new(),

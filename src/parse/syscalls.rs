@@ -397,7 +397,9 @@ fn fd_of(tok: Option<&[u8]>) -> (Option<i128>, Option<Vec<u8>>) {
     let Some(tok) = tok else {
         return (None, None);
     };
-    if contains(tok, b"/*") {
+    // contains(tok, b"/*"), from the rare `*`: a decorated path has a `/`
+    // at every step, and a search from `/` stopped at each
+    if memchr::memchr_iter(b'*', tok).any(|i| i > 0 && tok[i - 1] == b'/') {
         let (t, _) = strip_comment(tok);
         return parse_fd(&t);
     }
