@@ -355,6 +355,9 @@ impl Parser {
         }
     }
 
+    // inlined: an event is some 280 bytes, and each call it passes
+    // through by value was one more copy of it
+    #[inline(always)]
     fn emit(&mut self, mut ev: Event) {
         ev.h.seq = self.next_id;
         self.target = Some(self.next_id);
@@ -363,6 +366,7 @@ impl Parser {
     }
 
     /// An event into `hold` without making it the target.
+    #[inline(always)]
     fn push_hold(&mut self, mut ev: Event) -> u64 {
         if ev.h.seq == 0 {
             ev.h.seq = self.next_id;
@@ -655,6 +659,7 @@ impl Parser {
 
     /// What building a call's event counted, into info; the event gets its
     /// pid and tid.
+    #[inline(always)]
     fn apply_built(
         &mut self,
         lineno: u64,

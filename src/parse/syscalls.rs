@@ -8,8 +8,8 @@
 use crate::events::*;
 use crate::kfd;
 use crate::parse::values::{
-    self, Names, contains, find, is_ws, matching, parse_fd, parse_flags, parse_int, parse_ioc,
-    parse_string, parse_value, split_top, strip, strip_comment,
+    self, Names, comment_start, contains, find, is_ws, matching, parse_fd, parse_flags, parse_int,
+    parse_ioc, parse_string, parse_value, split_top, strip, strip_comment,
 };
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -397,9 +397,7 @@ fn fd_of(tok: Option<&[u8]>) -> (Option<i128>, Option<Vec<u8>>) {
     let Some(tok) = tok else {
         return (None, None);
     };
-    // contains(tok, b"/*"), from the rare `*`: a decorated path has a `/`
-    // at every step, and a search from `/` stopped at each
-    if memchr::memchr_iter(b'*', tok).any(|i| i > 0 && tok[i - 1] == b'/') {
+    if comment_start(tok).is_some() {
         let (t, _) = strip_comment(tok);
         return parse_fd(&t);
     }

@@ -285,7 +285,9 @@ fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
 /// closes); `None` when the text is outside the well-formed language.
 fn scan_args(line: &str, pos: usize, n: usize) -> Option<(Vec<&str>, Option<usize>)> {
     let s = &line.as_bytes()[..n];
-    let mut args = Vec::new();
+    // sized once for the six register arguments (pushing onto an empty Vec
+    // went through grow_one for the first and again for the fifth)
+    let mut args = Vec::with_capacity(6);
     let mut j = pos;
     loop {
         let e = well_formed(s, j, MAX_DEPTH, false);
@@ -319,15 +321,40 @@ const POW10: [f64; 23] = [
 ];
 
 /// The digits of `s` from `i`: where they end, and their value when there
-/// are at most 19 (then it fits a u64).
+/// are at most 19 (then it fits a u64).  Eight at a time where eight bytes
+/// are digits (a timestamp is ten and six).
 fn digit_run(s: &[u8], i: usize) -> (usize, Option<u64>) {
     let mut v = 0u64;
     let mut j = i;
+    while let Some(w) = s.get(j..j + 8)
+        && let Some(d) = eight_digits(w.try_into().unwrap())
+    {
+        v = v.wrapping_mul(100_000_000).wrapping_add(d);
+        j += 8;
+    }
     while j < s.len() && s[j].is_ascii_digit() {
         v = v.wrapping_mul(10).wrapping_add(u64::from(s[j] - b'0'));
         j += 1;
     }
     (j, (j - i <= 19).then_some(v))
+}
+
+/// The value of eight ASCII digits, None if one of the bytes is no digit
+/// (the SWAR form of fast_float's parse_eight_digits_unrolled).
+fn eight_digits(w: [u8; 8]) -> Option<u64> {
+    const HI: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    let v = u64::from_le_bytes(w);
+    // each byte is 0x30..=0x39: its high nibble is 3, and adding 6 keeps it 3
+    if v & HI != ZEROS || (v.wrapping_add(0x0606_0606_0606_0606) & HI) != ZEROS {
+        return None;
+    }
+    let v = v - ZEROS;
+    // pairs, then quads, then the eight (the first digit is the low byte)
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    let lo = (v & 0x0000_00FF_0000_00FF).wrapping_mul(100 + (1_000_000 << 32));
+    let hi = ((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32));
+    Some(lo.wrapping_add(hi) >> 32)
 }
 
 /// The decimal `int.frac` (`k` digits after the dot) from its digit runs'
@@ -338,9 +365,16 @@ fn digit_run(s: &[u8], i: usize) -> (usize, Option<u64>) {
 /// was a hot spot at two calls a line, each a second pass over digits the
 /// scan had just read.)
 fn fixed(int: Option<u64>, frac: Option<u64>, k: usize) -> Option<f64> {
-    let n = int?
-        .checked_mul(10u64.checked_pow(k as u32)?)?
-        .checked_add(frac?)?;
+    const POW10_U64: [u64; 20] = {
+        let mut t = [1u64; 20];
+        let mut i = 1;
+        while i < 20 {
+            t[i] = t[i - 1] * 10;
+            i += 1;
+        }
+        t
+    };
+    let n = int?.checked_mul(*POW10_U64.get(k)?)?.checked_add(frac?)?;
     (n < 1 << 53 && k < POW10.len()).then(|| n as f64 / POW10[k])
 }
 

@@ -71,6 +71,14 @@ pub fn find(s: &[u8], needle: &[u8]) -> Option<usize> {
     memchr::memchr_iter(first, &s[..s.len() - rest.len()]).find(|&i| s[i + 1..].starts_with(rest))
 }
 
+/// `find(s, b"/*")` from the rare `*`: paths have a `/` at every step, and
+/// a search from `/` stops at each.
+pub fn comment_start(s: &[u8]) -> Option<usize> {
+    memchr::memchr_iter(b'*', s)
+        .find(|&i| i > 0 && s[i - 1] == b'/')
+        .map(|i| i - 1)
+}
+
 pub fn rfind(s: &[u8], needle: &[u8]) -> Option<usize> {
     memmem::rfind(s, needle)
 }
@@ -821,7 +829,7 @@ fn radix_value(d: &[u8], radix: u32) -> Option<i128> {
 
 /// (value, comment) of `0x80084b01 /* NAME */`.
 pub fn strip_comment(tok: &[u8]) -> (Cow<'_, [u8]>, Option<&[u8]>) {
-    let Some(i) = find(tok, b"/*") else {
+    let Some(i) = comment_start(tok) else {
         return (Cow::Borrowed(tok), None);
     };
     let e = comment_end(tok, i);
@@ -844,13 +852,14 @@ fn flag_part(part: &[u8], names: Option<Names>) -> Option<i128> {
     if let Some(v) = parse_int(part) {
         return Some(v);
     }
-    let p = std::str::from_utf8(part).ok()?;
+    // the table's names are UTF-8: bytes that are not match none of them,
+    // so the text is decoded only for the constants' map
     if let Some(t) = names
-        && let Some(&(_, v)) = t.iter().find(|x| x.0 == p)
+        && let Some(&(_, v)) = t.iter().find(|x| x.0.as_bytes() == part)
     {
         return Some(v);
     }
-    kfd::constant(p).map(i128::from)
+    kfd::constant(std::str::from_utf8(part).ok()?).map(i128::from)
 }
 
 /// `A|B|0x100` when every part is known.

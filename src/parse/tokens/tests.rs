@@ -381,3 +381,56 @@ fn seconds_are_from_str() {
         assert!(want.is_some(), "{t:?}");
     }
 }
+
+/// digit_run reads every run of digits, ended anywhere in or past a
+/// word of eight, by any byte.
+#[test]
+fn digit_runs_end_where_a_byte_is_no_digit() {
+    let mut x: u64 = 12345;
+    for _ in 0..100000 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let len = (x >> 59) as usize + 1;
+        let mut b: Vec<u8> = (0..len)
+            .map(|k| b'0' + ((x >> (k * 2 % 50)) % 10) as u8)
+            .collect();
+        let cut = (x >> 8) as usize % (len + 1);
+        if cut < len {
+            b[cut] = (x >> 16) as u8;
+        }
+        let i = (x >> 24) as usize % 3;
+        let mut s = vec![b'7'; i];
+        s.extend_from_slice(&b);
+        let e = i + s[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let want = (e - i <= 19).then(|| {
+            std::str::from_utf8(&s[i..e])
+                .unwrap()
+                .parse::<u64>()
+                .unwrap_or(0)
+        });
+        assert_eq!(digit_run(&s, i), (e, want), "{s:?} from {i}");
+    }
+}
+
+/// eight_digits reads every run of eight digits and refuses a run with any
+/// other byte in it.
+#[test]
+fn eight_digits_at_once() {
+    let mut x: u64 = 12345;
+    for _ in 0..100000 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let n = (x >> 20) % 100_000_000;
+        let w: [u8; 8] = format!("{n:08}").into_bytes().try_into().unwrap();
+        assert_eq!(eight_digits(w), Some(n), "{n}");
+        let mut bad = w;
+        bad[(x >> 8) as usize % 8] = (x >> 12) as u8;
+        let want = bad
+            .iter()
+            .all(u8::is_ascii_digit)
+            .then(|| std::str::from_utf8(&bad).unwrap().parse::<u64>().unwrap());
+        assert_eq!(eight_digits(bad), want, "{bad:?}");
+    }
+}
