@@ -996,7 +996,12 @@ impl Parser {
             self.info.orphans += 1;
         }
         let mut args: Vec<Cow<'a, [u8]>> = match &mut p {
-            Some(p) => p.args.iter().map(|a| Cow::Owned(a.clone())).collect(),
+            // moved, not copied: the caller reads only the pending call's
+            // line, time and text after this
+            Some(p) => std::mem::take(&mut p.args)
+                .into_iter()
+                .map(Cow::Owned)
+                .collect(),
             None => vec![],
         };
         while args.last().is_some_and(|a| a.is_empty()) {
@@ -1047,8 +1052,10 @@ impl Parser {
         }
         let text: Cow<'_, [u8]> = match &p {
             Some(p) => {
-                let mut x = p.text.clone();
-                x.extend_from_slice(" … ".as_bytes());
+                let sep = " … ".as_bytes();
+                let mut x = Vec::with_capacity(p.text.len() + sep.len() + line.len());
+                x.extend_from_slice(&p.text);
+                x.extend_from_slice(sep);
                 x.extend_from_slice(line);
                 Cow::Owned(x)
             }
