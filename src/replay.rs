@@ -3,7 +3,9 @@
 //! result.TraceFacts hold); analyze.rs feeds them next to the models.
 
 use crate::events::{Event, Kind, Text};
+use memchr::memmem::Finder;
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 /// Which executable each process runs (preload headers, execve, fork), for
 /// the program part of a finding's fingerprint (SPEC 6).
@@ -88,11 +90,14 @@ impl Facts {
                 .iter()
                 .any(|p| n.starts_with(p))
         });
-        let gpu_path = path.is_some_and(|p| {
-            memchr::memmem::find(&p.0, b"/dev/kfd").is_some()
-                || memchr::memmem::find(&p.0, b"/dev/dri/").is_some()
-        });
-        if gpu_name || gpu_path {
+        // searchers built once (memmem::find builds one a call, which cost
+        // more than the search), and the path read only when the name did
+        // not tell
+        static KFD: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"/dev/kfd"));
+        static DRI: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"/dev/dri/"));
+        let gpu_path =
+            || path.is_some_and(|p| KFD.find(&p.0).is_some() || DRI.find(&p.0).is_some());
+        if gpu_name || gpu_path() {
             self.gpu_calls += 1;
         }
     }

@@ -151,24 +151,36 @@ pub fn kind_of_path(path: Option<&[u8]>) -> &'static str {
     let Some(path) = path.filter(|p| !p.is_empty()) else {
         return "unknown";
     };
+    // Only the head decides: the suffixes cut below start with `<`, `(` or
+    // a space, none of which is in a prefix tested, so they never cut into
+    // one.  A path that starts with ASCII other than a space is read as
+    // bytes, without decoding it (a call per fd use).
+    if path[0].is_ascii() && !py_space(char::from(path[0])) {
+        return kind_of_head(path);
+    }
     let s = String::from_utf8_lossy(path);
     let mut p: &str = s.trim_matches(py_space);
     p = strip_dev_suffix(p);
     if let Some(r) = p.strip_suffix("(deleted)") {
         p = r.trim_end_matches(py_space);
     }
-    if p.starts_with("/dev/kfd") {
+    kind_of_head(p.as_bytes())
+}
+
+/// The kind the start of a path names.
+fn kind_of_head(p: &[u8]) -> &'static str {
+    if p.starts_with(b"/dev/kfd") {
         "kfd"
-    } else if p.starts_with("/dev/dri/renderD") {
+    } else if p.starts_with(b"/dev/dri/renderD") {
         "drm-render"
-    } else if p.starts_with("/dev/accel/") {
+    } else if p.starts_with(b"/dev/accel/") {
         "accel"
-    } else if p.starts_with("/dmabuf:")
-        || p.starts_with("anon_inode:dmabuf")
-        || p.starts_with("anon_inode:[dmabuf")
+    } else if p.starts_with(b"/dmabuf:")
+        || p.starts_with(b"anon_inode:dmabuf")
+        || p.starts_with(b"anon_inode:[dmabuf")
     {
         "dmabuf"
-    } else if p.starts_with("anon_inode:sync_file") || p.starts_with("anon_inode:[sync_file") {
+    } else if p.starts_with(b"anon_inode:sync_file") || p.starts_with(b"anon_inode:[sync_file") {
         "sync_file"
     } else {
         "other"

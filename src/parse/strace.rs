@@ -92,13 +92,13 @@ pub struct Parser {
     pub file: FileId,
     pub file_tid: Option<u32>,
     /// tid -> tgid; None: a thread whose parent's pending clone has no
-    /// tid
-    pub tgid: HashMap<u32, Option<u32>>,
+    /// tid (foldhash: looked up on every line, where SipHash showed)
+    pub tgid: foldhash::HashMap<u32, Option<u32>>,
     /// preload: the header pid
     pub fixed_tgid: Option<u32>,
     /// tid -> pending call, in insertion order
     pub inflight: Vec<(Option<u32>, Pending)>,
-    pub live: HashSet<u32>,
+    pub live: foldhash::HashSet<u32>,
     /// the only tracee before any prefix
     pub root: Option<u32>,
     /// events waiting to learn the root pid
@@ -151,7 +151,7 @@ impl Parser {
                 .unwrap_or_default(),
             fixed_tgid: None,
             inflight: Vec::new(),
-            live: HashSet::new(),
+            live: Default::default(),
             root: tid,
             nopid: Vec::new(),
             hold: Vec::new(),
@@ -355,6 +355,9 @@ impl Parser {
         }
     }
 
+    // inlined: an event is some 280 bytes, and each call it passes
+    // through by value was one more copy of it
+    #[inline(always)]
     fn emit(&mut self, mut ev: Event) {
         ev.h.seq = self.next_id;
         self.target = Some(self.next_id);
@@ -363,6 +366,7 @@ impl Parser {
     }
 
     /// An event into `hold` without making it the target.
+    #[inline(always)]
     fn push_hold(&mut self, mut ev: Event) -> u64 {
         if ev.h.seq == 0 {
             ev.h.seq = self.next_id;
@@ -655,6 +659,7 @@ impl Parser {
 
     /// What building a call's event counted, into info; the event gets its
     /// pid and tid.
+    #[inline(always)]
     fn apply_built(
         &mut self,
         lineno: u64,
@@ -991,7 +996,12 @@ impl Parser {
             self.info.orphans += 1;
         }
         let mut args: Vec<Cow<'a, [u8]>> = match &mut p {
-            Some(p) => p.args.iter().map(|a| Cow::Owned(a.clone())).collect(),
+            // moved, not copied: the caller reads only the pending call's
+            // line, time and text after this
+            Some(p) => std::mem::take(&mut p.args)
+                .into_iter()
+                .map(Cow::Owned)
+                .collect(),
             None => vec![],
         };
         while args.last().is_some_and(|a| a.is_empty()) {
@@ -1042,8 +1052,10 @@ impl Parser {
         }
         let text: Cow<'_, [u8]> = match &p {
             Some(p) => {
-                let mut x = p.text.clone();
-                x.extend_from_slice(" … ".as_bytes());
+                let sep = " … ".as_bytes();
+                let mut x = Vec::with_capacity(p.text.len() + sep.len() + line.len());
+                x.extend_from_slice(&p.text);
+                x.extend_from_slice(sep);
                 x.extend_from_slice(line);
                 Cow::Owned(x)
             }

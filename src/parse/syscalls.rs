@@ -8,8 +8,8 @@
 use crate::events::*;
 use crate::kfd;
 use crate::parse::values::{
-    self, Names, contains, find, is_ws, matching, parse_fd, parse_flags, parse_int, parse_ioc,
-    parse_string, parse_value, split_top, strip, strip_comment,
+    self, Names, comment_start, contains, find, is_ws, matching, parse_fd, parse_flags, parse_int,
+    parse_ioc, parse_string, parse_value, split_top, strip, strip_comment,
 };
 use std::borrow::Cow;
 
@@ -395,7 +395,7 @@ fn fd_of(tok: Option<&[u8]>) -> (Option<i128>, Option<Vec<u8>>) {
     let Some(tok) = tok else {
         return (None, None);
     };
-    if contains(tok, b"/*") {
+    if comment_start(tok).is_some() {
         let (t, _) = strip_comment(tok);
         return parse_fd(&t);
     }

@@ -285,7 +285,9 @@ fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
 /// closes); `None` when the text is outside the well-formed language.
 fn scan_args(line: &str, pos: usize, n: usize) -> Option<(Vec<&str>, Option<usize>)> {
     let s = &line.as_bytes()[..n];
-    let mut args = Vec::new();
+    // sized once for the six register arguments (pushing onto an empty Vec
+    // went through grow_one for the first and again for the fifth)
+    let mut args = Vec::with_capacity(6);
     let mut j = pos;
     loop {
         let e = well_formed(s, j, MAX_DEPTH, false);
@@ -310,6 +312,84 @@ fn scan_args(line: &str, pos: usize, n: usize) -> Option<(Vec<&str>, Option<usiz
         }
         j = e + 1;
     }
+}
+
+/// Exact powers of ten as f64 (10^22 is the largest).
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// The digits of `s` from `i`: where they end, and their value when there
+/// are at most 19 (then it fits a u64).  Eight at a time where eight bytes
+/// are digits (a timestamp is ten and six).
+fn digit_run(s: &[u8], i: usize) -> (usize, Option<u64>) {
+    let mut v = 0u64;
+    let mut j = i;
+    while let Some(w) = s.get(j..j + 8)
+        && let Some(d) = eight_digits(w.try_into().unwrap())
+    {
+        v = v.wrapping_mul(100_000_000).wrapping_add(d);
+        j += 8;
+    }
+    while j < s.len() && s[j].is_ascii_digit() {
+        v = v.wrapping_mul(10).wrapping_add(u64::from(s[j] - b'0'));
+        j += 1;
+    }
+    (j, (j - i <= 19).then_some(v))
+}
+
+/// The value of eight ASCII digits, None if one of the bytes is no digit
+/// (the SWAR form of fast_float's parse_eight_digits_unrolled).
+fn eight_digits(w: [u8; 8]) -> Option<u64> {
+    const HI: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    let v = u64::from_le_bytes(w);
+    // each byte is 0x30..=0x39: its high nibble is 3, and adding 6 keeps it 3
+    if v & HI != ZEROS || (v.wrapping_add(0x0606_0606_0606_0606) & HI) != ZEROS {
+        return None;
+    }
+    let v = v - ZEROS;
+    // pairs, then quads, then the eight (the first digit is the low byte)
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    let lo = (v & 0x0000_00FF_0000_00FF).wrapping_mul(100 + (1_000_000 << 32));
+    let hi = ((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32));
+    Some(lo.wrapping_add(hi) >> 32)
+}
+
+/// The decimal `int.frac` (`k` digits after the dot) from its digit runs'
+/// values, when that is exactly what from_str gives for its text: then it
+/// is `n / 10^k` with `n` exact in a u64, and when `n < 2^53` and
+/// `k <= 22` both are exact f64s and one IEEE division rounds their
+/// quotient correctly, as from_str rounds.  None: ask from_str.  (from_str
+/// was a hot spot at two calls a line, each a second pass over digits the
+/// scan had just read.)
+fn fixed(int: Option<u64>, frac: Option<u64>, k: usize) -> Option<f64> {
+    const POW10_U64: [u64; 20] = {
+        let mut t = [1u64; 20];
+        let mut i = 1;
+        while i < 20 {
+            t[i] = t[i - 1] * 10;
+            i += 1;
+        }
+        t
+    };
+    let n = int?.checked_mul(*POW10_U64.get(k)?)?.checked_add(frac?)?;
+    (n < 1 << 53 && k < POW10.len()).then(|| n as f64 / POW10[k])
+}
+
+/// `s[i..]`'s `\d+(\.\d*)?`, which the caller knows starts with a digit:
+/// where it ends and its value (from_str's).
+fn seconds(line: &str, i: usize) -> (usize, Option<f64>) {
+    let s = line.as_bytes();
+    let (e, int) = digit_run(s, i);
+    let (e, v) = if at(s, e) == b'.' {
+        let (f, frac) = digit_run(s, e + 1);
+        (f, fixed(int, frac, f - e - 1))
+    } else {
+        (e, fixed(int, Some(0), 0))
+    };
+    (e, v.or_else(|| line[i..e].parse().ok()))
 }
 
 /// Whether Python's `int(text, 0)` takes this `-?\d+`: no leading zero
@@ -390,16 +470,16 @@ fn result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
     {
         let d = &s[lt + 1..end - 1];
         let unavailable = d == b"unavailable";
-        let seconds = d.first().is_some_and(u8::is_ascii_digit) && {
-            let mut q = skip(d, 0, |c| c.is_ascii_digit());
-            if at(d, q) == b'.' {
-                q = skip(d, q + 1, |c| c.is_ascii_digit());
-            }
-            q == d.len()
+        let secs = match d.first() {
+            Some(c) if c.is_ascii_digit() => match seconds(line, lt + 1) {
+                (e, v) if e == end - 1 => Some(v),
+                _ => None,
+            },
+            _ => None,
         };
-        if unavailable || seconds {
-            if seconds {
-                out.dur = Some(line[lt + 1..end - 1].parse().ok()?);
+        if unavailable || secs.is_some() {
+            if let Some(v) = secs {
+                out.dur = Some(v?);
             }
             end = rstrip(s, rest, lt);
         }
@@ -442,8 +522,9 @@ pub fn scan_line(line: &str) -> Option<Scanned<'_>> {
     let t0 = k;
     k = skip(s, k, |c| c.is_ascii_digit());
     let time = if k - t0 >= 9 && at(s, k) == b'.' && digit(k + 1) {
-        k = skip(s, k + 1, |c| c.is_ascii_digit());
-        line[t0..k].parse::<f64>().ok()?
+        let (e, v) = seconds(line, t0);
+        k = e;
+        v?
     } else if k - t0 == 2
         && at(s, k) == b':'
         && digit(k + 1)
@@ -456,8 +537,9 @@ pub fn scan_line(line: &str) -> Option<Scanned<'_>> {
     {
         let two = |i: usize| u32::from(s[i] - b'0') * 10 + u32::from(s[i + 1] - b'0');
         let (h, mi, f0) = (two(t0), two(k + 1), k + 4);
-        k = skip(s, k + 7, |c| c.is_ascii_digit());
-        let sec: f64 = line[f0..k].parse().ok()?;
+        let (e, sec) = seconds(line, f0);
+        k = e;
+        let sec = sec?;
         // int(h) * 3600 + int(mi) * 60 + float(sec)
         f64::from(h * 3600 + mi * 60) + sec
     } else {

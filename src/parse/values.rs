@@ -71,6 +71,14 @@ pub fn find(s: &[u8], needle: &[u8]) -> Option<usize> {
     memchr::memchr_iter(first, &s[..s.len() - rest.len()]).find(|&i| s[i + 1..].starts_with(rest))
 }
 
+/// `find(s, b"/*")` from the rare `*`: paths have a `/` at every step, and
+/// a search from `/` stops at each.
+pub fn comment_start(s: &[u8]) -> Option<usize> {
+    memchr::memchr_iter(b'*', s)
+        .find(|&i| i > 0 && s[i - 1] == b'/')
+        .map(|i| i - 1)
+}
+
 pub fn rfind(s: &[u8], needle: &[u8]) -> Option<usize> {
     memmem::rfind(s, needle)
 }
@@ -862,7 +870,7 @@ fn radix_value(d: &[u8], radix: u32) -> Option<i128> {
 
 /// (value, comment) of `0x80084b01 /* NAME */`.
 pub fn strip_comment(tok: &[u8]) -> (Cow<'_, [u8]>, Option<&[u8]>) {
-    let Some(i) = find(tok, b"/*") else {
+    let Some(i) = comment_start(tok) else {
         return (Cow::Borrowed(tok), None);
     };
     let e = comment_end(tok, i);

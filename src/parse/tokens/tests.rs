@@ -315,3 +315,122 @@ fn deep_input_is_bounded() {
     let line = format!("1 1764435600.1 f({}) = 0", "(".repeat(20_000));
     assert_eq!(scan(&line), None);
 }
+
+/// seconds() reads what from_str reads, for its texts and on the edges of
+/// its exact case (2^53, 19 digits, 10^22), with text after the number.
+#[test]
+fn seconds_are_from_str() {
+    let mut texts: Vec<String> = [
+        "0",
+        "0.",
+        "1.",
+        "00.000",
+        "0.000020",
+        "1764435600.000026",
+        "1764435600.1",
+        "9007199254740991",
+        "9007199254740992",
+        "9007199254740993",
+        "900719925474099.3",
+        "9.007199254740993",
+        "1234567890123456789",
+        "12345678901234567890",
+        "0.0000000000000000000001",
+        "0.00000000000000000000001",
+        "1.2.3",
+        "59.999999",
+        "1764435600.123456789",
+        "1764435600.000026>",
+        "3.25 ",
+        "0000000000000000000000001.5",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    // a deterministic spread of digit counts and dot positions
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..20000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let digits = (x % 24) as usize + 1;
+        let mut d = x;
+        let mut t: String = (0..digits)
+            .map(|_| {
+                d = d
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                char::from(b'0' + ((d >> 33) % 10) as u8)
+            })
+            .collect();
+        let dot = ((x >> 40) as usize) % (digits + 1);
+        if dot < digits {
+            t.insert(dot + 1, '.');
+        }
+        texts.push(t);
+    }
+    for t in &texts {
+        let b = t.as_bytes();
+        let mut e = b.iter().take_while(|c| c.is_ascii_digit()).count();
+        if b.get(e) == Some(&b'.') {
+            e += 1 + b[e + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        }
+        let want: Option<f64> = t[..e].parse().ok();
+        let (got_e, got) = seconds(t, 0);
+        assert_eq!(got_e, e, "{t:?}");
+        assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "{t:?}");
+        assert!(want.is_some(), "{t:?}");
+    }
+}
+
+/// digit_run reads every run of digits, ended anywhere in or past a
+/// word of eight, by any byte.
+#[test]
+fn digit_runs_end_where_a_byte_is_no_digit() {
+    let mut x: u64 = 12345;
+    for _ in 0..100000 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let len = (x >> 59) as usize + 1;
+        let mut b: Vec<u8> = (0..len)
+            .map(|k| b'0' + ((x >> (k * 2 % 50)) % 10) as u8)
+            .collect();
+        let cut = (x >> 8) as usize % (len + 1);
+        if cut < len {
+            b[cut] = (x >> 16) as u8;
+        }
+        let i = (x >> 24) as usize % 3;
+        let mut s = vec![b'7'; i];
+        s.extend_from_slice(&b);
+        let e = i + s[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let want = (e - i <= 19).then(|| {
+            std::str::from_utf8(&s[i..e])
+                .unwrap()
+                .parse::<u64>()
+                .unwrap_or(0)
+        });
+        assert_eq!(digit_run(&s, i), (e, want), "{s:?} from {i}");
+    }
+}
+
+/// eight_digits reads every run of eight digits and refuses a run with any
+/// other byte in it.
+#[test]
+fn eight_digits_at_once() {
+    let mut x: u64 = 12345;
+    for _ in 0..100000 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let n = (x >> 20) % 100_000_000;
+        let w: [u8; 8] = format!("{n:08}").into_bytes().try_into().unwrap();
+        assert_eq!(eight_digits(w), Some(n), "{n}");
+        let mut bad = w;
+        bad[(x >> 8) as usize % 8] = (x >> 12) as u8;
+        let want = bad
+            .iter()
+            .all(u8::is_ascii_digit)
+            .then(|| std::str::from_utf8(&bad).unwrap().parse::<u64>().unwrap());
+        assert_eq!(eight_digits(bad), want, "{bad:?}");
+    }
+}
