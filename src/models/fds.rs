@@ -2166,7 +2166,8 @@ impl FdModel {
         // number between the closes, so the second one closed nothing (bash
         // closes its pipe ends twice).  Seen only in part, it may have had
         // threads the trace does not show.
-        let shared = p.threaded || self.tables.get(&p.table).is_some_and(|t| t.users > 1);
+        // (`t` is out of the arena while its handler runs)
+        let shared = p.threaded || t.users > 1;
         let harmless = p.complete
             && !shared
             && !GPU_OBJECT_KINDS.contains(&kind)
@@ -2900,6 +2901,18 @@ mod tests {
             flags: 0,
         });
         evs.push(Event::new(b.h(Some(101), None), k));
+        evs.extend(twice(&mut b, "/etc/hosts"));
+        assert_eq!(sev(&evs), ("error", false));
+        // a process made with CLONE_FILES shares the table
+        let mut b = B(0);
+        let mut evs = vec![exec(&mut b)];
+        let k = Kind::Clone(crate::events::Clone {
+            child: Some(200),
+            thread: false,
+            share_files: true,
+            flags: 0,
+        });
+        evs.push(Event::new(b.h(Some(200), None), k));
         evs.extend(twice(&mut b, "/etc/hosts"));
         assert_eq!(sev(&evs), ("error", false));
         // a dma-buf closed twice is the runtime bug, with one thread too
