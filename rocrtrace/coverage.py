@@ -51,6 +51,10 @@ def coverage(infos: list[InputInfo], limits: list[str]) -> dict[str, list[str]]:
     cannot: list[str] = []
     advice: list[str] = []
     fmts = {i.format for i in infos}
+    injected = sum(i.injected for i in infos)
+    if injected:
+        cannot.append(f"{injected} call(s) with a result strace made up (-e inject, -e fault): "
+                      "the kernel never ran them, so the models replay nothing of them")
     if "strace" in fmts:
         shows.append("strace: fd lifetimes (open, dup, close, close_range, exec, fork), "
                      "ioctl request (type, nr, size) and results")

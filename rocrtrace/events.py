@@ -90,6 +90,7 @@ HEADER: dict[str, Any] = {
     "stack": (),          # tuple[Frame, ...]
     "text": "",           # the source line(s), shortened, for evidence
     "partial": False,     # resumed half without its entry, or cut short
+    "injected": False,    # strace made the result up (-e inject, -e fault): not replayed
 }
 
 # The vocabulary's schema: each kind's own fields and their defaults, in the
@@ -263,6 +264,7 @@ class InputInfo:
     too_long: int = 0             # over-long lines skipped (counted in unparsed)
     unfinished: int = 0           # calls that never completed (no result)
     orphans: int = 0              # resumed halves with no entry
+    injected: int = 0             # results strace made up (-e inject, -e fault): not replayed
     detached: int = 0
     has_pids: bool = False
     has_time: bool = False

@@ -277,6 +277,9 @@ pub struct Header {
     pub text: Text,
     /// resumed half without its entry, or cut short
     pub partial: bool,
+    /// strace made the result up (`-e inject`, `-e fault`): the kernel never
+    /// ran the call, so the models replay nothing of it
+    pub injected: bool,
 }
 
 impl Header {
@@ -599,6 +602,8 @@ pub struct InputInfo {
     pub unfinished: u64,
     /// resumed halves with no entry
     pub orphans: u64,
+    /// calls whose result strace made up ([`Header::injected`])
+    pub injected: u64,
     pub detached: u64,
     pub has_pids: bool,
     pub has_time: bool,

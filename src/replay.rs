@@ -16,6 +16,9 @@ pub struct Programs {
 
 impl Programs {
     pub fn feed(&mut self, ev: &Event) {
+        if ev.h.injected {
+            return; // an execve strace made succeed ran nothing
+        }
         let pid = ev.h.pid;
         match &ev.kind {
             Kind::ProcessInfo(p) => {

@@ -396,6 +396,9 @@ pub struct Proc {
     /// between two closes of one number another thread could have been
     /// handed it, so a double close may have closed someone else's fd
     threaded: bool,
+    /// first seen by a plain call of its own, no snapshot: under `strace -f`
+    /// a fork child can run before strace prints its parent's clone result
+    early: bool,
 }
 
 impl Proc {
@@ -474,6 +477,10 @@ pub struct FdModel {
     next_table: u64,
     runs: IndexMap<(Pid, Option<u32>), Run>,
     save: Option<SaveProbe>,
+    /// fd numbers a result strace made up announced (`dup2(3, 20) = 20
+    /// (INJECTED)`), by the call that said so: the program believes in
+    /// them, and its EBADF on one is the injection's doing
+    phantoms: HashMap<(Pid, Fd), Ev>,
     o: Out,
     finished: bool,
 }
@@ -778,6 +785,7 @@ impl FdModel {
             next_table: 0,
             runs: IndexMap::default(),
             save: None,
+            phantoms: HashMap::default(),
             o: Out {
                 findings: Vec::new(),
                 history: Vec::new(),
@@ -841,6 +849,22 @@ impl FdModel {
 
     /// Feed a shared event, telling `l` (the handle model) about fds.
     pub fn feed_rc(&mut self, ev: &Ev, l: &mut dyn Listener) {
+        if let Kind::FdCreate(c) = &ev.kind
+            && ev.h.ok()
+            && (ev.h.injected || !self.phantoms.is_empty())
+        {
+            for &fd in &c.fds {
+                let key = (ev.h.pid, Fd::from(fd));
+                if ev.h.injected {
+                    self.phantoms.insert(key, ev.clone());
+                } else {
+                    self.phantoms.remove(&key);
+                }
+            }
+        }
+        if ev.h.injected {
+            return; // the kernel never ran it: no fd changed, none was used
+        }
         let pid = ev.h.pid;
         let live = self.procs.get(&pid).is_some_and(|p| !p.ended);
         if !live {
@@ -914,6 +938,7 @@ impl FdModel {
                 if self.procs.len() > 1 {
                     p.forked = true;
                 }
+                p.early = true;
             }
         }
     }
@@ -1613,6 +1638,10 @@ impl FdModel {
         if cpid == p.pid {
             return; // (a process cannot be its own child)
         }
+        if let Some(table) = self.adopt(p, cpid, k.share_files) {
+            self.inherited(ev, cpid, table);
+            return;
+        }
         if let Some(c) = self.procs.get(&cpid)
             && !c.ended
             && (self
@@ -1664,15 +1693,57 @@ impl FdModel {
         };
         // (a dict assignment: an existing key keeps its place)
         self.procs.insert(cpid, Box::new(c));
+        self.inherited(ev, cpid, table);
+    }
+
+    /// `show --fd`'s rows for what a clone's child inherited.
+    fn inherited(&mut self, ev: &Ev, cpid: Pid, table: u64) {
         if self.o.watch.is_some() {
             let t = self.tables.remove(&table).expect("table");
             for n in t.ordered() {
                 self.o.hist(Some(&*t), ev, cpid, n, || {
-                    format!("fd {n} inherited by child {child}")
+                    format!("fd {n} inherited by child {}", opt(cpid))
                 });
             }
             self.tables.insert(table, t);
         }
+    }
+
+    /// A fork child whose first calls came before its parent's clone
+    /// result (strace -f prints each call when it ends, and the child may
+    /// run first): while those calls touched no fd, the child is exactly
+    /// what the clone makes, a copy of the parent's table (or a share of
+    /// it), seen from its start as far as the parent was.
+    fn adopt(&mut self, p: &mut Proc, cpid: Pid, share_files: bool) -> Option<u64> {
+        let c = self.procs.get(&cpid)?;
+        let untouched = self
+            .tables
+            .get(&c.table)
+            .is_some_and(|t| t.slots.is_empty() && t.closed.is_empty() && t.users == 1);
+        if c.ended || !c.early || !untouched {
+            return None;
+        }
+        let old = c.table;
+        let table = if share_files {
+            self.tables.get_mut(&p.table).expect("table").users += 1;
+            p.table
+        } else {
+            let mut t = self
+                .tables
+                .get(&p.table)
+                .expect("table")
+                .copy(&Cow::Borrowed("inherited"));
+            t.users = 1;
+            self.new_table(t)
+        };
+        self.tables.remove(&old);
+        let c = self.procs.get_mut(&cpid).expect("present");
+        c.table = table;
+        c.early = false;
+        c.forked = true;
+        c.blind = p.blind;
+        c.complete = p.complete;
+        Some(table)
     }
 
     fn on_exec(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
@@ -2324,6 +2395,18 @@ impl FdModel {
                  used as an fd anyway"
             );
             sort = "negative";
+        } else if let Some(made) = self.phantoms.get(&(p.pid, fd)) {
+            // the number came from a result strace made up: the program did
+            // what it should with the fd it was told it had
+            sev = "note";
+            why = format!(
+                "fd {fd} never existed: {} at {}:{} said it did, but strace made that result \
+                 up (-e inject) and the kernel never ran the call",
+                call_name(made),
+                self.o.names.file(made),
+                made.h.line
+            );
+            sort = "injected";
         } else if p.complete && !p.forked {
             sev = "warning";
             why = format!(
@@ -2791,6 +2874,57 @@ mod tests {
     }
 
     #[test]
+    fn calls_strace_made_up_change_and_use_nothing() {
+        // strace -e inject=openat:retval=9: no fd 9 ever existed, so the
+        // program's close of it fails; -e inject=close:retval=0 left fd 3
+        // open for the close after it
+        let injected = |mut e: Event| {
+            e.h.injected = true;
+            e
+        };
+        let mut b = B(0);
+        let evs = [
+            injected(b.open(9, "/etc/hostname")),
+            b.close(9, Some("EBADF")),
+            b.open(3, "/etc/hosts"),
+            injected(b.close(3, None)),
+            b.close(3, None),
+            b.exit(),
+        ];
+        // what is left is the program's close of the fd strace told it it
+        // had: a note that says so
+        let f = run(&evs);
+        let got: Vec<_> = f.iter().map(|f| (f.rule, f.severity, f.line)).collect();
+        assert_eq!(got, [("fd-bad-fd", Some("note"), Some(2))]);
+        assert!(
+            f[0].message.contains("strace made that result up"),
+            "{}",
+            f[0].message
+        );
+        // a number a real call made since is judged as any other
+        let mut b = B(0);
+        let evs = [
+            injected(b.open(9, "/etc/hostname")),
+            b.open(9, "/etc/hosts"),
+            b.close(9, None),
+            b.close(9, Some("EBADF")),
+        ];
+        let f = run(&evs);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].rule, "fd-double-close");
+        // the same calls, run by the kernel: a double close each
+        let mut b = B(0);
+        let evs = [
+            b.open(3, "/etc/hosts"),
+            b.close(3, None),
+            b.close(3, Some("EBADF")),
+        ];
+        let f = run(&evs);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].rule, "fd-double-close");
+    }
+
+    #[test]
     fn f_setfd_failing_with_ebadf_is_a_probe() {
         // node at start: fcntl(N, F_SETFD, FD_CLOEXEC) for N = 3, 4, ...
         let setfd = |b: &mut B, fd: i32| {
@@ -2915,6 +3049,51 @@ mod tests {
         evs.push(Event::new(b.h(Some(200), None), k));
         evs.extend(twice(&mut b, "/etc/hosts"));
         assert_eq!(sev(&evs), ("error", false));
+        // a fork child (bash's subshell) that ran before strace printed its
+        // parent's clone result is the parent's copy all the same, seen from
+        // the parent's exec: its pipe closed twice is harmless too
+        let mut b = B(0);
+        let mut evs = vec![exec(&mut b), b.open(3, "pipe:[1]")];
+        let mut first = Event::new(
+            b.h(Some(0), None),
+            Kind::Syscall(crate::events::Syscall::default()),
+        );
+        first.name = Cow::Borrowed("set_robust_list");
+        let k = Kind::Clone(crate::events::Clone {
+            child: Some(200),
+            thread: false,
+            share_files: false,
+            flags: 0,
+        });
+        let clone = Event::new(b.h(Some(200), None), k);
+        let mut child = vec![first, clone, b.close(3, None), b.close(3, Some("EBADF"))];
+        for (i, e) in child.iter_mut().enumerate() {
+            if i != 1 {
+                (e.h.pid, e.h.tid) = (Some(200), Some(200));
+            }
+        }
+        evs.extend(child);
+        assert_eq!(sev(&evs), ("warning", true));
+        // ... but not once it has touched an fd before the clone result
+        // (what it did to its table is not known to be a copy's doing)
+        let mut b = B(0);
+        let mut evs = vec![exec(&mut b), b.open(3, "pipe:[1]")];
+        let mut child = vec![b.close(5, None)];
+        let k = Kind::Clone(crate::events::Clone {
+            child: Some(200),
+            thread: false,
+            share_files: false,
+            flags: 0,
+        });
+        child.push(Event::new(b.h(Some(200), None), k));
+        child.extend([b.close(3, None), b.close(3, Some("EBADF"))]);
+        for (i, e) in child.iter_mut().enumerate() {
+            if i != 1 {
+                (e.h.pid, e.h.tid) = (Some(200), Some(200));
+            }
+        }
+        evs.extend(child);
+        assert_eq!(sev(&evs).0, "error");
         // a dma-buf closed twice is the runtime bug, with one thread too
         let mut b = B(0);
         let mut evs = vec![exec(&mut b)];

@@ -267,6 +267,9 @@ impl HandleModel {
 
     pub fn feed_rc(&mut self, ev: &Ev) {
         self.fds.feed_rc(ev, &mut self.st);
+        if ev.h.injected {
+            return; // the kernel never ran it (FdModel::feed_rc)
+        }
         let Kind::Ioctl(io) = &ev.kind else { return };
         let (Some(ty), Some(nr)) = (io.type_, io.nr) else {
             return;

@@ -781,6 +781,9 @@ impl SvmModel {
     }
 
     fn feed_one(&mut self, ev: &Event) {
+        if ev.h.injected {
+            return; // the kernel never ran it: no range changed
+        }
         match &ev.kind {
             Kind::Ioctl(io) => {
                 let key = (io.type_, io.nr);

@@ -334,6 +334,20 @@ pub fn err_name(rest: &[u8]) -> Option<&[u8]> {
     (k - a >= 2 && (k == rest.len() || is_ws(rest[k]))).then_some(&rest[a..k])
 }
 
+/// Whether a result's rest (after the value, before the duration) says
+/// strace made the result up: `(INJECTED)` of `-e fault=` or
+/// `-e inject=…:error=|retval=`, or `(INJECTED: args, retval)`.  Then the
+/// kernel never ran the call.  `(INJECTED: args)` alone is a poke into the
+/// arguments of a call that did run.
+pub fn injected(rest: &[u8]) -> bool {
+    let Some(i) = memchr::memmem::find(rest, b"(INJECTED") else {
+        return false;
+    };
+    let group = &rest[i + 1..];
+    let group = &group[..memchr::memchr(b')', group).unwrap_or(group.len())];
+    group != b"INJECTED: args"
+}
+
 /// The number of an `(errno N)` at `rest`'s start.
 pub fn errno_number(rest: &[u8]) -> Option<&[u8]> {
     let a = ws(rest, 0);

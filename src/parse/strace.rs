@@ -39,8 +39,28 @@ pub struct Pending {
     pub tid: Option<u32>,
 }
 
-/// (ret, err, ret_path, dur) of a result.
-type Res = (Option<i128>, Option<Name>, Option<Vec<u8>>, Option<f64>);
+/// A call's result as the line prints it.
+struct Res {
+    ret: Option<i128>,
+    err: Option<Name>,
+    rpath: Option<Vec<u8>>,
+    dur: Option<f64>,
+    /// `(INJECTED)`: strace's `-e inject`/`-e fault` made the result up
+    /// and the kernel never ran the call
+    injected: bool,
+}
+
+impl Res {
+    fn plain(ret: Option<i128>, dur: Option<f64>) -> Res {
+        Res {
+            ret,
+            err: None,
+            rpath: None,
+            dur,
+            injected: false,
+        }
+    }
+}
 
 fn is_clone_name(n: &str) -> bool {
     matches!(
@@ -689,45 +709,28 @@ impl Parser {
     /// A line the compiled tokenizer took (strace._scanned); None when a
     /// number does not fit (the general path then decides).
     fn scanned(&mut self, lineno: u64, line: &[u8], r: tokens::Scanned<'_>) -> Option<bool> {
-        let (ret, err, rpath, dur) = outcome_of(r.outcome.as_ref())?;
+        let res = outcome_of(r.outcome.as_ref())?;
         self.info.has_time = true;
         self.last_time = Some(r.time);
-        if dur.is_some() {
+        if res.dur.is_some() {
             self.info.has_durations = true;
         }
-        if rpath.is_some() {
+        if res.rpath.is_some() {
             self.info.has_decorations = true;
         }
         let tid = self.who(Some(r.tid));
         let args: Vec<Cow<'_, [u8]>> = r.args.iter().map(|a| Cow::Borrowed(a.as_bytes())).collect();
         match r.kind {
-            ScanKind::Call => self.complete(
-                lineno,
-                line,
-                r.name,
-                args,
-                (ret, err, rpath, dur),
-                false,
-                tid,
-                Some(r.time),
-            ),
+            ScanKind::Call => {
+                self.complete(lineno, line, r.name, args, res, false, tid, Some(r.time))
+            }
             ScanKind::Unfinished => {
                 let args = args.into_iter().map(|a| a.into_owned()).collect();
                 self.start(lineno, line, r.name.to_owned(), args, tid, Some(r.time));
             }
             ScanKind::Resumed => {
                 let (p, args) = self.take(r.name, args, tid);
-                self.finish_resumed(
-                    lineno,
-                    line,
-                    r.name,
-                    args,
-                    (ret, err, rpath, dur),
-                    false,
-                    p,
-                    tid,
-                    Some(r.time),
-                );
+                self.finish_resumed(lineno, line, r.name, args, res, false, p, tid, Some(r.time));
             }
         }
         Some(true)
@@ -786,13 +789,23 @@ impl Parser {
         tid: Option<u32>,
         t: Option<f64>,
     ) {
-        let (ret, err, rpath, dur) = res;
+        let Res {
+            ret,
+            err,
+            rpath,
+            dur,
+            injected,
+        } = res;
         let pid = self.tgid_of(tid);
         if let Some(mut ev) = self.call_event(
             name, args, ret, err, rpath, lineno, None, pid, tid, t, dur, line, false,
         ) {
             if never {
                 ev.h.ret = None;
+            }
+            if injected {
+                ev.h.injected = true;
+                self.info.injected += 1;
             }
             self.after_call(ev, tid);
         }
@@ -803,10 +816,10 @@ impl Parser {
     fn result(&mut self, body: &[u8], pos: usize) -> Option<Res> {
         if let Some((val, d)) = grammar::plain_result(body, pos) {
             let Some(d) = d else {
-                return Some((number(val), None, None, None));
+                return Some(Res::plain(number(val), None));
             };
             self.info.has_durations = true;
-            return Some((number(val), None, None, float(d)));
+            return Some(Res::plain(number(val), float(d)));
         }
         let (val, e) = grammar::result(body, pos)?;
         let mut rest = &body[e..];
@@ -853,7 +866,14 @@ impl Parser {
                 });
             }
         }
-        Some((ret, err, rpath, dur))
+        let injected = grammar::injected(rest);
+        Some(Res {
+            ret,
+            err,
+            rpath,
+            dur,
+            injected,
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1039,7 +1059,13 @@ impl Parser {
         tid: Option<u32>,
         t: Option<f64>,
     ) {
-        let (ret, err, rpath, mut dur) = res;
+        let Res {
+            ret,
+            err,
+            rpath,
+            mut dur,
+            injected,
+        } = res;
         let start = match &p {
             Some(p) => p.time,
             None => t,
@@ -1080,6 +1106,10 @@ impl Parser {
         ) {
             if never {
                 ev.h.ret = None;
+            }
+            if injected {
+                ev.h.injected = true;
+                self.info.injected += 1;
             }
             self.after_call(ev, tid);
         }
@@ -1426,14 +1456,20 @@ pub struct PreCall {
 /// value fits no register (the line is unparsed).
 fn outcome_of(o: Option<&tokens::Outcome<'_>>) -> Option<Res> {
     let Some(o) = o else {
-        return Some((None, None, None, None));
+        return Some(Res::plain(None, None));
     };
     let ret = match &o.ret {
         Some(n) => Some(n.value()?),
         None => None,
     };
     let rpath = o.ret_path.map(|p| p.as_bytes().to_vec());
-    Some((ret, o.err.map(errno), rpath, o.dur))
+    Some(Res {
+        ret,
+        err: o.err.map(errno),
+        rpath,
+        dur: o.dur,
+        injected: false,
+    })
 }
 
 /// What [`Parser::feed`] would make of `line` through the compiled
@@ -1449,7 +1485,13 @@ pub fn pre_parse(file: FileId, lineno: u64, text: &str) -> Option<PreCall> {
     if r.kind != ScanKind::Call {
         return None;
     }
-    let (ret, err, rpath, dur) = outcome_of(r.outcome.as_ref())?;
+    let Res {
+        ret,
+        err,
+        rpath,
+        dur,
+        ..
+    } = outcome_of(r.outcome.as_ref())?;
     let args: Vec<Cow<'_, [u8]>> = r.args.iter().map(|a| Cow::Borrowed(a.as_bytes())).collect();
     let (has_dur, has_rpath) = (dur.is_some(), rpath.is_some());
     let built = build_call(
@@ -1568,6 +1610,7 @@ pub fn build_call(
         stack: Box::new([]),
         text: cut_text(text),
         partial,
+        injected: false,
     };
     b.ev = Some(Event {
         h,

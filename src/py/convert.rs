@@ -377,6 +377,7 @@ pub fn event_to_py<'py>(py: Python<'py>, ev: &Event, files: &Files) -> PyResult<
     set!("stack", PyTuple::new(py, frames?)?);
     set!("text", text_to_py(py, &h.text.0)?);
     set!("partial", h.partial);
+    set!("injected", h.injected);
     set!("name", &*ev.name);
     match &ev.kind {
         Kind::FdCreate(k) => {
@@ -545,6 +546,7 @@ pub fn event_from_py(obj: &Bound<'_, PyAny>, files: &mut Files) -> PyResult<Even
         stack: stack?.into_boxed_slice(),
         text: text_from_py(&get(obj, "text")?)?,
         partial: get(obj, "partial")?.extract()?,
+        injected: get(obj, "injected")?.extract()?,
     };
     let fd = |o: &Bound<'_, PyAny>| -> PyResult<i32> { get(o, "fd")?.extract() };
     let path = |o: &Bound<'_, PyAny>| opt_text_from_py(&get(o, "path")?);

@@ -34,6 +34,7 @@ fn info_to_py<'py>(py: Python<'py>, info: &InputInfo) -> PyResult<Bound<'py, PyD
     d.set_item("too_long", info.too_long)?;
     d.set_item("unfinished", info.unfinished)?;
     d.set_item("orphans", info.orphans)?;
+    d.set_item("injected", info.injected)?;
     d.set_item("detached", info.detached)?;
     d.set_item("has_pids", info.has_pids)?;
     d.set_item("has_time", info.has_time)?;

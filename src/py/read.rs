@@ -43,6 +43,7 @@ pub fn info_to_py<'py>(py: Python<'py>, i: &InputInfo) -> PyResult<Bound<'py, Py
         ("too_long", i.too_long),
         ("unfinished", i.unfinished),
         ("orphans", i.orphans),
+        ("injected", i.injected),
         ("detached", i.detached),
         ("preamble", i.preamble),
     ] {

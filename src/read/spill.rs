@@ -232,6 +232,7 @@ impl Spill for Event {
         }
         w.bytes(h.text.as_bytes())?;
         w.bool(h.partial)?;
+        w.bool(h.injected)?;
         w.str(&self.name)?;
         match &self.kind {
             Kind::FdCreate(k) => {
@@ -384,6 +385,7 @@ impl Spill for Event {
         }
         let text = Text(r.bytes()?.into());
         let partial = r.bool()?;
+        let injected = r.bool()?;
         let name = r.name()?;
         let kind = match r.u8()? {
             0 => {
@@ -504,6 +506,7 @@ impl Spill for Event {
                 stack: stack.into(),
                 text,
                 partial,
+                injected,
             },
             name,
             kind,

@@ -804,6 +804,7 @@ mod wired {
             err: Some(errno("ENOENT")),
             text: Text::from("x"),
             stack: vec![Frame::new("libc.so".into())].into(),
+            injected: true,
             ..Default::default()
         };
         let evs = vec![

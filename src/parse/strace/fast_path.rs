@@ -337,6 +337,36 @@ fn common_shapes_parse_alike_both_ways() {
     assert!(counts.taken >= 2 * 12, "{counts:?}");
 }
 
+/// Results strace made up (`-e inject`, `-e fault`), as strace 6.1 prints
+/// them: every way marks the same events, and only the poke of `args`
+/// alone is a call that ran.
+#[test]
+fn injected_results_are_marked_alike_both_ways() {
+    let lines: Vec<String> = [
+        "4242 1764435600.1 openat(AT_FDCWD, \"/etc/hostname\", O_RDONLY) = 9 (INJECTED) <0.000004>",
+        "4242 1764435600.2 close(3) = 0 (INJECTED)",
+        "4242 1764435600.3 close(4) = -1 EBADF (Bad file descriptor) (INJECTED) <0.000002>",
+        "4242 1764435600.4 write(2, \"x\", 1) = -1 EIO (Input/output error) (INJECTED) (DELAYED)",
+        "4242 1764435600.5 write(1, \"Ai\\n\", 3) = 5 (INJECTED: args, retval)",
+        "4242 1764435600.6 write(1, \"Ai\\n\", 3) = 3 (INJECTED: args)",
+        "4242 1764435600.7 close(5) = -1 ENOTSUPP (Unknown error 524) (INJECTED)",
+        "4242 1764435600.8 close(6) = -1 (errno 1000) (INJECTED)",
+        "4242 1764435600.9 close(7) = 0",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    same_each_and_all("injected", &lines, &mut Counts::default());
+    let r = parse(&lines, Way::Fast);
+    let marks: Vec<bool> = r.events.iter().map(|(_, e)| e.h.injected).collect();
+    assert_eq!(
+        marks,
+        [true, true, true, true, true, false, true, true, false]
+    );
+    assert_eq!(r.info.injected, 7);
+    assert_eq!(r.events[0].1.h.ret, Some(9));
+    assert_eq!(r.events[2].1.h.err.as_deref(), Some("EBADF"));
+}
+
 /// The fast path only reads lines; seen from outside, turning it off
 /// changes nothing but this count.
 #[test]
