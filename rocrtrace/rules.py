@@ -67,7 +67,8 @@ _RULES = [
          "on one thread, at least 4 closes of strictly increasing numbers with no other call "
          "in between, more than half (and at least two) failing with EBADF - is one note, "
          "never an error, whatever the trace saw of those numbers before; an open-ended "
-         "close_range(N, ~0U) or closefrom(N) is never a finding."),
+         "close_range(N, ~0U) or closefrom(N) is never a finding. A number only a result "
+         "strace made up (-e inject: dup2(3, 20) = 20 (INJECTED)) announced is a note."),
     Rule("fd-close-reused", "warning",
          "a close hits an fd number re-created by another owner",
          "The fd number was closed and re-created by another creator. Each incarnation's owner "
