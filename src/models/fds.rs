@@ -3046,50 +3046,37 @@ mod tests {
         assert_eq!(sev(&evs), ("error", false));
         // a fork child (bash's subshell) that ran before strace printed its
         // parent's clone result is the parent's copy all the same, seen from
-        // the parent's exec: its pipe closed twice is harmless too
+        // the parent's exec: its pipe closed twice is harmless too; the
+        // child's calls are pid 200's, the clone (at `at`) the parent's
+        let forked_late = |b: &mut B, first: Event, at: usize| {
+            let mut evs = vec![exec(b), b.open(3, "pipe:[1]")];
+            let k = Kind::Clone(crate::events::Clone {
+                child: Some(200),
+                thread: false,
+                share_files: false,
+                flags: 0,
+            });
+            let mut child = vec![first, b.close(3, None), b.close(3, Some("EBADF"))];
+            for e in child.iter_mut() {
+                (e.h.pid, e.h.tid) = (Some(200), Some(200));
+            }
+            child.insert(at, Event::new(b.h(Some(200), None), k));
+            evs.extend(child);
+            evs
+        };
         let mut b = B(0);
-        let mut evs = vec![exec(&mut b), b.open(3, "pipe:[1]")];
         let mut first = Event::new(
             b.h(Some(0), None),
             Kind::Syscall(crate::events::Syscall::default()),
         );
         first.name = Cow::Borrowed("set_robust_list");
-        let k = Kind::Clone(crate::events::Clone {
-            child: Some(200),
-            thread: false,
-            share_files: false,
-            flags: 0,
-        });
-        let clone = Event::new(b.h(Some(200), None), k);
-        let mut child = vec![first, clone, b.close(3, None), b.close(3, Some("EBADF"))];
-        for (i, e) in child.iter_mut().enumerate() {
-            if i != 1 {
-                (e.h.pid, e.h.tid) = (Some(200), Some(200));
-            }
-        }
-        evs.extend(child);
-        assert_eq!(sev(&evs), ("warning", true));
+        assert_eq!(sev(&forked_late(&mut b, first, 1)), ("warning", true));
         // ... and when it made its own pipe before the clone result came
         // (bash's subshell, 20 ms ahead on a loaded machine): not adopted,
         // but seen from its start as every other process was
         let mut b = B(0);
-        let mut evs = vec![exec(&mut b), b.open(3, "pipe:[1]")];
-        let mut child = vec![b.close(5, None)];
-        let k = Kind::Clone(crate::events::Clone {
-            child: Some(200),
-            thread: false,
-            share_files: false,
-            flags: 0,
-        });
-        child.push(Event::new(b.h(Some(200), None), k));
-        child.extend([b.close(3, None), b.close(3, Some("EBADF"))]);
-        for (i, e) in child.iter_mut().enumerate() {
-            if i != 1 {
-                (e.h.pid, e.h.tid) = (Some(200), Some(200));
-            }
-        }
-        evs.extend(child);
-        assert_eq!(sev(&evs), ("warning", true));
+        let first = b.close(5, None);
+        assert_eq!(sev(&forked_late(&mut b, first, 3)), ("warning", true));
         // where some process was seen only in part, so is the newcomer
         let mut b = B(0);
         let mut evs = vec![b.open(3, "pipe:[1]")];
