@@ -121,6 +121,9 @@ pub struct Parser {
     pub live: foldhash::HashSet<u32>,
     /// the only tracee before any prefix
     pub root: Option<u32>,
+    /// children (tid, a thread?) the root cloned before its tid was known:
+    /// the root is live beside them, so an unprefixed line is still its
+    pub root_children: Vec<(u32, bool)>,
     /// events waiting to learn the root pid
     pub nopid: Vec<Event>,
     /// events waiting for -k frames
@@ -173,6 +176,7 @@ impl Parser {
             inflight: Vec::new(),
             live: Default::default(),
             root: tid,
+            root_children: Vec::new(),
             nopid: Vec::new(),
             hold: Vec::new(),
             out: Vec::new(),
@@ -435,9 +439,18 @@ impl Parser {
         self.tgid.entry(tid).or_insert(Some(tid));
         self.live.insert(tid);
         let pid = self.tgid.get(&tid).copied().unwrap_or(Some(tid));
+        let threads: Vec<u32> = std::mem::take(&mut self.root_children)
+            .into_iter()
+            .filter_map(|(c, thread)| thread.then_some(c))
+            .collect();
+        for &c in &threads {
+            self.tgid.insert(c, pid);
+        }
         for ev in self.nopid.iter_mut().chain(self.hold.iter_mut()) {
             if ev.h.tid.is_none() {
                 ev.h.tid = Some(tid);
+                ev.h.pid = pid;
+            } else if ev.h.tid.is_some_and(|t| threads.contains(&t)) {
                 ev.h.pid = pid;
             }
         }
@@ -512,7 +525,7 @@ impl Parser {
         if self.file_tid.is_some() {
             return self.file_tid;
         }
-        if self.live.len() == 1 {
+        if self.live.len() == 1 && self.root_children.is_empty() {
             return self.live.iter().next().copied();
         }
         self.root
@@ -922,6 +935,11 @@ impl Parser {
                 Some(g) if thread => self.tgid.insert(child, Some(g)),
                 _ => self.tgid.insert(child, Some(child)),
             };
+            if parent_g.is_none() && self.root.is_none() && self.fixed_tgid.is_none() {
+                // the unprefixed root's child: its events wait with the
+                // root's (flush_hold) until a prefix names the root
+                self.root_children.push((child, thread));
+            }
             self.live.insert(child);
         }
         if matches!(&*name, "exit" | "exit_group")
@@ -1715,6 +1733,24 @@ mod tests {
             evs.iter()
                 .all(|e| e.h.tid == Some(77) && e.h.pid == Some(77))
         );
+    }
+
+    #[test]
+    fn unprefixed_lines_after_a_clone_stay_the_roots() {
+        // strace -f to stderr prefixes lines only once a second tracee is
+        // attached: before that, an unprefixed line is the root's, not the
+        // child's the clone just named, and a thread of the root joins it
+        // once a prefix names the root
+        let (evs, _) = parse(&[
+            "clone3({flags=CLONE_VM|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD}, 88) = 43",
+            "read(3, \"\\0\", 1) = 1",
+            "strace: Process 43 attached",
+            "[pid    43] close(3) = 0",
+            "[pid    42] read(3, 0x7ffd00000000, 1) = -1 EBADF (Bad file descriptor)",
+        ]);
+        let who: Vec<_> = evs.iter().map(|e| (e.h.pid, e.h.tid)).collect();
+        let (r, t) = ((Some(42), Some(42)), (Some(42), Some(43)));
+        assert_eq!(who, [r, r, t, r]);
     }
 
     #[test]
