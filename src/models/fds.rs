@@ -11,7 +11,7 @@
 
 use super::common::*;
 use super::dmabuf::BufRef;
-use crate::events::{Event, Kind, Name, Text, When};
+use crate::events::{Event, Header, Kind, Name, Text, When};
 use crate::findings::{Evidence, Finding};
 use crate::kfd;
 type IndexMap<K, V> = indexmap::IndexMap<K, V, foldhash::fast::RandomState>;
@@ -737,6 +737,29 @@ impl Out {
                 // another kind of file holds this number now
                 present = false;
             }
+        }
+        if !present
+            && !t.slots.contains_key(&fd)
+            && !matches!(ev.kind, Kind::Close(_))
+            && let Some(c) = t.closed.get(&fd).cloned()
+            && c.borrow()
+                .event
+                .as_deref()
+                .is_some_and(|ce| began_before_end(ev, ce))
+        {
+            // It took its own reference to the file before another thread's
+            // close released the number (a read on a fd being closed
+            // completes): proof the fd was open when it began, not now.
+            let mut c = c.borrow_mut();
+            c.slot.last_use = Some(ev.clone());
+            c.slot.uses += 1;
+            let name = call_name(ev).to_owned();
+            self.hist(Some(t), ev, p.pid, fd, || {
+                format!(
+                    "{name} began before another thread's close of fd {fd} ended: it held the file"
+                )
+            });
+            return;
         }
         if !present {
             if t.slots.contains_key(&fd) {
@@ -2721,6 +2744,24 @@ fn placeholder_run(ev: &Ev) -> Run {
     }
 }
 
+/// `u` began before `close`, on another thread, ended: their windows overlap
+/// (SPEC 4).  One strace file prints a call's entry when it happens, so a
+/// split call's entry line says when it began; elsewhere only entry times
+/// with the close's duration can say so.
+fn began_before_end(u: &Event, close: &Event) -> bool {
+    if u.h.tid == close.h.tid {
+        return false;
+    }
+    let split = |h: &Header| h.end_line.filter(|&x| x != 0);
+    if u.h.file == close.h.file && split(&u.h).is_some() {
+        return u.h.line < split(&close.h).unwrap_or(close.h.line);
+    }
+    match (u.h.time, close.h.time, close.h.dur) {
+        (Some(a), Some(b), Some(d)) => a < b + d,
+        _ => false,
+    }
+}
+
 fn is_sweep(run: &Run) -> bool {
     run.closes >= SWEEP_MIN && run.ebadf >= 2 && run.ebadf * 2 > run.closes
 }
@@ -2798,7 +2839,7 @@ fn reused_finding(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::{Close, CloseRange, Exit, FdCreate, Header, SetCloexec};
+    use crate::events::{Close, CloseRange, Exit, FdCreate, SetCloexec};
 
     fn kp(p: &str) -> &'static str {
         kind_of_path(Some(p.as_bytes()))
