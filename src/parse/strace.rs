@@ -289,9 +289,22 @@ impl Parser {
         if self.in_summary && self.diagnostic(lineno, line) {
             return self.drain(sink);
         }
-        let parsed = match pre {
-            Some(p) if self.fast => self.apply_pre(lineno, line, p),
-            _ => self.line_text(lineno, line, text),
+        let parsed = match (pre, text) {
+            (Some(PreCall::Call(p)), _) if self.fast => self.apply_pre(lineno, line, p),
+            (Some(PreCall::Half(h)), Some(text)) if self.fast => {
+                // what line_text does with the scan it would make
+                match self.scanned(lineno, line, h.scanned(text)) {
+                    Some(done) => {
+                        #[cfg(test)]
+                        {
+                            self.taken += 1;
+                        }
+                        done
+                    }
+                    None => self.line_text(lineno, line, Some(text)),
+                }
+            }
+            (_, text) => self.line_text(lineno, line, text),
         };
         if !parsed
             && !self.diagnostic(lineno, line)
@@ -669,7 +682,7 @@ impl Parser {
 
     /// The state-dependent rest of a complete call [`pre_parse`] took: what
     /// `scanned` and `complete` do around `call_event`, in their order.
-    fn apply_pre(&mut self, lineno: u64, line: &[u8], p: PreCall) -> bool {
+    fn apply_pre(&mut self, lineno: u64, line: &[u8], p: PreBuilt) -> bool {
         #[cfg(test)]
         {
             self.taken += 1;
@@ -1457,10 +1470,20 @@ pub struct Built {
     pub decoded: bool,
 }
 
-/// The part of a complete call line that does not depend on the parser's
-/// state (--jobs: worked out on other threads, in any order).
+/// The part of a line the compiled tokenizer takes that does not depend
+/// on the parser's state (--jobs: worked out on other threads, in any
+/// order).
 #[derive(Debug)]
-pub struct PreCall {
+pub enum PreCall {
+    /// a complete call: its event, built
+    Call(PreBuilt),
+    /// one half of a split call (`<unfinished ...>`, `resumed>`): only its
+    /// scan, since joining the halves needs the parser's pending calls
+    Half(Box<tokens::Spans>),
+}
+
+#[derive(Debug)]
+pub struct PreBuilt {
     tid: u32,
     time: f64,
     dur: bool,
@@ -1491,8 +1514,8 @@ fn outcome_of(o: Option<&tokens::Outcome<'_>>) -> Option<Res> {
 }
 
 /// What [`Parser::feed`] would make of `line` through the compiled
-/// tokenizer, as far as no state enters: only complete calls (the most
-/// lines); None for every other line (feed then does all the work).
+/// tokenizer, as far as no state enters: a complete call's event, a split
+/// call's scan; None for every other line (feed then does all the work).
 pub fn pre_parse(file: FileId, lineno: u64, text: &str) -> Option<PreCall> {
     let line = text.as_bytes();
     let &c = line.first()?;
@@ -1501,7 +1524,7 @@ pub fn pre_parse(file: FileId, lineno: u64, text: &str) -> Option<PreCall> {
     }
     let r = tokens::scan_line(text)?;
     if r.kind != ScanKind::Call {
-        return None;
+        return Some(PreCall::Half(Box::new(r.spans(text))));
     }
     let Res {
         ret,
@@ -1526,13 +1549,13 @@ pub fn pre_parse(file: FileId, lineno: u64, text: &str) -> Option<PreCall> {
         line,
         false,
     );
-    Some(PreCall {
+    Some(PreCall::Call(PreBuilt {
         tid: r.tid,
         time: r.time,
         dur: has_dur,
         rpath: has_rpath,
         built: Box::new(built),
-    })
+    }))
 }
 
 #[allow(clippy::too_many_arguments)]

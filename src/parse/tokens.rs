@@ -95,6 +95,80 @@ pub struct Scanned<'a> {
     pub outcome: Option<Outcome<'a>>,
 }
 
+/// Where a piece of `line` (a slice of it) lies in it.
+fn span_of(line: &str, part: &str) -> (usize, usize) {
+    let s = part.as_ptr() as usize - line.as_ptr() as usize;
+    debug_assert!(s + part.len() <= line.len(), "a token outside its line");
+    (s, s + part.len())
+}
+
+/// A [`Scanned`] as places in its line rather than borrows of it, so that
+/// it can cross to another thread beside the line's text (--jobs scans the
+/// halves of split calls on a worker; the parser joins them in order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spans {
+    kind: Kind,
+    tid: u32,
+    time: f64,
+    name: (usize, usize),
+    args: Vec<(usize, usize)>,
+    args_end: usize,
+    outcome: Option<OutcomeSpans>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct OutcomeSpans {
+    ret: Option<(usize, usize)>,
+    err: Option<(usize, usize)>,
+    ret_path: Option<(usize, usize)>,
+    dur: Option<f64>,
+}
+
+impl Scanned<'_> {
+    /// The places of this scan's tokens in `line`, the text it scanned.
+    pub fn spans(&self, line: &str) -> Spans {
+        let at = |p: &str| span_of(line, p);
+        Spans {
+            kind: self.kind,
+            tid: self.tid,
+            time: self.time,
+            name: at(self.name),
+            args: self.args.iter().map(|a| at(a)).collect(),
+            args_end: self.args_end,
+            outcome: self.outcome.map(|o| OutcomeSpans {
+                ret: o.ret.map(|n| at(n.0)),
+                err: o.err.map(at),
+                ret_path: o.ret_path.map(at),
+                dur: o.dur,
+            }),
+        }
+    }
+}
+
+impl Spans {
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The scan again, borrowing `line`: the text [`Scanned::spans`] had.
+    pub fn scanned<'a>(&self, line: &'a str) -> Scanned<'a> {
+        let at = |(s, e): (usize, usize)| &line[s..e];
+        Scanned {
+            kind: self.kind,
+            tid: self.tid,
+            time: self.time,
+            name: at(self.name),
+            args: self.args.iter().map(|&a| at(a)).collect(),
+            args_end: self.args_end,
+            outcome: self.outcome.map(|o| Outcome {
+                ret: o.ret.map(|r| Number(at(r))),
+                err: o.err.map(at),
+                ret_path: o.ret_path.map(at),
+                dur: o.dur,
+            }),
+        }
+    }
+}
 const UNFINISHED: &[u8] = b"<unfinished ...>";
 
 // memmem's searchers, built once (building one costs more than most searches)
