@@ -88,6 +88,8 @@ struct Reader {
     mid: bool,
     done: bool,
     batch_lines: usize,
+    /// bytes of text the last batch held
+    text_size: usize,
 }
 
 impl Reader {
@@ -113,6 +115,9 @@ impl Reader {
     fn batch(&mut self) -> Batch {
         let mut b = Batch {
             items: Vec::with_capacity(self.batch_lines + 2),
+            // the last batch's size: growing the text from empty was a
+            // quarter of this thread's work (reallocations and copies)
+            text: String::with_capacity(self.text_size),
             ..Batch::default()
         };
         while !self.done && b.items.len() < self.batch_lines && b.text.len() < BATCH_BYTES {
@@ -137,6 +142,7 @@ impl Reader {
             self.counts(&mut b.items);
             b.items.push(item);
         }
+        self.text_size = b.text.len().clamp(4096, BATCH_BYTES + 4096);
         b
     }
 }
@@ -185,6 +191,7 @@ fn read(
         mid: false,
         done: false,
         batch_lines,
+        text_size: 4096,
     };
     let mut k = 0;
     while !r.done {
