@@ -1576,11 +1576,15 @@ pub fn build_call(
     let mut b = Built::default();
     let mut names = Vec::new();
     if !args.is_empty() {
-        if args.iter().any(|a| a.contains(&b'=')) {
+        // only a word can be `name=` (the loop below takes no other)
+        let named = |a: &[u8]| {
+            a.first().is_some_and(u8::is_ascii_alphabetic) && memchr::memchr(b'=', a).is_some()
+        };
+        if args.iter().any(|a| named(a)) {
             for (i, a) in args.iter_mut().enumerate() {
                 // (the first byte before the scan: a struct, an fd or a
                 // number has no name)
-                if a.first().is_some_and(u8::is_ascii_alphabetic) && a.contains(&b'=') {
+                if named(a) {
                     let (k, v) = match a {
                         Cow::Borrowed(b) => {
                             let (k, v) = strip_name(b);
@@ -1599,7 +1603,7 @@ pub fn build_call(
             }
         }
         let a0 = &args[0];
-        if !a0.is_empty() && a0[0].is_ascii_digit() && a0.contains(&b'<') {
+        if !a0.is_empty() && a0[0].is_ascii_digit() && memchr::memchr(b'<', a0).is_some() {
             b.decorated = true;
         }
     }
