@@ -869,8 +869,8 @@ impl Groups {
                 break 'scan s.len();
             }
             let c = s[j];
-            if PLAIN[c as usize] {
-                j = skip(s, j + 1, |c| PLAIN[c as usize]);
+            if ARG_PLAIN[c as usize] {
+                j = skip(s, j + 1, |c| ARG_PLAIN[c as usize]);
                 continue;
             }
             match c {
@@ -878,6 +878,10 @@ impl Groups {
                     Some(k) => j = k,
                     None => break 'scan j,
                 },
+                // well_formed's atoms: a character literal (`','` is no
+                // comma, `'}'` no closer), else a lone `'`; `1<<16`, a shift
+                b'\'' => j = values::char_end(s, j).unwrap_or(j + 1),
+                b'<' if at(s, j + 1) == b'<' => j += 2,
                 b'<' => match deco_end(s, j) {
                     Some(k) => j = k,
                     None => break 'scan j,

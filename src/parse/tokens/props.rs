@@ -441,6 +441,15 @@ fn one_pass_walk_is_the_two_pass_walk_on_edges() {
         "{a=1}/",
         "{a=1}/*",
         "[\"a\\\"b\", 'c']",
+        // well_formed's character literals and shifts, which the one-pass
+        // group scan once read as plain text (a comma, a closer, a decoration)
+        "{a=',', b=1}",
+        "{a='}', b=1}",
+        "{a=''', b=1}",
+        "{a=', b=1}",
+        "[1<<16, 2]",
+        "{a=1<<2, b=[1<<3]}",
+        "[<<char 238:0>\"] => {b=<<char 238:0>\"}",
         &deep(5),
         &deep(6),
         &deep(7),
