@@ -291,19 +291,10 @@ impl Parser {
         }
         let parsed = match (pre, text) {
             (Some(PreCall::Call(p)), _) if self.fast => self.apply_pre(lineno, line, p),
-            (Some(PreCall::Half(h)), Some(text)) if self.fast => {
-                // what line_text does with the scan it would make
-                match self.scanned(lineno, line, h.scanned(text)) {
-                    Some(done) => {
-                        #[cfg(test)]
-                        {
-                            self.taken += 1;
-                        }
-                        done
-                    }
-                    None => self.line_text(lineno, line, Some(text)),
-                }
-            }
+            // line_text with the scan it would make
+            (Some(PreCall::Half(h)), Some(text)) if self.fast => self
+                .scanned(lineno, line, h.scanned(text))
+                .unwrap_or_else(|| self.line_general(lineno, line)),
             (_, text) => self.line_text(lineno, line, text),
         };
         if !parsed
@@ -557,12 +548,13 @@ impl Parser {
             && let Some(r) = tokens::scan_line(text)
             && let Some(done) = self.scanned(lineno, line, r)
         {
-            #[cfg(test)]
-            {
-                self.taken += 1;
-            }
             return done;
         }
+        self.line_general(lineno, line)
+    }
+
+    /// `line` through the general grammar.
+    fn line_general(&mut self, lineno: u64, line: &[u8]) -> bool {
         let m = grammar::prefix(line);
         if m.end == line.len() {
             return false;
@@ -758,6 +750,10 @@ impl Parser {
                 let (p, args) = self.take(r.name, args, tid);
                 self.finish_resumed(lineno, line, r.name, args, res, false, p, tid, Some(r.time));
             }
+        }
+        #[cfg(test)]
+        {
+            self.taken += 1;
         }
         Some(true)
     }

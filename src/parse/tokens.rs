@@ -146,10 +146,6 @@ impl Scanned<'_> {
 }
 
 impl Spans {
-    pub fn kind(&self) -> Kind {
-        self.kind
-    }
-
     /// The scan again, borrowing `line`: the text [`Scanned::spans`] had.
     pub fn scanned<'a>(&self, line: &'a str) -> Scanned<'a> {
         let at = |(s, e): (usize, usize)| &line[s..e];
@@ -169,6 +165,7 @@ impl Spans {
         }
     }
 }
+
 const UNFINISHED: &[u8] = b"<unfinished ...>";
 
 // memmem's searchers, built once (building one costs more than most searches)

@@ -116,7 +116,7 @@ impl Reader {
         let mut b = Batch {
             items: Vec::with_capacity(self.batch_lines + 2),
             // the last batch's size: growing the text from empty was a
-            // quarter of this thread's work (reallocations and copies)
+            // fifth of this thread's work (reallocations and copies)
             text: String::with_capacity(self.text_size),
             ..Batch::default()
         };
