@@ -22,13 +22,16 @@ pub mod replay;
 pub mod table;
 
 /// The engine allocates and frees many small values per line (tokens, field
-/// trees, events) on a single thread; mimalloc's thread-local free lists
-/// serve that pattern faster than glibc's malloc.  Only Rust allocations
+/// trees, events); mimalloc's thread-local free lists serve that pattern
+/// faster than glibc's malloc.  Only Rust allocations
 /// use it: Python objects keep Python's allocator.  The extension only: the
 /// plain core (fuzz/) keeps the system allocator its sanitizers watch.
 #[cfg(feature = "python")]
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: alloc::MiMalloc = alloc::MiMalloc;
+
+#[cfg(feature = "python")]
+mod alloc;
 
 /// `rocrtrace._engine`: the few functions Python calls, nothing else.
 #[cfg(feature = "python")]
