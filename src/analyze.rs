@@ -127,7 +127,7 @@ pub fn run(
     let infos = trace.infos.clone();
     let chunks = trace.chunks.clone();
     for ev in trace.events() {
-        let ev = Rc::new(ev?);
+        let ev: Rc<Event> = Rc::from(ev?);
         m.handles.feed_rc(&ev);
         m.svm.feed_shared(&ev);
         programs.feed(&ev);

@@ -125,21 +125,21 @@ pub struct Parser {
     /// the root is live beside them, so an unprefixed line is still its
     pub root_children: Vec<(u32, bool)>,
     /// events waiting to learn the root pid
-    pub nopid: Vec<Event>,
+    pub nopid: Vec<Box<Event>>,
     /// events waiting for -k frames
-    pub hold: Vec<Event>,
-    pub out: Vec<Event>,
+    pub hold: Vec<Box<Event>>,
+    pub out: Vec<Box<Event>>,
     /// where frames go: the id (in `seq` until released) of an event
     pub target: Option<u64>,
     /// tid -> exit/exit_group event, in insertion order
-    pub exit_hold: Vec<(u32, Event)>,
+    pub exit_hold: Vec<(u32, Box<Event>)>,
     /// tids whose execve resumes elsewhere
     pub expect_exec: HashSet<Option<u32>>,
     pub rel_sum: f64,
     /// (line, text) cut by a diagnostic
     pub fragment: Option<(u64, Vec<u8>)>,
     pub in_summary: bool,
-    pub snapshot: Option<Event>,
+    pub snapshot: Option<Box<Event>>,
     pub last_time: Option<f64>,
     /// tid text -> (line, pieces) of a `#+` record, in insertion order
     pub cont: Vec<(Vec<u8>, u64, Vec<Vec<u8>>)>,
@@ -212,13 +212,13 @@ impl Parser {
     // --- driving -------------------------------------------------------
 
     /// Parse one line (without its newline); completed events go to `sink`.
-    pub fn feed(&mut self, lineno: u64, line: &[u8], sink: &mut Vec<Event>) {
+    pub fn feed(&mut self, lineno: u64, line: &[u8], sink: &mut Vec<Box<Event>>) {
         self.feed_any(lineno, line, None, None, sink)
     }
 
     /// [`Parser::feed`] of a line known to be UTF-8 (the reader decoded
     /// it): it is not checked again.
-    pub fn feed_text(&mut self, lineno: u64, line: &str, sink: &mut Vec<Event>) {
+    pub fn feed_text(&mut self, lineno: u64, line: &str, sink: &mut Vec<Box<Event>>) {
         self.feed_any(lineno, line.as_bytes(), Some(line), None, sink)
     }
 
@@ -230,7 +230,7 @@ impl Parser {
         lineno: u64,
         line: &str,
         pre: Option<PreCall>,
-        sink: &mut Vec<Event>,
+        sink: &mut Vec<Box<Event>>,
     ) {
         self.feed_any(lineno, line.as_bytes(), Some(line), pre, sink)
     }
@@ -241,7 +241,7 @@ impl Parser {
         line: &[u8],
         text: Option<&str>,
         pre: Option<PreCall>,
-        sink: &mut Vec<Event>,
+        sink: &mut Vec<Box<Event>>,
     ) {
         self.info.lines += 1;
         if line.is_empty() {
@@ -322,7 +322,7 @@ impl Parser {
     }
 
     /// End of file: unfinished calls become partial events.
-    pub fn finish(&mut self, sink: &mut Vec<Event>) {
+    pub fn finish(&mut self, sink: &mut Vec<Box<Event>>) {
         for (_, first, parts) in std::mem::take(&mut self.cont) {
             self.info.add_unparsed(first, &parts.concat());
         }
@@ -355,7 +355,7 @@ impl Parser {
         self.drain(sink);
     }
 
-    fn drain(&mut self, sink: &mut Vec<Event>) {
+    fn drain(&mut self, sink: &mut Vec<Box<Event>>) {
         if self.out.is_empty() {
             return;
         }
@@ -383,10 +383,10 @@ impl Parser {
         }
     }
 
-    // inlined: an event is some 280 bytes, and each call it passes
-    // through by value was one more copy of it
+    // inlined: the hot path's calls stay one function
     #[inline(always)]
-    fn emit(&mut self, mut ev: Event) {
+    fn emit(&mut self, ev: impl Into<Box<Event>>) {
+        let mut ev = ev.into();
         ev.h.seq = self.next_id;
         self.target = Some(self.next_id);
         self.next_id += 1;
@@ -395,7 +395,8 @@ impl Parser {
 
     /// An event into `hold` without making it the target.
     #[inline(always)]
-    fn push_hold(&mut self, mut ev: Event) -> u64 {
+    fn push_hold(&mut self, ev: impl Into<Box<Event>>) -> u64 {
+        let mut ev = ev.into();
         if ev.h.seq == 0 {
             ev.h.seq = self.next_id;
             self.next_id += 1;
@@ -689,7 +690,7 @@ impl Parser {
         }
         let tid = self.who(Some(p.tid));
         let pid = self.tgid_of(tid);
-        if let Some(ev) = self.apply_built(lineno, line, *p.built, pid, tid) {
+        if let Some(ev) = self.apply_built(lineno, line, p.built, pid, tid) {
             self.after_call(ev, tid);
         }
         true
@@ -705,7 +706,7 @@ impl Parser {
         b: Built,
         pid: Option<u32>,
         tid: Option<u32>,
-    ) -> Option<Event> {
+    ) -> Option<Box<Event>> {
         if b.decorated {
             self.info.has_decorations = true;
         }
@@ -914,7 +915,7 @@ impl Parser {
         dur: Option<f64>,
         text: &[u8],
         partial: bool,
-    ) -> Option<Event> {
+    ) -> Option<Box<Event>> {
         let b = build_call(
             self.file, name, args, ret, err, rpath, line, end_line, t, dur, text, partial,
         );
@@ -923,7 +924,7 @@ impl Parser {
 
     /// Bookkeeping once a call completed: learn pids, clone children, hold
     /// exits for their frames.
-    fn after_call(&mut self, mut ev: Event, mut tid: Option<u32>) {
+    fn after_call(&mut self, mut ev: Box<Event>, mut tid: Option<u32>) {
         let name = ev.name.clone();
         let ret = ev.h.ret.filter(|&r| r > 0);
         if tid.is_none()
@@ -1444,7 +1445,7 @@ impl Parser {
 
     // --- preload '#' lines: preload.rs ---------------------------------
 
-    pub(crate) fn emit_event(&mut self, ev: Event) {
+    pub(crate) fn emit_event(&mut self, ev: impl Into<Box<Event>>) {
         self.emit(ev);
     }
 
@@ -1459,7 +1460,7 @@ impl Parser {
 /// building it counts into the file's info.
 #[derive(Debug, Default)]
 pub struct Built {
-    pub ev: Option<Event>,
+    pub ev: Option<Box<Event>>,
     pub decorated: bool,
     pub unparsed: bool,
     pub intent: bool,
@@ -1484,9 +1485,9 @@ pub struct PreBuilt {
     time: f64,
     dur: bool,
     rpath: bool,
-    /// boxed: the batch, the parser and their calls move a pointer, not
-    /// the event, until it is placed
-    built: Box<Built>,
+    /// (its event is boxed: the batch, the parser and their calls move a
+    /// pointer, not the event's 280 bytes, until it is placed)
+    built: Built,
 }
 
 /// A scanned line's result as the parser keeps it: None when its return
@@ -1550,7 +1551,7 @@ pub fn pre_parse(file: FileId, lineno: u64, text: &str) -> Option<PreCall> {
         time: r.time,
         dur: has_dur,
         rpath: has_rpath,
-        built: Box::new(built),
+        built,
     }))
 }
 
@@ -1653,11 +1654,11 @@ pub fn build_call(
         partial,
         injected: false,
     };
-    b.ev = Some(Event {
+    b.ev = Some(Box::new(Event {
         h,
         name: n.name,
         kind: n.kind,
-    });
+    }));
     b
 }
 
@@ -1679,7 +1680,7 @@ mod fast_path;
 mod tests {
     use super::*;
 
-    fn parse(lines: &[&str]) -> (Vec<Event>, InputInfo) {
+    fn parse(lines: &[&str]) -> (Vec<Box<Event>>, InputInfo) {
         let mut p = Parser::new(FileId(0), InputInfo::new("t.log".into()), None, None, None);
         let mut out = Vec::new();
         for (i, l) in lines.iter().enumerate() {

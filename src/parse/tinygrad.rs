@@ -160,7 +160,7 @@ pub struct Parser {
     /// an SVM line waiting for its attrs
     svm: Option<Event>,
     want: usize,
-    out: Vec<Event>,
+    out: Vec<Box<Event>>,
 }
 
 impl Parser {
@@ -175,7 +175,7 @@ impl Parser {
     }
 
     /// The events one line completes, appended to `out`.
-    pub fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Event>) {
+    pub fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Box<Event>>) {
         self.info.lines += 1;
         if pytext::is_blank(line) {
             return self.drain(out);
@@ -207,12 +207,12 @@ impl Parser {
         self.drain(out)
     }
 
-    pub fn finish(&mut self, out: &mut Vec<Event>) {
+    pub fn finish(&mut self, out: &mut Vec<Box<Event>>) {
         self.flush_svm();
         self.drain(out)
     }
 
-    fn drain(&mut self, out: &mut Vec<Event>) {
+    fn drain(&mut self, out: &mut Vec<Box<Event>>) {
         self.info.events += self.out.len() as u64;
         out.append(&mut self.out);
     }
@@ -321,10 +321,10 @@ impl Parser {
             }
             let mut ev = ev;
             svm_done(&mut ev);
-            self.out.push(ev);
+            self.out.push(Box::new(ev));
             return;
         }
-        self.out.push(ev);
+        self.out.push(Box::new(ev));
     }
 
     /// One attribute line of the pending SVM call; false when it is not the
@@ -365,7 +365,7 @@ impl Parser {
             ev.h.partial = true; // the log lost attribute lines
         }
         svm_done(&mut ev);
-        self.out.push(ev);
+        self.out.push(Box::new(ev));
     }
 
     fn generic(
@@ -396,7 +396,7 @@ impl Parser {
             self.info.has_decorations = true;
         }
         let pb = path.map(str::as_bytes);
-        self.out.push(Event::new(
+        self.out.push(Box::new(Event::new(
             h,
             Kind::Ioctl(Box::new(Ioctl {
                 fd,
@@ -410,7 +410,7 @@ impl Parser {
                 arg: None,
                 out: None,
             })),
-        ));
+        )));
     }
 }
 

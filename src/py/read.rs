@@ -199,7 +199,7 @@ pub fn trace_events<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let arg = arg.to_string();
     let fmt = input_format.map(str::to_string);
-    type Got = (Vec<crate::events::Event>, Vec<InputInfo>, Vec<String>);
+    type Got = (Vec<Box<crate::events::Event>>, Vec<InputInfo>, Vec<String>);
     let got: Result<Got, InputError> = py.detach(move || {
         let files = open_files(&arg, fmt.as_deref())?;
         let paths: Vec<String> = files.iter().map(|f| f.path.clone()).collect();

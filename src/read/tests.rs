@@ -887,7 +887,7 @@ mod ff {
     struct Clones(InputInfo);
 
     impl Dialect for Clones {
-        fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Event>) {
+        fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Box<Event>>) {
             self.0.lines += 1;
             let w: Vec<&str> = line.split(' ').collect();
             if let ["clone", n, how] = w[..] {
@@ -896,7 +896,7 @@ mod ff {
                     ret: n.parse().ok(),
                     ..Default::default()
                 };
-                out.push(Event::new(
+                out.push(Box::new(Event::new(
                     h,
                     Kind::Clone(Clone {
                         child: n.parse().ok(),
@@ -904,11 +904,11 @@ mod ff {
                         share_files: false,
                         flags: 0,
                     }),
-                ));
+                )));
                 self.0.events += 1;
             }
         }
-        fn finish(&mut self, _: &mut Vec<Event>) {}
+        fn finish(&mut self, _: &mut Vec<Box<Event>>) {}
         fn info(&mut self) -> &mut InputInfo {
             &mut self.0
         }
@@ -1031,7 +1031,7 @@ mod chunked {
         t.min_bytes = 0;
         let infos = t.infos.clone();
         let chunks = t.chunks.clone();
-        let evs: Vec<Event> = t.events().map(|r| r.unwrap()).collect();
+        let evs: Vec<Event> = t.events().map(|r| *r.unwrap()).collect();
         let infos = infos.borrow().clone();
         (evs, infos, chunks.get())
     }
@@ -1101,7 +1101,7 @@ mod chunked {
                 let mut t = Trace::new(&p, files, max_line, Builtin);
                 t.min_bytes = 0;
                 let infos = t.infos.clone();
-                let evs: Vec<Result<Event, _>> = t.events().collect();
+                let evs: Vec<Result<Event, _>> = t.events().map(|r| r.map(|b| *b)).collect();
                 let i = infos.borrow().clone();
                 (evs, i)
             };
@@ -1111,7 +1111,7 @@ mod chunked {
             t.batch_lines = batch;
             t.min_bytes = 0;
             let infos = t.infos.clone();
-            let evs: Vec<Result<Event, _>> = t.events().collect();
+            let evs: Vec<Result<Event, _>> = t.events().map(|r| r.map(|b| *b)).collect();
             let i = infos.borrow().clone();
             prop_assert_eq!(&seq.0, &evs);
             prop_assert_eq!(&seq.1, &i);

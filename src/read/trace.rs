@@ -29,23 +29,29 @@ pub const MERGE_CHUNK: usize = 64 << 10;
 /// A parser of one file of one dialect.
 pub trait Dialect {
     /// The events line `lineno` completes, appended to `out`.
-    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Event>);
+    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Box<Event>>);
     /// `feed` with the line's pre-parse from a worker (--jobs).
-    fn feed_pre(&mut self, lineno: u64, line: &str, pre: Option<PreCall>, out: &mut Vec<Event>) {
+    fn feed_pre(
+        &mut self,
+        lineno: u64,
+        line: &str,
+        pre: Option<PreCall>,
+        out: &mut Vec<Box<Event>>,
+    ) {
         let _ = pre;
         self.feed(lineno, line, out)
     }
     /// The events still pending at the end of the file.
-    fn finish(&mut self, out: &mut Vec<Event>);
+    fn finish(&mut self, out: &mut Vec<Box<Event>>);
     /// The file's counts, which reading adds to as well.
     fn info(&mut self) -> &mut InputInfo;
 }
 
 impl Dialect for tinygrad::Parser {
-    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Event>) {
+    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Box<Event>>) {
         tinygrad::Parser::feed(self, lineno, line, out)
     }
-    fn finish(&mut self, out: &mut Vec<Event>) {
+    fn finish(&mut self, out: &mut Vec<Box<Event>>) {
         tinygrad::Parser::finish(self, out)
     }
     fn info(&mut self) -> &mut InputInfo {
@@ -78,13 +84,19 @@ pub trait Dialects {
 }
 
 impl Dialect for strace::Parser {
-    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Event>) {
+    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Box<Event>>) {
         strace::Parser::feed_text(self, lineno, line, out)
     }
-    fn feed_pre(&mut self, lineno: u64, line: &str, pre: Option<PreCall>, out: &mut Vec<Event>) {
+    fn feed_pre(
+        &mut self,
+        lineno: u64,
+        line: &str,
+        pre: Option<PreCall>,
+        out: &mut Vec<Box<Event>>,
+    ) {
         strace::Parser::feed_pre(self, lineno, line, pre, out)
     }
-    fn finish(&mut self, out: &mut Vec<Event>) {
+    fn finish(&mut self, out: &mut Vec<Box<Event>>) {
         strace::Parser::finish(self, out)
     }
     fn info(&mut self) -> &mut InputInfo {
@@ -230,8 +242,8 @@ pub struct FileEvents {
     /// where the chunk count goes
     chunks: Rc<Cell<u64>>,
     parser: Box<dyn Dialect>,
-    out: VecDeque<Event>,
-    buf: Vec<Event>,
+    out: VecDeque<Box<Event>>,
+    buf: Vec<Box<Event>>,
     done: bool,
     finished: bool,
     path: String,
@@ -275,7 +287,7 @@ impl FileEvents {
         self.out = VecDeque::from(std::mem::replace(&mut self.buf, empty));
     }
 
-    fn end(&mut self) -> Option<Result<Event, InputError>> {
+    fn end(&mut self) -> Option<Result<Box<Event>, InputError>> {
         self.done = true;
         let info = std::mem::take(self.parser.info());
         let bad = info.events == 0 && info.lines > info.preamble;
@@ -290,7 +302,7 @@ impl FileEvents {
 }
 
 impl Iterator for FileEvents {
-    type Item = Result<Event, InputError>;
+    type Item = Result<Box<Event>, InputError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
@@ -449,7 +461,7 @@ impl<D: Dialects + 'static> Trace<D> {
 
     /// The merged stream in completion order; seq unique in the trace.
     /// Consumes the files (a pipe is read once).
-    pub fn events(mut self) -> Box<dyn Iterator<Item = Result<Event, InputError>>>
+    pub fn events(mut self) -> Box<dyn Iterator<Item = Result<Box<Event>, InputError>>>
     where
         Event: Spill,
     {
@@ -474,19 +486,19 @@ impl<D: Dialects + 'static> Trace<D> {
         let chunk = if files.len() <= 8 { CHUNK } else { MERGE_CHUNK };
         let mut slots: Vec<Option<FileSpec>> = files.into_iter().map(Some).collect();
         let me = Rc::new(self);
-        let makers: Vec<Maker<Event>> = order
+        let makers: Vec<Maker<Box<Event>>> = order
             .into_iter()
             .enumerate()
             .map(|(pos, i)| {
                 let mut spec = slots[i].take().expect("each file once");
                 let me = me.clone();
                 let threads = threads.clone();
-                Box::new(move || -> Stream<Event> {
+                Box::new(move || -> Stream<Box<Event>> {
                     match me.file_events(i, &mut spec, Some(&threads), chunk, 1) {
                         Ok(evs) => Box::new(keyed(evs, pos as u32)),
                         Err(e) => Box::new(std::iter::once(Err(e))),
                     }
-                }) as Maker<Event>
+                }) as Maker<Box<Event>>
             })
             .collect();
         let merged = bounded_merge(makers, me.max_open);
@@ -495,8 +507,8 @@ impl<D: Dialects + 'static> Trace<D> {
 }
 
 fn with_seq(
-    evs: Box<dyn Iterator<Item = Result<Event, InputError>>>,
-) -> impl Iterator<Item = Result<Event, InputError>> {
+    evs: Box<dyn Iterator<Item = Result<Box<Event>, InputError>>>,
+) -> impl Iterator<Item = Result<Box<Event>, InputError>> {
     let mut seq = 0;
     let mut failed = false;
     evs.map_while(move |r| {
@@ -518,7 +530,7 @@ fn with_seq(
 }
 
 /// A file's events with their merge [`Key`]s.
-fn keyed(evs: FileEvents, idx: u32) -> impl Iterator<Item = Result<(Key, Event), InputError>> {
+fn keyed(evs: FileEvents, idx: u32) -> impl Iterator<Item = Result<(Key, Box<Event>), InputError>> {
     let mut last = f64::NEG_INFINITY;
     let mut n = 0;
     evs.map(move |r| {

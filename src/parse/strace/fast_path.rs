@@ -61,10 +61,10 @@ fn parse(lines: &[String], way: Way) -> Run {
             Way::Pre => p.feed_pre(n, l, pre_parse(FileId(0), n, l), &mut out),
             _ => p.feed_text(n, l, &mut out),
         }
-        events.extend(out.drain(..).map(|e| (i, e)));
+        events.extend(out.drain(..).map(|e| (i, *e)));
     }
     p.finish(&mut out);
-    events.extend(out.drain(..).map(|e| (lines.len(), e)));
+    events.extend(out.drain(..).map(|e| (lines.len(), *e)));
     Run {
         events,
         info: p.info,
@@ -204,7 +204,7 @@ fn read<D: Dialects + 'static>(path: &str, dialects: D, jobs: usize) -> Read {
     t.batch_lines = 3;
     t.min_bytes = 0;
     let infos = t.infos.clone();
-    let evs = t.events().collect();
+    let evs = t.events().map(|r| r.map(|b| *b)).collect();
     let infos = infos.borrow().clone();
     (evs, infos)
 }
