@@ -738,7 +738,7 @@ impl Parser {
             self.info.has_decorations = true;
         }
         let tid = self.who(Some(r.tid));
-        let args: Vec<Cow<'_, [u8]>> = r.args.iter().map(|a| Cow::Borrowed(a.as_bytes())).collect();
+        let args = r.args;
         match r.kind {
             ScanKind::Call => {
                 self.complete(lineno, line, r.name, args, res, false, tid, Some(r.time))
@@ -1530,7 +1530,7 @@ pub fn pre_parse(file: FileId, lineno: u64, text: &str) -> Option<PreCall> {
         dur,
         ..
     } = outcome_of(r.outcome.as_ref())?;
-    let args: Vec<Cow<'_, [u8]>> = r.args.iter().map(|a| Cow::Borrowed(a.as_bytes())).collect();
+    let args = r.args;
     let (has_dur, has_rpath) = (dur.is_some(), rpath.is_some());
     let built = build_call(
         file,

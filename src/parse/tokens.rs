@@ -24,6 +24,7 @@
 
 use crate::parse::values;
 use memchr::{memchr, memchr2, memmem, memrchr};
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 /// Bracket nesting of the well-formed language.
@@ -86,8 +87,10 @@ pub struct Scanned<'a> {
     /// Seconds: since the epoch for `-ttt`, since midnight for `-tt`
     pub time: f64,
     pub name: &'a str,
-    /// The top-level arguments, stripped of whitespace
-    pub args: Vec<&'a str>,
+    /// The top-level arguments, stripped of whitespace, as the event
+    /// builder takes them (made once: copying the list was an allocation
+    /// a line)
+    pub args: Args<'a>,
     /// Where the argument text ends: the closing `)`, or for an unfinished
     /// call whose list never closes, the end of its text
     pub args_end: usize,
@@ -95,8 +98,12 @@ pub struct Scanned<'a> {
     pub outcome: Option<Outcome<'a>>,
 }
 
+/// A call's arguments, slices of its line (a builder may own one it
+/// rewrites).
+pub type Args<'a> = Vec<Cow<'a, [u8]>>;
+
 /// Where a piece of `line` (a slice of it) lies in it.
-fn span_of(line: &str, part: &str) -> (usize, usize) {
+fn span_of(line: &str, part: &[u8]) -> (usize, usize) {
     let s = part.as_ptr() as usize - line.as_ptr() as usize;
     debug_assert!(s + part.len() <= line.len(), "a token outside its line");
     (s, s + part.len())
@@ -127,13 +134,13 @@ struct OutcomeSpans {
 impl Scanned<'_> {
     /// The places of this scan's tokens in `line`, the text it scanned.
     pub fn spans(&self, line: &str) -> Spans {
-        let at = |p: &str| span_of(line, p);
+        let at = |p: &str| span_of(line, p.as_bytes());
         Spans {
             kind: self.kind,
             tid: self.tid,
             time: self.time,
             name: at(self.name),
-            args: self.args.iter().map(|a| at(a)).collect(),
+            args: self.args.iter().map(|a| span_of(line, a)).collect(),
             args_end: self.args_end,
             outcome: self.outcome.map(|o| OutcomeSpans {
                 ret: o.ret.map(|n| at(n.0)),
@@ -154,7 +161,11 @@ impl Spans {
             tid: self.tid,
             time: self.time,
             name: at(self.name),
-            args: self.args.iter().map(|&a| at(a)).collect(),
+            args: self
+                .args
+                .iter()
+                .map(|&a| Cow::Borrowed(at(a).as_bytes()))
+                .collect(),
             args_end: self.args_end,
             outcome: self.outcome.map(|o| Outcome {
                 ret: o.ret.map(|r| Number(at(r))),
@@ -354,7 +365,7 @@ fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
 /// The argument scan of `line[pos..n]` for a well-formed list: the stripped
 /// arguments and the index of the closing `)` (`None`: the list never
 /// closes); `None` when the text is outside the well-formed language.
-fn scan_args(line: &str, pos: usize, n: usize) -> Option<(Vec<&str>, Option<usize>)> {
+fn scan_args(line: &str, pos: usize, n: usize) -> Option<(Args<'_>, Option<usize>)> {
     let s = &line.as_bytes()[..n];
     // sized once for the six register arguments (pushing onto an empty Vec
     // went through grow_one for the first and again for the fifth)
@@ -365,7 +376,7 @@ fn scan_args(line: &str, pos: usize, n: usize) -> Option<(Vec<&str>, Option<usiz
         if e >= n {
             let (a, b) = strip(s, j, n);
             if b > a {
-                args.push(&line[a..b]);
+                args.push(Cow::Borrowed(&s[a..b]));
             }
             return Some((args, None));
         }
@@ -376,7 +387,7 @@ fn scan_args(line: &str, pos: usize, n: usize) -> Option<(Vec<&str>, Option<usiz
         let (a, b) = strip(s, j, e);
         // `f()` has no argument; `f(, )` and `f(x, )` have an empty one
         if sep == b',' || b > a || !args.is_empty() {
-            args.push(&line[a..b]);
+            args.push(Cow::Borrowed(&s[a..b]));
         }
         if sep == b')' {
             return Some((args, Some(e)));

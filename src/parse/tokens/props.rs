@@ -6,6 +6,7 @@
 
 use super::{self as tokens, Builder, Kind, Scanned};
 use proptest::prelude::*;
+use std::borrow::Cow;
 
 /// Byte offset of `part` in `whole`, which it is a slice of.
 fn offset(whole: &str, part: &str) -> usize {
@@ -46,6 +47,10 @@ fn rejoins(line: &str, s: &Scanned<'_>) {
     // the arguments and what lies between them
     let mut at = args_start;
     for (i, a) in s.args.iter().enumerate() {
+        let Cow::Borrowed(a) = a else {
+            panic!("argument {i} of {line:?} is not a slice of it")
+        };
+        let a = std::str::from_utf8(a).expect("a scanned line is ASCII");
         // (an empty argument is the empty slice where its text would start)
         let k = offset(line, a);
         let between = &line[at..k];
@@ -56,7 +61,7 @@ fn rejoins(line: &str, s: &Scanned<'_>) {
             "{between:?} before argument {i} of {line:?}"
         );
         assert!(between.chars().all(|c| c == ',' || is_ws(c)), "{between:?}");
-        assert_eq!(a.trim_matches(is_ws), *a);
+        assert_eq!(a.trim_matches(is_ws), a);
         at = k + a.len();
     }
     // after the last: whitespace, and in a list that never closes, perhaps
