@@ -18,6 +18,10 @@ SEVERITY_ORDER = ("error", "warning", "note")
 # C0 controls (but tab and newline), DEL and C1 controls: what a terminal
 # would interpret as escape sequences or that XML 1.0 cannot carry.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Unicode bidirectional controls (embeddings, overrides, isolates, marks):
+# U+202E makes a terminal, an editor or a web page show text in another
+# order than it is ("Trojan Source"); trace text never carries them raw.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 # Lone surrogates: bytes that were not UTF-8 in the trace (decoded with
@@ -31,12 +35,18 @@ def _surrogate(m) -> str:
     return f"\\x{c - 0xDC00:02x}" if 0xDC80 <= c <= 0xDCFF else f"\\u{c:04x}"
 
 
+_CONTROL_BUT_CR = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
 def printable(text: object, keep_newlines: bool = False) -> str:
     """Text with control characters shown as ``\\xNN`` so that trace content
     can never move a terminal's cursor or end a line early, and with the
-    bytes that were not UTF-8 shown the same way."""
+    bytes that were not UTF-8 shown the same way.  ``keep_newlines``: line
+    breaks (``\\n``, ``\\r``) stay, for a medium that escapes them itself."""
     s = "" if text is None else str(text)
-    s = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+    s = (_CONTROL_BUT_CR if keep_newlines else _CONTROL).sub(
+        lambda m: f"\\x{ord(m.group()):02x}", s)
+    s = _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
     s = _SURROGATE.sub(_surrogate, s)
     if not keep_newlines:
         s = s.replace("\n", "\\n")
