@@ -259,36 +259,51 @@ def _event_sink(specs):
 
 
 _CORE_RUNNING = False
+_CORE_JOBS = None           # the queue of the one thread the core runs on
 
 
 def _in_core(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` (an engine call) on a worker thread while the
-    main thread waits for it.  Python runs a Ctrl-C's handler on the main
-    thread between bytecodes only, so with the core on the main thread a
-    SIGINT waited until the whole trace was replayed (and the report then
-    printed, exit 0); waiting here, the main thread takes the
+    """``fn(*args, **kwargs)`` (an engine call) on the core's worker thread
+    while the main thread waits for it.  Python runs a Ctrl-C's handler on
+    the main thread between bytecodes only, so with the core on the main
+    thread a SIGINT waited until the whole trace was replayed (and the
+    report then printed, exit 0); waiting here, the main thread takes the
     KeyboardInterrupt at once and ``main`` ends the run with exit 130 and no
-    report."""
+    report.
+
+    One thread, started once and kept for the process's life: the compiled
+    core crashes (SIGSEGV in its allocator) when it runs on a new thread
+    after another thread that ran it has exited, so calls are never spread
+    over short-lived threads."""
+    import queue
     import threading
 
-    global _CORE_RUNNING
+    global _CORE_RUNNING, _CORE_JOBS
+    if _CORE_JOBS is None:
+        jobs: queue.SimpleQueue = queue.SimpleQueue()
+
+        def loop():
+            while True:
+                job, box, done = jobs.get()
+                try:
+                    box["value"] = job()
+                except BaseException as e:  # noqa: BLE001 - handed to the caller
+                    box["error"] = e
+                finally:
+                    done.set()
+
+        threading.Thread(target=loop, name="rocrtrace-core", daemon=True).start()
+        _CORE_JOBS = jobs
     box: dict = {}
-
-    def work():
-        try:
-            box["value"] = fn(*args, **kwargs)
-        except BaseException as e:  # noqa: BLE001 - handed to the main thread
-            box["error"] = e
-
-    worker = threading.Thread(target=work, name="rocrtrace-core", daemon=True)
+    done = threading.Event()
+    _CORE_JOBS.put((lambda: fn(*args, **kwargs), box, done))
     _CORE_RUNNING = True
-    worker.start()
-    while worker.is_alive():
-        worker.join(0.25)
+    while not done.wait(0.25):
+        pass
     _CORE_RUNNING = False
     if "error" in box:
-        raise box["error"]
-    return box["value"]
+        raise box.pop("error")
+    return box.pop("value")
 
 
 def _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs, progress,
