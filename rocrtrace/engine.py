@@ -48,7 +48,8 @@ def core():
 
 def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult:
     from .coverage import coverage, input_findings
-    from .findings import Programs, assign_fingerprints, number_collisions, symbolize_findings
+    from .findings import (Programs, assign_fingerprints, number_collisions, restore_texts,
+                           symbolize_findings)
 
     result = AnalysisResult(fail_on=fail_on)
     limits: list[str] = []
@@ -66,6 +67,9 @@ def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult
         programs = Programs()
         programs.exe = dict(rep["exe"])
         assign_fingerprints(found, programs)
+        # the core keeps a bounded head of each event's text: what the
+        # findings cite is read back whole from the trace (SPEC 6, 7)
+        restore_texts(found)
         result.inputs.extend(infos)
         result.findings.extend(found)
         if "table" in rep:

@@ -1,0 +1,91 @@
+"""Issue 35, the reports' items: evidence never cut (1), the markdown size
+cap (6), a symbolized headline (9), JUnit counts and SARIF order (10), the
+plain install's formats (3) and the small ones (13)."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+C1 = ROOT / "fixtures/scenarios/c1-enclosing-range/v1-buggy-explicit.log"
+LINE20 = C1.read_text().splitlines()[19]
+# what proves the finding: the last attribute and the result
+TAIL = "value=KFD_IOCTL_SVM_FLAG_EXT_COHERENT}]}) = 0 <0.000010>"
+
+
+def run(*args, env=None, cwd=ROOT):
+    e = dict(os.environ)
+    e.pop("GITHUB_STEP_SUMMARY", None)
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "rocrtrace", *map(str, args)], cwd=cwd,
+                          capture_output=True, env=e, timeout=120)
+
+
+def out(*args, **kw) -> str:
+    r = run(*args, **kw)
+    assert r.returncode in (0, 1), r.stderr
+    return r.stdout.decode()
+
+
+# --- 1: evidence is never cut ----------------------------------------------------
+
+def _calls(doc_findings):
+    return [e["call"] for f in doc_findings for e in f["evidence"]]
+
+
+def test_json_jsonl_carry_the_whole_line():
+    assert len(LINE20) > 300
+    doc = json.loads(out("analyze", C1, "--format", "json"))
+    assert LINE20 in _calls(doc["findings"])
+    recs = [json.loads(ln) for ln in out("analyze", C1, "--format", "jsonl").splitlines()]
+    assert LINE20 in _calls(recs)
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "junit", "csv", "markdown", "github"])
+def test_every_format_carries_the_proving_tail(fmt):
+    text = out("analyze", C1, "--format", fmt)
+    if fmt == "junit":
+        text = "\n".join(f.text or "" for f in ET.fromstring(text).iter("failure"))
+    assert TAIL in text, fmt
+
+
+def test_verbose_text_prints_the_call_whole_and_concise_keeps_its_end():
+    verbose = out("analyze", "-v", C1)
+    body = LINE20.split("1764435600.000270 ", 1)[1]
+    assert body in verbose
+    concise = out("analyze", C1)
+    line = next(ln for ln in concise.splitlines()
+                if "AMDKFD_IOC_SVM" in ln and "nattr=3" in ln)
+    assert line.rstrip().endswith("value=EXT_COHERENT}]}) = 0 <0.000010>"), line
+    assert "[…]" in line
+
+
+def test_compressed_and_split_calls_are_read_back_whole(tmp_path):
+    gz = tmp_path / "c1.log.gz"
+    gz.write_bytes(gzip.compress(C1.read_bytes()))
+    assert LINE20 in _calls(json.loads(out("analyze", gz, "--format", "json"))["findings"])
+    lines = C1.read_text().splitlines()
+    i = LINE20.index("AMDKFD_IOC_SVM, ") + len("AMDKFD_IOC_SVM, ")
+    first = LINE20[:i].rstrip(", ") + " <unfinished ...>"
+    second = "4242  1764435600.000280 <... ioctl resumed>, " + LINE20[i:]
+    split = tmp_path / "split.log"
+    split.write_text("\n".join(lines[:19] + [first, second] + lines[20:]) + "\n")
+    calls = _calls(json.loads(out("analyze", split, "--format", "json"))["findings"])
+    assert first + " … " + second in calls
+
+
+def test_elide_drops_the_middle_never_the_end():
+    from rocrtrace.report.common import elide
+
+    text = "call(" + ", ".join(f"arg{i}=value{i}" for i in range(60)) + ") = 0 <0.1>"
+    short = elide(text, 120)
+    assert len(short) <= 125 and short.startswith("call(arg0=value0")
+    assert short.endswith("arg59=value59) = 0 <0.1>") and "[…]" in short
+    assert elide(text, None) == text
