@@ -49,7 +49,7 @@ def core():
 def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult:
     from .coverage import coverage, input_findings
     from .findings import (Programs, assign_fingerprints, number_collisions, restore_texts,
-                           symbolize_findings)
+                           symbolize_findings, symbolize_messages)
 
     result = AnalysisResult(fail_on=fail_on)
     limits: list[str] = []
@@ -64,6 +64,7 @@ def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult
         facts.svm_ioctls += rep["facts"][0]
         facts.gpu_calls += rep["facts"][1]
         symbolize_findings(found, rep["maps"], debug_dirs)
+        symbolize_messages(found)
         programs = Programs()
         programs.exe = dict(rep["exe"])
         assign_fingerprints(found, programs)

@@ -349,3 +349,48 @@ def restore_texts(findings) -> int:
             e.text = full
             restored += 1
     return restored
+
+
+def _raw_label(fr) -> str:
+    """A frame's label as the core wrote it into messages, before the
+    symbolizer named its function and source line (events.Frame.label)."""
+    where = fr.module
+    if fr.symbol:
+        where += f"({fr.symbol}" + (f"+{fr.sym_offset:#x}" if fr.sym_offset is not None
+                                    else "") + ")"
+    if fr.addr is not None:
+        where += f" [{fr.addr:#x}]"
+    return where
+
+
+def _site_label(fr, cwd: str | None = None) -> str | None:
+    """A symbolized frame as the evidence shows it: ``src/prog.c:13 release``
+    (the source relative to ``cwd`` when it lies under it); None when the
+    symbolizer found no source line."""
+    if not (fr.source and fr.source_line):
+        return None
+    from .report.common import repo_relative
+
+    path = repo_relative(fr.source, cwd) if os.path.isabs(fr.source) else None
+    fn = fr.function or fr.symbol
+    return f"{path or fr.source}:{fr.source_line}" + (f" {fn}" if fn else "")
+
+
+def symbolize_messages(findings, cwd: str | None = None) -> None:
+    """The core writes a call site into a message as the raw frame
+    (``prog(release+0x15) [0x11a8]``) before Python symbolizes stacks; once
+    they are, the message names it as the evidence does (``prog.c:13
+    release``), so a headline never reads rawer than the lines below it."""
+    for f in findings:
+        if not f.message or "[0x" not in f.message:
+            continue
+        swap = {}
+        for st in [f.stack, *(ev.event.stack for ev in f.evidence)]:
+            for fr in st or ():
+                site = _site_label(fr, cwd)
+                if site:
+                    swap.setdefault(_raw_label(fr), site)
+        msg = f.message
+        for raw in sorted(swap, key=len, reverse=True):
+            msg = msg.replace(raw, swap[raw])
+        f.message = msg

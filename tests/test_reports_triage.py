@@ -89,3 +89,58 @@ def test_elide_drops_the_middle_never_the_end():
     assert len(short) <= 125 and short.startswith("call(arg0=value0")
     assert short.endswith("arg59=value59) = 0 <0.1>") and "[…]" in short
     assert elide(text, None) == text
+
+
+# --- 9: the headline is symbolized like the evidence --------------------------------
+
+DCLOSE_C = r"""
+#include <fcntl.h>
+#include <unistd.h>
+
+static void twice(int fd)
+{
+    close(fd);                       /* FIRST */
+    close(fd);                       /* SECOND */
+}
+
+int main(void)
+{
+    int fd = open("/etc/hostname", O_RDONLY);
+    twice(fd);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def dclose_log(tmp_path_factory):
+    import shutil
+
+    if not (shutil.which("cc") and shutil.which("strace")):
+        pytest.skip("needs cc and strace")
+    d = tmp_path_factory.mktemp("dclose")
+    (d / "dclose.c").write_text(DCLOSE_C)
+    prog = d / "dclose"
+    subprocess.run(["cc", "-g", "-O0", "-no-pie", "-o", str(prog), str(d / "dclose.c")],
+                   check=True)
+    log = d / "st.log"
+    subprocess.run(["strace", "-f", "-k", "-yy", "-ttt", "-T", "-e", "trace=openat,close",
+                    "-o", str(log), str(prog)], check=True, capture_output=True)
+    return d, log
+
+
+def test_messages_name_symbolized_call_sites(dclose_log):
+    d, log = dclose_log
+    first = next(n for n, t in enumerate(DCLOSE_C.splitlines(), 1) if "FIRST" in t)
+    site = f"dclose.c:{first} twice"
+    text = out("analyze", log, cwd=d)
+    headline = text.splitlines()[0]
+    assert site in headline and "[0x" not in headline, headline
+    sarif = json.loads(out("analyze", log, "--format", "sarif", cwd=d))
+    (res,) = sarif["runs"][0]["results"]
+    assert site in res["message"]["text"] and "[0x" not in res["message"]["text"]
+    gh = out("analyze", log, "--format", "github", cwd=d).splitlines()[0]
+    assert site in gh and "[0x" not in gh.split("%0A")[0]
+    md = out("analyze", log, "--format", "markdown", cwd=d)
+    table_row = next(ln for ln in md.splitlines() if ln.startswith("| error"))
+    assert "dclose.c:" in table_row and "\\[0x" not in table_row and "[0x" not in table_row
