@@ -144,3 +144,40 @@ def test_messages_name_symbolized_call_sites(dclose_log):
     md = out("analyze", log, "--format", "markdown", cwd=d)
     table_row = next(ln for ln in md.splitlines() if ln.startswith("| error"))
     assert "dclose.c:" in table_row and "\\[0x" not in table_row and "[0x" not in table_row
+
+
+# --- 10: JUnit counts agree; SARIF executionOrder is chronological ------------------
+
+def test_junit_failures_count_the_failure_elements(tmp_path):
+    log = tmp_path / "twice.log"
+    log.write_text(
+        "100 1700000000.000100 openat(AT_FDCWD, \"/dev/null\", O_RDWR) = 3</dev/null>\n"
+        "100 1700000000.000200 close(3</dev/null>) = 0\n"
+        "100 1700000000.000300 close(3) = -1 EBADF (Bad file descriptor)\n"
+        "100 1700000000.000400 openat(AT_FDCWD, \"/dev/zero\", O_RDWR) = 4</dev/zero>\n"
+        "100 1700000000.000500 close(4</dev/zero>) = 0\n"
+        "100 1700000000.000600 close(4) = -1 EBADF (Bad file descriptor)\n"
+        "100 1700000000.000700 exit_group(0) = ?\n100 +++ exited with 0 +++\n")
+    root = ET.fromstring(out("analyze", log, "--format", "junit"))
+    fails = list(root.iter("failure"))
+    assert len(fails) == 2
+    for suite in [root, *root.iter("testsuite")]:
+        assert int(suite.get("failures")) == len(list(suite.iter("failure")))
+        assert int(suite.get("tests")) == len(list(suite.iter("testcase")))
+    assert all(len(c.findall("failure")) <= 1 for c in root.iter("testcase"))
+
+
+def test_sarif_execution_order_is_chronological():
+    doc = json.loads(out("analyze", C1, "--format", "sarif"))
+    checked = 0
+    for res in doc["runs"][0]["results"]:
+        for flow in res.get("codeFlows", []):
+            locs = [tl for tf in flow["threadFlows"] for tl in tf["locations"]]
+            times = {tl["executionOrder"]: tl["location"]["physicalLocation"]["region"]
+                     ["startLine"] for tl in locs}
+            order = [times[k] for k in sorted(times)]
+            lines = C1.read_text().splitlines()
+            stamps = [float(lines[n - 1].split()[1]) for n in order]
+            assert stamps == sorted(stamps), order
+            checked += 1
+    assert checked
