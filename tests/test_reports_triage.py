@@ -181,3 +181,39 @@ def test_sarif_execution_order_is_chronological():
             assert stamps == sorted(stamps), order
             checked += 1
     assert checked
+
+
+# --- 6: markdown fits a GitHub comment ------------------------------------------------
+
+def _many_double_closes(path, n):
+    with open(path, "w") as fh:
+        for i in range(n):
+            t = 1700000000 + i * 0.001
+            fh.write(f"100 {t:.6f} openat(AT_FDCWD, \"/tmp/f{i}\", O_RDWR) = 3</tmp/f{i}>\n"
+                     f"100 {t + 0.0001:.6f} close(3</tmp/f{i}>) = 0\n"
+                     f"100 {t + 0.0002:.6f} close(3) = -1 EBADF (Bad file descriptor)\n")
+        fh.write("100 1800000000.000000 exit_group(0) = ?\n100 +++ exited with 0 +++\n")
+
+
+def test_markdown_is_capped_under_githubs_comment_limit(tmp_path):
+    log = tmp_path / "many.log"
+    _many_double_closes(log, 400)
+    text = out("analyze", log, "--format", "markdown")
+    assert len(text) < 65536
+    doc = json.loads(out("analyze", log, "--format", "json"))
+    n = len(doc["findings"])
+    assert n >= 400
+    shown = text.count("<details>")
+    assert 0 < shown < n
+    assert f"**{n - shown} more findings not shown**" in text
+    assert text.count("| error |") == shown
+
+
+def test_markdown_small_report_is_whole_and_plurals_agree(tmp_path):
+    text = out("analyze", C1, "--format", "markdown")
+    assert "not shown" not in text and text.count("<details>") == 2
+    assert "1 input," in text and "1 inputs" not in text
+    one = tmp_path / "one.log"
+    _many_double_closes(one, 1)
+    assert "1 finding (" in out("analyze", one, "--format", "markdown")
+    assert "rocrtrace: 1 finding (" in out("analyze", one, "--format", "github")

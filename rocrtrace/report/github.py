@@ -76,11 +76,13 @@ def render(result, cwd: str | None = None, step_summary: str | None = None, **_o
         out.append(command(COMMANDS.get(f.severity, "warning"), _message(f),
                            file=file, line=line, title=f"{f.rule} ({f.severity})"))
     if dropped:
-        out.append(command("notice", f"{dropped} more findings in the report "
+        out.append(command("notice", f"{dropped} more finding{'' if dropped == 1 else 's'} "
+                           "in the report "
                            "(GitHub shows at most 10 annotations of each level per step)",
                            title="rocrtrace"))
     s = result.summary()
-    out.append(f"rocrtrace: {s['findings']} findings ({counts_line(s)}), "
+    out.append(f"rocrtrace: {s['findings']} finding{'' if s['findings'] == 1 else 's'} "
+               f"({counts_line(s)}), "
                f"{s['suppressed']} suppressed; "
                f"gate {'failed' if s['failed'] else 'passed'} at --fail-on {s['fail_on']}")
     path = step_summary if step_summary is not None else os.environ.get("GITHUB_STEP_SUMMARY")
