@@ -64,6 +64,9 @@ def _parse_format_specs(specs, default_out):
                         "(--format FMT:FILE)")
     for _, path in out:
         check_output_path(path)
+    from .report import check_formats
+
+    check_formats(f for f, _ in out)
     return out
 
 

@@ -4,6 +4,7 @@ plain install's formats (3) and the small ones (13)."""
 from __future__ import annotations
 
 import gzip
+import re
 import json
 import os
 import subprocess
@@ -217,3 +218,30 @@ def test_markdown_small_report_is_whole_and_plurals_agree(tmp_path):
     _many_double_closes(one, 1)
     assert "1 finding (" in out("analyze", one, "--format", "markdown")
     assert "rocrtrace: 1 finding (" in out("analyze", one, "--format", "github")
+
+
+# --- 3 (part): every format after the plain install -----------------------------------
+
+def test_every_format_library_is_a_base_dependency():
+    import tomllib
+
+    proj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    base = {re.split(r"[<>=!~ \[]", d, 1)[0].lower() for d in proj["dependencies"]}
+    assert {"pyarrow", "perfetto"} <= base
+    # never imported anywhere: not a dependency
+    assert "sortedcontainers" not in base
+    for py in (ROOT / "rocrtrace").rglob("*.py"):
+        assert "sortedcontainers" not in py.read_text(), py
+
+
+def test_a_missing_format_library_fails_before_any_output(tmp_path):
+    js = tmp_path / "r.json"
+    code = ("import sys; sys.modules['pyarrow'] = None; sys.modules['pyarrow.parquet'] = None\n"
+            "from rocrtrace.cli import main\n"
+            f"main(['analyze', {str(C1)!r}, '--format', 'json:{js}', "
+            f"'--format', 'parquet:{tmp_path / 'r.parquet'}'])\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                       timeout=60)
+    assert r.returncode == 2
+    assert not js.exists()            # used to be written before the parquet failed
+    assert b"pip install ." in r.stderr and b"rocrtrace[" not in r.stderr
