@@ -102,6 +102,9 @@ def _use_color(flag, path) -> bool:
     # https://no-color.org: any non-empty NO_COLOR turns colour off
     if os.environ.get("NO_COLOR"):
         return False
+    # a terminal that says it cannot (TERM=dumb: Emacs shells, some CI logs)
+    if os.environ.get("TERM") == "dumb":
+        return False
     return path is None and sys.stdout.isatty()
 
 
@@ -223,6 +226,9 @@ def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_b
     check_output_path(write_baseline, "baseline")
     if source_root is not None and not os.path.isdir(source_root):
         raise UsageFail(f"--source-root {source_root}: not a directory")
+    for d in debug_dirs:
+        if not os.path.isdir(d):
+            raise UsageFail(f"--debug-dir {d}: not a directory")
     enabled = set(enable) if enable else set(RULES)
     enabled -= set(disable)
 

@@ -245,3 +245,36 @@ def test_a_missing_format_library_fails_before_any_output(tmp_path):
     assert r.returncode == 2
     assert not js.exists()            # used to be written before the parquet failed
     assert b"pip install ." in r.stderr and b"rocrtrace[" not in r.stderr
+
+
+# --- 13: small ones ------------------------------------------------------------------
+
+def test_term_dumb_gets_no_colour(monkeypatch):
+    import io
+
+    from rocrtrace.cli import _use_color
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdout", Tty())
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert _use_color(None, None) is True
+    monkeypatch.setenv("TERM", "dumb")
+    assert _use_color(None, None) is False
+    assert _use_color(True, None) is True       # --color still wins
+
+
+def test_missing_debug_dir_is_a_usage_error(tmp_path):
+    r = run("analyze", C1, "--debug-dir", tmp_path / "nonexistent")
+    assert r.returncode == 2
+    assert b"--debug-dir" in r.stderr and b"not a directory" in r.stderr
+
+
+def test_text_findings_in_trace_order():
+    log = ROOT / "fixtures/scenarios/vmm-export-double-close/v2-6471-buggy-explicit.log"
+    heads = [ln for ln in out("analyze", "-q", log).splitlines() if "error[" in ln]
+    lines = [int(h.split(":")[1]) for h in heads]
+    assert lines == sorted(lines), heads

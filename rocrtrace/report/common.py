@@ -92,16 +92,28 @@ def severity_rank(sev: str) -> int:
     return SEVERITY_RANK.get(sev, 0)
 
 
+def trace_order(f) -> tuple:
+    """Where a finding's offending call lies in the trace: by time where the
+    trace has it (several files of one run interleave by time), then by file
+    and line; findings about a whole input last."""
+    ev = f.event
+    t = ev.time if ev is not None else None
+    return (t is None, t or 0.0, f.file or "", f.line or 0,
+            getattr(ev, "seq", 0) or 0 if ev is not None else 0)
+
+
 def by_rule(findings) -> list[tuple[str, list]]:
     """Findings grouped by rule, the group of the most severe rule first,
-    then by rule id; inside a group, by input order."""
+    then the group whose first finding comes first in the trace; inside a
+    group, in trace order (as a compiler prints its diagnostics)."""
     groups: dict[str, list] = {}
     for f in findings:
         groups.setdefault(f.rule, []).append(f)
     for fs in groups.values():
-        fs.sort(key=lambda f: (f.file or "", f.line or 0))
+        fs.sort(key=trace_order)
     return sorted(groups.items(),
-                  key=lambda kv: (-max(severity_rank(f.severity) for f in kv[1]), kv[0]))
+                  key=lambda kv: (-max(severity_rank(f.severity) for f in kv[1]),
+                                  trace_order(kv[1][0]), kv[0]))
 
 
 def subject_text(subject: dict | None) -> str:
