@@ -278,3 +278,16 @@ def test_text_findings_in_trace_order():
     heads = [ln for ln in out("analyze", "-q", log).splitlines() if "error[" in ln]
     lines = [int(h.split(":")[1]) for h in heads]
     assert lines == sorted(lines), heads
+
+
+def test_short_file_names_in_messages_with_many_files():
+    import types
+
+    from rocrtrace.report.text import _Names
+
+    files = [f"/tmp/run/trace.{i}" for i in range(500)] + ["/a/x.log", "/b/x.log"]
+    names = _Names(types.SimpleNamespace(
+        inputs=[types.SimpleNamespace(file=f) for f in files], findings=[], suppressed=[]))
+    msg = "closed at /tmp/run/trace.7:12 (x) and at /tmp/run/trace.70:4, then /a/x.log:3"
+    # unambiguous names shortened, an ambiguous base name kept whole
+    assert names.in_text(msg) == "closed at trace.7:12 (x) and at trace.70:4, then /a/x.log:3"
