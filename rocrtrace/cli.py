@@ -241,7 +241,7 @@ def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_b
 
         applied = apply_baseline(result, load_baseline(baseline))
         for msg in applied.messages():
-            click.echo(f"rocrtrace: {msg}", err=True)
+            _say(f"rocrtrace: {msg}")
     if write_baseline:
         from .baseline import write_baseline as write_bl
 
