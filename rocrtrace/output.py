@@ -16,6 +16,7 @@ Every problem is an ``OutputError``: one line, exit 2.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -32,12 +33,20 @@ _STREAMS = {"/dev/stdout": 1, "/dev/stderr": 2, "/dev/fd/1": 1, "/dev/fd/2": 2,
             "/proc/self/fd/1": 1, "/proc/self/fd/2": 2}
 
 
+_FD_PATH = re.compile(r"^/(?:dev/fd|proc/self/fd)/(\d{1,9})$")
+
+
 def stream_of(path: str | None) -> int | None:
-    """1 (stdout) or 2 (stderr) when ``path`` names one of the tool's own
-    streams (``None`` and ``-`` are stdout), else None."""
+    """The descriptor ``path`` names when it is one of the tool's own open
+    descriptors (``None`` and ``-`` are stdout; ``/dev/stdout``,
+    ``/dev/fd/N`` as a shell's ``>(...)`` gives it), else None.  These are
+    written through the descriptor: nothing is opened, created or followed."""
     if path is None or path == "-":
         return 1
-    return _STREAMS.get(path)
+    if path in _STREAMS:
+        return _STREAMS[path]
+    m = _FD_PATH.match(path)
+    return int(m.group(1)) if m else None
 
 
 def _fail(what: str, path: str, why: str) -> OutputError:
@@ -61,7 +70,13 @@ def _kind(mode: int) -> str | None:
 
 def check(path: str | None, what: str = "output") -> None:
     """Refuse a bad output path before a long analysis runs, not after."""
-    if stream_of(path) is not None:
+    fd_no = stream_of(path)
+    if fd_no is not None:
+        if fd_no > 2:
+            try:
+                os.fstat(fd_no)
+            except OSError as e:
+                raise _fail(what, path, e.strerror or str(e)) from None
         return
     try:
         st = os.lstat(path)
@@ -132,6 +147,12 @@ def write(path: str | None, data: str | bytes, what: str = "output",
         # that UTF-8 cannot carry (reporters escape them already)
         data = data.encode("utf-8", "backslashreplace")
     fd_no = stream_of(path)
+    if fd_no is not None and fd_no not in (1, 2):
+        try:
+            _write_all(fd_no, data)
+        except OSError as e:
+            raise _fail(what, path, e.strerror or str(e)) from None
+        return
     if fd_no is not None:
         stream = sys.stdout if fd_no == 1 else sys.stderr
         try:

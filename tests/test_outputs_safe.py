@@ -249,3 +249,17 @@ def test_ctrl_c_stops_the_core_at_once_with_exit_130(tmp_path):
     assert out == b""                     # no report
     assert b"interrupted" in err
     assert took < 2.0, took
+
+
+def test_an_open_descriptor_path_is_written_through_the_descriptor(tmp_path, trace):
+    # a shell's >(...) names a pipe as /dev/fd/N: written, not refused
+    target = tmp_path / "r.json"
+    with open(target, "wb") as fh:
+        fd = fh.fileno()
+        r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", str(trace),
+                            "--format", f"json:/dev/fd/{fd}", "-o", os.devnull], cwd=ROOT,
+                           capture_output=True, pass_fds=(fd,), timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert json.loads(target.read_text())["findings"]
+    r = run("analyze", trace, "--format", "json:/dev/fd/77")
+    assert r.returncode == 2 and "Bad file descriptor" in one_line(r.stderr)
