@@ -461,13 +461,10 @@ fn victim_finding(
     // liveness (SPEC 4.3): a runtime that deregisters silently never shows
     // a registration's end; a grant whose window overlaps the SET_ATTR's
     // may have landed after it
-    match live {
-        Live::Unproven => {
-            msg += " [liveness not proven: the victim's release may have begun before this \
+    if live == Live::Unproven {
+        msg += " [liveness not proven: the victim's release may have begun before this \
                      call landed (a deregistration issued after its lock was dropped, or one \
                      that issues no ioctl)]";
-        }
-        _ => {}
     }
     let mut evidence: Vec<(String, Ev)> = vec![(
         if d.eff.kind == EffKind::Revoke {
