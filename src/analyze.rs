@@ -74,6 +74,8 @@ pub struct TraceOut {
     /// the fd model's, the handle model's, then the SVM model's findings
     pub findings: Vec<Finding>,
     pub limits: Vec<&'static str>,
+    /// the runtime's registration behaviour the SVM model read (coverage)
+    pub behaviour: Option<String>,
     pub facts: Facts,
     pub programs: Programs,
     pub maps: Vec<Event>,
@@ -148,12 +150,14 @@ pub fn run(
     findings.extend(m.handles.take_findings());
     findings.append(&mut m.svm.findings);
     let limits = m.svm.limits().to_vec();
+    let behaviour = m.svm.behaviour();
     let infos = infos.borrow().clone();
     Ok(TraceOut {
         paths,
         infos,
         findings,
         limits,
+        behaviour,
         facts,
         programs,
         maps,

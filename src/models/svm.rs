@@ -765,7 +765,7 @@ impl Seen {
         let rev = if self.release_clr + self.release_plain == 0 {
             if self.reused > 0 {
                 "no deregistration revokes although registrations come and go on reused \
-                 pages: deregistration is silent"
+                 pages"
             } else {
                 "no deregistration revokes"
             }
@@ -781,7 +781,9 @@ impl Seen {
             self.release_clr + self.release_plain > 0,
         ) {
             (true, true) if self.release_clr > 0 => ": the #6699 behaviour",
-            (true, false) if self.reused > 0 => ": the baseline behaviour (silent deregistration)",
+            (true, false) if self.reused > 0 => {
+                ": the baseline behaviour (deregistration issues no ioctl)"
+            }
             (false, true) if self.reg_combined > 0 => ": the relands' behaviour",
             _ => "",
         };

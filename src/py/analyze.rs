@@ -16,12 +16,17 @@ use crate::table::{CallTable, EventTable};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+/// The prefix of the limits entry that says which registration behaviour
+/// the trace shows (coverage.py reads it).
+const SVM_RUNTIME: &str = "SVM runtime: ";
+
 /// What one trace's analysis hands to Python (no Rc: it crosses threads).
 struct Report {
     paths: Vec<String>,
     infos: Vec<InputInfo>,
     findings: Vec<Finding>,
     limits: Vec<&'static str>,
+    behaviour: Option<String>,
     facts: Facts,
     programs: Programs,
     maps: Vec<Event>,
@@ -36,6 +41,7 @@ impl From<TraceOut> for Report {
             infos: t.infos,
             findings: t.findings,
             limits: t.limits,
+            behaviour: t.behaviour,
             facts: t.facts,
             programs: t.programs,
             maps: t.maps,
@@ -99,7 +105,13 @@ fn report_to_py<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>
         found.append(finding_to_py_shared(py, f, &files, &mut shared)?)?;
     }
     d.set_item("findings", found)?;
-    d.set_item("limits", PyList::new(py, &r.limits)?)?;
+    // the runtime behaviour rides with the limits: coverage.py puts it
+    // under what the input shows
+    let limits = PyList::new(py, &r.limits)?;
+    if let Some(b) = &r.behaviour {
+        limits.append(format!("{SVM_RUNTIME}{b}"))?;
+    }
+    d.set_item("limits", limits)?;
     d.set_item("facts", (r.facts.svm_ioctls, r.facts.gpu_calls))?;
     let exe = PyDict::new(py);
     for (pid, path) in r.programs.exes() {
