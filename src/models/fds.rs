@@ -2036,6 +2036,9 @@ impl FdModel {
             self.end_run(key);
         }
         p.ended = true;
+        // a thread with a table of its own held fds the shared table does
+        // not show (and the other way round): what is left open is only a note
+        let exited = exited && p.tid_tables.is_empty();
         let mut t = self.take_table(p);
         t.users -= 1;
         l.on_process_end(p, &t, ev, exited);

@@ -69,6 +69,18 @@ static void *unsharer(void *arg) {
     return NULL;
 }
 
+/* a thread cloned without CLONE_FILES: a copy of the table from its start */
+static int nofiles_thread(void *arg) {
+    (void)arg;
+    close(victim);                      /* its copy */
+    tell(to_main[1]);
+    wait_for(to_mon[0]);
+    close(victim);                      /* its copy again: fd-double-close */
+    tell(to_main[1]);
+    syscall(SYS_exit, 0);
+    return 0;
+}
+
 static void *range_unsharer(void *arg) {
     (void)arg;
     /* its own copy of the table, without the victim */
@@ -133,6 +145,19 @@ int main(int argc, char **argv) {
         wait_for(to_main[0]);
         pthread_join(t, NULL);
         close(victim);                  /* the main table's own: fine */
+    } else if (!strcmp(mode, "clone_nofiles")) {
+        if (pipe(to_mon) || pipe(to_main)) return 1;
+        victim = open("/dev/null", O_RDONLY);
+        static char stack[1 << 16] __attribute__((aligned(16)));
+        if (clone(nofiles_thread, stack + sizeof stack,
+                  CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM,
+                  NULL) < 0)
+            return 1;
+        wait_for(to_main[0]);
+        (void)!read(victim, &b, 1);     /* the main thread's table still has it */
+        close(victim);                  /* the main table's own: fine */
+        tell(to_mon[1]);
+        wait_for(to_main[0]);
     } else if (!strcmp(mode, "range_unshare_thread")) {
         if (pipe(to_mon) || pipe(to_main)) return 1;
         victim = open("/dev/null", O_RDONLY);
