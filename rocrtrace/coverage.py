@@ -23,6 +23,9 @@ def input_findings(info: InputInfo) -> list[Finding]:
             details={"count": info.unparsed, "samples": [
                 {"line": ln, "text": text} for ln, text in info.unparsed_samples]}))
     reasons = []
+    if info.format == "strace" and info.lines and not info.events and not info.unparsed:
+        reasons.append("no complete call: only strace's own messages (attach, detach, exit) "
+                       "or calls cut short")
     if info.unfinished:
         reasons.append(f"{info.unfinished} call(s) never completed")
     if info.orphans:
