@@ -393,7 +393,9 @@ static int fd_path(long fd, char *buf, int size) {
     }
   }
   int n = fd_readlink(fd, buf, size);
-  if (n >= 0 && n < (int)sizeof c->path && !(s1 & 1) &&
+  /* anon_inode files (eventfd, timerfd, signalfd, epoll, inotify, sync_file
+   * ...) all share one inode: their names are never cached */
+  if (n >= 0 && n < (int)sizeof c->path && !(s1 & 1) && !(n >= 11 && memcmp(buf, "anon_inode:", 11) == 0) &&
       __atomic_compare_exchange_n(&c->seq, &s1, s1 + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
     c->dev = (uint64_t)st.st_dev; c->ino = (uint64_t)st.st_ino; c->len = n;
     memcpy(c->path, buf, n);
@@ -1387,6 +1389,18 @@ static const char *ioc_lookup(unsigned type, unsigned nr, unsigned size, int acc
   return e->name;
 }
 
+/* the legacy (not _IOC-encoded) requests strace names most often */
+static const char *legacy_ioc(unsigned req) {
+  switch (req) {
+    case 0x5401: return "TCGETS"; case 0x5402: return "TCSETS"; case 0x5403: return "TCSETSW";
+    case 0x5404: return "TCSETSF"; case 0x540b: return "TCFLSH"; case 0x540e: return "TIOCSCTTY";
+    case 0x540f: return "TIOCGPGRP"; case 0x5410: return "TIOCSPGRP"; case 0x5413: return "TIOCGWINSZ";
+    case 0x5414: return "TIOCSWINSZ"; case 0x541b: return "FIONREAD"; case 0x5421: return "FIONBIO";
+    case 0x5450: return "FIONCLEX"; case 0x5451: return "FIOCLEX"; case 0x5452: return "FIOASYNC";
+    default: return 0;
+  }
+}
+
 static void ob_ioc(struct ob *b, unsigned req) {
   static const char *const dirs[4] = {"_IOC_NONE", "_IOC_WRITE", "_IOC_READ", "_IOC_READ|_IOC_WRITE"};
   ob_s(b, "_IOC("); ob_s(b, dirs[req >> 30]); ob_s(b, ", ");
@@ -1622,6 +1636,7 @@ EXPORT int ioctl(int fd, unsigned long request, ...) {
   enum kind k;
   const char *name = ioc_lookup((req >> 8) & 0xff, req & 0xff, (req >> 16) & 0x3fff, accel, &k);
   ob_s(b, "ioctl("); ob_fdpath(b, fd, path, plen); ob_s(b, ", ");
+  if (!name) name = legacy_ioc(req);
   if (name) ob_s(b, name); else ob_ioc(b, req);
   ob_s(b, ", ");
   union ioc_copy in;
@@ -1849,88 +1864,204 @@ EXPORT void closefrom(int low) {
  *
  * read, write, ... are logged only when they return EBADF (a use after
  * close, as strace shows it); the hot success path costs a compare.  The
- * record is stamped at return with the duration unknown (<0.000000>). */
-static void badfd_log(const char *name, int fd, const char *rest_fmt, long a, long b2, long c, int str, const void *buf, size_t len) {
+ * record is stamped at return with the duration unknown (<0.000000>).
+ * Arguments are printed as strace prints them for a failed call: read
+ * buffers as pointers, written data as strings (-s 32), iovec arrays and
+ * sendmsg's msghdr decoded, fstat as the newfstatat(fd, "", ...,
+ * AT_EMPTY_PATH) glibc >= 2.33 issues for it.  Every libc name a program
+ * can link to is hooked (read/__read/__read_chk, pread/pread64/__pread64/
+ * __pread_chk/__pread64_chk, fstat/fstat64/__fxstat/__fxstat64, fstatat/
+ * fstatat64/__fxstatat/__fxstatat64, statx, lseek/lseek64/__lseek ...). */
+
+#define STR_MAX 32     /* strace's default -s: string bytes and array elements */
+
+static int badfd_begin(struct rec *r, const char *name, long fd) {
   int on = tracing_own();
-  if (!on) return;
+  if (!on) return 0;
   t_busy++;
-  struct rec r; rec_begin(&r, on);
-  struct ob *b = &r.b;
-  ob_s(b, name); ob_c(b, '('); ob_d(b, fd);
-  for (const char *f = rest_fmt; *f; f++) {
-    long v = f - rest_fmt == 0 ? a : f - rest_fmt == 1 ? b2 : c;
-    ob_s(b, ", ");
-    switch (*f) {
-      case 'p': ob_ptr(b, (const void *)v); break;
-      case 'u': ob_u(b, (unsigned long)v); break;
-      case 'd': ob_d(b, v); break;
-      case 'x': ob_x(b, (unsigned long)v); break;
-      case 'w': ob_s(b, v == SEEK_SET ? "SEEK_SET" : v == SEEK_CUR ? "SEEK_CUR" : v == SEEK_END ? "SEEK_END" : "?"); break;
-      case 's': {   /* write's buffer, as strace -s 32 prints it */
-        char t[32]; size_t m = len < sizeof t ? len : sizeof t;
-        if (str && buf && safe_copy(t, buf, m) == 0) {
-          ob_c(b, '"'); ob_esc(b, t, (int)m, 0); ob_c(b, '"'); if (m < len) ob_s(b, "...");
-        } else ob_ptr(b, buf);
-        break;
-      }
-    }
-  }
-  rec_res_int(&r, -1, EBADF, 0);
-  rec_emit(&r);
+  rec_begin(r, on);
+  ob_s(&r->b, name); ob_c(&r->b, '('); ob_fd(&r->b, fd);
+  return 1;
+}
+static void badfd_end(struct rec *r) {
+  rec_res_int(r, -1, EBADF, 0);
+  rec_emit(r);
   t_busy--;
   errno = EBADF;
 }
 
-#define BADFD(call, ...) do { if (UNLIKELY(ret < 0) && errno == EBADF) badfd_log(call, fd, __VA_ARGS__); } while (0)
+/* data the program passed, as strace prints it: "..." after STR_MAX bytes */
+static void ob_data(struct ob *b, const void *p, size_t len) {
+  char t[STR_MAX]; size_t m = len < sizeof t ? len : sizeof t;
+  if (!p || (m && safe_copy(t, p, m))) { ob_ptr(b, p); return; }
+  ob_c(b, '"'); ob_esc(b, t, (int)m, 0); ob_c(b, '"');
+  if (m < len) ob_s(b, "...");
+}
 
-EXPORT ssize_t read(int fd, void *buf, size_t n) {
-  if (UNLIKELY(!R.read)) resolve_all();
+/* an iovec array: [{iov_base="..", iov_len=N}, ...]; bases as data when
+ * `data` (writev, sendmsg), else as pointers (readv, recvmsg) */
+static void ob_iov(struct ob *b, const struct iovec *iov, long cnt, int data) {
+  if (!iov || cnt < 0 || cnt > 1024) { ob_ptr(b, iov); return; }
+  ob_c(b, '[');
+  for (long i = 0; i < cnt; i++) {
+    if (i) ob_s(b, ", ");
+    if (i >= STR_MAX) { ob_s(b, "..."); break; }
+    struct iovec v;
+    if (safe_copy(&v, iov + i, sizeof v)) { if (i == 0) { b->n--; ob_ptr(b, iov); return; } ob_s(b, "..."); break; }
+    ob_s(b, "{iov_base=");
+    if (data) ob_data(b, v.iov_base, v.iov_len); else ob_ptr(b, v.iov_base);
+    ob_s(b, ", iov_len="); ob_u(b, v.iov_len); ob_c(b, '}');
+  }
+  ob_c(b, ']');
+}
+
+/* flags in strace's table order, each matched against what is left */
+static void ob_flagset(struct ob *b, unsigned long long v, const struct rt_flag *t) {
+  if (!v) { ob_c(b, '0'); return; }
+  unsigned long long rest = v; int first = 1;
+  for (; t->name; t++) {
+    if (t->bit && (rest & t->bit) == t->bit) {
+      if (!first) ob_c(b, '|');
+      ob_s(b, t->name); rest &= ~t->bit; first = 0;
+    }
+  }
+  if (rest) { if (!first) ob_c(b, '|'); ob_x(b, rest); }
+}
+
+static const struct rt_flag MSG_NAMES[] = {
+  {0x1, "MSG_OOB"}, {0x2, "MSG_PEEK"}, {0x4, "MSG_DONTROUTE"}, {0x8, "MSG_CTRUNC"},
+  {0x10, "MSG_PROXY"}, {0x20, "MSG_TRUNC"}, {0x40, "MSG_DONTWAIT"}, {0x80, "MSG_EOR"},
+  {0x100, "MSG_WAITALL"}, {0x200, "MSG_FIN"}, {0x400, "MSG_SYN"}, {0x800, "MSG_CONFIRM"},
+  {0x1000, "MSG_RST"}, {0x2000, "MSG_ERRQUEUE"}, {0x4000, "MSG_NOSIGNAL"}, {0x8000, "MSG_MORE"},
+  {0x10000, "MSG_WAITFORONE"}, {0x40000, "MSG_BATCH"}, {0x4000000, "MSG_ZEROCOPY"},
+  {0x20000000, "MSG_FASTOPEN"}, {0x40000000, "MSG_CMSG_CLOEXEC"}, {0, 0}};
+
+static void ob_msghdr(struct ob *b, const struct msghdr *mp, int send) {
+  struct msghdr m;
+  if (!mp || safe_copy(&m, mp, sizeof m)) { ob_ptr(b, mp); return; }
+  if (!send) { ob_s(b, "{msg_namelen="); ob_u(b, m.msg_namelen); ob_c(b, '}'); return; }
+  ob_s(b, "{msg_name="); ob_ptr(b, m.msg_name);
+  ob_s(b, ", msg_namelen="); ob_u(b, m.msg_namelen);
+  ob_s(b, ", msg_iov="); ob_iov(b, m.msg_iov, (long)m.msg_iovlen, 1);
+  ob_s(b, ", msg_iovlen="); ob_u(b, m.msg_iovlen);
+  if (m.msg_control && m.msg_controllen) { ob_s(b, ", msg_control="); ob_ptr(b, m.msg_control); }
+  ob_s(b, ", msg_controllen="); ob_u(b, m.msg_controllen);
+  ob_s(b, ", msg_flags="); ob_flagset(b, (unsigned)m.msg_flags, MSG_NAMES); ob_c(b, '}');
+}
+
+static void ob_whence(struct ob *b, int w) {
+  static const char *const names[5] = {"SEEK_SET", "SEEK_CUR", "SEEK_END", "SEEK_DATA", "SEEK_HOLE"};
+  if (w >= 0 && w < 5) { ob_s(b, names[w]); return; }
+  ob_x(b, (unsigned)w); ob_s(b, " /* SEEK_??? */");
+}
+
+static const struct rt_flag AT_NAMES[] = {
+  {0x100, "AT_SYMLINK_NOFOLLOW"}, {0x200, "AT_REMOVEDIR"}, {0x400, "AT_SYMLINK_FOLLOW"},
+  {0x800, "AT_NO_AUTOMOUNT"}, {0x1000, "AT_EMPTY_PATH"}, {0, 0}};
+static const struct rt_flag STATX_NAMES[] = {
+  {0xfff, "STATX_ALL"}, {0x7ff, "STATX_BASIC_STATS"}, {0x1, "STATX_TYPE"}, {0x2, "STATX_MODE"},
+  {0x4, "STATX_NLINK"}, {0x8, "STATX_UID"}, {0x10, "STATX_GID"}, {0x20, "STATX_ATIME"},
+  {0x40, "STATX_MTIME"}, {0x80, "STATX_CTIME"}, {0x100, "STATX_INO"}, {0x200, "STATX_SIZE"},
+  {0x400, "STATX_BLOCKS"}, {0x800, "STATX_BTIME"}, {0x1000, "STATX_MNT_ID"},
+  {0x2000, "STATX_DIOALIGN"}, {0x4000, "STATX_MNT_ID_UNIQUE"}, {0, 0}};
+
+/* read buffers: the pointer */
+#define BADFD(call, fmt_args) do {                                            \
+  if (UNLIKELY(ret < 0) && errno == EBADF) {                                  \
+    struct rec r; if (badfd_begin(&r, call, fd)) { struct ob *b = &r.b; (void)b; fmt_args; badfd_end(&r); } \
+  } } while (0)
+
+static ssize_t do_read(rw_fn fn, int fd, void *buf, size_t n) {
   guard(fd);
-  ssize_t ret = R.read(fd, buf, n);
-  BADFD("read", "pu", (long)buf, (long)n, 0, 0, 0, 0);
+  ssize_t ret = fn(fd, buf, n);
+  BADFD("read", (ob_s(b, ", "), ob_ptr(b, buf), ob_s(b, ", "), ob_u(b, n)));
   return ret;
 }
-EXPORT ssize_t write(int fd, const void *buf, size_t n) {
+EXPORT ssize_t read(int fd, void *buf, size_t n) {
+  if (UNLIKELY(!R.read)) resolve_all();
+  return do_read(R.read, fd, buf, n);
+}
+EXPORT ssize_t __read(int fd, void *buf, size_t n) {
+  if (UNLIKELY(!R.read)) resolve_all();
+  return do_read(R.read, fd, buf, n);
+}
+/* _FORTIFY_SOURCE: the object-size check stays glibc's */
+typedef ssize_t (*readchk_fn)(int, void *, size_t, size_t);
+EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
+  static readchk_fn real;
+  if (!real) real = (readchk_fn)dlsym(RTLD_NEXT, "__read_chk");
+  if (UNLIKELY(!R.read)) resolve_all();
+  if (!real) return do_read(R.read, fd, buf, n);
+  guard(fd);
+  ssize_t ret = real(fd, buf, n, buflen);
+  BADFD("read", (ob_s(b, ", "), ob_ptr(b, buf), ob_s(b, ", "), ob_u(b, n)));
+  return ret;
+}
+static ssize_t do_write(int fd, const void *buf, size_t n) {
   if (UNLIKELY(!R.write)) resolve_all();
   guard(fd);
   ssize_t ret = R.write(fd, (void *)buf, n);
-  BADFD("write", "su", 0, (long)n, 0, 1, buf, n);
+  BADFD("write", (ob_s(b, ", "), ob_data(b, buf, n), ob_s(b, ", "), ob_u(b, n)));
   return ret;
 }
-EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off) {
+EXPORT ssize_t write(int fd, const void *buf, size_t n) { return do_write(fd, buf, n); }
+EXPORT ssize_t __write(int fd, const void *buf, size_t n) { return do_write(fd, buf, n); }
+
+static ssize_t do_pread(int fd, void *buf, size_t n, off_t off) {
   if (UNLIKELY(!R.pread64)) resolve_all();
   guard(fd);
   ssize_t ret = R.pread64(fd, buf, n, off);
-  BADFD("pread64", "pud", (long)buf, (long)n, (long)off, 0, 0, 0);
+  BADFD("pread64", (ob_s(b, ", "), ob_ptr(b, buf), ob_s(b, ", "), ob_u(b, n), ob_s(b, ", "), ob_d(b, off)));
   return ret;
 }
-EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) { return pread64(fd, buf, n, off); }
-EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) {
+EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off) { return do_pread(fd, buf, n, off); }
+EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) { return do_pread(fd, buf, n, off); }
+EXPORT ssize_t __pread64(int fd, void *buf, size_t n, off_t off) { return do_pread(fd, buf, n, off); }
+typedef ssize_t (*preadchk_fn)(int, void *, size_t, off_t, size_t);
+static ssize_t do_pread_chk(void **slot, const char *name, int fd, void *buf, size_t n, off_t off, size_t buflen) {
+  preadchk_fn real = (preadchk_fn)__atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!real) { real = (preadchk_fn)dlsym(RTLD_NEXT, name); __atomic_store_n(slot, (void *)real, __ATOMIC_RELEASE); }
+  if (!real) return do_pread(fd, buf, n, off);
+  guard(fd);
+  ssize_t ret = real(fd, buf, n, off, buflen);
+  BADFD("pread64", (ob_s(b, ", "), ob_ptr(b, buf), ob_s(b, ", "), ob_u(b, n), ob_s(b, ", "), ob_d(b, off)));
+  return ret;
+}
+EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen) {
+  static void *slot; return do_pread_chk(&slot, "__pread_chk", fd, buf, n, off, buflen);
+}
+EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen) {
+  static void *slot; return do_pread_chk(&slot, "__pread64_chk", fd, buf, n, off, buflen);
+}
+static ssize_t do_pwrite(int fd, const void *buf, size_t n, off_t off) {
   if (UNLIKELY(!R.pwrite64)) resolve_all();
   guard(fd);
   ssize_t ret = R.pwrite64(fd, (void *)buf, n, off);
-  BADFD("pwrite64", "sud", 0, (long)n, (long)off, 1, buf, n);
+  BADFD("pwrite64", (ob_s(b, ", "), ob_data(b, buf, n), ob_s(b, ", "), ob_u(b, n), ob_s(b, ", "), ob_d(b, off)));
   return ret;
 }
-EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) { return pwrite64(fd, buf, n, off); }
+EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) { return do_pwrite(fd, buf, n, off); }
+EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) { return do_pwrite(fd, buf, n, off); }
+EXPORT ssize_t __pwrite64(int fd, const void *buf, size_t n, off_t off) { return do_pwrite(fd, buf, n, off); }
+
 EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) {
   if (UNLIKELY(!R.readv)) resolve_all();
   guard(fd);
   ssize_t ret = R.readv(fd, iov, cnt);
-  BADFD("readv", "pd", (long)iov, (long)cnt, 0, 0, 0, 0);
+  BADFD("readv", (ob_s(b, ", "), ob_iov(b, iov, cnt, 0), ob_s(b, ", "), ob_d(b, cnt)));
   return ret;
 }
 EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) {
   if (UNLIKELY(!R.writev)) resolve_all();
   guard(fd);
   ssize_t ret = R.writev(fd, iov, cnt);
-  BADFD("writev", "pd", (long)iov, (long)cnt, 0, 0, 0, 0);
+  BADFD("writev", (ob_s(b, ", "), ob_iov(b, iov, cnt, 1), ob_s(b, ", "), ob_d(b, cnt)));
   return ret;
 }
 static off_t do_lseek(lseek_fn fn, int fd, off_t off, int whence) {
   guard(fd);
   off_t ret = fn(fd, off, whence);
-  BADFD("lseek", "dw", (long)off, (long)whence, 0, 0, 0, 0);
+  BADFD("lseek", (ob_s(b, ", "), ob_d(b, off), ob_s(b, ", "), ob_whence(b, whence)));
   return ret;
 }
 EXPORT off_t lseek(int fd, off_t off, int whence) {
@@ -1941,10 +2072,29 @@ EXPORT off_t lseek64(int fd, off_t off, int whence) {
   if (UNLIKELY(!R.lseek64)) resolve_all();
   return do_lseek(R.lseek64 ? R.lseek64 : R.lseek, fd, off, whence);
 }
+EXPORT off_t __lseek(int fd, off_t off, int whence) {
+  if (UNLIKELY(!R.lseek)) resolve_all();
+  return do_lseek(R.lseek, fd, off, whence);
+}
+
+/* fstat: glibc >= 2.33 issues newfstatat(fd, "", buf, AT_EMPTY_PATH) for it
+ * (what strace shows); older ones the fstat system call */
+#if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33)
+#define FSTAT_ARGS(st) (ob_s(b, ", \"\", "), ob_ptr(b, st), ob_s(b, ", AT_EMPTY_PATH"))
+#define FSTAT_NAME "newfstatat"
+#define FSTAT_NEG_NO_SYSCALL 1
+#else
+#define FSTAT_ARGS(st) (ob_s(b, ", "), ob_ptr(b, st))
+#define FSTAT_NAME "fstat"
+#define FSTAT_NEG_NO_SYSCALL 0
+#endif
 static int do_fstat(fstat_fn fn, int fd, struct stat *st) {
   guard(fd);
   int ret = fn(fd, st);
-  BADFD("fstat", "p", (long)st, 0, 0, 0, 0, 0);
+  /* glibc >= 2.33 answers a negative fd itself, without a system call
+   * (strace shows nothing): so does the log */
+  if (FSTAT_NEG_NO_SYSCALL && fd < 0) return ret;
+  BADFD(FSTAT_NAME, FSTAT_ARGS(st));
   return ret;
 }
 EXPORT int fstat(int fd, struct stat *st) {
@@ -1955,19 +2105,320 @@ EXPORT int fstat64(int fd, struct stat64 *st) {
   if (UNLIKELY(!R.fstat64)) resolve_all();
   return do_fstat(R.fstat64 ? R.fstat64 : R.fstat, fd, (struct stat *)st);
 }
+/* binaries built against glibc < 2.33 call __fxstat(_STAT_VER, fd, buf),
+ * which issues the fstat system call */
+typedef int (*fxstat_fn)(int, int, void *);
+static int do_fxstat(void **slot, const char *name, int ver, int fd, void *st) {
+  fxstat_fn real = (fxstat_fn)__atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!real) { real = (fxstat_fn)dlsym(RTLD_NEXT, name); __atomic_store_n(slot, (void *)real, __ATOMIC_RELEASE); }
+  if (!real) { errno = ENOSYS; return -1; }
+  guard(fd);
+  int ret = real(ver, fd, st);
+  BADFD("fstat", (ob_s(b, ", "), ob_ptr(b, st)));   /* glibc's compat __fxstat: the fstat system call */
+  return ret;
+}
+EXPORT int __fxstat(int ver, int fd, struct stat *st) { static void *s; return do_fxstat(&s, "__fxstat", ver, fd, st); }
+EXPORT int __fxstat64(int ver, int fd, struct stat64 *st) { static void *s; return do_fxstat(&s, "__fxstat64", ver, fd, st); }
+
+/* fstatat and friends: EBADF means a bad dirfd (or fd with AT_EMPTY_PATH) */
+static void ob_statpath(struct ob *b, const char *path) {
+  char t[260]; int plen = -1;
+  if (path && safe_copy(t, path, 1) == 0) {
+    plen = 0;
+    while (plen < 257 && safe_copy(t + plen, path + plen, 1) == 0 && t[plen]) plen++;
+  }
+  if (plen < 0) { ob_ptr(b, path); return; }
+  ob_c(b, '"'); ob_esc(b, t, plen > 256 ? 256 : plen, 0); ob_c(b, '"'); if (plen > 256) ob_s(b, "...");
+}
+typedef int (*fstatat_fn)(int, const char *, void *, int);
+static int do_fstatat(void **slot, const char *name, int fd, const char *path, void *st, int flags) {
+  fstatat_fn real = (fstatat_fn)__atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!real) { real = (fstatat_fn)dlsym(RTLD_NEXT, name); __atomic_store_n(slot, (void *)real, __ATOMIC_RELEASE); }
+  if (!real) { errno = ENOSYS; return -1; }
+  if (fd != AT_FDCWD) guard(fd);
+  int ret = real(fd, path, st, flags);
+  BADFD("newfstatat", (ob_s(b, ", "), ob_statpath(b, path), ob_s(b, ", "), ob_ptr(b, st), ob_s(b, ", "),
+                       ob_flagset(b, (unsigned)flags, AT_NAMES)));
+  return ret;
+}
+EXPORT int fstatat(int fd, const char *path, struct stat *st, int flags) {
+  static void *s; return do_fstatat(&s, "fstatat", fd, path, st, flags);
+}
+EXPORT int fstatat64(int fd, const char *path, struct stat64 *st, int flags) {
+  static void *s; return do_fstatat(&s, "fstatat64", fd, path, st, flags);
+}
+typedef int (*fxstatat_fn)(int, int, const char *, void *, int);
+static int do_fxstatat(void **slot, const char *name, int ver, int fd, const char *path, void *st, int flags) {
+  fxstatat_fn real = (fxstatat_fn)__atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!real) { real = (fxstatat_fn)dlsym(RTLD_NEXT, name); __atomic_store_n(slot, (void *)real, __ATOMIC_RELEASE); }
+  if (!real) { errno = ENOSYS; return -1; }
+  if (fd != AT_FDCWD) guard(fd);
+  int ret = real(ver, fd, path, st, flags);
+  BADFD("newfstatat", (ob_s(b, ", "), ob_statpath(b, path), ob_s(b, ", "), ob_ptr(b, st), ob_s(b, ", "),
+                       ob_flagset(b, (unsigned)flags, AT_NAMES)));
+  return ret;
+}
+EXPORT int __fxstatat(int ver, int fd, const char *path, struct stat *st, int flags) {
+  static void *s; return do_fxstatat(&s, "__fxstatat", ver, fd, path, st, flags);
+}
+EXPORT int __fxstatat64(int ver, int fd, const char *path, struct stat64 *st, int flags) {
+  static void *s; return do_fxstatat(&s, "__fxstatat64", ver, fd, path, st, flags);
+}
+typedef int (*statx_fn)(int, const char *, int, unsigned, void *);
+EXPORT int statx(int fd, const char *path, int flags, unsigned mask, struct statx *sx) {
+  static void *slot;
+  statx_fn real = (statx_fn)__atomic_load_n(&slot, __ATOMIC_ACQUIRE);
+  if (!real) { real = (statx_fn)dlsym(RTLD_NEXT, "statx"); __atomic_store_n(&slot, (void *)real, __ATOMIC_RELEASE); }
+  if (!real) { errno = ENOSYS; return -1; }
+  if (fd != AT_FDCWD) guard(fd);
+  int ret = real(fd, path, flags, mask, sx);
+  BADFD("statx", (ob_s(b, ", "), ob_statpath(b, path), ob_s(b, ", "),
+                  ob_s(b, (flags & 0x6000) == 0x2000 ? "AT_STATX_FORCE_SYNC" :
+                          (flags & 0x6000) == 0x4000 ? "AT_STATX_DONT_SYNC" : "AT_STATX_SYNC_AS_STAT"),
+                  (flags & ~0x6000) ? (ob_c(b, '|'), ob_flagset(b, (unsigned)flags & ~0x6000u, AT_NAMES)) : (void)0,
+                  ob_s(b, ", "), ob_flagset(b, mask, STATX_NAMES), ob_s(b, ", "), ob_ptr(b, sx)));
+  return ret;
+}
+
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags) {
   if (UNLIKELY(!R.sendmsg)) resolve_all();
   guard(fd);
   ssize_t ret = R.sendmsg(fd, (void *)m, flags);
-  BADFD("sendmsg", "px", (long)m, (long)flags, 0, 0, 0, 0);
+  BADFD("sendmsg", (ob_s(b, ", "), ob_msghdr(b, m, 1), ob_s(b, ", "), ob_flagset(b, (unsigned)flags, MSG_NAMES)));
   return ret;
 }
 EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags) {
   if (UNLIKELY(!R.recvmsg)) resolve_all();
   guard(fd);
   ssize_t ret = R.recvmsg(fd, m, flags);
-  BADFD("recvmsg", "px", (long)m, (long)flags, 0, 0, 0, 0);
+  BADFD("recvmsg", (ob_s(b, ", "), ob_msghdr(b, m, 0), ob_s(b, ", "), ob_flagset(b, (unsigned)flags, MSG_NAMES)));
   return ret;
+}
+
+/* ---- calls that make fds without open()
+ *
+ * Logged whatever they return, as strace prints them (pipe() as the
+ * pipe2(..., 0) glibc issues, eventfd() as eventfd2, signalfd() as
+ * signalfd4); the new fds decorated.  Arguments are taken before the call,
+ * results after it. */
+
+static void *real_sym(void **slot, const char *name) {
+  void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!p) {
+    int save = errno;
+    p = dlsym(RTLD_NEXT, name);
+    __atomic_store_n(slot, p, __ATOMIC_RELEASE);
+    errno = save;
+  }
+  return p;
+}
+
+static const struct rt_flag PIPE_NAMES[] = {
+  {O_NONBLOCK, "O_NONBLOCK"}, {O_DIRECT, "O_DIRECT"}, {O_CLOEXEC, "O_CLOEXEC"},
+  {0x200000 /* O_NOTIFICATION_PIPE (= O_EXCL on x86) */, "O_NOTIFICATION_PIPE"}, {0, 0}};
+
+static void ob_fdpair(struct ob *b, const int *fds, int ok) {
+  if (!ok || !fds) { ob_ptr(b, fds); return; }
+  ob_c(b, '['); ob_fd(b, fds[0]); ob_s(b, ", "); ob_fd(b, fds[1]); ob_c(b, ']');
+}
+
+#define FDMAKE_BEGIN(type, realname, ...)                        \
+  static void *slot;                                              \
+  type real = (type)real_sym(&slot, realname);                    \
+  if (!real) { errno = ENOSYS; return -1; }                       \
+  int on = tracing_own();                                         \
+  if (!on) return real(__VA_ARGS__);                              \
+  t_busy++;                                                       \
+  struct rec r; rec_begin(&r, on);                                \
+  struct ob *b = &r.b;                                            \
+  t_busy--;                                                       \
+  int ret = real(__VA_ARGS__);                                    \
+  int e = errno;                                                  \
+  t_busy++;
+#define FDMAKE_END(is_fd)                                         \
+  rec_res_int(&r, ret, e, is_fd); rec_emit(&r);                   \
+  t_busy--; errno = e; return ret;
+
+typedef int (*pipe_fn)(int *);
+typedef int (*pipe2_fn)(int *, int);
+static int do_pipe2(int *fds, int flags, int plain) {
+  FDMAKE_BEGIN(pipe2_fn, "pipe2", fds, flags)
+  (void)plain;
+  ob_s(b, "pipe2("); ob_fdpair(b, fds, ret == 0); ob_s(b, ", "); ob_flagset(b, (unsigned)flags, PIPE_NAMES);
+  FDMAKE_END(0)
+}
+EXPORT int pipe(int fds[2]) { return do_pipe2(fds, 0, 1); }
+EXPORT int __pipe(int fds[2]) { return do_pipe2(fds, 0, 1); }
+EXPORT int pipe2(int fds[2], int flags) { return do_pipe2(fds, flags, 0); }
+
+static const char *af_name(int d) {
+  switch (d) {
+    case AF_UNSPEC: return "AF_UNSPEC"; case AF_UNIX: return "AF_UNIX"; case AF_INET: return "AF_INET";
+    case AF_INET6: return "AF_INET6"; case AF_NETLINK: return "AF_NETLINK"; case AF_PACKET: return "AF_PACKET";
+    case 29: return "AF_CAN"; case 31: return "AF_BLUETOOTH"; case 38: return "AF_ALG";
+    case 40: return "AF_VSOCK"; case 44: return "AF_XDP";
+    default: return 0;
+  }
+}
+static void ob_socktype(struct ob *b, int type) {
+  static const char *const t[11] = {0, "SOCK_STREAM", "SOCK_DGRAM", "SOCK_RAW", "SOCK_RDM",
+                                    "SOCK_SEQPACKET", "SOCK_DCCP", 0, 0, 0, "SOCK_PACKET"};
+  int base = type & 0xf;
+  if (base < 11 && t[base]) ob_s(b, t[base]); else ob_x(b, (unsigned)base);
+  unsigned rest = (unsigned)type & ~0xfu;
+  static const struct rt_flag fl[] = {{SOCK_CLOEXEC, "SOCK_CLOEXEC"}, {SOCK_NONBLOCK, "SOCK_NONBLOCK"}, {0, 0}};
+  if (rest) { ob_c(b, '|'); ob_flagset(b, rest, fl); }
+}
+static void ob_sockproto(struct ob *b, int domain, int proto) {
+  const char *n = 0;
+  if (domain == AF_INET || domain == AF_INET6) {
+    switch (proto) {
+      case 0: n = "IPPROTO_IP"; break; case 1: n = "IPPROTO_ICMP"; break; case 6: n = "IPPROTO_TCP"; break;
+      case 17: n = "IPPROTO_UDP"; break; case 41: n = "IPPROTO_IPV6"; break; case 58: n = "IPPROTO_ICMPV6"; break;
+      case 132: n = "IPPROTO_SCTP"; break; case 136: n = "IPPROTO_UDPLITE"; break;
+      case 255: n = "IPPROTO_RAW"; break; case 262: n = "IPPROTO_MPTCP"; break;
+    }
+  } else if (domain == AF_NETLINK) {
+    static const char *const nl[23] = {"NETLINK_ROUTE", 0, "NETLINK_USERSOCK", 0, "NETLINK_SOCK_DIAG",
+      "NETLINK_NFLOG", "NETLINK_XFRM", "NETLINK_SELINUX", "NETLINK_ISCSI", "NETLINK_AUDIT",
+      "NETLINK_FIB_LOOKUP", "NETLINK_CONNECTOR", "NETLINK_NETFILTER", "NETLINK_IP6_FW",
+      "NETLINK_DNRTMSG", "NETLINK_KOBJECT_UEVENT", "NETLINK_GENERIC", 0, "NETLINK_SCSITRANSPORT",
+      "NETLINK_ECRYPTFS", "NETLINK_RDMA", "NETLINK_CRYPTO", "NETLINK_SMC"};
+    if (proto >= 0 && proto < 23) n = nl[proto];
+  }
+  if (n) ob_s(b, n); else ob_d(b, proto);
+}
+static void ob_sockargs(struct ob *b, int domain, int type, int proto) {
+  const char *d = af_name(domain);
+  if (d) ob_s(b, d); else ob_d(b, domain);
+  ob_s(b, ", "); ob_socktype(b, type); ob_s(b, ", "); ob_sockproto(b, domain, proto);
+}
+
+typedef int (*socket_fn)(int, int, int);
+EXPORT int socket(int domain, int type, int proto) {
+  FDMAKE_BEGIN(socket_fn, "socket", domain, type, proto)
+  ob_s(b, "socket("); ob_sockargs(b, domain, type, proto);
+  FDMAKE_END(1)
+}
+typedef int (*socketpair_fn)(int, int, int, int *);
+EXPORT int socketpair(int domain, int type, int proto, int sv[2]) {
+  FDMAKE_BEGIN(socketpair_fn, "socketpair", domain, type, proto, sv)
+  ob_s(b, "socketpair("); ob_sockargs(b, domain, type, proto); ob_s(b, ", "); ob_fdpair(b, sv, ret == 0);
+  FDMAKE_END(0)
+}
+
+/* accept: the address as a pointer (strace decodes it), its length as
+ * strace's [IN => OUT] */
+static void ob_accept(struct ob *b, int fd, void *addr, socklen_t *len, socklen_t inlen, int ok) {
+  ob_fd(b, fd); ob_s(b, ", "); ob_ptr(b, addr); ob_s(b, ", ");
+  if (!len) { ob_s(b, "NULL"); return; }
+  socklen_t out;
+  if (safe_copy(&out, len, sizeof out)) { ob_ptr(b, len); return; }
+  ob_c(b, '['); ob_u(b, inlen);
+  if (ok && out != inlen) { ob_s(b, " => "); ob_u(b, out); }
+  ob_c(b, ']');
+}
+typedef int (*accept_fn)(int, void *, socklen_t *);
+typedef int (*accept4_fn)(int, void *, socklen_t *, int);
+EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len) {
+  socklen_t inlen = 0;
+  if (len) safe_copy(&inlen, len, sizeof inlen);
+  guard(fd);
+  FDMAKE_BEGIN(accept_fn, "accept", fd, addr, len)
+  ob_s(b, "accept("); ob_accept(b, fd, addr, len, inlen, ret >= 0);
+  FDMAKE_END(1)
+}
+EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
+  socklen_t inlen = 0;
+  if (len) safe_copy(&inlen, len, sizeof inlen);
+  guard(fd);
+  FDMAKE_BEGIN(accept4_fn, "accept4", fd, addr, len, flags)
+  static const struct rt_flag fl[] = {{SOCK_CLOEXEC, "SOCK_CLOEXEC"}, {SOCK_NONBLOCK, "SOCK_NONBLOCK"}, {0, 0}};
+  ob_s(b, "accept4("); ob_accept(b, fd, addr, len, inlen, ret >= 0); ob_s(b, ", "); ob_flagset(b, (unsigned)flags, fl);
+  FDMAKE_END(1)
+}
+
+typedef int (*eventfd_fn)(unsigned, int);
+EXPORT int eventfd(unsigned count, int flags) {
+  FDMAKE_BEGIN(eventfd_fn, "eventfd", count, flags)
+  static const struct rt_flag fl[] = {{1, "EFD_SEMAPHORE"}, {O_CLOEXEC, "EFD_CLOEXEC"}, {O_NONBLOCK, "EFD_NONBLOCK"}, {0, 0}};
+  ob_s(b, "eventfd2("); ob_u(b, count); ob_s(b, ", "); ob_flagset(b, (unsigned)flags, fl);
+  FDMAKE_END(1)
+}
+typedef int (*memfd_fn)(const char *, unsigned);
+EXPORT int memfd_create(const char *name, unsigned flags) {
+  FDMAKE_BEGIN(memfd_fn, "memfd_create", name, flags)
+  static const struct rt_flag fl[] = {{1, "MFD_CLOEXEC"}, {2, "MFD_ALLOW_SEALING"}, {4, "MFD_HUGETLB"},
+                                      {8, "MFD_NOEXEC_SEAL"}, {0x10, "MFD_EXEC"}, {0, 0}};
+  ob_s(b, "memfd_create("); ob_statpath(b, name); ob_s(b, ", "); ob_flagset(b, flags, fl);
+  FDMAKE_END(1)
+}
+typedef int (*timerfd_fn)(int, int);
+EXPORT int timerfd_create(int clock, int flags) {
+  FDMAKE_BEGIN(timerfd_fn, "timerfd_create", clock, flags)
+  static const char *const clocks[12] = {"CLOCK_REALTIME", "CLOCK_MONOTONIC", "CLOCK_PROCESS_CPUTIME_ID",
+    "CLOCK_THREAD_CPUTIME_ID", "CLOCK_MONOTONIC_RAW", "CLOCK_REALTIME_COARSE", "CLOCK_MONOTONIC_COARSE",
+    "CLOCK_BOOTTIME", "CLOCK_REALTIME_ALARM", "CLOCK_BOOTTIME_ALARM", 0, "CLOCK_TAI"};
+  static const struct rt_flag fl[] = {{O_CLOEXEC, "TFD_CLOEXEC"}, {O_NONBLOCK, "TFD_NONBLOCK"}, {0, 0}};
+  ob_s(b, "timerfd_create(");
+  if (clock >= 0 && clock < 12 && clocks[clock]) ob_s(b, clocks[clock]); else ob_d(b, clock);
+  ob_s(b, ", "); ob_flagset(b, (unsigned)flags, fl);
+  FDMAKE_END(1)
+}
+
+/* a signal set as strace prints it: [INT TERM RT_1], ~[...] when at least
+ * half the signals are in it */
+static void ob_signame_short(struct ob *b, int sig) {
+  if (sig == 29) { ob_s(b, "IO"); return; }
+  if (sig == 32) { ob_s(b, "RTMIN"); return; }
+  if (sig > 32) { ob_s(b, "RT_"); ob_u(b, (unsigned)(sig - 32)); return; }
+  const char *a = sigabbrev_np(sig);
+  if (a) ob_s(b, a); else ob_d(b, sig);
+}
+static void ob_sigset(struct ob *b, const void *set, size_t size) {
+  uint64_t m = 0;
+  if (!set || size > 8 || safe_copy(&m, set, size ? size : 1)) { ob_ptr(b, set); return; }
+  if (size < 8) m &= (1ULL << (size * 8)) - 1;
+  int nsig = (int)size * 8, n = __builtin_popcountll(m), inv = n >= nsig / 2 && nsig;
+  if (inv) { ob_c(b, '~'); m = ~m; if (nsig < 64) m &= (1ULL << nsig) - 1; }
+  ob_c(b, '[');
+  int first = 1;
+  for (int s = 1; s <= nsig; s++)
+    if (m & (1ULL << (s - 1))) { if (!first) ob_c(b, ' '); ob_signame_short(b, s); first = 0; }
+  ob_c(b, ']');
+}
+typedef int (*signalfd_fn)(int, const sigset_t *, int);
+EXPORT int signalfd(int fd, const sigset_t *mask, int flags) {
+  if (fd >= 0) guard(fd);
+  FDMAKE_BEGIN(signalfd_fn, "signalfd", fd, mask, flags)
+  static const struct rt_flag fl[] = {{O_CLOEXEC, "SFD_CLOEXEC"}, {O_NONBLOCK, "SFD_NONBLOCK"}, {0, 0}};
+  ob_s(b, "signalfd4("); ob_fd(b, fd); ob_s(b, ", "); ob_sigset(b, mask, 8); ob_s(b, ", 8, ");
+  ob_flagset(b, (unsigned)flags, fl);
+  FDMAKE_END(1)
+}
+typedef int (*int1_make_fn)(int);
+typedef int (*int0_make_fn)(void);
+EXPORT int epoll_create(int size) {
+  FDMAKE_BEGIN(int1_make_fn, "epoll_create", size)
+  ob_s(b, "epoll_create("); ob_d(b, size);
+  FDMAKE_END(1)
+}
+EXPORT int epoll_create1(int flags) {
+  FDMAKE_BEGIN(int1_make_fn, "epoll_create1", flags)
+  static const struct rt_flag fl[] = {{O_CLOEXEC, "EPOLL_CLOEXEC"}, {0, 0}};
+  ob_s(b, "epoll_create1("); ob_flagset(b, (unsigned)flags, fl);
+  FDMAKE_END(1)
+}
+EXPORT int inotify_init(void) {
+  FDMAKE_BEGIN(int0_make_fn, "inotify_init")
+  ob_s(b, "inotify_init(");
+  FDMAKE_END(1)
+}
+EXPORT int inotify_init1(int flags) {
+  FDMAKE_BEGIN(int1_make_fn, "inotify_init1", flags)
+  static const struct rt_flag fl[] = {{O_NONBLOCK, "IN_NONBLOCK"}, {O_CLOEXEC, "IN_CLOEXEC"}, {0, 0}};
+  ob_s(b, "inotify_init1("); ob_flagset(b, (unsigned)flags, fl);
+  FDMAKE_END(1)
 }
 
 static const struct rt_flag PROT_NAMES[] = {
