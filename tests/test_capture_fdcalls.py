@@ -133,3 +133,44 @@ def test_fd_creation_lines_are_stracess_lines(tmp_path):
     theirs = [norm(re.sub(r"^\d+ +", "", ln)) for ln in straced(tmp_path, argv)]
     theirs = [ln for ln in theirs if ln.startswith(calls)]
     assert len(ours) == 17 and ours == theirs
+
+
+# --- whole paths (issue 37) ---------------------------------------------------
+
+def test_fd_decorations_carry_whole_paths(tmp_path):
+    """A path of about 3,000 bytes (with a `<` the decoration escapes):
+    openat's result, dup, close, ioctl and both snapshots (an inherited fd
+    at start, the program's own at exit) decorate it whole.  Records over
+    4 KiB go out as `#+` pieces that the analyzer joins."""
+    d = tmp_path
+    for i in range(12):
+        d = d / (f"d{i:02d}<" + "x" * 240)
+    d.mkdir(parents=True)
+    target = d / "file"
+    long = str(target)
+    assert len(long) > 2900
+    inherited = __import__("os").open(long, __import__("os").O_RDWR | __import__("os").O_CREAT, 0o600)
+    try:
+        env = run.preload_env(str(tmp_path / "p"))
+        p = subprocess.run([str(build("capture_longpath")), long], capture_output=True, text=True,
+                           timeout=60, env=env, pass_fds=(inherited,))
+    finally:
+        __import__("os").close(inherited)
+    assert p.returncode == 0, p.stderr
+    fd, dup = map(int, re.fullmatch(r"fd (\d+) dup (\d+)\n", p.stdout).groups())
+    (f,) = tmp_path.glob("p.*")
+    log = logread.read(f)
+    assert not log.bad
+    esc = long.replace("<", "\\74")
+    deco = f"<{esc}>"
+    ev = {e.name: e for e in log.events}
+    assert ev["openat"].result == f"{fd}{deco}"
+    assert ev["dup"].args == f"{fd}{deco}" and ev["dup"].result == f"{dup}{deco}"
+    assert ev["close"].args == f"{dup}{deco}"
+    assert ev["ioctl"].args.startswith(f"{fd}{deco}, FIONREAD, ")
+    assert log.snapshots["start"][inherited] == esc
+    assert log.snapshots["exit"][fd] == esc
+    evs, infos = trace_events(str(f))
+    assert infos[0].unparsed == 0
+    (op,) = [e for e in evs if e.name == "openat"]
+    assert op.fds == (fd,) and op.paths == (long,)

@@ -134,6 +134,11 @@ static long rsys6(long n, long a, long b, long c, long d, long e, long f) {
 static __thread int t_busy TLS;      /* inside the library's own work */
 static __thread int t_tid TLS;       /* cached gettid(); reset in the fork child */
 static __thread int t_fdwork TLS;    /* this thread is using a library fd */
+/* an fd's path for its decoration: whole (readlink of /proc/self/fd/N gives
+ * at most PATH_MAX - 1 bytes), never cut.  Per thread, not on the stack (a
+ * hook may run on a small signal stack); only used under t_busy, so a
+ * signal handler's hook on the same thread (untraced) never overwrites it. */
+static __thread char t_path[PATH_MAX + 1] TLS;
 
 static int g_state;                  /* 0 untouched, 1 initialising, 2 on, 3 off */
 /* the library's own fds: the log, /proc/self/fd (snapshots), /proc/self/maps */
@@ -414,8 +419,8 @@ static void ob_fdpath(struct ob *b, long fd, const char *path, int plen) {
   if (deleted) ob_s(b, "(deleted)");
 }
 static void ob_fd(struct ob *b, long fd) {
-  char path[512]; int n = -1;
-  if (fd >= 0 && fd <= INT_MAX) n = fd_path(fd, path, sizeof path);
+  char *path = t_path; int n = -1;
+  if (fd >= 0 && fd <= INT_MAX) n = fd_path(fd, path, sizeof t_path);
   ob_fdpath(b, fd, path, n);
 }
 
@@ -839,8 +844,9 @@ static int build_id(const char *path, uintptr_t base, uintptr_t blen, char *hex,
   return found;
 }
 
+static char g_map_line[4 * PATH_MAX + 256];   /* under g_maps_lock, or in a one-thread child */
 static void print_map(const struct mapent *m, const char *perms) {
-  char buf[1024]; struct ob b = {buf, 0, sizeof buf - 1, sizeof buf, 0};
+  char *buf = g_map_line; struct ob b = {buf, 0, sizeof g_map_line - 1, sizeof g_map_line, 0, 0};
   ob_s(&b, "# map "); ob_hexdigits(&b, m->lo, 1); ob_c(&b, '-'); ob_hexdigits(&b, m->hi, 1);
   ob_c(&b, ' '); ob_s(&b, perms); ob_c(&b, ' '); ob_hexdigits(&b, m->off, 8); ob_c(&b, ' ');
   const char *path = g_pool + m->path;
@@ -983,8 +989,21 @@ static void meta_to(int out, struct ob *b) {
 /* `# fd N PATH` for every open fd but the library's own.  The kept
  * /proc/self/fd fd is re-read from the start; a transient one is opened only
  * when no other thread can see it (a child writing its own file, init). */
+/* whole paths: a `# fd` line is one write of up to 4 escaped bytes per path
+ * byte, built in a static buffer (a snapshot may run on a small signal
+ * stack); a second snapshot at the same moment (a vfork child's exit while
+ * the parent exits) uses a stack line and marks a cut path with `...` */
+static char g_snap_line[4 * PATH_MAX + 64];
+static char g_snap_path[PATH_MAX + 1];
+static int g_snap_busy;
+
 static void fd_snapshot(const char *title, int out) {
-  char line[600]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0, 0};
+  char small[600], spath[512];
+  int mine = !__atomic_exchange_n(&g_snap_busy, 1, __ATOMIC_ACQUIRE);
+  char *line = mine ? g_snap_line : small, *path = mine ? g_snap_path : spath;
+  int lsize = mine ? (int)sizeof g_snap_line : (int)sizeof small;
+  int psize = mine ? (int)sizeof g_snap_path : (int)sizeof spath;
+  struct ob b = {line, 0, lsize - 1, lsize, 0, 0};
   ob_s(&b, title); meta_to(out, &b);
   int own = 0;
   int dfd = out < 0 ? lf_use(LF_DIR) : (t_fdwork++, -1);
@@ -1003,16 +1022,19 @@ static void fd_snapshot(const char *title, int out) {
       if (d->name[0] < '0' || d->name[0] > '9') continue;
       long fd = 0; for (const char *c = d->name; *c; c++) fd = fd * 10 + (*c - '0');
       if (fd == dfd || fd == out || is_libfd(fd)) continue;
-      char path[512]; int plen = fd_path(fd, path, sizeof path);
-      b.n = 0; b.cut = 0;
+      int plen = fd_path(fd, path, psize);
+      b.n = 0; b.cut = 0; b.lim = lsize - 1;
       ob_s(&b, "# fd "); ob_d(&b, fd); ob_c(&b, ' ');
+      b.lim = lsize - 5;
       if (plen >= 0) ob_esc(&b, path, plen, 1);
-      b.cut = 0;
+      if (b.cut || plen >= psize - 1) { b.cut = 0; b.lim = lsize - 1; ob_s(&b, "..."); }
+      b.cut = 0; b.lim = lsize - 1;
       meta_to(out, &b);
     }
   }
   if (own && dfd >= 0) syscall(SYS_close, dfd);
   if (out < 0) lf_done(); else t_fdwork--;
+  if (mine) __atomic_store_n(&g_snap_busy, 0, __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -1631,7 +1653,7 @@ EXPORT int ioctl(int fd, unsigned long request, ...) {
   struct rec r; rec_begin(&r, on);
   struct ob *b = &r.b;
   unsigned req = (unsigned)request;
-  char path[512]; int plen = fd_path(fd, path, sizeof path);
+  char *path = t_path; int plen = fd_path(fd, path, sizeof t_path);
   int accel = plen >= 11 && memcmp(path, "/dev/accel/", 11) == 0;
   enum kind k;
   const char *name = ioc_lookup((req >> 8) & 0xff, req & 0xff, (req >> 16) & 0x3fff, accel, &k);
@@ -2823,7 +2845,7 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
 }
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
   guard(fd);
-  char path[512]; int n = fd_path(fd, path, sizeof path); if (n < 0) path[0] = 0;
+  char path[PATH_MAX + 1]; int n = fd_path(fd, path, sizeof path); if (n < 0) path[0] = 0;
   EXEC_BODY(fexecve, "execveat", path, fd, envp, fd, argv, envp)
 }
 
