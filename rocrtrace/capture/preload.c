@@ -70,6 +70,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -451,13 +452,15 @@ struct rec {
 
 static void rec_spill(struct ob *b);
 static int child_logfd(void);
+static int child_open(int *transient);
+static void child_done(int fd, int transient);
 
 static int frame_reserve(void) { return g_depth > 0 ? (g_depth > 12 ? 12 : g_depth) * 160 : 0; }
 
 static void rec_begin(struct rec *r, int mode) {
   r->mode = mode; r->piece = 0;
   r->tid = mode == 2 ? (int)syscall(SYS_gettid) : tid();  /* a vfork child shares our TLS */
-  if (mode == 2) child_logfd();   /* a new file's start snapshot comes before the call */
+  if (mode == 2) { int tr, fd = child_open(&tr); child_done(fd, tr); }   /* a new file's start snapshot comes before the call */
   r->b.p = r->buf + PREFIX_ROOM;
   r->b.n = 0; r->b.cut = 0;
   r->b.cap = REC_SIZE - PREFIX_ROOM - 2;  /* + newline + prefix < 4096 */
@@ -732,7 +735,178 @@ static void log_reopen(int stale) {
     syscall(SYS_close, fd);  /* another thread won */
 }
 
+/* ---- the log window: the log written with no fd held
+ *
+ * The log file is mapped MAP_SHARED once (at start, or in a fork child),
+ * and the fd that mapped it is closed at once: while the program runs the
+ * library holds no fd at all, at any RLIMIT_NOFILE, so every number is the
+ * program's (EMFILE comes where it would, a loop over every number or a
+ * /proc/self/fd listing never meets the library).  A record reserves its
+ * bytes with one atomic add on the file offset and is copied into the
+ * mapping (process_vm_writev, so that a full disk or a log truncated from
+ * outside costs the record, never a SIGBUS in the program); records never
+ * tear or interleave, as with one O_APPEND write each.  The file grows by
+ * truncate(2) on its path in GROW_CHUNK steps (one thread at a time, after
+ * checking the name is still our file: same device and inode, no symlink),
+ * and at exit and before an exec it is cut to the bytes written, once no
+ * thread is inside a write.  A process killed outright (SIGKILL) leaves up
+ * to GROW_CHUNK NUL bytes at the end; `rocrtrace capture` removes them and
+ * the reader ignores them.  If the window cannot be mapped (a file system
+ * without shared mappings, a tight RLIMIT_AS), the library falls back to a
+ * log fd placed as the section "library fds" says and says so in the log
+ * (`# capture-fds ...`). */
+#define GROW_CHUNK (256 * 1024)
+static char *g_win;                  /* the mapping; 0: no window (fd mode) */
+static uint64_t g_wbase, g_wlen;     /* file offset of its first byte, its length */
+static uint64_t g_off;               /* next free file offset */
+static uint64_t g_fsize;             /* the file's length as we set it */
+static int g_wclosed = 1;            /* exit or exec under way: no more copies */
+static int g_winflight;              /* threads between reserving and copying */
+static int g_grow;                   /* a thread is growing the file */
+static __thread int t_growing TLS;
+static char g_lpath[PATH_MAX + 24];
+static uint64_t g_ldev, g_lino;
+static int g_pvw = 1;                /* process_vm_writev usable */
+
+static int win_ours(void) {
+  struct stat st;
+  return syscall(SYS_newfstatat, AT_FDCWD, g_lpath, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISREG(st.st_mode) && (uint64_t)st.st_dev == g_ldev && (uint64_t)st.st_ino == g_lino;
+}
+
+/* map the log `fd` (its content ends at `end`) and start writing at `end` */
+static int win_map(int fd, uint64_t end) {
+  static const uint64_t sizes[] = {16ULL << 30, 1ULL << 30, 64ULL << 20};
+  struct stat st;
+  if (syscall(SYS_fstat, fd, &st) != 0) return -1;
+  if (syscall(SYS_ftruncate, fd, (long)end) != 0) return -1;
+  uint64_t base = end & ~((uint64_t)g_page - 1);
+  for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    long p = syscall(SYS_mmap, 0, (long)sizes[i], PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, (long)base);
+    if (p == -1) continue;
+    g_win = (char *)p; g_wbase = base; g_wlen = sizes[i];
+    g_off = end; g_fsize = end; g_ldev = st.st_dev; g_lino = st.st_ino;
+    __atomic_store_n(&g_wclosed, 0, __ATOMIC_SEQ_CST);
+    return 0;
+  }
+  return -1;
+}
+
+static void win_unmap(void) {
+  if (g_win) syscall(SYS_munmap, (long)g_win, (long)g_wlen);
+  g_win = 0; g_wlen = 0;
+  __atomic_store_n(&g_wclosed, 1, __ATOMIC_SEQ_CST);
+}
+
+/* the file must reach `need` bytes: one thread grows it, others wait for it */
+static int win_grow(uint64_t need) {
+  for (long k = 0; k < 2000000; k++) {
+    if (__atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE) >= need) return 0;
+    if (t_growing) return -1;   /* a signal handler on the growing thread */
+    if (!__atomic_exchange_n(&g_grow, 1, __ATOMIC_ACQUIRE)) {
+      t_growing = 1;
+      int ok = 1;
+      uint64_t have = __atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE);
+      if (have < need) {
+        uint64_t want = (need + GROW_CHUNK - 1) / GROW_CHUNK * GROW_CHUNK;
+        if (want > g_wbase + g_wlen) want = g_wbase + g_wlen;
+        ok = win_ours() && syscall(SYS_truncate, g_lpath, (long)want) == 0;
+        if (ok) __atomic_store_n(&g_fsize, want, __ATOMIC_RELEASE);
+      }
+      t_growing = 0;
+      __atomic_store_n(&g_grow, 0, __ATOMIC_RELEASE);
+      if (!ok) return -1;
+    } else {
+      syscall(SYS_sched_yield);
+    }
+  }
+  return -1;
+}
+
+static int win_copy(uint64_t off, const char *p, int len) {
+  char *dst = g_win + (off - g_wbase);
+  if (__atomic_load_n(&g_pvw, __ATOMIC_RELAXED)) {
+    struct iovec l = {(void *)p, (size_t)len}, r = {dst, (size_t)len};
+    long n = syscall(SYS_process_vm_writev, g_pid, &l, 1, &r, 1, 0);
+    if (n == len) return 0;
+    if (!(n < 0 && (errno == ENOSYS || errno == EPERM))) return -1;
+    __atomic_store_n(&g_pvw, 0, __ATOMIC_RELAXED);
+  }
+  memcpy(dst, p, len);
+  return 0;
+}
+
+/* 0 written, -1 lost; 1: no window (write through the fd) */
+static int win_write(const char *p, int len) {
+  if (!g_win) return 1;
+  int save = errno, ret = -1;
+  __atomic_add_fetch(&g_winflight, 1, __ATOMIC_SEQ_CST);
+  if (!__atomic_load_n(&g_wclosed, __ATOMIC_SEQ_CST)) {
+    uint64_t off = __atomic_fetch_add(&g_off, (uint64_t)len, __ATOMIC_SEQ_CST);
+    if (off + len <= g_wbase + g_wlen &&
+        (off + len <= __atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE) || win_grow(off + len) == 0))
+      ret = win_copy(off, p, len);
+  }
+  __atomic_sub_fetch(&g_winflight, 1, __ATOMIC_SEQ_CST);
+  errno = save;
+  return ret;
+}
+
+/* exit or exec: no more copies; once no thread is inside one, the file is
+ * cut to what was written (a thread that never leaves, or a signal handler
+ * on a writing thread, leaves the NUL tail instead) */
+static void win_finish(void) {
+  if (!g_win) return;
+  int save = errno;
+  __atomic_store_n(&g_wclosed, 1, __ATOMIC_SEQ_CST);
+  long k = 0;
+  while (__atomic_load_n(&g_winflight, __ATOMIC_SEQ_CST) > 0 && k++ < 200000) syscall(SYS_sched_yield);
+  if (__atomic_load_n(&g_winflight, __ATOMIC_SEQ_CST) == 0 && !t_growing) {
+    uint64_t end = __atomic_load_n(&g_off, __ATOMIC_SEQ_CST), have = __atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE);
+    if (end > have) end = have;
+    if (win_ours() && syscall(SYS_truncate, g_lpath, (long)end) == 0) {
+      __atomic_store_n(&g_fsize, end, __ATOMIC_RELEASE);
+      __atomic_store_n(&g_off, end, __ATOMIC_SEQ_CST);
+    }
+  }
+  errno = save;
+}
+
+/* an exec failed: go on writing */
+static void win_resume(void) {
+  if (g_win) __atomic_store_n(&g_wclosed, 0, __ATOMIC_SEQ_CST);
+}
+
+/* where the content of an existing log ends: before any NUL tail a killed
+ * writer left (read backwards from the end) */
+static uint64_t content_end(int fd) {
+  struct stat st;
+  if (syscall(SYS_fstat, fd, &st) != 0) return 0;
+  uint64_t end = (uint64_t)st.st_size;
+  char buf[4096];
+  while (end > 0) {
+    long want = end < sizeof buf ? (long)end : (long)sizeof buf;
+    long n = syscall(SYS_pread64, fd, buf, want, (long)(end - want));
+    if (n != want) break;
+    long i = n;
+    while (i > 0 && buf[i - 1] == 0) i--;
+    end -= (uint64_t)(n - i);
+    if (i > 0) break;
+  }
+  return end;
+}
+
 static void log_write(const char *p, int len) {
+  /* a copy of us made without atfork handlers (raw clone, _Fork) must not
+   * write into its parent's window before it has its own */
+  if (g_win && UNLIKELY(syscall(SYS_getpid) != __atomic_load_n(&g_pid, __ATOMIC_RELAXED))) {
+    int m = child_mode();
+    if (m == 2) { child_write(p, len); return; }
+    if (m != 1) return;
+  }
+  int w = win_write(p, len);
+  if (w == 0) return;
+  if (w < 0) { __atomic_add_fetch(&g_lost, 1, __ATOMIC_RELAXED); return; }
   for (int tries = 0; tries < 3; tries++) {
     int fd = lf_use(LF_LOG);
     if (fd < 0) { lf_done(); break; }
@@ -876,7 +1050,7 @@ static void maps_scan(int print) {
   int own = 0;
   int fd = lf_use(LF_MAPS);
   if (fd >= 0 && (!lf_is_ours(LF_MAPS, fd) || syscall(SYS_lseek, fd, 0, SEEK_SET) != 0)) fd = -1;
-  if (fd < 0 && g_may_open) {
+  if (fd < 0 && (g_may_open || g_win)) {   /* window mode: a frame in a new module (see docs) */
     fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
     own = 1;
   }
@@ -997,6 +1171,17 @@ static char g_snap_line[4 * PATH_MAX + 64];
 static char g_snap_path[PATH_MAX + 1];
 static int g_snap_busy;
 
+static void snap_line(struct ob *b, long fd, int out, char *path, int psize, int lsize) {
+  int plen = fd_path(fd, path, psize);
+  b->n = 0; b->cut = 0; b->lim = lsize - 1;
+  ob_s(b, "# fd "); ob_d(b, fd); ob_c(b, ' ');
+  b->lim = lsize - 5;
+  if (plen >= 0) ob_esc(b, path, plen, 1);
+  if (b->cut || plen >= psize - 1) { b->cut = 0; b->lim = lsize - 1; ob_s(b, "..."); }
+  b->cut = 0; b->lim = lsize - 1;
+  meta_to(out, b);
+}
+
 static void fd_snapshot(const char *title, int out) {
   char small[600], spath[512];
   int mine = !__atomic_exchange_n(&g_snap_busy, 1, __ATOMIC_ACQUIRE);
@@ -1012,6 +1197,23 @@ static void fd_snapshot(const char *title, int out) {
     dfd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     own = 1;
   }
+  if (dfd < 0 && out < 0) {
+    /* no fd to list /proc/self/fd with (exit, other threads running): ask
+     * the kernel which numbers are open, 256 at a time (ppoll answers
+     * POLLNVAL for a closed one), no fd opened */
+    long limit = nofile_now();
+    if (limit > (1L << 20)) limit = 1L << 20;
+    struct pollfd pf[256];
+    struct timespec zero = {0, 0};
+    for (long base = 0; base < limit;) {
+      int n = limit - base < 256 ? (int)(limit - base) : 256;
+      for (int i = 0; i < n; i++) { pf[i].fd = (int)(base + i); pf[i].events = 0; pf[i].revents = 0; }
+      if (syscall(SYS_ppoll, pf, n, &zero, 0, 8) < 0) break;
+      for (int i = 0; i < n; i++)
+        if (!(pf[i].revents & POLLNVAL) && !is_libfd(base + i)) snap_line(&b, base + i, out, path, psize, lsize);
+      base += n;
+    }
+  }
   char dbuf[4096];
   for (;;) {
     long n = dfd < 0 ? -1 : syscall(SYS_getdents64, dfd, dbuf, sizeof dbuf);
@@ -1022,14 +1224,7 @@ static void fd_snapshot(const char *title, int out) {
       if (d->name[0] < '0' || d->name[0] > '9') continue;
       long fd = 0; for (const char *c = d->name; *c; c++) fd = fd * 10 + (*c - '0');
       if (fd == dfd || fd == out || is_libfd(fd)) continue;
-      int plen = fd_path(fd, path, psize);
-      b.n = 0; b.cut = 0; b.lim = lsize - 1;
-      ob_s(&b, "# fd "); ob_d(&b, fd); ob_c(&b, ' ');
-      b.lim = lsize - 5;
-      if (plen >= 0) ob_esc(&b, path, plen, 1);
-      if (b.cut || plen >= psize - 1) { b.cut = 0; b.lim = lsize - 1; ob_s(&b, "..."); }
-      b.cut = 0; b.lim = lsize - 1;
-      meta_to(out, &b);
+      snap_line(&b, fd, out, path, psize, lsize);
     }
   }
   if (own && dfd >= 0) syscall(SYS_close, dfd);
@@ -1052,6 +1247,23 @@ static void write_header(int first, int out) {
   ob_s(&b, " page_size="); ob_u(&b, (unsigned long)g_page);
   ob_s(&b, " start="); ob_time(&b, &now);
   b.cut = 0; meta_to(out, &b);
+}
+
+/* fd mode (no log window): where the library's fds are, so the report can
+ * say whether the program could meet them */
+static void fds_note(void) {
+  char line[160]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0, 0};
+  long lim = nofile_now(), lo = LONG_MAX;
+  ob_s(&b, "# capture-fds fds=");
+  for (int i = 0; i < LF_N; i++) {
+    int fd = __atomic_load_n(&g_lf[i], __ATOMIC_ACQUIRE);
+    if (i) ob_c(&b, ',');
+    ob_d(&b, fd);
+    if (fd >= 0 && fd < lo) lo = fd;
+  }
+  ob_s(&b, " limit="); ob_d(&b, lim);
+  ob_s(&b, lo >= lim ? " placement=above-limit" : " placement=below-limit");
+  meta_to(-1, &b);
 }
 
 /* ---- children that share our memory (vfork, posix_spawn, CLONE_VM)
@@ -1077,6 +1289,38 @@ static int dup_at(int fd, int num) {
   if (raised) syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &old, 0);
   return r < 0 ? -1 : num;
 }
+
+/* With the log window (no parent log fd to stand in for ours) the child
+ * opens its file for each record: its fd table is its own and no other
+ * thread uses it, so the short-lived fd is never seen.  Whether it has
+ * started its file is remembered in a slot of our memory keyed by its pid
+ * (the only library state such a child writes; nothing the parent reads
+ * for itself). */
+static int g_vkids[64];
+
+static int child_open_transient(void) {
+  int me = (int)syscall(SYS_getpid);
+  int *slot = &g_vkids[(unsigned)me % 64];
+  int started = __atomic_load_n(slot, __ATOMIC_ACQUIRE) == me;
+  int existed;
+  int fd = open_log_file(me, O_WRONLY, &existed);
+  if (fd < 0) return -1;
+  if (!started) {
+    __atomic_store_n(slot, me, __ATOMIC_RELEASE);
+    if (existed) syscall(SYS_ftruncate, fd, 0);   /* a stale log of a reused pid */
+    write_header(1, fd);
+    fd_snapshot("# fd-snapshot start", fd);
+  }
+  return fd;
+}
+
+/* the child's log fd for a record; *transient: close it after */
+static int child_open(int *transient) {
+  *transient = 0;
+  if (logfd() < 0) { *transient = 1; return child_open_transient(); }
+  return child_logfd();
+}
+static void child_done(int fd, int transient) { if (transient && fd >= 0) syscall(SYS_close, fd); }
 
 static int child_logfd(void) {
   int num = logfd();
@@ -1107,8 +1351,9 @@ static int child_logfd(void) {
 }
 
 static void child_write(const char *p, int len) {
-  int fd = child_logfd();
+  int tr, fd = child_open(&tr);
   if (fd >= 0) syscall(SYS_write, fd, p, len);
+  child_done(fd, tr);
 }
 
 /* the child's program aims a call at one of our numbers: that is its own
@@ -1149,13 +1394,15 @@ static void exit_record(int status) {
   if (mode == 0) { errno = save; return; }
   if (mode == 1 && __atomic_exchange_n(&g_exit_done, 1, __ATOMIC_ACQ_REL)) { errno = save; return; }
   t_busy++;
-  int out = mode == 2 ? child_logfd() : -1;
+  int tr = 0, out = mode == 2 ? child_open(&tr) : -1;
   if (mode == 2 && out < 0) { t_busy--; errno = save; return; }
   fd_snapshot("# fd-snapshot exit", out);
   char line[80]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0, 0};
   unsigned long lost = mode == 1 ? __atomic_load_n(&g_lost, __ATOMIC_RELAXED) : 0;
   if (lost) { ob_s(&b, "# lost "); ob_u(&b, lost); meta_to(out, &b); b.n = 0; }
   ob_s(&b, "# exit status="); ob_d(&b, status & 0xff); meta_to(out, &b);
+  if (mode == 1) win_finish();
+  child_done(out, tr);
   t_busy--; errno = save;
 }
 
@@ -1182,16 +1429,28 @@ static void adopt_child(void) {
   __atomic_store_n(&g_pid, (int)syscall(SYS_getpid), __ATOMIC_RELEASE);
   g_nofile = nofile_now();
   g_lost = 0; g_exit_done = 0;
-  int existed;
-  int fd = open_log_fd(&existed);
-  if (fd >= 0 && existed) syscall(SYS_ftruncate, fd, 0);   /* a stale log of a reused pid */
-  __atomic_store_n(&g_lf[LF_LOG], fd, __ATOMIC_RELEASE);
+  /* the parent's window maps the parent's file: never write into it */
+  win_unmap();
+  g_off = g_fsize = 0; g_winflight = 0; g_grow = 0; t_growing = 0;
+  __atomic_store_n(&g_lf[LF_LOG], -1, __ATOMIC_RELEASE);
   __atomic_store_n(&g_lf[LF_DIR], -1, __ATOMIC_RELEASE);
   __atomic_store_n(&g_lf[LF_MAPS], -1, __ATOMIC_RELEASE);
-  for (int i = 0; i < LF_N; i++) if (old[i] >= 0 && old[i] != fd) syscall(SYS_close, old[i]);
-  __atomic_store_n(&g_lf[LF_DIR], open_proc_high(LF_DIR, "/proc/self/fd", O_DIRECTORY), __ATOMIC_RELEASE);
-  __atomic_store_n(&g_lf[LF_MAPS], open_proc_high(LF_MAPS, "/proc/self/maps", 0), __ATOMIC_RELEASE);
+  for (int i = 0; i < LF_N; i++) if (old[i] >= 0) syscall(SYS_close, old[i]);
+  int existed, fd_mode = 0;
+  int fd = open_log_file(g_pid, O_RDWR, &existed);   /* a stale log of a reused pid is cut */
+  log_path(g_lpath, sizeof g_lpath, g_pid);
+  if (fd >= 0 && win_map(fd, 0) == 0) {
+    syscall(SYS_close, fd);
+  } else if (fd >= 0) {
+    fd_mode = 1;
+    syscall(SYS_ftruncate, fd, 0);
+    note_identity(LF_LOG, fd);
+    __atomic_store_n(&g_lf[LF_LOG], keep_high(fd), __ATOMIC_RELEASE);
+    __atomic_store_n(&g_lf[LF_DIR], open_proc_high(LF_DIR, "/proc/self/fd", O_DIRECTORY), __ATOMIC_RELEASE);
+    __atomic_store_n(&g_lf[LF_MAPS], open_proc_high(LF_MAPS, "/proc/self/maps", 0), __ATOMIC_RELEASE);
+  }
   write_header(1, -1);
+  if (fd_mode) fds_note();
   int n = __atomic_load_n(&g_nmaps, __ATOMIC_ACQUIRE);
   for (int i = 0; i < n; i++) print_map(&g_maps[i], g_maps[i].perms);
   maps_scan(1);
@@ -1249,6 +1508,7 @@ static void exit_signal(int sig) {
   const char *abbr = sigabbrev_np(sig);
   if (abbr) { ob_s(&b, "SIG"); ob_s(&b, abbr); } else ob_d(&b, sig);
   meta_to(-1, &b);
+  win_finish();
   t_busy--;
 }
 
@@ -1299,31 +1559,40 @@ static void lib_init(void) {
   g_nofile = nofile_now();
   g_may_open = 1;
   int existed;
-  int fd = open_log_fd(&existed);
+  int fd = open_log_file(g_pid, O_RDWR, &existed);
   if (fd < 0) goto disabled;
   /* A file for our pid ending in `# exec`: we are the image after an execve
    * and continue it.  Any other content is a stale log of a reused pid. */
   int after_exec = 0;
-  struct stat st;
-  if (existed && syscall(SYS_fstat, fd, &st) == 0 && st.st_size > 0) {
+  uint64_t end = existed ? content_end(fd) : 0;
+  if (end > 0) {
     char tail[PATH_MAX + 16];
-    long want = st.st_size < (off_t)sizeof tail ? (long)st.st_size : (long)sizeof tail;
-    long n = syscall(SYS_pread64, fd, tail, want, (long)st.st_size - want);
+    long want = end < sizeof tail ? (long)end : (long)sizeof tail;
+    long n = syscall(SYS_pread64, fd, tail, want, (long)end - want);
     if (n > 1 && tail[n - 1] == '\n') {
       long i = n - 2;
       while (i >= 0 && tail[i] != '\n') i--;
       after_exec = n - (i + 1) > 7 && memcmp(tail + i + 1, "# exec ", 7) == 0;
     }
-    if (!after_exec) syscall(SYS_ftruncate, fd, 0);
+    if (!after_exec) end = 0;
   }
-  __atomic_store_n(&g_lf[LF_LOG], fd, __ATOMIC_RELEASE);
-  __atomic_store_n(&g_lf[LF_DIR], open_proc_high(LF_DIR, "/proc/self/fd", O_DIRECTORY), __ATOMIC_RELEASE);
-  __atomic_store_n(&g_lf[LF_MAPS], open_proc_high(LF_MAPS, "/proc/self/maps", 0), __ATOMIC_RELEASE);
+  log_path(g_lpath, sizeof g_lpath, g_pid);
+  int fd_mode = win_map(fd, end) != 0;
+  if (fd_mode) {
+    if (!after_exec) syscall(SYS_ftruncate, fd, 0);
+    note_identity(LF_LOG, fd);
+    __atomic_store_n(&g_lf[LF_LOG], keep_high(fd), __ATOMIC_RELEASE);
+    __atomic_store_n(&g_lf[LF_DIR], open_proc_high(LF_DIR, "/proc/self/fd", O_DIRECTORY), __ATOMIC_RELEASE);
+    __atomic_store_n(&g_lf[LF_MAPS], open_proc_high(LF_MAPS, "/proc/self/maps", 0), __ATOMIC_RELEASE);
+  } else {
+    syscall(SYS_close, fd);   /* the window holds the file: no fd while the program runs */
+  }
   dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&lib_init);
   if (g_depth > 0) { void *pcs[4]; backtrace(pcs, 4); }
   pthread_atfork(0, 0, atfork_child);
   on_exit(on_exit_handler, 0);
   write_header(!after_exec, -1);
+  if (fd_mode) fds_note();
   maps_scan(1);
   fd_snapshot("# fd-snapshot start", -1);
   signals_init();
@@ -2826,8 +3095,9 @@ static void exec_failed(struct rec *r, const char *name, const char *path, int f
   int on = tracing_own();                                           \
   if (!on) return R.realfn(__VA_ARGS__);                          \
   struct rec r; rec_begin(&r, on);                                \
-  t_busy++; exec_note(pathexpr, on); t_busy--;                    \
+  t_busy++; exec_note(pathexpr, on); if (on == 1) win_finish(); t_busy--; \
   int ret = R.realfn(__VA_ARGS__); int e = errno;                 \
+  if (on == 1) win_resume();                                      \
   exec_failed(&r, name, pathexpr, fdv, argv, envv, ret, e);       \
   errno = e; return ret;
 
