@@ -6,25 +6,31 @@
  *
  * Rules this file lives by (ref/prior-art.md section 4):
  *  - hooks never allocate or lock: records are formatted by hand into a stack
- *    buffer and written with ONE raw write() to an O_APPEND fd (< 4096 bytes),
- *    so concurrent threads and processes never tear or merge lines; a record
+ *    buffer and written as ONE unit (< 4096 bytes): one reservation and copy
+ *    into the log window, or one raw write() to an O_APPEND fd in the
+ *    fallback, so concurrent threads never tear or merge lines; a record
  *    that does not fit goes out as numbered `#+` continuation records;
  *  - errno is saved right after the real call and restored before returning;
  *  - the library's own work runs under a __thread guard (initial-exec TLS);
  *  - internal calls use raw syscalls (rsys below): a call to close()/fcntl()/
  *    syscall() from here would bind to our own hooks, since a preloaded
  *    library interposes on itself;
- *  - the library holds fds only at numbers the program cannot be handed: at
- *    or above RLIMIT_NOFILE's soft limit (the limit is raised for the one
- *    F_DUPFD and put back), so open/dup/accept never return them and a loop
- *    over every fd below the limit never meets them (without the right to
- *    raise the limit they go just below min(limit, 65536) instead).  When the program aims
- *    a call at one of those numbers anyway (close, dup2 onto it, fcntl,
- *    fstat ...), the library first moves its fd to another number, then lets
- *    the call through: the program sees exactly what it would see without
- *    capture.  Moves are not program events.  Transient fds (log reopen,
- *    /proc reads) are never opened while other threads run, except the
- *    reopen after a raw close.
+ *  - the library holds no fd while the program runs, at any RLIMIT_NOFILE:
+ *    the log is a MAP_SHARED window of the log file (see "the log window"),
+ *    the fd that mapped it closed at once; exit snapshots find the open
+ *    numbers with ppoll and read their paths by /proc/self/fd/N.  So every
+ *    number is the program's: EMFILE comes where it would, stdio reopens as
+ *    0 1 2, a sweep or a /proc/self/fd listing never meets the library.
+ *    Short-lived fds are opened only where no other thread can see them
+ *    (start, a fork child's adoption, a vfork child's own table), except a
+ *    /proc/self/maps re-read when a stack frame falls in a module loaded
+ *    after start (ROCRTRACE_STACK_DEPTH > 0 only).  If the window cannot be
+ *    mapped, the library falls back to holding fds placed at or above the
+ *    soft limit (the limit raised for the one F_DUPFD and put back), just
+ *    below min(limit, 65536) without the right to raise it, and says which
+ *    in a `# capture-fds` line; a program call aimed at one of those numbers
+ *    (close, dup2 onto it, fcntl, fstat ...) first moves it, so the program
+ *    sees what it would see without capture.  Moves are not program events.
  *
  * Decisions beyond docs/preload-log.md:
  *  - exec: `# exec PATH` is written before the real call (the call does not
