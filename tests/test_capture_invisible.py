@@ -166,3 +166,22 @@ int main(void) {
     assert len([e for e in log.events if e.name == "close" and e.errno == "EBADF"]) == 32000
     assert len(data) > 4 * 256 * 1024
     assert os.path.getsize(f) == len(data)
+
+
+def test_a_program_unmapping_the_log_window_keeps_its_memory(tmp_path):
+    """The program finds the log's mapping in /proc/self/maps, unmaps it and
+    maps its own memory there (MAP_FIXED): the library never copies into it
+    again; the log says where it stopped and ends there, whole."""
+    prefix = str(tmp_path / "p")
+    env = run.preload_env(prefix)
+    p = subprocess.run([str(build("capture_unmapwin")), prefix], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "found 1\nbad bytes 0\n"
+    (f,) = tmp_path.glob("p.*")
+    data = f.read_bytes()
+    assert b"\0" not in data
+    assert data.decode().splitlines()[-1].startswith("# capture-window-lost ")
+    plain = subprocess.run([str(build("capture_unmapwin")), prefix], capture_output=True, text=True,
+                           timeout=60)
+    assert plain.stdout == "found 0\n"

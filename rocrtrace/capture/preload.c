@@ -773,6 +773,9 @@ static __thread int t_growing TLS;
 static char g_lpath[PATH_MAX + 24];
 static uint64_t g_ldev, g_lino;
 static int g_pvw = 1;                /* process_vm_writev usable */
+static uint64_t g_dropped;           /* window bytes whose pages were let go */
+static int g_wabandoned;             /* the program unmapped or mapped over it */
+#define DROP_STEP (4ULL << 20)
 
 static int win_ours(void) {
   struct stat st;
@@ -800,8 +803,25 @@ static int win_map(int fd, uint64_t end) {
 
 static void win_unmap(void) {
   if (g_win) syscall(SYS_munmap, (long)g_win, (long)g_wlen);
-  g_win = 0; g_wlen = 0;
+  g_win = 0; g_wlen = 0; g_dropped = 0; g_wabandoned = 0;
   __atomic_store_n(&g_wclosed, 1, __ATOMIC_SEQ_CST);
+}
+
+static void win_finish(void);
+static int win_write(const char *p, int len);
+/* The program unmaps, or maps over with MAP_FIXED, part of the window (it
+ * has no business there, but a blind munmap of a range happens): never copy
+ * into what may become its memory.  The records that follow are lost and
+ * counted. */
+static void win_abandon_if(uintptr_t lo, uintptr_t len) {
+  uintptr_t w = (uintptr_t)__atomic_load_n(&g_win, __ATOMIC_ACQUIRE);
+  if (!w || lo >= w + g_wlen || lo + len <= w) return;
+  if (__atomic_exchange_n(&g_wabandoned, 1, __ATOMIC_ACQ_REL)) return;
+  if (syscall(SYS_getpid) != __atomic_load_n(&g_pid, __ATOMIC_RELAXED)) return;  /* a vfork child's call */
+  static const char note[] = "# capture-window-lost the program unmapped or mapped over the log's "
+                             "mapping: no record after this line\n";
+  win_write(note, sizeof note - 1);
+  win_finish();   /* the file ends after the note; nothing more is copied */
 }
 
 /* the file must reach `need` bytes: one thread grows it, others wait for it */
@@ -818,6 +838,15 @@ static int win_grow(uint64_t need) {
         if (want > g_wbase + g_wlen) want = g_wbase + g_wlen;
         ok = win_ours() && syscall(SYS_truncate, g_lpath, (long)want) == 0;
         if (ok) __atomic_store_n(&g_fsize, want, __ATOMIC_RELEASE);
+        /* written pages stay in the page cache (and reach the file), but
+         * need not stay mapped: let go of all but the last DROP_STEP, so
+         * the program's resident size does not grow with the log */
+        if (ok && want > g_dropped + 2 * DROP_STEP) {
+          uint64_t upto = (want - DROP_STEP) & ~((uint64_t)g_page - 1);
+          if (upto > g_wbase && syscall(SYS_madvise, (long)(g_win + (g_dropped > g_wbase ? g_dropped - g_wbase : 0)),
+                                        (long)(upto - (g_dropped > g_wbase ? g_dropped : g_wbase)), MADV_DONTNEED) == 0)
+            g_dropped = upto;
+        }
       }
       t_growing = 0;
       __atomic_store_n(&g_grow, 0, __ATOMIC_RELEASE);
@@ -878,9 +907,9 @@ static void win_finish(void) {
   errno = save;
 }
 
-/* an exec failed: go on writing */
+/* an exec failed: go on writing (unless the window was abandoned) */
 static void win_resume(void) {
-  if (g_win) __atomic_store_n(&g_wclosed, 0, __ATOMIC_SEQ_CST);
+  if (g_win && !__atomic_load_n(&g_wabandoned, __ATOMIC_ACQUIRE)) __atomic_store_n(&g_wclosed, 0, __ATOMIC_SEQ_CST);
 }
 
 /* where the content of an existing log ends: before any NUL tail a killed
@@ -2731,6 +2760,7 @@ static const struct rt_flag MAP_NAMES[] = {
 
 static void *do_mmap(mmap_fn fn, void *addr, size_t len, int prot, int flags, int fd, off_t off) {
   if (!(flags & MAP_ANONYMOUS)) guard(fd);
+  if (UNLIKELY(flags & MAP_FIXED)) win_abandon_if((uintptr_t)addr, len);
   int on = tracing();
   if (!on) return fn(addr, len, prot, flags, fd, off);
   t_busy++;
@@ -2762,6 +2792,7 @@ EXPORT void *mmap64(void *a, size_t l, int p, int f, int fd, off_t o) {
 
 EXPORT int munmap(void *addr, size_t len) {
   if (UNLIKELY(!R.munmap)) resolve_all();
+  win_abandon_if((uintptr_t)addr, len);
   int on = tracing();
   if (!on) return R.munmap(addr, len);
   t_busy++;
@@ -2775,6 +2806,8 @@ EXPORT int munmap(void *addr, size_t len) {
 EXPORT void *mremap(void *old, size_t oldsz, size_t newsz, int flags, ...) {
   va_list ap; va_start(ap, flags); void *newaddr = va_arg(ap, void *); va_end(ap);
   if (UNLIKELY(!R.mremap)) resolve_all();
+  win_abandon_if((uintptr_t)old, oldsz);
+  if (flags & MREMAP_FIXED) win_abandon_if((uintptr_t)newaddr, newsz);
   int on = tracing();
   if (!on) return R.mremap(old, oldsz, newsz, flags, newaddr);
   t_busy++;
@@ -3047,6 +3080,14 @@ EXPORT long (syscall)(long n, ...) {
     case SYS_fcntl: return do_fcntl(R.fcntl, (int)a, (int)b, (void *)c);
     case SYS_close_range: return close_range((unsigned)a, (unsigned)b, (int)c);
     case SYS_openat2: return do_openat2(a, (const char *)b, (const struct open_how_k *)c, d);
+    case SYS_munmap: win_abandon_if((uintptr_t)a, (uintptr_t)b); return rsys6(n, a, b, c, d, e, f);
+    case SYS_mmap:
+      if (d & MAP_FIXED) win_abandon_if((uintptr_t)a, (uintptr_t)b);
+      return rsys6(n, a, b, c, d, e, f);
+    case SYS_mremap:
+      win_abandon_if((uintptr_t)a, (uintptr_t)b);
+      if (d & MREMAP_FIXED) win_abandon_if((uintptr_t)e, (uintptr_t)c);
+      return rsys6(n, a, b, c, d, e, f);
     case SYS_clone: case SYS_clone3: return do_clone(n, a, b, c, d, e, f);
     case SYS_prlimit64: case SYS_setrlimit: {
       long r = rsys6(n, a, b, c, d, e, f); int err = errno;
