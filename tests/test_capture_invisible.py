@@ -185,3 +185,34 @@ def test_a_program_unmapping_the_log_window_keeps_its_memory(tmp_path):
     plain = subprocess.run([str(build("capture_unmapwin")), prefix], capture_output=True, text=True,
                            timeout=60)
     assert plain.stdout == "found 0\n"
+
+
+PROG_TERM = r"""
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+static void *run(void *a) { (void)a; for (;;) close(-1); return 0; }
+int main(void) {
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) pthread_create(&t[i], 0, run, 0);
+  usleep(20000);
+  kill(getpid(), SIGTERM);
+  for (;;) pause();
+}
+"""
+
+
+def test_a_fatal_signal_amid_writes_leaves_a_whole_log(tmp_path):
+    """SIGTERM lands on a thread in the middle of writing a record: the
+    handler finishes that copy before its own lines, so the log has no hole
+    and ends with the signal."""
+    prog = cbuild.build(PROG_TERM, "capture_term_amid")
+    for i in range(8):
+        env = run.preload_env(str(tmp_path / f"r{i}"))
+        p = subprocess.run([str(prog)], env=env, timeout=60)
+        assert p.returncode == -signal.SIGTERM
+        (f,) = tmp_path.glob(f"r{i}.*")
+        data = f.read_bytes()
+        assert b"\0" not in data, i
+        log = logread.read(f)
+        assert not log.bad and log.lines[-1] == "# exit signal=SIGTERM"

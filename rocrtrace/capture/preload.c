@@ -770,6 +770,13 @@ static int g_wclosed = 1;            /* exit or exec under way: no more copies *
 static int g_winflight;              /* threads between reserving and copying */
 static int g_grow;                   /* a thread is growing the file */
 static __thread int t_growing TLS;
+static __thread int t_winw TLS;      /* this thread's copies under way (a signal handler's exit) */
+/* the copy this thread has reserved and not finished: a fatal signal's
+ * handler on the same thread finishes it (same bytes, same place) before
+ * the process dies, so no hole is left before the exit lines */
+static __thread const char *t_pend_p TLS;
+static __thread uint64_t t_pend_off TLS;
+static __thread int t_pend_len TLS;
 static char g_lpath[PATH_MAX + 24];
 static uint64_t g_ldev, g_lino;
 static int g_pvw = 1;                /* process_vm_writev usable */
@@ -875,14 +882,21 @@ static int win_copy(uint64_t off, const char *p, int len) {
 static int win_write(const char *p, int len) {
   if (!g_win) return 1;
   int save = errno, ret = -1;
+  t_winw++;
   __atomic_add_fetch(&g_winflight, 1, __ATOMIC_SEQ_CST);
   if (!__atomic_load_n(&g_wclosed, __ATOMIC_SEQ_CST)) {
     uint64_t off = __atomic_fetch_add(&g_off, (uint64_t)len, __ATOMIC_SEQ_CST);
+    int outer = t_winw == 1;
+    if (outer) { t_pend_p = p; t_pend_off = off; __atomic_signal_fence(__ATOMIC_SEQ_CST); t_pend_len = len; }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     if (off + len <= g_wbase + g_wlen &&
         (off + len <= __atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE) || win_grow(off + len) == 0))
       ret = win_copy(off, p, len);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (outer) t_pend_len = 0;
   }
   __atomic_sub_fetch(&g_winflight, 1, __ATOMIC_SEQ_CST);
+  t_winw--;
   errno = save;
   return ret;
 }
@@ -893,10 +907,13 @@ static int win_write(const char *p, int len) {
 static void win_finish(void) {
   if (!g_win) return;
   int save = errno;
+  if (t_winw > 0 && t_pend_len > 0 && !t_growing &&
+      t_pend_off + t_pend_len <= __atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE))
+    win_copy(t_pend_off, t_pend_p, t_pend_len);   /* the copy this handler interrupted */
   __atomic_store_n(&g_wclosed, 1, __ATOMIC_SEQ_CST);
   long k = 0;
-  while (__atomic_load_n(&g_winflight, __ATOMIC_SEQ_CST) > 0 && k++ < 200000) syscall(SYS_sched_yield);
-  if (__atomic_load_n(&g_winflight, __ATOMIC_SEQ_CST) == 0 && !t_growing) {
+  while (__atomic_load_n(&g_winflight, __ATOMIC_SEQ_CST) > t_winw && k++ < 200000) syscall(SYS_sched_yield);
+  if (__atomic_load_n(&g_winflight, __ATOMIC_SEQ_CST) == t_winw && !t_growing) {
     uint64_t end = __atomic_load_n(&g_off, __ATOMIC_SEQ_CST), have = __atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE);
     if (end > have) end = have;
     if (win_ours() && syscall(SYS_truncate, g_lpath, (long)end) == 0) {
