@@ -60,7 +60,8 @@ def _skipped_note(message: str):
 
 def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult:
     from .coverage import coverage, input_findings
-    from .findings import Programs, assign_fingerprints, number_collisions, symbolize_findings
+    from .findings import (Programs, assign_fingerprints, number_collisions, restore_texts,
+                           symbolize_findings, symbolize_messages)
 
     result = AnalysisResult(fail_on=fail_on)
     limits: list[str] = []
@@ -79,9 +80,13 @@ def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult
         facts.svm_ioctls += rep["facts"][0]
         facts.gpu_calls += rep["facts"][1]
         symbolize_findings(found, rep["maps"], debug_dirs)
+        symbolize_messages(found)
         programs = Programs()
         programs.exe = dict(rep["exe"])
         assign_fingerprints(found, programs)
+        # the core keeps a bounded head of each event's text: what the
+        # findings cite is read back whole from the trace (SPEC 6, 7)
+        restore_texts(found)
         result.inputs.extend(infos)
         result.findings.extend(found)
         if "table" in rep:
