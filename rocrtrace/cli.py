@@ -254,6 +254,11 @@ def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_b
         if fmt == "perfetto":
             opts["events"] = events_sink
         _emit(render(result, fmt, **opts), path)
+    if result.errors:
+        # SPEC 2: the inputs that could not be read, after the others' report
+        for msg in result.errors:
+            click.echo(msg if msg.startswith("rocrtrace:") else f"rocrtrace: {msg}", err=True)
+        return EXIT_USAGE
     return EXIT_FINDINGS if result.failed() else EXIT_CLEAN
 
 
@@ -323,7 +328,8 @@ def _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs, prog
     try:
         return _in_core(engine.analyze, list(traces), input_format=input_format,
                         enabled=enabled, debug_dirs=debug_dirs, fail_on=fail_on,
-                        all_fds=all_fds, jobs=jobs, on_event=sink, progress=bar)
+                        all_fds=all_fds, jobs=jobs, on_event=sink, progress=bar,
+                        keep_going=True)
     finally:
         if bar is not None:
             bar.close()

@@ -181,6 +181,28 @@ def runtime_module(module: str | None) -> bool:
     return bool(_RUNTIME_LIB.match(module.rsplit("/", 1)[-1]))
 
 
+# The ROCm runtime linked statically into the program (as ROCr links
+# libhsakmt): its frames are told by function and source, not by module.
+_RUNTIME_FUNC = re.compile(
+    r"^(?:hsakmt_|hsaKmt|fmm_|svm_api_|hsa_(?:amd_)?|_ZN4rocr|_ZN3amd|rocr::|amd::"
+    r"|_start$|__libc_start)")
+_RUNTIME_SRC = re.compile(
+    r"(?:^|/)(?:libhsakmt|hsakmt|rocr-runtime|hsa-runtime|ROCR-Runtime|ROCT-Thunk-Interface)/"
+    r"|(?:^|/)(?:fmm|libhsakmt|openclose|hsakmtmodel|topology|queues|events|memory|svm|rbtree"
+    r"|globals|perfctr|pmc_table|spm|debug|pc_sampling|time|version)\.c$")
+
+
+def runtime_frame(fr) -> bool:
+    """Whether a frame is runtime code: by its module, or, for a runtime
+    linked into the program, by its function or source file."""
+    if runtime_module(fr.module):
+        return True
+    name = fr.function or fr.symbol
+    if name and _RUNTIME_FUNC.match(name):
+        return True
+    return bool(fr.source and _RUNTIME_SRC.search(fr.source))
+
+
 def source_root(root: str | None = None) -> str:
     return os.path.abspath(root or os.getcwd())
 
@@ -197,12 +219,12 @@ def location_frame(stack, root: str | None = None):
     """
     root = source_root(root)
     for fr in stack:
-        if fr.source and fr.source_line and not runtime_module(fr.module):
+        if fr.source and fr.source_line and not runtime_frame(fr):
             rel = _under(fr.source, root)
             if rel is not None:
                 return fr, rel
     for fr in stack:
-        if not runtime_module(fr.module):
+        if not runtime_frame(fr):
             return fr, (fr.source if fr.source and fr.source_line else None)
     return None
 
