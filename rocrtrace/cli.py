@@ -257,7 +257,7 @@ def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_b
     if result.errors:
         # SPEC 2: the inputs that could not be read, after the others' report
         for msg in result.errors:
-            click.echo(msg if msg.startswith("rocrtrace:") else f"rocrtrace: {msg}", err=True)
+            _say(msg if msg.startswith("rocrtrace:") else f"rocrtrace: {msg}")
         return EXIT_USAGE
     return EXIT_FINDINGS if result.failed() else EXIT_CLEAN
 

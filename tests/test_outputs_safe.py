@@ -263,3 +263,13 @@ def test_an_open_descriptor_path_is_written_through_the_descriptor(tmp_path, tra
     assert json.loads(target.read_text())["findings"]
     r = run("analyze", trace, "--format", "json:/dev/fd/77")
     assert r.returncode == 2 and "Bad file descriptor" in one_line(r.stderr)
+
+
+def test_a_failing_input_among_others_is_named_escaped(tmp_path, trace):
+    bad = tmp_path / "evil\x1b]52;c;eA==\x07\u202e.log"
+    bad.write_text("not a trace at all\n")
+    r = run("analyze", trace, bad)
+    assert r.returncode == 2
+    err = r.stderr.decode()
+    assert "\x1b" not in err and "\x07" not in err and "\u202e" not in err
+    assert "\\x1b" in err
