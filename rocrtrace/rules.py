@@ -23,11 +23,18 @@ _RULES = [
          "why when it can be told: shared-page (the claims meet only on boundary pages), "
          "enclosing-range (the victim starts left of the revoke and covers it), grown-extent "
          "(the revoke reaches past the claim it releases), cross-thread-order (the victim was "
-         "granted on another thread after the revoke began, or their windows overlap)."),
+         "granted on another thread after the revoke began, or their windows overlap)."
+         " Liveness must be proven: an error only when the victim was registered before the call "
+         "began and the trace shows its release (unlock, its own revoke, munmap) beginning after "
+         "the call landed; a warning naming cross-thread-order when that depends on the order of "
+         "overlapping windows; a note when its release may have begun first (a runtime that "
+         "computes a revoke under its lock and issues it later, or one that deregisters without "
+         "an ioctl, which the coverage section names)."),
     Rule("svm-coherency-downgrade", "error",
          "a SET_ATTR clears COHERENT/EXT_COHERENT where a live claim set it",
          "Fine-grained pages of a live claim were made coarse-grained by another call's "
-         "CLR_FLAGS: the GPU reads stale data and nothing faults."),
+         "CLR_FLAGS: the GPU reads stale data and nothing faults. Severity follows the "
+         "victim's proven liveness as for svm-over-revoke."),
     Rule("svm-stale-no-access", "warning",
          "a registration relying on default access covers pages left NO_ACCESS",
          "A registration that grants no GPU itself covers pages an earlier revoke left "
