@@ -6,25 +6,31 @@
  *
  * Rules this file lives by (ref/prior-art.md section 4):
  *  - hooks never allocate or lock: records are formatted by hand into a stack
- *    buffer and written with ONE raw write() to an O_APPEND fd (< 4096 bytes),
- *    so concurrent threads and processes never tear or merge lines; a record
+ *    buffer and written as ONE unit (< 4096 bytes): one reservation and copy
+ *    into the log window, or one raw write() to an O_APPEND fd in the
+ *    fallback, so concurrent threads never tear or merge lines; a record
  *    that does not fit goes out as numbered `#+` continuation records;
  *  - errno is saved right after the real call and restored before returning;
  *  - the library's own work runs under a __thread guard (initial-exec TLS);
  *  - internal calls use raw syscalls (rsys below): a call to close()/fcntl()/
  *    syscall() from here would bind to our own hooks, since a preloaded
  *    library interposes on itself;
- *  - the library holds fds only at numbers the program cannot be handed: at
- *    or above RLIMIT_NOFILE's soft limit (the limit is raised for the one
- *    F_DUPFD and put back), so open/dup/accept never return them and a loop
- *    over every fd below the limit never meets them (without the right to
- *    raise the limit they go just below min(limit, 65536) instead).  When the program aims
- *    a call at one of those numbers anyway (close, dup2 onto it, fcntl,
- *    fstat ...), the library first moves its fd to another number, then lets
- *    the call through: the program sees exactly what it would see without
- *    capture.  Moves are not program events.  Transient fds (log reopen,
- *    /proc reads) are never opened while other threads run, except the
- *    reopen after a raw close.
+ *  - the library holds no fd while the program runs, at any RLIMIT_NOFILE:
+ *    the log is a MAP_SHARED window of the log file (see "the log window"),
+ *    the fd that mapped it closed at once; exit snapshots find the open
+ *    numbers with ppoll and read their paths by /proc/self/fd/N.  So every
+ *    number is the program's: EMFILE comes where it would, stdio reopens as
+ *    0 1 2, a sweep or a /proc/self/fd listing never meets the library.
+ *    Short-lived fds are opened only where no other thread can see them
+ *    (start, a fork child's adoption, a vfork child's own table), except a
+ *    /proc/self/maps re-read when a stack frame falls in a module loaded
+ *    after start (ROCRTRACE_STACK_DEPTH > 0 only).  If the window cannot be
+ *    mapped, the library falls back to holding fds placed at or above the
+ *    soft limit (the limit raised for the one F_DUPFD and put back), just
+ *    below min(limit, 65536) without the right to raise it, and says which
+ *    in a `# capture-fds` line; a program call aimed at one of those numbers
+ *    (close, dup2 onto it, fcntl, fstat ...) first moves it, so the program
+ *    sees what it would see without capture.  Moves are not program events.
  *
  * Decisions beyond docs/preload-log.md:
  *  - exec: `# exec PATH` is written before the real call (the call does not
@@ -70,6 +76,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -134,6 +141,11 @@ static long rsys6(long n, long a, long b, long c, long d, long e, long f) {
 static __thread int t_busy TLS;      /* inside the library's own work */
 static __thread int t_tid TLS;       /* cached gettid(); reset in the fork child */
 static __thread int t_fdwork TLS;    /* this thread is using a library fd */
+/* an fd's path for its decoration: whole (readlink of /proc/self/fd/N gives
+ * at most PATH_MAX - 1 bytes), never cut.  Per thread, not on the stack (a
+ * hook may run on a small signal stack); only used under t_busy, so a
+ * signal handler's hook on the same thread (untraced) never overwrites it. */
+static __thread char t_path[PATH_MAX + 1] TLS;
 
 static int g_state;                  /* 0 untouched, 1 initialising, 2 on, 3 off */
 /* the library's own fds: the log, /proc/self/fd (snapshots), /proc/self/maps */
@@ -393,7 +405,9 @@ static int fd_path(long fd, char *buf, int size) {
     }
   }
   int n = fd_readlink(fd, buf, size);
-  if (n >= 0 && n < (int)sizeof c->path && !(s1 & 1) &&
+  /* anon_inode files (eventfd, timerfd, signalfd, epoll, inotify, sync_file
+   * ...) all share one inode: their names are never cached */
+  if (n >= 0 && n < (int)sizeof c->path && !(s1 & 1) && !(n >= 11 && memcmp(buf, "anon_inode:", 11) == 0) &&
       __atomic_compare_exchange_n(&c->seq, &s1, s1 + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
     c->dev = (uint64_t)st.st_dev; c->ino = (uint64_t)st.st_ino; c->len = n;
     memcpy(c->path, buf, n);
@@ -412,8 +426,8 @@ static void ob_fdpath(struct ob *b, long fd, const char *path, int plen) {
   if (deleted) ob_s(b, "(deleted)");
 }
 static void ob_fd(struct ob *b, long fd) {
-  char path[512]; int n = -1;
-  if (fd >= 0 && fd <= INT_MAX) n = fd_path(fd, path, sizeof path);
+  char *path = t_path; int n = -1;
+  if (fd >= 0 && fd <= INT_MAX) n = fd_path(fd, path, sizeof t_path);
   ob_fdpath(b, fd, path, n);
 }
 
@@ -444,13 +458,15 @@ struct rec {
 
 static void rec_spill(struct ob *b);
 static int child_logfd(void);
+static int child_open(int *transient);
+static void child_done(int fd, int transient);
 
 static int frame_reserve(void) { return g_depth > 0 ? (g_depth > 12 ? 12 : g_depth) * 160 : 0; }
 
 static void rec_begin(struct rec *r, int mode) {
   r->mode = mode; r->piece = 0;
   r->tid = mode == 2 ? (int)syscall(SYS_gettid) : tid();  /* a vfork child shares our TLS */
-  if (mode == 2) child_logfd();   /* a new file's start snapshot comes before the call */
+  if (mode == 2) { int tr, fd = child_open(&tr); child_done(fd, tr); }   /* a new file's start snapshot comes before the call */
   r->b.p = r->buf + PREFIX_ROOM;
   r->b.n = 0; r->b.cut = 0;
   r->b.cap = REC_SIZE - PREFIX_ROOM - 2;  /* + newline + prefix < 4096 */
@@ -725,7 +741,224 @@ static void log_reopen(int stale) {
     syscall(SYS_close, fd);  /* another thread won */
 }
 
+/* ---- the log window: the log written with no fd held
+ *
+ * The log file is mapped MAP_SHARED once (at start, or in a fork child),
+ * and the fd that mapped it is closed at once: while the program runs the
+ * library holds no fd at all, at any RLIMIT_NOFILE, so every number is the
+ * program's (EMFILE comes where it would, a loop over every number or a
+ * /proc/self/fd listing never meets the library).  A record reserves its
+ * bytes with one atomic add on the file offset and is copied into the
+ * mapping (process_vm_writev, so that a full disk or a log truncated from
+ * outside costs the record, never a SIGBUS in the program); records never
+ * tear or interleave, as with one O_APPEND write each.  The file grows by
+ * truncate(2) on its path in GROW_CHUNK steps (one thread at a time, after
+ * checking the name is still our file: same device and inode, no symlink),
+ * and at exit and before an exec it is cut to the bytes written, once no
+ * thread is inside a write.  A process killed outright (SIGKILL) leaves up
+ * to GROW_CHUNK NUL bytes at the end; `rocrtrace capture` removes them and
+ * the reader ignores them.  If the window cannot be mapped (a file system
+ * without shared mappings, a tight RLIMIT_AS), the library falls back to a
+ * log fd placed as the section "library fds" says and says so in the log
+ * (`# capture-fds ...`). */
+#define GROW_CHUNK (256 * 1024)
+static char *g_win;                  /* the mapping; 0: no window (fd mode) */
+static uint64_t g_wbase, g_wlen;     /* file offset of its first byte, its length */
+static uint64_t g_off;               /* next free file offset */
+static uint64_t g_fsize;             /* the file's length as we set it */
+static int g_wclosed = 1;            /* exit or exec under way: no more copies */
+static int g_winflight;              /* threads between reserving and copying */
+static int g_grow;                   /* a thread is growing the file */
+static __thread int t_growing TLS;
+static __thread int t_winw TLS;      /* this thread's copies under way (a signal handler's exit) */
+/* the copy this thread has reserved and not finished: a fatal signal's
+ * handler on the same thread finishes it (same bytes, same place) before
+ * the process dies, so no hole is left before the exit lines */
+static __thread const char *t_pend_p TLS;
+static __thread uint64_t t_pend_off TLS;
+static __thread int t_pend_len TLS;
+static char g_lpath[PATH_MAX + 24];
+static uint64_t g_ldev, g_lino;
+static int g_pvw = 1;                /* process_vm_writev usable */
+static uint64_t g_dropped;           /* window bytes whose pages were let go */
+static int g_wabandoned;             /* the program unmapped or mapped over it */
+#define DROP_STEP (4ULL << 20)
+
+static int win_ours(void) {
+  struct stat st;
+  return syscall(SYS_newfstatat, AT_FDCWD, g_lpath, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISREG(st.st_mode) && (uint64_t)st.st_dev == g_ldev && (uint64_t)st.st_ino == g_lino;
+}
+
+/* map the log `fd` (its content ends at `end`) and start writing at `end` */
+static int win_map(int fd, uint64_t end) {
+  static const uint64_t sizes[] = {16ULL << 30, 1ULL << 30, 64ULL << 20};
+  struct stat st;
+  if (syscall(SYS_fstat, fd, &st) != 0) return -1;
+  if (syscall(SYS_ftruncate, fd, (long)end) != 0) return -1;
+  uint64_t base = end & ~((uint64_t)g_page - 1);
+  for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    long p = syscall(SYS_mmap, 0, (long)sizes[i], PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, (long)base);
+    if (p == -1) continue;
+    g_win = (char *)p; g_wbase = base; g_wlen = sizes[i];
+    g_off = end; g_fsize = end; g_ldev = st.st_dev; g_lino = st.st_ino;
+    __atomic_store_n(&g_wclosed, 0, __ATOMIC_SEQ_CST);
+    return 0;
+  }
+  return -1;
+}
+
+static void win_unmap(void) {
+  if (g_win) syscall(SYS_munmap, (long)g_win, (long)g_wlen);
+  g_win = 0; g_wlen = 0; g_dropped = 0; g_wabandoned = 0;
+  __atomic_store_n(&g_wclosed, 1, __ATOMIC_SEQ_CST);
+}
+
+static void win_finish(void);
+static int win_write(const char *p, int len);
+/* The program unmaps, or maps over with MAP_FIXED, part of the window (it
+ * has no business there, but a blind munmap of a range happens): never copy
+ * into what may become its memory.  The records that follow are lost and
+ * counted. */
+static void win_abandon_if(uintptr_t lo, uintptr_t len) {
+  uintptr_t w = (uintptr_t)__atomic_load_n(&g_win, __ATOMIC_ACQUIRE);
+  if (!w || lo >= w + g_wlen || lo + len <= w) return;
+  if (__atomic_exchange_n(&g_wabandoned, 1, __ATOMIC_ACQ_REL)) return;
+  if (syscall(SYS_getpid) != __atomic_load_n(&g_pid, __ATOMIC_RELAXED)) return;  /* a vfork child's call */
+  static const char note[] = "# capture-window-lost the program unmapped or mapped over the log's "
+                             "mapping: no record after this line\n";
+  win_write(note, sizeof note - 1);
+  win_finish();   /* the file ends after the note; nothing more is copied */
+}
+
+/* the file must reach `need` bytes: one thread grows it, others wait for it */
+static int win_grow(uint64_t need) {
+  for (long k = 0; k < 2000000; k++) {
+    if (__atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE) >= need) return 0;
+    if (t_growing) return -1;   /* a signal handler on the growing thread */
+    if (!__atomic_exchange_n(&g_grow, 1, __ATOMIC_ACQUIRE)) {
+      t_growing = 1;
+      int ok = 1;
+      uint64_t have = __atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE);
+      if (have < need) {
+        uint64_t want = (need + GROW_CHUNK - 1) / GROW_CHUNK * GROW_CHUNK;
+        if (want > g_wbase + g_wlen) want = g_wbase + g_wlen;
+        ok = win_ours() && syscall(SYS_truncate, g_lpath, (long)want) == 0;
+        if (ok) __atomic_store_n(&g_fsize, want, __ATOMIC_RELEASE);
+        /* written pages stay in the page cache (and reach the file), but
+         * need not stay mapped: let go of all but the last DROP_STEP, so
+         * the program's resident size does not grow with the log */
+        if (ok && want > g_dropped + 2 * DROP_STEP) {
+          uint64_t upto = (want - DROP_STEP) & ~((uint64_t)g_page - 1);
+          if (upto > g_wbase && syscall(SYS_madvise, (long)(g_win + (g_dropped > g_wbase ? g_dropped - g_wbase : 0)),
+                                        (long)(upto - (g_dropped > g_wbase ? g_dropped : g_wbase)), MADV_DONTNEED) == 0)
+            g_dropped = upto;
+        }
+      }
+      t_growing = 0;
+      __atomic_store_n(&g_grow, 0, __ATOMIC_RELEASE);
+      if (!ok) return -1;
+    } else {
+      syscall(SYS_sched_yield);
+    }
+  }
+  return -1;
+}
+
+static int win_copy(uint64_t off, const char *p, int len) {
+  char *dst = g_win + (off - g_wbase);
+  if (__atomic_load_n(&g_pvw, __ATOMIC_RELAXED)) {
+    struct iovec l = {(void *)p, (size_t)len}, r = {dst, (size_t)len};
+    long n = syscall(SYS_process_vm_writev, g_pid, &l, 1, &r, 1, 0);
+    if (n == len) return 0;
+    if (!(n < 0 && (errno == ENOSYS || errno == EPERM))) return -1;
+    __atomic_store_n(&g_pvw, 0, __ATOMIC_RELAXED);
+  }
+  memcpy(dst, p, len);
+  return 0;
+}
+
+/* 0 written, -1 lost; 1: no window (write through the fd) */
+static int win_write(const char *p, int len) {
+  if (!g_win) return 1;
+  int save = errno, ret = -1;
+  t_winw++;
+  __atomic_add_fetch(&g_winflight, 1, __ATOMIC_SEQ_CST);
+  if (!__atomic_load_n(&g_wclosed, __ATOMIC_SEQ_CST)) {
+    uint64_t off = __atomic_fetch_add(&g_off, (uint64_t)len, __ATOMIC_SEQ_CST);
+    int outer = t_winw == 1;
+    if (outer) { t_pend_p = p; t_pend_off = off; __atomic_signal_fence(__ATOMIC_SEQ_CST); t_pend_len = len; }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (off + len <= g_wbase + g_wlen &&
+        (off + len <= __atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE) || win_grow(off + len) == 0))
+      ret = win_copy(off, p, len);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (outer) t_pend_len = 0;
+  }
+  __atomic_sub_fetch(&g_winflight, 1, __ATOMIC_SEQ_CST);
+  t_winw--;
+  errno = save;
+  return ret;
+}
+
+/* exit or exec: no more copies; once no thread is inside one, the file is
+ * cut to what was written (a thread that never leaves, or a signal handler
+ * on a writing thread, leaves the NUL tail instead) */
+static void win_finish(void) {
+  if (!g_win) return;
+  int save = errno;
+  if (t_winw > 0 && t_pend_len > 0 && !t_growing &&
+      t_pend_off + t_pend_len <= __atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE))
+    win_copy(t_pend_off, t_pend_p, t_pend_len);   /* the copy this handler interrupted */
+  __atomic_store_n(&g_wclosed, 1, __ATOMIC_SEQ_CST);
+  long k = 0;
+  while (__atomic_load_n(&g_winflight, __ATOMIC_SEQ_CST) > t_winw && k++ < 200000) syscall(SYS_sched_yield);
+  if (__atomic_load_n(&g_winflight, __ATOMIC_SEQ_CST) == t_winw && !t_growing) {
+    uint64_t end = __atomic_load_n(&g_off, __ATOMIC_SEQ_CST), have = __atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE);
+    if (end > have) end = have;
+    if (win_ours() && syscall(SYS_truncate, g_lpath, (long)end) == 0) {
+      __atomic_store_n(&g_fsize, end, __ATOMIC_RELEASE);
+      __atomic_store_n(&g_off, end, __ATOMIC_SEQ_CST);
+    }
+  }
+  errno = save;
+}
+
+/* an exec failed: go on writing (unless the window was abandoned) */
+static void win_resume(void) {
+  if (g_win && !__atomic_load_n(&g_wabandoned, __ATOMIC_ACQUIRE)) __atomic_store_n(&g_wclosed, 0, __ATOMIC_SEQ_CST);
+}
+
+/* where the content of an existing log ends: before any NUL tail a killed
+ * writer left (read backwards from the end) */
+static uint64_t content_end(int fd) {
+  struct stat st;
+  if (syscall(SYS_fstat, fd, &st) != 0) return 0;
+  uint64_t end = (uint64_t)st.st_size;
+  char buf[4096];
+  while (end > 0) {
+    long want = end < sizeof buf ? (long)end : (long)sizeof buf;
+    long n = syscall(SYS_pread64, fd, buf, want, (long)(end - want));
+    if (n != want) break;
+    long i = n;
+    while (i > 0 && buf[i - 1] == 0) i--;
+    end -= (uint64_t)(n - i);
+    if (i > 0) break;
+  }
+  return end;
+}
+
 static void log_write(const char *p, int len) {
+  /* a copy of us made without atfork handlers (raw clone, _Fork) must not
+   * write into its parent's window before it has its own */
+  if (g_win && UNLIKELY(syscall(SYS_getpid) != __atomic_load_n(&g_pid, __ATOMIC_RELAXED))) {
+    int m = child_mode();
+    if (m == 2) { child_write(p, len); return; }
+    if (m != 1) return;
+  }
+  int w = win_write(p, len);
+  if (w == 0) return;
+  if (w < 0) { __atomic_add_fetch(&g_lost, 1, __ATOMIC_RELAXED); return; }
   for (int tries = 0; tries < 3; tries++) {
     int fd = lf_use(LF_LOG);
     if (fd < 0) { lf_done(); break; }
@@ -837,8 +1070,9 @@ static int build_id(const char *path, uintptr_t base, uintptr_t blen, char *hex,
   return found;
 }
 
+static char g_map_line[4 * PATH_MAX + 256];   /* under g_maps_lock, or in a one-thread child */
 static void print_map(const struct mapent *m, const char *perms) {
-  char buf[1024]; struct ob b = {buf, 0, sizeof buf - 1, sizeof buf, 0};
+  char *buf = g_map_line; struct ob b = {buf, 0, sizeof g_map_line - 1, sizeof g_map_line, 0, 0};
   ob_s(&b, "# map "); ob_hexdigits(&b, m->lo, 1); ob_c(&b, '-'); ob_hexdigits(&b, m->hi, 1);
   ob_c(&b, ' '); ob_s(&b, perms); ob_c(&b, ' '); ob_hexdigits(&b, m->off, 8); ob_c(&b, ' ');
   const char *path = g_pool + m->path;
@@ -868,7 +1102,7 @@ static void maps_scan(int print) {
   int own = 0;
   int fd = lf_use(LF_MAPS);
   if (fd >= 0 && (!lf_is_ours(LF_MAPS, fd) || syscall(SYS_lseek, fd, 0, SEEK_SET) != 0)) fd = -1;
-  if (fd < 0 && g_may_open) {
+  if (fd < 0 && (g_may_open || g_win)) {   /* window mode: a frame in a new module (see docs) */
     fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
     own = 1;
   }
@@ -981,8 +1215,32 @@ static void meta_to(int out, struct ob *b) {
 /* `# fd N PATH` for every open fd but the library's own.  The kept
  * /proc/self/fd fd is re-read from the start; a transient one is opened only
  * when no other thread can see it (a child writing its own file, init). */
+/* whole paths: a `# fd` line is one write of up to 4 escaped bytes per path
+ * byte, built in a static buffer (a snapshot may run on a small signal
+ * stack); a second snapshot at the same moment (a vfork child's exit while
+ * the parent exits) uses a stack line and marks a cut path with `...` */
+static char g_snap_line[4 * PATH_MAX + 64];
+static char g_snap_path[PATH_MAX + 1];
+static int g_snap_busy;
+
+static void snap_line(struct ob *b, long fd, int out, char *path, int psize, int lsize) {
+  int plen = fd_path(fd, path, psize);
+  b->n = 0; b->cut = 0; b->lim = lsize - 1;
+  ob_s(b, "# fd "); ob_d(b, fd); ob_c(b, ' ');
+  b->lim = lsize - 5;
+  if (plen >= 0) ob_esc(b, path, plen, 1);
+  if (b->cut || plen >= psize - 1) { b->cut = 0; b->lim = lsize - 1; ob_s(b, "..."); }
+  b->cut = 0; b->lim = lsize - 1;
+  meta_to(out, b);
+}
+
 static void fd_snapshot(const char *title, int out) {
-  char line[600]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0, 0};
+  char small[600], spath[512];
+  int mine = !__atomic_exchange_n(&g_snap_busy, 1, __ATOMIC_ACQUIRE);
+  char *line = mine ? g_snap_line : small, *path = mine ? g_snap_path : spath;
+  int lsize = mine ? (int)sizeof g_snap_line : (int)sizeof small;
+  int psize = mine ? (int)sizeof g_snap_path : (int)sizeof spath;
+  struct ob b = {line, 0, lsize - 1, lsize, 0, 0};
   ob_s(&b, title); meta_to(out, &b);
   int own = 0;
   int dfd = out < 0 ? lf_use(LF_DIR) : (t_fdwork++, -1);
@@ -990,6 +1248,23 @@ static void fd_snapshot(const char *title, int out) {
   if (dfd < 0 && (out >= 0 || g_may_open)) {
     dfd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     own = 1;
+  }
+  if (dfd < 0 && out < 0) {
+    /* no fd to list /proc/self/fd with (exit, other threads running): ask
+     * the kernel which numbers are open, 256 at a time (ppoll answers
+     * POLLNVAL for a closed one), no fd opened */
+    long limit = nofile_now();
+    if (limit > (1L << 20)) limit = 1L << 20;
+    struct pollfd pf[256];
+    struct timespec zero = {0, 0};
+    for (long base = 0; base < limit;) {
+      int n = limit - base < 256 ? (int)(limit - base) : 256;
+      for (int i = 0; i < n; i++) { pf[i].fd = (int)(base + i); pf[i].events = 0; pf[i].revents = 0; }
+      if (syscall(SYS_ppoll, pf, n, &zero, 0, 8) < 0) break;
+      for (int i = 0; i < n; i++)
+        if (!(pf[i].revents & POLLNVAL) && !is_libfd(base + i)) snap_line(&b, base + i, out, path, psize, lsize);
+      base += n;
+    }
   }
   char dbuf[4096];
   for (;;) {
@@ -1001,16 +1276,12 @@ static void fd_snapshot(const char *title, int out) {
       if (d->name[0] < '0' || d->name[0] > '9') continue;
       long fd = 0; for (const char *c = d->name; *c; c++) fd = fd * 10 + (*c - '0');
       if (fd == dfd || fd == out || is_libfd(fd)) continue;
-      char path[512]; int plen = fd_path(fd, path, sizeof path);
-      b.n = 0; b.cut = 0;
-      ob_s(&b, "# fd "); ob_d(&b, fd); ob_c(&b, ' ');
-      if (plen >= 0) ob_esc(&b, path, plen, 1);
-      b.cut = 0;
-      meta_to(out, &b);
+      snap_line(&b, fd, out, path, psize, lsize);
     }
   }
   if (own && dfd >= 0) syscall(SYS_close, dfd);
   if (out < 0) lf_done(); else t_fdwork--;
+  if (mine) __atomic_store_n(&g_snap_busy, 0, __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -1028,6 +1299,23 @@ static void write_header(int first, int out) {
   ob_s(&b, " page_size="); ob_u(&b, (unsigned long)g_page);
   ob_s(&b, " start="); ob_time(&b, &now);
   b.cut = 0; meta_to(out, &b);
+}
+
+/* fd mode (no log window): where the library's fds are, so the report can
+ * say whether the program could meet them */
+static void fds_note(void) {
+  char line[160]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0, 0};
+  long lim = nofile_now(), lo = LONG_MAX;
+  ob_s(&b, "# capture-fds fds=");
+  for (int i = 0; i < LF_N; i++) {
+    int fd = __atomic_load_n(&g_lf[i], __ATOMIC_ACQUIRE);
+    if (i) ob_c(&b, ',');
+    ob_d(&b, fd);
+    if (fd >= 0 && fd < lo) lo = fd;
+  }
+  ob_s(&b, " limit="); ob_d(&b, lim);
+  ob_s(&b, lo >= lim ? " placement=above-limit" : " placement=below-limit");
+  meta_to(-1, &b);
 }
 
 /* ---- children that share our memory (vfork, posix_spawn, CLONE_VM)
@@ -1053,6 +1341,38 @@ static int dup_at(int fd, int num) {
   if (raised) syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &old, 0);
   return r < 0 ? -1 : num;
 }
+
+/* With the log window (no parent log fd to stand in for ours) the child
+ * opens its file for each record: its fd table is its own and no other
+ * thread uses it, so the short-lived fd is never seen.  Whether it has
+ * started its file is remembered in a slot of our memory keyed by its pid
+ * (the only library state such a child writes; nothing the parent reads
+ * for itself). */
+static int g_vkids[64];
+
+static int child_open_transient(void) {
+  int me = (int)syscall(SYS_getpid);
+  int *slot = &g_vkids[(unsigned)me % 64];
+  int started = __atomic_load_n(slot, __ATOMIC_ACQUIRE) == me;
+  int existed;
+  int fd = open_log_file(me, O_WRONLY, &existed);
+  if (fd < 0) return -1;
+  if (!started) {
+    __atomic_store_n(slot, me, __ATOMIC_RELEASE);
+    if (existed) syscall(SYS_ftruncate, fd, 0);   /* a stale log of a reused pid */
+    write_header(1, fd);
+    fd_snapshot("# fd-snapshot start", fd);
+  }
+  return fd;
+}
+
+/* the child's log fd for a record; *transient: close it after */
+static int child_open(int *transient) {
+  *transient = 0;
+  if (logfd() < 0) { *transient = 1; return child_open_transient(); }
+  return child_logfd();
+}
+static void child_done(int fd, int transient) { if (transient && fd >= 0) syscall(SYS_close, fd); }
 
 static int child_logfd(void) {
   int num = logfd();
@@ -1083,8 +1403,9 @@ static int child_logfd(void) {
 }
 
 static void child_write(const char *p, int len) {
-  int fd = child_logfd();
+  int tr, fd = child_open(&tr);
   if (fd >= 0) syscall(SYS_write, fd, p, len);
+  child_done(fd, tr);
 }
 
 /* the child's program aims a call at one of our numbers: that is its own
@@ -1125,13 +1446,15 @@ static void exit_record(int status) {
   if (mode == 0) { errno = save; return; }
   if (mode == 1 && __atomic_exchange_n(&g_exit_done, 1, __ATOMIC_ACQ_REL)) { errno = save; return; }
   t_busy++;
-  int out = mode == 2 ? child_logfd() : -1;
+  int tr = 0, out = mode == 2 ? child_open(&tr) : -1;
   if (mode == 2 && out < 0) { t_busy--; errno = save; return; }
   fd_snapshot("# fd-snapshot exit", out);
   char line[80]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0, 0};
   unsigned long lost = mode == 1 ? __atomic_load_n(&g_lost, __ATOMIC_RELAXED) : 0;
   if (lost) { ob_s(&b, "# lost "); ob_u(&b, lost); meta_to(out, &b); b.n = 0; }
   ob_s(&b, "# exit status="); ob_d(&b, status & 0xff); meta_to(out, &b);
+  if (mode == 1) win_finish();
+  child_done(out, tr);
   t_busy--; errno = save;
 }
 
@@ -1158,16 +1481,28 @@ static void adopt_child(void) {
   __atomic_store_n(&g_pid, (int)syscall(SYS_getpid), __ATOMIC_RELEASE);
   g_nofile = nofile_now();
   g_lost = 0; g_exit_done = 0;
-  int existed;
-  int fd = open_log_fd(&existed);
-  if (fd >= 0 && existed) syscall(SYS_ftruncate, fd, 0);   /* a stale log of a reused pid */
-  __atomic_store_n(&g_lf[LF_LOG], fd, __ATOMIC_RELEASE);
+  /* the parent's window maps the parent's file: never write into it */
+  win_unmap();
+  g_off = g_fsize = 0; g_winflight = 0; g_grow = 0; t_growing = 0;
+  __atomic_store_n(&g_lf[LF_LOG], -1, __ATOMIC_RELEASE);
   __atomic_store_n(&g_lf[LF_DIR], -1, __ATOMIC_RELEASE);
   __atomic_store_n(&g_lf[LF_MAPS], -1, __ATOMIC_RELEASE);
-  for (int i = 0; i < LF_N; i++) if (old[i] >= 0 && old[i] != fd) syscall(SYS_close, old[i]);
-  __atomic_store_n(&g_lf[LF_DIR], open_proc_high(LF_DIR, "/proc/self/fd", O_DIRECTORY), __ATOMIC_RELEASE);
-  __atomic_store_n(&g_lf[LF_MAPS], open_proc_high(LF_MAPS, "/proc/self/maps", 0), __ATOMIC_RELEASE);
+  for (int i = 0; i < LF_N; i++) if (old[i] >= 0) syscall(SYS_close, old[i]);
+  int existed, fd_mode = 0;
+  int fd = open_log_file(g_pid, O_RDWR, &existed);   /* a stale log of a reused pid is cut */
+  log_path(g_lpath, sizeof g_lpath, g_pid);
+  if (fd >= 0 && win_map(fd, 0) == 0) {
+    syscall(SYS_close, fd);
+  } else if (fd >= 0) {
+    fd_mode = 1;
+    syscall(SYS_ftruncate, fd, 0);
+    note_identity(LF_LOG, fd);
+    __atomic_store_n(&g_lf[LF_LOG], keep_high(fd), __ATOMIC_RELEASE);
+    __atomic_store_n(&g_lf[LF_DIR], open_proc_high(LF_DIR, "/proc/self/fd", O_DIRECTORY), __ATOMIC_RELEASE);
+    __atomic_store_n(&g_lf[LF_MAPS], open_proc_high(LF_MAPS, "/proc/self/maps", 0), __ATOMIC_RELEASE);
+  }
   write_header(1, -1);
+  if (fd_mode) fds_note();
   int n = __atomic_load_n(&g_nmaps, __ATOMIC_ACQUIRE);
   for (int i = 0; i < n; i++) print_map(&g_maps[i], g_maps[i].perms);
   maps_scan(1);
@@ -1225,6 +1560,7 @@ static void exit_signal(int sig) {
   const char *abbr = sigabbrev_np(sig);
   if (abbr) { ob_s(&b, "SIG"); ob_s(&b, abbr); } else ob_d(&b, sig);
   meta_to(-1, &b);
+  win_finish();
   t_busy--;
 }
 
@@ -1275,31 +1611,40 @@ static void lib_init(void) {
   g_nofile = nofile_now();
   g_may_open = 1;
   int existed;
-  int fd = open_log_fd(&existed);
+  int fd = open_log_file(g_pid, O_RDWR, &existed);
   if (fd < 0) goto disabled;
   /* A file for our pid ending in `# exec`: we are the image after an execve
    * and continue it.  Any other content is a stale log of a reused pid. */
   int after_exec = 0;
-  struct stat st;
-  if (existed && syscall(SYS_fstat, fd, &st) == 0 && st.st_size > 0) {
+  uint64_t end = existed ? content_end(fd) : 0;
+  if (end > 0) {
     char tail[PATH_MAX + 16];
-    long want = st.st_size < (off_t)sizeof tail ? (long)st.st_size : (long)sizeof tail;
-    long n = syscall(SYS_pread64, fd, tail, want, (long)st.st_size - want);
+    long want = end < sizeof tail ? (long)end : (long)sizeof tail;
+    long n = syscall(SYS_pread64, fd, tail, want, (long)end - want);
     if (n > 1 && tail[n - 1] == '\n') {
       long i = n - 2;
       while (i >= 0 && tail[i] != '\n') i--;
       after_exec = n - (i + 1) > 7 && memcmp(tail + i + 1, "# exec ", 7) == 0;
     }
-    if (!after_exec) syscall(SYS_ftruncate, fd, 0);
+    if (!after_exec) end = 0;
   }
-  __atomic_store_n(&g_lf[LF_LOG], fd, __ATOMIC_RELEASE);
-  __atomic_store_n(&g_lf[LF_DIR], open_proc_high(LF_DIR, "/proc/self/fd", O_DIRECTORY), __ATOMIC_RELEASE);
-  __atomic_store_n(&g_lf[LF_MAPS], open_proc_high(LF_MAPS, "/proc/self/maps", 0), __ATOMIC_RELEASE);
+  log_path(g_lpath, sizeof g_lpath, g_pid);
+  int fd_mode = win_map(fd, end) != 0;
+  if (fd_mode) {
+    if (!after_exec) syscall(SYS_ftruncate, fd, 0);
+    note_identity(LF_LOG, fd);
+    __atomic_store_n(&g_lf[LF_LOG], keep_high(fd), __ATOMIC_RELEASE);
+    __atomic_store_n(&g_lf[LF_DIR], open_proc_high(LF_DIR, "/proc/self/fd", O_DIRECTORY), __ATOMIC_RELEASE);
+    __atomic_store_n(&g_lf[LF_MAPS], open_proc_high(LF_MAPS, "/proc/self/maps", 0), __ATOMIC_RELEASE);
+  } else {
+    syscall(SYS_close, fd);   /* the window holds the file: no fd while the program runs */
+  }
   dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&lib_init);
   if (g_depth > 0) { void *pcs[4]; backtrace(pcs, 4); }
   pthread_atfork(0, 0, atfork_child);
   on_exit(on_exit_handler, 0);
   write_header(!after_exec, -1);
+  if (fd_mode) fds_note();
   maps_scan(1);
   fd_snapshot("# fd-snapshot start", -1);
   signals_init();
@@ -1385,6 +1730,18 @@ static const char *ioc_lookup(unsigned type, unsigned nr, unsigned size, int acc
     *k = K_HEAP;
   }
   return e->name;
+}
+
+/* the legacy (not _IOC-encoded) requests strace names most often */
+static const char *legacy_ioc(unsigned req) {
+  switch (req) {
+    case 0x5401: return "TCGETS"; case 0x5402: return "TCSETS"; case 0x5403: return "TCSETSW";
+    case 0x5404: return "TCSETSF"; case 0x540b: return "TCFLSH"; case 0x540e: return "TIOCSCTTY";
+    case 0x540f: return "TIOCGPGRP"; case 0x5410: return "TIOCSPGRP"; case 0x5413: return "TIOCGWINSZ";
+    case 0x5414: return "TIOCSWINSZ"; case 0x541b: return "FIONREAD"; case 0x5421: return "FIONBIO";
+    case 0x5450: return "FIONCLEX"; case 0x5451: return "FIOCLEX"; case 0x5452: return "FIOASYNC";
+    default: return 0;
+  }
 }
 
 static void ob_ioc(struct ob *b, unsigned req) {
@@ -1617,11 +1974,12 @@ EXPORT int ioctl(int fd, unsigned long request, ...) {
   struct rec r; rec_begin(&r, on);
   struct ob *b = &r.b;
   unsigned req = (unsigned)request;
-  char path[512]; int plen = fd_path(fd, path, sizeof path);
+  char *path = t_path; int plen = fd_path(fd, path, sizeof t_path);
   int accel = plen >= 11 && memcmp(path, "/dev/accel/", 11) == 0;
   enum kind k;
   const char *name = ioc_lookup((req >> 8) & 0xff, req & 0xff, (req >> 16) & 0x3fff, accel, &k);
   ob_s(b, "ioctl("); ob_fdpath(b, fd, path, plen); ob_s(b, ", ");
+  if (!name) name = legacy_ioc(req);
   if (name) ob_s(b, name); else ob_ioc(b, req);
   ob_s(b, ", ");
   union ioc_copy in;
@@ -1849,88 +2207,204 @@ EXPORT void closefrom(int low) {
  *
  * read, write, ... are logged only when they return EBADF (a use after
  * close, as strace shows it); the hot success path costs a compare.  The
- * record is stamped at return with the duration unknown (<0.000000>). */
-static void badfd_log(const char *name, int fd, const char *rest_fmt, long a, long b2, long c, int str, const void *buf, size_t len) {
+ * record is stamped at return with the duration unknown (<0.000000>).
+ * Arguments are printed as strace prints them for a failed call: read
+ * buffers as pointers, written data as strings (-s 32), iovec arrays and
+ * sendmsg's msghdr decoded, fstat as the newfstatat(fd, "", ...,
+ * AT_EMPTY_PATH) glibc >= 2.33 issues for it.  Every libc name a program
+ * can link to is hooked (read/__read/__read_chk, pread/pread64/__pread64/
+ * __pread_chk/__pread64_chk, fstat/fstat64/__fxstat/__fxstat64, fstatat/
+ * fstatat64/__fxstatat/__fxstatat64, statx, lseek/lseek64/__lseek ...). */
+
+#define STR_MAX 32     /* strace's default -s: string bytes and array elements */
+
+static int badfd_begin(struct rec *r, const char *name, long fd) {
   int on = tracing_own();
-  if (!on) return;
+  if (!on) return 0;
   t_busy++;
-  struct rec r; rec_begin(&r, on);
-  struct ob *b = &r.b;
-  ob_s(b, name); ob_c(b, '('); ob_d(b, fd);
-  for (const char *f = rest_fmt; *f; f++) {
-    long v = f - rest_fmt == 0 ? a : f - rest_fmt == 1 ? b2 : c;
-    ob_s(b, ", ");
-    switch (*f) {
-      case 'p': ob_ptr(b, (const void *)v); break;
-      case 'u': ob_u(b, (unsigned long)v); break;
-      case 'd': ob_d(b, v); break;
-      case 'x': ob_x(b, (unsigned long)v); break;
-      case 'w': ob_s(b, v == SEEK_SET ? "SEEK_SET" : v == SEEK_CUR ? "SEEK_CUR" : v == SEEK_END ? "SEEK_END" : "?"); break;
-      case 's': {   /* write's buffer, as strace -s 32 prints it */
-        char t[32]; size_t m = len < sizeof t ? len : sizeof t;
-        if (str && buf && safe_copy(t, buf, m) == 0) {
-          ob_c(b, '"'); ob_esc(b, t, (int)m, 0); ob_c(b, '"'); if (m < len) ob_s(b, "...");
-        } else ob_ptr(b, buf);
-        break;
-      }
-    }
-  }
-  rec_res_int(&r, -1, EBADF, 0);
-  rec_emit(&r);
+  rec_begin(r, on);
+  ob_s(&r->b, name); ob_c(&r->b, '('); ob_fd(&r->b, fd);
+  return 1;
+}
+static void badfd_end(struct rec *r) {
+  rec_res_int(r, -1, EBADF, 0);
+  rec_emit(r);
   t_busy--;
   errno = EBADF;
 }
 
-#define BADFD(call, ...) do { if (UNLIKELY(ret < 0) && errno == EBADF) badfd_log(call, fd, __VA_ARGS__); } while (0)
+/* data the program passed, as strace prints it: "..." after STR_MAX bytes */
+static void ob_data(struct ob *b, const void *p, size_t len) {
+  char t[STR_MAX]; size_t m = len < sizeof t ? len : sizeof t;
+  if (!p || (m && safe_copy(t, p, m))) { ob_ptr(b, p); return; }
+  ob_c(b, '"'); ob_esc(b, t, (int)m, 0); ob_c(b, '"');
+  if (m < len) ob_s(b, "...");
+}
 
-EXPORT ssize_t read(int fd, void *buf, size_t n) {
-  if (UNLIKELY(!R.read)) resolve_all();
+/* an iovec array: [{iov_base="..", iov_len=N}, ...]; bases as data when
+ * `data` (writev, sendmsg), else as pointers (readv, recvmsg) */
+static void ob_iov(struct ob *b, const struct iovec *iov, long cnt, int data) {
+  if (!iov || cnt < 0 || cnt > 1024) { ob_ptr(b, iov); return; }
+  ob_c(b, '[');
+  for (long i = 0; i < cnt; i++) {
+    if (i) ob_s(b, ", ");
+    if (i >= STR_MAX) { ob_s(b, "..."); break; }
+    struct iovec v;
+    if (safe_copy(&v, iov + i, sizeof v)) { if (i == 0) { b->n--; ob_ptr(b, iov); return; } ob_s(b, "..."); break; }
+    ob_s(b, "{iov_base=");
+    if (data) ob_data(b, v.iov_base, v.iov_len); else ob_ptr(b, v.iov_base);
+    ob_s(b, ", iov_len="); ob_u(b, v.iov_len); ob_c(b, '}');
+  }
+  ob_c(b, ']');
+}
+
+/* flags in strace's table order, each matched against what is left */
+static void ob_flagset(struct ob *b, unsigned long long v, const struct rt_flag *t) {
+  if (!v) { ob_c(b, '0'); return; }
+  unsigned long long rest = v; int first = 1;
+  for (; t->name; t++) {
+    if (t->bit && (rest & t->bit) == t->bit) {
+      if (!first) ob_c(b, '|');
+      ob_s(b, t->name); rest &= ~t->bit; first = 0;
+    }
+  }
+  if (rest) { if (!first) ob_c(b, '|'); ob_x(b, rest); }
+}
+
+static const struct rt_flag MSG_NAMES[] = {
+  {0x1, "MSG_OOB"}, {0x2, "MSG_PEEK"}, {0x4, "MSG_DONTROUTE"}, {0x8, "MSG_CTRUNC"},
+  {0x10, "MSG_PROXY"}, {0x20, "MSG_TRUNC"}, {0x40, "MSG_DONTWAIT"}, {0x80, "MSG_EOR"},
+  {0x100, "MSG_WAITALL"}, {0x200, "MSG_FIN"}, {0x400, "MSG_SYN"}, {0x800, "MSG_CONFIRM"},
+  {0x1000, "MSG_RST"}, {0x2000, "MSG_ERRQUEUE"}, {0x4000, "MSG_NOSIGNAL"}, {0x8000, "MSG_MORE"},
+  {0x10000, "MSG_WAITFORONE"}, {0x40000, "MSG_BATCH"}, {0x4000000, "MSG_ZEROCOPY"},
+  {0x20000000, "MSG_FASTOPEN"}, {0x40000000, "MSG_CMSG_CLOEXEC"}, {0, 0}};
+
+static void ob_msghdr(struct ob *b, const struct msghdr *mp, int send) {
+  struct msghdr m;
+  if (!mp || safe_copy(&m, mp, sizeof m)) { ob_ptr(b, mp); return; }
+  if (!send) { ob_s(b, "{msg_namelen="); ob_u(b, m.msg_namelen); ob_c(b, '}'); return; }
+  ob_s(b, "{msg_name="); ob_ptr(b, m.msg_name);
+  ob_s(b, ", msg_namelen="); ob_u(b, m.msg_namelen);
+  ob_s(b, ", msg_iov="); ob_iov(b, m.msg_iov, (long)m.msg_iovlen, 1);
+  ob_s(b, ", msg_iovlen="); ob_u(b, m.msg_iovlen);
+  if (m.msg_control && m.msg_controllen) { ob_s(b, ", msg_control="); ob_ptr(b, m.msg_control); }
+  ob_s(b, ", msg_controllen="); ob_u(b, m.msg_controllen);
+  ob_s(b, ", msg_flags="); ob_flagset(b, (unsigned)m.msg_flags, MSG_NAMES); ob_c(b, '}');
+}
+
+static void ob_whence(struct ob *b, int w) {
+  static const char *const names[5] = {"SEEK_SET", "SEEK_CUR", "SEEK_END", "SEEK_DATA", "SEEK_HOLE"};
+  if (w >= 0 && w < 5) { ob_s(b, names[w]); return; }
+  ob_x(b, (unsigned)w); ob_s(b, " /* SEEK_??? */");
+}
+
+static const struct rt_flag AT_NAMES[] = {
+  {0x100, "AT_SYMLINK_NOFOLLOW"}, {0x200, "AT_REMOVEDIR"}, {0x400, "AT_SYMLINK_FOLLOW"},
+  {0x800, "AT_NO_AUTOMOUNT"}, {0x1000, "AT_EMPTY_PATH"}, {0, 0}};
+static const struct rt_flag STATX_NAMES[] = {
+  {0xfff, "STATX_ALL"}, {0x7ff, "STATX_BASIC_STATS"}, {0x1, "STATX_TYPE"}, {0x2, "STATX_MODE"},
+  {0x4, "STATX_NLINK"}, {0x8, "STATX_UID"}, {0x10, "STATX_GID"}, {0x20, "STATX_ATIME"},
+  {0x40, "STATX_MTIME"}, {0x80, "STATX_CTIME"}, {0x100, "STATX_INO"}, {0x200, "STATX_SIZE"},
+  {0x400, "STATX_BLOCKS"}, {0x800, "STATX_BTIME"}, {0x1000, "STATX_MNT_ID"},
+  {0x2000, "STATX_DIOALIGN"}, {0x4000, "STATX_MNT_ID_UNIQUE"}, {0, 0}};
+
+/* read buffers: the pointer */
+#define BADFD(call, fmt_args) do {                                            \
+  if (UNLIKELY(ret < 0) && errno == EBADF) {                                  \
+    struct rec r; if (badfd_begin(&r, call, fd)) { struct ob *b = &r.b; (void)b; fmt_args; badfd_end(&r); } \
+  } } while (0)
+
+static ssize_t do_read(rw_fn fn, int fd, void *buf, size_t n) {
   guard(fd);
-  ssize_t ret = R.read(fd, buf, n);
-  BADFD("read", "pu", (long)buf, (long)n, 0, 0, 0, 0);
+  ssize_t ret = fn(fd, buf, n);
+  BADFD("read", (ob_s(b, ", "), ob_ptr(b, buf), ob_s(b, ", "), ob_u(b, n)));
   return ret;
 }
-EXPORT ssize_t write(int fd, const void *buf, size_t n) {
+EXPORT ssize_t read(int fd, void *buf, size_t n) {
+  if (UNLIKELY(!R.read)) resolve_all();
+  return do_read(R.read, fd, buf, n);
+}
+EXPORT ssize_t __read(int fd, void *buf, size_t n) {
+  if (UNLIKELY(!R.read)) resolve_all();
+  return do_read(R.read, fd, buf, n);
+}
+/* _FORTIFY_SOURCE: the object-size check stays glibc's */
+typedef ssize_t (*readchk_fn)(int, void *, size_t, size_t);
+EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
+  static readchk_fn real;
+  if (!real) real = (readchk_fn)dlsym(RTLD_NEXT, "__read_chk");
+  if (UNLIKELY(!R.read)) resolve_all();
+  if (!real) return do_read(R.read, fd, buf, n);
+  guard(fd);
+  ssize_t ret = real(fd, buf, n, buflen);
+  BADFD("read", (ob_s(b, ", "), ob_ptr(b, buf), ob_s(b, ", "), ob_u(b, n)));
+  return ret;
+}
+static ssize_t do_write(int fd, const void *buf, size_t n) {
   if (UNLIKELY(!R.write)) resolve_all();
   guard(fd);
   ssize_t ret = R.write(fd, (void *)buf, n);
-  BADFD("write", "su", 0, (long)n, 0, 1, buf, n);
+  BADFD("write", (ob_s(b, ", "), ob_data(b, buf, n), ob_s(b, ", "), ob_u(b, n)));
   return ret;
 }
-EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off) {
+EXPORT ssize_t write(int fd, const void *buf, size_t n) { return do_write(fd, buf, n); }
+EXPORT ssize_t __write(int fd, const void *buf, size_t n) { return do_write(fd, buf, n); }
+
+static ssize_t do_pread(int fd, void *buf, size_t n, off_t off) {
   if (UNLIKELY(!R.pread64)) resolve_all();
   guard(fd);
   ssize_t ret = R.pread64(fd, buf, n, off);
-  BADFD("pread64", "pud", (long)buf, (long)n, (long)off, 0, 0, 0);
+  BADFD("pread64", (ob_s(b, ", "), ob_ptr(b, buf), ob_s(b, ", "), ob_u(b, n), ob_s(b, ", "), ob_d(b, off)));
   return ret;
 }
-EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) { return pread64(fd, buf, n, off); }
-EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) {
+EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off) { return do_pread(fd, buf, n, off); }
+EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) { return do_pread(fd, buf, n, off); }
+EXPORT ssize_t __pread64(int fd, void *buf, size_t n, off_t off) { return do_pread(fd, buf, n, off); }
+typedef ssize_t (*preadchk_fn)(int, void *, size_t, off_t, size_t);
+static ssize_t do_pread_chk(void **slot, const char *name, int fd, void *buf, size_t n, off_t off, size_t buflen) {
+  preadchk_fn real = (preadchk_fn)__atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!real) { real = (preadchk_fn)dlsym(RTLD_NEXT, name); __atomic_store_n(slot, (void *)real, __ATOMIC_RELEASE); }
+  if (!real) return do_pread(fd, buf, n, off);
+  guard(fd);
+  ssize_t ret = real(fd, buf, n, off, buflen);
+  BADFD("pread64", (ob_s(b, ", "), ob_ptr(b, buf), ob_s(b, ", "), ob_u(b, n), ob_s(b, ", "), ob_d(b, off)));
+  return ret;
+}
+EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen) {
+  static void *slot; return do_pread_chk(&slot, "__pread_chk", fd, buf, n, off, buflen);
+}
+EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen) {
+  static void *slot; return do_pread_chk(&slot, "__pread64_chk", fd, buf, n, off, buflen);
+}
+static ssize_t do_pwrite(int fd, const void *buf, size_t n, off_t off) {
   if (UNLIKELY(!R.pwrite64)) resolve_all();
   guard(fd);
   ssize_t ret = R.pwrite64(fd, (void *)buf, n, off);
-  BADFD("pwrite64", "sud", 0, (long)n, (long)off, 1, buf, n);
+  BADFD("pwrite64", (ob_s(b, ", "), ob_data(b, buf, n), ob_s(b, ", "), ob_u(b, n), ob_s(b, ", "), ob_d(b, off)));
   return ret;
 }
-EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) { return pwrite64(fd, buf, n, off); }
+EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) { return do_pwrite(fd, buf, n, off); }
+EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) { return do_pwrite(fd, buf, n, off); }
+EXPORT ssize_t __pwrite64(int fd, const void *buf, size_t n, off_t off) { return do_pwrite(fd, buf, n, off); }
+
 EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) {
   if (UNLIKELY(!R.readv)) resolve_all();
   guard(fd);
   ssize_t ret = R.readv(fd, iov, cnt);
-  BADFD("readv", "pd", (long)iov, (long)cnt, 0, 0, 0, 0);
+  BADFD("readv", (ob_s(b, ", "), ob_iov(b, iov, cnt, 0), ob_s(b, ", "), ob_d(b, cnt)));
   return ret;
 }
 EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) {
   if (UNLIKELY(!R.writev)) resolve_all();
   guard(fd);
   ssize_t ret = R.writev(fd, iov, cnt);
-  BADFD("writev", "pd", (long)iov, (long)cnt, 0, 0, 0, 0);
+  BADFD("writev", (ob_s(b, ", "), ob_iov(b, iov, cnt, 1), ob_s(b, ", "), ob_d(b, cnt)));
   return ret;
 }
 static off_t do_lseek(lseek_fn fn, int fd, off_t off, int whence) {
   guard(fd);
   off_t ret = fn(fd, off, whence);
-  BADFD("lseek", "dw", (long)off, (long)whence, 0, 0, 0, 0);
+  BADFD("lseek", (ob_s(b, ", "), ob_d(b, off), ob_s(b, ", "), ob_whence(b, whence)));
   return ret;
 }
 EXPORT off_t lseek(int fd, off_t off, int whence) {
@@ -1941,10 +2415,29 @@ EXPORT off_t lseek64(int fd, off_t off, int whence) {
   if (UNLIKELY(!R.lseek64)) resolve_all();
   return do_lseek(R.lseek64 ? R.lseek64 : R.lseek, fd, off, whence);
 }
+EXPORT off_t __lseek(int fd, off_t off, int whence) {
+  if (UNLIKELY(!R.lseek)) resolve_all();
+  return do_lseek(R.lseek, fd, off, whence);
+}
+
+/* fstat: glibc >= 2.33 issues newfstatat(fd, "", buf, AT_EMPTY_PATH) for it
+ * (what strace shows); older ones the fstat system call */
+#if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33)
+#define FSTAT_ARGS(st) (ob_s(b, ", \"\", "), ob_ptr(b, st), ob_s(b, ", AT_EMPTY_PATH"))
+#define FSTAT_NAME "newfstatat"
+#define FSTAT_NEG_NO_SYSCALL 1
+#else
+#define FSTAT_ARGS(st) (ob_s(b, ", "), ob_ptr(b, st))
+#define FSTAT_NAME "fstat"
+#define FSTAT_NEG_NO_SYSCALL 0
+#endif
 static int do_fstat(fstat_fn fn, int fd, struct stat *st) {
   guard(fd);
   int ret = fn(fd, st);
-  BADFD("fstat", "p", (long)st, 0, 0, 0, 0, 0);
+  /* glibc >= 2.33 answers a negative fd itself, without a system call
+   * (strace shows nothing): so does the log */
+  if (FSTAT_NEG_NO_SYSCALL && fd < 0) return ret;
+  BADFD(FSTAT_NAME, FSTAT_ARGS(st));
   return ret;
 }
 EXPORT int fstat(int fd, struct stat *st) {
@@ -1955,19 +2448,320 @@ EXPORT int fstat64(int fd, struct stat64 *st) {
   if (UNLIKELY(!R.fstat64)) resolve_all();
   return do_fstat(R.fstat64 ? R.fstat64 : R.fstat, fd, (struct stat *)st);
 }
+/* binaries built against glibc < 2.33 call __fxstat(_STAT_VER, fd, buf),
+ * which issues the fstat system call */
+typedef int (*fxstat_fn)(int, int, void *);
+static int do_fxstat(void **slot, const char *name, int ver, int fd, void *st) {
+  fxstat_fn real = (fxstat_fn)__atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!real) { real = (fxstat_fn)dlsym(RTLD_NEXT, name); __atomic_store_n(slot, (void *)real, __ATOMIC_RELEASE); }
+  if (!real) { errno = ENOSYS; return -1; }
+  guard(fd);
+  int ret = real(ver, fd, st);
+  BADFD("fstat", (ob_s(b, ", "), ob_ptr(b, st)));   /* glibc's compat __fxstat: the fstat system call */
+  return ret;
+}
+EXPORT int __fxstat(int ver, int fd, struct stat *st) { static void *s; return do_fxstat(&s, "__fxstat", ver, fd, st); }
+EXPORT int __fxstat64(int ver, int fd, struct stat64 *st) { static void *s; return do_fxstat(&s, "__fxstat64", ver, fd, st); }
+
+/* fstatat and friends: EBADF means a bad dirfd (or fd with AT_EMPTY_PATH) */
+static void ob_statpath(struct ob *b, const char *path) {
+  char t[260]; int plen = -1;
+  if (path && safe_copy(t, path, 1) == 0) {
+    plen = 0;
+    while (plen < 257 && safe_copy(t + plen, path + plen, 1) == 0 && t[plen]) plen++;
+  }
+  if (plen < 0) { ob_ptr(b, path); return; }
+  ob_c(b, '"'); ob_esc(b, t, plen > 256 ? 256 : plen, 0); ob_c(b, '"'); if (plen > 256) ob_s(b, "...");
+}
+typedef int (*fstatat_fn)(int, const char *, void *, int);
+static int do_fstatat(void **slot, const char *name, int fd, const char *path, void *st, int flags) {
+  fstatat_fn real = (fstatat_fn)__atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!real) { real = (fstatat_fn)dlsym(RTLD_NEXT, name); __atomic_store_n(slot, (void *)real, __ATOMIC_RELEASE); }
+  if (!real) { errno = ENOSYS; return -1; }
+  if (fd != AT_FDCWD) guard(fd);
+  int ret = real(fd, path, st, flags);
+  BADFD("newfstatat", (ob_s(b, ", "), ob_statpath(b, path), ob_s(b, ", "), ob_ptr(b, st), ob_s(b, ", "),
+                       ob_flagset(b, (unsigned)flags, AT_NAMES)));
+  return ret;
+}
+EXPORT int fstatat(int fd, const char *path, struct stat *st, int flags) {
+  static void *s; return do_fstatat(&s, "fstatat", fd, path, st, flags);
+}
+EXPORT int fstatat64(int fd, const char *path, struct stat64 *st, int flags) {
+  static void *s; return do_fstatat(&s, "fstatat64", fd, path, st, flags);
+}
+typedef int (*fxstatat_fn)(int, int, const char *, void *, int);
+static int do_fxstatat(void **slot, const char *name, int ver, int fd, const char *path, void *st, int flags) {
+  fxstatat_fn real = (fxstatat_fn)__atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!real) { real = (fxstatat_fn)dlsym(RTLD_NEXT, name); __atomic_store_n(slot, (void *)real, __ATOMIC_RELEASE); }
+  if (!real) { errno = ENOSYS; return -1; }
+  if (fd != AT_FDCWD) guard(fd);
+  int ret = real(ver, fd, path, st, flags);
+  BADFD("newfstatat", (ob_s(b, ", "), ob_statpath(b, path), ob_s(b, ", "), ob_ptr(b, st), ob_s(b, ", "),
+                       ob_flagset(b, (unsigned)flags, AT_NAMES)));
+  return ret;
+}
+EXPORT int __fxstatat(int ver, int fd, const char *path, struct stat *st, int flags) {
+  static void *s; return do_fxstatat(&s, "__fxstatat", ver, fd, path, st, flags);
+}
+EXPORT int __fxstatat64(int ver, int fd, const char *path, struct stat64 *st, int flags) {
+  static void *s; return do_fxstatat(&s, "__fxstatat64", ver, fd, path, st, flags);
+}
+typedef int (*statx_fn)(int, const char *, int, unsigned, void *);
+EXPORT int statx(int fd, const char *path, int flags, unsigned mask, struct statx *sx) {
+  static void *slot;
+  statx_fn real = (statx_fn)__atomic_load_n(&slot, __ATOMIC_ACQUIRE);
+  if (!real) { real = (statx_fn)dlsym(RTLD_NEXT, "statx"); __atomic_store_n(&slot, (void *)real, __ATOMIC_RELEASE); }
+  if (!real) { errno = ENOSYS; return -1; }
+  if (fd != AT_FDCWD) guard(fd);
+  int ret = real(fd, path, flags, mask, sx);
+  BADFD("statx", (ob_s(b, ", "), ob_statpath(b, path), ob_s(b, ", "),
+                  ob_s(b, (flags & 0x6000) == 0x2000 ? "AT_STATX_FORCE_SYNC" :
+                          (flags & 0x6000) == 0x4000 ? "AT_STATX_DONT_SYNC" : "AT_STATX_SYNC_AS_STAT"),
+                  (flags & ~0x6000) ? (ob_c(b, '|'), ob_flagset(b, (unsigned)flags & ~0x6000u, AT_NAMES)) : (void)0,
+                  ob_s(b, ", "), ob_flagset(b, mask, STATX_NAMES), ob_s(b, ", "), ob_ptr(b, sx)));
+  return ret;
+}
+
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags) {
   if (UNLIKELY(!R.sendmsg)) resolve_all();
   guard(fd);
   ssize_t ret = R.sendmsg(fd, (void *)m, flags);
-  BADFD("sendmsg", "px", (long)m, (long)flags, 0, 0, 0, 0);
+  BADFD("sendmsg", (ob_s(b, ", "), ob_msghdr(b, m, 1), ob_s(b, ", "), ob_flagset(b, (unsigned)flags, MSG_NAMES)));
   return ret;
 }
 EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags) {
   if (UNLIKELY(!R.recvmsg)) resolve_all();
   guard(fd);
   ssize_t ret = R.recvmsg(fd, m, flags);
-  BADFD("recvmsg", "px", (long)m, (long)flags, 0, 0, 0, 0);
+  BADFD("recvmsg", (ob_s(b, ", "), ob_msghdr(b, m, 0), ob_s(b, ", "), ob_flagset(b, (unsigned)flags, MSG_NAMES)));
   return ret;
+}
+
+/* ---- calls that make fds without open()
+ *
+ * Logged whatever they return, as strace prints them (pipe() as the
+ * pipe2(..., 0) glibc issues, eventfd() as eventfd2, signalfd() as
+ * signalfd4); the new fds decorated.  Arguments are taken before the call,
+ * results after it. */
+
+static void *real_sym(void **slot, const char *name) {
+  void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!p) {
+    int save = errno;
+    p = dlsym(RTLD_NEXT, name);
+    __atomic_store_n(slot, p, __ATOMIC_RELEASE);
+    errno = save;
+  }
+  return p;
+}
+
+static const struct rt_flag PIPE_NAMES[] = {
+  {O_NONBLOCK, "O_NONBLOCK"}, {O_DIRECT, "O_DIRECT"}, {O_CLOEXEC, "O_CLOEXEC"},
+  {0x200000 /* O_NOTIFICATION_PIPE (= O_EXCL on x86) */, "O_NOTIFICATION_PIPE"}, {0, 0}};
+
+static void ob_fdpair(struct ob *b, const int *fds, int ok) {
+  if (!ok || !fds) { ob_ptr(b, fds); return; }
+  ob_c(b, '['); ob_fd(b, fds[0]); ob_s(b, ", "); ob_fd(b, fds[1]); ob_c(b, ']');
+}
+
+#define FDMAKE_BEGIN(type, realname, ...)                        \
+  static void *slot;                                              \
+  type real = (type)real_sym(&slot, realname);                    \
+  if (!real) { errno = ENOSYS; return -1; }                       \
+  int on = tracing_own();                                         \
+  if (!on) return real(__VA_ARGS__);                              \
+  t_busy++;                                                       \
+  struct rec r; rec_begin(&r, on);                                \
+  struct ob *b = &r.b;                                            \
+  t_busy--;                                                       \
+  int ret = real(__VA_ARGS__);                                    \
+  int e = errno;                                                  \
+  t_busy++;
+#define FDMAKE_END(is_fd)                                         \
+  rec_res_int(&r, ret, e, is_fd); rec_emit(&r);                   \
+  t_busy--; errno = e; return ret;
+
+typedef int (*pipe_fn)(int *);
+typedef int (*pipe2_fn)(int *, int);
+static int do_pipe2(int *fds, int flags, int plain) {
+  FDMAKE_BEGIN(pipe2_fn, "pipe2", fds, flags)
+  (void)plain;
+  ob_s(b, "pipe2("); ob_fdpair(b, fds, ret == 0); ob_s(b, ", "); ob_flagset(b, (unsigned)flags, PIPE_NAMES);
+  FDMAKE_END(0)
+}
+EXPORT int pipe(int fds[2]) { return do_pipe2(fds, 0, 1); }
+EXPORT int __pipe(int fds[2]) { return do_pipe2(fds, 0, 1); }
+EXPORT int pipe2(int fds[2], int flags) { return do_pipe2(fds, flags, 0); }
+
+static const char *af_name(int d) {
+  switch (d) {
+    case AF_UNSPEC: return "AF_UNSPEC"; case AF_UNIX: return "AF_UNIX"; case AF_INET: return "AF_INET";
+    case AF_INET6: return "AF_INET6"; case AF_NETLINK: return "AF_NETLINK"; case AF_PACKET: return "AF_PACKET";
+    case 29: return "AF_CAN"; case 31: return "AF_BLUETOOTH"; case 38: return "AF_ALG";
+    case 40: return "AF_VSOCK"; case 44: return "AF_XDP";
+    default: return 0;
+  }
+}
+static void ob_socktype(struct ob *b, int type) {
+  static const char *const t[11] = {0, "SOCK_STREAM", "SOCK_DGRAM", "SOCK_RAW", "SOCK_RDM",
+                                    "SOCK_SEQPACKET", "SOCK_DCCP", 0, 0, 0, "SOCK_PACKET"};
+  int base = type & 0xf;
+  if (base < 11 && t[base]) ob_s(b, t[base]); else ob_x(b, (unsigned)base);
+  unsigned rest = (unsigned)type & ~0xfu;
+  static const struct rt_flag fl[] = {{SOCK_CLOEXEC, "SOCK_CLOEXEC"}, {SOCK_NONBLOCK, "SOCK_NONBLOCK"}, {0, 0}};
+  if (rest) { ob_c(b, '|'); ob_flagset(b, rest, fl); }
+}
+static void ob_sockproto(struct ob *b, int domain, int proto) {
+  const char *n = 0;
+  if (domain == AF_INET || domain == AF_INET6) {
+    switch (proto) {
+      case 0: n = "IPPROTO_IP"; break; case 1: n = "IPPROTO_ICMP"; break; case 6: n = "IPPROTO_TCP"; break;
+      case 17: n = "IPPROTO_UDP"; break; case 41: n = "IPPROTO_IPV6"; break; case 58: n = "IPPROTO_ICMPV6"; break;
+      case 132: n = "IPPROTO_SCTP"; break; case 136: n = "IPPROTO_UDPLITE"; break;
+      case 255: n = "IPPROTO_RAW"; break; case 262: n = "IPPROTO_MPTCP"; break;
+    }
+  } else if (domain == AF_NETLINK) {
+    static const char *const nl[23] = {"NETLINK_ROUTE", 0, "NETLINK_USERSOCK", 0, "NETLINK_SOCK_DIAG",
+      "NETLINK_NFLOG", "NETLINK_XFRM", "NETLINK_SELINUX", "NETLINK_ISCSI", "NETLINK_AUDIT",
+      "NETLINK_FIB_LOOKUP", "NETLINK_CONNECTOR", "NETLINK_NETFILTER", "NETLINK_IP6_FW",
+      "NETLINK_DNRTMSG", "NETLINK_KOBJECT_UEVENT", "NETLINK_GENERIC", 0, "NETLINK_SCSITRANSPORT",
+      "NETLINK_ECRYPTFS", "NETLINK_RDMA", "NETLINK_CRYPTO", "NETLINK_SMC"};
+    if (proto >= 0 && proto < 23) n = nl[proto];
+  }
+  if (n) ob_s(b, n); else ob_d(b, proto);
+}
+static void ob_sockargs(struct ob *b, int domain, int type, int proto) {
+  const char *d = af_name(domain);
+  if (d) ob_s(b, d); else ob_d(b, domain);
+  ob_s(b, ", "); ob_socktype(b, type); ob_s(b, ", "); ob_sockproto(b, domain, proto);
+}
+
+typedef int (*socket_fn)(int, int, int);
+EXPORT int socket(int domain, int type, int proto) {
+  FDMAKE_BEGIN(socket_fn, "socket", domain, type, proto)
+  ob_s(b, "socket("); ob_sockargs(b, domain, type, proto);
+  FDMAKE_END(1)
+}
+typedef int (*socketpair_fn)(int, int, int, int *);
+EXPORT int socketpair(int domain, int type, int proto, int sv[2]) {
+  FDMAKE_BEGIN(socketpair_fn, "socketpair", domain, type, proto, sv)
+  ob_s(b, "socketpair("); ob_sockargs(b, domain, type, proto); ob_s(b, ", "); ob_fdpair(b, sv, ret == 0);
+  FDMAKE_END(0)
+}
+
+/* accept: the address as a pointer (strace decodes it), its length as
+ * strace's [IN => OUT] */
+static void ob_accept(struct ob *b, int fd, void *addr, socklen_t *len, socklen_t inlen, int ok) {
+  ob_fd(b, fd); ob_s(b, ", "); ob_ptr(b, addr); ob_s(b, ", ");
+  if (!len) { ob_s(b, "NULL"); return; }
+  socklen_t out;
+  if (safe_copy(&out, len, sizeof out)) { ob_ptr(b, len); return; }
+  ob_c(b, '['); ob_u(b, inlen);
+  if (ok && out != inlen) { ob_s(b, " => "); ob_u(b, out); }
+  ob_c(b, ']');
+}
+typedef int (*accept_fn)(int, void *, socklen_t *);
+typedef int (*accept4_fn)(int, void *, socklen_t *, int);
+EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len) {
+  socklen_t inlen = 0;
+  if (len) safe_copy(&inlen, len, sizeof inlen);
+  guard(fd);
+  FDMAKE_BEGIN(accept_fn, "accept", fd, addr, len)
+  ob_s(b, "accept("); ob_accept(b, fd, addr, len, inlen, ret >= 0);
+  FDMAKE_END(1)
+}
+EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
+  socklen_t inlen = 0;
+  if (len) safe_copy(&inlen, len, sizeof inlen);
+  guard(fd);
+  FDMAKE_BEGIN(accept4_fn, "accept4", fd, addr, len, flags)
+  static const struct rt_flag fl[] = {{SOCK_CLOEXEC, "SOCK_CLOEXEC"}, {SOCK_NONBLOCK, "SOCK_NONBLOCK"}, {0, 0}};
+  ob_s(b, "accept4("); ob_accept(b, fd, addr, len, inlen, ret >= 0); ob_s(b, ", "); ob_flagset(b, (unsigned)flags, fl);
+  FDMAKE_END(1)
+}
+
+typedef int (*eventfd_fn)(unsigned, int);
+EXPORT int eventfd(unsigned count, int flags) {
+  FDMAKE_BEGIN(eventfd_fn, "eventfd", count, flags)
+  static const struct rt_flag fl[] = {{1, "EFD_SEMAPHORE"}, {O_CLOEXEC, "EFD_CLOEXEC"}, {O_NONBLOCK, "EFD_NONBLOCK"}, {0, 0}};
+  ob_s(b, "eventfd2("); ob_u(b, count); ob_s(b, ", "); ob_flagset(b, (unsigned)flags, fl);
+  FDMAKE_END(1)
+}
+typedef int (*memfd_fn)(const char *, unsigned);
+EXPORT int memfd_create(const char *name, unsigned flags) {
+  FDMAKE_BEGIN(memfd_fn, "memfd_create", name, flags)
+  static const struct rt_flag fl[] = {{1, "MFD_CLOEXEC"}, {2, "MFD_ALLOW_SEALING"}, {4, "MFD_HUGETLB"},
+                                      {8, "MFD_NOEXEC_SEAL"}, {0x10, "MFD_EXEC"}, {0, 0}};
+  ob_s(b, "memfd_create("); ob_statpath(b, name); ob_s(b, ", "); ob_flagset(b, flags, fl);
+  FDMAKE_END(1)
+}
+typedef int (*timerfd_fn)(int, int);
+EXPORT int timerfd_create(int clock, int flags) {
+  FDMAKE_BEGIN(timerfd_fn, "timerfd_create", clock, flags)
+  static const char *const clocks[12] = {"CLOCK_REALTIME", "CLOCK_MONOTONIC", "CLOCK_PROCESS_CPUTIME_ID",
+    "CLOCK_THREAD_CPUTIME_ID", "CLOCK_MONOTONIC_RAW", "CLOCK_REALTIME_COARSE", "CLOCK_MONOTONIC_COARSE",
+    "CLOCK_BOOTTIME", "CLOCK_REALTIME_ALARM", "CLOCK_BOOTTIME_ALARM", 0, "CLOCK_TAI"};
+  static const struct rt_flag fl[] = {{O_CLOEXEC, "TFD_CLOEXEC"}, {O_NONBLOCK, "TFD_NONBLOCK"}, {0, 0}};
+  ob_s(b, "timerfd_create(");
+  if (clock >= 0 && clock < 12 && clocks[clock]) ob_s(b, clocks[clock]); else ob_d(b, clock);
+  ob_s(b, ", "); ob_flagset(b, (unsigned)flags, fl);
+  FDMAKE_END(1)
+}
+
+/* a signal set as strace prints it: [INT TERM RT_1], ~[...] when at least
+ * half the signals are in it */
+static void ob_signame_short(struct ob *b, int sig) {
+  if (sig == 29) { ob_s(b, "IO"); return; }
+  if (sig == 32) { ob_s(b, "RTMIN"); return; }
+  if (sig > 32) { ob_s(b, "RT_"); ob_u(b, (unsigned)(sig - 32)); return; }
+  const char *a = sigabbrev_np(sig);
+  if (a) ob_s(b, a); else ob_d(b, sig);
+}
+static void ob_sigset(struct ob *b, const void *set, size_t size) {
+  uint64_t m = 0;
+  if (!set || size > 8 || safe_copy(&m, set, size ? size : 1)) { ob_ptr(b, set); return; }
+  if (size < 8) m &= (1ULL << (size * 8)) - 1;
+  int nsig = (int)size * 8, n = __builtin_popcountll(m), inv = n >= nsig / 2 && nsig;
+  if (inv) { ob_c(b, '~'); m = ~m; if (nsig < 64) m &= (1ULL << nsig) - 1; }
+  ob_c(b, '[');
+  int first = 1;
+  for (int s = 1; s <= nsig; s++)
+    if (m & (1ULL << (s - 1))) { if (!first) ob_c(b, ' '); ob_signame_short(b, s); first = 0; }
+  ob_c(b, ']');
+}
+typedef int (*signalfd_fn)(int, const sigset_t *, int);
+EXPORT int signalfd(int fd, const sigset_t *mask, int flags) {
+  if (fd >= 0) guard(fd);
+  FDMAKE_BEGIN(signalfd_fn, "signalfd", fd, mask, flags)
+  static const struct rt_flag fl[] = {{O_CLOEXEC, "SFD_CLOEXEC"}, {O_NONBLOCK, "SFD_NONBLOCK"}, {0, 0}};
+  ob_s(b, "signalfd4("); ob_fd(b, fd); ob_s(b, ", "); ob_sigset(b, mask, 8); ob_s(b, ", 8, ");
+  ob_flagset(b, (unsigned)flags, fl);
+  FDMAKE_END(1)
+}
+typedef int (*int1_make_fn)(int);
+typedef int (*int0_make_fn)(void);
+EXPORT int epoll_create(int size) {
+  FDMAKE_BEGIN(int1_make_fn, "epoll_create", size)
+  ob_s(b, "epoll_create("); ob_d(b, size);
+  FDMAKE_END(1)
+}
+EXPORT int epoll_create1(int flags) {
+  FDMAKE_BEGIN(int1_make_fn, "epoll_create1", flags)
+  static const struct rt_flag fl[] = {{O_CLOEXEC, "EPOLL_CLOEXEC"}, {0, 0}};
+  ob_s(b, "epoll_create1("); ob_flagset(b, (unsigned)flags, fl);
+  FDMAKE_END(1)
+}
+EXPORT int inotify_init(void) {
+  FDMAKE_BEGIN(int0_make_fn, "inotify_init")
+  ob_s(b, "inotify_init(");
+  FDMAKE_END(1)
+}
+EXPORT int inotify_init1(int flags) {
+  FDMAKE_BEGIN(int1_make_fn, "inotify_init1", flags)
+  static const struct rt_flag fl[] = {{O_NONBLOCK, "IN_NONBLOCK"}, {O_CLOEXEC, "IN_CLOEXEC"}, {0, 0}};
+  ob_s(b, "inotify_init1("); ob_flagset(b, (unsigned)flags, fl);
+  FDMAKE_END(1)
 }
 
 static const struct rt_flag PROT_NAMES[] = {
@@ -1983,6 +2777,7 @@ static const struct rt_flag MAP_NAMES[] = {
 
 static void *do_mmap(mmap_fn fn, void *addr, size_t len, int prot, int flags, int fd, off_t off) {
   if (!(flags & MAP_ANONYMOUS)) guard(fd);
+  if (UNLIKELY(flags & MAP_FIXED)) win_abandon_if((uintptr_t)addr, len);
   int on = tracing();
   if (!on) return fn(addr, len, prot, flags, fd, off);
   t_busy++;
@@ -2014,6 +2809,7 @@ EXPORT void *mmap64(void *a, size_t l, int p, int f, int fd, off_t o) {
 
 EXPORT int munmap(void *addr, size_t len) {
   if (UNLIKELY(!R.munmap)) resolve_all();
+  win_abandon_if((uintptr_t)addr, len);
   int on = tracing();
   if (!on) return R.munmap(addr, len);
   t_busy++;
@@ -2027,6 +2823,8 @@ EXPORT int munmap(void *addr, size_t len) {
 EXPORT void *mremap(void *old, size_t oldsz, size_t newsz, int flags, ...) {
   va_list ap; va_start(ap, flags); void *newaddr = va_arg(ap, void *); va_end(ap);
   if (UNLIKELY(!R.mremap)) resolve_all();
+  win_abandon_if((uintptr_t)old, oldsz);
+  if (flags & MREMAP_FIXED) win_abandon_if((uintptr_t)newaddr, newsz);
   int on = tracing();
   if (!on) return R.mremap(old, oldsz, newsz, flags, newaddr);
   t_busy++;
@@ -2299,6 +3097,14 @@ EXPORT long (syscall)(long n, ...) {
     case SYS_fcntl: return do_fcntl(R.fcntl, (int)a, (int)b, (void *)c);
     case SYS_close_range: return close_range((unsigned)a, (unsigned)b, (int)c);
     case SYS_openat2: return do_openat2(a, (const char *)b, (const struct open_how_k *)c, d);
+    case SYS_munmap: win_abandon_if((uintptr_t)a, (uintptr_t)b); return rsys6(n, a, b, c, d, e, f);
+    case SYS_mmap:
+      if (d & MAP_FIXED) win_abandon_if((uintptr_t)a, (uintptr_t)b);
+      return rsys6(n, a, b, c, d, e, f);
+    case SYS_mremap:
+      win_abandon_if((uintptr_t)a, (uintptr_t)b);
+      if (d & MREMAP_FIXED) win_abandon_if((uintptr_t)e, (uintptr_t)c);
+      return rsys6(n, a, b, c, d, e, f);
     case SYS_clone: case SYS_clone3: return do_clone(n, a, b, c, d, e, f);
     case SYS_prlimit64: case SYS_setrlimit: {
       long r = rsys6(n, a, b, c, d, e, f); int err = errno;
@@ -2353,8 +3159,9 @@ static void exec_failed(struct rec *r, const char *name, const char *path, int f
   int on = tracing_own();                                           \
   if (!on) return R.realfn(__VA_ARGS__);                          \
   struct rec r; rec_begin(&r, on);                                \
-  t_busy++; exec_note(pathexpr, on); t_busy--;                    \
+  t_busy++; exec_note(pathexpr, on); if (on == 1) win_finish(); t_busy--; \
   int ret = R.realfn(__VA_ARGS__); int e = errno;                 \
+  if (on == 1) win_resume();                                      \
   exec_failed(&r, name, pathexpr, fdv, argv, envv, ret, e);       \
   errno = e; return ret;
 
@@ -2372,7 +3179,7 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
 }
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
   guard(fd);
-  char path[512]; int n = fd_path(fd, path, sizeof path); if (n < 0) path[0] = 0;
+  char path[PATH_MAX + 1]; int n = fd_path(fd, path, sizeof path); if (n < 0) path[0] = 0;
   EXEC_BODY(fexecve, "execveat", path, fd, envp, fd, argv, envp)
 }
 

@@ -10,6 +10,7 @@ import glob
 import os
 import shutil
 import signal
+import stat
 import subprocess
 from pathlib import Path
 from typing import Callable
@@ -80,6 +81,52 @@ def _written(prefix: str, before: dict[str, tuple | None]) -> list[str]:
     return sorted(files, key=lambda f: (len(f), f))
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def trim_nul_tail(path: str) -> int:
+    """Cut the run of NUL bytes a killed writer leaves at the end of a
+    preload log (the capture library grows its mapped log in steps and cuts
+    it to what it wrote at exit; SIGKILL leaves the unused rest of the last
+    step).  Only for a writer that is gone: a live one may still fill it.
+    Returns the number of bytes cut."""
+    pid = path.rsplit(".", 1)[-1]
+    if not pid.isdigit() or _alive(int(pid)):
+        return 0
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return 0
+        end = st.st_size
+        while end > 0:
+            n = min(end, 1 << 16)
+            block = os.pread(fd, n, end - n)
+            if len(block) != n:
+                return 0
+            kept = len(block.rstrip(b"\0"))
+            end -= n - kept
+            if kept:
+                break
+        if end < st.st_size:
+            os.ftruncate(fd, end)
+        return st.st_size - end
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+
+
 def capture(cmd: list[str], method: str = "preload", prefix: str | None = None,
             stack_depth: int = 0, echo: Callable[[str], object] | None = print) -> int:
     """Run `cmd` under capture and return its exit status."""
@@ -128,6 +175,9 @@ def capture(cmd: list[str], method: str = "preload", prefix: str | None = None,
     finally:
         signal.signal(signal.SIGINT, old)
     status = _exit_status(rc)
+    if method == "preload":
+        for f in _written(prefix, before):
+            trim_nul_tail(f)
     if echo is not None:
         files = _written(prefix, before)
         if files:

@@ -47,7 +47,22 @@ def read(path: str | Path) -> Log:
     maps, meta, events, bad = [], [], [], []
     snaps: dict[str, dict[int, str]] = {}
     cur = "start"
+    pieces: dict[str, tuple[int, int, str]] = {}   # tid -> (first line, last piece, text)
     for i, ln in enumerate(lines, 1):
+        if ln.startswith("#+ "):
+            # a record over 4 KiB: `#+ TID K+ TEXT` pieces, `#+ TID K TEXT` the last
+            m = re.match(r"#\+ (\d+) (\d+)(\+?) (.*)$", ln)
+            if not m:
+                bad.append(ln)
+                continue
+            first, k, text = pieces.pop(m[1], (i, 0, ""))
+            if int(m[2]) != k + 1:
+                bad.append(ln)
+                continue
+            if m[3]:
+                pieces[m[1]] = (first, k + 1, text + m[4])
+                continue
+            ln, i = text + m[4], first
         if ln.startswith("# "):
             meta.append(ln)
             body = ln[2:]
