@@ -3808,4 +3808,58 @@ mod tests {
         assert!(unshares_files(b"unshare(0x600 /* CLONE_FS|CLONE_FILES */)"));
         assert!(!unshares_files(b"unshare(CLONE_NEWNS)"));
     }
+
+    #[test]
+    fn a_thread_cloned_without_clone_files_or_unsharing_by_close_range_has_its_own_table() {
+        let mut b = B(0);
+        let clone = |b: &mut B, files: bool| {
+            let k = crate::events::Clone {
+                child: Some(101),
+                thread: true,
+                share_files: files,
+                flags: 0,
+            };
+            Event::new(b.h(Some(101), None), Kind::Clone(k))
+        };
+        // clone(CLONE_VM|CLONE_THREAD|…) without CLONE_FILES
+        let evs = [
+            b.open(3, "/dev/null"),
+            clone(&mut b, false),
+            on(b.close(3, None), 101),
+            sys(&mut b, "read", vec![3], None),
+        ];
+        let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
+        for e in &evs {
+            m.feed(e);
+        }
+        let s = m.lookup(Some(100), 3).expect("the main thread's fd 3");
+        assert_eq!(s.origin, "open"); // never closed, never re-seen
+        // with CLONE_FILES the thread's close is the process's
+        let evs = [
+            b.open(3, "/dev/null"),
+            clone(&mut b, true),
+            on(b.close(3, None), 101),
+        ];
+        let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
+        for e in &evs {
+            m.feed(e);
+        }
+        assert!(m.lookup(Some(100), 3).is_none());
+        // close_range(3, 3, CLOSE_RANGE_UNSHARE) on a second thread
+        let mut unshare = b.close_range(3, 3);
+        if let Kind::CloseRange(k) = &mut unshare.kind {
+            k.flags = CLOSE_RANGE_UNSHARE;
+        }
+        let evs = [
+            b.open(3, "/dev/null"),
+            on(sys(&mut b, "write", vec![1], None), 101),
+            on(unshare, 101),
+            sys(&mut b, "read", vec![3], None),
+        ];
+        let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
+        for e in &evs {
+            m.feed(e);
+        }
+        assert_eq!(m.lookup(Some(100), 3).expect("open").origin, "open");
+    }
 }
