@@ -78,7 +78,7 @@ _RULES = [
          "on one thread, at least 4 closes of strictly increasing (or strictly decreasing) "
          "numbers with no fd created in between (a readlink of /proc/self/fd/N, a probe or a "
          "write may come between them), more than half (and at least two) failing with "
-         "EBADF, one of them on a number never open; close_range pieces around kept fds "
+         "EBADF; close_range pieces around kept fds "
          "ending in an open-ended one; closing each number a /proc/self/fd listing returned "
          "- is one note, never an error, whatever the trace saw of those numbers before; an "
          "open-ended close_range(N, ~0U) or closefrom(N) is never a finding. A number only a result "
