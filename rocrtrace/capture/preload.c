@@ -3081,6 +3081,35 @@ static long do_openat2(long dirfd, const char *path, const struct open_how_k *ho
   t_busy--; errno = e; return ret;
 }
 
+/* The EBADF-logged calls issued through syscall(2): the raw call as the
+ * program asked for it, logged (on EBADF) under the system call's own name
+ * and arguments, as strace shows it. */
+static long sys_badfd(long nr, long x0, long x1, long x2, long x3, long x4, long x5) {
+  long ret = rsys6(nr, x0, x1, x2, x3, x4, x5);
+  int fd = (int)x0;
+  void *p1 = (void *)x1;
+  switch (nr) {
+    case SYS_read: BADFD("read", (ob_s(b, ", "), ob_ptr(b, p1), ob_s(b, ", "), ob_u(b, (unsigned long)x2))); break;
+    case SYS_write: BADFD("write", (ob_s(b, ", "), ob_data(b, p1, (size_t)x2), ob_s(b, ", "), ob_u(b, (unsigned long)x2))); break;
+    case SYS_pread64: BADFD("pread64", (ob_s(b, ", "), ob_ptr(b, p1), ob_s(b, ", "), ob_u(b, (unsigned long)x2), ob_s(b, ", "), ob_d(b, x3))); break;
+    case SYS_pwrite64: BADFD("pwrite64", (ob_s(b, ", "), ob_data(b, p1, (size_t)x2), ob_s(b, ", "), ob_u(b, (unsigned long)x2), ob_s(b, ", "), ob_d(b, x3))); break;
+    case SYS_readv: BADFD("readv", (ob_s(b, ", "), ob_iov(b, p1, (int)x2, 0), ob_s(b, ", "), ob_d(b, (int)x2))); break;
+    case SYS_writev: BADFD("writev", (ob_s(b, ", "), ob_iov(b, p1, (int)x2, 1), ob_s(b, ", "), ob_d(b, (int)x2))); break;
+    case SYS_lseek: BADFD("lseek", (ob_s(b, ", "), ob_d(b, x1), ob_s(b, ", "), ob_whence(b, (int)x2))); break;
+#ifdef SYS_fstat
+    case SYS_fstat: BADFD("fstat", (ob_s(b, ", "), ob_ptr(b, p1))); break;
+#endif
+    case SYS_newfstatat:
+      if (fd != AT_FDCWD)
+        BADFD("newfstatat", (ob_s(b, ", "), ob_statpath(b, p1), ob_s(b, ", "), ob_ptr(b, (void *)x2), ob_s(b, ", "),
+                             ob_flagset(b, (unsigned)x3, AT_NAMES)));
+      break;
+    case SYS_sendmsg: BADFD("sendmsg", (ob_s(b, ", "), ob_msghdr(b, p1, 1), ob_s(b, ", "), ob_flagset(b, (unsigned)x2, MSG_NAMES))); break;
+    case SYS_recvmsg: BADFD("recvmsg", (ob_s(b, ", "), ob_msghdr(b, p1, 0), ob_s(b, ", "), ob_flagset(b, (unsigned)x2, MSG_NAMES))); break;
+  }
+  return ret;
+}
+
 EXPORT long (syscall)(long n, ...) {
   va_list ap; va_start(ap, n);
   long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
@@ -3106,6 +3135,25 @@ EXPORT long (syscall)(long n, ...) {
       if (d & MREMAP_FIXED) win_abandon_if((uintptr_t)e, (uintptr_t)c);
       return rsys6(n, a, b, c, d, e, f);
     case SYS_clone: case SYS_clone3: return do_clone(n, a, b, c, d, e, f);
+    case SYS_read: case SYS_write: case SYS_pread64: case SYS_pwrite64: case SYS_readv: case SYS_writev:
+    case SYS_lseek: case SYS_newfstatat: case SYS_sendmsg: case SYS_recvmsg:
+#ifdef SYS_fstat
+    case SYS_fstat:
+#endif
+      if ((int)a != AT_FDCWD) guard((int)a);
+      return sys_badfd(n, a, b, c, d, e, f);
+    case SYS_ioctl: return ioctl((int)a, (unsigned long)b, (void *)c);
+    /* fds made without open(): the libc calls, which issue exactly these */
+    case SYS_pipe2: return pipe2((int *)a, (int)b);
+    case SYS_socket: return socket((int)a, (int)b, (int)c);
+    case SYS_socketpair: return socketpair((int)a, (int)b, (int)c, (int *)d);
+    case SYS_accept: return accept((int)a, (struct sockaddr *)b, (socklen_t *)c);
+    case SYS_accept4: return accept4((int)a, (struct sockaddr *)b, (socklen_t *)c, (int)d);
+    case SYS_eventfd2: return eventfd((unsigned)a, (int)b);
+    case SYS_memfd_create: return memfd_create((const char *)a, (unsigned)b);
+    case SYS_timerfd_create: return timerfd_create((int)a, (int)b);
+    case SYS_epoll_create1: return epoll_create1((int)a);
+    case SYS_inotify_init1: return inotify_init1((int)a);
     case SYS_prlimit64: case SYS_setrlimit: {
       long r = rsys6(n, a, b, c, d, e, f); int err = errno;
       if (r == 0 && (n == SYS_setrlimit ? a : b) == RLIMIT_NOFILE &&
