@@ -823,8 +823,14 @@ static int win_write(const char *p, int len);
 static void win_abandon_if(uintptr_t lo, uintptr_t len) {
   uintptr_t w = (uintptr_t)__atomic_load_n(&g_win, __ATOMIC_ACQUIRE);
   if (!w || lo >= w + g_wlen || lo + len <= w) return;
+  if (syscall(SYS_getpid) != __atomic_load_n(&g_pid, __ATOMIC_RELAXED)) {
+    /* a child on our memory (vfork) unmapping it unmaps it for us too: stop
+     * copying, silently (its record cannot go into our log) */
+    __atomic_store_n(&g_wabandoned, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_wclosed, 1, __ATOMIC_SEQ_CST);
+    return;
+  }
   if (__atomic_exchange_n(&g_wabandoned, 1, __ATOMIC_ACQ_REL)) return;
-  if (syscall(SYS_getpid) != __atomic_load_n(&g_pid, __ATOMIC_RELAXED)) return;  /* a vfork child's call */
   static const char note[] = "# capture-window-lost the program unmapped or mapped over the log's "
                              "mapping: no record after this line\n";
   win_write(note, sizeof note - 1);
