@@ -182,6 +182,8 @@ def test_a_program_unmapping_the_log_window_keeps_its_memory(tmp_path):
     data = f.read_bytes()
     assert b"\0" not in data
     assert data.decode().splitlines()[-1].startswith("# capture-window-lost ")
+    # its memory where the window was: nothing of the log reached it (the
+    # program checked), not even the exit lines written after its munmap
     plain = subprocess.run([str(build("capture_unmapwin")), prefix], capture_output=True, text=True,
                            timeout=60)
     assert plain.stdout == "found 0\n"

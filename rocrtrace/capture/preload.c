@@ -771,6 +771,7 @@ static int g_winflight;              /* threads between reserving and copying */
 static int g_grow;                   /* a thread is growing the file */
 static __thread int t_growing TLS;
 static __thread int t_winw TLS;      /* this thread's copies under way (a signal handler's exit) */
+static __thread int t_sealer TLS;    /* this thread sealed the window: its last lines still go in */
 /* the copy this thread has reserved and not finished: a fatal signal's
  * handler on the same thread finishes it (same bytes, same place) before
  * the process dies, so no hole is left before the exit lines */
@@ -815,6 +816,7 @@ static void win_unmap(void) {
 }
 
 static void win_finish(void);
+static void win_seal(void);
 static int win_write(const char *p, int len);
 /* The program unmaps, or maps over with MAP_FIXED, part of the window (it
  * has no business there, but a blind munmap of a range happens): never copy
@@ -830,11 +832,14 @@ static void win_abandon_if(uintptr_t lo, uintptr_t len) {
     __atomic_store_n(&g_wclosed, 1, __ATOMIC_SEQ_CST);
     return;
   }
-  if (__atomic_exchange_n(&g_wabandoned, 1, __ATOMIC_ACQ_REL)) return;
+  static int abandoning;
+  if (__atomic_exchange_n(&abandoning, 1, __ATOMIC_ACQ_REL)) return;
   static const char note[] = "# capture-window-lost the program unmapped or mapped over the log's "
                              "mapping: no record after this line\n";
+  win_seal();
   win_write(note, sizeof note - 1);
   win_finish();   /* the file ends after the note; nothing more is copied */
+  __atomic_store_n(&g_wabandoned, 1, __ATOMIC_SEQ_CST);   /* not even the exit lines */
 }
 
 /* the file must reach `need` bytes: one thread grows it, others wait for it */
@@ -890,7 +895,8 @@ static int win_write(const char *p, int len) {
   int save = errno, ret = -1;
   t_winw++;
   __atomic_add_fetch(&g_winflight, 1, __ATOMIC_SEQ_CST);
-  if (!__atomic_load_n(&g_wclosed, __ATOMIC_SEQ_CST)) {
+  if ((!__atomic_load_n(&g_wclosed, __ATOMIC_SEQ_CST) || t_sealer) &&
+      !__atomic_load_n(&g_wabandoned, __ATOMIC_SEQ_CST)) {
     uint64_t off = __atomic_fetch_add(&g_off, (uint64_t)len, __ATOMIC_SEQ_CST);
     int outer = t_winw == 1;
     if (outer) { t_pend_p = p; t_pend_off = off; __atomic_signal_fence(__ATOMIC_SEQ_CST); t_pend_len = len; }
@@ -907,16 +913,31 @@ static int win_write(const char *p, int len) {
   return ret;
 }
 
+/* exit or exec begins: other threads' records stop here (they would land
+ * after the `# exit` or `# exec` line); this thread's last lines still go
+ * in, then win_finish cuts the file after them */
+static void win_seal(void) {
+  if (!g_win) return;
+  if (t_winw > 0 && t_pend_len > 0 && !t_growing && !__atomic_load_n(&g_wabandoned, __ATOMIC_SEQ_CST) &&
+      t_pend_off + t_pend_len <= __atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE))
+    win_copy(t_pend_off, t_pend_p, t_pend_len);   /* the copy this handler interrupted */
+  __atomic_store_n(&g_wclosed, 1, __ATOMIC_SEQ_CST);
+  for (long k = 0; k < 200000 && __atomic_load_n(&g_winflight, __ATOMIC_SEQ_CST) > t_winw; k++)
+    syscall(SYS_sched_yield);
+  t_sealer = 1;
+}
+
 /* exit or exec: no more copies; once no thread is inside one, the file is
  * cut to what was written (a thread that never leaves, or a signal handler
  * on a writing thread, leaves the NUL tail instead) */
 static void win_finish(void) {
   if (!g_win) return;
   int save = errno;
-  if (t_winw > 0 && t_pend_len > 0 && !t_growing &&
+  if (!t_sealer && t_winw > 0 && t_pend_len > 0 && !t_growing && !__atomic_load_n(&g_wabandoned, __ATOMIC_SEQ_CST) &&
       t_pend_off + t_pend_len <= __atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE))
     win_copy(t_pend_off, t_pend_p, t_pend_len);   /* the copy this handler interrupted */
   __atomic_store_n(&g_wclosed, 1, __ATOMIC_SEQ_CST);
+  t_sealer = 0;
   long k = 0;
   while (__atomic_load_n(&g_winflight, __ATOMIC_SEQ_CST) > t_winw && k++ < 200000) syscall(SYS_sched_yield);
   if (__atomic_load_n(&g_winflight, __ATOMIC_SEQ_CST) == t_winw && !t_growing) {
@@ -1454,6 +1475,7 @@ static void exit_record(int status) {
   t_busy++;
   int tr = 0, out = mode == 2 ? child_open(&tr) : -1;
   if (mode == 2 && out < 0) { t_busy--; errno = save; return; }
+  if (mode == 1) win_seal();
   fd_snapshot("# fd-snapshot exit", out);
   char line[80]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0, 0};
   unsigned long lost = mode == 1 ? __atomic_load_n(&g_lost, __ATOMIC_RELAXED) : 0;
@@ -1558,6 +1580,7 @@ static void exit_signal(int sig) {
   if (syscall(SYS_getpid) != g_pid) return;   /* a child not (yet) on its own state */
   if (__atomic_exchange_n(&g_exit_done, 1, __ATOMIC_ACQ_REL)) return;
   t_busy++;
+  win_seal();
   fd_snapshot("# fd-snapshot exit", -1);
   char line[80]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0, 0};
   unsigned long lost = __atomic_load_n(&g_lost, __ATOMIC_RELAXED);
@@ -3213,7 +3236,7 @@ static void exec_failed(struct rec *r, const char *name, const char *path, int f
   int on = tracing_own();                                           \
   if (!on) return R.realfn(__VA_ARGS__);                          \
   struct rec r; rec_begin(&r, on);                                \
-  t_busy++; exec_note(pathexpr, on); if (on == 1) win_finish(); t_busy--; \
+  t_busy++; if (on == 1) win_seal(); exec_note(pathexpr, on); if (on == 1) win_finish(); t_busy--; \
   int ret = R.realfn(__VA_ARGS__); int e = errno;                 \
   if (on == 1) win_resume();                                      \
   exec_failed(&r, name, pathexpr, fdv, argv, envv, ret, e);       \
