@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
-import tempfile
 from dataclasses import dataclass, field
 from datetime import date
+
+from .report.common import printable
 
 BASELINE_SCHEMA = "rocrtrace-baseline/v1"
 _FP = re.compile(r"^[0-9a-f]{8,64}$")
@@ -80,8 +80,12 @@ class Applied:
     def messages(self) -> list[str]:
         out = []
         for e in self.expired:
+            # rule and message are text a trace (or the baseline's author)
+            # wrote: shown, never obeyed (no newline to start a workflow
+            # command, no escape sequence for the terminal)
             out.append(f"baseline entry expired on {e.expires.isoformat()}, no longer "
-                       f"suppresses: {e.describe()} {e.message}".rstrip())
+                       f"suppresses: {printable(e.describe())} {printable(e.message)}"
+                       .rstrip())
         if self.unused:
             out.append(f"{len(self.unused)} baseline entries matched no finding "
                        "(fixed? rewrite the baseline with --write-baseline)")
@@ -122,42 +126,48 @@ def write_baseline(path: str, result, previous: Baseline | None = None) -> int:
                                                     key=lambda e: (e.rule, e.fingerprint,
                                                                    e.occurrence or 0))]}
     text = json.dumps(doc, indent=2) + "\n"
-    if path == "-":
-        sys.stdout.write(text)
-    else:
-        # Write then rename: a CI job killed mid-write must not leave a
-        # truncated baseline that later fails every run.
-        d = os.path.dirname(os.path.abspath(path))
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".baseline.", dir=d)
-        except OSError as e:
-            raise BaselineError(f"baseline {path}: cannot write: {e.strerror or e}") from None
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(text)
-            os.replace(tmp, path)
-        except OSError as e:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise BaselineError(f"baseline {path}: cannot write: {e.strerror or e}") from None
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+    # Whole or not at all (a CI job killed mid-write must not leave a
+    # truncated baseline that later fails every run), and never over what is
+    # not a regular file nor through a symlink: /dev/null is written in
+    # place, a link or a FIFO is refused (rocrtrace.output).
+    from .output import OutputError, replace
+
+    try:
+        replace(path, text, "baseline")
+    except OutputError as e:
+        raise BaselineError(str(e).removeprefix("rocrtrace: ")) from None
     return len(entries)
 
 
+# A baseline lists fingerprints: tens of thousands of entries are a few MB.
+# Anything bigger is not a baseline, and /dev/zero must not be read forever.
+MAX_BYTES = 64 << 20
+
+
 def load_baseline(path: str) -> Baseline:
+    shown = printable(path)
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
     except OSError as e:
-        raise BaselineError(f"baseline {path}: cannot read: {e.strerror or e}") from None
+        raise BaselineError(f"baseline {shown}: cannot read: {e.strerror or e}") from None
+    if len(raw) > MAX_BYTES:
+        raise BaselineError(f"baseline {shown}: larger than {MAX_BYTES >> 20} MiB: "
+                            "not a baseline")
+    try:
+        doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        raise BaselineError(f"baseline {path}: not UTF-8 text") from None
+        raise BaselineError(f"baseline {shown}: not UTF-8 text") from None
     except json.JSONDecodeError as e:
-        raise BaselineError(f"baseline {path}: not JSON (line {e.lineno} column {e.colno}: "
+        raise BaselineError(f"baseline {shown}: not JSON (line {e.lineno} column {e.colno}: "
                             f"{e.msg})") from None
+    except RecursionError:
+        raise BaselineError(f"baseline {shown}: JSON nested too deeply") from None
+    except ValueError as e:
+        # e.g. an integer of thousands of digits (int_max_str_digits)
+        raise BaselineError(f"baseline {shown}: not a usable JSON value "
+                            f"({printable(str(e)[:80])})") from None
+    path = shown
     if not isinstance(doc, dict):
         raise BaselineError(f"baseline {path}: expected a JSON object")
     if doc.get("schema") != BASELINE_SCHEMA:
@@ -190,7 +200,7 @@ def _entry(path: str, n: int, e) -> Entry:
             exp = None
         if exp is None:
             raise BaselineError(f"{where}: 'expires' must be a date YYYY-MM-DD or null, "
-                                f"not {e.get('expires')!r}")
+                                f"not {printable(repr(e.get('expires'))[:80])}")
     return Entry(fp, occ, str(e.get("rule", "")), str(e.get("message", "")), just, exp)
 
 

@@ -25,10 +25,19 @@ REPORT_FORMATS = ("text", "json", "jsonl", "csv", "junit", "sarif", "github", "m
 BINARY_FORMATS = ("perfetto", "parquet")
 
 
+EXIT_INTERRUPTED = 130      # 128 + SIGINT, as a shell reports a Ctrl-C
+
+
 class UsageFail(click.ClickException):
     """A usage or input problem: one line, exit 2."""
 
     exit_code = EXIT_USAGE
+
+    def format_message(self) -> str:
+        # file names and trace text in a message are shown, never obeyed
+        from .report.common import printable
+
+        return printable(self.message)
 
 
 _JOBS_HELP = ("Use N threads: several TRACE arguments are analyzed in parallel; one "
@@ -55,41 +64,31 @@ def _parse_format_specs(specs, default_out):
                         "(--format FMT:FILE)")
     for _, path in out:
         check_output_path(path)
+    from .report import check_formats
+
+    check_formats(f for f, _ in out)
     return out
 
 
 def check_output_path(path: str | None, what: str = "output") -> None:
     """A bad output path is the user's to fix (exit 2), and is found before
-    a long analysis runs, not after."""
-    if path is None or path == "-":
-        return
-    if os.path.isdir(path):
-        raise UsageFail(f"cannot write {what} {path}: it is a directory")
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise UsageFail(f"cannot write {what} {path}: no directory {d}")
-    if os.path.exists(path) and not os.access(path, os.W_OK) or \
-            not os.path.exists(path) and not os.access(d, os.W_OK | os.X_OK):
-        raise UsageFail(f"cannot write {what} {path}: permission denied")
+    a long analysis runs, not after: a missing directory, a symlink, a FIFO
+    or anything else that is not a regular file or a character device."""
+    from .output import check
+
+    check(path, what)
 
 
 def _emit(text, path: str | None) -> None:
-    if path is None or path == "-":
-        # color=True: click would strip the escapes off a pipe, but a report
-        # holds them only when colour was asked for (trace text is escaped)
-        click.echo(text, nl=not text.endswith("\n"), color=True)
-        return
-    try:
-        if isinstance(text, bytes):
-            with open(path, "wb") as fh:
-                fh.write(text)
-        else:
-            # backslashreplace: a report never crashes on a byte the trace
-            # held that UTF-8 cannot carry (reporters escape them already)
-            with open(path, "w", encoding="utf-8", errors="backslashreplace") as fh:
-                fh.write(text)
-    except OSError as e:
-        raise UsageFail(f"cannot write {path}: {e.strerror}") from None
+    """The report to ``path`` or stdout; never through a symlink, never onto
+    a FIFO or over a node that is not a regular file (rocrtrace.output)."""
+    from .output import write
+
+    if (path is None or path == "-") and isinstance(text, str):
+        # a report holds escapes only when colour was asked for (trace text
+        # is escaped), so they go out as they are, also to a pipe
+        text = text if text.endswith("\n") else text + "\n"
+    write(path, text)
 
 
 def split_rules(values) -> list[str]:
@@ -249,6 +248,11 @@ def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_b
         if fmt == "perfetto":
             opts["events"] = events_sink
         _emit(render(result, fmt, **opts), path)
+    if result.errors:
+        # SPEC 2: the inputs that could not be read, after the others' report
+        for msg in result.errors:
+            click.echo(msg if msg.startswith("rocrtrace:") else f"rocrtrace: {msg}", err=True)
+        return EXIT_USAGE
     return EXIT_FINDINGS if result.failed() else EXIT_CLEAN
 
 
@@ -262,15 +266,64 @@ def _event_sink(specs):
     return EventSink()
 
 
+_CORE_RUNNING = False
+_CORE_JOBS = None           # the queue of the one thread the core runs on
+
+
+def _in_core(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` (an engine call) on the core's worker thread
+    while the main thread waits for it.  Python runs a Ctrl-C's handler on
+    the main thread between bytecodes only, so with the core on the main
+    thread a SIGINT waited until the whole trace was replayed (and the
+    report then printed, exit 0); waiting here, the main thread takes the
+    KeyboardInterrupt at once and ``main`` ends the run with exit 130 and no
+    report.
+
+    One thread, started once and kept for the process's life: the compiled
+    core crashes (SIGSEGV in its allocator) when it runs on a new thread
+    after another thread that ran it has exited, so calls are never spread
+    over short-lived threads."""
+    import queue
+    import threading
+
+    global _CORE_RUNNING, _CORE_JOBS
+    if _CORE_JOBS is None:
+        jobs: queue.SimpleQueue = queue.SimpleQueue()
+
+        def loop():
+            while True:
+                job, box, done = jobs.get()
+                try:
+                    box["value"] = job()
+                except BaseException as e:  # noqa: BLE001 - handed to the caller
+                    box["error"] = e
+                finally:
+                    done.set()
+
+        threading.Thread(target=loop, name="rocrtrace-core", daemon=True).start()
+        _CORE_JOBS = jobs
+    box: dict = {}
+    done = threading.Event()
+    _CORE_JOBS.put((lambda: fn(*args, **kwargs), box, done))
+    _CORE_RUNNING = True
+    while not done.wait(0.25):
+        pass
+    _CORE_RUNNING = False
+    if "error" in box:
+        raise box.pop("error")
+    return box.pop("value")
+
+
 def _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs, progress,
                   sink=None, all_fds=False):
     from . import engine
 
     bar = _progress_hook(traces) if progress and sys.stderr.isatty() else None
     try:
-        return engine.analyze(list(traces), input_format=input_format, enabled=enabled,
-                              debug_dirs=debug_dirs, fail_on=fail_on, all_fds=all_fds,
-                              jobs=jobs, on_event=sink, progress=bar)
+        return _in_core(engine.analyze, list(traces), input_format=input_format,
+                        enabled=enabled, debug_dirs=debug_dirs, fail_on=fail_on,
+                        all_fds=all_fds, jobs=jobs, on_event=sink, progress=bar,
+                        keep_going=True)
     finally:
         if bar is not None:
             bar.close()
@@ -405,12 +458,17 @@ def events(traces, fmt, output, input_format, jobs):
     if fmt == "parquet" and not output:
         raise UsageFail("parquet is binary: give -o FILE")
     check_output_path(output)
-    frame, infos = engine.events_frame(list(traces), input_format=input_format, jobs=jobs)
+    frame, infos = _in_core(engine.events_frame, list(traces), input_format=input_format,
+                            jobs=jobs)
     check_recognized(infos, input_format)
+    import io
+
+    buf = io.BytesIO() if fmt == "parquet" else io.StringIO()
     try:
-        write_events(frame, fmt, output or sys.stdout)
+        write_events(frame, fmt, buf)
     except TableError as e:
         raise UsageFail(str(e)) from None
+    _emit(buf.getvalue(), output)
     return EXIT_CLEAN
 
 
@@ -429,7 +487,8 @@ def stats(traces, fmt, output, input_format, jobs):
     from .tables import render_stats, stats as compute
 
     check_output_path(output)
-    frame, infos = engine.events_frame(list(traces), input_format=input_format, jobs=jobs)
+    frame, infos = _in_core(engine.events_frame, list(traces), input_format=input_format,
+                            jobs=jobs)
     table = compute(frame)
     check_recognized(infos, input_format)
     _emit(render_stats(table, fmt), output)
@@ -469,7 +528,7 @@ def show(trace, addr, fd, pid, fmt, output, input_format):
     watch_addr = _parse_addr(addr) if addr else None
     if watch_addr is not None and pid is not None:
         watch_addr = (*watch_addr, pid)
-    hist, infos = engine.history(trace, input_format=input_format,
+    hist, infos = _in_core(engine.history, trace, input_format=input_format,
                                  watch_fd=(pid, fd) if fd is not None else None,
                                  watch_addr=watch_addr)
     check_recognized(infos, input_format)
@@ -501,7 +560,7 @@ def diff(a, b, fmt, output, fail_on, input_format):
     check_output_path(output)
     sides = []
     for path in (a, b):
-        result = engine.analyze([path], input_format=input_format, table=True)
+        result = _in_core(engine.analyze, [path], input_format=input_format, table=True)
         check_recognized(result.inputs, input_format)
         sides.append((result.table, result.findings))
     d = compute(sides[0][0], sides[0][1], sides[1][0], sides[1][1])
@@ -571,9 +630,21 @@ def _internal_error(exc: BaseException) -> int:
     with os.fdopen(fd, "w") as fh:
         fh.write(f"rocrtrace {__version__}\nargv: {sys.argv!r}\n\n")
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=fh)
-    click.echo(f"rocrtrace: internal error: {type(exc).__name__}: {exc} "
-               f"(traceback written to {path})", err=True)
+    _say(f"rocrtrace: internal error: {type(exc).__name__}: {exc} "
+         f"(traceback written to {path})")
     return EXIT_INTERNAL
+
+
+def _say(msg: str) -> None:
+    """One line on stderr; what came from a file name, a trace or a baseline
+    is escaped (no control character, no bidi override reaches a terminal or
+    a CI log)."""
+    from .report.common import printable
+
+    try:
+        click.echo(printable(msg), err=True)
+    except OSError:
+        pass
 
 
 def main(argv=None) -> None:
@@ -587,10 +658,10 @@ def main(argv=None) -> None:
         e.show()
         rv = e.exit_code if e.exit_code in (EXIT_USAGE, EXIT_INTERNAL) else EXIT_USAGE
     except (click.Abort, KeyboardInterrupt):
-        click.echo("rocrtrace: interrupted", err=True)
-        rv = EXIT_INTERNAL
+        _interrupted()
+        rv = EXIT_INTERRUPTED
     except from_errors as e:
-        click.echo(str(e) if str(e).startswith("rocrtrace:") else f"rocrtrace: {e}", err=True)
+        _say(str(e) if str(e).startswith("rocrtrace:") else f"rocrtrace: {e}")
         rv = EXIT_USAGE
     except BrokenPipeError:
         # The reader went away (| head): nothing more to say to anyone.
@@ -602,7 +673,30 @@ def main(argv=None) -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as e:
+        # the report could not be written (a full disk, /dev/full): the
+        # user's to fix, not a bug; nothing is left for exit to flush
+        _say(f"rocrtrace: cannot write to standard output: {e.strerror or e}")
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        rv = EXIT_USAGE
     sys.exit(rv if isinstance(rv, int) else EXIT_CLEAN)
+
+
+def _interrupted() -> None:
+    """Ctrl-C: say so and stop at once, with no report.  When the core
+    still runs on its worker thread (it cannot be stopped from Python), the
+    process ends here without waiting for it."""
+    _say("rocrtrace: interrupted")
+    if _CORE_RUNNING:
+        try:
+            sys.stdout.flush()
+        except OSError:
+            pass
+        try:
+            sys.stderr.flush()
+        except OSError:
+            pass
+        os._exit(EXIT_INTERRUPTED)
 
 
 def _known_errors() -> tuple:
@@ -621,6 +715,11 @@ def _known_errors() -> tuple:
     try:
         from .report import MissingDependency
         errs.append(MissingDependency)
+    except ImportError:
+        pass
+    try:
+        from .output import OutputError
+        errs.append(OutputError)
     except ImportError:
         pass
     return tuple(errs) or (click.BadParameter,)

@@ -46,16 +46,33 @@ def core():
     return _engine
 
 
+def _skipped_note(message: str):
+    """A file a directory or glob expanded to that is not a trace: skipped
+    with a note (SPEC 2)."""
+    from .findings import Finding
+
+    text = message.removeprefix("rocrtrace: ")
+    path = text.split(": ", 1)[0]
+    return Finding(rule="trace-unparsed", message=f"skipped {text}", event=None,
+                   subject={"kind": "input", "file": path}, key=("skipped",), file=path,
+                   details={"skipped": text})
+
+
 def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult:
     from .coverage import coverage, input_findings
-    from .findings import Programs, assign_fingerprints, number_collisions, symbolize_findings
+    from .findings import (Programs, assign_fingerprints, number_collisions, restore_texts,
+                           symbolize_findings, symbolize_messages)
 
     result = AnalysisResult(fail_on=fail_on)
     limits: list[str] = []
     facts = TraceFacts()
     tables = []
     for rep in reports:
-        found = list(rep["findings"])
+        if "error" in rep:
+            result.errors.append(rep["error"])
+            continue
+        found = [_skipped_note(m) for m in rep.get("skipped", ())]
+        found.extend(rep["findings"])
         infos = rep["inputs"]
         for info in infos:
             found.extend(input_findings(info))
@@ -63,9 +80,13 @@ def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult
         facts.svm_ioctls += rep["facts"][0]
         facts.gpu_calls += rep["facts"][1]
         symbolize_findings(found, rep["maps"], debug_dirs)
+        symbolize_messages(found)
         programs = Programs()
         programs.exe = dict(rep["exe"])
         assign_fingerprints(found, programs)
+        # the core keeps a bounded head of each event's text: what the
+        # findings cite is read back whole from the trace (SPEC 6, 7)
+        restore_texts(found)
         result.inputs.extend(infos)
         result.findings.extend(found)
         if "table" in rep:
@@ -91,9 +112,12 @@ def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult
 def analyze(paths: list[str], *, input_format: str | None = None, enabled=None,
             debug_dirs=(), fail_on: str = "error", all_fds: bool = False, jobs: int = 1,
             on_event: Callable | None = None, progress: Callable | None = None,
-            table: bool = False) -> AnalysisResult:
-    """Replay every trace with its own models; findings symbolized and
-    fingerprinted.  ``on_event`` sees every event: the perfetto report's
+            table: bool = False, keep_going: bool = False) -> AnalysisResult:
+    """Replay every trace with its own models (the runs of one argument
+    apart, SPEC 2); findings symbolized and fingerprinted.  ``keep_going``:
+    an input that cannot be read goes to ``result.errors`` and the others
+    are analyzed (raised as InputError when no input could be read);
+    without it the first such input raises InputError.  ``on_event`` sees every event: the perfetto report's
     EventSink gets them as the core's columns (``add_columns``, one call
     per trace), any other callable one record at a time (slow);
     ``progress`` is told as the replay advances (a progress bar);
@@ -102,18 +126,31 @@ def analyze(paths: list[str], *, input_format: str | None = None, enabled=None,
     try:
         if hasattr(on_event, "add_columns"):
             reports = eng.analyze_calls(list(paths), input_format=input_format,
-                                        all_fds=all_fds, table=table, jobs=jobs)
+                                        all_fds=all_fds, table=table, jobs=jobs,
+                                        keep_going=keep_going)
             for rep in reports:
-                on_event.add_columns(rep.pop("calls"))
+                if "calls" in rep:
+                    on_event.add_columns(rep.pop("calls"))
         elif on_event is not None:
-            reports = [eng.analyze_events(p, on_event, input_format=input_format,
-                                          all_fds=all_fds, table=table, jobs=jobs)
-                       for p in paths]
+            reports = []
+            for p in paths:
+                try:
+                    got = eng.analyze_events(p, on_event, input_format=input_format,
+                                             all_fds=all_fds, table=table, jobs=jobs)
+                except eng.ReadError as e:
+                    if not keep_going:
+                        raise
+                    got = {"error": str(e)}
+                reports.extend(got if isinstance(got, list) else [got])
         else:
             reports = eng.analyze(list(paths), input_format=input_format, all_fds=all_fds,
-                                  table=table, jobs=jobs, progress=progress)
+                                  table=table, jobs=jobs, progress=progress,
+                                  keep_going=keep_going)
     except eng.ReadError as e:
         raise InputError(str(e)) from None
+    if reports and all("error" in r for r in reports):
+        # nothing could be read: the first input's error, as for one input
+        raise InputError(reports[0]["error"])
     return _result(reports, enabled, debug_dirs, fail_on)
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -236,3 +237,160 @@ def symbolize_findings(findings: list[Finding], maps: list, debug_dirs=()) -> No
     sym = Symbolizer(debug_dirs=list(debug_dirs), maps=maps)
     for st in stacks:
         sym.symbolize_stack(st)
+
+
+# The parsers keep at most this many code points of an event's text
+# (src/parse/strace.rs TEXT_MAX): a text this long may have been cut.
+PARSER_TEXT_MAX = 300
+# How a split call's two halves are joined in its text (src/parse/strace.rs).
+SPLIT_JOIN = " … "
+
+
+def _open_trace(path: str):
+    """A binary file object over ``path``'s text, decompressed as the core
+    reads it; None for what cannot be read twice (stdin, a pipe) or read."""
+    import stat as st_mod
+
+    from .paths import compression_of
+
+    if not path or path == "-":
+        return None
+    try:
+        if not st_mod.S_ISREG(os.stat(path).st_mode):
+            return None
+        fh = open(path, "rb")
+    except OSError:
+        return None
+    kind = compression_of(fh.peek(6)[:6]) if hasattr(fh, "peek") else None
+    if kind is None:
+        return fh
+    try:
+        if kind == "gzip":
+            import gzip
+            return gzip.GzipFile(fileobj=fh)
+        if kind == "xz":
+            import lzma
+            return lzma.LZMAFile(fh)
+        if kind == "bzip2":
+            import bz2
+            return bz2.BZ2File(fh)
+        if kind == "zstd":
+            import zstandard  # type: ignore[import-not-found]
+            return zstandard.ZstdDecompressor().stream_reader(fh)
+    except ImportError:
+        pass
+    fh.close()
+    return None
+
+
+def _read_lines(path: str, wanted: set[int]) -> dict[int, str]:
+    """{line number: the line's text} for the wanted 1-based lines, read in
+    one pass that stops after the last of them."""
+    import io
+
+    got: dict[int, str] = {}
+    fh = _open_trace(path)
+    if fh is None:
+        return got
+    last = max(wanted)
+    try:
+        stream = fh if isinstance(fh, io.BufferedIOBase) and hasattr(fh, "readline") \
+            else io.BufferedReader(fh)
+        for n, raw in enumerate(stream, 1):
+            if n in wanted:
+                if raw.endswith(b"\n"):
+                    raw = raw[:-1]
+                if raw.endswith(b"\r"):
+                    raw = raw[:-1]
+                got[n] = raw.decode("utf-8", "surrogateescape")
+            if n >= last:
+                break
+    except (OSError, EOFError, ValueError):
+        pass        # a file that changed or broke since: keep what the core kept
+    finally:
+        fh.close()
+    return got
+
+
+def restore_texts(findings) -> int:
+    """Evidence is never cut (SPEC 6): the core keeps at most
+    PARSER_TEXT_MAX code points of an event's text, so the text of every
+    event a finding cites that reached that length is read back from its
+    trace file (by reference: file and line) when the report is made.
+    A text is replaced only when the line read back extends what the core
+    kept; inputs read once (stdin, a pipe) keep the core's text.  Returns
+    how many texts were restored."""
+    events = {}
+    for f in findings:
+        for e in [f.event, *(ev.event for ev in f.evidence)]:
+            if e is not None and len(e.text or "") >= PARSER_TEXT_MAX and e.line:
+                events[id(e)] = e
+    if not events:
+        return 0
+    wanted: dict[str, set[int]] = {}
+    for e in events.values():
+        lines = wanted.setdefault(e.file, set())
+        lines.add(e.line)
+        if e.end_line and e.end_line != e.line:
+            lines.add(e.end_line)
+    texts = {path: _read_lines(path, lines) for path, lines in wanted.items()}
+    restored = 0
+    for e in events.values():
+        got = texts.get(e.file, {})
+        full = got.get(e.line)
+        if full is None:
+            continue
+        if e.end_line and e.end_line != e.line:
+            rest = got.get(e.end_line)
+            if rest is None:
+                continue
+            full = full + SPLIT_JOIN + rest
+        if len(full) > len(e.text) and full.startswith(e.text):
+            e.text = full
+            restored += 1
+    return restored
+
+
+def _raw_label(fr) -> str:
+    """A frame's label as the core wrote it into messages, before the
+    symbolizer named its function and source line (events.Frame.label)."""
+    where = fr.module
+    if fr.symbol:
+        where += f"({fr.symbol}" + (f"+{fr.sym_offset:#x}" if fr.sym_offset is not None
+                                    else "") + ")"
+    if fr.addr is not None:
+        where += f" [{fr.addr:#x}]"
+    return where
+
+
+def _site_label(fr, cwd: str | None = None) -> str | None:
+    """A symbolized frame as the evidence shows it: ``src/prog.c:13 release``
+    (the source relative to ``cwd`` when it lies under it); None when the
+    symbolizer found no source line."""
+    if not (fr.source and fr.source_line):
+        return None
+    from .report.common import repo_relative
+
+    path = repo_relative(fr.source, cwd) if os.path.isabs(fr.source) else None
+    fn = fr.function or fr.symbol
+    return f"{path or fr.source}:{fr.source_line}" + (f" {fn}" if fn else "")
+
+
+def symbolize_messages(findings, cwd: str | None = None) -> None:
+    """The core writes a call site into a message as the raw frame
+    (``prog(release+0x15) [0x11a8]``) before Python symbolizes stacks; once
+    they are, the message names it as the evidence does (``prog.c:13
+    release``), so a headline never reads rawer than the lines below it."""
+    for f in findings:
+        if not f.message or "[0x" not in f.message:
+            continue
+        swap = {}
+        for st in [f.stack, *(ev.event.stack for ev in f.evidence)]:
+            for fr in st or ():
+                site = _site_label(fr, cwd)
+                if site:
+                    swap.setdefault(_raw_label(fr), site)
+        msg = f.message
+        for raw in sorted(swap, key=len, reverse=True):
+            msg = msg.replace(raw, swap[raw])
+        f.message = msg

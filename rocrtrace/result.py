@@ -26,6 +26,9 @@ class AnalysisResult:
     facts: "TraceFacts | None" = None
     # the event table (pandas), when the caller asked for it (diff)
     table: Any = None
+    # inputs that could not be read or recognized while others were (SPEC 2:
+    # each one line; the CLI prints them after the report and exits 2)
+    errors: list[str] = field(default_factory=list)
 
     def merge(self, other: "AnalysisResult") -> None:
         """Add ``other``'s inputs and findings, and rebuild coverage over both."""

@@ -50,7 +50,11 @@ _RULES = [
          "close() of a descriptor the trace already closed with nothing re-creating it (the "
          "kernel's EBADF proves it was not open), or a bounded close_range(a, b) over fds this "
          "program already closed (close_range never fails, so the trace's own closes are the "
-         "evidence; not in a child between fork and execve). dup2/dup3 onto a free number is "
+         "evidence; a span most of whose numbers held fds the trace saw, and not pieces of a "
+         "sweep around kept fds that end in an open-ended range; also after an earlier sweep, "
+         "and in a child between fork and execve over what the child itself closed). A "
+         "thread with its own fd table (unshare(CLONE_FILES), close_range(CLOSE_RANGE_UNSHARE)) "
+         "is judged on its copy. dup2/dup3 onto a free number is "
          "not a close. The first close of the pair may be the culprit: both are shown. An "
          "error when the fd is a GPU fd (kfd, render or accel node, dma-buf, sync_file), or "
          "when another thread or process shared the fd table, or when the trace did not see "
@@ -64,10 +68,13 @@ _RULES = [
          "trace that starts at execve (or a preload start snapshot), a number never seen open "
          "that got EBADF (valgrind's invalid file descriptor); a note where the trace did not "
          "see the process start or in a child between fork and execve. A close-all sweep - "
-         "on one thread, at least 4 closes of strictly increasing numbers with no other call "
-         "in between, more than half (and at least two) failing with EBADF - is one note, "
-         "never an error, whatever the trace saw of those numbers before; an open-ended "
-         "close_range(N, ~0U) or closefrom(N) is never a finding. A number only a result "
+         "on one thread, at least 4 closes of strictly increasing (or strictly decreasing) "
+         "numbers with no fd created in between (a readlink of /proc/self/fd/N, a probe or a "
+         "write may come between them), more than half (and at least two) failing with "
+         "EBADF, one of them on a number never open; close_range pieces around kept fds "
+         "ending in an open-ended one; closing each number a /proc/self/fd listing returned "
+         "- is one note, never an error, whatever the trace saw of those numbers before; an "
+         "open-ended close_range(N, ~0U) or closefrom(N) is never a finding. A number only a result "
          "strace made up (-e inject: dup2(3, 20) = 20 (INJECTED)) announced is a note."),
     Rule("fd-close-reused", "warning",
          "a close hits an fd number re-created by another owner",
@@ -75,7 +82,9 @@ _RULES = [
          "is the component (runtime, libdrm, amd-smi, a library, the program) of its creating "
          "call's innermost frame; a close whose stack is in the old fd's owner and not in the "
          "new one's, or that is followed by the new owner's EBADF on that number, was meant "
-         "for the old descriptor (fdsan's wrong owner)."),
+         "for the old descriptor (fdsan's wrong owner). Without stacks the threads tell the "
+         "owners apart: the close ran on the thread that made or used the old fd, the new one "
+         "was made on another thread, and that thread's next use of the number got EBADF."),
     Rule("fd-use-after-close", "error",
          "a read, write, ioctl, mmap or other use of a closed fd (EBADF)",
          "A call that does work on a descriptor (I/O, ioctl, mmap, an import, sendmsg ...) "

@@ -11,7 +11,7 @@ use crate::models::fds::FdModel;
 use crate::models::handles::{HandleModel, Options as HandleOptions};
 use crate::models::svm::{Options as SvmOptions, SvmModel};
 use crate::read::InputError;
-use crate::read::open::open_files;
+use crate::read::open::{Runs, open_files, open_runs};
 use crate::read::trace::{Builtin, Trace};
 use crate::replay::{Facts, Programs};
 use crate::table::EventTable;
@@ -74,6 +74,8 @@ pub struct TraceOut {
     /// the fd model's, the handle model's, then the SVM model's findings
     pub findings: Vec<Finding>,
     pub limits: Vec<&'static str>,
+    /// the runtime's registration behaviour the SVM model read (coverage)
+    pub behaviour: Option<String>,
     pub facts: Facts,
     pub programs: Programs,
     pub maps: Vec<Event>,
@@ -93,14 +95,51 @@ struct Models {
 /// Sees every event after the models, with the trace's file paths.
 pub type OnEvent<'a> = &'a mut dyn FnMut(&Event, &[String]);
 
-/// Analyze one TRACE argument.  `on_event` sees every event after the
-/// models (the front's progress and perfetto hooks).
-pub fn run(
+/// Analyze one TRACE argument as one run (its files merged).  `on_event`
+/// sees every event after the models (the front's progress and perfetto
+/// hooks).
+pub fn run(arg: &str, o: &Options, on_event: Option<OnEvent<'_>>) -> Result<TraceOut, InputError> {
+    let files = open_files(arg, o.input_format.as_deref())?;
+    run_files(arg, files, o, on_event)
+}
+
+/// What one TRACE argument gives: each run's analysis (runs are replayed
+/// apart, SPEC 2) and the files skipped as not traces.
+pub struct RunsOut {
+    pub runs: Vec<Result<TraceOut, InputError>>,
+    pub skipped: Vec<InputError>,
+}
+
+/// Analyze one TRACE argument run by run: its files split into runs
+/// ([`open_runs`]), each replayed through models of its own, so equal pids
+/// of two runs stay two processes.  Err: the argument itself cannot be
+/// read (no file of it is a trace).
+pub fn run_apart(
     arg: &str,
     o: &Options,
     mut on_event: Option<OnEvent<'_>>,
+) -> Result<RunsOut, InputError> {
+    let Runs { runs, skipped } = open_runs(arg, o.input_format.as_deref())?;
+    let runs = runs
+        .into_iter()
+        .map(|files| {
+            let hook: Option<OnEvent<'_>> = match on_event.as_mut() {
+                Some(f) => Some(&mut **f),
+                None => None,
+            };
+            run_files(arg, files, o, hook)
+        })
+        .collect();
+    Ok(RunsOut { runs, skipped })
+}
+
+/// Analyze the files of one run.
+pub fn run_files(
+    arg: &str,
+    files: Vec<crate::read::open::FileSpec>,
+    o: &Options,
+    mut on_event: Option<OnEvent<'_>>,
 ) -> Result<TraceOut, InputError> {
-    let files = open_files(arg, o.input_format.as_deref())?;
     let paths: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
     let names = Names::new(paths.clone());
     let fds = FdModel::new(o.watch_fd, o.all_fds, names);
@@ -148,12 +187,14 @@ pub fn run(
     findings.extend(m.handles.take_findings());
     findings.append(&mut m.svm.findings);
     let limits = m.svm.limits().to_vec();
+    let behaviour = m.svm.behaviour();
     let infos = infos.borrow().clone();
     Ok(TraceOut {
         paths,
         infos,
         findings,
         limits,
+        behaviour,
         facts,
         programs,
         maps,

@@ -216,7 +216,12 @@ def test_junit_fail_on_warning_fails_each_leak(result):
     result.fail_on = "warning"
     root = ET.fromstring(render(result, "junit"))
     case = {c.get("name"): c for c in root.findall("testsuite")[1].findall("testcase")}
-    assert len(case["fd-leak"].findall("failure")) == 2
+    # one <failure> per testcase: the second leak is its own case (issue 35)
+    assert len(case["fd-leak"].findall("failure")) == 1
+    assert len(case["fd-leak #2"].findall("failure")) == 1
+    for suite in [root, *root.findall("testsuite")]:
+        assert int(suite.get("failures")) == len(list(suite.iter("failure")))
+        assert int(suite.get("tests")) == len(list(suite.iter("testcase")))
 
 
 def test_junit_escapes_markup_and_control_characters(result):

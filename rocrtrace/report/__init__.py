@@ -41,13 +41,28 @@ class MissingDependency(Exception):
     """A format whose library is not installed: the user's to fix (exit 2)."""
 
 
-def need(module: str, extra: str):
-    """Import an optional library a format needs, or say how to get it."""
+# The libraries a format needs beyond the standard library and the base
+# install's others; all are base dependencies (pyproject.toml), so this is
+# only ever missing from a broken environment.
+NEEDS = {"perfetto": "perfetto.trace_builder.proto_builder", "parquet": "pyarrow.parquet"}
+
+
+def need(module: str, extra: str = ""):
+    """Import a library a format needs, or say how to get it back."""
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise MissingDependency(f"rocrtrace: this format needs {module.split('.')[0]}: "
-                                f"pip install 'rocrtrace[{extra}]'") from None
+        raise MissingDependency(f"rocrtrace: this format needs {module.split('.')[0]}, "
+                                "a dependency of rocrtrace that is not installed here: "
+                                "reinstall rocrtrace (pip install .)") from None
+
+
+def check_formats(formats) -> None:
+    """Every format's library imports, before the analysis runs and before
+    any output is written (not after the other outputs were)."""
+    for fmt in formats:
+        if fmt in NEEDS:
+            need(NEEDS[fmt])
 
 
 def render(result, fmt: str, **opts) -> str:

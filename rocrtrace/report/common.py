@@ -18,6 +18,10 @@ SEVERITY_ORDER = ("error", "warning", "note")
 # C0 controls (but tab and newline), DEL and C1 controls: what a terminal
 # would interpret as escape sequences or that XML 1.0 cannot carry.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Unicode bidirectional controls (embeddings, overrides, isolates, marks):
+# U+202E makes a terminal, an editor or a web page show text in another
+# order than it is ("Trojan Source"); trace text never carries them raw.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 # Lone surrogates: bytes that were not UTF-8 in the trace (decoded with
@@ -31,12 +35,18 @@ def _surrogate(m) -> str:
     return f"\\x{c - 0xDC00:02x}" if 0xDC80 <= c <= 0xDCFF else f"\\u{c:04x}"
 
 
+_CONTROL_BUT_CR = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
 def printable(text: object, keep_newlines: bool = False) -> str:
     """Text with control characters shown as ``\\xNN`` so that trace content
     can never move a terminal's cursor or end a line early, and with the
-    bytes that were not UTF-8 shown the same way."""
+    bytes that were not UTF-8 shown the same way.  ``keep_newlines``: line
+    breaks (``\\n``, ``\\r``) stay, for a medium that escapes them itself."""
     s = "" if text is None else str(text)
-    s = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+    s = (_CONTROL_BUT_CR if keep_newlines else _CONTROL).sub(
+        lambda m: f"\\x{ord(m.group()):02x}", s)
+    s = _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
     s = _SURROGATE.sub(_surrogate, s)
     if not keep_newlines:
         s = s.replace("\n", "\\n")
@@ -159,6 +169,28 @@ def runtime_module(module: str | None) -> bool:
     return bool(_RUNTIME_LIB.match(module.rsplit("/", 1)[-1]))
 
 
+# The ROCm runtime linked statically into the program (as ROCr links
+# libhsakmt): its frames are told by function and source, not by module.
+_RUNTIME_FUNC = re.compile(
+    r"^(?:hsakmt_|hsaKmt|fmm_|svm_api_|hsa_(?:amd_)?|_ZN4rocr|_ZN3amd|rocr::|amd::"
+    r"|_start$|__libc_start)")
+_RUNTIME_SRC = re.compile(
+    r"(?:^|/)(?:libhsakmt|hsakmt|rocr-runtime|hsa-runtime|ROCR-Runtime|ROCT-Thunk-Interface)/"
+    r"|(?:^|/)(?:fmm|libhsakmt|openclose|hsakmtmodel|topology|queues|events|memory|svm|rbtree"
+    r"|globals|perfctr|pmc_table|spm|debug|pc_sampling|time|version)\.c$")
+
+
+def runtime_frame(fr) -> bool:
+    """Whether a frame is runtime code: by its module, or, for a runtime
+    linked into the program, by its function or source file."""
+    if runtime_module(fr.module):
+        return True
+    name = fr.function or fr.symbol
+    if name and _RUNTIME_FUNC.match(name):
+        return True
+    return bool(fr.source and _RUNTIME_SRC.search(fr.source))
+
+
 def source_root(root: str | None = None) -> str:
     return os.path.abspath(root or os.getcwd())
 
@@ -175,12 +207,12 @@ def location_frame(stack, root: str | None = None):
     """
     root = source_root(root)
     for fr in stack:
-        if fr.source and fr.source_line and not runtime_module(fr.module):
+        if fr.source and fr.source_line and not runtime_frame(fr):
             rel = _under(fr.source, root)
             if rel is not None:
                 return fr, rel
     for fr in stack:
-        if not runtime_module(fr.module):
+        if not runtime_frame(fr):
             return fr, (fr.source if fr.source and fr.source_line else None)
     return None
 
@@ -229,9 +261,10 @@ def primary_location(f, cwd: str | None = None) -> tuple[str | None, int | None]
     return None, None
 
 
-# The parser keeps at most this much of a line: text this long was cut
-# there, mid-token, and must be shown as cut.
-PARSER_TEXT_MAX = 300
+# The parser keeps at most this much of a line; the findings' events are
+# read back whole (findings.restore_texts), so text of exactly this length
+# is one that could not be (stdin) and is shown as cut.
+from ..findings import PARSER_TEXT_MAX  # noqa: E402
 
 # The pid / timestamp columns a trace line starts with: the report shows tid
 # and time in their own columns.
@@ -267,15 +300,49 @@ def cut(text: str, width: int, already_cut: bool = False) -> str:
     return head.rstrip() + "…"
 
 
-def call_text(e, width: int, concise: bool = True) -> str:
+ELIDED = " […] "
+# What the core kept of a text it could not read back (stdin, a pipe): the
+# end is unknown, and the report says so.
+CUT_BY_PARSER = " […cut: the input could not be read again]"
+
+
+def elide(text: str, width: int | None) -> str:
+    """``text`` in about ``width`` characters by dropping its MIDDLE, marked
+    with ``[…]``: the head (the call and its first arguments) and the end
+    (the last attributes and the result, which often prove a finding) are
+    always shown (SPEC 6).  ``width`` None: the whole text."""
+    if width is None or len(text) <= width:
+        return text
+    keep = max(20, width - len(ELIDED))
+    head_n = keep * 3 // 5
+    head, tail = text[:head_n], text[len(text) - (keep - head_n):]
+    for pattern in (_SPACE, _BOUNDARY):      # after ", " or a space where one is near
+        cuts = [m.end() for m in pattern.finditer(head)]
+        if cuts and cuts[-1] > len(head) * 2 // 3:
+            head = head[:cuts[-1]]
+            break
+    for pattern in (_SPACE, _BOUNDARY):
+        m = pattern.search(tail)
+        if m and m.end() < len(tail) // 3:
+            tail = tail[m.end():]
+            break
+    return head.rstrip() + ELIDED + tail.lstrip()
+
+
+def call_text(e, width: int | None = None, concise: bool = True) -> str:
+    """An event's call as a report shows it: the whole text, or with its
+    middle elided to ``width`` (the concise text report); never its end."""
     text = e.text or ""
     if e.tid is not None or e.time is not None:
         text = _LEAD.sub("", text, count=1)
-    was_cut = len(e.text or "") >= PARSER_TEXT_MAX
+    was_cut = len(e.text or "") == PARSER_TEXT_MAX
     if concise:
         text = _KFD_PREFIX.sub("", text)
         text = re.sub(r" {2,}", " ", text)     # strace's column padding
-    return printable(cut(text.rstrip(), width, already_cut=was_cut))
+    text = elide(text.rstrip(), width)
+    if was_cut:
+        text += CUT_BY_PARSER
+    return printable(text)
 
 
 def evidence_line(ev) -> str:
@@ -283,7 +350,7 @@ def evidence_line(ev) -> str:
     where = f"{e.file}:{e.line}"
     who = f"tid {e.tid}" if e.tid is not None else ""
     when = f"t={e.time:.6f}" if e.time is not None else ""
-    bits = [f"{ev.role}:", where, who, when, call_text(e, 300, concise=False)]
+    bits = [f"{ev.role}:", where, who, when, call_text(e, concise=False)]
     if ev.note:
         bits.append(f"({printable(ev.note)})")
     return " ".join(b for b in bits if b)
@@ -301,7 +368,7 @@ def finding_lines(f, clean=lambda text: text, evidence_stacks: bool = False) -> 
     details): location, call, subject, cause, evidence, stack, fingerprint."""
     lines = [f"at {location_text(f)}"]
     if f.event is not None and f.event.text:
-        lines.append(f"call: {clean(call_text(f.event, 300, concise=False))}")
+        lines.append(f"call: {clean(call_text(f.event, concise=False))}")
     if f.subject:
         lines.append(f"subject: {subject_text(f.subject)}")
     if f.cause:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 from .common import hexs, printable
 
@@ -12,17 +13,22 @@ COLUMNS = ("rule", "severity", "fingerprint", "message", "file", "line", "pid", 
 
 # A cell a spreadsheet would evaluate as a formula (CSV injection): trace
 # text is untrusted, so such cells get a leading apostrophe.
-_FORMULA = ("=", "+", "@", "\t", "\r")
+# "-" too (OWASP): "-2+3+cmd|' /C calc'!A0" runs like "=...".  A plain
+# number ("-1", an fd) is left as it is, so the column stays numeric.
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
 
 
 def _cell(v) -> str:
     if v is None:
         return ""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return str(v)
     # Control characters from trace text (a decoded path may hold a newline
     # and then "::warning::", or an escape sequence) are shown, not obeyed,
     # by whatever prints the cell later: a CI log, a terminal, a sheet.
     s = printable(v)
-    if s.startswith(_FORMULA):
+    if s.startswith(_FORMULA) and not _NUMBER.match(s):
         s = "'" + s
     return s
 

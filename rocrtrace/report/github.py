@@ -11,6 +11,7 @@ import os
 
 from .common import counts_line, evidence_line, primary_location, printable, subject_text
 from .markdown import summary_table
+from ..output import OutputError, write
 
 PER_LEVEL = 10
 COMMANDS = {"error": "error", "warning": "warning", "note": "notice"}
@@ -27,8 +28,13 @@ def escape_property(s) -> str:
 
 
 def command(kind: str, message: str, **props) -> str:
-    ps = ",".join(f"{k}={escape_property(v)}" for k, v in props.items() if v not in (None, ""))
-    return f"::{kind}{' ' + ps if ps else ''}::{escape_data(message)}"
+    # Every value is shown, never obeyed: control characters and bidi
+    # overrides escaped (rocrtrace.report.common.printable), then the
+    # workflow-command escapes; the message keeps its own line breaks.
+    ps = ",".join(f"{k}={escape_property(printable(v))}" for k, v in props.items()
+                  if v not in (None, ""))
+    text = escape_data(printable(message, keep_newlines=True))
+    return f"::{kind}{' ' + ps if ps else ''}::{text}"
 
 
 def _message(f) -> str:
@@ -70,23 +76,33 @@ def render(result, cwd: str | None = None, step_summary: str | None = None, **_o
         out.append(command(COMMANDS.get(f.severity, "warning"), _message(f),
                            file=file, line=line, title=f"{f.rule} ({f.severity})"))
     if dropped:
-        out.append(command("notice", f"{dropped} more findings in the report "
+        out.append(command("notice", f"{dropped} more finding{'' if dropped == 1 else 's'} "
+                           "in the report "
                            "(GitHub shows at most 10 annotations of each level per step)",
                            title="rocrtrace"))
     s = result.summary()
-    out.append(f"rocrtrace: {s['findings']} findings ({counts_line(s)}), "
+    out.append(f"rocrtrace: {s['findings']} finding{'' if s['findings'] == 1 else 's'} "
+               f"({counts_line(s)}), "
                f"{s['suppressed']} suppressed; "
                f"gate {'failed' if s['failed'] else 'passed'} at --fail-on {s['fail_on']}")
     path = step_summary if step_summary is not None else os.environ.get("GITHUB_STEP_SUMMARY")
     if path:
-        write_step_summary(path, result)
+        try:
+            write_step_summary(path, result)
+        except OutputError as e:
+            # The annotations and the gate matter more than the summary: a
+            # warning, and the run goes on.
+            import sys
+
+            print(f"{e} (step summary skipped)", file=sys.stderr)
     return "\n".join(out) + "\n"
 
 
 def write_step_summary(path: str, result) -> None:
+    """Append the summary table to ``path`` (never through a symlink, never
+    onto a FIFO); an OutputError when it cannot be written."""
     text = "\n".join(summary_table(result, max_rows=500)) + "\n"
-    data = text.encode()
+    data = text.encode("utf-8", "backslashreplace")
     if len(data) > SUMMARY_LIMIT:
         data = data[:SUMMARY_LIMIT].rsplit(b"\n", 1)[0] + b"\n\n(truncated)\n"
-    with open(path, "ab") as fh:
-        fh.write(data)
+    write(path, data, "the step summary ($GITHUB_STEP_SUMMARY)", append=True)

@@ -55,26 +55,30 @@ def render(result, rules=None, enabled=None, **_opts) -> str:
             for k, v in info.to_dict().items():
                 ET.SubElement(props, "property", name=k, value=xml_text(printable(v)))
         for rid in rule_ids:
-            case = ET.SubElement(suite, "testcase", name=rid,
-                                 classname=xml_text(printable(f"rocrtrace.{name}")))
-            below = []
-            for f in (x for x in fs if x.rule == rid):
-                if severity_rank(f.severity) >= limit:
+            failing = [x for x in fs if x.rule == rid and severity_rank(x.severity) >= limit]
+            below = [x for x in fs if x.rule == rid and severity_rank(x.severity) < limit]
+            # One <failure> per testcase (the JUnit schema's, and what CI
+            # tools count): the n-th failing finding of a rule in one input
+            # is its own testcase "RULE #n", so failures= always equals the
+            # number of <failure> elements.
+            for n, f in enumerate(failing or [None], 1):
+                case = ET.SubElement(suite, "testcase", name=rid if n == 1 else f"{rid} #{n}",
+                                     classname=xml_text(printable(f"rocrtrace.{name}")))
+                if f is not None:
                     fail = ET.SubElement(case, "failure", type=f.severity,
                                          message=xml_text(printable(f"{f.rule}: {f.message}")))
                     fail.text = xml_text(_body(f))
-                else:
-                    below.append(f)
-            if below:
-                out = ET.SubElement(case, "system-out")
-                out.text = xml_text("\n\n".join(
-                    f"(below --fail-on {result.fail_on})\n{_body(f)}" for f in below))
-        failed_cases = sum(1 for c in suite.findall("testcase") if c.find("failure") is not None)
-        suite.set("tests", str(len(rule_ids)))
+                if n == 1 and below:
+                    out = ET.SubElement(case, "system-out")
+                    out.text = xml_text("\n\n".join(
+                        f"(below --fail-on {result.fail_on})\n{_body(x)}" for x in below))
+        cases = suite.findall("testcase")
+        failed_cases = sum(1 for c in cases if c.find("failure") is not None)
+        suite.set("tests", str(len(cases)))
         suite.set("failures", str(failed_cases))
         suite.set("errors", "0")
         suite.set("skipped", "0")
-        total_tests += len(rule_ids)
+        total_tests += len(cases)
         total_fail += failed_cases
     root.set("tests", str(total_tests))
     root.set("failures", str(total_fail))

@@ -32,29 +32,44 @@ def code_block(lines: list[str]) -> str:
     return f"{fence}text\n{body}\n{fence}"
 
 
-def summary_table(result, max_rows: int | None = None) -> list[str]:
+def summary_table(result, max_rows: int | None = None, findings=None) -> list[str]:
+    """The verdict, the counts and a table row per finding (``findings``:
+    only these rows, the rest counted in a closing line)."""
     s = result.summary()
     verdict = "failed" if s["failed"] else "passed"
+    n_in = len(result.inputs)
     out = [f"### rocrtrace {__version__}: {verdict} (--fail-on {s['fail_on']})", "",
-           f"{s['findings']} findings ({counts_line(s)}), {s['suppressed']} suppressed; "
-           f"{len(result.inputs)} inputs, {s['events']} events, {s['unparsed']} unparsed "
-           "lines.", ""]
+           f"{_n(s['findings'], 'finding')} ({counts_line(s)}), {s['suppressed']} suppressed; "
+           f"{_n(n_in, 'input')}, {_n(s['events'], 'event')}, "
+           f"{_n(s['unparsed'], 'unparsed line')}.", ""]
     if not result.findings:
         return out
     out += ["| severity | rule | message | where | subject |",
             "|---|---|---|---|---|"]
-    from .text import _Names, first_sentence
+    from .text import _Names
 
     names = _Names(result)
-    fs = result.sorted_findings()
-    for f in fs[:max_rows] if max_rows else fs:
-        msg = names.in_text(first_sentence(f.message))
-        out.append(f"| {f.severity} | `{f.rule}` | {md(msg)} | {md(_where(f, names))} "
-                   f"| {md(subject_text(f.subject))} |")
-    if max_rows and len(fs) > max_rows:
-        out.append(f"\n{len(fs) - max_rows} more findings in the full report.")
+    fs = result.sorted_findings() if findings is None else list(findings)
+    rows = fs[:max_rows] if max_rows else fs
+    out += [_row(f, names) for f in rows]
+    left = len(result.findings) - len(rows)
+    if left > 0:
+        out.append(f"\n{_n(left, 'more finding')} not shown here: see the full report "
+                   "(--format json or text).")
     out.append("")
     return out
+
+
+def _row(f, names) -> str:
+    from .text import first_sentence
+
+    msg = names.in_text(first_sentence(f.message))
+    return (f"| {f.severity} | `{f.rule}` | {md(msg)} | {md(_where(f, names))} "
+            f"| {md(subject_text(f.subject))} |")
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def _where(f, names=None) -> str:
@@ -76,8 +91,50 @@ def _details(f) -> str:
             f"</summary>\n\n{code_block(lines)}\n\n</details>")
 
 
-def render(result, **_opts) -> str:
-    out = summary_table(result)
+# A GitHub comment (and an issue or PR body) holds at most 65,536
+# characters; what does not fit is counted, not cut mid-block.
+MAX_CHARS = 65536 - 1536
+
+
+def render(result, max_chars: int | None = MAX_CHARS, **_opts) -> str:
+    """The comment; ``max_chars`` caps its size (None: no cap): findings
+    are taken most severe first while their table row and details fit,
+    and one line says how many more the full report holds."""
+    ordered = result.sorted_findings()
+    blocks = {id(f): _details(f) + "\n" for f in ordered}
+    shown = ordered
+    if max_chars is not None:
+        from .text import _Names
+
+        names = _Names(result)
+        fixed = len("\n".join(_head(result, [])))
+        budget = max_chars - fixed - 400        # the closing lines, the group headers' slack
+        shown = []
+        used = 0
+        for f in ordered:
+            cost = len(_row(f, names)) + 1 + len(blocks[id(f)]) + 1 + 40   # + a group header
+            if used + cost > budget:
+                break
+            shown.append(f)
+            used += cost
+    out = _head(result, shown)
+    keep = {id(f) for f in shown}
+    for rule, fs in by_rule(result.findings):
+        mine = [f for f in fs if id(f) in keep]
+        if not mine:
+            continue
+        out.append(f"#### `{rule}` ({len(fs)})")
+        out.append("")
+        out += [blocks[id(f)] for f in mine]
+    left = len(ordered) - len(shown)
+    if left:
+        out.append(f"**{_n(left, 'more finding')} not shown** (a comment holds at most "
+                   "65,536 characters): see the full report (--format json or text).")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _head(result, shown) -> list[str]:
+    out = summary_table(result, findings=shown)
     cov = result.coverage or {}
     if cov.get("cannot_show"):
         out.append("**This input cannot show:** " + "; ".join(md(x) for x in cov["cannot_show"]))
@@ -85,8 +142,4 @@ def render(result, **_opts) -> str:
     if cov.get("advice"):
         out.append("**Advice:** " + "; ".join(md(x) for x in cov["advice"]))
         out.append("")
-    for rule, fs in by_rule(result.findings):
-        out.append(f"#### `{rule}` ({len(fs)})")
-        out.append("")
-        out += [_details(f) + "\n" for f in fs]
-    return "\n".join(out).rstrip("\n") + "\n"
+    return out

@@ -94,7 +94,12 @@ def _code_flow(f, cwd: str) -> list:
     if not f.evidence:
         return []
     by_thread: dict = {}
-    for order, ev in enumerate(f.evidence, 1):
+    # executionOrder is the order in time (SPEC 6): the models list the
+    # offending call first, its causes after it
+    chrono = sorted(f.evidence, key=lambda ev: (
+        ev.event.time if ev.event.time is not None else float("-inf"),
+        ev.event.file or "", ev.event.line or 0, getattr(ev.event, "seq", 0) or 0))
+    for order, ev in enumerate(chrono, 1):
         e = ev.event
         text = f"{ev.role}: {printable(e.text)}" + (f" ({printable(ev.note)})" if ev.note else "")
         tfl = {"location": _trace_location(e, cwd, text), "executionOrder": order}

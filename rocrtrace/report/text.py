@@ -36,7 +36,7 @@ CAUSES = {
 }
 
 CALL_WIDTH = 200           # a call line of the concise report, off a terminal
-VERBOSE_CALL_WIDTH = 240
+VERBOSE_CALL_WIDTH = None  # --verbose: every call whole (SPEC 6)
 MAX_EVIDENCE = 8           # events per finding in the concise report
 class _Style:
     def __init__(self, color: bool):
@@ -206,7 +206,8 @@ def _event_line(role, e, note, width, names, root, shown: set, call_width: int,
         return head + "  (shown above)"
     shown.add(id(e))
     pad = ind + "    "
-    return head + "\n" + pad + call_text(e, max(40, call_width - len(pad)), concise)
+    width = None if call_width is None else max(40, call_width - len(pad))
+    return head + "\n" + pad + call_text(e, width, concise)
 
 
 def _summary(result, st, verbose: bool) -> list[str]:

@@ -309,7 +309,9 @@ pub struct Closed {
 
 type ClosedRef = Rc<RefCell<Closed>>;
 
-/// Consecutive closes of increasing numbers on one thread.
+/// Closes (and close_range pieces) of monotone numbers on one thread, with
+/// only calls that create no fd between them: a close-all sweep candidate
+/// (SPEC 4.1).  Its closes' findings are held until it ends.
 #[derive(Debug)]
 struct Run {
     last: Fd,
@@ -321,6 +323,29 @@ struct Run {
     hi: Fd,
     held: Option<Vec<usize>>,
     settled: bool,
+    /// 1 ascending, -1 descending, 0 not known yet (one close)
+    dir: i8,
+    /// close_range pieces in the run
+    ranges: u64,
+    /// a piece reached the fd limit (`close_range(N, ~0U)`)
+    open_ended: bool,
+    /// an EBADF close of the fd a `/proc/self/fd` listing read and closed
+    listing: bool,
+    /// EBADF closes of numbers the table never held: a sweep reaches past
+    /// the fds the program made (closing its own fds twice in order does not)
+    fresh: u64,
+}
+
+impl Run {
+    /// Whether a close of `n` continues the run: the next number in its
+    /// direction (kept fds may be skipped).
+    fn continues(&self, n: Fd) -> bool {
+        match self.dir {
+            0 => n != self.last && self.ranges == 0 || self.ranges > 0 && n > self.last,
+            1 => n > self.last,
+            _ => n < self.last,
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -330,6 +355,9 @@ pub struct Table {
     gens: HashMap<Fd, u64>,
     pub users: i64,
     next_order: u64,
+    /// one thread's own table (`unshare(CLONE_FILES)`, a thread cloned
+    /// without CLONE_FILES, `close_range(CLOSE_RANGE_UNSHARE)` in a thread)
+    own_thread: bool,
 }
 
 impl Table {
@@ -344,6 +372,7 @@ impl Table {
             gens: self.gens.clone(),
             users: 0,
             next_order: self.next_order,
+            own_thread: false,
         }
     }
 
@@ -399,6 +428,12 @@ pub struct Proc {
     /// first seen by a plain call of its own, no snapshot: under `strace -f`
     /// a fork child can run before strace prints its parent's clone result
     early: bool,
+    /// threads with a table of their own, by tid (the others share `table`)
+    tid_tables: HashMap<Option<u32>, u64>,
+    /// `table` is the current event's thread's own table
+    swapped: bool,
+    /// the current event gave its thread a table of its own
+    unshared: bool,
 }
 
 impl Proc {
@@ -529,6 +564,7 @@ fn sort_story(ev: &mut [Evidence]) {
 fn fd_arg(ev: &Event) -> Fd {
     match &ev.kind {
         Kind::Close(c) => c.fd.into(),
+        Kind::CloseRange(r) => r.first.into(),
         _ => 0,
     }
 }
@@ -926,10 +962,7 @@ impl FdModel {
         if !self.runs.is_empty() {
             let key = (pid, ev.h.tid);
             if let Some(run) = self.runs.get(&key) {
-                let ends = match &ev.kind {
-                    Kind::Close(c) => Fd::from(c.fd) <= run.last,
-                    _ => true,
-                };
+                let ends = run_ends(run, ev);
                 if ends {
                     self.end_run(key);
                 }
@@ -941,7 +974,35 @@ impl FdModel {
         if matches!(ev.h.err.as_deref(), Some("EMFILE" | "ENFILE")) {
             self.exhaustion(&mut p, ev);
         }
+        // a thread with a table of its own works on it (its exit ends the
+        // process's shared one)
+        let shared = p.table;
+        let own = match &ev.kind {
+            Kind::Exit(_) => None,
+            _ => p.tid_tables.get(&ev.h.tid).copied(),
+        };
+        if let Some(tt) = own {
+            p.table = tt;
+            p.swapped = true;
+        }
         self.handle(&mut p, ev, l);
+        if p.swapped || p.unshared {
+            let mine = p.table;
+            p.swapped = false;
+            p.unshared = false;
+            if matches!(ev.kind, Kind::Exec(_)) && ev.h.ok() {
+                // execve ends every other thread: its table is the process's
+                p.tid_tables.clear();
+            } else {
+                p.tid_tables.insert(ev.h.tid, mine);
+                p.table = shared;
+            }
+        }
+        if let Kind::Exit(k) = &ev.kind
+            && !k.whole
+        {
+            p.tid_tables.remove(&ev.h.tid);
+        }
         let ended = p.ended;
         self.spare = Some(std::mem::replace(&mut self.procs[idx], p));
         if ended {
@@ -1183,15 +1244,21 @@ impl FdModel {
             }
             None => (None, placeholder_run(ev)),
         };
+        if run.closes + run.ranges > 0 && run.dir == 0 {
+            run.dir = if fd > run.last { 1 } else { -1 };
+        }
         run.last = fd;
         run.last_ev = ev.clone();
         run.closes += 1;
         if ebadf {
             run.ebadf += 1;
-            if run.lo < 0 {
+            if run.lo < 0 || fd < run.lo {
                 run.lo = fd;
             }
-            run.hi = fd;
+            run.hi = run.hi.max(fd);
+            if !t.slots.contains_key(&fd) && !t.closed.contains_key(&fd) {
+                run.fresh += 1;
+            }
         }
         self.o.sink = Some(run);
         self.close(p, &mut t, ev, fd, l);
@@ -1215,18 +1282,39 @@ impl FdModel {
         };
         if run.settled || is_sweep(&run) {
             self.o.retract(&mut run);
-            self.sweep_note(&run);
+            if run.ebadf > 0 {
+                self.sweep_note(&run);
+            }
         }
     }
 
     fn sweep_note(&mut self, run: &Run) {
         let (ev0, ev1) = (&run.first_ev, &run.last_ev);
         let (f0, f1) = (fd_arg(ev0), fd_arg(ev1));
+        let order = if run.dir < 0 {
+            "decreasing"
+        } else {
+            "increasing"
+        };
+        let ranges = if run.ranges > 0 {
+            format!(" and {} close_range pieces", run.ranges)
+        } else {
+            String::new()
+        };
+        let shape = if run.listing {
+            "; it closes the numbers a /proc/self/fd listing returned, and the listing's own fd, \
+             already closed by closedir, is the one that fails"
+        } else if run.open_ended {
+            "; together they reach the fd limit"
+        } else {
+            ""
+        };
         let msg = format!(
-            "close-all sweep: {} closes of increasing fd numbers ({f0} to {f1}) in a row on one \
-             thread; {} of them (fd {} the lowest, {} the highest) failed with EBADF: not open. \
-             This is how a daemon or a child between fork and execve drops the fds it may have \
-             inherited; the EBADF closes are not double closes",
+            "close-all sweep: {} closes{ranges} of {order} fd numbers ({f0} to {f1}) on one \
+             thread, with no fd created in between{shape}; {} of them (fd {} the lowest, {} the \
+             highest) failed with EBADF: not open. This is how a daemon or a child between fork \
+             and execve drops the fds it may have inherited; the EBADF closes are not double \
+             closes",
             run.closes, run.ebadf, run.lo, run.hi
         );
         let mut f = finding(
@@ -1290,14 +1378,8 @@ impl FdModel {
             return;
         }
         let (first, last) = (Fd::from(k.first), Fd::from(k.last));
-        if k.flags & CLOSE_RANGE_UNSHARE != 0
-            && self.tables.get(&p.table).is_some_and(|t| t.users > 1)
-        {
-            let t = self.tables.get_mut(&p.table).expect("table");
-            t.users -= 1;
-            let mut c = t.copy(&Cow::Borrowed("inherited"));
-            c.users = 1;
-            p.table = self.new_table(c);
+        if k.flags & CLOSE_RANGE_UNSHARE != 0 {
+            self.unshare_files(p, ev);
         }
         let mut t = self.take_table(p);
         if k.flags & CLOSE_RANGE_CLOEXEC != 0 {
@@ -1312,14 +1394,35 @@ impl FdModel {
             self.put_table(p, t);
             return;
         }
+        let key = (ev.h.pid, ev.h.tid);
+        let (idx, mut run) = match self.runs.get_index_of(&key) {
+            Some(i) => {
+                let r = std::mem::replace(&mut self.runs[i], placeholder_run(ev));
+                (Some(i), r)
+            }
+            None => (None, placeholder_run(ev)),
+        };
+        if run.closes + run.ranges > 0 && run.dir == 0 {
+            run.dir = 1;
+        }
+        run.last = last;
+        run.last_ev = ev.clone();
+        run.ranges += 1;
+        let open_ended = reaches_limit(k.last);
+        run.open_ended |= open_ended;
+        self.o.sink = Some(run);
+        let known = |n: &Fd| t.slots.contains_key(n) || t.closed.contains_key(n);
         let span = last - first + 1;
         if !p.blind
-            && !p.forked
-            && span <= (t.slots.len() + t.closed.len()) as Fd
-            && (first..=last).all(|n| t.slots.contains_key(&n) || t.closed.contains_key(&n))
+            && !open_ended
+            && span <= 65536
+            && (first..=last).filter(known).count() as Fd * 2 > span
         {
-            // A bounded close_range over numbers the trace knows names the
-            // fds it means to close, like close() does
+            // A bounded close_range over numbers most of which held fds the
+            // trace saw names the fds it means to close, like close() does
+            // (one over numbers that never held one is a sweep); the
+            // findings wait for the run, which may turn out to be pieces of
+            // a sweep around kept fds
             let mut ns: Vec<Fd> = t
                 .closed
                 .iter()
@@ -1349,7 +1452,46 @@ impl FdModel {
                 });
             }
         }
+        let run = self.o.sink.take().expect("sink");
+        match idx {
+            Some(i) => self.runs[i] = run,
+            None => {
+                self.runs.insert(key, run);
+            }
+        }
+        if open_ended {
+            // nothing is left above it to close: the sweep is complete
+            self.end_run(key);
+        }
         self.put_table(p, t);
+    }
+
+    /// CLONE_FILES undone (`unshare`, `close_range(CLOSE_RANGE_UNSHARE)`):
+    /// the calling thread gets a copy of the table it shared, from now on
+    /// its own; the threads and processes it shared it with keep theirs.
+    fn unshare_files(&mut self, p: &mut Proc, ev: &Ev) {
+        if p.swapped {
+            return; // its table is its own already
+        }
+        let others = p
+            .tids
+            .iter()
+            .any(|x| *x != ev.h.tid && !p.tid_tables.contains_key(x));
+        let Some(t) = self.tables.get_mut(&p.table) else {
+            return;
+        };
+        if others {
+            let mut c = t.copy(&Cow::Borrowed("inherited"));
+            c.users = 1;
+            c.own_thread = true;
+            p.table = self.new_table(c);
+            p.unshared = true;
+        } else if t.users > 1 {
+            t.users -= 1;
+            let mut c = t.copy(&Cow::Borrowed("inherited"));
+            c.users = 1;
+            p.table = self.new_table(c);
+        }
     }
 
     fn on_cloexec(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
@@ -1387,6 +1529,10 @@ impl FdModel {
 
     fn on_syscall(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
         let Kind::Syscall(k) = &ev.kind else { return };
+        if &*ev.name == "unshare" && ev.h.ok() && unshares_files(ev.h.text.as_bytes()) {
+            self.unshare_files(p, ev);
+            return;
+        }
         let mut t = self.take_table(p);
         if ev.h.err.as_deref() == Some("EBADF") {
             let pos: Vec<Fd> = k
@@ -1661,6 +1807,17 @@ impl FdModel {
         let Some(child) = child else { return };
         if k.thread && ev.h.ok() && child > 0 {
             p.threaded = true;
+            if !k.share_files
+                && let Ok(c) = u32::try_from(child)
+                && let Some(t) = self.tables.get(&p.table)
+            {
+                // a thread without CLONE_FILES: a copy of the table, its own
+                let mut c2 = t.copy(&Cow::Borrowed("inherited"));
+                c2.users = 1;
+                c2.own_thread = true;
+                let id = self.new_table(c2);
+                p.tid_tables.insert(Some(c), id);
+            }
         }
         if !ev.h.ok() || child <= 0 || ev.h.pid.is_none() || k.thread {
             return;
@@ -1879,6 +2036,9 @@ impl FdModel {
             self.end_run(key);
         }
         p.ended = true;
+        // a thread with a table of its own held fds the shared table does
+        // not show (and the other way round): what is left open is only a note
+        let exited = exited && p.tid_tables.is_empty();
         let mut t = self.take_table(p);
         t.users -= 1;
         l.on_process_end(p, &t, ev, exited);
@@ -2131,6 +2291,36 @@ impl FdModel {
 
     fn bad_close(&mut self, p: &mut Proc, t: &mut Table, ev: &Ev, l: &mut dyn Listener) {
         let fd = fd_arg(ev);
+        let listing = t
+            .slots
+            .get(&fd)
+            .map(|s| s.path.clone())
+            .or_else(|| t.closed.get(&fd).map(|c| c.borrow().slot.path.clone()))
+            .flatten()
+            .is_some_and(|path| is_fd_listing(path.as_bytes()));
+        if listing && let Some(run) = &mut self.o.sink {
+            // closing each number a /proc/self/fd listing returned: the
+            // listing's own fd, closed by closedir, is the one that fails
+            run.listing = true;
+            if t.slots.contains_key(&fd) {
+                self.o.release(p, t, l, fd, None, "unseen");
+            }
+            self.o.hist(Some(t), ev, p.pid, fd, || {
+                "close of the fd listing's own fd, already closed by closedir: part of a sweep"
+                    .into()
+            });
+            return;
+        }
+        if p.forked
+            && t.users <= 1
+            && !t.slots.contains_key(&fd)
+            && t.closed.get(&fd).is_some_and(|c| c.borrow().pid != p.pid)
+        {
+            // closed by the parent before the fork: the child's own table,
+            // what it inherited, never held it
+            self.bad_fd(p, t, ev, fd);
+            return;
+        }
         if t.slots.contains_key(&fd) {
             // The model thought it open: a close the trace cannot see came
             // first.  The kernel's EBADF is the proof.
@@ -2265,7 +2455,7 @@ impl FdModel {
         // closes its pipe ends twice).  Seen only in part, it may have had
         // threads the trace does not show.
         // (`t` is out of the arena while its handler runs)
-        let shared = p.threaded || t.users > 1;
+        let shared = p.threaded && !t.own_thread || t.users > 1;
         let harmless = p.complete
             && !shared
             && !GPU_OBJECT_KINDS.contains(&kind)
@@ -2666,10 +2856,37 @@ impl FdModel {
                 return;
             }
             let Some(cev) = &cb.event else { return };
-            if ev.h.stack.is_empty() || cev.h.stack.is_empty() || creator.h.stack.is_empty() {
-                return; // without stacks the owners cannot be told apart
-            }
             let pb = prev.borrow();
+            let by_thread = thread_owners(&pb.slot, s, cev, ev);
+            let no_stacks =
+                ev.h.stack.is_empty() || cev.h.stack.is_empty() || creator.h.stack.is_empty();
+            if by_thread.is_some() || no_stacks {
+                // Threads tell the owners apart, with or without stacks: the
+                // new fd was made by another thread than the closer's, the
+                // closer's thread made or used the old one, and the new
+                // owner's own next use got EBADF
+                let Some(why) = by_thread else {
+                    return; // without stacks or threads the owners cannot be told apart
+                };
+                let names = &self.o.names;
+                let why = format!(
+                    "{why}; the new fd's owner (thread {}) later got EBADF at {}:{}, so it never \
+                     closed it itself",
+                    opt(ev.h.tid),
+                    names.file(ev),
+                    ev.h.line
+                );
+                let f = reused_finding(names, cev, s, &pb, &why, Some(ev));
+                let cev = cev.clone();
+                drop(pb);
+                drop(cb);
+                c.borrow_mut().flagged = true;
+                self.o.emit(f);
+                self.o.hist(Some(t), &cev, p.pid, fd, || {
+                    "this close was meant for the previous fd (wrong owner)".into()
+                });
+                return;
+            }
             let new_owner = owner(Some(creator));
             let shared = shared_callers(&pb.slot, s);
             let mine: HashSet<Func> = funcs(&ev.h.stack, Some(3))
@@ -2741,6 +2958,11 @@ fn placeholder_run(ev: &Ev) -> Run {
         hi: -1,
         held: None,
         settled: false,
+        dir: 0,
+        ranges: 0,
+        open_ended: false,
+        listing: false,
+        fresh: 0,
     }
 }
 
@@ -2762,8 +2984,86 @@ fn began_before_end(u: &Event, close: &Event) -> bool {
     }
 }
 
+/// Whether `ev`, on the run's thread, ends the run: a close out of its
+/// order, a close_range that does not continue it, or a call that may have
+/// created an fd (a number closed before and after it is not the same fd).
+/// Calls that create no fd (a `readlink` of `/proc/self/fd/N`, an `fstat`
+/// or `fcntl` probe, a `write` of a progress line) leave it going.
+fn run_ends(run: &Run, ev: &Event) -> bool {
+    match &ev.kind {
+        Kind::Close(c) => !run.continues(Fd::from(c.fd)),
+        Kind::CloseRange(r) => {
+            ev.h.ok() && (r.flags & CLOSE_RANGE_CLOEXEC == 0) && {
+                run.dir < 0 || Fd::from(r.first) <= run.last
+            }
+        }
+        Kind::FdCreate(k) => ev.h.ok() || !k.fds.is_empty(),
+        Kind::Ioctl(k) => {
+            ev.h.ok()
+                && match (k.type_, k.nr) {
+                    (Some(a), Some(b)) => creating_ioctl((a, b)).is_some(),
+                    _ => true,
+                }
+        }
+        Kind::Syscall(_) | Kind::Mmap(_) | Kind::SetCloexec(_) | Kind::Intent(_) => false,
+        _ => true,
+    }
+}
+
 fn is_sweep(run: &Run) -> bool {
-    run.closes >= SWEEP_MIN && run.ebadf >= 2 && run.ebadf * 2 > run.closes
+    run.open_ended
+        || run.listing
+        || run.closes >= SWEEP_MIN && run.ebadf >= 2 && run.ebadf * 2 > run.closes && run.fresh > 0
+}
+
+/// `unshare(CLONE_FILES|…)` or `unshare(0x400)` (-X raw): the flags of
+/// an unshare line include CLONE_FILES.
+fn unshares_files(text: &[u8]) -> bool {
+    let Some(i) = text.windows(8).position(|w| w == b"unshare(") else {
+        return false;
+    };
+    let rest = &text[i + 8..];
+    let end = rest.iter().position(|&c| c == b')').unwrap_or(rest.len());
+    let arg = std::str::from_utf8(&rest[..end]).unwrap_or("");
+    arg.split('|').any(|f| {
+        let f = f.trim();
+        f == "CLONE_FILES"
+            || f.strip_prefix("0x")
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+                .or_else(|| f.parse::<u64>().ok())
+                .is_some_and(|v| v & 0x400 != 0)
+    })
+}
+
+/// A directory that lists the process's own fds (`opendir("/proc/self/fd")`).
+fn is_fd_listing(path: &[u8]) -> bool {
+    let p = path.strip_suffix(b"/").unwrap_or(path);
+    if p == b"/dev/fd" {
+        return true;
+    }
+    let Some(rest) = p.strip_prefix(b"/proc/") else {
+        return false;
+    };
+    let Some(who) = rest.strip_suffix(b"/fd") else {
+        return false;
+    };
+    let word = |w: &[u8]| {
+        w == b"self" || w == b"thread-self" || !w.is_empty() && w.iter().all(u8::is_ascii_digit)
+    };
+    match who.iter().position(|&c| c == b'/') {
+        None => word(who),
+        Some(i) => {
+            // /proc/PID/task/TID/fd
+            let (a, b) = (&who[..i], &who[i + 1..]);
+            word(a) && b.strip_prefix(b"task/").is_some_and(word)
+        }
+    }
+}
+
+/// A bounded range that still reaches the fd limit (`sysconf(_SC_OPEN_MAX)
+/// - 1` of a usual limit, or INT_MAX).
+fn reaches_limit(last: u32) -> bool {
+    last >= i32::MAX as u32 || last >= 1023 && (u64::from(last) + 1) % 1024 == 0
 }
 
 fn use_path(s: &mut Slot, path: &Text) {
@@ -2772,6 +3072,40 @@ fn use_path(s: &mut Slot, path: &Text) {
         s.path = Some(path.clone());
         s.gpu = s.gpu || GPU_OBJECT_KINDS.contains(&s.kind);
     }
+}
+
+/// Ownership by thread (no stacks): `close` (on thread A) ended the slot
+/// `new`, made by thread B; A made or used the old incarnation `old`, and
+/// nothing of `new` ran on A; `ebadf` is B's later EBADF on the number.
+/// Some(why) when the close was meant for the old incarnation.
+fn thread_owners(old: &Slot, new: &Slot, close: &Event, ebadf: &Event) -> Option<String> {
+    let creator = new.creator.as_ref()?;
+    let (a, b) = (close.h.tid?, creator.h.tid?);
+    if a == b || ebadf.h.tid != Some(b) || close.h.pid != ebadf.h.pid {
+        return None;
+    }
+    if new
+        .last_use
+        .as_ref()
+        .is_some_and(|u| u.h.tid == Some(a) && !std::ptr::eq(&**u, close))
+    {
+        return None; // the closer's thread used the new fd: it may own it
+    }
+    let old_made = old.root.as_ref().or(old.creator.as_ref())?;
+    if old_made.h.tid == Some(b) {
+        return None; // one thread made both: threads cannot tell
+    }
+    let on_a = [&old.root, &old.creator, &old.last_use]
+        .into_iter()
+        .flatten()
+        .any(|e| e.h.tid == Some(a));
+    on_a.then(|| {
+        format!(
+            "it ran on thread {a}, which made and used the old fd, while the new one was made on \
+             thread {b}{}",
+            at(Some(creator))
+        )
+    })
 }
 
 /// Functions on both creators' stacks (main() and other common callers).
@@ -3237,5 +3571,237 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!((f[0].rule, f[0].severity), ("fd-leak", Some("warning")));
         assert_eq!(f[0].details["exited"], true);
+    }
+
+    // --- sweeps by shape, bounded ranges, owners by thread, thread tables ---------
+
+    fn sys(b: &mut B, name: &'static str, fds: Vec<i32>, err: Option<&'static str>) -> Event {
+        let ret = Some(if err.is_some() { -1 } else { 0 });
+        let mut e = Event::new(
+            b.h(ret, err),
+            Kind::Syscall(crate::events::Syscall {
+                fds,
+                paths: Vec::new(),
+            }),
+        );
+        e.name = Cow::Borrowed(name);
+        e
+    }
+
+    fn on(mut e: Event, tid: u32) -> Event {
+        e.h.tid = Some(tid);
+        e
+    }
+
+    fn dup2(b: &mut B, old: i32, new: i32) -> Event {
+        let k = FdCreate {
+            origin: Cow::Borrowed("dup2"),
+            fds: vec![new],
+            paths: vec![None],
+            src_fd: Some(old),
+            replace: true,
+            new_fd: Some(new),
+            ..Default::default()
+        };
+        let mut e = Event::new(b.h(Some(new.into()), None), Kind::FdCreate(k));
+        e.name = Cow::Borrowed("dup2");
+        e
+    }
+
+    fn counts(f: &[Finding]) -> Vec<(&'static str, &'static str)> {
+        let mut v: Vec<_> = f
+            .iter()
+            .map(|f| (f.rule, f.severity.unwrap_or("default")))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn a_sweep_with_calls_between_its_closes_is_one_note() {
+        let mut b = B(0);
+        let mut evs = vec![b.open(3, "/a"), b.open(4, "/b"), b.close(4, None)];
+        for fd in 3..200 {
+            evs.push(sys(&mut b, "readlink", vec![], Some("ENOENT")));
+            evs.push(sys(&mut b, "fstat", vec![fd], Some("EBADF")));
+            evs.push(sys(&mut b, "write", vec![1], None));
+            evs.push(b.close(fd, if fd == 3 { None } else { Some("EBADF") }));
+        }
+        evs.push(b.exit());
+        let f = run(&evs);
+        assert_eq!(counts(&f), [("fd-bad-fd", "note")], "{f:?}");
+        // (the close of 4 before it starts the run: 4, then 3, then 4 again
+        // is no order, so the sweep proper is 4..199)
+        assert_eq!(f[0].details["sweep"]["closes"], 196);
+    }
+
+    #[test]
+    fn a_descending_sweep_is_one_note() {
+        let mut b = B(0);
+        let mut evs = vec![b.open(3, "/a")];
+        for fd in (3..300).rev() {
+            evs.push(sys(&mut b, "fcntl", vec![fd], Some("EBADF")));
+            evs.push(b.close(fd, if fd == 3 { None } else { Some("EBADF") }));
+        }
+        let f = run(&evs);
+        assert_eq!(counts(&f), [("fd-bad-fd", "note")], "{f:?}");
+        assert!(f[0].message.contains("decreasing"));
+    }
+
+    #[test]
+    fn a_created_fd_ends_a_run_and_own_fds_closed_again_are_double_closes() {
+        // closing the program's own four fds again, in order, with writes
+        // between: no number beyond what it made, so no sweep
+        let mut b = B(0);
+        let mut evs = vec![];
+        for fd in 3..7 {
+            evs.push(b.open(fd, "/a"));
+        }
+        for fd in 3..7 {
+            evs.push(b.close(fd, None));
+        }
+        for fd in 3..7 {
+            evs.push(sys(&mut b, "write", vec![1], None));
+            evs.push(b.close(fd, Some("EBADF")));
+        }
+        evs.push(b.exit());
+        assert_eq!(counts(&run(&evs)), [("fd-double-close", "default"); 4]);
+        // a sweep whose closes are split by an open: the part after it
+        // alone is still a sweep, the part before it too short to be one
+        let mut evs = vec![b.open(3, "/a")];
+        for fd in 3..6 {
+            evs.push(b.close(fd, if fd == 3 { None } else { Some("EBADF") }));
+        }
+        evs.push(b.open(3, "/b"));
+        for fd in 4..100 {
+            evs.push(b.close(fd, Some("EBADF")));
+        }
+        let f = run(&evs);
+        let sweeps = f.iter().filter(|f| f.details.contains_key("sweep")).count();
+        assert_eq!(sweeps, 1, "{f:?}");
+    }
+
+    #[test]
+    fn a_listing_of_proc_self_fd_closed_number_by_number_is_a_sweep() {
+        let mut b = B(0);
+        let evs = [
+            b.open(3, "/a"),
+            b.open(4, "/b"),
+            b.open(5, "/proc/self/fd"),
+            sys(&mut b, "getdents64", vec![5], None),
+            b.close(5, None),
+            b.close(3, None),
+            b.close(4, None),
+            b.close(5, Some("EBADF")),
+            b.exit(),
+        ];
+        let f = run(&evs);
+        assert_eq!(counts(&f), [("fd-bad-fd", "note")], "{f:?}");
+        assert!(f[0].message.contains("listing"));
+        assert!(is_fd_listing(b"/proc/1234/fd"));
+        assert!(is_fd_listing(b"/proc/self/task/12/fd/"));
+        assert!(is_fd_listing(b"/dev/fd"));
+        assert!(!is_fd_listing(b"/proc/self/fdinfo"));
+        assert!(!is_fd_listing(b"/proc/self/fd/3"));
+    }
+
+    #[test]
+    fn a_bounded_close_range_after_an_open_ended_one_double_closes() {
+        // valgrind's close_range test
+        let mut b = B(0);
+        let evs = [
+            b.open(3, "/a"),
+            b.close(3, None),
+            b.close_range(3, u32::MAX),
+            dup2(&mut b, 1, 5),
+            dup2(&mut b, 2, 7),
+            b.close_range(5, 7),
+            b.close_range(5, 7),
+            b.exit(),
+        ];
+        let f = run(&evs);
+        let mut fds: Vec<_> = f.iter().map(|f| f.subject["fd"].as_i64()).collect();
+        fds.sort_unstable();
+        assert_eq!(fds, [Some(5), Some(7)], "{f:?}");
+        assert!(f.iter().all(|f| f.rule == "fd-double-close"));
+        // bounded pieces around kept fds and an open-ended one: a sweep
+        let evs = [
+            b.open(3, "/a"),
+            b.open(4, "/b"),
+            b.open(5, "/c"),
+            b.close(4, None),
+            b.close_range(3, 4),
+            b.close_range(6, u32::MAX),
+            b.exit(),
+        ];
+        assert!(run(&evs).is_empty());
+        assert!(reaches_limit(1023) && reaches_limit(1048575) && reaches_limit(u32::MAX));
+        assert!(!reaches_limit(7) && !reaches_limit(1000));
+    }
+
+    #[test]
+    fn a_stale_close_of_another_threads_new_fd_is_a_wrong_owner_without_stacks() {
+        let mut b = B(0);
+        let evs = [
+            b.open(7, "/dev/null"),
+            sys(&mut b, "read", vec![7], None),
+            b.close(7, None),
+            on(b.open(7, "/sys/class/kfd/kfd/topology/nodes/1/gpu_id"), 101),
+            on(sys(&mut b, "read", vec![7], None), 101),
+            b.close(7, None),
+            on(sys(&mut b, "read", vec![7], Some("EBADF")), 101),
+        ];
+        let f = run(&evs);
+        assert_eq!(
+            counts(&f),
+            [
+                ("fd-close-reused", "default"),
+                ("fd-use-after-close", "default")
+            ],
+            "{f:?}"
+        );
+        // the same calls on one thread: nothing tells the owners apart
+        let evs: Vec<Event> = evs.iter().map(|e| on(e.clone(), 100)).collect();
+        assert_eq!(counts(&run(&evs)), [("fd-use-after-close", "default")]);
+    }
+
+    #[test]
+    fn a_thread_that_unshares_its_fd_table_works_on_its_own_copy() {
+        let mut b = B(0);
+        let mut unshare = sys(&mut b, "unshare", vec![], None);
+        unshare.h.text = "unshare(CLONE_FILES)".into();
+        let evs = [
+            b.open(3, "/dev/null"),
+            on(sys(&mut b, "read", vec![3], None), 101),
+            on(unshare, 101),
+            on(b.close(3, None), 101),
+            sys(&mut b, "read", vec![3], None),
+            on(b.close(3, Some("EBADF")), 101),
+            b.close(3, None),
+        ];
+        let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
+        for e in &evs[..5] {
+            m.feed(e);
+        }
+        // the main thread's table still holds it
+        assert!(m.lookup(Some(100), 3).is_some());
+        for e in &evs[5..] {
+            m.feed(e);
+        }
+        m.finish();
+        let f = m.take_findings();
+        // the thread's second close, of its own copy: the previous close
+        // is its own, and the main thread's close after it is fine
+        assert_eq!(counts(&f), [("fd-double-close", "default")], "{f:?}");
+        assert_eq!(
+            f[0].evidence
+                .iter()
+                .filter(|e| e.event.h.tid == Some(101))
+                .count(),
+            2
+        );
+        assert!(unshares_files(b"unshare(CLONE_FS|CLONE_FILES)"));
+        assert!(unshares_files(b"unshare(0x400)"));
+        assert!(!unshares_files(b"unshare(CLONE_NEWNS)"));
     }
 }

@@ -20,7 +20,8 @@
 
 use foldhash::{HashMap, HashMapExt};
 use std::cell::{Ref, RefCell, RefMut};
-use std::collections::{BTreeSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 use std::rc::Rc;
 
 use crate::events::{Event, Kind, Text, Value};
@@ -48,6 +49,14 @@ const RETRY_ERRNOS: [&str; 5] = [
 const MAP_FIXED: u64 = 0x10;
 pub(crate) const EPS: f64 = 1e-7;
 const RECENT: usize = 256;
+/// Completion order (SPEC 4): a record the capture wrote late (its thread
+/// descheduled between the return and the write) is replayed where its
+/// window ends, if it arrives within this much trace time after a call
+/// that began later ...
+const REORDER_SECS: f64 = 1.0;
+/// ... and while fewer than this many SVM-relevant events wait (memory
+/// stays bounded whatever the trace's rate).
+const REORDER_MAX: usize = 8192;
 
 pub const LIMITS: [&str; 5] = [
     "SVM: without intent calls, two registrations with identical page ranges are \
@@ -295,6 +304,15 @@ pub struct Claim {
     pub born: Option<Ev>,
     pub live: bool,
     pub ended_by: Option<Ev>,
+    /// when the trace shows its release began: at the latest the entry of
+    /// the unlock, revoke or unmap that ended it (SPEC 4.3, liveness) ...
+    pub release_began: Option<f64>,
+    /// ... and at the earliest: a revoke issued without intent calls was
+    /// computed after its thread's previous call ended (None: unknown)
+    pub release_after: Option<f64>,
+    /// the page range of the revoke that released it: what the runtime
+    /// still counted when it computed that revoke
+    pub release_range: Option<(u64, u64)>,
     /// explicit claims
     pub ptr: Option<u64>,
     pub byte_end: Option<u128>,
@@ -374,6 +392,9 @@ impl Claim {
             born,
             live: true,
             ended_by: None,
+            release_began: None,
+            release_after: None,
+            release_range: None,
             ptr: None,
             byte_end: None,
             lock: None,
@@ -435,6 +456,9 @@ pub struct RecData {
     /// judged before the ending revoke applied; absent: "now"
     pub stale_pre: Vec<(CRef, Option<StaleRes>)>,
     pub unlock: Option<Ev>,
+    /// the end of its thread's previous call (None: none seen): the
+    /// runtime computed this SET_ATTR after it
+    pub quiet_from: Option<f64>,
 }
 
 pub struct RecCell {
@@ -467,6 +491,8 @@ pub(crate) enum RawKind {
         claim: CRef,
         loss: Loss,
         shift: u32,
+        /// the process's runtime behaviour, read when the finding is built
+        seen: Rc<RefCell<Seen>>,
     },
     Stale {
         claim: CRef,
@@ -530,6 +556,9 @@ struct Proc {
     allocs: HashMap<Tid, VecDeque<Ev>>,
     userptr: HashMap<u64, u64>,
     legacy: bool,
+    seen: Rc<RefCell<Seen>>,
+    /// each thread's last call's end, in completion order
+    last_end: HashMap<Tid, f64>,
 }
 
 impl Proc {
@@ -549,6 +578,8 @@ impl Proc {
             allocs: HashMap::new(),
             userptr: HashMap::new(),
             legacy: false,
+            seen: Rc::new(RefCell::new(Seen::default())),
+            last_end: HashMap::new(),
         }
     }
 
@@ -659,6 +690,8 @@ pub(crate) struct Shared {
     rec_ids: u64,
     pub counts: Counts,
     effects: HashMap<Vec<Attr>, Rc<Effect>>,
+    /// every process's runtime behaviour, in the order they appeared
+    seens: Vec<Rc<RefCell<Seen>>>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -666,6 +699,106 @@ pub struct Counts {
     pub set_attr: u64,
     pub get_attr: u64,
     pub claims: u64,
+}
+
+/// The runtime's registration behaviour as one process's trace shows it
+/// (SPEC 4.3): the shapes of its SET_ATTRs, whether its deregistrations
+/// show as revokes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// registration-shaped SET_ATTRs with flags only (#6699 and the
+    /// baseline register)
+    pub reg_flags: u64,
+    /// ACCESS_IN_PLACE alone (their map)
+    pub map_in_place: u64,
+    /// ACCESS_IN_PLACE with flags in one call (the relands' register)
+    pub reg_combined: u64,
+    /// SET_ATTRs of those shapes the model read as the program's own
+    /// (the runtime's shapes being the split ones)
+    pub app_combined: u64,
+    /// revokes that released a registration, with and without CLR_FLAGS
+    pub release_clr: u64,
+    pub release_plain: u64,
+    /// registrations made on pages a live registration still held
+    pub reused: u64,
+    /// intent calls (lock/unlock) seen
+    pub intents: u64,
+}
+
+impl Seen {
+    fn add(&mut self, o: &Seen) {
+        self.reg_flags += o.reg_flags;
+        self.map_in_place += o.map_in_place;
+        self.reg_combined += o.reg_combined;
+        self.app_combined += o.app_combined;
+        self.release_clr += o.release_clr;
+        self.release_plain += o.release_plain;
+        self.reused += o.reused;
+        self.intents += o.intents;
+    }
+
+    /// A runtime whose deregistrations issue nothing: registrations come
+    /// and go on reused pages and no revoke ever released one.  Its
+    /// claims' ends are invisible, so no victim is proven live.
+    pub fn silent(&self) -> bool {
+        self.release_clr + self.release_plain == 0 && self.reused > 0 && self.intents == 0
+    }
+
+    /// The runtime registers with flags only and maps with ACCESS_IN_PLACE
+    /// alone: a call combining the two is not one of its own.
+    fn split(&self) -> bool {
+        self.reg_flags > 0
+    }
+
+    /// What the coverage section says of the runtime's behaviour, or None
+    /// when the trace shows no registration.
+    pub fn describe(&self) -> Option<String> {
+        let reg = if self.reg_flags > 0 {
+            "register = flags only, map = ACCESS_IN_PLACE"
+        } else if self.reg_combined > 0 {
+            "register = ACCESS_IN_PLACE + flags"
+        } else if self.map_in_place > 0 {
+            "map = ACCESS_IN_PLACE"
+        } else {
+            return None;
+        };
+        let rev = if self.release_clr + self.release_plain == 0 {
+            if self.reused > 0 {
+                "no deregistration revokes although registrations come and go on reused \
+                 pages"
+            } else {
+                "no deregistration revokes"
+            }
+        } else if self.release_plain == 0 {
+            "revokes with CLR_FLAGS"
+        } else if self.release_clr == 0 {
+            "revokes without CLR_FLAGS"
+        } else {
+            "revokes with and without CLR_FLAGS"
+        };
+        let who = match (
+            self.reg_flags > 0,
+            self.release_clr + self.release_plain > 0,
+        ) {
+            (true, true) if self.release_clr > 0 => ": the #6699 behaviour",
+            (true, false) if self.reused > 0 => {
+                ": the baseline behaviour (deregistration issues no ioctl)"
+            }
+            (false, true) if self.reg_combined > 0 => ": the relands' behaviour",
+            _ => "",
+        };
+        let mut out = format!("this trace shows {reg}, {rev}{who}");
+        if self.app_combined > 0 {
+            out += &format!(
+                "; {} SET_ATTR(s) of another shape read as the program's own ranges",
+                self.app_combined
+            );
+        }
+        if self.silent() {
+            out += "; victims of registrations are notes (their liveness is not proven)";
+        }
+        Some(out)
+    }
 }
 
 /// Replays AMDKFD_IOC_SVM with mmap/munmap/mremap and intent calls.
@@ -682,6 +815,56 @@ pub struct SvmModel {
     files: Vec<Text>,
     /// the event being fed, shared once something keeps it
     cur: Option<Ev>,
+    /// events waiting for their turn in completion order
+    pending: BinaryHeap<Reverse<Pending>>,
+    /// the latest entry time seen
+    horizon: f64,
+    arrivals: u64,
+}
+
+/// An event waiting in the completion-order buffer: ordered by the end of
+/// its window, then by arrival.
+struct Pending {
+    end: f64,
+    n: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Pending {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.end.total_cmp(&o.end).then(self.n.cmp(&o.n))
+    }
+}
+
+/// The events the SVM model reads; every other one passes it by.
+fn relevant(ev: &Event) -> bool {
+    match &ev.kind {
+        Kind::Ioctl(io) => {
+            let key = (io.type_, io.nr);
+            [kfd::SVM, kfd::ALLOC_MEMORY_OF_GPU, kfd::SET_XNACK_MODE]
+                .iter()
+                .any(|k| key == (Some(k.0), Some(k.1)))
+        }
+        Kind::Intent(_)
+        | Kind::Munmap(_)
+        | Kind::Mremap(_)
+        | Kind::Mmap(_)
+        | Kind::ProcessInfo(_)
+        | Kind::Exit(_)
+        | Kind::Exec(_) => true,
+        _ => false,
+    }
 }
 
 /// The event being fed as the model keeps it: the caller's own `Rc` when
@@ -719,6 +902,7 @@ impl SvmModel {
                 rec_ids: 0,
                 counts: Counts::default(),
                 effects: HashMap::new(),
+                seens: Vec::new(),
             },
             procs: HashMap::new(),
             proc_seq: 0,
@@ -727,6 +911,9 @@ impl SvmModel {
             findings: Vec::new(),
             files: Vec::new(),
             cur: None,
+            pending: BinaryHeap::new(),
+            horizon: f64::NEG_INFINITY,
+            arrivals: 0,
         }
     }
 
@@ -747,6 +934,16 @@ impl SvmModel {
         self.sh.counts
     }
 
+    /// The runtime behaviour the whole trace shows (every process's
+    /// together), as the coverage section says it.
+    pub fn behaviour(&self) -> Option<String> {
+        let mut all = Seen::default();
+        for s in &self.sh.seens {
+            all.add(&s.borrow());
+        }
+        all.describe()
+    }
+
     fn proc(&mut self, pid: Option<u32>) -> &mut Proc {
         self.split(pid).1
     }
@@ -755,29 +952,74 @@ impl SvmModel {
     fn split(&mut self, pid: Option<u32>) -> (&mut Shared, &mut Proc) {
         let (clean, xnack) = (self.clean_start, self.xnack);
         let seq = &mut self.proc_seq;
+        let sh = &mut self.sh;
         let p = &mut self
             .procs
             .entry(pid)
             .or_insert_with(|| {
                 *seq += 1;
-                (*seq, Proc::new(pid, clean, xnack))
+                let p = Proc::new(pid, clean, xnack);
+                sh.seens.push(p.seen.clone());
+                (*seq, p)
             })
             .1;
-        (&mut self.sh, p)
+        (sh, p)
     }
 
     pub fn feed(&mut self, ev: &Event) {
-        self.cur = None;
-        self.feed_one(ev);
-        self.cur = None;
+        if relevant(ev) {
+            self.feed_shared(&Rc::new(ev.clone()));
+        }
     }
 
     /// `feed` for an event the caller already shares: what the model keeps
     /// of it (records, evidence) is this `Rc`, not a copy.
+    ///
+    /// Events are replayed in order of completion (SPEC 4): each waits
+    /// until a call that began more than `REORDER_SECS` after its window
+    /// ended has arrived (or the buffer is full), so a record written late
+    /// takes its place by its window, not by its line.  An event without a
+    /// clock replays everything before it first, then itself.
     pub fn feed_shared(&mut self, ev: &Ev) {
+        if !relevant(ev) {
+            return;
+        }
+        let Some(t) = ev.h.time else {
+            self.drain(f64::INFINITY);
+            self.replay(ev);
+            return;
+        };
+        self.arrivals += 1;
+        self.pending.push(Reverse(Pending {
+            end: ev.h.end().unwrap_or(t),
+            n: self.arrivals,
+            ev: ev.clone(),
+        }));
+        self.horizon = self.horizon.max(t);
+        self.drain(self.horizon - REORDER_SECS);
+    }
+
+    /// Replay the waiting events that ended before `upto`, and the oldest
+    /// ones beyond the buffer's bound.
+    fn drain(&mut self, upto: f64) {
+        while let Some(Reverse(top)) = self.pending.peek() {
+            if top.end >= upto && self.pending.len() <= REORDER_MAX {
+                break;
+            }
+            let Reverse(p) = self.pending.pop().expect("peeked");
+            self.replay(&p.ev);
+        }
+    }
+
+    fn replay(&mut self, ev: &Ev) {
         self.cur = Some(ev.clone());
         self.feed_one(ev);
         self.cur = None;
+        if let Some(end) = ev.h.end()
+            && let Some((_, p)) = self.procs.get_mut(&ev.h.pid)
+        {
+            p.last_end.insert(ev.h.tid, end);
+        }
     }
 
     fn feed_one(&mut self, ev: &Event) {
@@ -874,6 +1116,7 @@ impl SvmModel {
     }
 
     pub fn finish(&mut self) {
+        self.drain(f64::INFINITY);
         let mut procs: Vec<&mut (u64, Proc)> = self.procs.values_mut().collect();
         procs.sort_by_key(|x| x.0);
         for (_, p) in procs {
@@ -1009,6 +1252,7 @@ impl SvmModel {
         let watching = self.sh.watch.is_some();
         let evr = rc(&mut self.cur, ev);
         let (sh, p) = self.split(ev.h.pid);
+        p.seen.borrow_mut().intents += 1;
         let recs: Vec<RecRef> = p
             .recent_pop(ev.h.tid)
             .into_iter()
@@ -1191,6 +1435,7 @@ impl SvmModel {
     fn unlock(&mut self, ev: &Event) {
         let evr = rc(&mut self.cur, ev);
         let (sh, p) = self.split(ev.h.pid);
+        p.seen.borrow_mut().intents += 1;
         let recs: Vec<RecRef> = p
             .recent_pop(ev.h.tid)
             .into_iter()
@@ -1230,6 +1475,17 @@ impl SvmModel {
             if c.b().live {
                 sh.end(p, &c, &evr, Pre::Now);
                 ended = true;
+            }
+        }
+        {
+            // its release began with the unlock (SPEC 4.3: the window as
+            // the line says, wherever the line stands in the file)
+            let mut b = c.m();
+            if !b.live
+                && let Some(t) = evr.h.time
+            {
+                b.release_began = Some(b.release_began.map_or(t, |x| x.min(t)));
+                b.release_after = b.release_began;
             }
         }
         if sh.watch.is_some() {
@@ -1486,7 +1742,29 @@ impl Shared {
     }
 
     fn set_attr(&mut self, p: &mut Proc, ev: Ev, s: u64, e: u64, attrs: Vec<Attr>) {
-        let eff = self.effect(&attrs);
+        let mut eff = self.effect(&attrs);
+        if eff.kind == EffKind::Registration {
+            let in_place = attrs.iter().any(|a| a.ty == kfd::ATTR_ACCESS_IN_PLACE);
+            let flags = attrs
+                .iter()
+                .any(|a| a.ty == kfd::ATTR_SET_FLAGS || a.ty == kfd::ATTR_CLR_FLAGS);
+            let mut seen = p.seen.borrow_mut();
+            match (in_place, flags) {
+                (false, true) => seen.reg_flags += 1,
+                (true, false) => seen.map_in_place += 1,
+                (true, true) if seen.split() => {
+                    // the runtime registers and maps in two calls: one doing
+                    // both is the program's own range (SPEC 4.3)
+                    seen.app_combined += 1;
+                    eff = Rc::new(Effect {
+                        kind: EffKind::Application,
+                        ..(*eff).clone()
+                    });
+                }
+                (true, true) => seen.reg_combined += 1,
+                (false, false) => {}
+            }
+        }
         let kind = eff.kind;
         self.rec_ids += 1;
         let attrs: Rc<[Attr]> = attrs.into();
@@ -1506,13 +1784,48 @@ impl Shared {
                 released.extend(infer_release(s, e, &touched));
             }
         }
+        if kind == EffKind::Revoke
+            && released
+                .iter()
+                .any(|c| c.b().kind != ClaimKind::Application)
+        {
+            let mut seen = p.seen.borrow_mut();
+            if attrs.iter().any(|a| a.ty == kfd::ATTR_CLR_FLAGS) {
+                seen.release_clr += 1;
+            } else {
+                seen.release_plain += 1;
+            }
+        }
+        if kind == EffKind::Registration
+            && own.is_none()
+            && touched.iter().any(|c| c.b().kind != ClaimKind::Application)
+        {
+            p.seen.borrow_mut().reused += 1;
+        }
+        // a SET_ATTR of the program's own shape, or one lying wholly inside
+        // an application claim that releases no registration, is the
+        // program changing memory it owns: the claims it lies wholly inside
+        // are not its victims (SPEC 4.3)
+        let within = |c: &CRef| {
+            let b = c.b();
+            b.start <= s && e <= b.end
+        };
+        let own_change = kind == EffKind::Application
+            || (touched
+                .iter()
+                .any(|c| c.b().kind == ClaimKind::Application && within(c))
+                && released
+                    .iter()
+                    .all(|c| c.b().kind == ClaimKind::Application));
+        // the runtime computed this call after the thread's previous one
+        let quiet_from = p.last_end.get(&ev.h.tid).copied();
         let mut losses: Vec<(CRef, Loss)> = Vec::new();
         let mut stale_pre: Vec<(CRef, Option<StaleRes>)> = Vec::new();
         let (taken, cleared) = (&eff.taken, eff.cleared);
         if !touched.is_empty() && (!taken.is_empty() || cleared != 0) {
             let mut near: Option<Vec<(u64, u64, State)>> = None;
             for c in &touched {
-                if own.as_ref() == Some(c) {
+                if own.as_ref() == Some(c) || (own_change && within(c)) {
                     continue;
                 }
                 let (want, cflags, stale_gpus_nonempty, gpus_empty, ckind) = {
@@ -1557,12 +1870,16 @@ impl Shared {
                 losses,
                 stale_pre,
                 unlock: None,
+                quiet_from,
             }),
         });
         for c in &released {
             if c.b().live {
                 let pre = rec.r.borrow().pre(c);
                 self.end(p, c, &ev, pre);
+                let mut b = c.m();
+                b.release_range = Some((s, e));
+                b.release_after = quiet_from;
             }
         }
         let after = p.map.set_attr(s, e, &attrs);
@@ -1742,6 +2059,9 @@ impl Shared {
             let mut b = c.m();
             b.live = false;
             b.ended_by = Some(ev.clone());
+            b.release_began = ev.h.time;
+            b.release_after = ev.h.time;
+            b.release_range = None;
         }
         self.unindex(p, c);
     }
@@ -1754,6 +2074,9 @@ impl Shared {
             }
             b.live = true;
             b.ended_by = None;
+            b.release_began = None;
+            b.release_after = None;
+            b.release_range = None;
             (b.pages.clone(), b.kind, (b.start, b.end))
         };
         for (s, e) in pages {
@@ -1783,6 +2106,7 @@ impl Shared {
                     claim: c.clone(),
                     loss: loss.clone(),
                     shift: p.shift,
+                    seen: p.seen.clone(),
                 },
                 dead: false,
             });
@@ -1828,11 +2152,12 @@ impl Shared {
                 }
             }
             if c.b().live {
-                let (pre, ev) = {
+                let (pre, ev, s, e) = {
                     let d = rec.r.borrow();
-                    (d.pre(c), d.event.clone())
+                    (d.pre(c), d.event.clone(), d.s, d.e)
                 };
                 self.end(p, c, &ev, pre);
+                c.m().release_range = Some((s, e));
             }
         }
         rec.r.borrow_mut().released = vec![c.clone()];
@@ -2030,6 +2355,8 @@ impl Shared {
                     let mut b = c.m();
                     b.live = false;
                     b.ended_by = Some(ev.clone());
+                    b.release_began = ev.h.time;
+                    b.release_after = ev.h.time;
                     b.pages = Vec::new();
                 }
                 self.unindex(p, c);

@@ -9,8 +9,8 @@ use crate::events::{Event, Kind, Text};
 use crate::findings::{Evidence, Finding};
 use crate::kfd;
 use crate::models::svm::{
-    CRef, Claim, EPS, EffKind, Ev, Loss, Raw, RawKind, RecRef, Shared, attr_short, flags_text, hb,
-    hu, hx, opt_same, same_ev, shape_of, windows_overlap,
+    CRef, Claim, ClaimKind, EPS, EffKind, Ev, Loss, Raw, RawKind, RecRef, Shared, attr_short,
+    flags_text, hb, hu, hx, opt_same, same_ev, shape_of, windows_overlap,
 };
 use crate::models::svm_map::{Attr, access_name};
 
@@ -114,7 +114,14 @@ pub(crate) fn build(sh: &mut Shared, files: &[Text]) -> Vec<Finding> {
         if r.dead {
             continue;
         }
-        new.push(build_one(r, files));
+        let live = match &r.kind {
+            RawKind::Victim { rec, claim, .. } => liveness(rec, &claim.real().b()),
+            _ => Live::Proven,
+        };
+        if live == Live::Not {
+            continue; // not live when the SET_ATTR ran: nothing was hurt
+        }
+        new.push(build_one(r, live, files));
     }
     number(&mut new, files);
     new.into_iter()
@@ -130,7 +137,74 @@ pub(crate) fn build(sh: &mut Shared, files: &[Text]) -> Vec<Finding> {
         .collect()
 }
 
-fn build_one(r: &Raw, files: &[Text]) -> Built {
+/// What the trace proves of a victim's liveness when a SET_ATTR hurt it
+/// (SPEC 4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Live {
+    /// registered before the call, released (if at all) after it landed
+    Proven,
+    /// its release had begun before the call: nothing was hurt
+    Not,
+    /// its release began while the call's window was open: the finding
+    /// holds in one order only (a warning)
+    Window,
+    /// its release may have begun before the call landed: a note
+    Unproven,
+}
+
+/// The victim's liveness when `rec` ran.  Its release began at the latest
+/// when the unlock, revoke or unmap that ended it began (whatever its
+/// line's place in the file), and, for a revoke issued without intent
+/// calls, at the earliest when that thread's previous call ended: a
+/// runtime computes a revoke under its lock and may issue it much later.
+/// A revoke that left out pages of the victim that a claim `rec` releases
+/// covers was computed while that claim was still registered, so before
+/// `rec`: the victim's release began first.  The call itself landed
+/// somewhere in its window: a release that began inside it leaves the
+/// order open (a warning, SPEC 4); one that may have begun before the call
+/// although its ioctl came after is not proven (a note).
+fn liveness(rec: &RecRef, victim: &Claim) -> Live {
+    let d = rec.r.borrow();
+    let began = match &d.unlock {
+        Some(u) => u.h.time,
+        None => d.event.h.time,
+    };
+    let (Some(began), Some(landed)) = (began, d.event.h.end()) else {
+        return Live::Proven; // no clock: file order, as replayed
+    };
+    if let Some((rs, re)) = victim.release_range
+        && d.eff.kind == EffKind::Revoke
+    {
+        let left_out = [
+            (victim.start, rs.min(victim.end)),
+            (re.max(victim.start), victim.end),
+        ];
+        let counted = d.released.iter().any(|c| {
+            let c = c.real();
+            let c = c.b();
+            left_out
+                .iter()
+                .any(|&(a, b)| a < b && c.start < b && a < c.end)
+        });
+        if counted {
+            return Live::Not;
+        }
+    }
+    let Some(latest) = victim.release_began else {
+        return Live::Proven; // never released in the trace
+    };
+    if latest < began - EPS {
+        Live::Not
+    } else if victim.release_after.is_some_and(|t| t >= landed - EPS) {
+        Live::Proven
+    } else if victim.release_after.is_some_and(|t| t >= began - EPS) {
+        Live::Window
+    } else {
+        Live::Unproven
+    }
+}
+
+fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
     match &r.kind {
         RawKind::Victim {
             over,
@@ -138,7 +212,20 @@ fn build_one(r: &Raw, files: &[Text]) -> Built {
             claim,
             loss,
             shift,
-        } => victim_finding(*over, rec, claim, loss, *shift, files),
+            seen,
+        } => victim_finding(
+            *over,
+            rec,
+            claim,
+            loss,
+            *shift,
+            if seen.borrow().silent() && claim.real().b().kind == ClaimKind::Registration {
+                Live::Unproven
+            } else {
+                live
+            },
+            files,
+        ),
         RawKind::Stale { claim, res, shift } => {
             let c = claim.real();
             let c = c.b();
@@ -312,6 +399,7 @@ fn victim_finding(
     claim: &CRef,
     loss: &Loss,
     sh: u32,
+    live: Live,
     files: &[Text],
 ) -> Built {
     let victim_ref = claim.real();
@@ -321,6 +409,12 @@ fn victim_finding(
     let released_refs: Vec<CRef> = d.released.iter().map(CRef::real).collect();
     let released: Vec<std::cell::Ref<'_, Claim>> = released_refs.iter().map(|c| c.b()).collect();
     let (cause, order, culprit) = cause_of(rec, &victim, loss, &released);
+    let ordered = order == "concurrent" || live == Live::Window;
+    let cause = if ordered {
+        Some("cross-thread-order")
+    } else {
+        cause
+    };
     let attrs = attrs_of_rec(rec);
     let lost = if over {
         loss.gpus
@@ -363,6 +457,14 @@ fn victim_finding(
     }
     if order == "concurrent" {
         msg += " [order: concurrent calls, the outcome depends on their order]";
+    }
+    // liveness (SPEC 4.3): a runtime that deregisters silently never shows
+    // a registration's end; a grant whose window overlaps the SET_ATTR's
+    // may have landed after it
+    if live == Live::Unproven {
+        msg += " [liveness not proven: the victim's release may have begun before this \
+                     call landed (a deregistration issued after its lock was dropped, or one \
+                     that issues no ioctl)]";
     }
     let mut evidence: Vec<(String, Ev)> = vec![(
         if d.eff.kind == EffKind::Revoke {
@@ -469,6 +571,12 @@ fn victim_finding(
         "svm-coherency-downgrade"
     };
     let mut f = Finding::new(rule, msg, Some(&ev));
+    if live == Live::Unproven {
+        f.severity = Some("note");
+    } else if ordered {
+        // holds in only one order of the calls (SPEC 4): at most a warning
+        f.severity = Some("warning");
+    }
     // one subject for both rules: the victim's pages, the gpus and flags taken
     f.subject = subject(hb(loss.lo, sh), hb(loss.hi, sh), &loss.gpus);
     f.cause = cause.map(str::to_owned);

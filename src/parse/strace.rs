@@ -138,6 +138,9 @@ pub struct Parser {
     pub rel_sum: f64,
     /// (line, text) cut by a diagnostic
     pub fragment: Option<(u64, Vec<u8>)>,
+    /// the fragment's process detached after it: at the end of the file
+    /// it is a call strace detached from, not an unparsed line
+    pub fragment_detached: bool,
     pub in_summary: bool,
     pub snapshot: Option<Box<Event>>,
     pub last_time: Option<f64>,
@@ -185,6 +188,7 @@ impl Parser {
             expect_exec: HashSet::new(),
             rel_sum: 0.0,
             fragment: None,
+            fragment_detached: false,
             in_summary: false,
             snapshot: None,
             last_time: None,
@@ -327,7 +331,12 @@ impl Parser {
             self.info.add_unparsed(first, &parts.concat());
         }
         if let Some((l, t)) = self.fragment.take() {
-            self.info.add_unparsed(l, &t);
+            let cut_by_detach = grammar::diag_match(&t).is_some_and(|((_, _, a), _)| !a);
+            if std::mem::take(&mut self.fragment_detached) || cut_by_detach {
+                self.info.detached += 1;
+            } else {
+                self.info.add_unparsed(l, &t);
+            }
         }
         self.flush_hold();
         if let Some(s) = self.snapshot.take() {
@@ -661,6 +670,7 @@ impl Parser {
             // cut short: by a diagnostic or the program's own output
             if self.fragment.is_none() {
                 self.fragment = Some((lineno, line.to_vec()));
+                self.fragment_detached = false;
                 return true;
             }
             return false;
@@ -1375,6 +1385,7 @@ impl Parser {
             if !strip(front).is_empty() {
                 if self.fragment.is_none() {
                     self.fragment = Some((lineno, front.to_vec()));
+                    self.fragment_detached = !attached;
                 } else {
                     return false;
                 }
@@ -1409,6 +1420,7 @@ impl Parser {
         {
             if let Some((_, pid, a)) = grammar::diag(line) {
                 self.diag_pid(pid, a);
+                self.fragment_detached |= !a;
             }
             return true; // the fragment waits for its continuation
         }
@@ -1422,6 +1434,7 @@ impl Parser {
                 || body.starts_with(b"---"));
         }
         let (fl, ftext) = self.fragment.take().unwrap();
+        self.fragment_detached = false;
         if !cont {
             self.info.add_unparsed(fl, &ftext);
             return false;

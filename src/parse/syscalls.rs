@@ -1284,7 +1284,24 @@ fn intent_args(name: &str) -> &'static str {
     }
 }
 
+/// An enumeration argument printed by its name (`MEMORY_TYPE_NONE`): its
+/// value where the header's is known, else kept as printed.
+fn intent_enum(key: &str, val: Value) -> Value {
+    match (key, &val) {
+        ("type", Value::Raw(t)) => match t.as_bytes() {
+            b"MEMORY_TYPE_NONE" => Value::Int(0),
+            b"MEMORY_TYPE_PINNED" => Value::Int(1),
+            _ => val,
+        },
+        _ => val,
+    }
+}
+
 fn intent_value_ok(key: &str, val: &Value, out: bool) -> bool {
+    if matches!(key, "type" | "flags") && matches!(val, Value::Raw(_)) {
+        // an enumeration or flag set by name
+        return true;
+    }
     if matches!(key, "agents" | "attribute_list" | "desc") {
         return matches!(val, Value::List(_)) || is_int(val);
     }
@@ -1292,6 +1309,24 @@ fn intent_value_ok(key: &str, val: &Value, out: bool) -> bool {
         return x.iter().all(is_int);
     }
     is_int(val)
+}
+
+/// An HSA handle type passed by value (`hsa_agent_t`,
+/// `hsa_amd_memory_pool_t`, `hsa_amd_vmem_alloc_handle_t`: one-field
+/// structs) reads the same in strace's struct notation (`{handle=0x5612a0}`)
+/// as written as its value (`0x5612a0`), in lists too (SPEC 3.2).
+fn unwrap_handle(val: Value) -> Value {
+    match val {
+        Value::Struct(mut f) if f.len() == 1 && f[0].0 == "handle" && is_int(&f[0].1) => {
+            f.pop().unwrap().1
+        }
+        Value::List(x) => Value::List(x.into_iter().map(unwrap_handle).collect()),
+        // hsa_amd_memory_access_desc_t's agent_handle is an hsa_agent_t
+        Value::Struct(f) => {
+            Value::Struct(f.into_iter().map(|(k, v)| (k, unwrap_handle(v))).collect())
+        }
+        v => v,
+    }
 }
 
 /// Dict-style assignment: a repeated key keeps its place, the new value.
@@ -1324,7 +1359,7 @@ fn intent(call: &mut Call<'_>) -> Kind {
             Cow::Borrowed(k) => Cow::Borrowed(k.trim_end_matches('*')),
             Cow::Owned(k) => Cow::Owned(k.trim_end_matches('*').to_owned()),
         };
-        let mut val = parse_value(&call.args[i]);
+        let mut val = intent_enum(&key, unwrap_handle(parse_value(&call.args[i])));
         if named.is_some() && !intent_value_ok(&key, &val, out) {
             call.malformed = true;
             continue;
@@ -1413,6 +1448,62 @@ mod tests {
         };
         assert_eq!(i.ioctl, Some("TCGETS"));
         assert_eq!(i.request, None);
+    }
+
+    fn intent_of(name: &str, args: &[&str]) -> (Box<Intent>, bool) {
+        let mut c = call(name, args, Some(0));
+        let n = normalize(&mut c);
+        let Kind::Intent(i) = n.kind else { panic!() };
+        (i, c.malformed)
+    }
+
+    #[test]
+    fn intent_handles_read_the_same_in_struct_notation() {
+        // SPEC 3.2: an HSA handle type as its value or as {handle=…}
+        let plain = intent_of(
+            "hsa_amd_vmem_handle_create",
+            &["0x5613c0", "0x400000", "0", "0", "[0x7a010]"],
+        );
+        let structs = intent_of(
+            "hsa_amd_vmem_handle_create",
+            &[
+                "{handle=0x5613c0}",
+                "0x400000",
+                "MEMORY_TYPE_NONE",
+                "0",
+                "[{handle=0x7a010}]",
+            ],
+        );
+        assert!(!plain.1 && !structs.1);
+        assert_eq!(plain.0.args, structs.0.args);
+        assert_eq!(plain.0.outs, structs.0.outs);
+        let plain = intent_of(
+            "hsa_amd_memory_lock_to_pool",
+            &[
+                "0x7f00", "0x1000", "[0x1111]", "1", "0x2222", "0", "[0x7f80]",
+            ],
+        );
+        let structs = intent_of(
+            "hsa_amd_memory_lock_to_pool",
+            &[
+                "0x7f00",
+                "0x1000",
+                "[{handle=0x1111}]",
+                "1",
+                "{handle=0x2222}",
+                "0",
+                "[0x7f80]",
+            ],
+        );
+        assert!(!plain.1 && !structs.1);
+        assert_eq!(plain.0.args, structs.0.args);
+        assert_eq!(plain.0.outs, structs.0.outs);
+        let (r, bad) = intent_of("hsa_amd_vmem_handle_release", &["{handle=0x7a010}"]);
+        assert!(!bad);
+        assert_eq!(
+            r.args,
+            vec![(Cow::Borrowed("memory_handle"), Value::Int(0x7a010))]
+        );
     }
 
     #[test]

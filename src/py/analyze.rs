@@ -16,17 +16,24 @@ use crate::table::{CallTable, EventTable};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+/// The prefix of the limits entry that says which registration behaviour
+/// the trace shows (coverage.py reads it).
+const SVM_RUNTIME: &str = "SVM runtime: ";
+
 /// What one trace's analysis hands to Python (no Rc: it crosses threads).
 struct Report {
     paths: Vec<String>,
     infos: Vec<InputInfo>,
     findings: Vec<Finding>,
     limits: Vec<&'static str>,
+    behaviour: Option<String>,
     facts: Facts,
     programs: Programs,
     maps: Vec<Event>,
     table: Option<EventTable>,
     chunks: u64,
+    /// files of the argument skipped as not traces (on its first report)
+    skipped: Vec<String>,
 }
 
 impl From<TraceOut> for Report {
@@ -36,11 +43,13 @@ impl From<TraceOut> for Report {
             infos: t.infos,
             findings: t.findings,
             limits: t.limits,
+            behaviour: t.behaviour,
             facts: t.facts,
             programs: t.programs,
             maps: t.maps,
             table: t.table,
             chunks: t.chunks,
+            skipped: Vec::new(),
         }
     }
 }
@@ -49,39 +58,86 @@ fn input_err(e: InputError) -> PyErr {
     ReadError::new_err(e.0)
 }
 
+/// One TRACE argument run by run (SPEC 2: runs kept apart): a report per
+/// run, or the error of a run or of the argument; the skipped files go on
+/// the first report.
+fn apart(
+    p: &str,
+    o: &Options,
+    on_event: Option<engine::OnEvent<'_>>,
+) -> Vec<Result<Report, InputError>> {
+    match engine::run_apart(p, o, on_event) {
+        Err(e) => vec![Err(e)],
+        Ok(out) => {
+            let mut skipped: Vec<String> = out.skipped.into_iter().map(|e| e.0).collect();
+            out.runs
+                .into_iter()
+                .map(|r| {
+                    r.map(|t| {
+                        let mut rep = Report::from(t);
+                        rep.skipped = std::mem::take(&mut skipped);
+                        rep
+                    })
+                })
+                .collect()
+        }
+    }
+}
+
+/// The reports into a Python list: an error raises ReadError, or with
+/// `keep_going` becomes `{"error": message}` in its place (the CLI reports
+/// the others, then the errors, and exits 2).
+fn reports_to_py<'py>(
+    py: Python<'py>,
+    results: Vec<Result<Report, InputError>>,
+    keep_going: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for r in results {
+        match r {
+            Ok(rep) => out.append(report_to_py(py, &rep)?)?,
+            Err(e) if keep_going => {
+                let d = PyDict::new(py);
+                d.set_item("error", e.0)?;
+                out.append(d)?;
+            }
+            Err(e) => return Err(input_err(e)),
+        }
+    }
+    Ok(out)
+}
+
 /// Each trace on its own thread, at most `jobs` at once, results in
 /// argument order (stable reports); one trace: its file parsed in chunks
 /// on `jobs` threads.
 fn run_all(paths: &[String], o: &Options) -> Vec<Result<Report, InputError>> {
     let jobs = o.jobs;
     if jobs <= 1 || paths.len() <= 1 {
-        return paths
-            .iter()
-            .map(|p| engine::run(p, o, None).map(Report::from))
-            .collect();
+        return paths.iter().flat_map(|p| apart(p, o, None)).collect();
     }
     // the traces are the parallel work: none of them is chunked as well
     let o = &Options {
         jobs: 1,
         ..o.clone()
     };
-    let mut out: Vec<Option<Result<Report, InputError>>> = (0..paths.len()).map(|_| None).collect();
+    let mut out: Vec<Option<Vec<Result<Report, InputError>>>> =
+        (0..paths.len()).map(|_| None).collect();
     for (batch_no, batch) in paths.chunks(jobs).enumerate() {
         std::thread::scope(|s| {
             let handles: Vec<_> = batch
                 .iter()
-                .map(|p| s.spawn(move || engine::run(p, o, None).map(Report::from)))
+                .map(|p| s.spawn(move || apart(p, o, None)))
                 .collect();
             for (i, h) in handles.into_iter().enumerate() {
                 let r = h
                     .join()
-                    .unwrap_or_else(|_| Err(InputError("analysis thread panicked".into())));
+                    .unwrap_or_else(|_| vec![Err(InputError("analysis thread panicked".into()))]);
                 out[batch_no * jobs + i] = Some(r);
             }
         });
     }
     out.into_iter()
-        .map(|r| r.expect("every trace ran"))
+        .flat_map(|r| r.expect("every trace ran"))
         .collect()
 }
 
@@ -99,7 +155,13 @@ fn report_to_py<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>
         found.append(finding_to_py_shared(py, f, &files, &mut shared)?)?;
     }
     d.set_item("findings", found)?;
-    d.set_item("limits", PyList::new(py, &r.limits)?)?;
+    // the runtime behaviour rides with the limits: coverage.py puts it
+    // under what the input shows
+    let limits = PyList::new(py, &r.limits)?;
+    if let Some(b) = &r.behaviour {
+        limits.append(format!("{SVM_RUNTIME}{b}"))?;
+    }
+    d.set_item("limits", limits)?;
     d.set_item("facts", (r.facts.svm_ioctls, r.facts.gpu_calls))?;
     let exe = PyDict::new(py);
     for (pid, path) in r.programs.exes() {
@@ -115,6 +177,7 @@ fn report_to_py<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>
         d.set_item("table", table_to_py(py, t)?)?;
     }
     d.set_item("chunks", r.chunks)?;
+    d.set_item("skipped", PyList::new(py, &r.skipped)?)?;
     Ok(d)
 }
 
@@ -156,7 +219,7 @@ fn run_with_progress(
 ) -> Vec<Result<Report, InputError>> {
     paths
         .iter()
-        .map(|p| {
+        .flat_map(|p| {
             let mut n = 0u64;
             let mut tick = |ev: &Event, files: &[String]| {
                 n += 1;
@@ -168,7 +231,7 @@ fn run_with_progress(
                     });
                 }
             };
-            engine::run(p, o, Some(&mut tick)).map(Report::from)
+            apart(p, o, Some(&mut tick))
         })
         .collect()
 }
@@ -180,7 +243,7 @@ fn run_with_progress(
 /// own, or one trace's file in chunks on that many threads.
 #[pyfunction]
 #[pyo3(signature = (paths, input_format=None, max_line=engine::MAX_LINE, all_fds=false,
-                    table=false, jobs=1, progress=None, chunking=None))]
+                    table=false, jobs=1, progress=None, chunking=None, keep_going=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn analyze<'py>(
     py: Python<'py>,
@@ -192,21 +255,19 @@ pub fn analyze<'py>(
     jobs: usize,
     progress: Option<Py<PyAny>>,
     chunking: Option<(usize, u64)>,
+    keep_going: bool,
 ) -> PyResult<Bound<'py, PyList>> {
     let o = options(input_format, max_line, all_fds, table, jobs, chunking);
     let results = py.detach(|| match &progress {
         Some(bar) => run_with_progress(&paths, &o, bar),
         None => run_all(&paths, &o),
     });
-    let out = PyList::empty(py);
-    for r in results {
-        out.append(report_to_py(py, &r.map_err(input_err)?)?)?;
-    }
-    Ok(out)
+    reports_to_py(py, results, keep_going)
 }
 
 /// analyze_events(path, on_event, ..., jobs=1, chunking=None) -> the same
-/// as analyze for one trace, calling on_event(ev) with every event as a
+/// as analyze for one trace (its report; a list of reports when its files
+/// are several runs), calling on_event(ev) with every event as a
 /// Python record (the slow path, for an API caller's callable; the perfetto
 /// report takes columns from analyze_calls).
 #[pyfunction]
@@ -223,7 +284,7 @@ pub fn analyze_events<'py>(
     table: bool,
     jobs: usize,
     chunking: Option<(usize, u64)>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Bound<'py, PyAny>> {
     let o = options(input_format, max_line, all_fds, table, jobs, chunking);
     let mut failed: Option<PyErr> = None;
     let mut files = Files::default();
@@ -239,11 +300,16 @@ pub fn analyze_events<'py>(
             failed = Some(e);
         }
     };
-    let r = engine::run(&path, &o, Some(&mut cb));
+    let mut reps = apart(&path, &o, Some(&mut cb));
     if let Some(e) = failed {
         return Err(e);
     }
-    report_to_py(py, &Report::from(r.map_err(input_err)?))
+    if reps.len() == 1 {
+        let rep = reps.pop().expect("one report");
+        return Ok(report_to_py(py, &rep.map_err(input_err)?)?.into_any());
+    }
+    // several runs (SPEC 2: kept apart): their reports
+    Ok(reports_to_py(py, reps, false)?.into_any())
 }
 
 /// analyze_calls(paths, ...) -> the same as analyze, each trace's report
@@ -251,7 +317,7 @@ pub fn analyze_events<'py>(
 /// in the core while the trace replays (no Python object per event).
 #[pyfunction]
 #[pyo3(signature = (paths, input_format=None, max_line=engine::MAX_LINE, all_fds=false,
-                    table=false, jobs=1, chunking=None))]
+                    table=false, jobs=1, chunking=None, keep_going=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn analyze_calls<'py>(
     py: Python<'py>,
@@ -262,27 +328,49 @@ pub fn analyze_calls<'py>(
     table: bool,
     jobs: usize,
     chunking: Option<(usize, u64)>,
+    keep_going: bool,
 ) -> PyResult<Bound<'py, PyList>> {
     let o = options(input_format, max_line, all_fds, table, jobs, chunking);
     let results: Vec<Result<(Report, CallTable), InputError>> = py.detach(|| {
-        paths
-            .iter()
-            .map(|p| {
+        let mut out = Vec::new();
+        for p in &paths {
+            let runs = match crate::read::open::open_runs(p, o.input_format.as_deref()) {
+                Ok(r) => r,
+                Err(e) => {
+                    out.push(Err(e));
+                    continue;
+                }
+            };
+            let mut skipped: Vec<String> = runs.skipped.into_iter().map(|e| e.0).collect();
+            for files in runs.runs {
                 let mut calls = CallTable::default();
                 let mut push = |ev: &Event, files: &[String]| {
                     calls.push(ev, files[ev.h.file.0 as usize].as_bytes());
                 };
-                let r = engine::run(p, &o, Some(&mut push))?;
-                Ok((Report::from(r), calls))
-            })
-            .collect()
+                out.push(engine::run_files(p, files, &o, Some(&mut push)).map(|r| {
+                    let mut rep = Report::from(r);
+                    rep.skipped = std::mem::take(&mut skipped);
+                    (rep, calls)
+                }));
+            }
+        }
+        out
     });
     let out = PyList::empty(py);
     for r in results {
-        let (rep, calls) = r.map_err(input_err)?;
-        let d = report_to_py(py, &rep)?;
-        d.set_item("calls", calls_to_py(py, &calls)?)?;
-        out.append(d)?;
+        match r {
+            Ok((rep, calls)) => {
+                let d = report_to_py(py, &rep)?;
+                d.set_item("calls", calls_to_py(py, &calls)?)?;
+                out.append(d)?;
+            }
+            Err(e) if keep_going => {
+                let d = PyDict::new(py);
+                d.set_item("error", e.0)?;
+                out.append(d)?;
+            }
+            Err(e) => return Err(input_err(e)),
+        }
     }
     Ok(out)
 }
@@ -306,15 +394,18 @@ pub fn events_table<'py>(
         let mut table = EventTable::default();
         let mut infos = Vec::new();
         for p in &paths {
-            let files = crate::read::open::open_files(p, input_format.as_deref())?;
-            let names: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
-            let trace = o.trace(p, files);
-            let shared = trace.infos.clone();
-            for ev in trace.events() {
-                let ev = ev?;
-                table.push(&ev, names[ev.h.file.0 as usize].as_bytes());
+            // run by run (SPEC 2): each run's events in its own order
+            let runs = crate::read::open::open_runs(p, input_format.as_deref())?;
+            for files in runs.runs {
+                let names: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
+                let trace = o.trace(p, files);
+                let shared = trace.infos.clone();
+                for ev in trace.events() {
+                    let ev = ev?;
+                    table.push(&ev, names[ev.h.file.0 as usize].as_bytes());
+                }
+                infos.extend(shared.borrow().iter().cloned());
             }
-            infos.extend(shared.borrow().iter().cloned());
         }
         Ok((table, infos))
     });
@@ -349,20 +440,25 @@ pub fn history<'py>(
         let pid = w.get(2).map(|p| p.map(|v| v as u32));
         o.watch_addr = Some((*s, *e, pid.filter(Option::is_some)));
     }
-    let t = engine::run(&path, &o, None).map_err(input_err)?;
-    let files = Files::new(t.paths.iter().map(|p| Text::from(p.as_str())));
-    let rows = if watch_addr.is_some() {
-        super::svm::history_to_py(py, t.svm.history(), &files)?
-    } else {
-        let rows = PyList::empty(py);
-        for (ev, what, state) in t.fds.history() {
-            rows.append((event_to_py(py, ev, &files)?, what, state.as_deref()))?;
-        }
-        rows
-    };
+    // run by run (SPEC 2): each run's history, one after the other
+    let out = engine::run_apart(&path, &o, None).map_err(input_err)?;
+    let rows = PyList::empty(py);
     let infos = PyList::empty(py);
-    for i in &t.infos {
-        infos.append(info_to_py(py, i)?)?;
+    for t in out.runs {
+        let t = t.map_err(input_err)?;
+        let files = Files::new(t.paths.iter().map(|p| Text::from(p.as_str())));
+        if watch_addr.is_some() {
+            for row in super::svm::history_to_py(py, t.svm.history(), &files)?.iter() {
+                rows.append(row)?;
+            }
+        } else {
+            for (ev, what, state) in t.fds.history() {
+                rows.append((event_to_py(py, ev, &files)?, what, state.as_deref()))?;
+            }
+        }
+        for i in &t.infos {
+            infos.append(info_to_py(py, i)?)?;
+        }
     }
     Ok((rows, infos))
 }

@@ -288,50 +288,124 @@ fn py_repr(s: &str) -> String {
 pub fn open_files(arg: &str, input_format: Option<&str>) -> Result<Vec<FileSpec>, InputError> {
     let paths = expand(arg)?;
     let forced = input_format.filter(|f| *f != "auto");
-    let mut files = Vec::new();
     let several = paths.len() > 1;
+    let mut files = Vec::new();
     for path in paths {
-        let streaming = is_stream(&path);
-        if !streaming && fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
-            return Err(input_error(&path, "empty file"));
-        }
-        let raw: Box<dyn Read + Send> = if path == "-" {
-            Box::new(io::stdin())
-        } else {
-            match File::open(&path) {
-                Ok(f) if f.metadata().is_ok_and(|m| m.is_dir()) => {
-                    return Err(input_error(&path, &why(&io::Error::from_raw_os_error(21))));
-                }
-                Ok(f) => Box::new(f),
-                Err(e) => return Err(input_error(&path, &why(&e))),
-            }
-        };
-        let (mut stream, compressed) = open_kind(&path, raw)?;
-        let first = (!compressed).then_some(compress::MAGIC_LEN);
-        let h = head(&path, stream.as_mut(), first)?;
-        if h.data.is_empty() {
-            return Err(input_error(&path, "empty"));
-        }
-        let lay = layout::layout(&h.lines, &detect::is_trace);
-        let format = match forced {
-            Some(f) => detect::format_of(f).unwrap_or(Format::Unknown),
-            None => detect::detect(&path, &h.lines, &lay)?,
-        };
-        let keep: Option<Box<dyn Read + Send>> =
-            streaming.then(|| Box::new(Cursor::new(h.data).chain(stream)) as Box<dyn Read + Send>);
-        let tid = if several && format == Format::Strace {
-            ff_tid(&path)
-        } else {
-            None
-        };
-        files.push(FileSpec {
-            layout_text: layout_text(&lay),
-            path,
-            format,
-            tid,
-            layout: lay,
-            stream: keep,
-        });
+        files.push(open_one(path, forced, several)?);
     }
     Ok(files)
+}
+
+/// One file of a TRACE argument, detected; `several`: the argument has
+/// more than one file (an strace file's name then gives its -ff tid).
+fn open_one(path: String, forced: Option<&str>, several: bool) -> Result<FileSpec, InputError> {
+    let streaming = is_stream(&path);
+    if !streaming && fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
+        return Err(input_error(&path, "empty file"));
+    }
+    let raw: Box<dyn Read + Send> = if path == "-" {
+        Box::new(io::stdin())
+    } else {
+        match File::open(&path) {
+            Ok(f) if f.metadata().is_ok_and(|m| m.is_dir()) => {
+                return Err(input_error(&path, &why(&io::Error::from_raw_os_error(21))));
+            }
+            Ok(f) => Box::new(f),
+            Err(e) => return Err(input_error(&path, &why(&e))),
+        }
+    };
+    let (mut stream, compressed) = open_kind(&path, raw)?;
+    let first = (!compressed).then_some(compress::MAGIC_LEN);
+    let h = head(&path, stream.as_mut(), first)?;
+    if h.data.is_empty() {
+        return Err(input_error(&path, "empty"));
+    }
+    let lay = layout::layout(&h.lines, &detect::is_trace);
+    let format = match forced {
+        Some(f) => detect::format_of(f).unwrap_or(Format::Unknown),
+        None => detect::detect(&path, &h.lines, &lay)?,
+    };
+    let keep: Option<Box<dyn Read + Send>> =
+        streaming.then(|| Box::new(Cursor::new(h.data).chain(stream)) as Box<dyn Read + Send>);
+    let tid = if several && format == Format::Strace {
+        ff_tid(&path)
+    } else {
+        None
+    };
+    Ok(FileSpec {
+        layout_text: layout_text(&lay),
+        path,
+        format,
+        tid,
+        layout: lay,
+        stream: keep,
+    })
+}
+
+/// The runs of one TRACE argument (SPEC 2): the files of one `strace -ff`
+/// run (`PREFIX.TID`) or of one capture run (`PREFIX.PID`) share their
+/// PREFIX and form one run; any other file is a run of its own.  Runs are
+/// replayed apart: equal pids in two runs are two processes.
+pub struct Runs {
+    pub runs: Vec<Vec<FileSpec>>,
+    /// files a directory or glob expanded to that are not traces, skipped
+    /// (a note each)
+    pub skipped: Vec<InputError>,
+}
+
+/// The run a file belongs to: its PREFIX when its name ends in `.N`
+/// (compression suffix aside), else the whole path (a run of its own).
+fn run_key(path: &str) -> &str {
+    if ff_tid(path).is_some() {
+        let p = strip_compression(path);
+        let p = p.trim_end_matches(|c: char| pytext::digit_value(c).is_some());
+        return p.strip_suffix('.').unwrap_or(p);
+    }
+    path
+}
+
+/// [`open_files`] split into runs; a file a directory or glob expanded to
+/// that cannot be opened or recognized is skipped (unless no file there
+/// is a trace: then the first error).
+pub fn open_runs(arg: &str, input_format: Option<&str>) -> Result<Runs, InputError> {
+    let paths = expand(arg)?;
+    let forced = input_format.filter(|f| *f != "auto");
+    let expanded = paths.len() > 1 || paths.first().is_some_and(|p| p != arg);
+    // the run of each path, in the order runs first appear
+    let mut keys: Vec<&str> = Vec::new();
+    let mut of: Vec<usize> = Vec::with_capacity(paths.len());
+    for p in &paths {
+        let k = run_key(p);
+        let at = match keys.iter().position(|x| *x == k) {
+            Some(i) => i,
+            None => {
+                keys.push(k);
+                keys.len() - 1
+            }
+        };
+        of.push(at);
+    }
+    let sizes: Vec<usize> = (0..keys.len())
+        .map(|k| of.iter().filter(|&&x| x == k).count())
+        .collect();
+    let mut runs: Vec<Vec<FileSpec>> = (0..keys.len()).map(|_| Vec::new()).collect();
+    let mut skipped = Vec::new();
+    for (path, &k) in paths.iter().zip(&of) {
+        match open_one(path.clone(), forced, sizes[k] > 1) {
+            Ok(f) => runs[k].push(f),
+            Err(e) if expanded => skipped.push(e),
+            Err(e) => return Err(e),
+        }
+    }
+    runs.retain(|r| !r.is_empty());
+    if runs.is_empty() {
+        return Err(skipped.swap_remove(0));
+    }
+    // a -ff run of which one file is left reads as that one file
+    for r in runs.iter_mut() {
+        if r.len() == 1 {
+            r[0].tid = None;
+        }
+    }
+    Ok(Runs { runs, skipped })
 }

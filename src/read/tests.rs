@@ -966,6 +966,56 @@ mod ff {
         assert_eq!(order, [100, 9999, 10000, 101, 102, 8, 7]);
         std::fs::remove_dir_all(&d).unwrap();
     }
+
+    #[test]
+    fn runs_are_split_by_prefix_and_non_traces_skipped() {
+        // SPEC 2: the files of one -ff or capture run share PREFIX.N; other
+        // files are runs of their own; a non-trace beside them is skipped
+        let d = std::env::temp_dir().join(format!("rocrtrace-runs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let w = |n: &str, s: &str| std::fs::write(d.join(n), s).unwrap();
+        let line = "100   close(3) = 0\n";
+        w("a.100", line);
+        w("a.101", line);
+        w("b.100", line);
+        w("c.log", line);
+        w("d.log", line);
+        w("notes.json", "{}\n");
+        let r = super::super::open::open_runs(d.to_str().unwrap(), None).unwrap();
+        let names: Vec<Vec<(String, Option<u32>)>> = r
+            .runs
+            .iter()
+            .map(|run| {
+                run.iter()
+                    .map(|f| {
+                        let n = f.path.rsplit('/').next().unwrap().to_string();
+                        (n, f.tid)
+                    })
+                    .collect()
+            })
+            .collect();
+        let s = |x: &str| x.to_string();
+        assert_eq!(
+            names,
+            vec![
+                vec![(s("a.100"), Some(100)), (s("a.101"), Some(101))],
+                vec![(s("b.100"), None)],
+                vec![(s("c.log"), None)],
+                vec![(s("d.log"), None)],
+            ]
+        );
+        assert_eq!(r.skipped.len(), 1);
+        assert!(r.skipped[0].0.contains("notes.json"), "{}", r.skipped[0]);
+        // a named file that is no trace is an error; a directory of none too
+        let bad = d.join("notes.json");
+        assert!(super::super::open::open_runs(bad.to_str().unwrap(), None).is_err());
+        let e = d.join("empty");
+        std::fs::create_dir_all(&e).unwrap();
+        std::fs::write(e.join("x.txt"), "hello\n").unwrap();
+        assert!(super::super::open::open_runs(e.to_str().unwrap(), None).is_err());
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }
 
 /// --jobs on one file: the chunked reading gives the sequential parse

@@ -290,7 +290,11 @@ impl FileEvents {
     fn end(&mut self) -> Option<Result<Box<Event>, InputError>> {
         self.done = true;
         let info = std::mem::take(self.parser.info());
-        let bad = info.events == 0 && info.lines > info.preamble;
+        // a strace log of only strace's own messages (attach, detach, a
+        // call cut short by a detach) is recognized, with no complete
+        // event: a trace-incomplete note, not an unrecognized input
+        let only_messages = self.fmt == "strace" && info.unparsed == 0;
+        let bad = info.events == 0 && info.lines > info.preamble && !only_messages;
         self.infos.borrow_mut()[self.idx] = info;
         bad.then(|| {
             Err(input_error(
