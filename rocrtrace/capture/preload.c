@@ -755,9 +755,9 @@ static void log_reopen(int stale) {
  * truncate(2) on its path in GROW_CHUNK steps (one thread at a time, after
  * checking the name is still our file: same device and inode, no symlink),
  * and at exit and before an exec it is cut to the bytes written, once no
- * thread is inside a write.  A process killed outright (SIGKILL) leaves up
- * to GROW_CHUNK NUL bytes at the end; `rocrtrace capture` removes them and
- * the reader ignores them.  If the window cannot be mapped (a file system
+ * thread is inside a write.  A grown part is filled with newlines first,
+ * so a process killed outright (SIGKILL) leaves up to GROW_CHUNK empty
+ * lines at the end, which readers skip and `rocrtrace capture` removes.  If the window cannot be mapped (a file system
  * without shared mappings, a tight RLIMIT_AS), the library falls back to a
  * log fd placed as the section "library fds" says and says so in the log
  * (`# capture-fds ...`). */
@@ -842,6 +842,32 @@ static void win_abandon_if(uintptr_t lo, uintptr_t len) {
   __atomic_store_n(&g_wabandoned, 1, __ATOMIC_SEQ_CST);   /* not even the exit lines */
 }
 
+/* A grown part is filled with newlines before any record goes there: a
+ * writer killed outright (SIGKILL: nothing cuts the file) leaves empty
+ * lines after its last record, which readers skip, never NUL bytes. */
+static const char g_nl[4096] = {[0 ... 4095] = '\n'};
+static void win_fill(uint64_t from, uint64_t to) {
+  char *dst = g_win + (from - g_wbase);
+  uint64_t left = to - from;
+  while (left > 0) {
+    struct iovec l[64], r;
+    int k = 0;
+    uint64_t batch = 0;
+    while (k < 64 && batch < left) {
+      uint64_t n = left - batch < sizeof g_nl ? left - batch : sizeof g_nl;
+      l[k].iov_base = (void *)g_nl; l[k].iov_len = n; k++; batch += n;
+    }
+    r.iov_base = dst; r.iov_len = batch;
+    if (__atomic_load_n(&g_pvw, __ATOMIC_RELAXED)) {
+      long w = syscall(SYS_process_vm_writev, g_pid, l, k, &r, 1, 0);
+      if (w != (long)batch) return;   /* a full disk: the records fail the same way */
+    } else {
+      memset(dst, '\n', batch);
+    }
+    dst += batch; left -= batch;
+  }
+}
+
 /* the file must reach `need` bytes: one thread grows it, others wait for it */
 static int win_grow(uint64_t need) {
   for (long k = 0; k < 2000000; k++) {
@@ -855,7 +881,12 @@ static int win_grow(uint64_t need) {
         uint64_t want = (need + GROW_CHUNK - 1) / GROW_CHUNK * GROW_CHUNK;
         if (want > g_wbase + g_wlen) want = g_wbase + g_wlen;
         ok = win_ours() && syscall(SYS_truncate, g_lpath, (long)want) == 0;
-        if (ok) __atomic_store_n(&g_fsize, want, __ATOMIC_RELEASE);
+        if (ok) {
+          int save = errno;
+          win_fill(have, want);
+          errno = save;
+          __atomic_store_n(&g_fsize, want, __ATOMIC_RELEASE);
+        }
         /* written pages stay in the page cache (and reach the file), but
          * need not stay mapped: let go of all but the last DROP_STEP, so
          * the program's resident size does not grow with the log */
@@ -929,7 +960,7 @@ static void win_seal(void) {
 
 /* exit or exec: no more copies; once no thread is inside one, the file is
  * cut to what was written (a thread that never leaves, or a signal handler
- * on a writing thread, leaves the NUL tail instead) */
+ * on a writing thread, leaves the empty-line tail instead) */
 static void win_finish(void) {
   if (!g_win) return;
   int save = errno;
@@ -956,22 +987,25 @@ static void win_resume(void) {
   if (g_win && !__atomic_load_n(&g_wabandoned, __ATOMIC_ACQUIRE)) __atomic_store_n(&g_wclosed, 0, __ATOMIC_SEQ_CST);
 }
 
-/* where the content of an existing log ends: before any NUL tail a killed
- * writer left (read backwards from the end) */
+/* where the content of an existing log ends: after the newline of its last
+ * line, before the empty lines (or NUL bytes) of a growth step its writer
+ * did not cut (read backwards from the end) */
 static uint64_t content_end(int fd) {
   struct stat st;
   if (syscall(SYS_fstat, fd, &st) != 0) return 0;
-  uint64_t end = (uint64_t)st.st_size;
+  uint64_t size = (uint64_t)st.st_size, end = size;
   char buf[4096];
   while (end > 0) {
     long want = end < sizeof buf ? (long)end : (long)sizeof buf;
     long n = syscall(SYS_pread64, fd, buf, want, (long)(end - want));
-    if (n != want) break;
+    if (n != want) return size;
     long i = n;
-    while (i > 0 && buf[i - 1] == 0) i--;
+    while (i > 0 && (buf[i - 1] == 0 || buf[i - 1] == '\n')) i--;
     end -= (uint64_t)(n - i);
     if (i > 0) break;
   }
+  char c = 0;   /* the last line's own newline */
+  if (end > 0 && end < size && syscall(SYS_pread64, fd, &c, 1, (long)end) == 1 && c == '\n') end++;
   return end;
 }
 
