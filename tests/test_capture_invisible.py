@@ -142,6 +142,8 @@ def test_without_a_log_window_the_log_says_where_its_fds_are(tmp_path):
     limit = int(kv["limit"])
     assert kv["placement"] == ("above-limit" if min(fds) >= limit else "below-limit")
     assert log.lines[-1] == "# exit status=0"
+    _, infos = trace_events(str(f))
+    assert infos[0].unparsed == 0
 
 
 def test_many_threads_grow_one_log_without_losing_a_record(tmp_path):
@@ -189,6 +191,8 @@ def test_a_program_unmapping_the_log_window_keeps_its_memory(tmp_path):
     assert data.decode().splitlines()[-1].startswith("# capture-window-lost ")
     # its memory where the window was: nothing of the log reached it (the
     # program checked), not even the exit lines written after its munmap
+    _, infos = trace_events(str(f))
+    assert infos[0].unparsed == 0 and not infos[0].exit_seen   # read as cut short
     plain = subprocess.run([str(build("capture_unmapwin")), prefix], capture_output=True, text=True,
                            timeout=60)
     assert plain.stdout == "found 0\n"
