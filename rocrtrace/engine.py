@@ -65,6 +65,7 @@ def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult
 
     result = AnalysisResult(fail_on=fail_on)
     limits: list[str] = []
+    runtime: list[str] = []   # the SVM runtime's behaviour (coverage only)
     facts = TraceFacts()
     tables = []
     for rep in reports:
@@ -77,6 +78,7 @@ def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult
         for info in infos:
             found.extend(input_findings(info))
         limits.extend(x for x in rep["limits"] if x not in limits)
+        runtime.extend(x for x in rep.get("svm_runtime", ()) if x not in runtime)
         facts.svm_ioctls += rep["facts"][0]
         facts.gpu_calls += rep["facts"][1]
         symbolize_findings(found, rep["maps"], debug_dirs)
@@ -95,7 +97,7 @@ def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult
         result.findings = [f for f in result.findings if f.rule in enabled]
     number_collisions(result.findings)
     result.limits, result.facts = limits, facts
-    result.coverage = facts.relevant(coverage(result.inputs, limits))
+    result.coverage = facts.relevant(coverage(result.inputs, limits + runtime))
     if tables:
         from .tables import frame_from_columns
 

@@ -23,11 +23,18 @@ _RULES = [
          "why when it can be told: shared-page (the claims meet only on boundary pages), "
          "enclosing-range (the victim starts left of the revoke and covers it), grown-extent "
          "(the revoke reaches past the claim it releases), cross-thread-order (the victim was "
-         "granted on another thread after the revoke began, or their windows overlap)."),
+         "granted on another thread after the revoke began, or their windows overlap)."
+         " Liveness must be proven: an error only when the victim was registered before the call "
+         "began and the trace shows its release (unlock, its own revoke, munmap) beginning after "
+         "the call landed; a warning naming cross-thread-order when that depends on the order of "
+         "overlapping windows; a note when its release may have begun first (a runtime that "
+         "computes a revoke under its lock and issues it later, or one that deregisters without "
+         "an ioctl, which the coverage section names)."),
     Rule("svm-coherency-downgrade", "error",
          "a SET_ATTR clears COHERENT/EXT_COHERENT where a live claim set it",
          "Fine-grained pages of a live claim were made coarse-grained by another call's "
-         "CLR_FLAGS: the GPU reads stale data and nothing faults."),
+         "CLR_FLAGS: the GPU reads stale data and nothing faults. Severity follows the "
+         "victim's proven liveness as for svm-over-revoke."),
     Rule("svm-stale-no-access", "warning",
          "a registration relying on default access covers pages left NO_ACCESS",
          "A registration that grants no GPU itself covers pages an earlier revoke left "
@@ -71,7 +78,7 @@ _RULES = [
          "on one thread, at least 4 closes of strictly increasing (or strictly decreasing) "
          "numbers with no fd created in between (a readlink of /proc/self/fd/N, a probe or a "
          "write may come between them), more than half (and at least two) failing with "
-         "EBADF, one of them on a number never open; close_range pieces around kept fds "
+         "EBADF; close_range pieces around kept fds "
          "ending in an open-ended one; closing each number a /proc/self/fd listing returned "
          "- is one note, never an error, whatever the trace saw of those numbers before; an "
          "open-ended close_range(N, ~0U) or closefrom(N) is never a finding. A number only a result "

@@ -174,3 +174,30 @@ def test_fd_decorations_carry_whole_paths(tmp_path):
     assert infos[0].unparsed == 0
     (op,) = [e for e in evs if e.name == "openat"]
     assert op.fds == (fd,) and op.paths == (long,)
+
+
+# --- the same calls through syscall(2) ---------------------------------------
+
+def test_ebadf_calls_and_fd_creations_through_syscall2(tmp_path):
+    """read … recvmsg, ioctl through syscall(2) on fd -1 and a closed fd
+    (24 EBADF lines), and pipe2/socket/eventfd2/memfd_create through it:
+    logged under the system call's name, stdout and errno unchanged."""
+    argv = [str(build("capture_badfd")), "syscalls"]
+    plain, cap, f = captured(tmp_path, argv)
+    assert plain.returncode == cap.returncode == 0, cap.stderr
+    assert cap.stdout == plain.stdout
+    log = logread.read(f)
+    assert not log.bad
+    names = ["read", "write", "pread64", "pwrite64", "readv", "writev", "lseek", "fstat",
+             "newfstatat", "sendmsg", "recvmsg", "ioctl"]
+    assert [e.name for e in log.events if e.errno == "EBADF"] == names * 2
+    evs, infos = trace_events(str(f))
+    assert infos[0].unparsed == 0
+    made = {e.name: e.origin for e in evs if getattr(e, "origin", None) and e.name != "openat"}
+    assert made == {"pipe2": "pipe", "socket": "socket", "eventfd2": "eventfd",
+                    "memfd_create": "memfd_create"}
+    if shutil.which("strace"):
+        keep = re.compile(r"EBADF|^(pipe2|socket|eventfd2|memfd_create)\(")
+        ours = [norm(ln) for ln in log.lines if not ln.startswith("#")]
+        theirs = [norm(ln) for ln in straced(tmp_path, argv)]
+        assert [ln for ln in ours if keep.search(ln)] == [ln for ln in theirs if keep.search(ln)]

@@ -82,21 +82,26 @@ int main(void) {
 
 def test_a_killed_process_leaves_a_log_the_analyzer_reads_whole(tmp_path):
     """SIGKILL: no exit handler runs, so the log keeps the unused rest of its
-    last growth step as NUL bytes; `rocrtrace capture` cuts them."""
+    last growth step, filled with newlines (empty lines the reader skips,
+    never NUL bytes); `rocrtrace capture` cuts them."""
     prog = cbuild.build(PROG_KILLED, "capture_killed")
     env = run.preload_env(str(tmp_path / "raw"))
     p = subprocess.run([str(prog)], env=env, timeout=60)
     assert p.returncode == -signal.SIGKILL
     (raw,) = tmp_path.glob("raw.*")
     data = raw.read_bytes()
-    assert data.endswith(b"\0") and b"\0" not in data.rstrip(b"\0")
-    assert run.trim_nul_tail(str(raw)) > 0
-    assert b"\0" not in raw.read_bytes()
+    assert b"\0" not in data and data.endswith(b"\n\n\n")
+    evs, infos = trace_events(str(raw))
+    assert infos[0].unparsed == 0 and not infos[0].exit_seen
+    assert run.trim_tail(str(raw)) > 0
+    data = raw.read_bytes()
+    assert data.endswith(b") = 0 <0.000000>\n") or data.endswith(">\n")
+    assert not data.endswith(b"\n\n")
     # and through the command itself
     prefix = str(tmp_path / "cmd")
     assert run.capture([str(prog)], prefix=prefix, echo=None) == 128 + signal.SIGKILL
     (f,) = tmp_path.glob("cmd.*")
-    assert b"\0" not in f.read_bytes()
+    assert not f.read_bytes().endswith(b"\n\n")
     log = logread.read(f)
     assert [e.name for e in log.events].count("close") == 50
     evs, infos = trace_events(str(f))
@@ -114,7 +119,7 @@ def test_the_log_of_a_live_writer_is_not_trimmed(tmp_path):
                 break
             time.sleep(0.02)
         (f,) = files
-        assert run.trim_nul_tail(str(f)) == 0
+        assert run.trim_tail(str(f)) == 0
     finally:
         proc.kill()
         proc.wait()
@@ -137,6 +142,8 @@ def test_without_a_log_window_the_log_says_where_its_fds_are(tmp_path):
     limit = int(kv["limit"])
     assert kv["placement"] == ("above-limit" if min(fds) >= limit else "below-limit")
     assert log.lines[-1] == "# exit status=0"
+    _, infos = trace_events(str(f))
+    assert infos[0].unparsed == 0
 
 
 def test_many_threads_grow_one_log_without_losing_a_record(tmp_path):
@@ -182,6 +189,10 @@ def test_a_program_unmapping_the_log_window_keeps_its_memory(tmp_path):
     data = f.read_bytes()
     assert b"\0" not in data
     assert data.decode().splitlines()[-1].startswith("# capture-window-lost ")
+    # its memory where the window was: nothing of the log reached it (the
+    # program checked), not even the exit lines written after its munmap
+    _, infos = trace_events(str(f))
+    assert infos[0].unparsed == 0 and not infos[0].exit_seen   # read as cut short
     plain = subprocess.run([str(build("capture_unmapwin")), prefix], capture_output=True, text=True,
                            timeout=60)
     assert plain.stdout == "found 0\n"

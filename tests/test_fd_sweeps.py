@@ -50,8 +50,10 @@ EXPECTED = {
     ("fdidiom_sweepbugs", "range_after_sweep"): {"fd-double-close:warning": 2},
     ("fdidiom_sweepbugs", "range_after_sweep_child"): {"fd-double-close:warning": 2},
     # the program's own four fds closed again in order with writes between:
-    # the shape of a sweep, but no number beyond what it made
-    ("fdidiom_sweepbugs", "interleaved_double"): {"fd-double-close:warning": 4},
+    # the shape of a sweep, one note; with an fd made between them, no
+    # sweep: four double closes
+    ("fdidiom_sweepbugs", "interleaved_double"): SWEEP,
+    ("fdidiom_sweepbugs", "created_between"): {"fd-double-close:warning": 4},
     # a stale close takes the monitoring thread's fd, whose read gets EBADF
     ("fdidiom_sweepbugs", "reused_thread"): {"fd-use-after-close:error": 1,
                                               "fd-close-reused:warning": 1},
@@ -116,8 +118,26 @@ def test_strace(prog, mode, opts, tmp_path):
             assert f.pid is not None, f
 
 
+# what the capture library does not log, so the log alone shows another
+# program: opendir's openat and closedir's close run inside libc, so the
+# listing's close(N) = EBADF meets the number's last visible close, long
+# before (a harmless double close as far as the log shows).  SPEC 3.2 asks
+# for every openat: the library's to fix, not the model's.
+CAPTURE_GAPS = {
+    ("fdidiom_sweeps", "listing"): "the capture library logs no opendir/closedir",
+}
+
+
+def _capture_cases():
+    for prog, mode in EXPECTED:
+        marks = ()
+        if (prog, mode) in CAPTURE_GAPS:
+            marks = pytest.mark.xfail(strict=True, reason=CAPTURE_GAPS[(prog, mode)])
+        yield pytest.param(prog, mode, marks=marks, id=f"{prog}-{mode}")
+
+
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs cc")
-@pytest.mark.parametrize("prog,mode", list(EXPECTED))
+@pytest.mark.parametrize("prog,mode", list(_capture_cases()))
 def test_capture(prog, mode, tmp_path):
     res = _capture(prog, mode, tmp_path)
     assert sum(i.unparsed for i in res.inputs) == 0, [i.unparsed_samples for i in res.inputs]

@@ -755,9 +755,9 @@ static void log_reopen(int stale) {
  * truncate(2) on its path in GROW_CHUNK steps (one thread at a time, after
  * checking the name is still our file: same device and inode, no symlink),
  * and at exit and before an exec it is cut to the bytes written, once no
- * thread is inside a write.  A process killed outright (SIGKILL) leaves up
- * to GROW_CHUNK NUL bytes at the end; `rocrtrace capture` removes them and
- * the reader ignores them.  If the window cannot be mapped (a file system
+ * thread is inside a write.  A grown part is filled with newlines first,
+ * so a process killed outright (SIGKILL) leaves up to GROW_CHUNK empty
+ * lines at the end, which readers skip and `rocrtrace capture` removes.  If the window cannot be mapped (a file system
  * without shared mappings, a tight RLIMIT_AS), the library falls back to a
  * log fd placed as the section "library fds" says and says so in the log
  * (`# capture-fds ...`). */
@@ -771,6 +771,7 @@ static int g_winflight;              /* threads between reserving and copying */
 static int g_grow;                   /* a thread is growing the file */
 static __thread int t_growing TLS;
 static __thread int t_winw TLS;      /* this thread's copies under way (a signal handler's exit) */
+static __thread int t_sealer TLS;    /* this thread sealed the window: its last lines still go in */
 /* the copy this thread has reserved and not finished: a fatal signal's
  * handler on the same thread finishes it (same bytes, same place) before
  * the process dies, so no hole is left before the exit lines */
@@ -815,6 +816,7 @@ static void win_unmap(void) {
 }
 
 static void win_finish(void);
+static void win_seal(void);
 static int win_write(const char *p, int len);
 /* The program unmaps, or maps over with MAP_FIXED, part of the window (it
  * has no business there, but a blind munmap of a range happens): never copy
@@ -823,12 +825,47 @@ static int win_write(const char *p, int len);
 static void win_abandon_if(uintptr_t lo, uintptr_t len) {
   uintptr_t w = (uintptr_t)__atomic_load_n(&g_win, __ATOMIC_ACQUIRE);
   if (!w || lo >= w + g_wlen || lo + len <= w) return;
-  if (__atomic_exchange_n(&g_wabandoned, 1, __ATOMIC_ACQ_REL)) return;
-  if (syscall(SYS_getpid) != __atomic_load_n(&g_pid, __ATOMIC_RELAXED)) return;  /* a vfork child's call */
+  if (syscall(SYS_getpid) != __atomic_load_n(&g_pid, __ATOMIC_RELAXED)) {
+    /* a child on our memory (vfork) unmapping it unmaps it for us too: stop
+     * copying, silently (its record cannot go into our log) */
+    __atomic_store_n(&g_wabandoned, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_wclosed, 1, __ATOMIC_SEQ_CST);
+    return;
+  }
+  static int abandoning;
+  if (__atomic_exchange_n(&abandoning, 1, __ATOMIC_ACQ_REL)) return;
   static const char note[] = "# capture-window-lost the program unmapped or mapped over the log's "
                              "mapping: no record after this line\n";
+  win_seal();
   win_write(note, sizeof note - 1);
   win_finish();   /* the file ends after the note; nothing more is copied */
+  __atomic_store_n(&g_wabandoned, 1, __ATOMIC_SEQ_CST);   /* not even the exit lines */
+}
+
+/* A grown part is filled with newlines before any record goes there: a
+ * writer killed outright (SIGKILL: nothing cuts the file) leaves empty
+ * lines after its last record, which readers skip, never NUL bytes. */
+static const char g_nl[4096] = {[0 ... 4095] = '\n'};
+static void win_fill(uint64_t from, uint64_t to) {
+  char *dst = g_win + (from - g_wbase);
+  uint64_t left = to - from;
+  while (left > 0) {
+    struct iovec l[64], r;
+    int k = 0;
+    uint64_t batch = 0;
+    while (k < 64 && batch < left) {
+      uint64_t n = left - batch < sizeof g_nl ? left - batch : sizeof g_nl;
+      l[k].iov_base = (void *)g_nl; l[k].iov_len = n; k++; batch += n;
+    }
+    r.iov_base = dst; r.iov_len = batch;
+    if (__atomic_load_n(&g_pvw, __ATOMIC_RELAXED)) {
+      long w = syscall(SYS_process_vm_writev, g_pid, l, k, &r, 1, 0);
+      if (w != (long)batch) return;   /* a full disk: the records fail the same way */
+    } else {
+      memset(dst, '\n', batch);
+    }
+    dst += batch; left -= batch;
+  }
 }
 
 /* the file must reach `need` bytes: one thread grows it, others wait for it */
@@ -844,7 +881,12 @@ static int win_grow(uint64_t need) {
         uint64_t want = (need + GROW_CHUNK - 1) / GROW_CHUNK * GROW_CHUNK;
         if (want > g_wbase + g_wlen) want = g_wbase + g_wlen;
         ok = win_ours() && syscall(SYS_truncate, g_lpath, (long)want) == 0;
-        if (ok) __atomic_store_n(&g_fsize, want, __ATOMIC_RELEASE);
+        if (ok) {
+          int save = errno;
+          win_fill(have, want);
+          errno = save;
+          __atomic_store_n(&g_fsize, want, __ATOMIC_RELEASE);
+        }
         /* written pages stay in the page cache (and reach the file), but
          * need not stay mapped: let go of all but the last DROP_STEP, so
          * the program's resident size does not grow with the log */
@@ -884,7 +926,8 @@ static int win_write(const char *p, int len) {
   int save = errno, ret = -1;
   t_winw++;
   __atomic_add_fetch(&g_winflight, 1, __ATOMIC_SEQ_CST);
-  if (!__atomic_load_n(&g_wclosed, __ATOMIC_SEQ_CST)) {
+  if ((!__atomic_load_n(&g_wclosed, __ATOMIC_SEQ_CST) || t_sealer) &&
+      !__atomic_load_n(&g_wabandoned, __ATOMIC_SEQ_CST)) {
     uint64_t off = __atomic_fetch_add(&g_off, (uint64_t)len, __ATOMIC_SEQ_CST);
     int outer = t_winw == 1;
     if (outer) { t_pend_p = p; t_pend_off = off; __atomic_signal_fence(__ATOMIC_SEQ_CST); t_pend_len = len; }
@@ -901,16 +944,31 @@ static int win_write(const char *p, int len) {
   return ret;
 }
 
-/* exit or exec: no more copies; once no thread is inside one, the file is
- * cut to what was written (a thread that never leaves, or a signal handler
- * on a writing thread, leaves the NUL tail instead) */
-static void win_finish(void) {
+/* exit or exec begins: other threads' records stop here (they would land
+ * after the `# exit` or `# exec` line); this thread's last lines still go
+ * in, then win_finish cuts the file after them */
+static void win_seal(void) {
   if (!g_win) return;
-  int save = errno;
-  if (t_winw > 0 && t_pend_len > 0 && !t_growing &&
+  if (t_winw > 0 && t_pend_len > 0 && !t_growing && !__atomic_load_n(&g_wabandoned, __ATOMIC_SEQ_CST) &&
       t_pend_off + t_pend_len <= __atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE))
     win_copy(t_pend_off, t_pend_p, t_pend_len);   /* the copy this handler interrupted */
   __atomic_store_n(&g_wclosed, 1, __ATOMIC_SEQ_CST);
+  for (long k = 0; k < 200000 && __atomic_load_n(&g_winflight, __ATOMIC_SEQ_CST) > t_winw; k++)
+    syscall(SYS_sched_yield);
+  t_sealer = 1;
+}
+
+/* exit or exec: no more copies; once no thread is inside one, the file is
+ * cut to what was written (a thread that never leaves, or a signal handler
+ * on a writing thread, leaves the empty-line tail instead) */
+static void win_finish(void) {
+  if (!g_win) return;
+  int save = errno;
+  if (!t_sealer && t_winw > 0 && t_pend_len > 0 && !t_growing && !__atomic_load_n(&g_wabandoned, __ATOMIC_SEQ_CST) &&
+      t_pend_off + t_pend_len <= __atomic_load_n(&g_fsize, __ATOMIC_ACQUIRE))
+    win_copy(t_pend_off, t_pend_p, t_pend_len);   /* the copy this handler interrupted */
+  __atomic_store_n(&g_wclosed, 1, __ATOMIC_SEQ_CST);
+  t_sealer = 0;
   long k = 0;
   while (__atomic_load_n(&g_winflight, __ATOMIC_SEQ_CST) > t_winw && k++ < 200000) syscall(SYS_sched_yield);
   if (__atomic_load_n(&g_winflight, __ATOMIC_SEQ_CST) == t_winw && !t_growing) {
@@ -929,22 +987,25 @@ static void win_resume(void) {
   if (g_win && !__atomic_load_n(&g_wabandoned, __ATOMIC_ACQUIRE)) __atomic_store_n(&g_wclosed, 0, __ATOMIC_SEQ_CST);
 }
 
-/* where the content of an existing log ends: before any NUL tail a killed
- * writer left (read backwards from the end) */
+/* where the content of an existing log ends: after the newline of its last
+ * line, before the empty lines (or NUL bytes) of a growth step its writer
+ * did not cut (read backwards from the end) */
 static uint64_t content_end(int fd) {
   struct stat st;
   if (syscall(SYS_fstat, fd, &st) != 0) return 0;
-  uint64_t end = (uint64_t)st.st_size;
+  uint64_t size = (uint64_t)st.st_size, end = size;
   char buf[4096];
   while (end > 0) {
     long want = end < sizeof buf ? (long)end : (long)sizeof buf;
     long n = syscall(SYS_pread64, fd, buf, want, (long)(end - want));
-    if (n != want) break;
+    if (n != want) return size;
     long i = n;
-    while (i > 0 && buf[i - 1] == 0) i--;
+    while (i > 0 && (buf[i - 1] == 0 || buf[i - 1] == '\n')) i--;
     end -= (uint64_t)(n - i);
     if (i > 0) break;
   }
+  char c = 0;   /* the last line's own newline */
+  if (end > 0 && end < size && syscall(SYS_pread64, fd, &c, 1, (long)end) == 1 && c == '\n') end++;
   return end;
 }
 
@@ -1448,6 +1509,7 @@ static void exit_record(int status) {
   t_busy++;
   int tr = 0, out = mode == 2 ? child_open(&tr) : -1;
   if (mode == 2 && out < 0) { t_busy--; errno = save; return; }
+  if (mode == 1) win_seal();
   fd_snapshot("# fd-snapshot exit", out);
   char line[80]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0, 0};
   unsigned long lost = mode == 1 ? __atomic_load_n(&g_lost, __ATOMIC_RELAXED) : 0;
@@ -1552,6 +1614,7 @@ static void exit_signal(int sig) {
   if (syscall(SYS_getpid) != g_pid) return;   /* a child not (yet) on its own state */
   if (__atomic_exchange_n(&g_exit_done, 1, __ATOMIC_ACQ_REL)) return;
   t_busy++;
+  win_seal();
   fd_snapshot("# fd-snapshot exit", -1);
   char line[80]; struct ob b = {line, 0, sizeof line - 1, sizeof line, 0, 0};
   unsigned long lost = __atomic_load_n(&g_lost, __ATOMIC_RELAXED);
@@ -3081,6 +3144,35 @@ static long do_openat2(long dirfd, const char *path, const struct open_how_k *ho
   t_busy--; errno = e; return ret;
 }
 
+/* The EBADF-logged calls issued through syscall(2): the raw call as the
+ * program asked for it, logged (on EBADF) under the system call's own name
+ * and arguments, as strace shows it. */
+static long sys_badfd(long nr, long x0, long x1, long x2, long x3, long x4, long x5) {
+  long ret = rsys6(nr, x0, x1, x2, x3, x4, x5);
+  int fd = (int)x0;
+  void *p1 = (void *)x1;
+  switch (nr) {
+    case SYS_read: BADFD("read", (ob_s(b, ", "), ob_ptr(b, p1), ob_s(b, ", "), ob_u(b, (unsigned long)x2))); break;
+    case SYS_write: BADFD("write", (ob_s(b, ", "), ob_data(b, p1, (size_t)x2), ob_s(b, ", "), ob_u(b, (unsigned long)x2))); break;
+    case SYS_pread64: BADFD("pread64", (ob_s(b, ", "), ob_ptr(b, p1), ob_s(b, ", "), ob_u(b, (unsigned long)x2), ob_s(b, ", "), ob_d(b, x3))); break;
+    case SYS_pwrite64: BADFD("pwrite64", (ob_s(b, ", "), ob_data(b, p1, (size_t)x2), ob_s(b, ", "), ob_u(b, (unsigned long)x2), ob_s(b, ", "), ob_d(b, x3))); break;
+    case SYS_readv: BADFD("readv", (ob_s(b, ", "), ob_iov(b, p1, (int)x2, 0), ob_s(b, ", "), ob_d(b, (int)x2))); break;
+    case SYS_writev: BADFD("writev", (ob_s(b, ", "), ob_iov(b, p1, (int)x2, 1), ob_s(b, ", "), ob_d(b, (int)x2))); break;
+    case SYS_lseek: BADFD("lseek", (ob_s(b, ", "), ob_d(b, x1), ob_s(b, ", "), ob_whence(b, (int)x2))); break;
+#ifdef SYS_fstat
+    case SYS_fstat: BADFD("fstat", (ob_s(b, ", "), ob_ptr(b, p1))); break;
+#endif
+    case SYS_newfstatat:
+      if (fd != AT_FDCWD)
+        BADFD("newfstatat", (ob_s(b, ", "), ob_statpath(b, p1), ob_s(b, ", "), ob_ptr(b, (void *)x2), ob_s(b, ", "),
+                             ob_flagset(b, (unsigned)x3, AT_NAMES)));
+      break;
+    case SYS_sendmsg: BADFD("sendmsg", (ob_s(b, ", "), ob_msghdr(b, p1, 1), ob_s(b, ", "), ob_flagset(b, (unsigned)x2, MSG_NAMES))); break;
+    case SYS_recvmsg: BADFD("recvmsg", (ob_s(b, ", "), ob_msghdr(b, p1, 0), ob_s(b, ", "), ob_flagset(b, (unsigned)x2, MSG_NAMES))); break;
+  }
+  return ret;
+}
+
 EXPORT long (syscall)(long n, ...) {
   va_list ap; va_start(ap, n);
   long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
@@ -3106,6 +3198,25 @@ EXPORT long (syscall)(long n, ...) {
       if (d & MREMAP_FIXED) win_abandon_if((uintptr_t)e, (uintptr_t)c);
       return rsys6(n, a, b, c, d, e, f);
     case SYS_clone: case SYS_clone3: return do_clone(n, a, b, c, d, e, f);
+    case SYS_read: case SYS_write: case SYS_pread64: case SYS_pwrite64: case SYS_readv: case SYS_writev:
+    case SYS_lseek: case SYS_newfstatat: case SYS_sendmsg: case SYS_recvmsg:
+#ifdef SYS_fstat
+    case SYS_fstat:
+#endif
+      if ((int)a != AT_FDCWD) guard((int)a);
+      return sys_badfd(n, a, b, c, d, e, f);
+    case SYS_ioctl: return ioctl((int)a, (unsigned long)b, (void *)c);
+    /* fds made without open(): the libc calls, which issue exactly these */
+    case SYS_pipe2: return pipe2((int *)a, (int)b);
+    case SYS_socket: return socket((int)a, (int)b, (int)c);
+    case SYS_socketpair: return socketpair((int)a, (int)b, (int)c, (int *)d);
+    case SYS_accept: return accept((int)a, (struct sockaddr *)b, (socklen_t *)c);
+    case SYS_accept4: return accept4((int)a, (struct sockaddr *)b, (socklen_t *)c, (int)d);
+    case SYS_eventfd2: return eventfd((unsigned)a, (int)b);
+    case SYS_memfd_create: return memfd_create((const char *)a, (unsigned)b);
+    case SYS_timerfd_create: return timerfd_create((int)a, (int)b);
+    case SYS_epoll_create1: return epoll_create1((int)a);
+    case SYS_inotify_init1: return inotify_init1((int)a);
     case SYS_prlimit64: case SYS_setrlimit: {
       long r = rsys6(n, a, b, c, d, e, f); int err = errno;
       if (r == 0 && (n == SYS_setrlimit ? a : b) == RLIMIT_NOFILE &&
@@ -3159,7 +3270,7 @@ static void exec_failed(struct rec *r, const char *name, const char *path, int f
   int on = tracing_own();                                           \
   if (!on) return R.realfn(__VA_ARGS__);                          \
   struct rec r; rec_begin(&r, on);                                \
-  t_busy++; exec_note(pathexpr, on); if (on == 1) win_finish(); t_busy--; \
+  t_busy++; if (on == 1) win_seal(); exec_note(pathexpr, on); if (on == 1) win_finish(); t_busy--; \
   int ret = R.realfn(__VA_ARGS__); int e = errno;                 \
   if (on == 1) win_resume();                                      \
   exec_failed(&r, name, pathexpr, fdv, argv, envv, ret, e);       \

@@ -91,12 +91,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def trim_nul_tail(path: str) -> int:
-    """Cut the run of NUL bytes a killed writer leaves at the end of a
-    preload log (the capture library grows its mapped log in steps and cuts
-    it to what it wrote at exit; SIGKILL leaves the unused rest of the last
-    step).  Only for a writer that is gone: a live one may still fill it.
-    Returns the number of bytes cut."""
+def trim_tail(path: str) -> int:
+    """Cut the unused rest of the last growth step a killed writer leaves at
+    the end of a preload log: the capture library grows its mapped log in
+    steps filled with newlines (NUL bytes if it could not fill them) and
+    cuts it to what it wrote at exit; SIGKILL leaves the rest.  One newline
+    is kept after the last record.  Only for a writer that is gone: a live
+    one may still fill it.  Returns the number of bytes cut."""
     pid = path.rsplit(".", 1)[-1]
     if not pid.isdigit() or _alive(int(pid)):
         return 0
@@ -114,10 +115,12 @@ def trim_nul_tail(path: str) -> int:
             block = os.pread(fd, n, end - n)
             if len(block) != n:
                 return 0
-            kept = len(block.rstrip(b"\0"))
+            kept = len(block.rstrip(b"\0\n"))
             end -= n - kept
             if kept:
                 break
+        if 0 < end < st.st_size:
+            end += 1          # the newline that ends the last record
         if end < st.st_size:
             os.ftruncate(fd, end)
         return st.st_size - end
@@ -177,7 +180,7 @@ def capture(cmd: list[str], method: str = "preload", prefix: str | None = None,
     status = _exit_status(rc)
     if method == "preload":
         for f in _written(prefix, before):
-            trim_nul_tail(f)
+            trim_tail(f)
     if echo is not None:
         files = _written(prefix, before)
         if files:

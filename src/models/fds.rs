@@ -331,9 +331,6 @@ struct Run {
     open_ended: bool,
     /// an EBADF close of the fd a `/proc/self/fd` listing read and closed
     listing: bool,
-    /// EBADF closes of numbers the table never held: a sweep reaches past
-    /// the fds the program made (closing its own fds twice in order does not)
-    fresh: u64,
 }
 
 impl Run {
@@ -1256,9 +1253,6 @@ impl FdModel {
                 run.lo = fd;
             }
             run.hi = run.hi.max(fd);
-            if !t.slots.contains_key(&fd) && !t.closed.contains_key(&fd) {
-                run.fresh += 1;
-            }
         }
         self.o.sink = Some(run);
         self.close(p, &mut t, ev, fd, l);
@@ -2962,7 +2956,6 @@ fn placeholder_run(ev: &Ev) -> Run {
         ranges: 0,
         open_ended: false,
         listing: false,
-        fresh: 0,
     }
 }
 
@@ -3013,7 +3006,7 @@ fn run_ends(run: &Run, ev: &Event) -> bool {
 fn is_sweep(run: &Run) -> bool {
     run.open_ended
         || run.listing
-        || run.closes >= SWEEP_MIN && run.ebadf >= 2 && run.ebadf * 2 > run.closes && run.fresh > 0
+        || run.closes >= SWEEP_MIN && run.ebadf >= 2 && run.ebadf * 2 > run.closes
 }
 
 /// `unshare(CLONE_FILES|…)` or `unshare(0x400)` (-X raw): the flags of
@@ -3025,14 +3018,15 @@ fn unshares_files(text: &[u8]) -> bool {
     let rest = &text[i + 8..];
     let end = rest.iter().position(|&c| c == b')').unwrap_or(rest.len());
     let arg = std::str::from_utf8(&rest[..end]).unwrap_or("");
-    arg.split('|').any(|f| {
-        let f = f.trim();
-        f == "CLONE_FILES"
-            || f.strip_prefix("0x")
-                .and_then(|h| u64::from_str_radix(h, 16).ok())
-                .or_else(|| f.parse::<u64>().ok())
-                .is_some_and(|v| v & 0x400 != 0)
-    })
+    // names (`CLONE_FS|CLONE_FILES`, `-X verbose`'s comment) or a number
+    arg.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .any(|f| {
+            f == "CLONE_FILES"
+                || f.strip_prefix("0x")
+                    .and_then(|h| u64::from_str_radix(h, 16).ok())
+                    .or_else(|| f.parse::<u64>().ok())
+                    .is_some_and(|v| v & 0x400 != 0)
+        })
 }
 
 /// A directory that lists the process's own fds (`opendir("/proc/self/fd")`).
@@ -3649,9 +3643,10 @@ mod tests {
     }
 
     #[test]
-    fn a_created_fd_ends_a_run_and_own_fds_closed_again_are_double_closes() {
-        // closing the program's own four fds again, in order, with writes
-        // between: no number beyond what it made, so no sweep
+    fn a_created_fd_ends_a_run() {
+        // the program's own four fds closed again, in order, with writes
+        // between: the shape of a sweep (SPEC 4.1: whatever the trace saw
+        // of those numbers before), one note
         let mut b = B(0);
         let mut evs = vec![];
         for fd in 3..7 {
@@ -3660,12 +3655,20 @@ mod tests {
         for fd in 3..7 {
             evs.push(b.close(fd, None));
         }
+        let again = evs.len();
         for fd in 3..7 {
             evs.push(sys(&mut b, "write", vec![1], None));
             evs.push(b.close(fd, Some("EBADF")));
         }
         evs.push(b.exit());
-        assert_eq!(counts(&run(&evs)), [("fd-double-close", "default"); 4]);
+        assert_eq!(counts(&run(&evs)), [("fd-bad-fd", "note")]);
+        // an fd created between the closes: no run, each is a double close
+        let mut evs2 = evs[..again].to_vec();
+        for fd in 3..7 {
+            evs2.push(b.open(10, "/b"));
+            evs2.push(b.close(fd, Some("EBADF")));
+        }
+        assert_eq!(counts(&run(&evs2)), [("fd-double-close", "default"); 4]);
         // a sweep whose closes are split by an open: the part after it
         // alone is still a sweep, the part before it too short to be one
         let mut evs = vec![b.open(3, "/a")];
@@ -3802,6 +3805,61 @@ mod tests {
         );
         assert!(unshares_files(b"unshare(CLONE_FS|CLONE_FILES)"));
         assert!(unshares_files(b"unshare(0x400)"));
+        assert!(unshares_files(b"unshare(0x600 /* CLONE_FS|CLONE_FILES */)"));
         assert!(!unshares_files(b"unshare(CLONE_NEWNS)"));
+    }
+
+    #[test]
+    fn a_thread_cloned_without_clone_files_or_unsharing_by_close_range_has_its_own_table() {
+        let mut b = B(0);
+        let clone = |b: &mut B, files: bool| {
+            let k = crate::events::Clone {
+                child: Some(101),
+                thread: true,
+                share_files: files,
+                flags: 0,
+            };
+            Event::new(b.h(Some(101), None), Kind::Clone(k))
+        };
+        // clone(CLONE_VM|CLONE_THREAD|…) without CLONE_FILES
+        let evs = [
+            b.open(3, "/dev/null"),
+            clone(&mut b, false),
+            on(b.close(3, None), 101),
+            sys(&mut b, "read", vec![3], None),
+        ];
+        let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
+        for e in &evs {
+            m.feed(e);
+        }
+        let s = m.lookup(Some(100), 3).expect("the main thread's fd 3");
+        assert_eq!(s.origin, "open"); // never closed, never re-seen
+        // with CLONE_FILES the thread's close is the process's
+        let evs = [
+            b.open(3, "/dev/null"),
+            clone(&mut b, true),
+            on(b.close(3, None), 101),
+        ];
+        let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
+        for e in &evs {
+            m.feed(e);
+        }
+        assert!(m.lookup(Some(100), 3).is_none());
+        // close_range(3, 3, CLOSE_RANGE_UNSHARE) on a second thread
+        let mut unshare = b.close_range(3, 3);
+        if let Kind::CloseRange(k) = &mut unshare.kind {
+            k.flags = CLOSE_RANGE_UNSHARE;
+        }
+        let evs = [
+            b.open(3, "/dev/null"),
+            on(sys(&mut b, "write", vec![1], None), 101),
+            on(unshare, 101),
+            sys(&mut b, "read", vec![3], None),
+        ];
+        let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
+        for e in &evs {
+            m.feed(e);
+        }
+        assert_eq!(m.lookup(Some(100), 3).expect("open").origin, "open");
     }
 }

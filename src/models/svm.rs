@@ -979,12 +979,18 @@ impl SvmModel {
     /// until a call that began more than `REORDER_SECS` after its window
     /// ended has arrived (or the buffer is full), so a record written late
     /// takes its place by its window, not by its line.  An event without a
-    /// clock replays everything before it first, then itself.
+    /// clock, and a process's start, exec or exit, replays everything
+    /// before it first, then itself.
     pub fn feed_shared(&mut self, ev: &Ev) {
         if !relevant(ev) {
             return;
         }
-        let Some(t) = ev.h.time else {
+        // a process's start, exec and exit close what came before them
+        let barrier = matches!(
+            ev.kind,
+            Kind::ProcessInfo(_) | Kind::Exit(_) | Kind::Exec(_)
+        );
+        let Some(t) = ev.h.time.filter(|_| !barrier) else {
             self.drain(f64::INFINITY);
             self.replay(ev);
             return;
@@ -1777,8 +1783,18 @@ impl Shared {
         let mut released: Vec<CRef> = Vec::new();
         if kind == EffKind::Revoke {
             if let Some(app) = p.app.get(&(s, e)) {
-                // the program's own NO_ACCESS on exactly its range
+                // the program's own NO_ACCESS on exactly its range, which
+                // ends its own sub-ranges inside it too
                 released.push(app.clone());
+                for c in &touched {
+                    let inner = {
+                        let b = c.b();
+                        b.kind == ClaimKind::Application && s <= b.start && b.end <= e
+                    };
+                    if inner && !released.contains(c) {
+                        released.push(c.clone());
+                    }
+                }
             }
             if !touched.is_empty() {
                 released.extend(infer_release(s, e, &touched));

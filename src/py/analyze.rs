@@ -155,13 +155,13 @@ fn report_to_py<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>
         found.append(finding_to_py_shared(py, f, &files, &mut shared)?)?;
     }
     d.set_item("findings", found)?;
-    // the runtime behaviour rides with the limits: coverage.py puts it
-    // under what the input shows
-    let limits = PyList::new(py, &r.limits)?;
+    d.set_item("limits", PyList::new(py, &r.limits)?)?;
+    // what the coverage section shows of the runtime's behaviour
+    let runtime = PyList::empty(py);
     if let Some(b) = &r.behaviour {
-        limits.append(format!("{SVM_RUNTIME}{b}"))?;
+        runtime.append(format!("{SVM_RUNTIME}{b}"))?;
     }
-    d.set_item("limits", limits)?;
+    d.set_item("svm_runtime", runtime)?;
     d.set_item("facts", (r.facts.svm_ioctls, r.facts.gpu_calls))?;
     let exe = PyDict::new(py);
     for (pid, path) in r.programs.exes() {

@@ -4,7 +4,9 @@
  * openat2 through syscall(2) (glibc has no wrapper) and its close.
  * argv[1] "aliases": every libc name of those calls a program can link to
  * (fortified __read_chk, __fxstat of binaries built against glibc < 2.33,
- * fstatat/statx with AT_EMPTY_PATH ...), on fd -1 and on a closed fd. */
+ * fstatat/statx with AT_EMPTY_PATH ...), on fd -1 and on a closed fd.
+ * argv[1] "syscalls": the same calls through syscall(2), and fds made
+ * through it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -78,8 +80,47 @@ static int aliases(void) {
   return 0;
 }
 
+/* the same calls through syscall(2), and fds made through it */
+static int syscalls(void) {
+  int closed = open("/dev/null", O_RDWR);
+  close(closed);
+  char buf[16] = "hello";
+  struct iovec iov[1] = {{buf, 5}};
+  struct msghdr mh = {0};
+  mh.msg_iov = iov; mh.msg_iovlen = 1;
+  struct stat st;
+  int fds[2] = {-1, closed};
+  for (int i = 0; i < 2; i++) {
+    int fd = fds[i];
+    SHOW("read", syscall(SYS_read, fd, buf, 8));
+    SHOW("write", syscall(SYS_write, fd, buf, 5));
+    SHOW("pread64", syscall(SYS_pread64, fd, buf, 8, 4));
+    SHOW("pwrite64", syscall(SYS_pwrite64, fd, buf, 5, 4));
+    SHOW("readv", syscall(SYS_readv, fd, iov, 1));
+    SHOW("writev", syscall(SYS_writev, fd, iov, 1));
+    SHOW("lseek", syscall(SYS_lseek, fd, 1, SEEK_SET));
+    SHOW("fstat", syscall(SYS_fstat, fd, &st));
+    SHOW("newfstatat", syscall(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH));
+    SHOW("sendmsg", syscall(SYS_sendmsg, fd, &mh, 0));
+    SHOW("recvmsg", syscall(SYS_recvmsg, fd, &mh, 0));
+    SHOW("ioctl", syscall(SYS_ioctl, fd, FIONREAD, buf));
+  }
+  int p[2];
+  SHOW("pipe2", syscall(SYS_pipe2, p, O_CLOEXEC));
+  close(p[0]); close(p[1]);
+  long s = syscall(SYS_socket, AF_UNIX, SOCK_DGRAM, 0);
+  SHOW("socket", s); close((int)s);
+  long e = syscall(SYS_eventfd2, 0, 0);
+  SHOW("eventfd2", e); close((int)e);
+  long m = syscall(SYS_memfd_create, "raw", 0);
+  SHOW("memfd_create", m); close((int)m);
+  fflush(stdout);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "aliases")) return aliases();
+  if (argc > 1 && !strcmp(argv[1], "syscalls")) return syscalls();
   if (argc > 1 && !strcmp(argv[1], "openat2")) {
     struct open_how how = {.flags = O_RDONLY | O_CLOEXEC};
     long fd = syscall(SYS_openat2, AT_FDCWD, "/dev/null", &how, sizeof how);

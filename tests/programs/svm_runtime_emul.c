@@ -1,0 +1,260 @@
+/* A threaded emulation of an SVM-API host-registration runtime, for the
+ * liveness rules (SPEC 4.3): the mechanisms seen in the real #6699 libhsakmt
+ * (../shared/data/real-v1), reproduced on the fake KFD with schedules of our
+ * own, with the program's own record of what each revoke really hit.
+ *
+ *   svm_runtime_emul MODE SEED [poll] [app]
+ *
+ * The runtime keeps its registrations in a table under a mutex, like the
+ * #6699 code: register = SET_ATTR [SET_FLAGS COHERENT, CLR_FLAGS
+ * EXT_COHERENT], map = SET_ATTR [ACCESS_IN_PLACE gpu], deregister (last
+ * reference) = SET_ATTR [NO_ACCESS gpu, CLR_FLAGS COHERENT, CLR_FLAGS
+ * EXT_COHERENT] over the buffer minus the pages other registrations still
+ * cover (computed correctly here).  MODE says when that revoke is issued:
+ *   late     computed under the mutex, issued after it is dropped, one in
+ *            three after a 100-600 us sleep (a preempted thread): a neighbour
+ *            may register, map and be in use before it lands
+ *   ordered  issued under the mutex: nothing can slip in between
+ *   silent   deregistration issues no ioctl (the baseline runtime)
+ * Pins are laid out like consecutive malloc(65536) chunks pinned clr-style
+ * (17 pages, neighbours share a page).  Before the free-running part, one
+ * race is forced (as pin17_race does): T1's revoke of slot 0 is computed,
+ * then held until T2 has pinned slot 1, then issued.
+ *   poll     each pin reads its range back (GET_ATTR) after the forced race
+ *            and while it holds the pin: the trace then shows the pin still
+ *            in use after a revoke landed
+ *   app      each worker also manages an SVM range of its own whose first
+ *            SET_ATTR is shaped like a registration (COHERENT and
+ *            ACCESS_IN_PLACE in one call), makes half of it coarse, and ends
+ *            it with NO_ACCESS on exactly its range
+ *
+ * Oracle: pins go in use (after their map) and out of use (before their
+ * deregistration) under a truth mutex, and every revoke lands under it, so
+ * the program knows exactly which pages of pins in use each revoke took:
+ * one "DAMAGE <start> <end>" line per (revoke, pin) on stdout. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE 4096UL
+#define GPU 0x1a2b
+#define NSLOT 8
+#define NTHR 4
+#define ROUNDS 60
+#define A_ACCESS 2
+#define A_IN_PLACE 3
+#define A_NO_ACCESS 4
+#define A_SET 5
+#define A_CLR 6
+#define F_COH 0x2
+#define F_EXT 0x80
+
+struct attr { uint32_t type, value; };
+struct svm { uint64_t start, size; uint32_t op, nattr; struct attr a[4]; };
+
+static int kfd;
+static int mode_late, mode_ordered, mode_silent, poll_mode, app_mode;
+static char *base;
+static pthread_mutex_t rt = PTHREAD_MUTEX_INITIALIZER;   /* the runtime's lock */
+static pthread_mutex_t tm = PTHREAD_MUTEX_INITIALIZER;   /* the oracle's lock */
+static pthread_mutex_t sl = PTHREAD_MUTEX_INITIALIZER;   /* slot ownership */
+static struct { uintptr_t s, e; int ref; } reg[64];
+static int nreg;
+static int in_use[NSLOT], busy[NSLOT];
+
+static uintptr_t slot_s(int i) { return ((uintptr_t)base + 0x10 + (uintptr_t)i * 0x10010) & ~(PAGE - 1); }
+static uintptr_t slot_e(int i) {
+  return ((uintptr_t)base + 0x10 + (uintptr_t)i * 0x10010 + 65536 + PAGE - 1) & ~(PAGE - 1);
+}
+
+static int svm(uintptr_t s, uintptr_t e, uint32_t op, int n, struct attr *a) {
+  struct svm x = {s, e - s, op, (uint32_t)n, {{0}}};
+  memcpy(x.a, a, n * sizeof *a);
+  unsigned long req = _IOC(_IOC_READ | _IOC_WRITE, 'K', 0x20, 24 + 8 * n);
+  if (ioctl(kfd, req, &x)) { perror("svm ioctl"); exit(2); }
+  return 0;
+}
+
+static void rt_register(uintptr_t s, uintptr_t e) {
+  pthread_mutex_lock(&rt);
+  int i;
+  for (i = 0; i < nreg && !(reg[i].s == s && reg[i].e == e); i++) ;
+  if (i < nreg) reg[i].ref++;
+  else reg[nreg++] = (typeof(reg[0])){s, e, 1};
+  pthread_mutex_unlock(&rt);
+  struct attr a[2] = {{A_SET, F_COH}, {A_CLR, F_EXT}};
+  svm(s, e, 0, 2, a);
+}
+
+static void rt_map(uintptr_t s, uintptr_t e) {
+  struct attr a[1] = {{A_IN_PLACE, GPU}};
+  svm(s, e, 0, 1, a);
+}
+
+/* [s, e) minus every other registration's pages: at most two pieces here */
+static int survivors_cut(uintptr_t s, uintptr_t e, uintptr_t out[2][2]) {
+  uintptr_t lo = s, hi = e;
+  for (int i = 0; i < nreg; i++) {
+    if (reg[i].e <= s || reg[i].s >= e) continue;
+    if (reg[i].s <= lo && reg[i].e > lo) lo = reg[i].e;
+    if (reg[i].e >= hi && reg[i].s < hi) hi = reg[i].s;
+  }
+  if (lo >= hi) return 0;
+  out[0][0] = lo; out[0][1] = hi;
+  return 1;
+}
+
+/* the revoke lands: the oracle notes the pins in use it takes pages from */
+static void land(uintptr_t s, uintptr_t e) {
+  for (int j = 0; j < NSLOT; j++) {
+    if (!in_use[j] || slot_e(j) <= s || slot_s(j) >= e) continue;
+    uintptr_t a = slot_s(j) > s ? slot_s(j) : s, b = slot_e(j) < e ? slot_e(j) : e;
+    printf("DAMAGE %#lx %#lx\n", (unsigned long)a, (unsigned long)b);
+  }
+  struct attr a[3] = {{A_NO_ACCESS, GPU}, {A_CLR, F_COH}, {A_CLR, F_EXT}};
+  svm(s, e, 0, 3, a);
+}
+
+/* hold: called between computing the revoke and issuing it (the forced race) */
+static void rt_deregister(uintptr_t s, uintptr_t e, unsigned *seed, void (*hold)(void)) {
+  uintptr_t pieces[2][2];
+  int n = 0, i;
+  if (mode_ordered) pthread_mutex_lock(&tm);
+  pthread_mutex_lock(&rt);
+  for (i = 0; i < nreg && !(reg[i].s == s && reg[i].e == e); i++) ;
+  if (i < nreg && --reg[i].ref == 0) {
+    reg[i] = reg[--nreg];
+    if (!mode_silent) n = survivors_cut(s, e, pieces);
+  }
+  if (mode_ordered) {
+    for (int k = 0; k < n; k++) land(pieces[k][0], pieces[k][1]);
+    pthread_mutex_unlock(&rt);
+    pthread_mutex_unlock(&tm);
+    return;
+  }
+  pthread_mutex_unlock(&rt);
+  if (hold) hold();
+  if (mode_late && seed && rand_r(seed) % 3 == 0) {
+    struct timespec ts = {0, (long)(100 + rand_r(seed) % 500) * 1000L};
+    nanosleep(&ts, 0);
+  }
+  for (int k = 0; k < n; k++) {
+    pthread_mutex_lock(&tm);
+    land(pieces[k][0], pieces[k][1]);
+    pthread_mutex_unlock(&tm);
+  }
+}
+
+static void pin(int i) {
+  pthread_mutex_lock(&tm);
+  rt_register(slot_s(i), slot_e(i));
+  rt_map(slot_s(i), slot_e(i));
+  in_use[i] = 1;
+  pthread_mutex_unlock(&tm);
+}
+
+static void readback(int i) {
+  struct attr a[1] = {{A_ACCESS, GPU}};
+  svm(slot_s(i), slot_e(i), 1, 1, a);
+}
+
+static void unpin(int i, unsigned *seed, void (*hold)(void)) {
+  pthread_mutex_lock(&tm);
+  in_use[i] = 0;
+  pthread_mutex_unlock(&tm);
+  rt_deregister(slot_s(i), slot_e(i), seed, hold);
+}
+
+/* the forced race: T1's revoke of slot 0 is held until T2 has pinned slot 1 */
+static pthread_mutex_t gm = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gc = PTHREAD_COND_INITIALIZER;
+static int stage;
+static void set_stage(int s) {
+  pthread_mutex_lock(&gm); if (s > stage) stage = s; pthread_cond_broadcast(&gc); pthread_mutex_unlock(&gm);
+}
+static void wait_stage(int s) {
+  pthread_mutex_lock(&gm); while (stage < s) pthread_cond_wait(&gc, &gm); pthread_mutex_unlock(&gm);
+}
+static void t1_hold(void) { set_stage(1); wait_stage(2); }
+static void *t1(void *u) { (void)u; unpin(0, 0, mode_ordered || mode_silent ? 0 : t1_hold); set_stage(1); set_stage(3); return 0; }
+static void *t2(void *u) {
+  (void)u;
+  wait_stage(1);
+  pin(1);
+  set_stage(2);
+  wait_stage(3);
+  if (poll_mode) readback(1);
+  unpin(1, 0, 0);
+  return 0;
+}
+
+static void app_range(unsigned *seed) {
+  char *m = aligned_alloc(PAGE, 4 * PAGE);
+  memset(m, 0, 4 * PAGE);
+  uintptr_t s = (uintptr_t)m, e = s + 4 * PAGE;
+  struct attr fine[2] = {{A_SET, F_COH}, {A_IN_PLACE, GPU}};
+  svm(s, e, 0, 2, fine);
+  struct attr coarse[2] = {{A_CLR, F_COH}, {A_ACCESS, GPU}};
+  svm(s + 2 * PAGE, e, 0, 2, coarse);
+  for (volatile int k = 0; k < (int)(rand_r(seed) % 20000); k++) ;
+  struct attr done[1] = {{A_NO_ACCESS, GPU}};
+  svm(s, e, 0, 1, done);
+  free(m);
+}
+
+static void *worker(void *u) {
+  unsigned seed = (unsigned)(uintptr_t)u;
+  if (app_mode) app_range(&seed);
+  for (int r = 0; r < ROUNDS; r++) {
+    int i;
+    pthread_mutex_lock(&sl);
+    do i = rand_r(&seed) % NSLOT; while (busy[i]);
+    busy[i] = 1;
+    pthread_mutex_unlock(&sl);
+    pin(i);
+    int spins = rand_r(&seed) % 20000;
+    for (volatile int k = 0; k < spins; k++)
+      if (poll_mode && k == spins / 2) readback(i);
+    unpin(i, &seed, 0);
+    pthread_mutex_lock(&sl);
+    busy[i] = 0;
+    pthread_mutex_unlock(&sl);
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) { fprintf(stderr, "usage: %s late|ordered|silent SEED [poll] [app]\n", argv[0]); return 2; }
+  mode_late = !strcmp(argv[1], "late");
+  mode_ordered = !strcmp(argv[1], "ordered");
+  mode_silent = !strcmp(argv[1], "silent");
+  unsigned seed0 = (unsigned)strtoul(argv[2], 0, 0);
+  for (int i = 3; i < argc; i++) {
+    poll_mode |= !strcmp(argv[i], "poll");
+    app_mode |= !strcmp(argv[i], "app");
+  }
+  setvbuf(stdout, 0, _IONBF, 0);
+  kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
+  if (kfd < 0) { perror("/dev/kfd"); return 2; }
+  size_t len = (NSLOT + 1) * 0x10010 + PAGE;
+  base = aligned_alloc(PAGE, (len + PAGE - 1) & ~(PAGE - 1));
+  memset(base, 0, len);
+  pin(0);
+  pthread_t x, y, t[NTHR];
+  pthread_create(&x, 0, t1, 0);
+  pthread_create(&y, 0, t2, 0);
+  pthread_join(x, 0);
+  pthread_join(y, 0);
+  for (int i = 0; i < NTHR; i++)
+    pthread_create(&t[i], 0, worker, (void *)(uintptr_t)(seed0 * 7919u + (unsigned)i + 1));
+  for (int i = 0; i < NTHR; i++) pthread_join(t[i], 0);
+  free(base);
+  return 0;
+}
