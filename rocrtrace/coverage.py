@@ -26,6 +26,10 @@ def input_findings(info: InputInfo) -> list[Finding]:
     if info.format == "strace" and info.lines and not info.events and not info.unparsed:
         reasons.append("no complete call: only strace's own messages (attach, detach, exit) "
                        "or calls cut short")
+    lost = str(info.header.get("lost", "0")) if info.format == "preload" else "0"
+    if lost not in ("", "0"):
+        reasons.append(f"{lost} record(s) lost: the capture library could not write them "
+                       "('# lost' line), so calls are missing from the log")
     if info.unfinished:
         reasons.append(f"{info.unfinished} call(s) never completed")
     if info.orphans:

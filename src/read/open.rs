@@ -159,6 +159,10 @@ pub struct Head {
     pub lines: Vec<String>,
     pub ended: bool,
     pub data: Vec<u8>,
+    /// blank lines before the first other line: neither in `lines` nor in
+    /// `data`, nor counted against the detection budget (a trace after
+    /// megabytes of blank lines is still detected, in bounded memory)
+    pub lead_blank: u64,
 }
 
 /// The first lines of a stream for detection: until
@@ -177,6 +181,8 @@ pub fn head(path: &str, r: &mut dyn Read, first: Option<usize>) -> Result<Head, 
     let mut buf: Vec<u8> = Vec::new();
     let mut nonblank = 0;
     let mut ended = false;
+    let mut lead_blank = 0u64;
+    let mut leading = true;
     while data.len() < DETECT_BYTES {
         let part = read(r)?;
         if part.is_empty() {
@@ -212,7 +218,18 @@ pub fn head(path: &str, r: &mut dyn Read, first: Option<usize>) -> Result<Head, 
             }
             continue;
         };
+        let mut dropped = 0;
         for raw in buf[..cut].split(|&b| b == b'\n') {
+            if leading
+                && raw
+                    .iter()
+                    .all(|&c| matches!(c, b' ' | b'\t' | b'\r' | 0x0b | 0x0c))
+            {
+                lead_blank += 1;
+                dropped += raw.len() + 1;
+                continue;
+            }
+            leading = false;
             let mut ln = decode(raw);
             if ln.ends_with('\r') {
                 ln.pop();
@@ -228,6 +245,8 @@ pub fn head(path: &str, r: &mut dyn Read, first: Option<usize>) -> Result<Head, 
             }
         }
         buf.drain(..=cut);
+        // (while leading, data starts with the blank lines just counted)
+        data.drain(..dropped);
         if nonblank >= DETECT_LINES || lines.len() >= DETECT_PREAMBLE {
             break;
         }
@@ -239,7 +258,12 @@ pub fn head(path: &str, r: &mut dyn Read, first: Option<usize>) -> Result<Head, 
         }
         lines.push(ln);
     }
-    Ok(Head { lines, ended, data })
+    Ok(Head {
+        lines,
+        ended,
+        data,
+        lead_blank,
+    })
 }
 
 /// The layout as messages describe it: "quoted with '>'", "indented by N
@@ -317,16 +341,24 @@ fn open_one(path: String, forced: Option<&str>, several: bool) -> Result<FileSpe
     let (mut stream, compressed) = open_kind(&path, raw)?;
     let first = (!compressed).then_some(compress::MAGIC_LEN);
     let h = head(&path, stream.as_mut(), first)?;
-    if h.data.is_empty() {
+    if h.data.is_empty() && h.lead_blank == 0 {
         return Err(input_error(&path, "empty"));
     }
-    let lay = layout::layout(&h.lines, &detect::is_trace);
+    let mut lay = layout::layout(&h.lines, &detect::is_trace);
     let format = match forced {
         Some(f) => detect::format_of(f).unwrap_or(Format::Unknown),
         None => detect::detect(&path, &h.lines, &lay)?,
     };
-    let keep: Option<Box<dyn Read + Send>> =
-        streaming.then(|| Box::new(Cursor::new(h.data).chain(stream)) as Box<dyn Read + Send>);
+    if h.lead_blank > 0 {
+        // the skipped blank lines come before the head's lines
+        lay.first += h.lead_blank;
+    }
+    let lead = h.lead_blank;
+    let keep: Option<Box<dyn Read + Send>> = streaming.then(|| {
+        // the leading blank lines replayed as empty lines
+        let blank = io::repeat(b'\n').take(lead);
+        Box::new(blank.chain(Cursor::new(h.data)).chain(stream)) as Box<dyn Read + Send>
+    });
     let tid = if several && format == Format::Strace {
         ff_tid(&path)
     } else {
