@@ -315,14 +315,35 @@ pub fn open_files(arg: &str, input_format: Option<&str>) -> Result<Vec<FileSpec>
     let several = paths.len() > 1;
     let mut files = Vec::new();
     for path in paths {
-        files.push(open_one(path, forced, several)?);
+        files.push(open_one(path, forced, several)?.0);
     }
     Ok(files)
 }
 
+/// (pid, ppid) of a preload log's `# pid=N ppid=M` header line.
+fn preload_ids<S: AsRef<str>>(lines: &[S]) -> Option<(u32, u32)> {
+    let line = lines
+        .iter()
+        .take(16)
+        .map(AsRef::as_ref)
+        .find(|l| l.starts_with("# pid="))?;
+    let field = |key: &str| {
+        line[1..]
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix(key))
+            .and_then(|v| v.parse::<u32>().ok())
+    };
+    Some((field("pid=")?, field("ppid=")?))
+}
+
 /// One file of a TRACE argument, detected; `several`: the argument has
 /// more than one file (an strace file's name then gives its -ff tid).
-fn open_one(path: String, forced: Option<&str>, several: bool) -> Result<FileSpec, InputError> {
+/// With it, a preload log's (pid, ppid).
+fn open_one(
+    path: String,
+    forced: Option<&str>,
+    several: bool,
+) -> Result<(FileSpec, Option<(u32, u32)>), InputError> {
     let streaming = is_stream(&path);
     if !streaming && fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
         return Err(input_error(&path, "empty file"));
@@ -353,6 +374,11 @@ fn open_one(path: String, forced: Option<&str>, several: bool) -> Result<FileSpe
         // the skipped blank lines come before the head's lines
         lay.first += h.lead_blank;
     }
+    let ids = if format == Format::Preload {
+        preload_ids(&h.lines)
+    } else {
+        None
+    };
     let lead = h.lead_blank;
     let keep: Option<Box<dyn Read + Send>> = streaming.then(|| {
         // the leading blank lines replayed as empty lines
@@ -364,14 +390,17 @@ fn open_one(path: String, forced: Option<&str>, several: bool) -> Result<FileSpe
     } else {
         None
     };
-    Ok(FileSpec {
-        layout_text: layout_text(&lay),
-        path,
-        format,
-        tid,
-        layout: lay,
-        stream: keep,
-    })
+    Ok((
+        FileSpec {
+            layout_text: layout_text(&lay),
+            path,
+            format,
+            tid,
+            layout: lay,
+            stream: keep,
+        },
+        ids,
+    ))
 }
 
 /// The runs of one TRACE argument (SPEC 2): the files of one `strace -ff`
@@ -394,6 +423,50 @@ fn run_key(path: &str) -> &str {
         return p.strip_suffix('.').unwrap_or(p);
     }
     path
+}
+
+/// Preload logs named otherwise than PREFIX.PID (renamed, copied) still
+/// form one run when their headers chain them: a log whose ppid is the pid
+/// of exactly one other log joins that log's run.  Two captures of one
+/// program (equal pids) never chain: their children have two candidates.
+fn join_by_parent(runs: &mut [Vec<FileSpec>], ids: &[Option<(u32, u32)>]) {
+    let n = runs.len();
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(p: &mut [usize], mut i: usize) -> usize {
+        while p[i] != i {
+            p[i] = p[p[i]];
+            i = p[i];
+        }
+        i
+    }
+    for (i, id) in ids.iter().enumerate() {
+        let Some((pid, ppid)) = *id else { continue };
+        if ppid == pid {
+            continue;
+        }
+        let mut cands = ids
+            .iter()
+            .enumerate()
+            .filter(|(j, x)| *j != i && x.is_some_and(|(p, _)| p == ppid));
+        if let (Some((j, _)), None) = (cands.next(), cands.next()) {
+            // and no other log has this log's pid (a second capture)
+            if ids
+                .iter()
+                .enumerate()
+                .all(|(k, x)| k == i || !x.is_some_and(|(p, _)| p == pid))
+            {
+                let (a, b) = (root(&mut parent, i), root(&mut parent, j));
+                parent[a.max(b)] = a.min(b);
+            }
+        }
+    }
+    for i in 0..n {
+        let r = root(&mut parent, i);
+        if r != i {
+            let moved = std::mem::take(&mut runs[i]);
+            runs[r].extend(moved);
+        }
+    }
 }
 
 /// [`open_files`] split into runs; a file a directory or glob expanded to
@@ -421,14 +494,19 @@ pub fn open_runs(arg: &str, input_format: Option<&str>) -> Result<Runs, InputErr
         .map(|k| of.iter().filter(|&&x| x == k).count())
         .collect();
     let mut runs: Vec<Vec<FileSpec>> = (0..keys.len()).map(|_| Vec::new()).collect();
+    let mut ids: Vec<Option<(u32, u32)>> = vec![None; keys.len()];
     let mut skipped = Vec::new();
     for (path, &k) in paths.iter().zip(&of) {
         match open_one(path.clone(), forced, sizes[k] > 1) {
-            Ok(f) => runs[k].push(f),
+            Ok((f, id)) => {
+                runs[k].push(f);
+                ids[k] = if sizes[k] == 1 { id } else { None };
+            }
             Err(e) if expanded => skipped.push(e),
             Err(e) => return Err(e),
         }
     }
+    join_by_parent(&mut runs, &ids);
     runs.retain(|r| !r.is_empty());
     if runs.is_empty() {
         return Err(skipped.swap_remove(0));
