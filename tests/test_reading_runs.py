@@ -268,3 +268,15 @@ def test_lost_records_are_reported(tmp_path):
     notes = [f for f in res.findings if f.rule == "trace-incomplete"]
     assert len(notes) == 1 and "17 record(s) lost" in notes[0].message
     assert not any(f.rule == "trace-incomplete" for f in analyze([str(PRELOAD)]).findings)
+
+
+def test_a_lost_log_window_is_reported(tmp_path):
+    p = tmp_path / "window.log"
+    lines = PRELOAD.read_text().splitlines(keepends=True)
+    cut = len(lines) // 2
+    p.write_text("".join(lines[:cut]) + "# capture-window-lost the program unmapped or mapped "
+                 "over the log's mapping: no record after this line\n")
+    res = analyze([str(p)])
+    assert res.inputs[0].unparsed == 0
+    notes = [f for f in res.findings if f.rule == "trace-incomplete"]
+    assert len(notes) == 1 and "capture-window-lost" in notes[0].message
