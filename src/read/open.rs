@@ -7,6 +7,7 @@ use super::lines::decode;
 use super::pytext;
 use super::{InputError, input_error, why};
 use crate::events::Format;
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{self, Cursor, ErrorKind, Read};
 use std::path::Path;
@@ -439,26 +440,28 @@ fn join_by_parent(runs: &mut [Vec<FileSpec>], ids: &[Option<(u32, u32)>]) {
         }
         i
     }
+    // pid -> the logs with that pid (linear in the number of logs)
+    let mut by_pid: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, id) in ids.iter().enumerate() {
+        if let Some((pid, _)) = *id {
+            by_pid.entry(pid).or_default().push(i);
+        }
+    }
     for (i, id) in ids.iter().enumerate() {
         let Some((pid, ppid)) = *id else { continue };
         if ppid == pid {
             continue;
         }
-        let mut cands = ids
-            .iter()
-            .enumerate()
-            .filter(|(j, x)| *j != i && x.is_some_and(|(p, _)| p == ppid));
-        if let (Some((j, _)), None) = (cands.next(), cands.next()) {
-            // and no other log has this log's pid (a second capture)
-            if ids
-                .iter()
-                .enumerate()
-                .all(|(k, x)| k == i || !x.is_some_and(|(p, _)| p == pid))
-            {
-                let (a, b) = (root(&mut parent, i), root(&mut parent, j));
-                parent[a.max(b)] = a.min(b);
-            }
-        }
+        // exactly one parent candidate, and no other log with this log's
+        // pid (a second capture)
+        let (Some([j]), Some([_])) = (
+            by_pid.get(&ppid).map(Vec::as_slice),
+            by_pid.get(&pid).map(Vec::as_slice),
+        ) else {
+            continue;
+        };
+        let (a, b) = (root(&mut parent, i), root(&mut parent, *j));
+        parent[a.max(b)] = a.min(b);
     }
     for i in 0..n {
         let r = root(&mut parent, i);
@@ -476,25 +479,22 @@ pub fn open_runs(arg: &str, input_format: Option<&str>) -> Result<Runs, InputErr
     let paths = expand(arg)?;
     let forced = input_format.filter(|f| *f != "auto");
     let expanded = paths.len() > 1 || paths.first().is_some_and(|p| p != arg);
-    // the run of each path, in the order runs first appear
-    let mut keys: Vec<&str> = Vec::new();
+    // the run of each path, in the order runs first appear (linear in the
+    // number of files: a -ff run may have 10^5 of them)
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut sizes: Vec<usize> = Vec::new();
     let mut of: Vec<usize> = Vec::with_capacity(paths.len());
     for p in &paths {
-        let k = run_key(p);
-        let at = match keys.iter().position(|x| *x == k) {
-            Some(i) => i,
-            None => {
-                keys.push(k);
-                keys.len() - 1
-            }
-        };
+        let next = sizes.len();
+        let at = *index.entry(run_key(p)).or_insert(next);
+        if at == next {
+            sizes.push(0);
+        }
+        sizes[at] += 1;
         of.push(at);
     }
-    let sizes: Vec<usize> = (0..keys.len())
-        .map(|k| of.iter().filter(|&&x| x == k).count())
-        .collect();
-    let mut runs: Vec<Vec<FileSpec>> = (0..keys.len()).map(|_| Vec::new()).collect();
-    let mut ids: Vec<Option<(u32, u32)>> = vec![None; keys.len()];
+    let mut runs: Vec<Vec<FileSpec>> = (0..sizes.len()).map(|_| Vec::new()).collect();
+    let mut ids: Vec<Option<(u32, u32)>> = vec![None; sizes.len()];
     let mut skipped = Vec::new();
     for (path, &k) in paths.iter().zip(&of) {
         match open_one(path.clone(), forced, sizes[k] > 1) {
