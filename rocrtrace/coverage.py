@@ -26,6 +26,13 @@ def input_findings(info: InputInfo) -> list[Finding]:
     if info.format == "strace" and info.lines and not info.events and not info.unparsed:
         reasons.append("no complete call: only strace's own messages (attach, detach, exit) "
                        "or calls cut short")
+    lost = str(info.header.get("lost", "0")) if info.format == "preload" else "0"
+    if lost not in ("", "0"):
+        reasons.append(f"{lost} record(s) lost: the capture library could not write them "
+                       "('# lost' line), so calls are missing from the log")
+    if info.format == "preload" and info.header.get("window-lost"):
+        reasons.append("the program unmapped or mapped over the capture library's log window: "
+                       "no record after that ('# capture-window-lost')")
     if info.unfinished:
         reasons.append(f"{info.unfinished} call(s) never completed")
     if info.orphans:

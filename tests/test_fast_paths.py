@@ -122,7 +122,10 @@ def test_deep_values_stay_bounded(tok):
 def test_unclosed_brackets_are_one_unparsed_line():
     line = "5000  1764435600.000028 ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, " + "{" * 20000 + ") = 0"
     evs, info = parse_lines("preload", "deep.log", ["5000 close(3) = 0", line])
-    assert [kind(e) for e in evs] == ["Close"] and info["unparsed"] == 1
+    # the line is counted unparsed; the call is kept without its argument
+    # (issue 33: one bad line never loses the call)
+    assert [kind(e) for e in evs] == ["Close", "Ioctl"] and info["unparsed"] == 1
+    assert (evs[1].fd, evs[1].ret, evs[1].arg) == (3, 0, None)
     assert [n for n, _ in info["unparsed_samples"]] == [2]
 
 

@@ -216,3 +216,67 @@ def test_intent_struct_notation_reads_the_same(tmp_path, log):
     structs = analyze([str(p)])
     assert [i.unparsed for i in structs.inputs] == [0], structs.inputs[0].unparsed_samples
     assert Counter(_key(f) for f in structs.findings) == Counter(_key(f) for f in plain.findings)
+
+
+# --- misread inputs (issue 37) ------------------------------------------------
+
+PRELOAD = SCEN / "c1-enclosing-range" / "v1-buggy-explicit.log"
+
+
+def test_a_utf8_bom_before_the_preload_header_still_reads_as_preload(tmp_path):
+    p = tmp_path / PRELOAD.name
+    p.write_bytes(b"\xef\xbb\xbf" + PRELOAD.read_bytes())
+    plain, bom = analyze([str(PRELOAD)]), analyze([str(p)])
+    assert [i.format for i in bom.inputs] == ["preload"]
+    assert bom.inputs[0].header == plain.inputs[0].header
+    assert bom.inputs[0].exit_seen and bom.inputs[0].unparsed == 0
+    assert Counter(_key(f) for f in bom.findings) == Counter(_key(f) for f in plain.findings)
+
+
+def test_a_utf8_bom_before_an_strace_log(tmp_path):
+    p = tmp_path / "bom.log"
+    p.write_bytes(b"\xef\xbb\xbf100   close(3) = 0\n100   close(3) = -1 EBADF (Bad file "
+                  b"descriptor)\n")
+    res = analyze([str(p)])
+    assert [(i.format, i.unparsed, i.events) for i in res.inputs] == [("strace", 0, 2)]
+
+
+@pytest.mark.parametrize("blank", [b"\n", b"  \r\n"])
+def test_a_trace_after_8_mib_of_blank_lines(tmp_path, blank):
+    p = tmp_path / "blank.log"
+    body = PRELOAD.read_bytes()
+    p.write_bytes(blank * ((8 << 20) // len(blank) + 1000) + body)
+    res = analyze([str(p)])
+    assert [i.format for i in res.inputs] == ["preload"]
+    plain = analyze([str(PRELOAD)])
+    assert res.inputs[0].events == plain.inputs[0].events
+    assert Counter((f.rule, f.severity) for f in res.findings) == \
+        Counter((f.rule, f.severity) for f in plain.findings)
+    # through a pipe too (the skipped lines are replayed)
+    with open(p, "rb") as fh:
+        r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "-q", "-"], stdin=fh,
+                           capture_output=True, text=True)
+    assert r.returncode in (0, 1), r.stderr
+
+
+def test_lost_records_are_reported(tmp_path):
+    p = tmp_path / "lost.log"
+    text = PRELOAD.read_text().replace("# exit status=", "# lost 17\n# exit status=", 1)
+    assert "# lost 17" in text
+    p.write_text(text)
+    res = analyze([str(p)])
+    notes = [f for f in res.findings if f.rule == "trace-incomplete"]
+    assert len(notes) == 1 and "17 record(s) lost" in notes[0].message
+    assert not any(f.rule == "trace-incomplete" for f in analyze([str(PRELOAD)]).findings)
+
+
+def test_a_lost_log_window_is_reported(tmp_path):
+    p = tmp_path / "window.log"
+    lines = PRELOAD.read_text().splitlines(keepends=True)
+    cut = len(lines) // 2
+    p.write_text("".join(lines[:cut]) + "# capture-window-lost the program unmapped or mapped "
+                 "over the log's mapping: no record after this line\n")
+    res = analyze([str(p)])
+    assert res.inputs[0].unparsed == 0
+    notes = [f for f in res.findings if f.rule == "trace-incomplete"]
+    assert len(notes) == 1 and "capture-window-lost" in notes[0].message

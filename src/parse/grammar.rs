@@ -625,9 +625,31 @@ pub fn personality(body: &[u8]) -> bool {
 }
 
 /// A row of strace's `-c` summary table.
+/// The header of strace's summary table (`-c`, `-C`, `-S`/`-U` columns,
+/// `--syscall-limit`): only column names, among them `calls` or
+/// `syscall`.
+pub fn summary_header(s: &[u8]) -> bool {
+    const NAMES: &[&[u8]] = &[
+        b"%",
+        b"time",
+        b"seconds",
+        b"usecs/call",
+        b"usecs/min",
+        b"usecs/max",
+        b"calls",
+        b"errors",
+        b"syscall",
+    ];
+    let toks: Vec<&[u8]> = s.split(|&c| is_ws(c)).filter(|t| !t.is_empty()).collect();
+    toks.len() >= 2
+        && toks.iter().all(|t| NAMES.contains(t))
+        && toks.iter().any(|t| *t == b"calls" || *t == b"syscall")
+}
+
 pub fn summary_row(s: &[u8]) -> bool {
     let toks: Vec<&[u8]> = s.split(|&c| is_ws(c)).filter(|t| !t.is_empty()).collect();
-    if toks.len() >= 3
+    // numbers then the syscall's name: at least `calls name` (-U calls,name)
+    if toks.len() >= 2
         && toks[..toks.len() - 1]
             .iter()
             .all(|t| t.iter().all(|&c| c.is_ascii_digit() || c == b'.'))
@@ -655,8 +677,9 @@ pub fn summary_row(s: &[u8]) -> bool {
 /// buffer N`, ` = N buffers in vector N`).
 pub fn extra(s: &[u8]) -> bool {
     if let Some(r) = s.strip_prefix(b" VCPU:") {
+        // `<`: the kvm_run struct before the run, `>`: after (strace 7)
         let d = digits(r, 0);
-        return d > 0 && at(r, d) == b'<';
+        return d > 0 && matches!(at(r, d), b'<' | b'>');
     }
     let tail = |r: &[u8], pre: &[u8], mid: &[u8]| -> bool {
         let Some(r) = r.strip_prefix(pre) else {

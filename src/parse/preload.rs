@@ -186,6 +186,16 @@ impl Parser {
             self.emit_event(ev);
             return;
         }
+        if st.starts_with(b"capture-window-lost") {
+            // the program unmapped or mapped over the capture's log window:
+            // no record after this line (a trace-incomplete reason)
+            set_header(
+                &mut self.info,
+                b"window-lost",
+                lineno.to_string().as_bytes(),
+            );
+            return;
+        }
         if st.starts_with(b"lost") {
             // the count read as a number, kept in the header as its text
             let n = parse_int(strip(&st[4..])).unwrap_or(0);

@@ -306,8 +306,56 @@ impl Parser {
             && !fresh.is_some_and(|t| self.bare_resumed(lineno, line, t))
         {
             self.info.add_unparsed(lineno, line);
+            self.salvage(lineno, line);
         }
         self.drain(sink)
+    }
+
+    /// An ioctl line whose argument does not parse (a struct strace cut or
+    /// garbled) is still an ioctl on its fd, with its request and result:
+    /// the line is counted unparsed, the call is kept (issue 33).
+    fn salvage(&mut self, lineno: u64, line: &[u8]) {
+        let m = grammar::prefix(line);
+        let body = &line[m.end..];
+        let Some(rest) = body.strip_prefix(b"ioctl(") else {
+            return;
+        };
+        // the result: after the last `) = ` of the line
+        let Some(close) = rfind(rest, b") = ") else {
+            return;
+        };
+        let mut args = rest[..close].splitn(3, |&c| c == b',');
+        let (Some(fd), Some(req)) = (args.next(), args.next()) else {
+            return;
+        };
+        let (fd, req) = (strip(fd), strip(req));
+        let plain = |t: &[u8]| {
+            !t.is_empty()
+                && t.iter()
+                    .all(|&c| !matches!(c, b'(' | b')' | b'{' | b'}' | b'[' | b']' | b'"'))
+        };
+        if !plain(req) || fd.is_empty() || memchr::memchr3(b'(', b'{', b'"', fd).is_some() {
+            return;
+        }
+        let mut fixed = line[..m.end].to_vec();
+        fixed.extend_from_slice(b"ioctl(");
+        fixed.extend_from_slice(fd);
+        fixed.extend_from_slice(b", ");
+        fixed.extend_from_slice(req);
+        fixed.extend_from_slice(b", ");
+        // the argument as strace prints an address it could not read
+        fixed.extend_from_slice(b"0");
+        fixed.extend_from_slice(&rest[close..]);
+        // counted once, as the line it is
+        let (n, k) = (self.info.unparsed, self.info.unparsed_samples.len());
+        let had_fragment = self.fragment.is_some();
+        self.line(lineno, &fixed);
+        if !had_fragment && self.fragment.take().is_some() {
+            // the rebuilt line is no call either: nothing to keep
+            self.fragment_detached = false;
+        }
+        self.info.unparsed = n;
+        self.info.unparsed_samples.truncate(k);
     }
 
     /// strace 5.2-6.1 with -z/-Z/-e status= cut a buffered line with
@@ -336,6 +384,7 @@ impl Parser {
                 self.info.detached += 1;
             } else {
                 self.info.add_unparsed(l, &t);
+                self.salvage(l, &t);
             }
         }
         self.flush_hold();
@@ -1375,8 +1424,14 @@ impl Parser {
             }
             self.in_summary = false;
         }
-        if s.starts_with(b"%") && contains(s, b"calls") && contains(s, b"syscall") {
+        if (s.starts_with(b"%") && contains(s, b"calls") && contains(s, b"syscall"))
+            || grammar::summary_header(s)
+        {
             self.in_summary = true;
+            return true;
+        }
+        if s.starts_with(b"System call usage summary for ") {
+            // -c on a multi-personality run: one table per personality
             return true;
         }
         if let Some(((_, pid, attached), at)) = grammar::diag_match(line) {
@@ -1437,6 +1492,7 @@ impl Parser {
         self.fragment_detached = false;
         if !cont {
             self.info.add_unparsed(fl, &ftext);
+            self.salvage(fl, &ftext);
             return false;
         }
         let joined = if line.starts_with(b" <") {
@@ -1452,6 +1508,7 @@ impl Parser {
         if !self.line(fl, &joined) {
             self.info.add_unparsed(fl, &ftext);
             self.info.add_unparsed(lineno, line);
+            self.salvage(fl, &joined);
         }
         true
     }

@@ -1010,7 +1010,12 @@ fn ioctl(call: &mut Call<'_>) -> Kind {
         let (o, bad_o) = ioctl_struct(out);
         arg = a;
         out = o;
-        if bad_a || bad_o {
+        // a field of another subsystem's struct (GPIO's flags=A|B, a
+        // udmabuf's memfd) that is no number where a KFD or DRM field of the
+        // same name is one is dropped, not a bad line: the call stays an
+        // ioctl on its fd with its result (issue 33)
+        let ours = matches!(t, Some(kfd::TYPE_KFD | kfd::TYPE_DRM));
+        if (bad_a || bad_o) && ours {
             call.malformed = true;
         }
         let svm = (t, nr) == (Some(kfd::SVM.0), Some(kfd::SVM.1));

@@ -63,13 +63,50 @@ pub fn decoder<R: Read + Send + 'static>(
     raw: R,
 ) -> Result<Box<dyn Read + Send>, &'static str> {
     let replayed: Replayed<R> = Cursor::new(head).chain(raw);
-    Ok(match kind {
+    let inner: Box<dyn Read + Send> = match kind {
         None => Box::new(replayed),
         Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(replayed)),
         Some(Compression::Xz) => Box::new(liblzma::read::XzDecoder::new_multi_decoder(replayed)),
         Some(Compression::Bzip2) => Box::new(bzip2::read::MultiBzDecoder::new(replayed)),
         Some(Compression::Zstd) => zstd_decoder(replayed)?,
-    })
+    };
+    Ok(Box::new(NoBom {
+        inner,
+        start: true,
+        held: Vec::new(),
+    }))
+}
+
+/// The UTF-8 byte order mark an editor may put before the first line.
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// The decompressed bytes without a leading byte order mark: a log saved
+/// by an editor that adds one reads as the log it is (issue 37: a BOM
+/// before `# rocrtrace-log 1` made a preload log read as strace).
+struct NoBom {
+    inner: Box<dyn Read + Send>,
+    start: bool,
+    /// bytes read while looking for the mark that were not one
+    held: Vec<u8>,
+}
+
+impl Read for NoBom {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.start {
+            let head = read_full(&mut self.inner, BOM.len())?;
+            self.start = false;
+            if head != BOM {
+                self.held = head;
+            }
+        }
+        if !self.held.is_empty() {
+            let n = self.held.len().min(buf.len());
+            buf[..n].copy_from_slice(&self.held[..n]);
+            self.held.drain(..n);
+            return Ok(n);
+        }
+        self.inner.read(buf)
+    }
 }
 
 #[cfg(feature = "zstd")]

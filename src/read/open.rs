@@ -7,6 +7,7 @@ use super::lines::decode;
 use super::pytext;
 use super::{InputError, input_error, why};
 use crate::events::Format;
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{self, Cursor, ErrorKind, Read};
 use std::path::Path;
@@ -159,6 +160,10 @@ pub struct Head {
     pub lines: Vec<String>,
     pub ended: bool,
     pub data: Vec<u8>,
+    /// blank lines before the first other line: neither in `lines` nor in
+    /// `data`, nor counted against the detection budget (a trace after
+    /// megabytes of blank lines is still detected, in bounded memory)
+    pub lead_blank: u64,
 }
 
 /// The first lines of a stream for detection: until
@@ -177,6 +182,8 @@ pub fn head(path: &str, r: &mut dyn Read, first: Option<usize>) -> Result<Head, 
     let mut buf: Vec<u8> = Vec::new();
     let mut nonblank = 0;
     let mut ended = false;
+    let mut lead_blank = 0u64;
+    let mut leading = true;
     while data.len() < DETECT_BYTES {
         let part = read(r)?;
         if part.is_empty() {
@@ -212,7 +219,18 @@ pub fn head(path: &str, r: &mut dyn Read, first: Option<usize>) -> Result<Head, 
             }
             continue;
         };
+        let mut dropped = 0;
         for raw in buf[..cut].split(|&b| b == b'\n') {
+            if leading
+                && raw
+                    .iter()
+                    .all(|&c| matches!(c, b' ' | b'\t' | b'\r' | 0x0b | 0x0c))
+            {
+                lead_blank += 1;
+                dropped += raw.len() + 1;
+                continue;
+            }
+            leading = false;
             let mut ln = decode(raw);
             if ln.ends_with('\r') {
                 ln.pop();
@@ -228,6 +246,8 @@ pub fn head(path: &str, r: &mut dyn Read, first: Option<usize>) -> Result<Head, 
             }
         }
         buf.drain(..=cut);
+        // (while leading, data starts with the blank lines just counted)
+        data.drain(..dropped);
         if nonblank >= DETECT_LINES || lines.len() >= DETECT_PREAMBLE {
             break;
         }
@@ -239,7 +259,12 @@ pub fn head(path: &str, r: &mut dyn Read, first: Option<usize>) -> Result<Head, 
         }
         lines.push(ln);
     }
-    Ok(Head { lines, ended, data })
+    Ok(Head {
+        lines,
+        ended,
+        data,
+        lead_blank,
+    })
 }
 
 /// The layout as messages describe it: "quoted with '>'", "indented by N
@@ -291,14 +316,35 @@ pub fn open_files(arg: &str, input_format: Option<&str>) -> Result<Vec<FileSpec>
     let several = paths.len() > 1;
     let mut files = Vec::new();
     for path in paths {
-        files.push(open_one(path, forced, several)?);
+        files.push(open_one(path, forced, several)?.0);
     }
     Ok(files)
 }
 
+/// (pid, ppid) of a preload log's `# pid=N ppid=M` header line.
+fn preload_ids<S: AsRef<str>>(lines: &[S]) -> Option<(u32, u32)> {
+    let line = lines
+        .iter()
+        .take(16)
+        .map(AsRef::as_ref)
+        .find(|l| l.starts_with("# pid="))?;
+    let field = |key: &str| {
+        line[1..]
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix(key))
+            .and_then(|v| v.parse::<u32>().ok())
+    };
+    Some((field("pid=")?, field("ppid=")?))
+}
+
 /// One file of a TRACE argument, detected; `several`: the argument has
 /// more than one file (an strace file's name then gives its -ff tid).
-fn open_one(path: String, forced: Option<&str>, several: bool) -> Result<FileSpec, InputError> {
+/// With it, a preload log's (pid, ppid).
+fn open_one(
+    path: String,
+    forced: Option<&str>,
+    several: bool,
+) -> Result<(FileSpec, Option<(u32, u32)>), InputError> {
     let streaming = is_stream(&path);
     if !streaming && fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
         return Err(input_error(&path, "empty file"));
@@ -317,29 +363,45 @@ fn open_one(path: String, forced: Option<&str>, several: bool) -> Result<FileSpe
     let (mut stream, compressed) = open_kind(&path, raw)?;
     let first = (!compressed).then_some(compress::MAGIC_LEN);
     let h = head(&path, stream.as_mut(), first)?;
-    if h.data.is_empty() {
+    if h.data.is_empty() && h.lead_blank == 0 {
         return Err(input_error(&path, "empty"));
     }
-    let lay = layout::layout(&h.lines, &detect::is_trace);
+    let mut lay = layout::layout(&h.lines, &detect::is_trace);
     let format = match forced {
         Some(f) => detect::format_of(f).unwrap_or(Format::Unknown),
         None => detect::detect(&path, &h.lines, &lay)?,
     };
-    let keep: Option<Box<dyn Read + Send>> =
-        streaming.then(|| Box::new(Cursor::new(h.data).chain(stream)) as Box<dyn Read + Send>);
+    if h.lead_blank > 0 {
+        // the skipped blank lines come before the head's lines
+        lay.first += h.lead_blank;
+    }
+    let ids = if format == Format::Preload {
+        preload_ids(&h.lines)
+    } else {
+        None
+    };
+    let lead = h.lead_blank;
+    let keep: Option<Box<dyn Read + Send>> = streaming.then(|| {
+        // the leading blank lines replayed as empty lines
+        let blank = io::repeat(b'\n').take(lead);
+        Box::new(blank.chain(Cursor::new(h.data)).chain(stream)) as Box<dyn Read + Send>
+    });
     let tid = if several && format == Format::Strace {
         ff_tid(&path)
     } else {
         None
     };
-    Ok(FileSpec {
-        layout_text: layout_text(&lay),
-        path,
-        format,
-        tid,
-        layout: lay,
-        stream: keep,
-    })
+    Ok((
+        FileSpec {
+            layout_text: layout_text(&lay),
+            path,
+            format,
+            tid,
+            layout: lay,
+            stream: keep,
+        },
+        ids,
+    ))
 }
 
 /// The runs of one TRACE argument (SPEC 2): the files of one `strace -ff`
@@ -364,6 +426,52 @@ fn run_key(path: &str) -> &str {
     path
 }
 
+/// Preload logs named otherwise than PREFIX.PID (renamed, copied) still
+/// form one run when their headers chain them: a log whose ppid is the pid
+/// of exactly one other log joins that log's run.  Two captures of one
+/// program (equal pids) never chain: their children have two candidates.
+fn join_by_parent(runs: &mut [Vec<FileSpec>], ids: &[Option<(u32, u32)>]) {
+    let n = runs.len();
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(p: &mut [usize], mut i: usize) -> usize {
+        while p[i] != i {
+            p[i] = p[p[i]];
+            i = p[i];
+        }
+        i
+    }
+    // pid -> the logs with that pid (linear in the number of logs)
+    let mut by_pid: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, id) in ids.iter().enumerate() {
+        if let Some((pid, _)) = *id {
+            by_pid.entry(pid).or_default().push(i);
+        }
+    }
+    for (i, id) in ids.iter().enumerate() {
+        let Some((pid, ppid)) = *id else { continue };
+        if ppid == pid {
+            continue;
+        }
+        // exactly one parent candidate, and no other log with this log's
+        // pid (a second capture)
+        let (Some([j]), Some([_])) = (
+            by_pid.get(&ppid).map(Vec::as_slice),
+            by_pid.get(&pid).map(Vec::as_slice),
+        ) else {
+            continue;
+        };
+        let (a, b) = (root(&mut parent, i), root(&mut parent, *j));
+        parent[a.max(b)] = a.min(b);
+    }
+    for i in 0..n {
+        let r = root(&mut parent, i);
+        if r != i {
+            let moved = std::mem::take(&mut runs[i]);
+            runs[r].extend(moved);
+        }
+    }
+}
+
 /// [`open_files`] split into runs; a file a directory or glob expanded to
 /// that cannot be opened or recognized is skipped (unless no file there
 /// is a trace: then the first error).
@@ -371,32 +479,34 @@ pub fn open_runs(arg: &str, input_format: Option<&str>) -> Result<Runs, InputErr
     let paths = expand(arg)?;
     let forced = input_format.filter(|f| *f != "auto");
     let expanded = paths.len() > 1 || paths.first().is_some_and(|p| p != arg);
-    // the run of each path, in the order runs first appear
-    let mut keys: Vec<&str> = Vec::new();
+    // the run of each path, in the order runs first appear (linear in the
+    // number of files: a -ff run may have 10^5 of them)
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut sizes: Vec<usize> = Vec::new();
     let mut of: Vec<usize> = Vec::with_capacity(paths.len());
     for p in &paths {
-        let k = run_key(p);
-        let at = match keys.iter().position(|x| *x == k) {
-            Some(i) => i,
-            None => {
-                keys.push(k);
-                keys.len() - 1
-            }
-        };
+        let next = sizes.len();
+        let at = *index.entry(run_key(p)).or_insert(next);
+        if at == next {
+            sizes.push(0);
+        }
+        sizes[at] += 1;
         of.push(at);
     }
-    let sizes: Vec<usize> = (0..keys.len())
-        .map(|k| of.iter().filter(|&&x| x == k).count())
-        .collect();
-    let mut runs: Vec<Vec<FileSpec>> = (0..keys.len()).map(|_| Vec::new()).collect();
+    let mut runs: Vec<Vec<FileSpec>> = (0..sizes.len()).map(|_| Vec::new()).collect();
+    let mut ids: Vec<Option<(u32, u32)>> = vec![None; sizes.len()];
     let mut skipped = Vec::new();
     for (path, &k) in paths.iter().zip(&of) {
         match open_one(path.clone(), forced, sizes[k] > 1) {
-            Ok(f) => runs[k].push(f),
+            Ok((f, id)) => {
+                runs[k].push(f);
+                ids[k] = if sizes[k] == 1 { id } else { None };
+            }
             Err(e) if expanded => skipped.push(e),
             Err(e) => return Err(e),
         }
     }
+    join_by_parent(&mut runs, &ids);
     runs.retain(|r| !r.is_empty());
     if runs.is_empty() {
         return Err(skipped.swap_remove(0));

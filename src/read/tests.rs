@@ -968,6 +968,47 @@ mod ff {
     }
 
     #[test]
+    fn renamed_preload_logs_chain_by_their_headers() {
+        let d = std::env::temp_dir().join(format!("rocrtrace-ppid-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let log = |name: &str, pid: u32, ppid: u32| {
+            let text = format!(
+                "# rocrtrace-log 1\n# pid={pid} ppid={ppid} exe=/x page_size=4096\n\
+                 {pid}  1.000000 close(3) = 0 <0.000001>\n# exit status=0\n"
+            );
+            std::fs::write(d.join(name), text).unwrap();
+        };
+        // one capture renamed: parent and child
+        log("a-parent.log", 100, 1);
+        log("b-child.log", 101, 100);
+        // two captures of one program: equal pids, never chained
+        log("c-run1.log", 200, 1);
+        log("d-run2.log", 200, 1);
+        log("e-child.log", 201, 200);
+        let r = super::super::open::open_runs(d.to_str().unwrap(), None).unwrap();
+        let names: Vec<Vec<String>> = r
+            .runs
+            .iter()
+            .map(|run| {
+                run.iter()
+                    .map(|f| f.path.rsplit('/').next().unwrap().to_string())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                vec!["a-parent.log".to_string(), "b-child.log".to_string()],
+                vec!["c-run1.log".to_string()],
+                vec!["d-run2.log".to_string()],
+                vec!["e-child.log".to_string()],
+            ]
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
     fn runs_are_split_by_prefix_and_non_traces_skipped() {
         // SPEC 2: the files of one -ff or capture run share PREFIX.N; other
         // files are runs of their own; a non-trace beside them is skipped

@@ -1,0 +1,44 @@
+"""strace 7.2 test-suite shapes (tests/strace72_shapes.py, issue 33): every
+line reads, and one bad struct never loses the call: each ioctl is still an
+ioctl on its fd with its result."""
+from __future__ import annotations
+
+import pytest
+
+from rocrtrace._engine import parse_lines
+
+from strace72_shapes import groups
+
+GROUPS = list(groups())
+
+
+def _calls(evs):
+    return [(e.name, getattr(e, "fd", None), e.ret, e.err or None) for e in evs]
+
+
+@pytest.mark.parametrize("group,want", GROUPS, ids=lambda g: str(g)[:60] if isinstance(g, list)
+                         else "")
+def test_every_shape_reads_as_its_call(group, want):
+    evs, info = parse_lines("strace", "x", group)
+    assert info["unparsed"] == 0, info["unparsed_samples"]
+    got = _calls(evs)
+    assert len(got) == len(want), got
+    # prctl has no fd: compare what each expected call names
+    assert [(n, f if w is not None else None, r, e) for (n, f, r, e), (_, w, _, _)
+            in zip(got, want)] == list(want)
+
+
+def test_unparsed_share_of_all_shapes():
+    lines = [x for g, _ in GROUPS for x in g]
+    _, info = parse_lines("strace", "x", lines)
+    assert len(lines) >= 100
+    # issue 33's target on strace's own suite: < 0.01%; here none at all
+    assert info["unparsed"] == 0, info["unparsed_samples"]
+
+
+def test_an_ioctl_whose_struct_does_not_parse_keeps_its_fd_and_result():
+    line = ("4242  ioctl(7</dev/gpiochip0>, GPIO_V2_LINE_SET_CONFIG_IOCTL, "
+            "{flags=GPIO_V2_LINE_FLAG_ACTIVE_LOW, attrs=[{attr={id=1, ") + "x" * 50 + \
+        ") = -1 EBADF (Bad file descriptor)"
+    evs, _ = parse_lines("strace", "x", [line])
+    assert _calls(evs) == [("ioctl", 7, -1, "EBADF")]
