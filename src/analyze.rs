@@ -11,7 +11,7 @@ use crate::models::fds::FdModel;
 use crate::models::handles::{HandleModel, Options as HandleOptions};
 use crate::models::svm::{Options as SvmOptions, SvmModel};
 use crate::read::InputError;
-use crate::read::open::{Runs, open_files, open_runs};
+use crate::read::open::{Runs, open_files, open_named, open_runs};
 use crate::read::trace::{Builtin, Trace};
 use crate::replay::{Facts, Programs};
 use crate::table::EventTable;
@@ -117,9 +117,31 @@ pub struct RunsOut {
 pub fn run_apart(
     arg: &str,
     o: &Options,
-    mut on_event: Option<OnEvent<'_>>,
+    on_event: Option<OnEvent<'_>>,
 ) -> Result<RunsOut, InputError> {
-    let Runs { runs, skipped } = open_runs(arg, o.input_format.as_deref())?;
+    let runs = open_runs(arg, o.input_format.as_deref())?;
+    Ok(replay_runs(arg, runs, o, on_event))
+}
+
+/// Analyze files that several arguments name one by one, grouped into runs
+/// across the arguments ([`open_named`]: a shell's expansion of
+/// `trace.log.*` is one run, as the glob is); a file that cannot be read is
+/// an error among the results and the others are analyzed.
+pub fn run_named(paths: &[String], o: &Options, on_event: Option<OnEvent<'_>>) -> RunsOut {
+    let (runs, errors) = open_named(paths.to_vec(), o.input_format.as_deref());
+    let mut out = match runs {
+        Some(r) => replay_runs(paths.first().map_or("", String::as_str), r, o, on_event),
+        None => RunsOut {
+            runs: Vec::new(),
+            skipped: Vec::new(),
+        },
+    };
+    out.runs.extend(errors.into_iter().map(Err));
+    out
+}
+
+fn replay_runs(arg: &str, runs: Runs, o: &Options, mut on_event: Option<OnEvent<'_>>) -> RunsOut {
+    let Runs { runs, skipped } = runs;
     let runs = runs
         .into_iter()
         .map(|files| {
@@ -130,7 +152,7 @@ pub fn run_apart(
             run_files(arg, files, o, hook)
         })
         .collect();
-    Ok(RunsOut { runs, skipped })
+    RunsOut { runs, skipped }
 }
 
 /// Analyze the files of one run.

@@ -203,9 +203,6 @@ def test_unshared_thread_double_close_names_its_own_close(mode, tmp_path):
 
 
 @pytest.mark.skipif(not have_strace(), reason="needs strace and cc")
-@pytest.mark.xfail(strict=True, reason="input grouping (src/read/open.rs open_files, "
-                   "src/py/analyze.rs run_all): each argument is its own run, and a lone "
-                   "file gets no -ff tid; the reading rules of SPEC 2 are another change")
 @pytest.mark.parametrize("mode", ["uac_thread", "reused_thread", "range_after_sweep_child"])
 def test_ff_files_named_one_by_one_are_one_run(mode, tmp_path):
     """`rocrtrace analyze trace.log.*` expanded by the shell names each -ff

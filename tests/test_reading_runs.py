@@ -110,6 +110,26 @@ def test_runs_of_equal_pids_are_kept_apart(tmp_path):
     assert _findings([a, b]) == alone
 
 
+def test_ff_files_named_one_by_one_are_one_run(tmp_path):
+    """`analyze t.*` expanded by the shell names each -ff file: still one run
+    (SPEC 2), as the glob or the directory is; a file of another run named
+    beside them stays apart."""
+    (tmp_path / "t.100").write_text(
+        '100   1.000000 openat(AT_FDCWD, "/dev/null", O_RDWR) = 3 <0.000010>\n'
+        "100   1.100000 clone(child_stack=NULL, flags=CLONE_VM|CLONE_FILES|CLONE_THREAD) "
+        "= 101 <0.000010>\n"
+        "100   1.400000 read(3, 0x7ffd, 16) = -1 EBADF (Bad file descriptor) <0.000003>\n")
+    (tmp_path / "t.101").write_text("101   1.200000 close(3) = 0 <0.000003>\n")
+    (tmp_path / "u.100").write_text('100   0.500000 openat(AT_FDCWD, "/x", O_RDONLY) = 3 <0.1>\n'
+                                    "100   0.600000 close(3) = 0 <0.1>\n")
+    named = analyze([str(tmp_path / "t.100"), str(tmp_path / "u.100"), str(tmp_path / "t.101")])
+    glob = analyze([str(tmp_path / "t.*"), str(tmp_path / "u.100")])
+    assert Counter(f.rule for f in named.findings) == Counter(f.rule for f in glob.findings)
+    uac = [f for f in named.findings if f.rule == "fd-use-after-close"]
+    assert len(uac) == 1 and uac[0].pid == 100      # the thread's close meets the use
+    assert len(named.inputs) == 3
+
+
 def test_one_ff_run_is_still_one_run(tmp_path):
     # the per-thread files of one strace -ff run share their PREFIX
     (tmp_path / "t.100").write_text(

@@ -68,20 +68,57 @@ fn apart(
 ) -> Vec<Result<Report, InputError>> {
     match engine::run_apart(p, o, on_event) {
         Err(e) => vec![Err(e)],
-        Ok(out) => {
-            let mut skipped: Vec<String> = out.skipped.into_iter().map(|e| e.0).collect();
-            out.runs
-                .into_iter()
-                .map(|r| {
-                    r.map(|t| {
-                        let mut rep = Report::from(t);
-                        rep.skipped = std::mem::take(&mut skipped);
-                        rep
-                    })
-                })
-                .collect()
+        Ok(out) => reports_of(out),
+    }
+}
+
+/// A unit of the arguments ([`units`]): one argument run by run, or the
+/// files several arguments name one by one, grouped into their runs.
+fn apart_unit(
+    unit: &[String],
+    o: &Options,
+    on_event: Option<engine::OnEvent<'_>>,
+) -> Vec<Result<Report, InputError>> {
+    match unit {
+        [one] => apart(one, o, on_event),
+        many => reports_of(engine::run_named(many, o, on_event)),
+    }
+}
+
+/// The TRACE arguments as units of analysis: each argument, except that
+/// arguments naming the files of one run one by one (PREFIX.N, as a shell
+/// expands `trace.log.*`) are one unit, as the glob would be (SPEC 2).
+fn units(paths: &[String]) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for p in paths {
+        match crate::read::open::named_run_key(p) {
+            Some(k) => match at.get(&k) {
+                Some(&i) => out[i].push(p.clone()),
+                None => {
+                    at.insert(k, out.len());
+                    out.push(vec![p.clone()]);
+                }
+            },
+            None => out.push(vec![p.clone()]),
         }
     }
+    out
+}
+
+/// Each run's report (the skipped files go on the first one), or its error.
+fn reports_of(out: engine::RunsOut) -> Vec<Result<Report, InputError>> {
+    let mut skipped: Vec<String> = out.skipped.into_iter().map(|e| e.0).collect();
+    out.runs
+        .into_iter()
+        .map(|r| {
+            r.map(|t| {
+                let mut rep = Report::from(t);
+                rep.skipped = std::mem::take(&mut skipped);
+                rep
+            })
+        })
+        .collect()
 }
 
 /// The reports into a Python list: an error raises ReadError, or with
@@ -111,9 +148,11 @@ fn reports_to_py<'py>(
 /// argument order (stable reports); one trace: its file parsed in chunks
 /// on `jobs` threads.
 fn run_all(paths: &[String], o: &Options) -> Vec<Result<Report, InputError>> {
+    let units = units(paths);
+    let paths = &units[..];
     let jobs = o.jobs;
     if jobs <= 1 || paths.len() <= 1 {
-        return paths.iter().flat_map(|p| apart(p, o, None)).collect();
+        return paths.iter().flat_map(|p| apart_unit(p, o, None)).collect();
     }
     // the traces are the parallel work: none of them is chunked as well
     let o = &Options {
@@ -126,7 +165,7 @@ fn run_all(paths: &[String], o: &Options) -> Vec<Result<Report, InputError>> {
         std::thread::scope(|s| {
             let handles: Vec<_> = batch
                 .iter()
-                .map(|p| s.spawn(move || apart(p, o, None)))
+                .map(|p| s.spawn(move || apart_unit(p, o, None)))
                 .collect();
             for (i, h) in handles.into_iter().enumerate() {
                 let r = h
@@ -217,7 +256,7 @@ fn run_with_progress(
     o: &Options,
     progress: &Py<PyAny>,
 ) -> Vec<Result<Report, InputError>> {
-    paths
+    units(paths)
         .iter()
         .flat_map(|p| {
             let mut n = 0u64;
@@ -231,7 +270,7 @@ fn run_with_progress(
                     });
                 }
             };
-            apart(p, o, Some(&mut tick))
+            apart_unit(p, o, Some(&mut tick))
         })
         .collect()
 }

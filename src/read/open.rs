@@ -477,8 +477,42 @@ fn join_by_parent(runs: &mut [Vec<FileSpec>], ids: &[Option<(u32, u32)>]) {
 /// is a trace: then the first error).
 pub fn open_runs(arg: &str, input_format: Option<&str>) -> Result<Runs, InputError> {
     let paths = expand(arg)?;
-    let forced = input_format.filter(|f| *f != "auto");
     let expanded = paths.len() > 1 || paths.first().is_some_and(|p| p != arg);
+    let (runs, mut errors) = group_runs(paths, input_format, expanded);
+    match runs {
+        Some(r) if errors.is_empty() => Ok(r),
+        Some(_) | None => Err(errors.swap_remove(0)),
+    }
+}
+
+/// The files of several arguments that name one run file by file (a
+/// shell's expansion of `trace.log.*`), grouped as a glob's files are
+/// (SPEC 2); a file that cannot be read is an error of its own and the
+/// others are analyzed.
+pub fn open_named(
+    paths: Vec<String>,
+    input_format: Option<&str>,
+) -> (Option<Runs>, Vec<InputError>) {
+    group_runs(paths, input_format, false)
+}
+
+/// Whether a command-line argument names one file of a run (PREFIX.N) as
+/// it is, and the run's key (the prefix): what groups such arguments.
+pub fn named_run_key(arg: &str) -> Option<String> {
+    let paths = expand(arg).ok()?;
+    (paths.len() == 1 && paths[0] == arg && ff_tid(arg).is_some()).then(|| run_key(arg).to_owned())
+}
+
+/// Files into runs.  `expanded`: they came from a directory or glob, so a
+/// file that is not a trace is skipped (a note); otherwise it is an error
+/// (returned with the runs of the others, None when no file is a trace).
+fn group_runs(
+    paths: Vec<String>,
+    input_format: Option<&str>,
+    expanded: bool,
+) -> (Option<Runs>, Vec<InputError>) {
+    let forced = input_format.filter(|f| *f != "auto");
+    let mut errors = Vec::new();
     // the run of each path, in the order runs first appear (linear in the
     // number of files: a -ff run may have 10^5 of them)
     let mut index: HashMap<&str, usize> = HashMap::new();
@@ -503,13 +537,16 @@ pub fn open_runs(arg: &str, input_format: Option<&str>) -> Result<Runs, InputErr
                 ids[k] = if sizes[k] == 1 { id } else { None };
             }
             Err(e) if expanded => skipped.push(e),
-            Err(e) => return Err(e),
+            Err(e) => errors.push(e),
         }
     }
     join_by_parent(&mut runs, &ids);
     runs.retain(|r| !r.is_empty());
     if runs.is_empty() {
-        return Err(skipped.swap_remove(0));
+        if errors.is_empty() && !skipped.is_empty() {
+            errors.push(skipped.swap_remove(0));
+        }
+        return (None, errors);
     }
     // a -ff run of which one file is left reads as that one file
     for r in runs.iter_mut() {
@@ -517,5 +554,5 @@ pub fn open_runs(arg: &str, input_format: Option<&str>) -> Result<Runs, InputErr
             r[0].tid = None;
         }
     }
-    Ok(Runs { runs, skipped })
+    (Some(Runs { runs, skipped }), errors)
 }
