@@ -376,6 +376,15 @@ class Symbolizer:
                     vaddr = start + frame.sym_offset
             if vaddr is None:
                 return frame
+            if frame.symbol and frame.addr is not None and frame.sym_offset is not None:
+                # strace named the function; if this machine's file has it
+                # elsewhere, the file is not the one that ran (a pasted log,
+                # another build): its lines would be another function's (a
+                # name it lacks, demangled C++, cannot tell)
+                start = mod.symbol_address(frame.symbol)
+                if start is not None and start + frame.sym_offset != vaddr:
+                    frame.function = frame.symbol
+                    return frame
             if not exact and not (frame.addr is None and frame.sym_offset == 0):
                 vaddr -= 1
             frame.function = frame.symbol or mod.function_at(vaddr)

@@ -359,3 +359,16 @@ def test_signal_frame_address_is_exact(dclose, tmp_path):
     sym.symbolize_stack((b,))
     assert a.source_line == exact[2] and b.source_line == call[2] == \
         _marker_line(DCLOSE_C, "FIRST")
+
+
+def test_a_file_that_is_not_the_one_that_ran_gives_no_lines(built):
+    """A pasted log's frame names `outer+OFF` at an offset where this
+    machine's file has another function: its lines would be wrong, so the
+    frame keeps strace's name and gets no source line."""
+    mod, ssym, soff, addr = next(f for f in built["frames"] if f[1] == "outer")
+    inner = next(f for f in built["frames"] if f[1] == "inner")
+    f = Symbolizer().symbolize(Frame(module=mod, symbol="outer", sym_offset=soff,
+                                     addr=inner[3]))
+    assert f.function == "outer" and f.source is None and f.source_line is None
+    ok = Symbolizer().symbolize(Frame(module=mod, symbol="outer", sym_offset=soff, addr=addr))
+    assert ok.source is not None
