@@ -121,6 +121,13 @@ fn reports_of(out: engine::RunsOut) -> Vec<Result<Report, InputError>> {
         .collect()
 }
 
+/// A run that could not be read, in the reports' place: `{"error": message}`.
+fn error_dict(py: Python<'_>, e: InputError) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("error", e.0)?;
+    Ok(d)
+}
+
 /// The reports into a Python list: an error raises ReadError, or with
 /// `keep_going` becomes `{"error": message}` in its place (the CLI reports
 /// the others, then the errors, and exits 2).
@@ -133,11 +140,7 @@ fn reports_to_py<'py>(
     for r in results {
         match r {
             Ok(rep) => out.append(report_to_py(py, &rep)?)?,
-            Err(e) if keep_going => {
-                let d = PyDict::new(py);
-                d.set_item("error", e.0)?;
-                out.append(d)?;
-            }
+            Err(e) if keep_going => out.append(error_dict(py, e)?)?,
             Err(e) => return Err(input_err(e)),
         }
     }
@@ -403,11 +406,7 @@ pub fn analyze_calls<'py>(
                 d.set_item("calls", calls_to_py(py, &calls)?)?;
                 out.append(d)?;
             }
-            Err(e) if keep_going => {
-                let d = PyDict::new(py);
-                d.set_item("error", e.0)?;
-                out.append(d)?;
-            }
+            Err(e) if keep_going => out.append(error_dict(py, e)?)?,
             Err(e) => return Err(input_err(e)),
         }
     }
