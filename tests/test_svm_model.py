@@ -566,3 +566,65 @@ def test_c3_v4_register_only_never_revoked():
     m = t.run()
     assert [(f.rule, f.severity, f.subject["gpu_ids"]) for f in m.findings] == [
         ("svm-unmap-registered", "note", [])]
+
+
+# --- liveness (SPEC 4.3): what the trace proves of a victim --------------------
+
+@pytest.mark.parametrize("began_first", [True, False], ids=["unlock-first", "unlock-after"])
+def test_an_unlock_that_began_before_the_revoke_leaves_no_victim(began_first):
+    """A's unlock begins before B's revoke takes A's shared page; its line
+    (written at return) comes after the revoke's.  A's release had begun: no
+    finding.  The same revoke before A's unlock began is an error."""
+    t = Trace(True)
+    t.mmap(1, X, 4 * PAGE)
+    t.lock(1, X, 2 * PAGE, FINE, [AIP(G)])              # A [X, X+2P)
+    t.lock(2, X + PAGE, 2 * PAGE, FINE, [AIP(G)])       # B [X+P, X+3P): page X+P shared
+    if began_first:
+        t.begin(1, "hsa_amd_memory_unlock", host_ptr=X)
+    t.unlock(2, X + PAGE, revokes=[(X + PAGE, 2 * PAGE, v1_revoke([G]))])
+    if not began_first:
+        t.begin(1, "hsa_amd_memory_unlock", host_ptr=X)
+    # A's own revoke: computed while B was registered, it leaves page X+P out
+    t.svm(1, X, PAGE if began_first else 2 * PAGE, v1_revoke([G]))
+    t.end(1, "hsa_amd_memory_unlock")
+    m = t.run()
+    hurt = [f for f in m.findings if f.rule in ("svm-over-revoke", "svm-coherency-downgrade")]
+    if began_first:
+        assert hurt == []
+    else:
+        assert {f.severity for f in hurt} == {"error"} and len(hurt) == 2
+
+
+def test_the_programs_own_change_inside_its_range_hurts_nothing():
+    """hsa_amd_svm_attributes_set on a sub-range of the program's own range
+    (made coarse, then revoked): what the program asked for, not a victim."""
+    t = Trace(False)
+    t.mmap(1, X, 8 * PAGE)
+    t.begin(1, "hsa_amd_svm_attributes_set", ptr=X, size=8 * PAGE)
+    t.svm(1, X, 8 * PAGE, [SETF(COH), AIP(G)])
+    t.end(1, "hsa_amd_svm_attributes_set")
+    t.begin(1, "hsa_amd_svm_attributes_set", ptr=X + 4 * PAGE, size=4 * PAGE)
+    t.svm(1, X + 4 * PAGE, 4 * PAGE, [CLRF(COH), ACC(G)])
+    t.end(1, "hsa_amd_svm_attributes_set")
+    t.begin(1, "hsa_amd_svm_attributes_set", ptr=X + 4 * PAGE, size=4 * PAGE)
+    t.svm(1, X + 4 * PAGE, 4 * PAGE, [NO(G)])
+    t.end(1, "hsa_amd_svm_attributes_set")
+    t.munmap(1, X, 8 * PAGE)
+    assert [f for f in t.run().findings if f.severity != "note"] == []
+
+
+def test_a_silent_runtime_gives_notes():
+    """The baseline runtime: registrations come and go on reused pages and no
+    revoke ever releases one.  A coarse registration clearing COHERENT on the
+    pages of an earlier fine one (deregistered without an ioctl) is not an
+    error: its liveness is not proven."""
+    t = Trace(False)
+    t.mmap(1, X, 4 * PAGE)
+    for _ in range(2):
+        t.svm(1, X, 4 * PAGE, FINE)
+        t.svm(1, X, 4 * PAGE, [AIP(G)])
+        t.svm(1, X, 2 * PAGE, COARSE)                   # a half, coarse, later
+        t.svm(1, X, 2 * PAGE, [AIP(G)])
+    m = t.run()
+    hurt = [f for f in m.findings if f.rule == "svm-coherency-downgrade"]
+    assert hurt and {f.severity for f in hurt} == {"note"}

@@ -111,8 +111,8 @@ def test_score_floor(results):
     tp = sum(r["tp"] for r in results.values())
     fn = sum(r["fn"] for r in results.values())
     fp = sum(r["fp"] for r in results.values())
-    assert tp / (tp + fn) >= 0.81
-    assert tp / (tp + fp) >= 0.75
+    assert tp / (tp + fn) >= 0.86
+    assert tp / (tp + fp) >= 0.76
 
 
 def test_statically_linked_runtime_frames_are_not_the_location():

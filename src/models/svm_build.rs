@@ -172,6 +172,9 @@ fn liveness(rec: &RecRef, victim: &Claim) -> Live {
     let (Some(began), Some(landed)) = (began, d.event.h.end()) else {
         return Live::Proven; // no clock: file order, as replayed
     };
+    if victim.release_after.is_some_and(|t| t >= landed - EPS) {
+        return Live::Proven; // its release began after the call landed
+    }
     if let Some((rs, re)) = victim.release_range
         && d.eff.kind == EffKind::Revoke
     {
@@ -195,8 +198,6 @@ fn liveness(rec: &RecRef, victim: &Claim) -> Live {
     };
     if latest < began - EPS {
         Live::Not
-    } else if victim.release_after.is_some_and(|t| t >= landed - EPS) {
-        Live::Proven
     } else if victim.release_after.is_some_and(|t| t >= began - EPS) {
         Live::Window
     } else {
