@@ -79,9 +79,7 @@ STRACE_OVERRIDES = {
 }
 # the capture library does not log unshare(): the thread's table is the
 # process's as far as the log shows
-CAPTURE_OVERRIDES = {
-    ("fdidiom_sweepbugs", "unshare_thread"): {"fd-double-close:error": 1},
-}
+CAPTURE_OVERRIDES: dict = {}
 
 
 def _counts(res) -> dict:
@@ -123,9 +121,7 @@ def test_strace(prog, mode, opts, tmp_path):
 # listing's close(N) = EBADF meets the number's last visible close, long
 # before (a harmless double close as far as the log shows).  SPEC 3.2 asks
 # for every openat: the library's to fix, not the model's.
-CAPTURE_GAPS = {
-    ("fdidiom_sweeps", "listing"): "the capture library logs no opendir/closedir",
-}
+CAPTURE_GAPS: dict = {}
 
 
 def _capture_cases():
