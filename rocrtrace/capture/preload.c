@@ -323,16 +323,22 @@ static void ob_ptr(struct ob *b, const void *p) {
   if (!p) ob_s(b, "NULL"); else ob_x(b, (uintptr_t)p);
 }
 
-static void ob_flags(struct ob *b, unsigned long long v, const struct rt_flag *t) {
+/* flag names joined by '|', unknown bits as hex; `taken`: each entry is
+ * matched against the bits earlier entries left (strace's table order),
+ * else against the whole value */
+static void ob_flagbits(struct ob *b, unsigned long long v, const struct rt_flag *t, int taken) {
   if (!v) { ob_c(b, '0'); return; }
   unsigned long long rest = v; int first = 1;
   for (; t->name; t++) {
-    if (t->bit && (v & t->bit) == t->bit) {
+    if (t->bit && ((taken ? rest : v) & t->bit) == t->bit) {
       if (!first) ob_c(b, '|');
       ob_s(b, t->name); rest &= ~t->bit; first = 0;
     }
   }
   if (rest) { if (!first) ob_c(b, '|'); ob_x(b, rest); }
+}
+static void ob_flags(struct ob *b, unsigned long long v, const struct rt_flag *t) {
+  ob_flagbits(b, v, t, 0);
 }
 
 /* strace's escaping: C escapes, octal for control/non-ASCII bytes (minimal
@@ -2324,15 +2330,7 @@ static void ob_iov(struct ob *b, const struct iovec *iov, long cnt, int data) {
 
 /* flags in strace's table order, each matched against what is left */
 static void ob_flagset(struct ob *b, unsigned long long v, const struct rt_flag *t) {
-  if (!v) { ob_c(b, '0'); return; }
-  unsigned long long rest = v; int first = 1;
-  for (; t->name; t++) {
-    if (t->bit && (rest & t->bit) == t->bit) {
-      if (!first) ob_c(b, '|');
-      ob_s(b, t->name); rest &= ~t->bit; first = 0;
-    }
-  }
-  if (rest) { if (!first) ob_c(b, '|'); ob_x(b, rest); }
+  ob_flagbits(b, v, t, 1);
 }
 
 static const struct rt_flag MSG_NAMES[] = {
