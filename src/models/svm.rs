@@ -405,6 +405,21 @@ impl Claim {
         }
     }
 
+    /// Add a grant; one that gives exactly what an earlier grant gave
+    /// replaces it (the newest call is the evidence), so a range set again
+    /// and again keeps its current effect, not its history (work per
+    /// SET_ATTR bounded by the distinct grants, not by the trace).
+    pub fn add_grant(&mut self, g: GrantRef) {
+        if let Some(i) = self
+            .grants
+            .iter()
+            .position(|x| x.gpus == g.gpus && x.flags == g.flags)
+        {
+            self.grants.remove(i);
+        }
+        self.grants.push(g);
+    }
+
     pub fn recompute(&mut self) {
         let mut g: Gpus = Vec::new();
         let mut f = 0;
@@ -1952,7 +1967,7 @@ impl Shared {
                         })
                         .collect();
                 }
-                ob.grants.push(g.clone());
+                ob.add_grant(g.clone());
                 ob.recompute();
             }
             {
