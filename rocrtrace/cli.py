@@ -157,7 +157,8 @@ def _print_version(ctx, _param, value):
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True,
               callback=_print_version, help="Show the version and exit.")
-def cli():
+@click.pass_context
+def cli(ctx):
     """Replay strace and preload traces of ROCm programs against models of SVM
     ranges, fds and buffer handles, and report over-revokes, coherency
     downgrades, double closes, leaks and the rest, with the evidence.
@@ -165,7 +166,20 @@ def cli():
     \b
     Exit status: 0 clean (nothing at or above --fail-on), 1 findings,
     2 usage error or unreadable input, 3 internal error.
+
+    \b
+    [tool.rocrtrace] in the nearest pyproject.toml may set fail-on, enable,
+    disable, baseline, source-root and per-rule severities
+    ([tool.rocrtrace.severity]); command-line options win.
     """
+    from .config import ConfigError, load
+
+    try:
+        conf = load()
+    except ConfigError as e:
+        raise UsageFail(str(e)) from None
+    ctx.obj = conf
+    ctx.default_map = {**conf.default_map(), **(ctx.default_map or {})}
 
 
 _RULES_HELP = "Comma-separated rule ids; may be repeated."
@@ -236,6 +250,11 @@ def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_b
     result = _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs,
                            progress=not no_progress, sink=events_sink, all_fds=all_fds)
     check_recognized(result.inputs, input_format)
+    conf = click.get_current_context().find_root().obj
+    if conf is not None and conf.severity:
+        from .config import apply_severities
+
+        apply_severities(result.findings, conf.severity)
     if baseline:
         from .baseline import apply_baseline, load_baseline
 
