@@ -849,3 +849,19 @@ def test_ebadf_on_an_open_o_path_fd_is_not_a_finding():
     m = run([b.exec_(), b.open(3, "/etc"), b.syscall("fchmod", [3], err="EBADF"),
              b.syscall("lseek", [3], err="EBADF"), b.close(3)])
     assert m.findings == []
+
+
+def test_a_render_node_libdrm_opened_for_the_runtime_is_the_runtimes():
+    """The real runtime (Debian's ROCm 5.2 on the fake KFD, with stacks): it
+    reads a sysfs directory (opendir: fd 5, closed), then has libdrm open the
+    render node (fd 5 again), then closes it itself.  libdrm's drmOpen* hand
+    the fd to their caller: not a wrong owner."""
+    b = B()
+    topo = b.open(5, "/sys/devices/virtual/kfd/kfd/topology/nodes",
+                  stack=stk("libhsakmt.so.1!topology_sysfs_get_nodes", "app!main"))
+    topo_close = b.close(5, stack=stk("libhsakmt.so.1!topology_sysfs_get_nodes", "app!main"))
+    drm = b.open(5, "/dev/dri/renderD128",
+                 stack=stk("libdrm.so.2!drmOpenRender", "libhsakmt.so.1!hsaKmtOpenKFD", "app!main"))
+    rt_close = b.close(5, stack=stk("libhsakmt.so.1!hsaKmtCloseKFD", "app!main"))
+    m = run([b.exec_(), topo, topo_close, drm, rt_close], finish=False)
+    assert rules(m) == []

@@ -2789,6 +2789,16 @@ impl FdModel {
         if close_comp == new_owner {
             return false;
         }
+        if new_owner == "libdrm"
+            && frames_of(&creator.h.stack, usize::MAX)
+                .map(|f| component(&f.module))
+                .find(|c| c != "libdrm")
+                .is_some_and(|c| c == close_comp)
+        {
+            // libdrm's open calls (drmOpen*) hand the fd to their caller: a
+            // render node the runtime had libdrm open is the runtime's
+            return false;
+        }
         let shared = shared_callers(old, s);
         let close_funcs: HashSet<Func> = funcs(&ev.h.stack, Some(2))
             .difference(&shared)
