@@ -22,15 +22,9 @@ import time
 from pathlib import Path
 
 import pytest
+from test_cli import DOUBLE_CLOSE   # one strace double close for both files
 
 ROOT = Path(__file__).resolve().parent.parent
-
-DOUBLE_CLOSE = (
-    "100   1700000000.000100 openat(AT_FDCWD, \"/dev/null\", O_RDWR) = 3</dev/null> <0.000010>\n"
-    "100   1700000000.000200 close(3</dev/null>) = 0 <0.000005>\n"
-    "100   1700000000.000300 close(3) = -1 EBADF (Bad file descriptor) <0.000004>\n"
-    "100   1700000000.000400 exit_group(0) = ?\n"
-    "100   +++ exited with 0 +++\n")
 
 
 def run(*args, env=None, timeout=60):

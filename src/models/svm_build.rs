@@ -459,9 +459,9 @@ fn victim_finding(
     if order == "concurrent" {
         msg += " [order: concurrent calls, the outcome depends on their order]";
     }
-    // liveness (SPEC 4.3): a runtime that deregisters silently never shows
-    // a registration's end; a grant whose window overlaps the SET_ATTR's
-    // may have landed after it
+    // liveness (SPEC 4.3): a release that may have begun before the call
+    // landed (a revoke issued after the runtime's lock was dropped, a
+    // runtime that deregisters without an ioctl) proves nothing
     if live == Live::Unproven {
         msg += " [liveness not proven: the victim's release may have begun before this \
                      call landed (a deregistration issued after its lock was dropped, or one \
