@@ -628,3 +628,53 @@ def test_a_silent_runtime_gives_notes():
     m = t.run()
     hurt = [f for f in m.findings if f.rule == "svm-coherency-downgrade"]
     assert hurt and {f.severity for f in hurt} == {"note"}
+
+
+@pytest.mark.parametrize("case,left", [
+    ("victim-mapped-before-revoke-computed", True),   # the revoke was computed after V left the table
+    ("revoke-may-predate-victim", False),             # computed before V registered: the real race
+    ("runtime-never-subtracts", False),               # no evidence the runtime counts neighbours
+])
+def test_a_revoke_computed_after_the_victim_left_the_table(case, left):
+    """SPEC 4.3, read from a release revoke's range, the other way round: a
+    runtime that leaves out of its revokes the pages its other registrations
+    cover counted every registration it held when it computed one.  X's
+    revoke takes the page X shares with V although V was registered and
+    mapped before X's revoke could have been computed (after X's thread's
+    previous call): V had already left the runtime's table, its release had
+    begun, nothing live was hurt.  V's thread stays quiet until V's own revoke
+    (computed under the lock, issued late), so the windows alone leave a
+    note; the range decides."""
+    t = Trace(False)
+    t.mmap(1, X, 0x40000)
+    V, XA = X + 0x10000, X                             # X [X, X+17P), V [X+16P, X+33P)
+    if case != "runtime-never-subtracts":
+        # earlier: W and a neighbour; W's revoke leaves out the page the neighbour covers
+        W = X + 0x30000
+        t.svm(3, W, 2 * PAGE, FINE)
+        t.svm(3, W, 2 * PAGE, [AIP(G)])
+        t.svm(3, W + PAGE, 2 * PAGE, FINE)
+        t.svm(3, W + PAGE, 2 * PAGE, [AIP(G)])
+        t.svm(3, W, PAGE, v1_revoke([G]))
+        t.svm(3, W + PAGE, 2 * PAGE, v1_revoke([G]))
+    if case == "revoke-may-predate-victim":
+        t.svm(1, XA, SZ17, FINE)                        # X registered, mapped by thread 1
+        t.svm(1, XA, SZ17, [AIP(G)])
+        t.now += 1e-3                                   # thread 1 computes X's revoke here ...
+        t.svm(2, V, SZ17, FINE)                         # ... V registered and mapped after
+        t.svm(2, V, SZ17, [AIP(G)])
+    else:
+        t.svm(2, V, SZ17, FINE)                         # V registered and mapped first
+        t.svm(2, V, SZ17, [AIP(G)])
+        t.now += 1e-3
+        t.svm(1, XA, SZ17, FINE)                        # then X, by thread 1
+        t.svm(1, XA, SZ17, [AIP(G)])
+    t.svm(1, XA, SZ17, v1_revoke([G]))                  # X's revoke takes the shared page
+    t.svm(2, V, SZ17, v1_revoke([G]))                   # V's own revoke lands later
+    hurt = [f for f in t.run().findings
+            if f.rule in ("svm-over-revoke", "svm-coherency-downgrade")]
+    if left:
+        assert hurt == []
+    else:
+        assert hurt and {f.severity for f in hurt} == {"note"}
+        assert {f.subject["start"] for f in hurt} == {hex(V)}

@@ -734,6 +734,9 @@ pub struct Seen {
     /// revokes that released a registration, with and without CLR_FLAGS
     pub release_clr: u64,
     pub release_plain: u64,
+    /// release revokes that left out pages of the registration they
+    /// released: the runtime subtracts the registrations it still counts
+    pub subtracts: u64,
     /// registrations made on pages a live registration still held
     pub reused: u64,
     /// intent calls (lock/unlock) seen
@@ -748,6 +751,7 @@ impl Seen {
         self.app_combined += o.app_combined;
         self.release_clr += o.release_clr;
         self.release_plain += o.release_plain;
+        self.subtracts += o.subtracts;
         self.reused += o.reused;
         self.intents += o.intents;
     }
@@ -807,6 +811,13 @@ impl Seen {
             out += &format!(
                 "; {} SET_ATTR(s) of another shape read as the program's own ranges",
                 self.app_combined
+            );
+        }
+        if self.subtracts > 0 {
+            out += &format!(
+                "; {} revoke(s) left out pages other registrations still covered (the runtime \
+                 counts its registrations when it computes a revoke)",
+                self.subtracts
             );
         }
         if self.silent() {
@@ -1825,6 +1836,15 @@ impl Shared {
                 seen.release_clr += 1;
             } else {
                 seen.release_plain += 1;
+            }
+            if released.iter().any(|c| {
+                let b = c.b();
+                b.kind == ClaimKind::Registration
+                    && b.start <= s
+                    && e <= b.end
+                    && (b.start, b.end) != (s, e)
+            }) {
+                seen.subtracts += 1;
             }
         }
         if kind == EffKind::Registration

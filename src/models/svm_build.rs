@@ -9,7 +9,7 @@ use crate::events::{Event, Kind, Text};
 use crate::findings::{Evidence, Finding};
 use crate::kfd;
 use crate::models::svm::{
-    CRef, Claim, ClaimKind, EPS, EffKind, Ev, Loss, Raw, RawKind, RecRef, Shared, attr_short,
+    CRef, Claim, ClaimKind, EPS, EffKind, Ev, Loss, Raw, RawKind, RecRef, Seen, Shared, attr_short,
     flags_text, hb, hu, hx, opt_same, same_ev, shape_of, windows_overlap,
 };
 use crate::models::svm_map::{Attr, access_name};
@@ -115,7 +115,13 @@ pub(crate) fn build(sh: &mut Shared, files: &[Text]) -> Vec<Finding> {
             continue;
         }
         let live = match &r.kind {
-            RawKind::Victim { rec, claim, .. } => liveness(rec, &claim.real().b()),
+            RawKind::Victim {
+                rec,
+                claim,
+                loss,
+                seen,
+                ..
+            } => liveness(rec, &claim.real().b(), loss, &seen.borrow()),
             _ => Live::Proven,
         };
         if live == Live::Not {
@@ -163,7 +169,87 @@ pub(crate) enum Live {
 /// somewhere in its window: a release that began inside it leaves the
 /// order open (a warning, SPEC 4); one that may have begun before the call
 /// although its ioctl came after is not proven (a note).
-fn liveness(rec: &RecRef, victim: &Claim) -> Live {
+///
+/// The converse reading of a revoke's range: a runtime that leaves out of
+/// a revoke the pages its other registrations cover (the trace shows it
+/// doing so) counted every registration in its table when it computed the
+/// revoke.  If `rec` still took boundary pages it shares with the victim,
+/// and the victim was in that table before `rec` can have been computed,
+/// the victim had already left it: its release came first.
+fn liveness(rec: &RecRef, victim: &Claim, loss: &Loss, seen: &Seen) -> Live {
+    let live = liveness_by_windows(rec, victim);
+    if matches!(live, Live::Window | Live::Unproven) && left_table_first(rec, victim, loss, seen) {
+        return Live::Not;
+    }
+    live
+}
+
+/// True when `rec`, a release revoke of a runtime that subtracts its other
+/// registrations, took only pages the victim shares with the claims it
+/// released at their boundaries (no enclosing victim, no grown extent: the
+/// geometry such a runtime's walk gets right), and the victim was in the
+/// runtime's table before `rec` can have been computed: before the
+/// releasing thread's previous call ended, or before the released claims
+/// were registered, whichever is later.  A registration is in the table
+/// once its register call has returned, which the start of its map shows.
+fn left_table_first(rec: &RecRef, victim: &Claim, loss: &Loss, seen: &Seen) -> bool {
+    let d = rec.r.borrow();
+    if seen.subtracts == 0
+        || d.eff.kind != EffKind::Revoke
+        || d.unlock.is_some()
+        || victim.kind != ClaimKind::Registration
+        || d.released.is_empty()
+    {
+        return false;
+    }
+    let released: Vec<CRef> = d.released.iter().map(|c| c.real()).collect();
+    if released
+        .iter()
+        .any(|c| c.b().kind != ClaimKind::Registration)
+    {
+        return false;
+    }
+    // the lost pages are boundary pages of the victim and of a released claim
+    let edge = |pg: u64, a: u64, b: u64| pg == a || pg == b.wrapping_sub(1);
+    let boundary = (loss.lo..loss.hi).all(|pg| {
+        edge(pg, victim.start, victim.end)
+            && released.iter().any(|c| {
+                let c = c.b();
+                c.start <= pg && pg < c.end && edge(pg, c.start, c.end)
+            })
+    });
+    if !boundary || (victim.start < d.s && victim.end >= d.e) {
+        return false;
+    }
+    // the victim was in the table: its map began after its register returned
+    let Some(born) = &victim.born else {
+        return false;
+    };
+    let Some(in_table) = victim
+        .grants
+        .iter()
+        .filter(|g| !same_ev(&g.event, born) && g.event.h.tid == born.h.tid)
+        .filter_map(|g| g.event.h.time)
+        .reduce(f64::min)
+    else {
+        return false;
+    };
+    // ... before the revoke can have been computed
+    let registered = released
+        .iter()
+        .filter_map(|c| c.b().born.as_ref().and_then(|e| e.h.end()))
+        .reduce(f64::max);
+    let computed_after = match (d.quiet_from, registered) {
+        (Some(a), Some(b)) => a.max(b),
+        (a, b) => match a.or(b) {
+            Some(t) => t,
+            None => return false,
+        },
+    };
+    in_table <= computed_after + EPS
+}
+
+fn liveness_by_windows(rec: &RecRef, victim: &Claim) -> Live {
     let d = rec.r.borrow();
     let began = match &d.unlock {
         Some(u) => u.h.time,
