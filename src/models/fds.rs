@@ -863,6 +863,11 @@ impl FdModel {
         self.o.findings.iter().flatten()
     }
 
+    /// The findings made so far, newest first, to amend in place.
+    pub fn findings_newest_mut(&mut self) -> impl Iterator<Item = &mut Finding> {
+        self.o.findings.iter_mut().rev().flatten()
+    }
+
     pub fn take_findings(&mut self) -> Vec<Finding> {
         std::mem::take(&mut self.o.findings)
             .into_iter()
@@ -1775,6 +1780,8 @@ impl FdModel {
             if let Some(fd) = fd_value(v).filter(|&f| f >= 0) {
                 if let Some(s) = t.slots.get_mut(&fd) {
                     s.note("handed to the caller by".into(), ev);
+                } else if t.closed.contains_key(&fd) {
+                    self.stale_handover(&t, ev, p.pid, fd);
                 }
                 let name = &ev.name;
                 self.o.hist(Some(&*t), ev, p.pid, fd, || {
@@ -2579,6 +2586,53 @@ impl FdModel {
                 self.reused_by_ebadf(p, t, ev, fd, &c);
             }
         }
+    }
+
+    /// fd-use-after-close: a runtime call handed its caller an fd number the
+    /// trace closed and nothing re-created (an exported handle's fd cached
+    /// after its close): the caller's next use fails with EBADF, or hits
+    /// whatever the number is reused for.
+    fn stale_handover(&mut self, t: &Table, ev: &Ev, pid: Option<u32>, fd: Fd) {
+        let Some(cr) = t.closed.get(&fd) else { return };
+        let c = cr.borrow();
+        let s = &c.slot;
+        let names = &self.o.names;
+        let name = call_name(ev).to_owned();
+        let msg = format!(
+            "{name} handed fd {fd} to its caller, but {} was closed by {}{} and nothing \
+             re-created it: the caller holds a stale number (its use fails with EBADF, or hits \
+             whatever next takes the number)",
+            s.describe(names),
+            short(names, c.event.as_ref()),
+            at(c.event.as_deref())
+        );
+        let mut evidence = vec![ev_note("handed over by", ev)];
+        if let Some(ce) = &c.event {
+            evidence.push(ev_note("closed by", ce));
+        }
+        if let Some(r) = &s.root {
+            evidence.push(ev_note("created by", r));
+        }
+        let key = vec![
+            "use-after-close".into(),
+            s.kind.into(),
+            s.root_origin.to_string(),
+            name.clone(),
+            "handover".into(),
+        ];
+        let f = finding(
+            "fd-use-after-close",
+            msg,
+            Some(ev),
+            subject(fd, s.kind),
+            evidence,
+            key,
+        );
+        drop(c);
+        self.o.emit(f);
+        self.o.hist(Some(t), ev, pid, fd, || {
+            format!("{name} handed the closed fd to its caller")
+        });
     }
 
     /// fd-bad-fd: EBADF for a number that was never an open fd.
