@@ -2,8 +2,9 @@
 Rust) and its results made into what the reporters take (AnalysisResult,
 InputInfo, Finding, pandas frames).
 
-The CLI calls analyze, events_frame and history; trace_events hands tests
-and tools the events of one trace.
+The CLI calls analyze, events_frame and history (tests/coremodels.py's
+trace_events hands the tests the events of one trace, through a test entry
+point of the core).
 Everything per event happens in Rust; this module sees only what a report
 shows.  Symbolization and fingerprints stay here: they read ELF files
 (pyelftools) for the frames findings cite.
@@ -175,18 +176,5 @@ def history(path: str, *, input_format: str | None = None, watch_fd=None, watch_
     try:
         return eng.history(path, input_format=input_format, watch_fd=watch_fd,
                            watch_addr=watch_addr)
-    except eng.ReadError as e:
-        raise InputError(str(e)) from None
-
-
-def trace_events(path: str, *, input_format: str | None = None, max_line: int = 1 << 20,
-                 max_open: int = 64):
-    """(every event of one TRACE argument in replay order, its InputInfos) as
-    the core reads and parses it; an input it cannot read is InputError.  One
-    Python record per event: for tests and tools, not for the product's paths
-    (those hand over tables)."""
-    eng = core()
-    try:
-        return eng.trace_events(path, input_format, max_line, max_open)
     except eng.ReadError as e:
         raise InputError(str(e)) from None

@@ -140,6 +140,10 @@ def check_quick_start(repo):
         pytest.skip("no package index reachable")
     assert r.returncode == 1, r.stderr[-2000:]     # the example has findings
     assert "error[svm-over-revoke]" in r.stdout
+    # the package build leaves the core's test entry points out (src/py/hooks/)
+    probe = sh(repo, ".venv/bin/python -c 'import rocrtrace._engine as e; "
+                     "print(hasattr(e, \"analyze\"), hasattr(e, \"run_svm_model\"))'")
+    assert probe.stdout.split() == ["True", "False"], probe.stdout + probe.stderr
 
 
 def check_report_example(repo):

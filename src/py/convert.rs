@@ -769,19 +769,3 @@ pub fn finding_to_py_shared<'py>(
     }
     m.getattr("Finding")?.call((), Some(&kw))
 }
-
-/// `roundtrip_events(events) -> events`: Python events through their Rust
-/// form and back (the conversions' own test).
-#[pyfunction]
-pub fn roundtrip_events<'py>(
-    py: Python<'py>,
-    events: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyList>> {
-    let mut files = Files::default();
-    let out = PyList::empty(py);
-    for ev in events.try_iter()? {
-        let r = event_from_py(&ev?, &mut files)?;
-        out.append(event_to_py(py, &r, &files)?)?;
-    }
-    Ok(out)
-}
