@@ -426,6 +426,7 @@ DECODED = {
         ("event_type", "auto_reset", "node_id", "event_page_offset"),
         ("event_id", "event_slot_index", "event_trigger_data", "event_page_offset"),
     ),
+    "AMDKFD_IOC_DESTROY_EVENT": (("event_id",), ()),
     "AMDKFD_IOC_GET_PROCESS_APERTURES_NEW": (
         ("kfd_process_device_apertures_ptr", "num_of_nodes"),
         ("num_of_nodes",),

@@ -184,6 +184,17 @@ static const struct rt_decode RT_DEC_AMDKFD_IOC_CREATE_EVENT = {
   .out_if_off = -1
 };
 
+static const struct rt_field RT_DEC_AMDKFD_IOC_DESTROY_EVENT_IN[] = {
+  {.label = "event_id", .off = 0, .width = 4, .show = RT_DEC},
+};
+
+static const struct rt_decode RT_DEC_AMDKFD_IOC_DESTROY_EVENT = {
+  .fixed = 8,
+  .in = RT_DEC_AMDKFD_IOC_DESTROY_EVENT_IN, .nin = 1,
+  .out = 0, .nout = 0,
+  .out_if_off = -1
+};
+
 static const struct rt_field RT_DEC_AMDKFD_IOC_GET_PROCESS_APERTURES_NEW_IN[] = {
   {.label = "kfd_process_device_apertures_ptr", .off = 0, .width = 8, .show = RT_HEX},
   {.label = "num_of_nodes", .off = 8, .width = 4, .show = RT_DEC},
@@ -485,7 +496,7 @@ static const struct rt_ioc RT_KFD[256] = {
   [0x06] = {"AMDKFD_IOC_GET_PROCESS_APERTURES", 400},
   [0x07] = {"AMDKFD_IOC_UPDATE_QUEUE", 24},
   [0x08] = {"AMDKFD_IOC_CREATE_EVENT", 32, .dec = &RT_DEC_AMDKFD_IOC_CREATE_EVENT},
-  [0x09] = {"AMDKFD_IOC_DESTROY_EVENT", 8},
+  [0x09] = {"AMDKFD_IOC_DESTROY_EVENT", 8, .dec = &RT_DEC_AMDKFD_IOC_DESTROY_EVENT},
   [0x0a] = {"AMDKFD_IOC_SET_EVENT", 8},
   [0x0b] = {"AMDKFD_IOC_RESET_EVENT", 8},
   [0x0c] = {"AMDKFD_IOC_WAIT_EVENTS", 24},
