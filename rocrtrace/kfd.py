@@ -31,7 +31,8 @@ TYPE_DMAHEAP = 0x48  # 'H'
 TYPE_UDMABUF = 0x75  # 'u'
 
 # (type, nr) -> (canonical name, dir, struct size of the newest header)
-# AMDKFD ioctls by nr (Linux 7.2, KFD 1.23), then the ROCm DKMS / libhsakmt-only numbers
+# AMDKFD ioctls by nr (Linux 7.2, KFD 1.23), then the ROCm DKMS /
+# libhsakmt-only numbers
 KFD = {
     0x01: ("AMDKFD_IOC_GET_VERSION", 2, 8),
     0x02: ("AMDKFD_IOC_CREATE_QUEUE", 3, 96),
@@ -165,13 +166,15 @@ TABLES = [
     (TYPE_UDMABUF, UDMABUF),
 ]
 
-# names strace tables of older kernels print for another size of an ioctl:
+# Names strace tables of older kernels print for another size of an ioctl.
 # name -> (dir, type, nr, size)
 ALIASES = {
     "AMDKFD_IOC_CREATE_QUEUE_OLD": (3, TYPE_KFD, 0x02, 88),
 }
-# strace names a code only on an exact match, so a name tells the size it
-# was built for: the names whose size differs between headers
+
+# strace names a code only on an exact match, so a name tells the size it was
+# built for: the names whose size differs between headers, with the sizes they
+# were printed for (the newest last).
 STRACE_NAME_SIZES = {
     "AMDKFD_IOC_CREATE_QUEUE": (88, 96),
     "DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD": (16, 24),
@@ -265,7 +268,8 @@ ALLOC_FLAG_NAMES = {
     0x80000000: "KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE",
 }
 
-# the file flags of a new fd (O_CLOEXEC, the access mode), as DRM and dma-buf take them
+# the file flags of a new fd (O_CLOEXEC, the access mode), as DRM and dma-buf
+# take them
 OPEN_FLAG_NAMES = {
     0x00080000: "O_CLOEXEC",
     0x02: "O_RDWR",
@@ -309,7 +313,7 @@ XDNA_BO_NAMES = {
     0x04: "AMDXDNA_BO_CMD",
 }
 
-# every symbolic value a decoded struct may show, by name
+# Every symbolic value a decoded struct may show, by name.
 CONSTANTS: dict[str, int] = {
     "KFD_IOCTL_SVM_OP_SET_ATTR": 0x00,
     "KFD_IOCTL_SVM_OP_GET_ATTR": 0x01,
@@ -402,8 +406,8 @@ DMA_HEAP_ALLOC = (TYPE_DMAHEAP, 0x00)
 UDMABUF_CREATE = (TYPE_UDMABUF, 0x42)
 UDMABUF_CREATE_LIST = (TYPE_UDMABUF, 0x43)
 
-# the ioctls the capture library decodes: name -> (fields written before
-# the call, fields written after ` => `)
+# The ioctls the capture library decodes: name -> (fields written before the
+# call, fields written after ` => `).
 DECODED = {
     "AMDKFD_IOC_GET_VERSION": ((), ("major_version", "minor_version")),
     "AMDKFD_IOC_CREATE_QUEUE": (

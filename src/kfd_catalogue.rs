@@ -13,7 +13,8 @@ pub const TYPE_DMAHEAP: u8 = 0x48;
 /// 'u'
 pub const TYPE_UDMABUF: u8 = 0x75;
 
-/// AMDKFD ioctls by nr (Linux 7.2, KFD 1.23), then the ROCm DKMS / libhsakmt-only numbers.
+/// AMDKFD ioctls by nr (Linux 7.2, KFD 1.23), then the ROCm DKMS /
+/// libhsakmt-only numbers.
 pub const KFD: &[Entry] = &[
     e(0x01, "AMDKFD_IOC_GET_VERSION", 2, 8),
     e(0x02, "AMDKFD_IOC_CREATE_QUEUE", 3, 96),
@@ -160,9 +161,9 @@ pub const ALIASES: &[(&str, Request)] = &[
     ("AMDKFD_IOC_CREATE_QUEUE_OLD", Request { dir: 3, type_: TYPE_KFD, nr: 0x02, size: 88 }),
 ];
 
-/// strace names a code only on an exact match, so a name tells the size it
-/// was built for: the names whose size differs between headers, with the
-/// sizes they were printed for (the newest last).
+/// strace names a code only on an exact match, so a name tells the size it was
+/// built for: the names whose size differs between headers, with the sizes they
+/// were printed for (the newest last).
 pub const STRACE_NAME_SIZES: &[(&str, &[u16])] = &[
     ("AMDKFD_IOC_CREATE_QUEUE", &[88, 96]),
     ("DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD", &[16, 24]),
@@ -256,7 +257,8 @@ pub const ALLOC_FLAG_NAMES: &[(u64, &str)] = &[
     (0x8000_0000, "KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE"),
 ];
 
-/// the file flags of a new fd (O_CLOEXEC, the access mode), as DRM and dma-buf take them
+/// the file flags of a new fd (O_CLOEXEC, the access mode), as DRM and dma-buf
+/// take them
 pub const OPEN_FLAG_NAMES: &[(u64, &str)] = &[
     (0x0008_0000, "O_CLOEXEC"),
     (0x02, "O_RDWR"),
