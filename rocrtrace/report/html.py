@@ -334,8 +334,8 @@ def timeline(f, rows) -> list[str]:
 def _lane_label(y: float, label: str, kind: str) -> str:
     short = label.split(":", 1)[0]
     short = short if len(short) <= 22 else short[:21] + "…"
-    return (f'<text class="lane {kind}" x="8" y="{y + LANE / 2 + 4}" font-size="12" '
-            f'fill="#1f2328">{esc(short)}<title>{esc(label)}</title></text>')
+    return (f'<g><title>{esc(label)}</title><text class="lane {kind}" x="8" '
+            f'y="{y + LANE / 2 + 4}" font-size="12" fill="#1f2328">{esc(short)}</text></g>')
 
 
 def _subject_life(f, rows, starts, ends):
