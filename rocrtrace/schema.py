@@ -19,7 +19,7 @@ the same meaning and type everywhere:
 * integer columns may be null (an fd on a finding about a range): Parquet
   keeps them int64 with nulls and records pandas' nullable dtypes, so
   ``pandas.read_parquet`` gives ``Int64``/``UInt64``, not float; for CSV and
-  JSONL, :func:`read` (or ``dtype=pandas_dtypes(...)``) does the same;
+  JSONL, ``rocrtrace.schema.read`` (or ``dtype=pandas_dtypes()``) does the same;
 * list columns (``gpu_ids``, ``evidence``, ``stack``) are lists in JSONL
   and Parquet and JSON arrays as text in a CSV cell.
 
@@ -242,6 +242,42 @@ def markdown() -> str:
 def _doc_paragraphs() -> list[str]:
     text = __doc__.split("\n\n", 2)[2].rsplit("\n\n", 1)[0]
     return [text.strip(), ""]
+
+
+# --- JSON schemas -------------------------------------------------------------------
+
+def report_schema() -> dict:
+    """The JSON report's schema (``--format json``, SPEC 6), as the package
+    ships it: ``rocrtrace/schemas/report.schema.json``."""
+    import json
+    from importlib.resources import files
+
+    return json.loads(files("rocrtrace").joinpath("schemas/report.schema.json").read_text())
+
+
+def _json_type(type_: str) -> dict:
+    if type_ == "evidence":
+        return {"type": "array", "items": {
+            "type": "object", "additionalProperties": False,
+            "required": [c.name for c in EVIDENCE_FIELDS],
+            "properties": {c.name: _json_type(c.type) for c in EVIDENCE_FIELDS}}}
+    simple = {"string": "string", "int64": "integer", "uint64": "integer", "bool": "boolean",
+              "time": "number", "duration": "number"}
+    if type_ in simple:
+        t: dict = {"type": [simple[type_], "null"]}
+        if type_ == "uint64":
+            t["minimum"] = 0
+        return t
+    item = {"type": "integer", "minimum": 0} if type_ == "list<uint64>" else {"type": "string"}
+    return {"type": "array", "items": item}
+
+
+def row_schema(columns=FINDING_COLUMNS) -> dict:
+    """A JSON schema (2020-12) of one JSONL row of the table, from the columns."""
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object", "additionalProperties": False,
+            "required": [c.name for c in columns],
+            "properties": {c.name: _json_type(c.type) for c in columns}}
 
 
 if __name__ == "__main__":

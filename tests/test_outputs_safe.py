@@ -192,7 +192,7 @@ def test_bidi_and_controls_never_reach_an_output(tmp_path, fmt):
 
 
 def test_csv_formula_with_a_leading_minus_is_neutralized():
-    from rocrtrace.report.csv_ import _cell
+    from rocrtrace.report.csv_ import cell as _cell
 
     assert _cell("-2+3+cmd|' /C calc'!A0").startswith("'")
     assert _cell("=1+1").startswith("'")
