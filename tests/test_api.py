@@ -123,3 +123,16 @@ def test_a_wrong_use_does_not_type_check(tmp_path):
     r = _mypy(bad)
     assert r.returncode == 1
     assert "bad.py:3: error" in r.stdout and "bad.py:4: error" in r.stdout
+
+
+def test_the_readme_snippet_runs(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## Python API", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    (traces / VMM.name).write_bytes(VMM.read_bytes())
+    r = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    assert "dmabuf" in r.stdout and "close(" in r.stdout
+    assert "error[fd-double-close]" in (tmp_path / "triage.html").read_text()
