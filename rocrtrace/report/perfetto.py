@@ -97,6 +97,8 @@ class EventSink:
             fds = getattr(ev, "fds", None) or ()
             created = tuple((fd, paths[i] if i < len(paths) and isinstance(paths[i], str)
                              else None) for i, fd in enumerate(fds) if isinstance(fd, int))
+        elif rec["event"] == "Ioctl" and rec["err"] is None:
+            created = tuple((fd, None) for fd in _ioctl_created(ev))
         self.rows.append(Row(pid, tid, ts, max(dur, 1), rec.get("ioctl") or name,
                              rec["file"], rec["line"], rec["ret"], rec["err"], rec["event"],
                              rec.get("fd"), path if isinstance(path, str) else None,
@@ -151,6 +153,23 @@ class EventSink:
                             self._seq, made, run))
 
 
+# src/table.rs ioctl_created_fds, for events in hand (the columns carry
+# the core's answer): the fd fields of the struct the kernel wrote, or a
+# udmabuf create's result.  tests/test_perfetto_columns.py holds the two
+# equal on every fixture.
+_FD_FIELDS = ("dmabuf_fd", "fd", "anon_fd")
+
+
+def _ioctl_created(ev) -> list[int]:
+    from .. import kfd
+
+    if ev.type == kfd.TYPE_UDMABUF and ev.nr in kfd.UDMABUF:
+        return [ev.ret] if isinstance(ev.ret, int) and ev.ret >= 0 else []
+    out = ev.out if isinstance(ev.out, dict) else {}
+    fds = [out.get(f) for f in _FD_FIELDS]
+    return [fd for fd in fds if isinstance(fd, int) and not isinstance(fd, bool) and fd >= 0]
+
+
 def _ints(col) -> list:
     import numpy as np
 
@@ -196,6 +215,13 @@ def _uuid(*parts) -> int:
 PID_STRIDE = 1 << 22
 
 
+def _key(proc: tuple) -> tuple:
+    """What a process's track ids are made of: its pid, and its run after
+    the first (the first run's ids are those of a one-run trace)."""
+    run, pid = proc
+    return (pid,) if run == 0 else proc
+
+
 class _Writer:
     SEQ = 0x5eed
 
@@ -219,7 +245,7 @@ class _Writer:
 
     def process(self, proc: tuple, name: str | None) -> int:
         """The track of process ``proc`` = (run, pid)."""
-        u = _uuid("process", *proc)
+        u = _uuid("process", *_key(proc))
         if u not in self.tracks:
             self.tracks.add(u)
             td = self.packet().track_descriptor
@@ -232,12 +258,12 @@ class _Writer:
         return u
 
     def thread(self, proc: tuple, tid: int) -> int:
-        u = _uuid("thread", *proc, tid)
+        u = _uuid("thread", *_key(proc), tid)
         if u not in self.tracks:
             self.tracks.add(u)
             td = self.packet().track_descriptor
             td.uuid = u
-            td.parent_uuid = _uuid("process", *proc)
+            td.parent_uuid = _uuid("process", *_key(proc))
             td.thread.pid = self.shown_pid(proc)
             td.thread.tid = tid + self._offset(proc)
             td.thread.thread_name = f"tid {tid}"
@@ -400,7 +426,8 @@ def _fd_lifetimes(w: _Writer, rows, ends, last: dict) -> None:
     def finish(key, end):
         start, name, row = open_.pop(key)
         run, pid, fd = key
-        track = w.named(("fd", run, pid, fd), f"fd {fd}", _uuid("process", run, pid))
+        track = w.named(("fd", *_key((run, pid)), fd), f"fd {fd}",
+                        _uuid("process", *_key((run, pid))))
         w.slice(track, start, max(end, start + 1), name,
                 [("opened by", printable(row.text)), ("at", f"{row.file}:{row.line}")],
                 category="fd")
@@ -441,7 +468,7 @@ def _svm_claims(w: _Writer, findings, run_of: dict, last: dict) -> None:
         for role, c in claims:
             if not isinstance(c, dict) or c.get("time") is None or f.pid is None:
                 continue
-            ident = (run, f.pid, c.get("start"), c.get("end"), c.get("time"))
+            ident = (*_key((run, f.pid)), c.get("start"), c.get("end"), c.get("time"))
             start = ns(c["time"])
             # a released claim ends at the call that released it; a victim
             # lives on past the call that hurt it, to its own run's end
@@ -451,7 +478,7 @@ def _svm_claims(w: _Writer, findings, run_of: dict, last: dict) -> None:
                 continue
             seen.add(ident)
             name = f"svm [{c.get('start')}, {c.get('end')})"
-            track = w.named(("svm", *ident), name, _uuid("process", run, f.pid))
+            track = w.named(("svm", *ident), name, _uuid("process", *_key((run, f.pid))))
             w.slice(track, start, max(end, start + 1), f"{c.get('kind', '')} claim".strip(),
                     [("range", f"[{c.get('start')}, {c.get('end')})"), ("pages", c.get("pages")),
                      ("gpus", ", ".join(c.get("gpus") or [])), ("flags", c.get("flags")),
