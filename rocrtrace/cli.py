@@ -17,12 +17,18 @@ import traceback
 import click
 
 from . import __version__
+from .config import FAIL_ON
+from .report import BINARY_FORMATS, FORMATS as REPORT_FORMATS, format_help
+from .schema import TABLE_FORMATS
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
-REPORT_FORMATS = ("text", "json", "jsonl", "csv", "junit", "sarif", "github", "markdown",
-                  "perfetto", "parquet")
-BINARY_FORMATS = ("perfetto", "parquet")
+# Each choice list once: the options below, their --help text and the
+# validation all read these.
+INPUT_FORMATS = ("strace", "preload", "tinygrad")
+CAPTURE_METHODS = ("preload", "strace")
+HISTORY_FORMATS = ("text", "json")            # stats, show, rules
+DIFF_FORMATS = ("text", "json", "markdown")
 
 
 EXIT_INTERRUPTED = 130      # 128 + SIGINT, as a shell reports a Ctrl-C
@@ -185,24 +191,36 @@ def cli(ctx):
 _RULES_HELP = "Comma-separated rule ids; may be repeated."
 
 
+def _input_format_option(fn):
+    return click.option("--input-format", type=click.Choice(INPUT_FORMATS),
+                        help="Force the input format instead of detecting it.")(fn)
+
+
+def _fail_on_option(what: str):
+    return click.option("--fail-on", type=click.Choice(FAIL_ON), default="error",
+                        show_default=True, help=f"Exit 1 when {what} is at or above this "
+                        "severity.")
+
+
+def _format_option(choices, what: str):
+    return click.option("--format", "fmt", type=click.Choice(choices), default=choices[0],
+                        show_default=True, help=f"{what} format.")
+
+
 @cli.command()
 @click.argument("traces", nargs=-1, required=True)
 @click.option("--format", "formats", multiple=True, metavar="FMT[:FILE]",
-              help="Report format: text, json, jsonl, csv, junit, sarif, github, markdown, "
-                   "perfetto:FILE (a Perfetto trace), parquet:FILE (the findings table). "
+              help=f"Report format: {format_help()}. "
                    "Repeat with :FILE for several outputs in one run.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE.")
-@click.option("--fail-on", type=click.Choice(["error", "warning", "note", "never"]),
-              default="error", show_default=True,
-              help="Exit 1 when a finding at or above this severity remains.")
+@_fail_on_option("a finding that remains")
 @click.option("--enable", multiple=True, metavar="RULE[,RULE…]",
               help="Report only these rules. " + _RULES_HELP)
 @click.option("--disable", multiple=True, metavar="RULE[,RULE…]",
               help="Do not report these rules. " + _RULES_HELP)
 @click.option("--baseline", metavar="FILE", help="Suppress findings whose fingerprints FILE lists.")
 @click.option("--write-baseline", metavar="FILE", help="Write the findings' fingerprints to FILE.")
-@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
-              help="Force the input format instead of detecting it.")
+@_input_format_option
 @click.option("--source-root", metavar="DIR",
               help="The program's source tree: a finding is located at the first stack frame "
                    "whose source lies under DIR (default: the current directory).")
@@ -444,7 +462,7 @@ def _progress_hook(traces):
 
 
 @cli.command()
-@click.option("--method", type=click.Choice(["preload", "strace"]), default="preload",
+@click.option("--method", type=click.Choice(CAPTURE_METHODS), default=CAPTURE_METHODS[0],
               show_default=True, help="Capture with the preload library or with strace.")
 @click.option("-o", "--output", "prefix", metavar="PREFIX",
               help="Log file prefix: one file per process, PREFIX.PID (strace: per "
@@ -468,11 +486,9 @@ def capture(method, prefix, stack_depth, cmd):
 
 @cli.command()
 @click.argument("traces", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "parquet"]), default="csv",
-              show_default=True, help="Table format.")
+@_format_option(TABLE_FORMATS, "Table")
 @click.option("-o", "--output", metavar="FILE", help="Write the table to FILE.")
-@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
-              help="Force the input format instead of detecting it.")
+@_input_format_option
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
               metavar="N", help=_TABLE_JOBS_HELP.format("events"))
 def events(traces, fmt, output, input_format, jobs):
@@ -499,11 +515,9 @@ def events(traces, fmt, output, input_format, jobs):
 
 @cli.command()
 @click.argument("traces", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Output format.")
+@_format_option(HISTORY_FORMATS, "Output")
 @click.option("-o", "--output", metavar="FILE", help="Write the statistics to FILE.")
-@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
-              help="Force the input format instead of detecting it.")
+@_input_format_option
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
               metavar="N", help=_TABLE_JOBS_HELP.format("counts"))
 def stats(traces, fmt, output, input_format, jobs):
@@ -537,11 +551,9 @@ def _parse_addr(spec: str):
 @click.option("--addr", metavar="ADDR[:LEN]", help="The pages of this address range.")
 @click.option("--fd", type=int, help="This fd number.")
 @click.option("--pid", type=int, help="Only this process.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Output format.")
+@_format_option(HISTORY_FORMATS, "Output")
 @click.option("-o", "--output", metavar="FILE", help="Write the history to FILE.")
-@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
-              help="Force the input format instead of detecting it.")
+@_input_format_option
 def show(trace, addr, fd, pid, fmt, output, input_format):
     """The full history of one page range or fd, event by event."""
     from . import engine
@@ -565,14 +577,10 @@ def show(trace, addr, fd, pid, fmt, output, input_format):
 @cli.command()
 @click.argument("a")
 @click.argument("b")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
-              default="text", show_default=True, help="Output format.")
+@_format_option(DIFF_FORMATS, "Output")
 @click.option("-o", "--output", metavar="FILE", help="Write the comparison to FILE.")
-@click.option("--fail-on", type=click.Choice(["error", "warning", "note", "never"]),
-              default="error", show_default=True,
-              help="Exit 1 when a finding only in B is at or above this severity.")
-@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
-              help="Force the input format instead of detecting it.")
+@_fail_on_option("a finding only in B")
+@_input_format_option
 def diff(a, b, fmt, output, fail_on, input_format):
     """What changed between two traces: ioctl mix, SVM shapes, findings.
 
@@ -597,8 +605,7 @@ def diff(a, b, fmt, output, fail_on, input_format):
 
 @cli.command()
 @click.argument("rule_ids", nargs=-1, metavar="[RULE]...")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Output format.")
+@_format_option(HISTORY_FORMATS, "Output")
 def rules(rule_ids, fmt):
     """The rule catalogue: ids, severities, what each means.
 

@@ -11,10 +11,11 @@ from collections import Counter
 from typing import Iterable
 
 from . import kfd
+from .schema import EVENT_COLUMNS, EVENT_NAMES, TABLE_FORMATS
 
-# The columns in the core's order (src/table.rs ORDER).
-ORDER = ("file", "line", "seq", "pid", "tid", "time", "dur", "event", "name", "ret", "err",
-         "fd", "ioctl", "type", "nr", "size", "request", "length", "op", "nattr", "attr_shape")
+# The columns in the core's order (src/table.rs ORDER; rocrtrace/schema.py
+# EVENT_COLUMNS, which the table writers follow).
+ORDER = EVENT_NAMES
 PERCENTILES = (0.5, 0.9, 0.99)
 _ATTR_SHORT = {v: n.removeprefix("KFD_IOCTL_SVM_ATTR_") for v, n in kfd.ATTR_NAMES.items()}
 
@@ -106,27 +107,29 @@ class ParquetUnavailable(TableError):
 
 def write_events(df, fmt: str, out) -> None:
     """Write the event table as csv, jsonl or parquet to a path or an open
-    file (``-`` is standard output)."""
+    file (``-`` is standard output), in the columns and types of
+    rocrtrace/schema.py (Parquet: times as timestamps, durations as
+    durations)."""
+    if fmt not in TABLE_FORMATS:
+        raise TableError(f"unknown events format {fmt!r} (choose {', '.join(TABLE_FORMATS)})")
     if fmt == "parquet":
         try:
-            import pyarrow  # noqa: F401
+            import pyarrow.parquet as pq
         except ImportError:
             raise ParquetUnavailable(
                 "parquet output needs pyarrow: pip install pyarrow "
                 "(or choose --format csv or jsonl)") from None
         if out == "-":
             out = sys.stdout.buffer
-        df.to_parquet(out, index=False)
+        pq.write_table(_events_arrow(df), out)
         return
     if fmt == "csv":
         text = df.to_csv(index=False)
-    elif fmt == "jsonl":
+    else:
         # Not DataFrame.to_json: it escapes '/' in paths and rounds times
         # to 10 significant digits, which loses microseconds of epoch times.
         text = "".join(json.dumps({k: _plain(v) for k, v in rec.items()}) + "\n"
                        for rec in df.to_dict(orient="records"))
-    else:
-        raise TableError(f"unknown events format {fmt!r} (choose csv, jsonl or parquet)")
     if out == "-":
         sys.stdout.write(text)
     elif hasattr(out, "write"):
@@ -134,6 +137,32 @@ def write_events(df, fmt: str, out) -> None:
     else:
         with open(out, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
+
+
+def _events_arrow(df):
+    """The event table as Arrow in the schema's types: a column the frame
+    holds as text (an integer outside int64) or with negative values in an
+    unsigned column keeps the type it has rather than failing."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from .schema import arrow_type
+
+    out = df.copy(deep=False)
+    fields = []
+    for c in EVENT_COLUMNS:
+        col = out[c.name]
+        t = arrow_type(pa, c.type)
+        if c.type == "time":
+            out[c.name] = pd.to_datetime((col * 1e6).round(), unit="us", utc=True)
+        elif c.type == "duration":
+            out[c.name] = pd.to_timedelta((col * 1e6).round(), unit="us")
+        elif c.type in ("int64", "uint64") and not pd.api.types.is_integer_dtype(col.dtype):
+            t = pa.string()
+        elif c.type == "uint64" and bool((col < 0).any()):
+            t = pa.int64()
+        fields.append(pa.field(c.name, t))
+    return pa.Table.from_pandas(out, schema=pa.schema(fields), preserve_index=False)
 
 
 # --- stats -------------------------------------------------------------------

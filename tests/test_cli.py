@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from rocrtrace.report import BINARY_FORMATS, FORMATS
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -341,8 +343,7 @@ INVALID_UTF8 = (
     b'100 1700000000.000400 exit_group(0) = ?\n100 +++ exited with 0 +++\n')
 
 
-@pytest.mark.parametrize("fmt", ["text", "json", "jsonl", "csv", "junit", "sarif", "github",
-                                 "markdown", "perfetto", "parquet"])
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_invalid_utf8_in_paths_and_frames_reaches_every_format_escaped(tmp_path, fmt):
     log = tmp_path / "u.log"
     log.write_bytes(INVALID_UTF8)
@@ -354,7 +355,7 @@ def test_invalid_utf8_in_paths_and_frames_reaches_every_format_escaped(tmp_path,
     assert r.returncode == 1, r.stderr
     assert not list(crashes.iterdir())
     data = out.read_bytes()
-    if fmt not in ("perfetto", "parquet"):
+    if fmt not in BINARY_FORMATS:
         text = data.decode("utf-8")          # valid UTF-8 throughout
         assert "\\xff" in text or "\\\\xff" in text or "\\udcff" in text, text[:300]
     # and the baseline written from it suppresses the same finding again

@@ -159,6 +159,7 @@ def check_perfetto_parquet(repo):
     r = sh(repo, _find("mkdir -p runs && rocrtrace analyze"))
     assert r.returncode == 0, r.stderr
     assert (repo / "c1.pftrace").stat().st_size > 0 and (repo / "runs/c1.parquet").exists()
+    assert "error[svm-over-revoke]" in (repo / "c1.html").read_text()
     duckdb = pytest.importorskip("duckdb")
     query = README.split("```sql\n", 1)[1].split("```", 1)[0]
     old = os.getcwd()
