@@ -80,6 +80,12 @@ def events_table(paths: Sequence[str], input_format: str | None = None, max_line
                  chunking: tuple[int, int] | None = None) -> tuple[Columns, list[InputInfo]]: ...
 
 
+def event_batches(paths: Sequence[str], on_batch: Callable[[Columns], Any],
+                  input_format: str | None = None, max_line: int = ..., jobs: int = 1,
+                  chunking: tuple[int, int] | None = None,
+                  batch_rows: int = 65536) -> list[InputInfo]: ...
+
+
 def history(path: str, input_format: str | None = None,
             watch_fd: tuple[int | None, int] | None = None,
             watch_addr: Sequence[int | None] | None = None,

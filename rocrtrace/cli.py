@@ -97,6 +97,36 @@ def _emit(text, path: str | None) -> None:
     write(path, text)
 
 
+def _rereadable(path: str) -> bool:
+    """A TRACE argument that can be read twice: not standard input, not a
+    FIFO or other stream (a file, a directory or a glob can)."""
+    import stat
+
+    if path == "-":
+        return False
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return True             # a glob, or missing: the core says which
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+
+
+def _emit_stream(f, path: str | None, binary: bool) -> None:
+    """The content of the open file ``f`` to ``path`` or stdout, a MiB at a
+    time, with _emit's safety (rocrtrace.output)."""
+    from .output import write
+
+    first = True
+    while True:
+        chunk = f.read(1 << 20)
+        if not chunk:
+            break
+        write(path, chunk, append=not first)
+        first = False
+    if first:
+        write(path, b"" if binary else "")
+
+
 def split_rules(values) -> list[str]:
     """``--enable a,b --enable c`` → [a, b, c]."""
     return [r.strip() for v in values or () for r in v.split(",") if r.strip()]
@@ -494,22 +524,31 @@ def capture(method, prefix, stack_depth, cmd):
 def events(traces, fmt, output, input_format, jobs):
     """The normalized event table of TRACE... (pandas)."""
     from . import engine
-    from .tables import TableError, write_events
+    from .tables import EventsWriter, TableError
 
     if fmt == "parquet" and not output:
         raise UsageFail("parquet is binary: give -o FILE")
     check_output_path(output)
-    frame, infos = _in_core(engine.events_frame, list(traces), input_format=input_format,
-                            jobs=jobs)
-    check_recognized(infos, input_format)
     import io
+    import tempfile
 
-    buf = io.BytesIO() if fmt == "parquet" else io.StringIO()
-    try:
-        write_events(frame, fmt, buf)
-    except TableError as e:
-        raise UsageFail(str(e)) from None
-    _emit(buf.getvalue(), output)
+    # batch by batch (SPEC 7: one batch in memory), into a temporary file
+    # that becomes the output only once every input was read (an input error
+    # leaves no half table behind)
+    spool = tempfile.TemporaryFile(mode="w+b" if fmt == "parquet" else "w+",
+                                   **({} if fmt == "parquet" else {"encoding": "utf-8",
+                                                                   "newline": ""}))
+    with spool:
+        writer = EventsWriter(fmt, spool)
+        try:
+            infos = _in_core(engine.event_batches, list(traces), writer.write,
+                             input_format=input_format, jobs=jobs)
+            writer.close()
+        except TableError as e:
+            raise UsageFail(str(e)) from None
+        check_recognized(infos, input_format)
+        spool.seek(0)
+        _emit_stream(spool, output, binary=fmt == "parquet")
     return EXIT_CLEAN
 
 
@@ -523,14 +562,14 @@ def events(traces, fmt, output, input_format, jobs):
 def stats(traces, fmt, output, input_format, jobs):
     """Counts, errors, sizes and latency percentiles per ioctl and SVM attribute shape."""
     from . import engine
-    from .tables import render_stats, stats as compute
+    from .tables import StatsAcc, render_stats
 
     check_output_path(output)
-    frame, infos = _in_core(engine.events_frame, list(traces), input_format=input_format,
-                            jobs=jobs)
-    table = compute(frame)
+    acc = StatsAcc()
+    infos = _in_core(engine.event_batches, list(traces), acc.add, input_format=input_format,
+                     jobs=jobs)
     check_recognized(infos, input_format)
-    _emit(render_stats(table, fmt), output)
+    _emit(render_stats(acc.result(), fmt), output)
     return EXIT_CLEAN
 
 
@@ -588,15 +627,25 @@ def diff(a, b, fmt, output, fail_on, input_format):
     """
     from . import engine
     from .rules import SEVERITY_RANK
-    from .tables import diff as compute, render_diff
+    from .tables import StatsAcc, diff_of_stats, render_diff, stats as stats_of
 
     check_output_path(output)
     sides = []
     for path in (a, b):
-        result = _in_core(engine.analyze, [path], input_format=input_format, table=True)
-        check_recognized(result.inputs, input_format)
-        sides.append((result.table, result.findings))
-    d = compute(sides[0][0], sides[0][1], sides[1][0], sides[1][1])
+        if _rereadable(path):
+            # the findings, then the counts in a second pass a batch at a
+            # time (SPEC 7: no whole event table)
+            result = _in_core(engine.analyze, [path], input_format=input_format)
+            check_recognized(result.inputs, input_format)
+            acc = StatsAcc()
+            _in_core(engine.event_batches, [path], acc.add, input_format=input_format)
+            sides.append((acc.result(), result.findings))
+        else:
+            # standard input or a FIFO: one pass, holding the table
+            result = _in_core(engine.analyze, [path], input_format=input_format, table=True)
+            check_recognized(result.inputs, input_format)
+            sides.append((stats_of(result.table), result.findings))
+    d = diff_of_stats(sides[0][0], sides[0][1], sides[1][0], sides[1][1])
     _emit(render_diff(d, fmt, names=(a, b)), output)
     limit = SEVERITY_RANK[fail_on]
     new = [f for f in d["only_in_b"] if SEVERITY_RANK.get(f["severity"], 0) >= limit]

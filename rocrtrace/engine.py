@@ -169,6 +169,22 @@ def events_frame(paths: list[str], *, input_format: str | None = None, jobs: int
     return frame_from_columns(cols), infos
 
 
+def event_batches(paths: list[str], on_batch, *, input_format: str | None = None,
+                  jobs: int = 1, batch_rows: int = 16384):
+    """Hand the event table of all traces to ``on_batch(frame)`` a batch of
+    ``batch_rows`` rows at a time (what events_frame gives, in pieces);
+    returns their InputInfos.  An exception in on_batch stops the reading
+    and propagates."""
+    from .tables import frame_from_columns
+
+    eng = core()
+    try:
+        return eng.event_batches(list(paths), lambda cols: on_batch(frame_from_columns(cols)),
+                                 input_format=input_format, jobs=jobs, batch_rows=batch_rows)
+    except eng.ReadError as e:
+        raise InputError(str(e)) from None
+
+
 def history(path: str, *, input_format: str | None = None, watch_fd=None, watch_addr=None):
     """(the recorded history of one fd (pid, fd) or page range (start, end[,
     pid]), the InputInfos): what `rocrtrace show` renders."""

@@ -40,7 +40,9 @@ mod alloc;
 #[pyo3::pymodule]
 mod _engine {
     #[pymodule_export]
-    use crate::py::analyze::{analyze, analyze_calls, analyze_events, events_table, history};
+    use crate::py::analyze::{
+        analyze, analyze_calls, analyze_events, event_batches, events_table, history,
+    };
     #[pymodule_export]
     use crate::py::read::ReadError;
     #[pymodule_export]
