@@ -23,7 +23,6 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SEVERITIES = ("error", "warning", "note")
 FAIL_ON = ("error", "warning", "note", "never")
 KEYS = ("fail-on", "enable", "disable", "baseline", "source-root", "severity")
 
@@ -94,7 +93,7 @@ def _rules(f: Path, key: str, v, known) -> tuple[str, ...]:
 def load(start: str | os.PathLike | None = None) -> Config:
     """The configuration that applies in ``start`` (default: the working
     directory); an empty one when no pyproject.toml has the table."""
-    from .rules import RULES
+    from .rules import RULES, SEVERITIES
 
     hit = find(start)
     if hit is None:

@@ -1,0 +1,60 @@
+"""The rule catalogue (src/rules.rs) and everything that copies or uses it:
+rocrtrace/rules.py reads it from the core, the README's and the man page's
+rule lists are generated from it (docs/gen_rules.py), and every rule has a
+fixture under fixtures/rules/<id>/ that fires it (fixtures/rules/generate.py)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from rocrtrace import _engine
+from rocrtrace.rules import RULES, SEVERITIES
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_python_reads_the_core_catalogue():
+    cat = _engine.rule_catalogue()
+    assert [asdict(r) for r in RULES.values()] == cat
+    assert len(cat) == len({d["id"] for d in cat}) >= 18
+    assert {d["severity"] for d in cat} <= set(SEVERITIES)
+
+
+def test_rules_command_shows_the_catalogue():
+    r = subprocess.run([sys.executable, "-m", "rocrtrace", "rules", "--format", "json"],
+                       capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(r.stdout) == _engine.rule_catalogue()
+
+
+def test_documents_list_the_catalogue():
+    r = subprocess.run([sys.executable, str(ROOT / "docs" / "gen_rules.py"), "--check"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("name", ["README.md", "man/rocrtrace.1"])
+def test_document_check_sees_a_stale_list(name):
+    """The check is not vacuous: a list missing a rule, or naming a rule the
+    catalogue does not have, is regenerated to the catalogue's."""
+    gen = _load(ROOT / "docs" / "gen_rules.py")
+    begin, end, make = gen.TARGETS[name]
+    text = (ROOT / name).read_text()
+    lines = make()
+    assert "\n".join(lines) in text
+    gone = [ln for ln in lines if "fd\\-leak" not in ln and "fd-leak" not in ln]
+    stale = text.replace("\n".join(lines), "\n".join(gone).replace("fd", "df"))
+    assert stale != text
+    assert gen.regenerate(stale, begin, end, lines, name) == text
