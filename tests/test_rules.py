@@ -58,3 +58,53 @@ def test_document_check_sees_a_stale_list(name):
     stale = text.replace("\n".join(lines), "\n".join(gone).replace("fd", "df"))
     assert stale != text
     assert gen.regenerate(stale, begin, end, lines, name) == text
+
+
+# --- fixtures/rules/<rule-id>/ ----------------------------------------------------------
+
+FIXTURES = ROOT / "fixtures" / "rules"
+
+
+def test_rule_fixtures_are_what_the_generator_writes():
+    """Traces and expected reports are generated (fixtures/rules/generate.py)
+    and still what rocrtrace reports on them."""
+    r = subprocess.run([sys.executable, str(FIXTURES / "generate.py"), "--check"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("rule", list(RULES))
+def test_every_rule_has_a_fixture(rule):
+    d = FIXTURES / rule
+    logs = sorted(d.glob("*.log"))
+    assert logs, f"no fixture for {rule}: add a case to fixtures/rules/generate.py"
+    for log in logs:
+        assert log.with_name(log.stem + ".expected.json").exists(), log
+
+
+def test_every_fixture_directory_names_a_rule():
+    dirs = {d.name for d in FIXTURES.iterdir() if d.is_dir() and d.name != "__pycache__"}
+    assert dirs == set(RULES)
+
+
+def _fixtures():
+    for log in sorted(FIXTURES.glob("*/*.log")):
+        yield pytest.param(log, id=f"{log.parent.name}/{log.stem}")
+
+
+@pytest.mark.parametrize("log", list(_fixtures()))
+def test_each_fixture_fires_its_rule(log, monkeypatch):
+    """Each fixture's trace fires its directory's rule, as its expected
+    report says (the report's paths are relative to the rule's directory)."""
+    from rocrtrace.engine import analyze
+
+    rule = log.parent.name
+    expected = json.loads(log.with_name(log.stem + ".expected.json").read_text())
+    assert expected["rule"] == rule
+    monkeypatch.chdir(log.parent)
+    res = analyze([log.name], all_fds="--all-fds" in expected["args"])
+    assert sum(i.unparsed for i in res.inputs) == (rule == "trace-unparsed")
+    mine = [(f.line, f.severity, f.message) for f in res.findings if f.rule == rule]
+    assert mine, f"{log.name} does not fire {rule}"
+    assert mine == [(f["line"], f["severity"], f["message"])
+                    for f in expected["report"]["findings"] if f["rule"] == rule]
