@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from dataclasses import asdict
@@ -31,6 +32,16 @@ def test_python_reads_the_core_catalogue():
     assert [asdict(r) for r in RULES.values()] == cat
     assert len(cat) == len({d["id"] for d in cat}) >= 18
     assert {d["severity"] for d in cat} <= set(SEVERITIES)
+
+
+def test_python_names_only_catalogue_rules():
+    """The few findings Python makes (trace-unparsed, trace-incomplete) name
+    their rule by id: each such id is one the catalogue has."""
+    named = set()
+    for py in (ROOT / "rocrtrace").rglob("*.py"):
+        named |= set(re.findall(r"\brule\s*(?:=|==|!=)\s*\"([^\"]+)\"", py.read_text()))
+    assert named >= {"trace-unparsed", "trace-incomplete"}
+    assert named <= set(RULES)
 
 
 def test_rules_command_shows_the_catalogue():
