@@ -612,7 +612,6 @@ def rules(rule_ids, fmt):
     With RULE ids: each rule's explanation, an example and the fix.
     """
     import json
-
     from dataclasses import asdict
 
     from .rules import RULES
