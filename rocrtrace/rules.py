@@ -2,10 +2,11 @@
 what each means, an example and the fix.
 
 The catalogue itself is declared once, in the core (src/rules.rs), and read
-from it here when this module is imported; nothing in Python lists rules.
+from it here; nothing in Python lists rules.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from .core import core
@@ -24,7 +25,30 @@ class Rule:
     fix: str        # the one-line help: of the text report
 
 
-RULES: dict[str, Rule] = {d["id"]: Rule(**d) for d in core().rule_catalogue()}
+class _Catalogue(Mapping[str, Rule]):
+    """Rule id -> Rule in catalogue order, read from the core on first use:
+    importing the package needs no compiled core, so a command that cannot
+    load it still says so in one line (core())."""
+
+    def __init__(self) -> None:
+        self._rules: dict[str, Rule] | None = None
+
+    def _load(self) -> dict[str, Rule]:
+        if self._rules is None:
+            self._rules = {d["id"]: Rule(**d) for d in core().rule_catalogue()}
+        return self._rules
+
+    def __getitem__(self, rule_id: str) -> Rule:
+        return self._load()[rule_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
+RULES: Mapping[str, Rule] = _Catalogue()
 
 
 def fix_of(rule_id: str) -> str:
