@@ -39,7 +39,8 @@ def test_python_names_only_catalogue_rules():
     their rule by id: each such id is one the catalogue has."""
     named = set()
     for py in (ROOT / "rocrtrace").rglob("*.py"):
-        named |= set(re.findall(r"\brule\s*(?:=|==|!=)\s*\"([^\"]+)\"", py.read_text()))
+        named |= set(re.findall(r"(?<![\w-])rule\s*(?:=|==|!=)\s*\"([a-z]+(?:-[a-z]+)+)\"",
+                                py.read_text()))
     assert named >= {"trace-unparsed", "trace-incomplete"}
     assert named <= set(RULES)
 
