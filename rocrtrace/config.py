@@ -23,6 +23,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .rules import SEVERITIES
+
 FAIL_ON = ("error", "warning", "note", "never")
 KEYS = ("fail-on", "enable", "disable", "baseline", "source-root", "severity")
 
@@ -93,7 +95,7 @@ def _rules(f: Path, key: str, v, known) -> tuple[str, ...]:
 def load(start: str | os.PathLike | None = None) -> Config:
     """The configuration that applies in ``start`` (default: the working
     directory); an empty one when no pyproject.toml has the table."""
-    from .rules import RULES, SEVERITIES
+    from .rules import RULES
 
     hit = find(start)
     if hit is None:
