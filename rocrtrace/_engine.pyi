@@ -95,6 +95,19 @@ def history(path: str, input_format: str | None = None,
 def table_of_events(events: Sequence[Event]) -> Columns: ...
 
 
+class RuleEntry(TypedDict):
+    """One rule of the catalogue (src/rules.rs); rocrtrace/rules.py's Rule."""
+    id: str
+    severity: str           # the default: "error", "warning" or "note"
+    summary: str
+    help: str
+    example: str
+    fix: str
+
+
+def rule_catalogue() -> list[RuleEntry]: ...
+
+
 # The `hooks` feature adds (tests and benchmarks only; the package build has none):
 # hooks: FdModels, parse_lines, parse_tinygrad_lines, read_input, roundtrip_events,
 # hooks: run_fd_models, run_svm_model, time_fd_models, time_svm_model, trace_events

@@ -661,34 +661,28 @@ def rules(rule_ids, fmt):
     With RULE ids: each rule's explanation, an example and the fix.
     """
     import json
+    from dataclasses import asdict
 
-    from .rules import DOCS, RULES
+    from .rules import RULES
 
     ids = split_rules(rule_ids)
     _check_rules(ids)
     chosen = [RULES[i] for i in ids] if ids else list(RULES.values())
 
-    def entry(r):
-        doc = DOCS.get(r.id)
-        return {"id": r.id, "severity": r.severity, "summary": r.summary, "help": r.help,
-                "example": doc.example if doc else "", "fix": doc.fix if doc else ""}
-
     if fmt == "json":
-        _emit(json.dumps([entry(r) for r in chosen], indent=2), None)
+        _emit(json.dumps([asdict(r) for r in chosen], indent=2), None)
         return EXIT_CLEAN
     if ids:
         import textwrap
 
         out = []
         for r in chosen:
-            e = entry(r)
             out.append(f"{r.id} ({r.severity}): {r.summary}")
             out += ["", *textwrap.wrap(r.help, 78, initial_indent="  ",
                                        subsequent_indent="  ")]
-            for label in ("example", "fix"):
-                if e[label]:
-                    out += ["", f"  {label}:", *textwrap.wrap(
-                        e[label], 78, initial_indent="    ", subsequent_indent="    ")]
+            for label, text in (("example", r.example), ("fix", r.fix)):
+                out += ["", f"  {label}:", *textwrap.wrap(
+                    text, 78, initial_indent="    ", subsequent_indent="    ")]
             out.append("")
         _emit("\n".join(out), None)
         return EXIT_CLEAN

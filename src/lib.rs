@@ -4,10 +4,11 @@
 //!
 //! The core is the whole engine: read/ (bytes to lines, every input shape),
 //! parse/ (the strace/preload and tinygrad dialects), events.rs, models/
-//! (fds, handles, dma-bufs, SVM), findings.rs, analyze.rs (one trace through
-//! the models) and table.rs; py/ is its Python face (the README's layout).
-//! It is the only engine: the Python one it was ported from is retired, and
-//! tests/engine/expected.py holds the outputs both agreed on.
+//! (fds, handles, dma-bufs, SVM), rules.rs (the rule catalogue), findings.rs,
+//! analyze.rs (one trace through the models) and table.rs; py/ is its Python
+//! face (the README's layout).  It is the only engine: the Python one it was
+//! ported from is retired, and tests/engine/expected.py holds the outputs
+//! both agreed on.
 
 pub mod analyze;
 pub mod events;
@@ -19,6 +20,7 @@ pub mod parse;
 pub mod py;
 pub mod read;
 pub mod replay;
+pub mod rules;
 pub mod table;
 
 /// The engine allocates and frees many small values per line (tokens, field
@@ -45,6 +47,8 @@ mod _engine {
     };
     #[pymodule_export]
     use crate::py::read::ReadError;
+    #[pymodule_export]
+    use crate::py::rules::rule_catalogue;
     #[pymodule_export]
     use crate::py::table::table_of_events;
 

@@ -264,6 +264,10 @@ def test_sarif_is_valid_2_1_0(result, sarif_validator, tmp_path):
     for r in rules:
         assert r["defaultConfiguration"]["level"] == RULES[r["id"]].severity
         assert r["shortDescription"]["text"] and r["fullDescription"]["text"]
+        # the rule's documentation as GitHub shows it: explanation, example and fix
+        cat = RULES[r["id"]]
+        assert r["help"]["text"].split("\n\n") == [cat.help, f"Example: {cat.example}",
+                                                     f"Fix: {cat.fix}"]
     assert len(run["results"]) == len(result.findings)
     for res in run["results"]:
         assert res["locations"], "code scanning rejects results without a location"

@@ -12,6 +12,7 @@ use crate::events::{Event, Ioctl, Kind, Value};
 use crate::findings::{Evidence, Finding};
 use crate::kfd;
 use crate::models::inside::name_runtime_call;
+use crate::rules::Rule;
 use foldhash::{HashMap, HashSet};
 use serde_json::json;
 use std::rc::Rc;
@@ -589,7 +590,7 @@ impl HandleModel {
         }
         msg += ". The first free may be the culprit: both call sites are shown";
         evidence.sort_by(|a, b| story_order(&a.event, &b.event));
-        let mut f = Finding::new("bo-double-free", msg, Some(ev));
+        let mut f = Finding::new(Rule::BoDoubleFree, msg, Some(ev));
         f.subject.insert("kind".into(), json!("handle"));
         f.subject.insert("handle".into(), json!(hex(h)));
         f.evidence = evidence;

@@ -750,13 +750,13 @@ pub fn finding_to_py_shared<'py>(
         evidence.append(m.getattr("Evidence")?.call((), Some(&kw))?)?;
     }
     let kw = PyDict::new(py);
-    kw.set_item("rule", f.rule)?;
+    kw.set_item("rule", f.rule.id())?;
     kw.set_item("message", &f.message)?;
     kw.set_item("event", event)?;
     kw.set_item("subject", json_map_to_py(py, &f.subject)?)?;
     kw.set_item("evidence", evidence)?;
     if let Some(s) = f.severity {
-        kw.set_item("severity", s)?;
+        kw.set_item("severity", s.as_str())?;
     }
     kw.set_item("cause", f.cause.as_deref())?;
     kw.set_item("key", PyTuple::new(py, &f.key)?)?;

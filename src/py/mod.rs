@@ -8,5 +8,6 @@ pub mod convert;
 #[cfg(feature = "hooks")]
 pub mod hooks;
 pub mod read;
+pub mod rules;
 pub mod svm;
 pub mod table;
