@@ -117,7 +117,10 @@ rules! {
             beginning after the call landed; a warning naming cross-thread-order when that \
             depends on the order of overlapping windows; a note when its release may have begun \
             first (a runtime that computes a revoke under its lock and issues it later, or one \
-            that deregisters without an ioctl, which the coverage section names).",
+            that deregisters without an ioctl, which the coverage section names); nothing when \
+            the revoke's range shows the runtime had already dropped the victim (it leaves out \
+            of its revokes the pages its other registrations cover, yet took the victim's \
+            boundary page after the victim was mapped).",
         example: "lock(A, 8 pages) ... lock(A+3p, 1 page) ... unlock(A+3p) -> SET_ATTR NO_ACCESS \
             on [A+3p, A+4p): the 8-page claim loses the GPU on page 4",
         fix: "revoke only the pages no other live registration covers (split the range against \
@@ -240,7 +243,10 @@ rules! {
             newfstatat/statx with AT_EMPTY_PATH, fcntl(F_GETFD/F_GETFL/F_SETFD; F_SETFD on an fd \
             an execve closed for its close-on-exec flag is a use), poll and select entries - \
             expect EBADF as an answer and are never uses; so is fcntl(N, F_DUPFD) followed on \
-            its thread by dup2/dup3 onto N (a shell saving fd N before a redirection).",
+            its thread by dup2/dup3 onto N (a shell saving fd N before a redirection). A \
+            runtime call that hands its caller an fd number the trace closed and nothing \
+            re-created (hsa_amd_vmem_export_shareable_handle returning a cached fd) is this \
+            rule at the handover.",
         example: "close(7) = 0 ... ioctl(7, ...) = -1 EBADF",
         fix: "do not use an fd after closing it; close it when its last user is done",
     }
