@@ -17,7 +17,9 @@ use crate::models::common::{Ev, Names, short, site};
 /// window are the most recent ones when it completes.
 const LOOK_BACK: usize = 64;
 const HORIZON_SECS: f64 = 1.0;
-const EPS: f64 = 1e-9;
+/// Logs give times and durations to the microsecond: a call inside another
+/// may seem to end up to two roundings after it.
+const EPS: f64 = 2e-6;
 
 /// Name `intent` in every finding among `recent` (newest first) whose event
 /// ran inside its window on its thread and names no runtime call yet.
