@@ -81,3 +81,124 @@ impl Finding {
 pub fn key_str(x: Option<&str>) -> String {
     x.map_or_else(|| "None".to_owned(), str::to_owned)
 }
+
+/// Repeated findings folded into their first occurrence (SPEC 7: repeated
+/// findings of one rule at one site aggregate, so a trace that does the
+/// same wrong thing 10^6 times costs one finding, not 10^6).  A repeat is
+/// a finding equal to an earlier one in all but its event: rule, severity,
+/// message, subject, key, details, evidence roles, and the event's call
+/// site (its frames) in the same process (a process runs one program, which
+/// the fingerprint names).  It is counted there with its last occurrence;
+/// [`Repeats::finish`] writes the count into the first (its message, its
+/// `occurrences` detail, and the last occurrence as evidence).
+#[derive(Debug, Default)]
+pub struct Repeats {
+    /// identity hash -> indices of first occurrences
+    seen: foldhash::HashMap<u64, Vec<usize>>,
+    /// index of a first occurrence -> (repeats, the last one's event)
+    more: foldhash::HashMap<usize, (u64, Event)>,
+}
+
+fn identity(f: &Finding, ev: &Event) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = foldhash::fast::FixedState::default().build_hasher();
+    f.rule.hash(&mut h);
+    f.severity.hash(&mut h);
+    f.message.hash(&mut h);
+    f.key.hash(&mut h);
+    f.cause.hash(&mut h);
+    ev.h.pid.hash(&mut h);
+    ev.h.stack.hash(&mut h);
+    h.finish()
+}
+
+fn same(a: &Finding, b: &Finding) -> bool {
+    fn site(f: &Finding) -> Option<(Option<u32>, &[crate::events::Frame])> {
+        f.event.as_ref().map(|e| (e.h.pid, &e.h.stack[..]))
+    }
+    a.rule == b.rule
+        && a.severity == b.severity
+        && a.message == b.message
+        && a.key == b.key
+        && a.cause == b.cause
+        && a.file == b.file
+        && a.subject == b.subject
+        && a.details == b.details
+        && site(a) == site(b)
+        && a.evidence.len() == b.evidence.len()
+        && a.evidence
+            .iter()
+            .zip(&b.evidence)
+            .all(|(x, y)| x.role == y.role && x.note == y.note)
+}
+
+impl Repeats {
+    /// Count `f` against an equal earlier finding, `at(i)` giving the
+    /// findings kept so far: Some(its index) when it was (drop `f`), None
+    /// when `f` is a first occurrence, remembered at `index` (keep it there).
+    pub fn fold<'a>(
+        &mut self,
+        f: &Finding,
+        index: usize,
+        at: impl Fn(usize) -> Option<&'a Finding>,
+    ) -> Option<usize> {
+        let ev = f.event.as_ref()?; // about a whole input: nothing repeats it
+        let firsts = self.seen.entry(identity(f, ev)).or_default();
+        match firsts.iter().find(|&&i| at(i).is_some_and(|g| same(g, f))) {
+            Some(&i) => {
+                let e = self.more.entry(i).or_insert_with(|| (0, ev.clone()));
+                e.0 += 1;
+                e.1 = ev.clone();
+                Some(i)
+            }
+            None => {
+                firsts.push(index);
+                None
+            }
+        }
+    }
+
+    /// Write each count into its first occurrence in `list`.
+    pub fn finish(&mut self, list: &mut [Finding]) {
+        self.finish_with(|i, mark| {
+            if let Some(f) = list.get_mut(i) {
+                mark(f);
+            }
+        });
+    }
+
+    /// [`Repeats::finish`] for a list whose taken-back findings are None.
+    pub fn finish_opt(&mut self, list: &mut [Option<Finding>]) {
+        self.finish_with(|i, mark| {
+            if let Some(Some(f)) = list.get_mut(i) {
+                mark(f);
+            }
+        });
+    }
+
+    fn finish_with(&mut self, mut at: impl FnMut(usize, &dyn Fn(&mut Finding))) {
+        self.seen.clear();
+        for (i, (n, last)) in std::mem::take(&mut self.more) {
+            let times = n + 1;
+            at(i, &|f: &mut Finding| {
+                f.message += &format!("; {times} times in all (the first and the last are shown)");
+                f.details.insert("occurrences".into(), Json::from(times));
+                f.evidence
+                    .push(Evidence::new(format!("the last of {times}"), &last));
+            });
+        }
+    }
+
+    /// Fold a whole list (a model that builds its findings at its end).
+    pub fn fold_all(findings: Vec<Finding>) -> Vec<Finding> {
+        let mut r = Repeats::default();
+        let mut kept: Vec<Finding> = Vec::with_capacity(findings.len());
+        for f in findings {
+            if r.fold(&f, kept.len(), |i| kept.get(i)).is_none() {
+                kept.push(f);
+            }
+        }
+        r.finish(&mut kept);
+        kept
+    }
+}

@@ -12,8 +12,9 @@
 use super::common::*;
 use super::dmabuf::BufRef;
 use crate::events::{Event, Header, Kind, Name, Text, When};
-use crate::findings::{Evidence, Finding};
+use crate::findings::{Evidence, Finding, Repeats};
 use crate::kfd;
+use crate::ordered::Ordered;
 type IndexMap<K, V> = indexmap::IndexMap<K, V, foldhash::fast::RandomState>;
 use foldhash::{HashMap, HashSet};
 use serde_json::{Map, Value as Json, json};
@@ -345,6 +346,132 @@ impl Run {
     }
 }
 
+/// The processes by pid in the order they were first seen (the end of the
+/// trace ends them in that order), and how many of them were not seen from
+/// their start (what a new process's `whole` asks): a process comes and
+/// goes in O(1), whatever else is live.
+#[derive(Default)]
+struct Procs {
+    map: Ordered<Pid, Box<Proc>>,
+    /// entries that are not `complete`; one taken out by [`Procs::swap`]
+    /// counts again when it is put back
+    incomplete: usize,
+}
+
+impl Procs {
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    fn contains_key(&self, pid: &Pid) -> bool {
+        self.map.contains_key(pid)
+    }
+
+    fn get(&self, pid: &Pid) -> Option<&Proc> {
+        self.map.get(pid).map(|p| &**p)
+    }
+
+    fn count(&mut self, p: &Proc, sign: isize) {
+        if !p.complete {
+            self.incomplete = self.incomplete.wrapping_add_signed(sign);
+        }
+    }
+
+    /// Change a process in place (its `complete` counted again).
+    fn update<R>(&mut self, pid: &Pid, f: impl FnOnce(&mut Proc) -> R) -> Option<R> {
+        let (place, mut p) = self.map.take(pid)?;
+        self.count(&p, -1);
+        let r = f(&mut p);
+        self.count(&p, 1);
+        self.map.put(*pid, Some(place), p);
+        Some(r)
+    }
+
+    /// Insert or replace (a dict assignment: an existing key keeps its place).
+    fn insert(&mut self, pid: Pid, p: Box<Proc>) {
+        self.count(&p, 1);
+        if let Some(old) = self.map.insert(pid, p) {
+            self.count(&old, -1);
+        }
+    }
+
+    /// `with` in the place of `pid`'s process, which is returned (a handler
+    /// works on it outside the map); it counts again when put back.
+    fn swap(&mut self, pid: &Pid, with: Box<Proc>) -> Box<Proc> {
+        let slot = self.map.get_mut(pid).expect("present");
+        let out = std::mem::replace(slot, with);
+        self.count(&out, -1);
+        out
+    }
+
+    /// Put back what [`Procs::swap`] took out; returns the stand-in.
+    fn put_back(&mut self, pid: &Pid, p: Box<Proc>) -> Box<Proc> {
+        self.count(&p, 1);
+        let slot = self.map.get_mut(pid).expect("present");
+        std::mem::replace(slot, p)
+    }
+
+    fn remove(&mut self, pid: &Pid) {
+        if let Some(p) = self.map.remove(pid) {
+            self.count(&p, -1);
+        }
+    }
+}
+
+type RunKey = (Pid, Option<u32>);
+
+/// The open runs by (pid, tid) in the order they began (several ending at
+/// once end in that order: their notes keep their place among equals), and
+/// each process's own, found without a scan of every run (a process end is
+/// O(its runs), whatever else is open).
+#[derive(Debug, Default)]
+struct Runs {
+    map: Ordered<RunKey, Run>,
+    of_pid: HashMap<Pid, HashSet<Option<u32>>>,
+}
+
+impl Runs {
+    fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    fn get(&self, key: &RunKey) -> Option<&Run> {
+        self.map.get(key)
+    }
+
+    /// The run of `key` taken out, with its place for [`Runs::put`].
+    fn take(&mut self, key: &RunKey) -> Option<(u64, Run)> {
+        let out = self.map.take(key)?;
+        if let Some(tids) = self.of_pid.get_mut(&key.0) {
+            tids.remove(&key.1);
+            if tids.is_empty() {
+                self.of_pid.remove(&key.0);
+            }
+        }
+        Some(out)
+    }
+
+    /// Put a run (back): `place` None starts a new one.
+    fn put(&mut self, key: RunKey, place: Option<u64>, run: Run) {
+        self.of_pid.entry(key.0).or_default().insert(key.1);
+        self.map.put(key, place, run);
+    }
+
+    /// The keys of `pid`'s runs (every run's: None), in the order they began.
+    fn keys(&self, pid: Option<Pid>) -> Vec<RunKey> {
+        let Some(pid) = pid else {
+            return self.map.keys();
+        };
+        let mut v: Vec<(u64, RunKey)> = self.of_pid.get(&pid).map_or_else(Vec::new, |tids| {
+            tids.iter()
+                .filter_map(|&t| Some((self.map.place(&(pid, t))?, (pid, t))))
+                .collect()
+        });
+        v.sort_unstable_by_key(|x| x.0);
+        v.into_iter().map(|x| x.1).collect()
+    }
+}
+
 #[derive(Debug, Default, Clone)]
 pub struct Table {
     pub slots: HashMap<Fd, Slot>,
@@ -466,6 +593,10 @@ pub type HistRow = (Ev, String, Option<String>);
 /// being closed.
 struct Out {
     findings: Vec<Option<Finding>>,
+    /// repeats of final findings, counted in their first
+    repeats: Repeats,
+    /// findings emitted now wait (a save probe's)
+    hold: bool,
     history: Vec<HistRow>,
     sink: Option<Run>,
     watch: Option<(Pid, Fd)>,
@@ -502,12 +633,12 @@ impl Tables {
 }
 
 pub struct FdModel {
-    procs: IndexMap<Pid, Box<Proc>>,
+    procs: Procs,
     /// a default Proc that stands in a process's place while it is handled
     spare: Option<Box<Proc>>,
     tables: Tables,
     next_table: u64,
-    runs: IndexMap<(Pid, Option<u32>), Run>,
+    runs: Runs,
     save: Option<SaveProbe>,
     /// fd numbers a result strace made up announced (`dup2(3, 20) = 20
     /// (INJECTED)`), by the call that said so: the program believes in
@@ -596,7 +727,8 @@ impl Out {
     }
 
     /// A close in a run is reported at once; if the run turns out to be a
-    /// sweep its findings are taken back.
+    /// sweep its findings are taken back.  A final finding (outside a run)
+    /// that repeats an earlier one is counted there (its index returned).
     fn emit(&mut self, f: Finding) -> Option<usize> {
         if let Some(run) = &mut self.sink {
             if run.settled {
@@ -605,6 +737,11 @@ impl Out {
             run.held
                 .get_or_insert_with(Vec::new)
                 .push(self.findings.len());
+        } else if !self.hold {
+            let all = &self.findings;
+            if let Some(i) = self.repeats.fold(&f, all.len(), |i| all.get(i)?.as_ref()) {
+                return Some(i);
+            }
         }
         self.findings.push(Some(f));
         Some(self.findings.len() - 1)
@@ -615,6 +752,29 @@ impl Out {
             for i in held {
                 self.findings[i] = None;
             }
+            self.trim();
+        }
+    }
+
+    /// Held findings that stay (a run that was no sweep, a save that was
+    /// no probe): final now, and repeats too.
+    fn settle(&mut self, held: impl IntoIterator<Item = usize>) {
+        for i in held {
+            let Some(f) = self.findings[i].take() else {
+                continue;
+            };
+            let all = &self.findings;
+            if self.repeats.fold(&f, i, |j| all.get(j)?.as_ref()).is_none() {
+                self.findings[i] = Some(f);
+            }
+        }
+        self.trim();
+    }
+
+    /// Taken-back findings at the end hold no place.
+    fn trim(&mut self) {
+        while self.findings.last().is_some_and(Option::is_none) {
+            self.findings.pop();
         }
     }
 
@@ -835,15 +995,17 @@ impl FdModel {
     /// `watch`: (pid or None, fd) whose history `history()` records.
     pub fn new(watch: Option<(Pid, Fd)>, all_fds: bool, names: Rc<Names>) -> Self {
         FdModel {
-            procs: IndexMap::default(),
+            procs: Procs::default(),
             spare: None,
             tables: Tables::default(),
             next_table: 0,
-            runs: IndexMap::default(),
+            runs: Runs::default(),
             save: None,
             phantoms: HashMap::default(),
             o: Out {
                 findings: Vec::new(),
+                repeats: Repeats::default(),
+                hold: false,
                 history: Vec::new(),
                 sink: None,
                 watch,
@@ -936,19 +1098,12 @@ impl FdModel {
             };
             self.procs.insert(pid, Box::new(p));
         }
-        let idx = self.procs.get_index_of(&pid).expect("present");
+        let stand_in = self.spare.take().unwrap_or_default();
+        let mut p = self.procs.swap(&pid, stand_in);
         // a process first met by a plain call while every other one was seen
         // from its start: a child (strace -f follows each from its first
         // call) whose clone result strace has not printed yet
-        let whole = self.procs[idx].first
-            && self.procs.len() > 1
-            && self
-                .procs
-                .values()
-                .enumerate()
-                .all(|(i, q)| i == idx || q.complete);
-        let stand_in = self.spare.take().unwrap_or_default();
-        let mut p = std::mem::replace(&mut self.procs[idx], stand_in);
+        let whole = p.first && self.procs.len() > 1 && self.procs.incomplete == 0;
         if p.first {
             self.first_event(&mut p, ev, whole);
         }
@@ -1001,10 +1156,15 @@ impl FdModel {
             p.tid_tables.remove(&ev.h.tid);
         }
         let ended = p.ended;
-        self.spare = Some(std::mem::replace(&mut self.procs[idx], p));
+        self.spare = Some(self.procs.put_back(&pid, p));
         if ended {
-            self.procs.shift_remove_index(idx);
+            self.procs.remove(&pid);
         }
+        #[cfg(test)]
+        assert_eq!(
+            self.procs.incomplete,
+            self.procs.map.iter().filter(|(_, p)| !p.complete).count()
+        );
     }
 
     fn first_event(&mut self, p: &mut Proc, ev: &Event, whole: bool) {
@@ -1155,11 +1315,13 @@ impl FdModel {
             _ => None,
         };
         if onto != Some(sp.fd) {
+            self.o.settle(sp.held);
             return;
         }
         for i in sp.held {
             self.o.findings[i] = None;
         }
+        self.o.trim();
         if self.o.watched(ev.h.pid, sp.fd) {
             self.o.history.push((
                 ev.clone(),
@@ -1178,7 +1340,10 @@ impl FdModel {
         let new = k.new_fd.map(Fd::from);
         if new.is_none() && old >= 0 && matches!(&*ev.name, "fcntl" | "fcntl64") {
             let start = self.o.findings.len();
+            // kept apart from repeats until the probe is settled
+            self.o.hold = true;
             self.dup_ebadf_judged(p, t, ev, old, new, l);
+            self.o.hold = false;
             self.save = Some(SaveProbe {
                 key: (ev.h.pid, ev.h.tid),
                 fd: old,
@@ -1234,11 +1399,8 @@ impl FdModel {
             return;
         }
         let key = (ev.h.pid, ev.h.tid);
-        let (idx, mut run) = match self.runs.get_index_of(&key) {
-            Some(i) => {
-                let r = std::mem::replace(&mut self.runs[i], placeholder_run(ev));
-                (Some(i), r)
-            }
+        let (seq, mut run) = match self.runs.take(&key) {
+            Some((seq, r)) => (Some(seq), r),
             None => (None, placeholder_run(ev)),
         };
         if run.closes + run.ranges > 0 && run.dir == 0 {
@@ -1261,17 +1423,12 @@ impl FdModel {
             run.settled = true;
             self.o.retract(&mut run);
         }
-        match idx {
-            Some(i) => self.runs[i] = run,
-            None => {
-                self.runs.insert(key, run);
-            }
-        }
+        self.runs.put(key, seq, run);
         self.put_table(p, t);
     }
 
     fn end_run(&mut self, key: (Pid, Option<u32>)) {
-        let Some(mut run) = self.runs.shift_remove(&key) else {
+        let Some((_, mut run)) = self.runs.take(&key) else {
             return;
         };
         if run.settled || is_sweep(&run) {
@@ -1279,6 +1436,8 @@ impl FdModel {
             if run.ebadf > 0 {
                 self.sweep_note(&run);
             }
+        } else {
+            self.o.settle(run.held.take().into_iter().flatten());
         }
     }
 
@@ -1389,11 +1548,8 @@ impl FdModel {
             return;
         }
         let key = (ev.h.pid, ev.h.tid);
-        let (idx, mut run) = match self.runs.get_index_of(&key) {
-            Some(i) => {
-                let r = std::mem::replace(&mut self.runs[i], placeholder_run(ev));
-                (Some(i), r)
-            }
+        let (seq, mut run) = match self.runs.take(&key) {
+            Some((seq, r)) => (Some(seq), r),
             None => (None, placeholder_run(ev)),
         };
         if run.closes + run.ranges > 0 && run.dir == 0 {
@@ -1447,12 +1603,7 @@ impl FdModel {
             }
         }
         let run = self.o.sink.take().expect("sink");
-        match idx {
-            Some(i) => self.runs[i] = run,
-            None => {
-                self.runs.insert(key, run);
-            }
-        }
+        self.runs.put(key, seq, run);
         if open_ended {
             // nothing is left above it to close: the sweep is complete
             self.end_run(key);
@@ -1915,12 +2066,14 @@ impl FdModel {
         let old = c.table;
         let table = self.child_table(p, share_files);
         self.tables.remove(&old);
-        let c = self.procs.get_mut(&cpid).expect("present");
-        c.table = table;
-        c.early = false;
-        c.forked = true;
-        c.blind = p.blind;
-        c.complete = p.complete;
+        let (blind, complete) = (p.blind, p.complete);
+        self.procs.update(&cpid, |c| {
+            c.table = table;
+            c.early = false;
+            c.forked = true;
+            c.blind = blind;
+            c.complete = complete;
+        });
         Some(table)
     }
 
@@ -2025,8 +2178,7 @@ impl FdModel {
         if p.ended {
             return;
         }
-        let keys: Vec<_> = self.runs.keys().filter(|k| k.0 == p.pid).cloned().collect();
-        for key in keys {
+        for key in self.runs.keys(Some(p.pid)) {
             self.end_run(key);
         }
         p.ended = true;
@@ -2061,24 +2213,23 @@ impl FdModel {
             return;
         }
         self.finished = true;
-        let keys: Vec<_> = self.runs.keys().cloned().collect();
-        for key in keys {
+        for key in self.runs.keys(None) {
             self.end_run(key);
         }
-        let pids: Vec<Pid> = self.procs.keys().cloned().collect();
-        for pid in pids {
-            let Some(idx) = self.procs.get_index_of(&pid) else {
+        for pid in self.procs.map.keys() {
+            if !self.procs.contains_key(&pid) {
                 continue;
-            };
+            }
             let stand_in = self.spare.take().unwrap_or_default();
-            let mut p = std::mem::replace(&mut self.procs[idx], stand_in);
+            let mut p = self.procs.swap(&pid, stand_in);
             self.end(&mut p, None, false, l);
             let ended = p.ended;
-            self.spare = Some(std::mem::replace(&mut self.procs[idx], p));
+            self.spare = Some(self.procs.put_back(&pid, p));
             if ended {
-                self.procs.shift_remove_index(idx);
+                self.procs.remove(&pid);
             }
         }
+        self.o.repeats.finish_opt(&mut self.o.findings);
     }
 
     /// --all-fds: the fds the program made itself still open at exit.
@@ -3535,7 +3686,7 @@ mod tests {
         m.finish();
         assert!(m.take_findings().is_empty());
         // the process ended with the trace: nothing is kept for it
-        assert!(m.procs.is_empty());
+        assert!(m.procs.map.is_empty());
         let evs = [b.open(7, "/a"), b.close(7, None), b.close_range(7, 7)];
         let f = run(&evs);
         assert_eq!(f.len(), 1);
@@ -3553,7 +3704,7 @@ mod tests {
             m.feed(&b.open(3 + i % 7, "/etc/hosts"));
             m.feed(&b.close(3 + i % 7, None));
         }
-        let p = &m.procs[&Some(100)];
+        let p = m.procs.get(&Some(100)).expect("the process");
         let t = m.tables.get(&p.table).expect("the process's table");
         assert!(t.slots.is_empty());
         assert_eq!(t.closed.len(), 7);

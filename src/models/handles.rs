@@ -9,7 +9,7 @@ use super::common::*;
 use super::dmabuf::{BufRef, Buffer, DmabufTracker, merge, resolve};
 use super::fds::{Fd, FdModel, Listener, Pid, Proc, Slot, Table};
 use crate::events::{Event, Ioctl, Kind, Value};
-use crate::findings::{Evidence, Finding};
+use crate::findings::{Evidence, Finding, Repeats};
 use crate::kfd;
 use foldhash::{HashMap, HashSet};
 use serde_json::json;
@@ -79,6 +79,8 @@ struct State {
     kfd_live: HashMap<Key, Handle>,
     gem_live: HashMap<Key, Handle>,
     freed: Freed,
+    /// repeated bo-double-frees, counted in their first
+    repeats: Repeats,
 }
 
 type FreedEntry = (Option<Handle>, Option<Ev>);
@@ -247,6 +249,7 @@ impl HandleModel {
                 kfd_live: HashMap::default(),
                 gem_live: HashMap::default(),
                 freed: Freed::default(),
+                repeats: Repeats::default(),
             },
             finished: false,
         }
@@ -597,7 +600,15 @@ impl HandleModel {
             }
             .into(),
         ];
-        self.st.dmabuf.findings.push(f);
+        let all = &self.st.dmabuf.findings;
+        if self
+            .st
+            .repeats
+            .fold(&f, all.len(), |i| all.get(i))
+            .is_none()
+        {
+            self.st.dmabuf.findings.push(f);
+        }
     }
 
     pub fn finish(&mut self) {
@@ -606,6 +617,7 @@ impl HandleModel {
         }
         self.finished = true;
         self.fds.finish_with(&mut self.st);
+        self.st.repeats.finish(&mut self.st.dmabuf.findings);
     }
 }
 

@@ -953,7 +953,7 @@ mod ff {
         let names: Vec<u32> = files.iter().map(|f| f.tid.unwrap()).collect();
         assert_eq!(names, [100, 10000, 101, 102, 7, 8, 9999]);
         let t = ff_threads(&files, 1 << 20, &Fake).unwrap();
-        let tg = |x: u32| t.tgid_of[&x];
+        let tg = |x: u32| t.tgid_of.get(&x).expect("known");
         assert_eq!((tg(100), tg(101), tg(102)), (100, 100, 100));
         assert_eq!((tg(9999), tg(10000)), (9999, 9999));
         assert!(tg(7) == 7 || tg(7) == 8, "a cycle stops: {}", tg(7));

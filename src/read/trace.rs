@@ -12,7 +12,7 @@ use super::merge::{Key, Maker, Spill, Stream, bounded_merge};
 use super::open::FileSpec;
 use super::{InputError, input_error};
 use crate::events::{Event, FileId, Format, InputInfo, Kind, Text};
-use crate::parse::strace::PreCall;
+use crate::parse::strace::{PreCall, SharedTgids};
 use crate::parse::{strace, tinygrad};
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -20,6 +20,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Read;
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// Files a -ff merge holds open at once.
 pub const MAX_OPEN: usize = 64;
@@ -62,10 +63,10 @@ impl Dialect for tinygrad::Parser {
 /// What -ff files tell about each other.
 #[derive(Debug, Default, Clone)]
 pub struct Threads {
-    /// tid -> tgid
-    pub tgid_of: HashMap<u32, u32>,
+    /// tid -> tgid (shared by every file's parser)
+    pub tgid_of: Arc<SharedTgids>,
     /// tid -> the `<pid changed to N ...>` execve line (number, text)
-    pub handover: HashMap<u32, (u64, String)>,
+    pub handover: Arc<strace::Handover>,
     /// tid -> (the tid whose clone/fork made it, made as a thread)
     pub parent: HashMap<u32, (u32, bool)>,
 }
@@ -117,21 +118,13 @@ impl Dialects for Builtin {
     ) -> Option<Box<dyn Dialect>> {
         Some(match spec.format {
             Format::Tinygrad => Box::new(tinygrad::Parser::new(file, info)),
-            _ => {
-                let handover: Option<HashMap<u32, (u64, Vec<u8>)>> = threads.map(|t| {
-                    t.handover
-                        .iter()
-                        .map(|(&k, (n, line))| (k, (*n, line.as_bytes().to_vec())))
-                        .collect()
-                });
-                Box::new(strace::Parser::new(
-                    file,
-                    info,
-                    spec.tid,
-                    threads.map(|t| &t.tgid_of),
-                    handover,
-                ))
-            }
+            _ => Box::new(strace::Parser::new(
+                file,
+                info,
+                spec.tid,
+                threads.map(|t| t.tgid_of.clone()),
+                threads.map(|t| t.handover.clone()),
+            )),
         })
     }
 }
@@ -437,6 +430,12 @@ impl<D: Dialects + 'static> Trace<D> {
                 ),
             ));
         };
+        // a small file of many gets a buffer its size, not a whole chunk
+        // (zeroing 64 KiB for each of 10^5 files of a few lines dominated)
+        let chunk = match std::fs::metadata(&spec.path) {
+            Ok(m) if m.is_file() => chunk.min((m.len() as usize + 1).max(4096)),
+            _ => chunk,
+        };
         let lines = CleanLines::new(r, &spec.path, spec.layout.clone(), self.max_line, chunk);
         let (lines, chunked) = if jobs > 1 {
             match Chunked::new(lines, &spec.path, fid, jobs, self.batch_lines) {
@@ -569,6 +568,7 @@ pub fn ff_threads<D: Dialects + ?Sized>(
     if tids.is_empty() {
         return Ok(t);
     }
+    let mut handover = HashMap::new();
     for f in files {
         let Some(tid) = f.tid else { continue };
         if f.format != Format::Strace || f.stream.is_some() {
@@ -584,7 +584,7 @@ pub fn ff_threads<D: Dialects + ?Sized>(
         while let Some((lineno, line)) = lines.next(&mut info)? {
             let Some(line) = line else { continue };
             if line.contains("<pid changed to ") {
-                t.handover.insert(tid, (lineno, line.into_owned()));
+                handover.insert(tid, (lineno, line.as_bytes().to_vec()));
                 continue;
             }
             if !line.contains("clone") && !line.contains("fork") && !line.contains("syscall_0x1b3")
@@ -624,7 +624,8 @@ pub fn ff_threads<D: Dialects + ?Sized>(
             tgid.insert(c, root);
         }
     }
-    t.tgid_of = tgid;
+    t.tgid_of = Arc::new(SharedTgids::new(tgid));
+    t.handover = Arc::new(handover);
     Ok(t)
 }
 
