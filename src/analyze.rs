@@ -38,6 +38,8 @@ pub struct Options {
     pub batch_lines: usize,
     /// smaller files are parsed on one thread
     pub min_bytes: u64,
+    /// files a merge of many holds open at once (more are merged in rounds)
+    pub max_open: usize,
 }
 
 impl Default for Options {
@@ -52,6 +54,7 @@ impl Default for Options {
             jobs: 1,
             batch_lines: crate::read::chunked::BATCH_LINES,
             min_bytes: crate::read::chunked::MIN_BYTES,
+            max_open: crate::read::trace::open_budget(),
         }
     }
 }
@@ -63,6 +66,7 @@ impl Options {
         t.jobs = self.jobs;
         t.batch_lines = self.batch_lines;
         t.min_bytes = self.min_bytes;
+        t.max_open = self.max_open;
         t
     }
 }

@@ -82,6 +82,10 @@ pub fn key_str(x: Option<&str>) -> String {
     x.map_or_else(|| "None".to_owned(), str::to_owned)
 }
 
+/// The role of a repeated finding's last occurrence: "the last of N" (the
+/// front leaves it out of the fingerprint, rocrtrace/findings.py LAST_OF).
+pub const LAST_OF: &str = "the last of ";
+
 /// Repeated findings folded into their first occurrence (SPEC 7: repeated
 /// findings of one rule at one site aggregate, so a trace that does the
 /// same wrong thing 10^6 times costs one finding, not 10^6).  A repeat is
@@ -184,7 +188,7 @@ impl Repeats {
                 f.message += &format!("; {times} times in all (the first and the last are shown)");
                 f.details.insert("occurrences".into(), Json::from(times));
                 f.evidence
-                    .push(Evidence::new(format!("the last of {times}"), &last));
+                    .push(Evidence::new(format!("{LAST_OF}{times}"), &last));
             });
         }
     }
@@ -200,5 +204,58 @@ impl Repeats {
         }
         r.finish(&mut kept);
         kept
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{Header, Kind};
+
+    fn at(line: u64, pid: u32, msg: &str) -> Finding {
+        let h = Header {
+            line,
+            pid: Some(pid),
+            ..Default::default()
+        };
+        let ev = Event::new(h, Kind::Syscall(Default::default()));
+        let mut f = Finding::new("fd-bad-fd", msg, Some(&ev));
+        f.evidence = vec![Evidence::new("this call", &ev)];
+        f
+    }
+
+    #[test]
+    fn only_equal_findings_of_one_process_fold() {
+        let whole = Finding::new("trace-unparsed", "x", None);
+        let got = Repeats::fold_all(vec![
+            at(1, 7, "a"),
+            at(2, 7, "b"),
+            at(3, 8, "a"),
+            at(4, 7, "a"),
+            whole.clone(),
+            at(5, 7, "a"),
+            whole,
+        ]);
+        let seen: Vec<_> = got
+            .iter()
+            .map(|f| (f.line, f.details.get("occurrences").cloned()))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (Some(1), Some(Json::from(3))),
+                (Some(2), None),
+                (Some(3), None),
+                (None, None),
+                (None, None)
+            ]
+        );
+        let roles: Vec<_> = got[0]
+            .evidence
+            .iter()
+            .map(|e| (e.role.as_str(), e.event.h.line))
+            .collect();
+        assert_eq!(roles, vec![("this call", 1), ("the last of 3", 5)]);
+        assert!(got[0].message.starts_with("a; 3 times in all"));
     }
 }

@@ -298,7 +298,7 @@ impl Slot {
 
 #[derive(Debug)]
 pub struct Closed {
-    pub slot: Slot,
+    pub slot: Box<Slot>,
     /// the call that closed it (None: an unseen close)
     pub event: Option<Ev>,
     /// close, close_range, dup2, exec, unseen
@@ -474,7 +474,10 @@ impl Runs {
 
 #[derive(Debug, Default, Clone)]
 pub struct Table {
-    pub slots: HashMap<Fd, Slot>,
+    /// boxed: a table of 10^6 open fds holds 2^21 buckets, and an entry
+    /// of a pointer, not of a whole slot, per bucket (SPEC 7: memory per
+    /// live fd)
+    pub slots: HashMap<Fd, Box<Slot>>,
     pub closed: HashMap<Fd, ClosedRef>,
     gens: HashMap<Fd, u64>,
     pub users: i64,
@@ -490,7 +493,7 @@ impl Table {
             slots: self
                 .slots
                 .iter()
-                .map(|(n, s)| (*n, s.copy(Some(origin))))
+                .map(|(n, s)| (*n, Box::new(s.copy(Some(origin)))))
                 .collect(),
             closed: self.closed.clone(),
             gens: self.gens.clone(),
@@ -524,7 +527,7 @@ impl Table {
     fn insert(&mut self, mut s: Slot) {
         self.next_order += 1;
         s.order = self.next_order;
-        self.slots.insert(s.fd, s);
+        self.slots.insert(s.fd, Box::new(s));
     }
 }
 
@@ -1046,12 +1049,16 @@ impl FdModel {
 
     pub fn lookup(&self, pid: Pid, fd: Fd) -> Option<&Slot> {
         let p = self.procs.get(&pid)?;
-        self.tables.get(&p.table)?.slots.get(&fd)
+        self.tables.get(&p.table)?.slots.get(&fd).map(|s| &**s)
     }
 
     pub fn lookup_mut(&mut self, pid: Pid, fd: Fd) -> Option<&mut Slot> {
         let p = self.procs.get(&pid)?;
-        self.tables.get_mut(&p.table)?.slots.get_mut(&fd)
+        self.tables
+            .get_mut(&p.table)?
+            .slots
+            .get_mut(&fd)
+            .map(|s| &mut **s)
     }
 
     fn new_table(&mut self, t: Table) -> u64 {
@@ -1236,7 +1243,7 @@ impl FdModel {
             }
             if ev.h.ok() && sf >= 0 {
                 self.o.use_fd(p, &mut t, l, sf.into(), ev, None, None);
-                src = t.slots.get(&Fd::from(sf)).cloned();
+                src = t.slots.get(&Fd::from(sf)).map(|s| (**s).clone());
             }
         }
         if ev.h.ok() {
@@ -1999,7 +2006,7 @@ impl FdModel {
                         let order = s.order;
                         let mut copy = ps.copy(Some(&Cow::Borrowed("inherited")));
                         copy.order = order;
-                        ct.slots.insert(n, copy);
+                        ct.slots.insert(n, Box::new(copy));
                     }
                 }
             }
@@ -3666,6 +3673,56 @@ mod tests {
         assert_eq!((f[0].rule, f[0].severity), ("fd-bad-fd", Some("note")));
         assert_eq!(f[0].details["sweep"]["closes"], 37);
         assert_eq!(f[0].details["sweep"]["ebadf"], 36);
+    }
+
+    #[test]
+    fn repeated_findings_fold_into_their_first() {
+        // 1,000 close(-1): one note "1000 times", the first and the last
+        let mut b = B(0);
+        let mut evs: Vec<Event> = (0..1000).map(|_| b.close(-1, Some("EBADF"))).collect();
+        // the same wrong close of a never-open number, each in a run of
+        // its own (a close run that proves no sweep): one finding too
+        evs.push(b.open(3, "/etc/hosts"));
+        for _ in 0..500 {
+            evs.push(b.close(9, Some("EBADF")));
+        }
+        // a sweep after them (an fd made in between: a new run) is still
+        // one note of its own
+        evs.push(b.open(4, "/etc/passwd"));
+        for fd in 10..50 {
+            evs.push(b.close(fd, Some("EBADF")));
+        }
+        evs.push(b.exit());
+        let f = run(&evs);
+        let got: Vec<_> = f
+            .iter()
+            .map(|f| (f.rule, f.line, f.details.get("occurrences").cloned()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("fd-bad-fd", Some(1), Some(json!(1000))),
+                ("fd-bad-fd", Some(1002), Some(json!(500))),
+                ("fd-bad-fd", Some(1503), None),
+            ],
+            "{f:#?}"
+        );
+        assert!(
+            f[0].message
+                .ends_with("; 1000 times in all (the first and the last are shown)")
+        );
+        let last = f[0].evidence.last().expect("evidence");
+        assert_eq!(
+            (last.role.as_str(), last.event.h.line),
+            ("the last of 1000", 1000)
+        );
+        assert!(f[2].details.contains_key("sweep"));
+        // the model keeps one finding per kind, not one per call
+        let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
+        for e in &evs[..1500] {
+            m.feed(e);
+        }
+        assert!(m.o.findings.len() <= 3, "{}", m.o.findings.len());
     }
 
     #[test]

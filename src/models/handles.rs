@@ -163,7 +163,7 @@ impl Listener for State {
     fn on_process_end(&mut self, p: &Proc, t: &Table, ev: Option<&Ev>, _exited: bool) {
         let order = t.ordered();
         let slots: Vec<&Slot> = if t.users <= 0 {
-            order.iter().map(|n| &t.slots[n]).collect()
+            order.iter().map(|n| &*t.slots[n]).collect()
         } else {
             Vec::new()
         };

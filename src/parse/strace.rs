@@ -1917,6 +1917,50 @@ mod tests {
     }
 
     #[test]
+    fn a_process_exit_forgets_its_threads_and_no_other() {
+        // 100 made threads 101 and 102 and a child 200 with a thread 201;
+        // 100 exits; then 101 and 102 are new processes, 201 still 200's
+        let thread = "clone3({flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|\
+                      CLONE_SYSVSEM, exit_signal=0}, 88)";
+        let fork = "clone(child_stack=NULL, flags=SIGCHLD)";
+        let lines = [
+            format!("100 {thread} = 101"),
+            format!("100 {thread} = 102"),
+            format!("100 {fork} = 200"),
+            format!("200 {thread} = 201"),
+            "100 +++ exited with 0 +++".into(),
+            "101 close(3) = 0".into(),
+            "102 close(3) = 0".into(),
+            "201 close(3) = 0".into(),
+        ];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (evs, _) = parse(&lines);
+        let who: Vec<_> = evs[evs.len() - 3..]
+            .iter()
+            .map(|e| (e.h.tid, e.h.pid))
+            .collect();
+        assert_eq!(
+            who,
+            vec![
+                (Some(101), Some(101)),
+                (Some(102), Some(102)),
+                (Some(201), Some(200))
+            ]
+        );
+        // the same over what an -ff pre-pass shares: its tids forgotten too
+        let base = SharedTgids::new([(101, 100), (102, 100), (201, 200)].into());
+        let mut t = Tgids::new(Some(Arc::new(base)));
+        t.insert(103, Some(100));
+        t.insert(102, Some(102)); // this file saw 102 become its own
+        let mut gone = t.remove_group(100);
+        gone.sort_unstable();
+        assert_eq!(gone, vec![101, 103]);
+        assert_eq!(t.get(&101), None);
+        assert_eq!(t.get(&102), Some(Some(102)));
+        assert_eq!(t.get(&201), Some(Some(200)));
+    }
+
+    #[test]
     fn split_call_is_emitted_at_its_resumed_line() {
         let (evs, info) = parse(&[
             "42 1764435600.1 ioctl(3</dev/kfd>, AMDKFD_IOC_WAIT_EVENTS, 0x7f <unfinished ...>",

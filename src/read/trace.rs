@@ -22,8 +22,30 @@ use std::io::Read;
 use std::rc::Rc;
 use std::sync::Arc;
 
-/// Files a -ff merge holds open at once.
+/// Files a -ff merge holds open at once (at most; see [`open_budget`]).
 pub const MAX_OPEN: usize = 64;
+
+/// Files a merge may hold open: [`MAX_OPEN`], or a quarter of the soft
+/// RLIMIT_NOFILE where that is less (the interpreter's own fds and the
+/// other traces of `--jobs` share the table), at least 2.
+pub fn open_budget() -> usize {
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("Max open files"))?;
+            line["Max open files".len()..]
+                .split_whitespace()
+                .next()?
+                .parse::<u64>()
+                .ok()
+        });
+    match soft {
+        Some(n) => MAX_OPEN
+            .min(usize::try_from(n / 4).unwrap_or(MAX_OPEN))
+            .max(2),
+        None => MAX_OPEN,
+    }
+}
 /// Read size per file while merging many files.
 pub const MERGE_CHUNK: usize = 64 << 10;
 
@@ -387,7 +409,7 @@ impl<D: Dialects + 'static> Trace<D> {
             files,
             infos: Rc::new(RefCell::new(infos)),
             max_line,
-            max_open: MAX_OPEN,
+            max_open: open_budget(),
             first_id: 0,
             jobs: 1,
             batch_lines: chunked::BATCH_LINES,
