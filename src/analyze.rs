@@ -5,7 +5,7 @@
 //! and the module maps the symbolizer reads.
 
 use crate::events::{Event, InputInfo, Kind, Text};
-use crate::findings::{Finding, Repeats};
+use crate::findings::{Finding, fold_programs};
 use crate::models::common::Names;
 use crate::models::fds::FdModel;
 use crate::models::handles::{HandleModel, Options as HandleOptions};
@@ -211,8 +211,10 @@ pub fn run_files(
     m.svm.finish();
     let mut findings = m.handles.fds.take_findings();
     findings.extend(m.handles.take_findings());
-    // the SVM model builds its findings at its end: repeats fold here
-    findings.extend(Repeats::fold_all(std::mem::take(&mut m.svm.findings)));
+    findings.append(&mut m.svm.findings);
+    // repeats across processes of one program (and the SVM model's, built
+    // at its end) fold here; the models folded those within a process
+    let findings = fold_programs(findings, |pid| programs.of(pid));
     let limits = m.svm.limits().to_vec();
     let behaviour = m.svm.behaviour();
     let infos = infos.borrow().clone();

@@ -93,8 +93,9 @@ pub const LAST_OF: &str = "the last of ";
 /// message, subject, key, details, evidence roles, and the event's call
 /// site (its frames) in the same process (a process runs one program, which
 /// the fingerprint names).  It is counted there with its last occurrence;
-/// [`Repeats::finish`] writes the count into the first (its message, its
-/// `occurrences` detail, and the last occurrence as evidence).
+/// [`Repeats::finish`] writes the count into the first (its `occurrences`
+/// detail, and the last occurrence as evidence); [`fold_programs`] then
+/// folds across processes and writes the counts into the messages.
 #[derive(Debug, Default)]
 pub struct Repeats {
     /// identity hash -> indices of first occurrences
@@ -185,26 +186,133 @@ impl Repeats {
         for (i, (n, last)) in std::mem::take(&mut self.more) {
             let times = n + 1;
             at(i, &|f: &mut Finding| {
-                f.message += &format!("; {times} times in all (the first and the last are shown)");
-                f.details.insert("occurrences".into(), Json::from(times));
+                f.details.insert(OCCURRENCES.into(), Json::from(times));
                 f.evidence
                     .push(Evidence::new(format!("{LAST_OF}{times}"), &last));
             });
         }
     }
+}
 
-    /// Fold a whole list (a model that builds its findings at its end).
-    pub fn fold_all(findings: Vec<Finding>) -> Vec<Finding> {
-        let mut r = Repeats::default();
-        let mut kept: Vec<Finding> = Vec::with_capacity(findings.len());
-        for f in findings {
-            if r.fold(&f, kept.len(), |i| kept.get(i)).is_none() {
-                kept.push(f);
+/// The detail that counts a folded finding's occurrences.
+pub const OCCURRENCES: &str = "occurrences";
+
+fn occurrences(f: &Finding) -> u64 {
+    f.details
+        .get(OCCURRENCES)
+        .and_then(Json::as_u64)
+        .unwrap_or(1)
+}
+
+/// Equal but for the event, its process and file, and the counts.
+fn same_elsewhere(a: &Finding, b: &Finding) -> bool {
+    let told = |f: &Finding| {
+        f.evidence
+            .iter()
+            .filter(|e| !e.role.starts_with(LAST_OF))
+            .map(|e| (e.role.clone(), e.note.clone()))
+            .collect::<Vec<_>>()
+    };
+    let details = |f: &Finding| {
+        let mut d = f.details.clone();
+        d.remove(OCCURRENCES);
+        d
+    };
+    let stack = |f: &Finding| f.event.as_ref().map(|e| e.h.stack.clone());
+    a.rule == b.rule
+        && a.severity == b.severity
+        && a.message == b.message
+        && a.key == b.key
+        && a.cause == b.cause
+        && a.subject == b.subject
+        && stack(a) == stack(b)
+        && told(a) == told(b)
+        && details(a) == details(b)
+}
+
+/// The models fold repeats within a process as they go; this folds what is
+/// left across the processes and files of one program (a child per file of
+/// a `-ff` trace doing the same close-all sweep: one note, N times), and
+/// writes every count into its finding's message.  The earliest occurrence
+/// (trace order) is kept, with the latest as its last; `program` names a
+/// process's program (the fingerprint's), so findings of two programs
+/// never fold.  Linear in the findings.
+pub fn fold_programs(
+    findings: Vec<Finding>,
+    program: impl Fn(Option<u32>) -> Vec<u8>,
+) -> Vec<Finding> {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut group_of: Vec<Option<usize>> = vec![None; findings.len()];
+    let mut seen: foldhash::HashMap<u64, Vec<usize>> = foldhash::HashMap::default();
+    for (i, f) in findings.iter().enumerate() {
+        let Some(ev) = &f.event else { continue };
+        let mut h = foldhash::fast::FixedState::default().build_hasher();
+        (f.rule, f.severity, &f.message, &f.key, &f.cause).hash(&mut h);
+        program(ev.h.pid).hash(&mut h);
+        ev.h.stack.hash(&mut h);
+        let firsts = seen.entry(h.finish()).or_default();
+        let hit = firsts
+            .iter()
+            .copied()
+            .find(|&g| same_elsewhere(&findings[groups[g][0]], f));
+        let g = hit.unwrap_or_else(|| {
+            groups.push(Vec::new());
+            firsts.push(groups.len() - 1);
+            groups.len() - 1
+        });
+        groups[g].push(i);
+        group_of[i] = Some(g);
+    }
+    let mut slots: Vec<Option<Finding>> = findings.into_iter().map(Some).collect();
+    let seq = |f: &Finding| f.event.as_ref().map_or(0, |e| e.h.seq);
+    let mut merged: Vec<Option<Finding>> = Vec::with_capacity(groups.len());
+    for members in &groups {
+        let mut fs: Vec<Finding> = members.iter().filter_map(|&i| slots[i].take()).collect();
+        let keep = (0..fs.len()).min_by_key(|&k| seq(&fs[k])).unwrap_or(0);
+        let mut f = fs.swap_remove(keep);
+        let mut total = occurrences(&f);
+        let mut last: Option<Event> = None;
+        let mut later = |e: &Event| {
+            if last.as_ref().is_none_or(|l| e.h.seq > l.h.seq) {
+                last = Some(e.clone());
+            }
+        };
+        let (mine, lasts): (Vec<Evidence>, Vec<Evidence>) = std::mem::take(&mut f.evidence)
+            .into_iter()
+            .partition(|e| !e.role.starts_with(LAST_OF));
+        f.evidence = mine;
+        lasts.iter().for_each(|e| later(&e.event));
+        for o in &fs {
+            total += occurrences(o);
+            if let Some(e) = &o.event {
+                later(e);
+            }
+            for e in o.evidence.iter().filter(|e| e.role.starts_with(LAST_OF)) {
+                later(&e.event);
             }
         }
-        r.finish(&mut kept);
-        kept
+        if total > 1 {
+            f.message += &format!("; {total} times in all (the first and the last are shown)");
+            f.details.insert(OCCURRENCES.into(), Json::from(total));
+            if let Some(l) = last {
+                f.evidence
+                    .push(Evidence::new(format!("{LAST_OF}{total}"), &l));
+            }
+        }
+        merged.push(Some(f));
     }
+    // each group where its first member stood; findings about a whole
+    // input where they stood
+    let mut out = Vec::with_capacity(merged.len());
+    for (i, slot) in slots.into_iter().enumerate() {
+        match group_of[i] {
+            None => out.extend(slot),
+            Some(g) if groups[g][0] == i => out.extend(merged[g].take()),
+            Some(_) => {}
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -215,6 +323,7 @@ mod tests {
     fn at(line: u64, pid: u32, msg: &str) -> Finding {
         let h = Header {
             line,
+            seq: line,
             pid: Some(pid),
             ..Default::default()
         };
@@ -225,28 +334,61 @@ mod tests {
     }
 
     #[test]
-    fn only_equal_findings_of_one_process_fold() {
+    fn only_equal_findings_fold() {
+        // within a process as they come (Repeats), then across the
+        // processes of one program (fold_programs); whole-input findings
+        // never fold
         let whole = Finding::new("trace-unparsed", "x", None);
-        let got = Repeats::fold_all(vec![
+        let fs = vec![
             at(1, 7, "a"),
             at(2, 7, "b"),
             at(3, 8, "a"),
             at(4, 7, "a"),
             whole.clone(),
             at(5, 7, "a"),
+            at(6, 9, "a"),
             whole,
-        ]);
-        let seen: Vec<_> = got
-            .iter()
-            .map(|f| (f.line, f.details.get("occurrences").cloned()))
-            .collect();
+        ];
+        let mut r = Repeats::default();
+        let mut kept: Vec<Finding> = Vec::new();
+        for f in fs {
+            if r.fold(&f, kept.len(), |i| kept.get(i)).is_none() {
+                kept.push(f);
+            }
+        }
+        r.finish(&mut kept);
+        let lines = |fs: &[Finding]| -> Vec<_> {
+            fs.iter()
+                .map(|f| (f.line, f.details.get(OCCURRENCES).cloned()))
+                .collect()
+        };
         assert_eq!(
-            seen,
+            lines(&kept),
             vec![
                 (Some(1), Some(Json::from(3))),
                 (Some(2), None),
                 (Some(3), None),
                 (None, None),
+                (Some(6), None),
+                (None, None)
+            ]
+        );
+        // pids 7 and 8 run one program, 9 another
+        let prog = |pid: Option<u32>| {
+            if pid == Some(9) {
+                b"y".to_vec()
+            } else {
+                b"x".to_vec()
+            }
+        };
+        let got = fold_programs(kept, prog);
+        assert_eq!(
+            lines(&got),
+            vec![
+                (Some(1), Some(Json::from(4))),
+                (Some(2), None),
+                (None, None),
+                (Some(6), None),
                 (None, None)
             ]
         );
@@ -255,7 +397,8 @@ mod tests {
             .iter()
             .map(|e| (e.role.as_str(), e.event.h.line))
             .collect();
-        assert_eq!(roles, vec![("this call", 1), ("the last of 3", 5)]);
-        assert!(got[0].message.starts_with("a; 3 times in all"));
+        assert_eq!(roles, vec![("this call", 1), ("the last of 4", 5)]);
+        assert!(got[0].message.starts_with("a; 4 times in all"));
+        assert_eq!(got[1].message, "b");
     }
 }

@@ -9,6 +9,8 @@ and prints the ratios.
   children   one process forks N children; all run, then exit in the order
              they were forked
   close-bad  N `close(-1) = -1 EBADF`: one finding, N times
+  sweeps     N fork children one after the other, each closing fds 3 to 40
+             before it exits (none open): one sweep note, N times
   fds-live   N files opened and held: memory per live fd
   ff-files   `strace -ff -o DIR/t`: a parent and N children, one file each
 """
@@ -78,6 +80,19 @@ def close_bad(path: Path, n: int) -> None:
         f.write(f"{ROOT} {t()} exit_group(0) = ?\n{ROOT} {t()} +++ exited with 0 +++\n")
 
 
+def sweeps(path: Path, n: int) -> None:
+    t = _Clock()
+    with path.open("w") as f:
+        f.write(f'{ROOT} {t()} execve("/bin/x", ["x"], 0x7ffc0000 /* 1 var */) = 0\n')
+        for i in range(n):
+            pid = ROOT + 1 + i
+            f.write(FORK.format(pid=ROOT, t=t(), c=pid))
+            for fd in range(3, 41):
+                f.write(f"{pid} {t()} close({fd}) = -1 EBADF (Bad file descriptor)\n")
+            f.write(f"{pid} {t()} exit_group(0) = ?\n{pid} {t()} +++ exited with 0 +++\n")
+        f.write(f"{ROOT} {t()} exit_group(0) = ?\n{ROOT} {t()} +++ exited with 0 +++\n")
+
+
 def fds_live(path: Path, n: int) -> None:
     t = _Clock()
     with path.open("w") as f:
@@ -106,4 +121,5 @@ def ff_files(dir_: Path, n: int) -> Path:
     return dir_
 
 
-WRITERS = {"tids": tids, "children": children, "close-bad": close_bad, "fds-live": fds_live}
+WRITERS = {"tids": tids, "children": children, "close-bad": close_bad, "sweeps": sweeps,
+           "fds-live": fds_live}

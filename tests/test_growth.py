@@ -46,6 +46,20 @@ def test_a_repeated_finding_is_one_finding_with_its_count(tmp_path):
     assert r.stdout.count("close(-1) = -1 EBADF") == 2, r.stdout
 
 
+def test_the_same_sweep_in_every_child_is_one_note(tmp_path):
+    # 2,000 fork children each closing 3..40 before exiting: one sweep
+    # note, "2000 times" (a note per child grew with the trace)
+    p = tmp_path / "t.log"
+    g.sweeps(p, 2_000)
+    res = analyze([str(p)])
+    (f,) = res.findings
+    assert (f.rule, f.severity, f.details["occurrences"]) == ("fd-bad-fd", "note", 2_000)
+    assert f.details["sweep"] == {"closes": 38, "ebadf": 38, "first": 3, "last": 40}
+    assert [(e.role, e.event.pid) for e in f.evidence] == [
+        ("first close of the sweep", 1001), ("last close of the sweep", 1001),
+        ("the last of 2000", 3000)]
+
+
 def test_many_threads_and_children_come_and_go(tmp_path):
     # every thread / child runs, then exits in the order it started (the
     # worst order for a list that shifts on removal)
