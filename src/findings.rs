@@ -93,9 +93,9 @@ pub const LAST_OF: &str = "the last of ";
 /// message, subject, key, details, evidence roles, and the event's call
 /// site (its frames) in the same process (a process runs one program, which
 /// the fingerprint names).  It is counted there with its last occurrence;
-/// [`Repeats::finish`] writes the count into the first (its `occurrences`
-/// detail, and the last occurrence as evidence); [`fold_programs`] then
-/// folds across processes and writes the counts into the messages.
+/// [`Repeats::finish`] writes the count into the first (its message, its
+/// `occurrences` detail, and the last occurrence as evidence);
+/// [`fold_programs`] then folds across the processes of one program.
 #[derive(Debug, Default)]
 pub struct Repeats {
     /// identity hash -> indices of first occurrences
@@ -186,6 +186,7 @@ impl Repeats {
         for (i, (n, last)) in std::mem::take(&mut self.more) {
             let times = n + 1;
             at(i, &|f: &mut Finding| {
+                f.message += &times_suffix(times);
                 f.details.insert(OCCURRENCES.into(), Json::from(times));
                 f.evidence
                     .push(Evidence::new(format!("{LAST_OF}{times}"), &last));
@@ -202,6 +203,22 @@ fn occurrences(f: &Finding) -> u64 {
         .get(OCCURRENCES)
         .and_then(Json::as_u64)
         .unwrap_or(1)
+}
+
+fn times_suffix(times: u64) -> String {
+    format!("; {times} times in all (the first and the last are shown)")
+}
+
+/// The message without the count a fold wrote into it.
+fn base_message(f: &Finding) -> &str {
+    let n = occurrences(f);
+    if n > 1 {
+        f.message
+            .strip_suffix(times_suffix(n).as_str())
+            .unwrap_or(&f.message)
+    } else {
+        &f.message
+    }
 }
 
 /// Equal but for the event, its process and file, and the counts.
@@ -221,7 +238,7 @@ fn same_elsewhere(a: &Finding, b: &Finding) -> bool {
     let stack = |f: &Finding| f.event.as_ref().map(|e| e.h.stack.clone());
     a.rule == b.rule
         && a.severity == b.severity
-        && a.message == b.message
+        && base_message(a) == base_message(b)
         && a.key == b.key
         && a.cause == b.cause
         && a.subject == b.subject
@@ -232,8 +249,8 @@ fn same_elsewhere(a: &Finding, b: &Finding) -> bool {
 
 /// The models fold repeats within a process as they go; this folds what is
 /// left across the processes and files of one program (a child per file of
-/// a `-ff` trace doing the same close-all sweep: one note, N times), and
-/// writes every count into its finding's message.  The earliest occurrence
+/// a `-ff` trace doing the same close-all sweep: one note, N times), the
+/// counts added up.  The earliest occurrence
 /// (trace order) is kept, with the latest as its last; `program` names a
 /// process's program (the fingerprint's), so findings of two programs
 /// never fold.  Linear in the findings.
@@ -248,7 +265,7 @@ pub fn fold_programs(
     for (i, f) in findings.iter().enumerate() {
         let Some(ev) = &f.event else { continue };
         let mut h = foldhash::fast::FixedState::default().build_hasher();
-        (f.rule, f.severity, &f.message, &f.key, &f.cause).hash(&mut h);
+        (f.rule, f.severity, base_message(f), &f.key, &f.cause).hash(&mut h);
         program(ev.h.pid).hash(&mut h);
         ev.h.stack.hash(&mut h);
         let firsts = seen.entry(h.finish()).or_default();
@@ -271,6 +288,11 @@ pub fn fold_programs(
         let mut fs: Vec<Finding> = members.iter().filter_map(|&i| slots[i].take()).collect();
         let keep = (0..fs.len()).min_by_key(|&k| seq(&fs[k])).unwrap_or(0);
         let mut f = fs.swap_remove(keep);
+        if fs.is_empty() {
+            merged.push(Some(f)); // no repeat elsewhere: as the model left it
+            continue;
+        }
+        f.message = base_message(&f).to_owned();
         let mut total = occurrences(&f);
         let mut last: Option<Event> = None;
         let mut later = |e: &Event| {
@@ -293,7 +315,7 @@ pub fn fold_programs(
             }
         }
         if total > 1 {
-            f.message += &format!("; {total} times in all (the first and the last are shown)");
+            f.message += &times_suffix(total);
             f.details.insert(OCCURRENCES.into(), Json::from(total));
             if let Some(l) = last {
                 f.evidence
