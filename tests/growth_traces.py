@@ -16,6 +16,7 @@ and prints the ratios.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 THREAD = ("{pid} {t} clone3({{flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|"
@@ -39,68 +40,60 @@ class _Clock:
         return f"{1_700_000_000 + self.us // 1_000_000}.{self.us % 1_000_000:06d}"
 
 
-def tids(path: Path, n: int) -> None:
+@contextmanager
+def _trace(path: Path):
+    """(file, clock) of an `strace -f -ttt` log of ROOT, between its execve
+    and its exit."""
     t = _Clock()
     with path.open("w") as f:
         f.write(f'{ROOT} {t()} execve("/bin/x", ["x"], 0x7ffc0000 /* 1 var */) = 0\n')
-        for i in range(n):
-            f.write(THREAD.format(pid=ROOT, t=t(), c=ROOT + 1 + i))
-        for i in range(n):
-            tid = ROOT + 1 + i
-            f.write(OPEN.format(pid=tid, t=t(), fd=3))
-            f.write(CLOSE.format(pid=tid, t=t(), fd=3))
-        for i in range(n):
-            tid = ROOT + 1 + i
-            f.write(f"{tid} {t()} exit(0) = ?\n{tid} {t()} +++ exited with 0 +++\n")
+        yield f, t
         f.write(f"{ROOT} {t()} exit_group(0) = ?\n{ROOT} {t()} +++ exited with 0 +++\n")
+
+
+def _spawn(path: Path, n: int, make: str, end: str) -> None:
+    """ROOT makes n tasks with `make` (a clone line), each opens and closes
+    a file, then each ends with `end` (its exit call), in the order made."""
+    with _trace(path) as (f, t):
+        for i in range(n):
+            f.write(make.format(pid=ROOT, t=t(), c=ROOT + 1 + i))
+        for i in range(n):
+            f.write(OPEN.format(pid=ROOT + 1 + i, t=t(), fd=3))
+            f.write(CLOSE.format(pid=ROOT + 1 + i, t=t(), fd=3))
+        for i in range(n):
+            tid = ROOT + 1 + i
+            f.write(f"{tid} {t()} {end} = ?\n{tid} {t()} +++ exited with 0 +++\n")
+
+
+def tids(path: Path, n: int) -> None:
+    _spawn(path, n, THREAD, "exit(0)")
 
 
 def children(path: Path, n: int) -> None:
-    t = _Clock()
-    with path.open("w") as f:
-        f.write(f'{ROOT} {t()} execve("/bin/x", ["x"], 0x7ffc0000 /* 1 var */) = 0\n')
-        for i in range(n):
-            f.write(FORK.format(pid=ROOT, t=t(), c=ROOT + 1 + i))
-        for i in range(n):
-            pid = ROOT + 1 + i
-            f.write(OPEN.format(pid=pid, t=t(), fd=3))
-            f.write(CLOSE.format(pid=pid, t=t(), fd=3))
-        for i in range(n):
-            pid = ROOT + 1 + i
-            f.write(f"{pid} {t()} exit_group(0) = ?\n{pid} {t()} +++ exited with 0 +++\n")
-        f.write(f"{ROOT} {t()} exit_group(0) = ?\n{ROOT} {t()} +++ exited with 0 +++\n")
+    _spawn(path, n, FORK, "exit_group(0)")
 
 
 def close_bad(path: Path, n: int) -> None:
-    t = _Clock()
-    with path.open("w") as f:
-        f.write(f'{ROOT} {t()} execve("/bin/x", ["x"], 0x7ffc0000 /* 1 var */) = 0\n')
+    with _trace(path) as (f, t):
         for _ in range(n):
             f.write(f"{ROOT} {t()} close(-1) = -1 EBADF (Bad file descriptor)\n")
-        f.write(f"{ROOT} {t()} exit_group(0) = ?\n{ROOT} {t()} +++ exited with 0 +++\n")
 
 
 def sweeps(path: Path, n: int) -> None:
-    t = _Clock()
-    with path.open("w") as f:
-        f.write(f'{ROOT} {t()} execve("/bin/x", ["x"], 0x7ffc0000 /* 1 var */) = 0\n')
+    with _trace(path) as (f, t):
         for i in range(n):
             pid = ROOT + 1 + i
             f.write(FORK.format(pid=ROOT, t=t(), c=pid))
             for fd in range(3, 41):
                 f.write(f"{pid} {t()} close({fd}) = -1 EBADF (Bad file descriptor)\n")
             f.write(f"{pid} {t()} exit_group(0) = ?\n{pid} {t()} +++ exited with 0 +++\n")
-        f.write(f"{ROOT} {t()} exit_group(0) = ?\n{ROOT} {t()} +++ exited with 0 +++\n")
 
 
 def fds_live(path: Path, n: int) -> None:
-    t = _Clock()
-    with path.open("w") as f:
-        f.write(f'{ROOT} {t()} execve("/bin/x", ["x"], 0x7ffc0000 /* 1 var */) = 0\n')
+    with _trace(path) as (f, t):
         for i in range(n):
             f.write(f'{ROOT} {t()} openat(AT_FDCWD, "/data/part-{i:08d}.bin", '
                     f"O_RDONLY|O_CLOEXEC) = {3 + i}\n")
-        f.write(f"{ROOT} {t()} exit_group(0) = ?\n{ROOT} {t()} +++ exited with 0 +++\n")
 
 
 def ff_files(dir_: Path, n: int) -> Path:
