@@ -16,6 +16,8 @@ whose test_growth.py checks what they give at CI's sizes):
                4.1 / 13.4 s at 10k / 20k / 40k)
   children     N fork children, the same (was 3.5 / 15.7 s at 40k / 80k)
   close-bad    4N close(-1): one finding "N times" (was 903 MB at 200k)
+  sweeps       N/10 fork children each closing fds 3 to 40: one sweep note
+               "N/10 times" (a note per child before)
   fds-live     4N files opened and held: memory grows with them; printed
                too: bytes per live fd (was 1.1-1.3 GB at 10^6)
   ff-files     `strace -ff` with N/5 children, a file each, merged with a
@@ -62,6 +64,7 @@ CASES = {
     "tids": (g.tids, 1),
     "children": (g.children, 1),
     "close-bad": (g.close_bad, 4),
+    "sweeps": (g.sweeps, 0.1),
     "fds-live": (g.fds_live, 4),
     "ff-files": (ff_files, 0.2),
 }

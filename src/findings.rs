@@ -102,6 +102,9 @@ pub struct Repeats {
     seen: foldhash::HashMap<u64, Vec<usize>>,
     /// index of a first occurrence -> (repeats, the last one's event)
     more: foldhash::HashMap<usize, (u64, Event)>,
+    /// first occurrences of processes that ended, by their identity in
+    /// their program (no pid): what later ones of that program fold into
+    ended: foldhash::HashMap<u64, Vec<usize>>,
 }
 
 fn identity(f: &Finding, ev: &Event) -> u64 {
@@ -163,6 +166,54 @@ impl Repeats {
         }
     }
 
+    /// A process running `program` ended: its first occurrences at `firsts`
+    /// fold into equal ones of ended processes of the same program (their
+    /// counts and last occurrences move there); returns the indices that
+    /// folded, which the caller drops.  So repeats across processes (the
+    /// same sweep in every child) cost one finding while the trace runs.
+    pub fn end_process<'a>(
+        &mut self,
+        firsts: Vec<usize>,
+        program: Option<&[u8]>,
+        at: impl Fn(usize) -> Option<&'a Finding>,
+    ) -> Vec<usize> {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let mut folded = Vec::new();
+        for i in firsts {
+            let Some(f) = at(i) else { continue };
+            let Some(ev) = &f.event else { continue };
+            // the process is gone: its own identity is no longer asked for
+            let id = identity(f, ev);
+            if let Some(v) = self.seen.get_mut(&id) {
+                v.retain(|&k| k != i);
+                if v.is_empty() {
+                    self.seen.remove(&id);
+                }
+            }
+            let mut h = foldhash::fast::FixedState::default().build_hasher();
+            (f.rule, f.severity, &f.message, &f.key, &f.cause).hash(&mut h);
+            (program, &ev.h.stack).hash(&mut h);
+            let firsts = self.ended.entry(h.finish()).or_default();
+            match firsts
+                .iter()
+                .copied()
+                .find(|&j| j != i && at(j).is_some_and(|g| same_elsewhere(g, f)))
+            {
+                Some(j) => {
+                    let (n, last) = self.more.remove(&i).unwrap_or_else(|| (0, ev.clone()));
+                    let e = self.more.entry(j).or_insert_with(|| (0, last.clone()));
+                    e.0 += n + 1;
+                    if last.h.seq > e.1.h.seq {
+                        e.1 = last;
+                    }
+                    folded.push(i);
+                }
+                None => firsts.push(i),
+            }
+        }
+        folded
+    }
+
     /// Write each count into its first occurrence in `list`.
     pub fn finish(&mut self, list: &mut [Finding]) {
         self.finish_with(|i, mark| {
@@ -183,6 +234,7 @@ impl Repeats {
 
     fn finish_with(&mut self, mut at: impl FnMut(usize, &dyn Fn(&mut Finding))) {
         self.seen.clear();
+        self.ended.clear();
         for (i, (n, last)) in std::mem::take(&mut self.more) {
             let times = n + 1;
             at(i, &|f: &mut Finding| {

@@ -557,6 +557,9 @@ pub struct Proc {
     early: bool,
     /// threads with a table of their own, by tid (the others share `table`)
     tid_tables: HashMap<Option<u32>, u64>,
+    /// the program it runs, as replay.rs Programs learns it (the header,
+    /// execve, the parent's at fork)
+    exe: Option<Text>,
     /// `table` is the current event's thread's own table
     swapped: bool,
     /// the current event gave its thread a table of its own
@@ -600,6 +603,9 @@ struct Out {
     repeats: Repeats,
     /// findings emitted now wait (a save probe's)
     hold: bool,
+    /// each live process's first occurrences (folded across processes of
+    /// its program when it ends)
+    firsts: HashMap<Pid, Vec<usize>>,
     history: Vec<HistRow>,
     sink: Option<Run>,
     watch: Option<(Pid, Fd)>,
@@ -745,9 +751,35 @@ impl Out {
             if let Some(i) = self.repeats.fold(&f, all.len(), |i| all.get(i)?.as_ref()) {
                 return Some(i);
             }
+            self.first(&f, self.findings.len());
         }
         self.findings.push(Some(f));
         Some(self.findings.len() - 1)
+    }
+
+    /// `f`, at `i`, is a first occurrence of its process.
+    fn first(&mut self, f: &Finding, i: usize) {
+        if let Some(e) = &f.event {
+            self.firsts.entry(e.h.pid).or_default().push(i);
+        }
+    }
+
+    /// A process ended: its findings fold into those of ended processes of
+    /// its program.
+    fn end_process(&mut self, pid: Pid, program: Option<&Text>) {
+        let Some(firsts) = self.firsts.remove(&pid) else {
+            return;
+        };
+        let all = &self.findings;
+        let folded = self
+            .repeats
+            .end_process(firsts, program.map(Text::as_bytes), |i| {
+                all.get(i)?.as_ref()
+            });
+        for i in folded {
+            self.findings[i] = None;
+        }
+        self.trim();
     }
 
     fn retract(&mut self, run: &mut Run) {
@@ -768,6 +800,7 @@ impl Out {
             };
             let all = &self.findings;
             if self.repeats.fold(&f, i, |j| all.get(j)?.as_ref()).is_none() {
+                self.first(&f, i);
                 self.findings[i] = Some(f);
             }
         }
@@ -1009,6 +1042,7 @@ impl FdModel {
                 findings: Vec::new(),
                 repeats: Repeats::default(),
                 hold: false,
+                firsts: HashMap::default(),
                 history: Vec::new(),
                 sink: None,
                 watch,
@@ -1143,6 +1177,19 @@ impl FdModel {
         if let Some(tt) = own {
             p.table = tt;
             p.swapped = true;
+        }
+        match &ev.kind {
+            Kind::ProcessInfo(pi) => {
+                if let Some(exe) = pi.exe.as_ref().filter(|e| !e.0.is_empty()) {
+                    p.exe = Some(exe.clone());
+                }
+            }
+            Kind::Exec(x) if ev.h.ret == Some(0) => {
+                if let Some(path) = x.path.as_ref().filter(|e| !e.0.is_empty()) {
+                    p.exe = Some(path.clone());
+                }
+            }
+            _ => {}
         }
         self.handle(&mut p, ev, l);
         if p.swapped || p.unshared {
@@ -2020,6 +2067,7 @@ impl FdModel {
             blind: p.blind,
             complete: p.complete,
             first: false,
+            exe: p.exe.clone(),
             ..Default::default()
         };
         // (a dict assignment: an existing key keeps its place)
@@ -2073,13 +2121,16 @@ impl FdModel {
         let old = c.table;
         let table = self.child_table(p, share_files);
         self.tables.remove(&old);
-        let (blind, complete) = (p.blind, p.complete);
+        let (blind, complete, exe) = (p.blind, p.complete, &p.exe);
         self.procs.update(&cpid, |c| {
             c.table = table;
             c.early = false;
             c.forked = true;
             c.blind = blind;
             c.complete = complete;
+            if c.exe.is_none() {
+                c.exe.clone_from(exe);
+            }
         });
         Some(table)
     }
@@ -2208,6 +2259,7 @@ impl FdModel {
         } else {
             self.put_table(p, t);
         }
+        self.o.end_process(p.pid, p.exe.as_ref());
     }
 
     /// The end of the trace: open runs judged, every process ended.
@@ -3719,6 +3771,40 @@ mod tests {
             m.feed(e);
         }
         assert!(m.o.findings.len() <= 3, "{}", m.o.findings.len());
+    }
+
+    #[test]
+    fn repeats_across_the_processes_of_one_program_fold_as_they_end() {
+        // 300 fork children, each a close(-1) then its exit: one finding,
+        // and never more than a few held while the trace runs
+        let mut b = B(0);
+        let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
+        let mut most = 0;
+        for c in 0..300u32 {
+            let pid = 200 + c;
+            let k = Kind::Clone(crate::events::Clone {
+                child: Some(pid),
+                thread: false,
+                share_files: false,
+                flags: 0,
+            });
+            let mut evs = vec![Event::new(b.h(Some(pid.into()), None), k)];
+            for mut e in [b.close(-1, Some("EBADF")), b.exit()] {
+                (e.h.pid, e.h.tid) = (Some(pid), Some(pid));
+                evs.push(e);
+            }
+            for e in &evs {
+                m.feed(e);
+            }
+            most = most.max(m.o.findings.len());
+        }
+        m.finish();
+        assert!(most <= 2, "{most} findings held");
+        let f = m.take_findings();
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].details["occurrences"], 300);
+        let pids: Vec<_> = f[0].evidence.iter().map(|e| e.event.h.pid).collect();
+        assert_eq!(pids, vec![Some(200), Some(499)]);
     }
 
     #[test]
