@@ -402,7 +402,7 @@ mod tests {
             ..Default::default()
         };
         let ev = Event::new(h, Kind::Syscall(Default::default()));
-        let mut f = Finding::new("fd-bad-fd", msg, Some(&ev));
+        let mut f = Finding::new(crate::rules::Rule::FdBadFd, msg, Some(&ev));
         f.evidence = vec![Evidence::new("this call", &ev)];
         f
     }
@@ -412,7 +412,7 @@ mod tests {
         // within a process as they come (Repeats), then across the
         // processes of one program (fold_programs); whole-input findings
         // never fold
-        let whole = Finding::new("trace-unparsed", "x", None);
+        let whole = Finding::new(crate::rules::Rule::TraceUnparsed, "x", None);
         let fs = vec![
             at(1, 7, "a"),
             at(2, 7, "b"),

@@ -3813,7 +3813,7 @@ mod tests {
         let f = run(&evs);
         let got: Vec<_> = f
             .iter()
-            .map(|f| (f.rule, f.line, f.details.get("occurrences").cloned()))
+            .map(|f| (f.rule.id(), f.line, f.details.get("occurrences").cloned()))
             .collect();
         assert_eq!(
             got,
