@@ -11,15 +11,14 @@ use serde_json::json;
 use crate::events::Kind;
 use crate::findings::{Evidence, Finding};
 use crate::models::common::{Ev, Names, short, site};
+use crate::models::svm::NESTED_SLACK;
 
 /// How many findings an intent looks back over at most, and how far back
 /// in time (the models' reorder horizon): the findings inside an intent's
 /// window are the most recent ones when it completes.
 const LOOK_BACK: usize = 64;
 const HORIZON_SECS: f64 = 1.0;
-/// Logs give times and durations to the microsecond: a call inside another
-/// may seem to end up to two roundings after it.
-const EPS: f64 = 2e-6;
+const EPS: f64 = 1e-9;
 
 /// Name `intent` in every finding among `recent` (newest first) whose event
 /// ran inside its window on its thread and names no runtime call yet.
@@ -46,7 +45,8 @@ pub fn name_runtime_call<'a>(
             && ev.h.tid == h.tid
             && ev.h.line != h.line
             && t >= start - EPS
-            && ev.h.end().unwrap_or(t) <= end + EPS;
+            && t <= end + EPS
+            && ev.h.end().unwrap_or(t) <= end + NESTED_SLACK + EPS;
         if !inside || f.details.contains_key("runtime_call") {
             continue;
         }
