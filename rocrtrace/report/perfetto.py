@@ -4,7 +4,10 @@ to open in the Perfetto UI next to rocprofv3's traces.
 Tracks: one per process and one per thread (the calls as slices), one per fd
 number of a process (each lifetime of that number, create to close, as a
 slice: fds opened or duplicated and fds an ioctl installed, a dma-buf
-export's or PRIME's), one per SVM claim a finding names (from its
+export's or PRIME's), one per buffer handle (KFD handles per process, GEM
+handles per DRM fd: each lifetime from the ioctl that made it to its free,
+with a flow to each dma-buf fd exported from it, and a bo-double-free as an
+instant on it), one per SVM claim a finding names (from its
 registration to the call that released it, or for a victim to the end of
 its own run), and findings as instant events on the thread of their
 offending call, carrying message, fingerprint, location and evidence as
@@ -15,9 +18,9 @@ run used is shown under another pid (PID_STRIDE), named with its real one.
 Built with the ``perfetto`` package's trace protos (TraceProtoBuilder),
 never hand-written protobuf.  The writer reads the events' table fields
 (file, line, pid, tid, time, dur, name, ret, err, fd, ioctl) plus path,
-text and the fds a create installed, and the findings' fields, nothing of
-the models: fd lifetimes here are the picture of the trace, the fd model
-stays the judge.  The core hands those fields over as columns while the
+text, the fds a create installed and what an ioctl did to a buffer handle,
+and the findings' fields, nothing of the models: fd and handle lifetimes
+here are the picture of the trace, the models stay the judges.  The core hands those fields over as columns while the
 trace replays (``EventSink.add_columns``, src/table.rs CallTable); events
 in hand (the findings' own, for an API caller) go through ``EventSink(ev)``.
 """
@@ -701,6 +704,7 @@ def summary(data: bytes) -> dict:
         if p.HasField("track_descriptor"):
             td = p.track_descriptor
             kind = ("process" if td.HasField("process") else "thread" if td.HasField("thread")
+                    else "handle" if td.name.startswith(("KFD handle", "GEM handle"))
                     else td.name.split(" ")[0])
             kinds[td.uuid] = kind
             names[td.uuid] = (td.process.process_name if kind == "process" else
