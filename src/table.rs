@@ -594,30 +594,45 @@ mod tests {
         assert_eq!((t.whole.null[0], t.whole.values[1]), (true, 1));
     }
 
+    /// A decoded struct of integer fields; none when there are no fields.
+    fn fields(fs: &[(&'static str, i64)]) -> Option<Value> {
+        (!fs.is_empty())
+            .then(|| Value::Struct(fs.iter().map(|&(k, v)| (k.into(), Value::Int(v))).collect()))
+    }
+
+    /// A call of the catalogue's ioctl `name` on fd 3; `err`: it failed.
+    fn ioctl_event(
+        name: &'static str,
+        arg: Option<Value>,
+        out: Option<Value>,
+        err: Option<&'static str>,
+    ) -> Event {
+        let r = kfd::request_by_name(name).expect("a known request");
+        Event::new(
+            Header {
+                ret: Some(if err.is_some() { -1 } else { 0 }),
+                err: err.map(Into::into),
+                ..Default::default()
+            },
+            Kind::Ioctl(Box::new(Ioctl {
+                fd: 3,
+                path: None,
+                request: None,
+                dir: Some(r.dir),
+                type_: Some(r.type_),
+                nr: Some(r.nr),
+                size: Some(r.size.into()),
+                ioctl: Some(name),
+                arg,
+                out,
+            })),
+        )
+    }
+
     #[test]
     fn call_table_keeps_fds_an_ioctl_installed() {
-        let export = |out: Option<Value>, err: Option<&'static str>| {
-            Event::new(
-                Header {
-                    ret: Some(if err.is_some() { -1 } else { 0 }),
-                    err: err.map(Into::into),
-                    ..Default::default()
-                },
-                Kind::Ioctl(Box::new(Ioctl {
-                    fd: 3,
-                    path: None,
-                    request: None,
-                    dir: Some(3),
-                    type_: Some(kfd::EXPORT_DMABUF.0),
-                    nr: Some(kfd::EXPORT_DMABUF.1),
-                    size: Some(16),
-                    ioctl: Some("AMDKFD_IOC_EXPORT_DMABUF"),
-                    arg: None,
-                    out,
-                })),
-            )
-        };
-        let wrote = Some(Value::Struct(vec![("dmabuf_fd".into(), Value::Int(6))]));
+        let export = |out, err| ioctl_event("AMDKFD_IOC_EXPORT_DMABUF", None, out, err);
+        let wrote = fields(&[("dmabuf_fd", 6)]);
         let mut t = CallTable::default();
         t.push(&export(wrote.clone(), None), b"x");
         // strace: no struct, no fd; a failed export installs none
@@ -628,106 +643,70 @@ mod tests {
 
     #[test]
     fn call_table_keeps_what_ioctls_did_to_buffer_handles() {
-        let io = |name: &'static str, arg: &[(&'static str, i64)], out: &[(&'static str, i64)]| {
-            let r = kfd::request_by_name(name).expect("a known request");
-            let st = |fs: &[(&'static str, i64)]| {
-                (!fs.is_empty()).then(|| {
-                    Value::Struct(
-                        fs.iter()
-                            .map(|(k, v)| ((*k).into(), Value::Int(*v)))
-                            .collect(),
-                    )
-                })
-            };
-            Ioctl {
-                fd: 4,
-                path: None,
-                request: None,
-                dir: Some(r.dir),
-                type_: Some(r.type_),
-                nr: Some(r.nr),
-                size: Some(r.size.into()),
-                ioctl: Some(name),
-                arg: st(arg),
-                out: st(out),
-            }
-        };
-        let ev = |k: Ioctl, err: Option<&'static str>| {
-            Event::new(
-                Header {
-                    ret: Some(if err.is_some() { -1 } else { 0 }),
-                    err: err.map(Into::into),
-                    ..Default::default()
-                },
-                Kind::Ioctl(Box::new(k)),
-            )
-        };
-        let alloc = "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU";
-        let mut t = CallTable::default();
-        for e in [
-            ev(
-                io(alloc, &[("size", 4096)], &[("handle", 0x1a2b_0000_0000)]),
+        const KFD_H: i64 = 0x1a2b_0000_0000;
+        type Call = (
+            &'static str,
+            &'static [(&'static str, i64)],
+            &'static [(&'static str, i64)],
+            Option<&'static str>,
+        );
+        let calls: [Call; 8] = [
+            (
+                "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
+                &[("size", 4096)],
+                &[("handle", KFD_H)],
                 None,
             ),
-            ev(
-                io(
-                    "AMDKFD_IOC_EXPORT_DMABUF",
-                    &[("handle", 0x1a2b_0000_0000)],
-                    &[("dmabuf_fd", 6)],
-                ),
+            (
+                "AMDKFD_IOC_EXPORT_DMABUF",
+                &[("handle", KFD_H)],
+                &[("dmabuf_fd", 6)],
                 None,
             ),
-            ev(
-                io(
-                    "DRM_IOCTL_AMDXDNA_CREATE_BO",
-                    &[("size", 4096)],
-                    &[("handle", 1)],
-                ),
+            (
+                "DRM_IOCTL_AMDXDNA_CREATE_BO",
+                &[("size", 4096)],
+                &[("handle", 1)],
                 None,
             ),
-            ev(
-                io(
-                    "DRM_IOCTL_PRIME_HANDLE_TO_FD",
-                    &[("handle", 1)],
-                    &[("fd", 7)],
-                ),
+            (
+                "DRM_IOCTL_PRIME_HANDLE_TO_FD",
+                &[("handle", 1)],
+                &[("fd", 7)],
                 None,
             ),
-            ev(
-                io("DRM_IOCTL_GEM_CLOSE", &[("handle", 1)], &[]),
-                Some("EINVAL"),
-            ),
-            ev(
-                io(
-                    "AMDKFD_IOC_FREE_MEMORY_OF_GPU",
-                    &[("handle", 0x1a2b_0000_0000)],
-                    &[],
-                ),
+            ("DRM_IOCTL_GEM_CLOSE", &[("handle", 1)], &[], Some("EINVAL")),
+            (
+                "AMDKFD_IOC_FREE_MEMORY_OF_GPU",
+                &[("handle", KFD_H)],
+                &[],
                 None,
             ),
             // a failed allocation made nothing; other ioctls touch no handle
-            ev(
-                io(alloc, &[("size", 4096)], &[("handle", 9)]),
+            (
+                "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
+                &[("size", 1)],
+                &[("handle", 9)],
                 Some("ENOMEM"),
             ),
-            ev(
-                io("AMDKFD_IOC_MAP_MEMORY_TO_GPU", &[("handle", 9)], &[]),
-                None,
-            ),
-        ] {
-            t.push(&e, b"x");
+            ("AMDKFD_IOC_MAP_MEMORY_TO_GPU", &[("handle", 9)], &[], None),
+        ];
+        let mut t = CallTable::default();
+        for (name, arg, out, err) in calls {
+            t.push(&ioctl_event(name, fields(arg), fields(out), err), b"x");
         }
         use HandleFamily::{Gem, Kfd};
         use HandleOp::{Create, Export, Free};
+        let h = i128::from(KFD_H);
         assert_eq!(
             t.handles,
             vec![
-                (0, Create, Kfd, 0x1a2b_0000_0000),
-                (1, Export, Kfd, 0x1a2b_0000_0000),
+                (0, Create, Kfd, h),
+                (1, Export, Kfd, h),
                 (2, Create, Gem, 1),
                 (3, Export, Gem, 1),
                 (4, Free, Gem, 1),
-                (5, Free, Kfd, 0x1a2b_0000_0000),
+                (5, Free, Kfd, h),
             ]
         );
         assert_eq!(t.created, vec![(1, 6, None), (3, 7, None)]);
