@@ -221,7 +221,8 @@ fn fd_of(ev: &Event) -> Option<i32> {
 
 /// What the perfetto report draws of every call (report/perfetto.py's
 /// EventSink.add_columns), as columns: the calls' slices, the fd lifetimes
-/// (created fds, closes), the process names and ends.  Built only when that
+/// (created fds, closes), the buffer handles' lifetimes (creates, frees,
+/// exports), the process names and ends.  Built only when that
 /// format is asked for: `text` holds every event's source text.
 #[derive(Debug, Default, Clone)]
 pub struct CallTable {
@@ -236,6 +237,9 @@ pub struct CallTable {
     /// (row, fd, path) of every fd an FdCreate or an ioctl installed
     /// ([`ioctl_created_fds`]; an ioctl's fd has no path)
     pub created: Vec<(usize, i32, Option<Vec<u8>>)>,
+    /// (row, op, family, handle) of every ioctl that made, exported or
+    /// freed a buffer handle ([`ioctl_handle`])
+    pub handles: Vec<(usize, HandleOp, HandleFamily, i128)>,
 }
 
 impl CallTable {
@@ -279,7 +283,94 @@ impl CallTable {
                 self.created.push((row, fd, None));
             }
         }
+        if let Kind::Ioctl(k) = &ev.kind
+            && let Some((op, family, h)) = ioctl_handle(k, ev.h.ok())
+        {
+            self.handles.push((row, op, family, h));
+        }
     }
+}
+
+/// What an ioctl did to a buffer handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandleOp {
+    /// the kernel wrote a handle back: an allocation, a GEM create, an
+    /// import (which returns the handle the file already holds for a buffer)
+    Create,
+    /// a dma-buf fd made of the handle (the row's created fd)
+    Export,
+    /// a free or GEM_CLOSE asked for, whatever its result
+    Free,
+}
+
+/// Whose namespace a handle is in: KFD handles are per process, GEM
+/// handles per DRM file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandleFamily {
+    Kfd,
+    Gem,
+}
+
+impl HandleOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandleOp::Create => "create",
+            HandleOp::Export => "export",
+            HandleOp::Free => "free",
+        }
+    }
+}
+
+impl HandleFamily {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandleFamily::Kfd => "KFD",
+            HandleFamily::Gem => "GEM",
+        }
+    }
+}
+
+/// The buffer handle an ioctl made, exported or freed as the trace shows it
+/// (SPEC 6: every buffer handle gets its lifetime in the perfetto report),
+/// read from the structs as the handle model reads them
+/// (src/models/handles.rs): the `handle` the kernel wrote back of a
+/// successful AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, AMDKFD_IOC_IMPORT_DMABUF,
+/// GEM create (amdgpu, XDNA) or DRM_IOCTL_PRIME_FD_TO_HANDLE; the `handle`
+/// argument of a successful AMDKFD_IOC_EXPORT_DMABUF or
+/// DRM_IOCTL_PRIME_HANDLE_TO_FD; the `handle` argument of every
+/// AMDKFD_IOC_FREE_MEMORY_OF_GPU and DRM_IOCTL_GEM_CLOSE (a refused free
+/// is where a double free shows).  strace prints no structs: none there.
+pub fn ioctl_handle(k: &crate::events::Ioctl, ok: bool) -> Option<(HandleOp, HandleFamily, i128)> {
+    use crate::models::common::int_field;
+    use HandleFamily::{Gem, Kfd};
+    use HandleOp::{Create, Export, Free};
+    let key = (k.type_?, k.nr?);
+    let arg = int_field(k.arg.as_ref(), "handle");
+    let out = int_field(k.out.as_ref(), "handle").filter(|_| ok);
+    // DRM driver numbers are shared (amdgpu, XDNA): the name decides
+    let name = k
+        .ioctl
+        .or_else(|| kfd::ioctl_name(key.0, key.1, k.path.as_ref().map(|p| p.as_bytes()), None));
+    let (op, family, h) = if key == kfd::ALLOC_MEMORY_OF_GPU || key == kfd::IMPORT_DMABUF {
+        (Create, Kfd, out)
+    } else if key == kfd::FREE_MEMORY_OF_GPU {
+        (Free, Kfd, arg)
+    } else if key == kfd::EXPORT_DMABUF {
+        (Export, Kfd, arg.filter(|_| ok))
+    } else if matches!(
+        name,
+        Some("DRM_IOCTL_AMDGPU_GEM_CREATE" | "DRM_IOCTL_AMDXDNA_CREATE_BO")
+    ) || key == kfd::PRIME_FD_TO_HANDLE
+    {
+        (Create, Gem, out)
+    } else if key == kfd::PRIME_HANDLE_TO_FD {
+        (Export, Gem, arg.filter(|_| ok))
+    } else if key == kfd::GEM_CLOSE {
+        (Free, Gem, arg)
+    } else {
+        return None;
+    };
+    Some((op, family, h?))
 }
 
 /// The fds an ioctl installed as the trace shows them (SPEC 6: a dma-buf
@@ -503,36 +594,122 @@ mod tests {
         assert_eq!((t.whole.null[0], t.whole.values[1]), (true, 1));
     }
 
+    /// A decoded struct of integer fields; none when there are no fields.
+    fn fields(fs: &[(&'static str, i64)]) -> Option<Value> {
+        (!fs.is_empty())
+            .then(|| Value::Struct(fs.iter().map(|&(k, v)| (k.into(), Value::Int(v))).collect()))
+    }
+
+    /// A call of the catalogue's ioctl `name` on fd 3; `err`: it failed.
+    fn ioctl_event(
+        name: &'static str,
+        arg: Option<Value>,
+        out: Option<Value>,
+        err: Option<&'static str>,
+    ) -> Event {
+        let r = kfd::request_by_name(name).expect("a known request");
+        Event::new(
+            Header {
+                ret: Some(if err.is_some() { -1 } else { 0 }),
+                err: err.map(Into::into),
+                ..Default::default()
+            },
+            Kind::Ioctl(Box::new(Ioctl {
+                fd: 3,
+                path: None,
+                request: None,
+                dir: Some(r.dir),
+                type_: Some(r.type_),
+                nr: Some(r.nr),
+                size: Some(r.size.into()),
+                ioctl: Some(name),
+                arg,
+                out,
+            })),
+        )
+    }
+
     #[test]
     fn call_table_keeps_fds_an_ioctl_installed() {
-        let export = |out: Option<Value>, err: Option<&'static str>| {
-            Event::new(
-                Header {
-                    ret: Some(if err.is_some() { -1 } else { 0 }),
-                    err: err.map(Into::into),
-                    ..Default::default()
-                },
-                Kind::Ioctl(Box::new(Ioctl {
-                    fd: 3,
-                    path: None,
-                    request: None,
-                    dir: Some(3),
-                    type_: Some(kfd::EXPORT_DMABUF.0),
-                    nr: Some(kfd::EXPORT_DMABUF.1),
-                    size: Some(16),
-                    ioctl: Some("AMDKFD_IOC_EXPORT_DMABUF"),
-                    arg: None,
-                    out,
-                })),
-            )
-        };
-        let wrote = Some(Value::Struct(vec![("dmabuf_fd".into(), Value::Int(6))]));
+        let export = |out, err| ioctl_event("AMDKFD_IOC_EXPORT_DMABUF", None, out, err);
+        let wrote = fields(&[("dmabuf_fd", 6)]);
         let mut t = CallTable::default();
         t.push(&export(wrote.clone(), None), b"x");
         // strace: no struct, no fd; a failed export installs none
         t.push(&export(None, None), b"x");
         t.push(&export(wrote, Some("EINVAL")), b"x");
         assert_eq!(t.created, vec![(0, 6, None)]);
+    }
+
+    #[test]
+    fn call_table_keeps_what_ioctls_did_to_buffer_handles() {
+        const KFD_H: i64 = 0x1a2b_0000_0000;
+        type Call = (
+            &'static str,
+            &'static [(&'static str, i64)],
+            &'static [(&'static str, i64)],
+            Option<&'static str>,
+        );
+        let calls: [Call; 8] = [
+            (
+                "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
+                &[("size", 4096)],
+                &[("handle", KFD_H)],
+                None,
+            ),
+            (
+                "AMDKFD_IOC_EXPORT_DMABUF",
+                &[("handle", KFD_H)],
+                &[("dmabuf_fd", 6)],
+                None,
+            ),
+            (
+                "DRM_IOCTL_AMDXDNA_CREATE_BO",
+                &[("size", 4096)],
+                &[("handle", 1)],
+                None,
+            ),
+            (
+                "DRM_IOCTL_PRIME_HANDLE_TO_FD",
+                &[("handle", 1)],
+                &[("fd", 7)],
+                None,
+            ),
+            ("DRM_IOCTL_GEM_CLOSE", &[("handle", 1)], &[], Some("EINVAL")),
+            (
+                "AMDKFD_IOC_FREE_MEMORY_OF_GPU",
+                &[("handle", KFD_H)],
+                &[],
+                None,
+            ),
+            // a failed allocation made nothing; other ioctls touch no handle
+            (
+                "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
+                &[("size", 1)],
+                &[("handle", 9)],
+                Some("ENOMEM"),
+            ),
+            ("AMDKFD_IOC_MAP_MEMORY_TO_GPU", &[("handle", 9)], &[], None),
+        ];
+        let mut t = CallTable::default();
+        for (name, arg, out, err) in calls {
+            t.push(&ioctl_event(name, fields(arg), fields(out), err), b"x");
+        }
+        use HandleFamily::{Gem, Kfd};
+        use HandleOp::{Create, Export, Free};
+        let h = i128::from(KFD_H);
+        assert_eq!(
+            t.handles,
+            vec![
+                (0, Create, Kfd, h),
+                (1, Export, Kfd, h),
+                (2, Create, Gem, 1),
+                (3, Export, Gem, 1),
+                (4, Free, Gem, 1),
+                (5, Free, Kfd, h),
+            ]
+        );
+        assert_eq!(t.created, vec![(1, 6, None), (3, 7, None)]);
     }
 
     #[test]

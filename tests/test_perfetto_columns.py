@@ -38,15 +38,19 @@ def test_fixture_columns_equal_records(path):
 
 
 def test_the_corpus_has_what_the_columns_carry():
-    """Creates, closes, ioctls, mmaps, exits and process names occur, so the
-    equality above covers them (pipes and execs: the real runs below)."""
-    kinds, procs = set(), 0
+    """Creates, closes, ioctls, mmaps, exits, process names and every kind of
+    ioctl on a buffer handle occur, so the equality above covers them (pipes
+    and execs: the real runs below)."""
+    kinds, procs, handles = set(), 0, set()
     for p in LOGS:
         _, b = _both(str(p))
         kinds |= {r.kind for r in b.rows}
         procs += len(b.procs)
+        handles |= {(r.handle[0], r.handle[1], r.err is None) for r in b.rows if r.handle}
     assert {"FdCreate", "Close", "Ioctl", "Exit", "Mmap"} <= kinds
     assert procs > 0
+    assert {(op, family, True) for op in ("create", "export", "free")
+            for family in ("KFD", "GEM")} | {("free", "GEM", False)} <= handles
 
 
 def test_real_strace_pipes_and_exec(tmp_path):

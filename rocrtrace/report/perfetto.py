@@ -4,7 +4,10 @@ to open in the Perfetto UI next to rocprofv3's traces.
 Tracks: one per process and one per thread (the calls as slices), one per fd
 number of a process (each lifetime of that number, create to close, as a
 slice: fds opened or duplicated and fds an ioctl installed, a dma-buf
-export's or PRIME's), one per SVM claim a finding names (from its
+export's or PRIME's), one per buffer handle (KFD handles per process, GEM
+handles per DRM fd: each lifetime from the ioctl that made it to its free,
+with a flow to each dma-buf fd exported from it, and a bo-double-free as an
+instant on it), one per SVM claim a finding names (from its
 registration to the call that released it, or for a victim to the end of
 its own run), and findings as instant events on the thread of their
 offending call, carrying message, fingerprint, location and evidence as
@@ -15,9 +18,9 @@ run used is shown under another pid (PID_STRIDE), named with its real one.
 Built with the ``perfetto`` package's trace protos (TraceProtoBuilder),
 never hand-written protobuf.  The writer reads the events' table fields
 (file, line, pid, tid, time, dur, name, ret, err, fd, ioctl) plus path,
-text and the fds a create installed, and the findings' fields, nothing of
-the models: fd lifetimes here are the picture of the trace, the fd model
-stays the judge.  The core hands those fields over as columns while the
+text, the fds a create installed and what an ioctl did to a buffer handle,
+and the findings' fields, nothing of the models: fd and handle lifetimes
+here are the picture of the trace, the models stay the judges.  The core hands those fields over as columns while the
 trace replays (``EventSink.add_columns``, src/table.rs CallTable); events
 in hand (the findings' own, for an API caller) go through ``EventSink(ev)``.
 """
@@ -51,6 +54,7 @@ class Row:
     seq: int
     created: tuple = ()     # (fd, path) of each fd a create or an ioctl installed
     run: int = 0            # which run (SPEC 2): runs are separate processes
+    handle: tuple = ()      # (op, family, handle) of an ioctl on a buffer handle
 
 
 @dataclass
@@ -91,18 +95,20 @@ class EventSink:
         paths = getattr(ev, "paths", None) or ()
         path = paths[0] if paths and isinstance(paths[0], str) else getattr(ev, "path", None)
         self._seq += 1
-        created = ()
+        created, handle = (), ()
         if rec["event"] == "FdCreate":
             # a pipe or socketpair installs two: each gets its lifetime
             fds = getattr(ev, "fds", None) or ()
             created = tuple((fd, paths[i] if i < len(paths) and isinstance(paths[i], str)
                              else None) for i, fd in enumerate(fds) if isinstance(fd, int))
-        elif rec["event"] == "Ioctl" and rec["err"] is None:
-            created = tuple((fd, None) for fd in _ioctl_created(ev))
+        elif rec["event"] == "Ioctl":
+            if rec["err"] is None:
+                created = tuple((fd, None) for fd in _ioctl_created(ev))
+            handle = _ioctl_handle(ev)
         self.rows.append(Row(pid, tid, ts, max(dur, 1), rec.get("ioctl") or name,
                              rec["file"], rec["line"], rec["ret"], rec["err"], rec["event"],
                              rec.get("fd"), path if isinstance(path, str) else None,
-                             (ev.text or "")[:TEXT_MAX], self._seq, created))
+                             (ev.text or "")[:TEXT_MAX], self._seq, created, 0, handle))
 
     def add_columns(self, cols: dict) -> None:
         """The calls of one run as the core's columns (src/py/table.rs
@@ -120,6 +126,7 @@ class EventSink:
         created: dict[int, list] = {}
         for row, cfd, cpath in cols["created"]:
             created.setdefault(row, []).append((cfd, cpath))
+        handles = {row: (op, family, h) for row, op, family, h in cols["handles"]}
         rows = self.rows
         for i in range(n):
             nm = name[i] or ""
@@ -150,7 +157,7 @@ class EventSink:
             own = None if kind == "ProcessInfo" else path[i]
             rows.append(Row(pid, tid, ts, max(dur, 1), ioctl[i] or nm, file[i], line[i],
                             ret[i], err[i], kind, fd[i], own, (text[i] or "")[:TEXT_MAX],
-                            self._seq, made, run))
+                            self._seq, made, run, handles.get(i, ())))
 
 
 # src/table.rs ioctl_created_fds, for events in hand (the columns carry
@@ -168,6 +175,41 @@ def _ioctl_created(ev) -> list[int]:
     out = ev.out if isinstance(ev.out, dict) else {}
     fds = [out.get(f) for f in _FD_FIELDS]
     return [fd for fd in fds if isinstance(fd, int) and not isinstance(fd, bool) and fd >= 0]
+
+
+# src/table.rs ioctl_handle, for events in hand (the columns carry the
+# core's answer): what an ioctl did to a buffer handle, read from its structs
+# as src/models/handles.rs reads them.  Held equal to the core's by
+# tests/test_perfetto_columns.py.
+_GEM_CREATE = ("DRM_IOCTL_AMDGPU_GEM_CREATE", "DRM_IOCTL_AMDXDNA_CREATE_BO")
+
+
+def _ioctl_handle(ev) -> tuple:
+    from .. import kfd
+
+    def handle(st):
+        h = st.get("handle") if isinstance(st, dict) else None
+        return h if isinstance(h, int) and not isinstance(h, bool) else None
+
+    key = (ev.type, ev.nr)
+    ok = ev.err is None and ev.ret is not None
+    arg, out = handle(ev.arg), handle(ev.out) if ok else None
+    name = ev.ioctl or kfd.ioctl_name(ev.type, ev.nr, ev.path)
+    if key in (kfd.ALLOC_MEMORY_OF_GPU, kfd.IMPORT_DMABUF):
+        op, family, h = "create", "KFD", out
+    elif key == kfd.FREE_MEMORY_OF_GPU:
+        op, family, h = "free", "KFD", arg
+    elif key == kfd.EXPORT_DMABUF:
+        op, family, h = "export", "KFD", arg if ok else None
+    elif name in _GEM_CREATE or key == kfd.PRIME_FD_TO_HANDLE:
+        op, family, h = "create", "GEM", out
+    elif key == kfd.PRIME_HANDLE_TO_FD:
+        op, family, h = "export", "GEM", arg if ok else None
+    elif key == kfd.GEM_CLOSE:
+        op, family, h = "free", "GEM", arg
+    else:
+        return ()
+    return () if h is None else (op, family, h)
 
 
 def _ints(col) -> list:
@@ -281,7 +323,7 @@ class _Writer:
         return u
 
     def slice(self, track: int, ts: int, end: int, name: str, annotations=(), flows=(),
-              category: str = "call"):
+              category: str = "call", flows_in=()):
         p = self.packet(ts)
         te = p.track_event
         te.type = te.TYPE_SLICE_BEGIN
@@ -290,6 +332,7 @@ class _Writer:
         te.categories.append(category)
         _annotate(te, annotations)
         te.flow_ids.extend(flows)
+        te.terminating_flow_ids.extend(flows_in)
         q = self.packet(end)
         q.track_event.type = q.track_event.TYPE_SLICE_END
         q.track_event.track_uuid = track
@@ -395,9 +438,14 @@ def render(result, events: EventSink | None = None, cwd: str | None = None, **_o
                      ("ret", r.ret), ("err", r.err)],
                     flows.get((r.file, r.line), ()))
 
-    _fd_lifetimes(w, rows, ends, last)
+    held = _handle_lifetimes(rows, ends, last)
+    # a dma-buf export's fd slice ends the flow from its handle's slice
+    exported = {(x.run, x.seq, fd) for h in held for x, fd in h.exports}
+    _fd_lifetimes(w, rows, ends, last, exported)
+    _draw_handles(w, held)
     _svm_claims(w, ordered, run_of, last)
     _findings(w, ordered, run_of, cwd, last)
+    _handle_findings(w, rows, ordered, run_of)
     return w.serialize()
 
 
@@ -420,7 +468,11 @@ _CREATE = {"FdCreate"}
 _CLOSE = {"Close"}
 
 
-def _fd_lifetimes(w: _Writer, rows, ends, last: dict) -> None:
+def _export_flow(run: int, seq: int, fd: int) -> int:
+    return _uuid("export", run, seq, fd)
+
+
+def _fd_lifetimes(w: _Writer, rows, ends, last: dict, exported=frozenset()) -> None:
     open_: dict[tuple, tuple] = {}      # (run, pid, fd) -> (start ns, name, row)
 
     def finish(key, end):
@@ -428,9 +480,11 @@ def _fd_lifetimes(w: _Writer, rows, ends, last: dict) -> None:
         run, pid, fd = key
         track = w.named(("fd", *_key((run, pid)), fd), f"fd {fd}",
                         _uuid("process", *_key((run, pid))))
+        link = (run, row.seq, fd)
         w.slice(track, start, max(end, start + 1), name,
                 [("opened by", printable(row.text)), ("at", f"{row.file}:{row.line}")],
-                category="fd")
+                category="fd",
+                flows_in=(_export_flow(*link),) if link in exported else ())
 
     for r in sorted(rows, key=lambda r: (r.run, r.ts, r.seq)):
         # an ioctl installs only the fds its struct names (a dma-buf
@@ -452,6 +506,123 @@ def _fd_lifetimes(w: _Writer, rows, ends, last: dict) -> None:
                 finish(key, r.ts)
     for key in list(open_):
         finish(key, ends.get(key[:2], last.get(key[0], 0)))
+
+
+@dataclass(slots=True)
+class _Held:
+    """One lifetime of a buffer handle: from the ioctl that made it to the
+    free that ended it (or its process's exit, or its run's end)."""
+    family: str             # KFD (per process) or GEM (per DRM file: the fd)
+    handle: int
+    scope: tuple            # (run, pid) and, for GEM, the DRM fd
+    row: Row                # the creating ioctl (the first export when not seen)
+    start: int
+    end: int = 0
+    ended: Row | None = None        # the free that ended it
+    why: str = ""                   # else: "process exit" or "end of run"
+    again: list = field(default_factory=list)      # imports that returned it
+    exports: list = field(default_factory=list)    # (row, fd) dma-buf fds made of it
+
+    @property
+    def label(self) -> str:
+        where = f" on fd {self.scope[2]}" if self.family == "GEM" else ""
+        return f"{self.family} handle {self.handle:#x}{where}"
+
+
+def _handle_scope(r: Row) -> tuple:
+    """Whose handle namespace a handle row is in: KFD handles are per
+    process, GEM handles per DRM file (the fd the ioctl was called on)."""
+    return (r.run, r.pid) if r.handle[1] == "KFD" else (r.run, r.pid, r.fd)
+
+
+def _handle_lifetimes(rows, ends, last: dict) -> list:
+    """The buffer handles' lifetimes as the trace shows them (SPEC 6), from
+    the ioctls' structs (Row.handle), as fd lifetimes are drawn: the
+    picture of the trace, not the handle model's judgement."""
+    open_: dict[tuple, _Held] = {}      # (family, scope, handle) -> lifetime
+    done: list[_Held] = []
+
+    def finish(key, end, row=None, why=""):
+        h = open_.pop(key)
+        h.end, h.ended, h.why = max(end, h.start + 1), row, why
+        done.append(h)
+
+    # replay order, as the models see the calls: an intent call's line is
+    # stamped with its entry time, so an exit can be stamped before the
+    # calls it follows
+    for r in sorted(rows, key=lambda r: (r.run, r.seq)):
+        if r.kind == "Exit" and ends.get((r.run, r.pid)) == r.ts:
+            # the kernel drops a process's handles when it exits
+            for key in [k for k in open_ if k[1][:2] == (r.run, r.pid)]:
+                finish(key, r.ts, why="process exit")
+            continue
+        if not r.handle:
+            continue
+        op, family, handle = r.handle
+        key = (family, _handle_scope(r), handle)
+        if op == "create":
+            if key in open_:            # an import of a buffer the file holds
+                open_[key].again.append(r)
+            else:
+                open_[key] = _Held(family, handle, key[1], r, r.ts + r.dur)
+        elif op == "export":
+            if key not in open_:        # made before the trace, or by a call not decoded
+                open_[key] = _Held(family, handle, key[1], r, r.ts)
+            open_[key].exports.extend((r, fd) for fd, _ in r.created)
+        elif r.err is None and r.ret is not None and key in open_:
+            finish(key, r.ts, r)
+    for key in list(open_):
+        scope = key[1]
+        if scope[:2] in ends:
+            finish(key, ends[scope[:2]], why="process exit")
+        else:
+            finish(key, last.get(scope[0], 0), why="end of run")
+    return done
+
+
+def _handle_track(w: _Writer, family: str, scope: tuple, handle: int, label: str) -> int:
+    proc = scope[:2]
+    return w.named(("handle", family, *_key(proc), *scope[2:], handle), label,
+                   _uuid("process", *_key(proc)))
+
+
+def _draw_handles(w: _Writer, held: list) -> None:
+    for h in sorted(held, key=lambda h: (h.scope[0], h.start, h.row.seq)):
+        track = _handle_track(w, h.family, h.scope, h.handle, h.label)
+        made = h.row.handle[0] == "create"
+        name = f"{h.label} ({h.row.name if made else 'created before the trace'})"
+        ended = ([("freed by", printable(h.ended.text)),
+                  ("freed at", f"{h.ended.file}:{h.ended.line}")] if h.ended is not None
+                 else [("ended", f"never freed: {h.why}")])
+        w.slice(track, h.start, h.end, name,
+                [("created by" if made else "first seen", printable(h.row.text)),
+                 ("at", f"{h.row.file}:{h.row.line}"), *ended,
+                 ("returned again by", [f"{r.file}:{r.line}" for r in h.again] or None),
+                 ("exported as", [f"fd {fd} at {r.file}:{r.line}" for r, fd in h.exports]
+                  or None)],
+                flows=[_export_flow(r.run, r.seq, fd) for r, fd in h.exports],
+                category="handle")
+
+
+def _handle_findings(w: _Writer, rows, findings, run_of: dict) -> None:
+    """A double free (bo-double-free) also as an instant on its handle's
+    track, at the refused free."""
+    frees = {(r.run, r.file, r.line): r for r in rows if r.handle and r.handle[0] == "free"}
+    for f in findings:
+        r = frees.get((run_of[id(f)], f.file, f.line))
+        if f.rule != "bo-double-free" or r is None:
+            continue
+        _, family, handle = r.handle
+        scope = _handle_scope(r)
+        label = _Held(family, handle, scope, r, 0).label
+        p = w.packet(ns(f.time) if f.time is not None else r.ts)
+        te = p.track_event
+        te.type = te.TYPE_INSTANT
+        te.track_uuid = _handle_track(w, family, scope, handle, label)
+        te.name = f"{f.severity}[{f.rule}]"
+        te.categories.extend(["finding", f.severity])
+        _annotate(te, [("message", f.message), ("fingerprint", f.fingerprint),
+                       ("call", printable(r.text)), ("trace", f"{r.file}:{r.line}")])
 
 
 def _svm_claims(w: _Writer, findings, run_of: dict, last: dict) -> None:
@@ -533,6 +704,7 @@ def summary(data: bytes) -> dict:
         if p.HasField("track_descriptor"):
             td = p.track_descriptor
             kind = ("process" if td.HasField("process") else "thread" if td.HasField("thread")
+                    else "handle" if td.name.startswith(("KFD handle", "GEM handle"))
                     else td.name.split(" ")[0])
             kinds[td.uuid] = kind
             names[td.uuid] = (td.process.process_name if kind == "process" else

@@ -86,7 +86,8 @@ pub fn table_to_py<'py>(py: Python<'py>, t: &EventTable) -> PyResult<Bound<'py, 
 }
 
 /// The perfetto sink's columns ([`CallTable`]) by name, the created fds as
-/// `created`: [(row, fd, path or None)].
+/// `created`: [(row, fd, path or None)], the buffer handles as `handles`:
+/// [(row, "create" | "export" | "free", "KFD" | "GEM", handle)].
 pub fn calls_to_py<'py>(py: Python<'py>, t: &CallTable) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("rows", t.head.rows)?;
@@ -122,6 +123,11 @@ pub fn calls_to_py<'py>(py: Python<'py>, t: &CallTable) -> PyResult<Bound<'py, P
         created.append((row, fd, p))?;
     }
     d.set_item("created", created)?;
+    let handles = PyList::empty(py);
+    for (row, op, family, h) in &t.handles {
+        handles.append((row, op.as_str(), family.as_str(), h))?;
+    }
+    d.set_item("handles", handles)?;
     Ok(d)
 }
 
