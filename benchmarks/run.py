@@ -180,6 +180,16 @@ def main(argv=None):
     best = max(jobs)
     targets = []            # (what, figure, target, met)
 
+    import importlib.util
+
+    # rocrtrace runs as `python -m rocrtrace` with this very Python: its
+    # dependencies must be installed for it (the venv's, not the system's)
+    missing = [m for m in ("click", "tabulate", "pandas", "pyarrow", "elftools")
+               if importlib.util.find_spec(m) is None]
+    if missing:
+        sys.exit(f"benchmarks/run.py: rocrtrace's dependencies ({', '.join(missing)}) are not "
+                 f"installed for {sys.executable}; run it with the Python rocrtrace is "
+                 "installed for, e.g. .venv/bin/python benchmarks/run.py")
     version = subprocess.run([*rocrtrace, "--version"], capture_output=True, text=True)
     print(f"{version.stdout.strip()}, python {sys.version.split()[0]}, "
           f"{os.cpu_count()} cpus", flush=True)

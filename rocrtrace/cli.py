@@ -274,7 +274,7 @@ def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_b
     """Parse TRACE..., replay it and report findings (the main job).
 
     TRACE is a file, '-' (stdin), a directory or a glob (strace -ff files or
-    one preload log per process), optionally compressed (.gz, .xz, .bz2).
+    one preload log per process), optionally compressed (.gz, .xz, .bz2, .zst).
     """
     from .report import render
     from .rules import RULES

@@ -53,6 +53,16 @@ class _Style:
 _PATH_REF = re.compile(r"([^\s:(),]+):(?=\d)")
 
 
+def _base_name(path: str) -> str:
+    """A trace file's short name: its base name, except for a process
+    substitution or an inherited descriptor (``<(zcat log)`` is /dev/fd/63),
+    whose number alone would read as a line number ("63:20:")."""
+    if path.startswith(("/dev/fd/", "/proc/self/fd/")) or (
+            path.startswith("/proc/") and "/fd/" in path):
+        return path
+    return path.rsplit("/", 1)[-1]
+
+
 class _Names:
     """Trace files by base name when that is unambiguous: the full path of
     every evidence line is noise in a one-input report."""
@@ -64,7 +74,7 @@ class _Names:
                 files.append(f.file)
         base: dict[str, set] = {}
         for p in files:
-            base.setdefault(p.rsplit("/", 1)[-1], set()).add(p)
+            base.setdefault(_base_name(p), set()).add(p)
         self.short = {p: b for b, ps in base.items() if len(ps) == 1 for p in ps}
         self._long = {p: b for p, b in self.short.items() if p != b}
         # paths with a space or a colon cannot be found as one token: then
