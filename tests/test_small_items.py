@@ -34,3 +34,10 @@ def test_benchmark_runner_without_the_dependencies_is_one_line(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
     assert "not installed for" in p.stderr and p.stderr.count("\n") == 1
+
+
+def test_fuzz_runner_without_atheris_says_so(tmp_path):
+    p = subprocess.run([sys.executable, "-S", "-I", os.path.join(ROOT, "tests", "fuzz", "run.py"),
+                        "parser", "0.01"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "atheris is not installed" in p.stderr, p.stdout + p.stderr
+    assert "crash class" not in p.stdout

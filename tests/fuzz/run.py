@@ -81,6 +81,13 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip())
         return 2
     minutes = float(argv[1]) if len(argv) > 1 else 10.0
+    import importlib.util
+
+    if importlib.util.find_spec("atheris") is None:
+        # not a crash of rocrtrace: the harness cannot start at all
+        print(f"tests/fuzz/run.py: atheris is not installed for {sys.executable} "
+              "(pip install atheris, or run the venv's python)", file=sys.stderr)
+        return 2
     work = os.path.join(HERE, "work", argv[0])
     os.makedirs(work, exist_ok=True)
     execs, classes = run(argv[0], minutes * 60, workdir=work)
