@@ -132,7 +132,14 @@ pub(crate) fn attr_short(t: u32) -> Option<&'static str> {
     kfd::attr_name(t).map(|n| &n["KFD_IOCTL_SVM_ATTR_".len()..])
 }
 
-/// Run-independent attribute shape, e.g. `NO_ACCESS*2+CLR_FLAGS(COHERENT)`.
+/// The attribute shape as messages and histories print it, with the
+/// multiplier `stats` and `diff` use: `NO_ACCESS×2+CLR_FLAGS(COHERENT)`.
+pub fn shape_text(attrs: &[Attr]) -> String {
+    shape_of(attrs).replace('*', "×")
+}
+
+/// Run-independent attribute shape, e.g. `NO_ACCESS*2+CLR_FLAGS(COHERENT)`:
+/// a fingerprint ingredient (kept as it is so baselines keep matching).
 pub fn shape_of(attrs: &[Attr]) -> String {
     let mut parts: Vec<(String, u32)> = Vec::new();
     for a in attrs {
@@ -2027,7 +2034,7 @@ impl Shared {
         let d = rec.r.borrow();
         let mut what = format!(
             "SET_ATTR {} on {}-{} ({})",
-            shape_of(&d.attrs),
+            shape_text(&d.attrs),
             hb(d.s, p.shift),
             hb(d.e, p.shift),
             d.eff.kind.name()

@@ -10,7 +10,7 @@ use crate::findings::{Evidence, Finding};
 use crate::kfd;
 use crate::models::svm::{
     CRef, Claim, ClaimKind, EPS, EffKind, Ev, Loss, Raw, RawKind, RecRef, Seen, Shared, attr_short,
-    flags_text, hb, hu, hx, opt_same, same_ev, shape_of, windows_overlap,
+    flags_text, hb, hu, hx, opt_same, same_ev, shape_of, shape_text, windows_overlap,
 };
 use crate::models::svm_map::{Attr, access_name};
 use crate::rules::{Rule, Severity};
@@ -529,7 +529,7 @@ fn victim_finding(
     };
     let mut msg = format!(
         "SET_ATTR {} on [{}, {}) released {rel} but took {}{lost} from {} page(s) of live {}",
-        shape_of(&attrs),
+        shape_text(&attrs),
         hb(d.s, sh),
         hb(d.e, sh),
         if over { "GPU " } else { "" },
