@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Stand-in for strace in strace's own test suite that keeps a copy of every
+file strace writes with -o (issue 33: the suite's logs, read by
+benchmarks/strace_suite.py).
+
+The suite runs strace many times in one test directory with the same -o
+name, so the files left at the end hold only each test's last run.  This
+wrapper execs the real strace in its own process (same pid, same signals,
+same exit status, so the suite behaves as without it) and leaves behind a
+detached watcher that waits for that pid to exit (pidfd) and copies the -o
+file and its -ff siblings (`NAME.PID`) to
+`$STRACE_SUITE_ARCHIVE/<test dir>/<ns>/`.
+
+    STRACE_REAL='/path/to/strace' STRACE_SUITE_ARCHIVE=$PWD/tests/strace-logs \\
+        STRACE=$PWD/strace_suite_wrap.py make check
+
+STRACE_REAL may be a command line (split on spaces), e.g. a loader and the
+binary.  Without STRACE_SUITE_ARCHIVE the wrapper only execs strace."""
+from __future__ import annotations
+
+import glob
+import os
+import select
+import shutil
+import sys
+import time
+
+
+def output_name(args: list[str]) -> str | None:
+    """The file strace writes its trace to: the first -o/--output."""
+    for i, a in enumerate(args):
+        if a == "--":
+            break
+        if a in ("-o", "--output"):
+            return args[i + 1] if i + 1 < len(args) else None
+        if a.startswith("--output="):
+            return a[len("--output="):]
+        if a.startswith("-o") and not a.startswith("--"):
+            return a[2:]
+    return None
+
+
+def watch(pid: int, out: str, cwd: str, archive: str, ready_w: int) -> None:
+    """In a detached grandchild: wait for `pid` to exit, copy what it wrote
+    (files of the name written since it started: not an earlier run's)."""
+    start = time.time() - 1
+    fd = os.pidfd_open(pid)
+    os.write(ready_w, b"x")
+    os.close(ready_w)
+    select.select([fd], [], [])
+    path = out if os.path.isabs(out) else os.path.join(cwd, out)
+    dest = os.path.join(archive, os.path.basename(cwd), str(time.time_ns()))
+    files = [f for f in [path, *glob.glob(glob.escape(path) + ".*")]
+             if os.path.isfile(f) and os.path.getmtime(f) >= start]
+    if not files:
+        return
+    os.makedirs(dest, exist_ok=True)
+    for f in files:
+        shutil.copyfile(f, os.path.join(dest, os.path.basename(f)))
+
+
+def main() -> None:
+    real = os.environ["STRACE_REAL"].split()
+    args = sys.argv[1:]
+    out = output_name(args)
+    archive = os.environ.get("STRACE_SUITE_ARCHIVE")
+    # -o "|cmd" and "!cmd" pipe the trace into a command: no file to copy
+    if archive and out and not out.startswith(("|", "!")) and out != "/dev/null":
+        pid = os.getpid()
+        cwd = os.getcwd()
+        r, w = os.pipe()
+        if os.fork() == 0:
+            os.close(r)
+            # the grandchild is reparented away: strace never sees it exit
+            if os.fork() == 0:
+                os.setsid()
+                try:
+                    watch(pid, out, cwd, archive, w)
+                finally:
+                    os._exit(0)
+            os._exit(0)
+        os.close(w)
+        os.waitpid(-1, 0)
+        os.read(r, 1)  # the watcher holds a pidfd before strace starts
+        os.close(r)
+    os.execv(real[0], real + args)
+
+
+if __name__ == "__main__":
+    main()
