@@ -48,6 +48,11 @@ def watch(pid: int, out: str, cwd: str, archive: str, ready_w: int) -> None:
     os.write(ready_w, b"x")
     os.close(ready_w)
     select.select([fd], [], [])
+    copy_output(out, cwd, archive, start)
+
+
+def copy_output(out: str, cwd: str, archive: str, start: float) -> None:
+    """Copy the -o file and its -ff siblings written since `start`."""
     path = out if os.path.isabs(out) else os.path.join(cwd, out)
     dest = os.path.join(archive, os.path.basename(cwd), str(time.time_ns()))
     files = [f for f in [path, *glob.glob(glob.escape(path) + ".*")]
@@ -59,6 +64,25 @@ def watch(pid: int, out: str, cwd: str, archive: str, ready_w: int) -> None:
         shutil.copyfile(f, os.path.join(dest, os.path.basename(f)))
 
 
+def run_child(argv: list[str], out: str, archive: str) -> int:
+    """strace as a child, its output copied once it exited; its status."""
+    cwd = os.getcwd()
+    start = time.time() - 1
+    child = os.fork()
+    if child == 0:
+        os.execv(argv[0], argv)
+    # as init we are also the parent of every orphan of the namespace: reap
+    # them (strace has seen each exit before its parent can)
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid == child:
+            break
+    copy_output(out, cwd, archive, start)
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
 def main() -> None:
     real = os.environ["STRACE_REAL"].split()
     args = sys.argv[1:]
@@ -67,6 +91,11 @@ def main() -> None:
     # -o "|cmd" and "!cmd" pipe the trace into a command: no file to copy
     if archive and out and not out.startswith(("|", "!")) and out != "/dev/null":
         pid = os.getpid()
+        if pid == 1:
+            # the init of a new pid namespace (`unshare -Urpf strace`):
+            # an orphaned watcher would become strace's own child and strace
+            # would wait for it forever, so strace runs as our child here
+            sys.exit(run_child(real + args, out, archive))
         cwd = os.getcwd()
         r, w = os.pipe()
         if os.fork() == 0:
