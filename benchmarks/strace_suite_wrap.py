@@ -41,24 +41,37 @@ def output_name(args: list[str]) -> str | None:
 
 
 def watch(pid: int, out: str, cwd: str, archive: str, ready_w: int) -> None:
-    """In a detached grandchild: wait for `pid` to exit, copy what it wrote
-    (files of the name written since it started: not an earlier run's)."""
-    start = time.time() - 1
+    """In a detached grandchild: wait for `pid` to exit, copy what it wrote."""
+    before = snapshot(out, cwd)
     fd = os.pidfd_open(pid)
     os.write(ready_w, b"x")
     os.close(ready_w)
     select.select([fd], [], [])
-    copy_output(out, cwd, archive, start)
+    copy_output(out, cwd, archive, before)
 
 
-def copy_output(out: str, cwd: str, archive: str, start: float) -> None:
-    """Copy the -o file and its -ff siblings written since `start`."""
+def candidates(out: str, cwd: str) -> list[str]:
+    """The -o file and its -ff siblings (`NAME.PID`) as they are now."""
     path = out if os.path.isabs(out) else os.path.join(cwd, out)
-    dest = os.path.join(archive, os.path.basename(cwd), str(time.time_ns()))
-    files = [f for f in [path, *glob.glob(glob.escape(path) + ".*")]
-             if os.path.isfile(f) and os.path.getmtime(f) >= start]
+    return [f for f in [path, *glob.glob(glob.escape(path) + ".*")] if os.path.isfile(f)]
+
+
+def snapshot(out: str, cwd: str) -> dict[str, tuple]:
+    stamp = {}
+    for f in candidates(out, cwd):
+        st = os.stat(f)
+        stamp[f] = (st.st_ino, st.st_mtime_ns, st.st_size)
+    return stamp
+
+
+def copy_output(out: str, cwd: str, archive: str, before: dict[str, tuple]) -> None:
+    """Copy the files strace wrote: new ones and changed ones, not an
+    earlier run's left as they were."""
+    now = snapshot(out, cwd)
+    files = [f for f, st in now.items() if before.get(f) != st]
     if not files:
         return
+    dest = os.path.join(archive, os.path.basename(cwd), str(time.time_ns()))
     os.makedirs(dest, exist_ok=True)
     for f in files:
         shutil.copyfile(f, os.path.join(dest, os.path.basename(f)))
@@ -67,7 +80,7 @@ def copy_output(out: str, cwd: str, archive: str, start: float) -> None:
 def run_child(argv: list[str], out: str, archive: str) -> int:
     """strace as a child, its output copied once it exited; its status."""
     cwd = os.getcwd()
-    start = time.time() - 1
+    before = snapshot(out, cwd)
     child = os.fork()
     if child == 0:
         os.execv(argv[0], argv)
@@ -77,7 +90,7 @@ def run_child(argv: list[str], out: str, archive: str) -> int:
         pid, status = os.waitpid(-1, 0)
         if pid == child:
             break
-    copy_output(out, cwd, archive, start)
+    copy_output(out, cwd, archive, before)
     if os.WIFSIGNALED(status):
         return 128 + os.WTERMSIG(status)
     return os.WEXITSTATUS(status)
