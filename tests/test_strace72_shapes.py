@@ -42,3 +42,24 @@ def test_an_ioctl_whose_struct_does_not_parse_keeps_its_fd_and_result():
         ") = -1 EBADF (Bad file descriptor)"
     evs, _ = parse_lines("strace", "x", [line])
     assert _calls(evs) == [("ioctl", 7, -1, "EBADF")]
+
+
+def test_a_log_that_is_only_a_summary_table_is_read(tmp_path):
+    """`strace -c -o log` writes only the table: a strace log with no call
+    (SPEC 2: a trace-incomplete note, exit 0), not an unrecognized input.
+    The table as strace 7.2 prints it with -U calls,name."""
+    import json
+    import subprocess
+    import sys
+
+    log = tmp_path / "log"
+    log.write_text("    calls syscall\n--------- ----------------\n        1 read\n"
+                   "        8 mmap\n--------- ----------------\n       36 total\n")
+    r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "--format", "json",
+                        "--fail-on", "never", str(log)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["inputs"][0]["format"] == "strace"
+    assert doc["inputs"][0]["unparsed"] == 0
+    assert [f["rule"] for f in doc["findings"]] == ["trace-incomplete"]
