@@ -66,7 +66,13 @@ pub fn looks_like_trace_line(line: &str) -> bool {
     if line.starts_with(" > ") || line.starts_with(" | ") {
         return true;
     }
-    if line.starts_with("# rocrtrace-log") || RE.diag.is_match(line) {
+    if line.starts_with("# rocrtrace-log")
+        || RE.diag.is_match(line)
+        || grammar::diag_prefix(line.as_bytes())
+    {
+        // strace's own messages under any program name (`strace: `,
+        // `/usr/bin/strace: poke_tcb: …`) are strace lines: a stderr
+        // capture of only those is a strace log (SPEC 2)
         return true;
     }
     let end = RE.prefix.find(line).map_or(0, |m| m.end());
