@@ -8,8 +8,11 @@ BUILD_DIR is a strace build tree after `make check`.  The logs are the
 files strace wrote with -o: the copies benchmarks/strace_suite_wrap.py kept
 of every run (`tests*/strace-logs/<test>/<run>/`), else the files the last
 run of each test left (`tests*/<test>.dir/log` and its -ff `log.PID`
-siblings; init.sh's run_strace writes `$LOG`, "log").  Empty files are
-counted and left out (there is nothing to read).
+siblings; init.sh's run_strace writes `$LOG`, "log").  Of one run's copies
+only the -o file and its `NAME.PID` siblings are read (not a `NAME.err` of
+strace's stderr beside them).  Empty files are counted and left out (there is
+nothing to read), and so is strace's --version text that strace-V.test
+redirects over `$LOG` (no trace).
 
 Each log is its own input of `rocrtrace analyze --format json --fail-on
 never`, several per invocation (the -ff files of one strace run together).
@@ -43,7 +46,7 @@ def find_logs(build: str) -> list[list[str]]:
             for root, dirs, files in os.walk(archive):
                 dirs.sort()
                 if files:
-                    groups.append(sorted(os.path.join(root, f) for f in files))
+                    groups.append(sorted(os.path.join(root, f) for f in ff_group(files)))
             continue
         for d in sorted(os.listdir(tpath)):
             dpath = os.path.join(tpath, d)
@@ -53,6 +56,27 @@ def find_logs(build: str) -> list[list[str]]:
                 if files:
                     groups.append(files)
     return groups
+
+
+def ff_group(files: list[str]) -> list[str]:
+    """Of one run's files, the -o file (the shortest name) and its -ff
+    siblings `NAME.PID`; with -ff alone, every `NAME.PID`."""
+    base = min(files, key=len)
+    if re.fullmatch(r".+\.\d+", base) and all(re.fullmatch(r".+\.\d+", f) for f in files):
+        return files
+    return [f for f in files if f == base or (f.startswith(base + ".")
+                                              and f[len(base) + 1:].isdigit())]
+
+
+def not_a_trace(path: str) -> str | None:
+    """Why a collected file is no strace -o output, or None: `run_strace
+    --version > "$LOG"` (strace-V.test) leaves strace's version text where
+    strace was told to write its trace."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if head.startswith(b"strace -- version "):
+        return "strace --version text the test redirected over $LOG"
+    return None
 
 
 def rocrtrace_cmd(given: str | None) -> list[str]:
@@ -100,7 +124,9 @@ def main() -> int:
     cmd = rocrtrace_cmd(a.rocrtrace)
     groups = find_logs(a.build)
     empty = [f for g in groups for f in g if os.path.getsize(f) == 0]
-    groups = [[f for f in g if os.path.getsize(f) > 0] for g in groups]
+    others = {f: why for g in groups for f in g
+              if os.path.getsize(f) > 0 and (why := not_a_trace(f))}
+    groups = [[f for f in g if os.path.getsize(f) > 0 and f not in others] for g in groups]
     groups = [g for g in groups if g]
     per_file: dict[str, dict] = {}
     rejected: dict[str, str] = {}
@@ -175,9 +201,11 @@ def main() -> int:
                     out_lines.append(f"{f}:{ln}: {text}")
     share = 100.0 * unparsed / lines if lines else 0.0
     print(f"logs: {len(per_file)} read, {len(rejected)} rejected, {len(crashed)} crashed, "
-          f"{len(empty)} empty (left out)")
+          f"{len(empty)} empty (left out), {len(others)} no trace (left out)")
     print(f"lines: {lines}, unparsed: {unparsed} ({share:.4f}%)")
     print(f"logs with unparsed lines: {sum(1 for r in per_file.values() if r['unparsed'])}")
+    for f, why in sorted(others.items()):
+        print(f"no trace: {f}: {why}")
     for f, why in sorted(rejected.items()):
         print(f"rejected: {f}: {why}")
     for f, why in sorted(crashed.items()):
@@ -190,6 +218,7 @@ def main() -> int:
         with open(a.json, "w") as fh:
             json.dump({"logs": len(per_file), "lines": lines, "unparsed": unparsed,
                        "rejected": rejected, "crashed": crashed, "empty": empty,
+                       "no_trace": others,
                        "files": per_file}, fh, indent=1, sort_keys=True)
     if a.lines:
         with open(a.lines, "w") as fh:

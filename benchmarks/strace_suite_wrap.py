@@ -51,9 +51,11 @@ def watch(pid: int, out: str, cwd: str, archive: str, ready_w: int) -> None:
 
 
 def candidates(out: str, cwd: str) -> list[str]:
-    """The -o file and its -ff siblings (`NAME.PID`) as they are now."""
+    """The -o file and its -ff siblings (`NAME.PID`) as they are now (not a
+    `NAME.err` the test's shell wrote strace's stderr to)."""
     path = out if os.path.isabs(out) else os.path.join(cwd, out)
-    return [f for f in [path, *glob.glob(glob.escape(path) + ".*")] if os.path.isfile(f)]
+    ff = [f for f in glob.glob(glob.escape(path) + ".*") if f[len(path) + 1:].isdigit()]
+    return [f for f in [path, *ff] if os.path.isfile(f)]
 
 
 def snapshot(out: str, cwd: str) -> dict[str, tuple]:

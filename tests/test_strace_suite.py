@@ -60,9 +60,17 @@ def test_the_archive_is_read_when_there_is_one(tmp_path):
     _write(str(t / "a.dir" / "log"), "close(3) = 0\n")   # the last run: ignored
     _write(str(t / "strace-logs" / "a.dir" / "1" / "log"), "close(4) = 0\n")
     _write(str(t / "strace-logs" / "a.dir" / "2" / "log"), "close(5) = 0\nclose(6) = 0\n")
+    # strace's stderr the test's shell put beside the -o file: not read
+    _write(str(t / "strace-logs" / "a.dir" / "2" / "log.err"), "junk\n")
+    # -ff alone: every NAME.PID
+    _write(str(t / "strace-logs" / "b.dir" / "3" / "log.7"), "7 close(7) = 0\n")
+    _write(str(t / "strace-logs" / "b.dir" / "3" / "log.8"), "8 close(8) = 0\n")
+    # strace-V.test: `run_strace --version > "$LOG"`
+    _write(str(t / "strace-logs" / "V.dir" / "4" / "log"), "strace -- version 7.2\n")
     r, doc = _collect(tmp_path)
     assert r.returncode == 0, r.stderr
-    assert doc["lines"] == 3 and doc["logs"] == 2 and doc["unparsed"] == 0
+    assert doc["lines"] == 5 and doc["logs"] == 4 and doc["unparsed"] == 0
+    assert list(doc["no_trace"]) == [str(t / "strace-logs" / "V.dir" / "4" / "log")]
 
 
 @pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
@@ -76,8 +84,10 @@ def test_the_wrapper_keeps_every_run_and_its_ff_files(tmp_path):
                             sys.executable, "-c", "import os; os.getpid(); os.getppid()"],
                            cwd=test_dir, env=env, timeout=60)
         assert r.returncode == 0
+    (test_dir / "log.err").write_text("the test's own redirect of strace's stderr\n")
     r = subprocess.run([sys.executable, WRAP, "-ff", "-o", "log", "-e", "trace=none",
-                        "sh", "-c", "true & wait"], cwd=test_dir, env=env, timeout=60)
+                        "sh", "-c", "echo x > log.err; true & wait"], cwd=test_dir, env=env,
+                       timeout=60)
     assert r.returncode == 0
     # the exit status is strace's
     bad = subprocess.run([sys.executable, WRAP, "-o", "log", "/nonexistent/program"],
@@ -93,7 +103,7 @@ def test_the_wrapper_keeps_every_run_and_its_ff_files(tmp_path):
     assert len(runs) == 4
     first, second, ff, _ = [sorted(os.listdir(archive / "x.dir" / r)) for r in runs]
     assert first == second == ["log"]
-    assert len(ff) == 2 and all(f.startswith("log.") for f in ff)
+    assert len(ff) == 2 and all(f.startswith("log.") and f[4:].isdigit() for f in ff)
     texts = [(archive / "x.dir" / r / "log").read_text() for r in runs[:2]]
     assert "getpid()" in texts[0] and "getppid" not in texts[0]
     assert "getppid()" in texts[1]
