@@ -17,12 +17,18 @@ import traceback
 import click
 
 from . import __version__
+from .config import FAIL_ON
+from .report import BINARY_FORMATS, FORMATS as REPORT_FORMATS, format_help
+from .schema import TABLE_FORMATS
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
-REPORT_FORMATS = ("text", "json", "jsonl", "csv", "junit", "sarif", "github", "markdown",
-                  "perfetto", "parquet")
-BINARY_FORMATS = ("perfetto", "parquet")
+# Each choice list once: the options below, their --help text and the
+# validation all read these.
+INPUT_FORMATS = ("strace", "preload", "tinygrad")
+CAPTURE_METHODS = ("preload", "strace")
+HISTORY_FORMATS = ("text", "json")            # stats, show, rules
+DIFF_FORMATS = ("text", "json", "markdown")
 
 
 EXIT_INTERRUPTED = 130      # 128 + SIGINT, as a shell reports a Ctrl-C
@@ -89,6 +95,36 @@ def _emit(text, path: str | None) -> None:
         # is escaped), so they go out as they are, also to a pipe
         text = text if text.endswith("\n") else text + "\n"
     write(path, text)
+
+
+def _rereadable(path: str) -> bool:
+    """A TRACE argument that can be read twice: not standard input, not a
+    FIFO or other stream (a file, a directory or a glob can)."""
+    import stat
+
+    if path == "-":
+        return False
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return True             # a glob, or missing: the core says which
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+
+
+def _emit_stream(f, path: str | None, binary: bool) -> None:
+    """The content of the open file ``f`` to ``path`` or stdout, a MiB at a
+    time, with _emit's safety (rocrtrace.output)."""
+    from .output import write
+
+    first = True
+    while True:
+        chunk = f.read(1 << 20)
+        if not chunk:
+            break
+        write(path, chunk, append=not first)
+        first = False
+    if first:
+        write(path, b"" if binary else "")
 
 
 def split_rules(values) -> list[str]:
@@ -185,24 +221,36 @@ def cli(ctx):
 _RULES_HELP = "Comma-separated rule ids; may be repeated."
 
 
+def _input_format_option(fn):
+    return click.option("--input-format", type=click.Choice(INPUT_FORMATS),
+                        help="Force the input format instead of detecting it.")(fn)
+
+
+def _fail_on_option(what: str):
+    return click.option("--fail-on", type=click.Choice(FAIL_ON), default="error",
+                        show_default=True, help=f"Exit 1 when {what} is at or above this "
+                        "severity.")
+
+
+def _format_option(choices, what: str):
+    return click.option("--format", "fmt", type=click.Choice(choices), default=choices[0],
+                        show_default=True, help=f"{what} format.")
+
+
 @cli.command()
 @click.argument("traces", nargs=-1, required=True)
 @click.option("--format", "formats", multiple=True, metavar="FMT[:FILE]",
-              help="Report format: text, json, jsonl, csv, junit, sarif, github, markdown, "
-                   "perfetto:FILE (a Perfetto trace), parquet:FILE (the findings table). "
+              help=f"Report format: {format_help()}. "
                    "Repeat with :FILE for several outputs in one run.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE.")
-@click.option("--fail-on", type=click.Choice(["error", "warning", "note", "never"]),
-              default="error", show_default=True,
-              help="Exit 1 when a finding at or above this severity remains.")
+@_fail_on_option("a finding that remains")
 @click.option("--enable", multiple=True, metavar="RULE[,RULE…]",
               help="Report only these rules. " + _RULES_HELP)
 @click.option("--disable", multiple=True, metavar="RULE[,RULE…]",
               help="Do not report these rules. " + _RULES_HELP)
 @click.option("--baseline", metavar="FILE", help="Suppress findings whose fingerprints FILE lists.")
 @click.option("--write-baseline", metavar="FILE", help="Write the findings' fingerprints to FILE.")
-@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
-              help="Force the input format instead of detecting it.")
+@_input_format_option
 @click.option("--source-root", metavar="DIR",
               help="The program's source tree: a finding is located at the first stack frame "
                    "whose source lies under DIR (default: the current directory).")
@@ -444,7 +492,7 @@ def _progress_hook(traces):
 
 
 @cli.command()
-@click.option("--method", type=click.Choice(["preload", "strace"]), default="preload",
+@click.option("--method", type=click.Choice(CAPTURE_METHODS), default=CAPTURE_METHODS[0],
               show_default=True, help="Capture with the preload library or with strace.")
 @click.option("-o", "--output", "prefix", metavar="PREFIX",
               help="Log file prefix: one file per process, PREFIX.PID (strace: per "
@@ -468,55 +516,60 @@ def capture(method, prefix, stack_depth, cmd):
 
 @cli.command()
 @click.argument("traces", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "parquet"]), default="csv",
-              show_default=True, help="Table format.")
+@_format_option(TABLE_FORMATS, "Table")
 @click.option("-o", "--output", metavar="FILE", help="Write the table to FILE.")
-@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
-              help="Force the input format instead of detecting it.")
+@_input_format_option
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
               metavar="N", help=_TABLE_JOBS_HELP.format("events"))
 def events(traces, fmt, output, input_format, jobs):
     """The normalized event table of TRACE... (pandas)."""
     from . import engine
-    from .tables import TableError, write_events
+    from .tables import EventsWriter, TableError
 
     if fmt == "parquet" and not output:
         raise UsageFail("parquet is binary: give -o FILE")
     check_output_path(output)
-    frame, infos = _in_core(engine.events_frame, list(traces), input_format=input_format,
-                            jobs=jobs)
-    check_recognized(infos, input_format)
     import io
+    import tempfile
 
-    buf = io.BytesIO() if fmt == "parquet" else io.StringIO()
-    try:
-        write_events(frame, fmt, buf)
-    except TableError as e:
-        raise UsageFail(str(e)) from None
-    _emit(buf.getvalue(), output)
+    # batch by batch (SPEC 7: one batch in memory), into a temporary file
+    # that becomes the output only once every input was read (an input error
+    # leaves no half table behind)
+    spool = tempfile.TemporaryFile(mode="w+b" if fmt == "parquet" else "w+",
+                                   **({} if fmt == "parquet" else {"encoding": "utf-8",
+                                                                   "newline": ""}))
+    with spool:
+        writer = EventsWriter(fmt, spool)
+        try:
+            infos = _in_core(engine.event_batches, list(traces), writer.write,
+                             input_format=input_format, jobs=jobs)
+            writer.close()
+        except TableError as e:
+            raise UsageFail(str(e)) from None
+        check_recognized(infos, input_format)
+        spool.seek(0)
+        _emit_stream(spool, output, binary=fmt == "parquet")
     return EXIT_CLEAN
 
 
 @cli.command()
 @click.argument("traces", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Output format.")
+@_format_option(HISTORY_FORMATS, "Output")
 @click.option("-o", "--output", metavar="FILE", help="Write the statistics to FILE.")
-@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
-              help="Force the input format instead of detecting it.")
+@_input_format_option
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
               metavar="N", help=_TABLE_JOBS_HELP.format("counts"))
 def stats(traces, fmt, output, input_format, jobs):
     """Counts, errors, sizes and latency percentiles per ioctl and SVM attribute shape."""
     from . import engine
-    from .tables import render_stats, stats as compute
+    from .tables import StatsAcc, render_stats
 
     check_output_path(output)
-    frame, infos = _in_core(engine.events_frame, list(traces), input_format=input_format,
-                            jobs=jobs)
-    table = compute(frame)
+    acc = StatsAcc()
+    infos = _in_core(engine.event_batches, list(traces), acc.add, input_format=input_format,
+                     jobs=jobs)
     check_recognized(infos, input_format)
-    _emit(render_stats(table, fmt), output)
+    _emit(render_stats(acc.result(), fmt), output)
     return EXIT_CLEAN
 
 
@@ -537,11 +590,9 @@ def _parse_addr(spec: str):
 @click.option("--addr", metavar="ADDR[:LEN]", help="The pages of this address range.")
 @click.option("--fd", type=int, help="This fd number.")
 @click.option("--pid", type=int, help="Only this process.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Output format.")
+@_format_option(HISTORY_FORMATS, "Output")
 @click.option("-o", "--output", metavar="FILE", help="Write the history to FILE.")
-@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
-              help="Force the input format instead of detecting it.")
+@_input_format_option
 def show(trace, addr, fd, pid, fmt, output, input_format):
     """The full history of one page range or fd, event by event."""
     from . import engine
@@ -565,14 +616,10 @@ def show(trace, addr, fd, pid, fmt, output, input_format):
 @cli.command()
 @click.argument("a")
 @click.argument("b")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
-              default="text", show_default=True, help="Output format.")
+@_format_option(DIFF_FORMATS, "Output")
 @click.option("-o", "--output", metavar="FILE", help="Write the comparison to FILE.")
-@click.option("--fail-on", type=click.Choice(["error", "warning", "note", "never"]),
-              default="error", show_default=True,
-              help="Exit 1 when a finding only in B is at or above this severity.")
-@click.option("--input-format", type=click.Choice(["strace", "preload", "tinygrad"]),
-              help="Force the input format instead of detecting it.")
+@_fail_on_option("a finding only in B")
+@_input_format_option
 def diff(a, b, fmt, output, fail_on, input_format):
     """What changed between two traces: ioctl mix, SVM shapes, findings.
 
@@ -580,15 +627,25 @@ def diff(a, b, fmt, output, fail_on, input_format):
     """
     from . import engine
     from .rules import SEVERITY_RANK
-    from .tables import diff as compute, render_diff
+    from .tables import StatsAcc, diff_of_stats, render_diff, stats as stats_of
 
     check_output_path(output)
     sides = []
     for path in (a, b):
-        result = _in_core(engine.analyze, [path], input_format=input_format, table=True)
-        check_recognized(result.inputs, input_format)
-        sides.append((result.table, result.findings))
-    d = compute(sides[0][0], sides[0][1], sides[1][0], sides[1][1])
+        if _rereadable(path):
+            # the findings, then the counts in a second pass a batch at a
+            # time (SPEC 7: no whole event table)
+            result = _in_core(engine.analyze, [path], input_format=input_format)
+            check_recognized(result.inputs, input_format)
+            acc = StatsAcc()
+            _in_core(engine.event_batches, [path], acc.add, input_format=input_format)
+            sides.append((acc.result(), result.findings))
+        else:
+            # standard input or a FIFO: one pass, holding the table
+            result = _in_core(engine.analyze, [path], input_format=input_format, table=True)
+            check_recognized(result.inputs, input_format)
+            sides.append((stats_of(result.table), result.findings))
+    d = diff_of_stats(sides[0][0], sides[0][1], sides[1][0], sides[1][1])
     _emit(render_diff(d, fmt, names=(a, b)), output)
     limit = SEVERITY_RANK[fail_on]
     new = [f for f in d["only_in_b"] if SEVERITY_RANK.get(f["severity"], 0) >= limit]
@@ -597,42 +654,35 @@ def diff(a, b, fmt, output, fail_on, input_format):
 
 @cli.command()
 @click.argument("rule_ids", nargs=-1, metavar="[RULE]...")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Output format.")
+@_format_option(HISTORY_FORMATS, "Output")
 def rules(rule_ids, fmt):
     """The rule catalogue: ids, severities, what each means.
 
     With RULE ids: each rule's explanation, an example and the fix.
     """
     import json
+    from dataclasses import asdict
 
-    from .rules import DOCS, RULES
+    from .rules import RULES
 
     ids = split_rules(rule_ids)
     _check_rules(ids)
     chosen = [RULES[i] for i in ids] if ids else list(RULES.values())
 
-    def entry(r):
-        doc = DOCS.get(r.id)
-        return {"id": r.id, "severity": r.severity, "summary": r.summary, "help": r.help,
-                "example": doc.example if doc else "", "fix": doc.fix if doc else ""}
-
     if fmt == "json":
-        _emit(json.dumps([entry(r) for r in chosen], indent=2), None)
+        _emit(json.dumps([asdict(r) for r in chosen], indent=2), None)
         return EXIT_CLEAN
     if ids:
         import textwrap
 
         out = []
         for r in chosen:
-            e = entry(r)
             out.append(f"{r.id} ({r.severity}): {r.summary}")
             out += ["", *textwrap.wrap(r.help, 78, initial_indent="  ",
                                        subsequent_indent="  ")]
-            for label in ("example", "fix"):
-                if e[label]:
-                    out += ["", f"  {label}:", *textwrap.wrap(
-                        e[label], 78, initial_indent="    ", subsequent_indent="    ")]
+            for label, text in (("example", r.example), ("fix", r.fix)):
+                out += ["", f"  {label}:", *textwrap.wrap(
+                    text, 78, initial_indent="    ", subsequent_indent="    ")]
             out.append("")
         _emit("\n".join(out), None)
         return EXIT_CLEAN

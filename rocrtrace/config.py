@@ -23,7 +23,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SEVERITIES = ("error", "warning", "note")
+from .rules import SEVERITIES
+
 FAIL_ON = ("error", "warning", "note", "never")
 KEYS = ("fail-on", "enable", "disable", "baseline", "source-root", "severity")
 

@@ -2,8 +2,9 @@
 Rust) and its results made into what the reporters take (AnalysisResult,
 InputInfo, Finding, pandas frames).
 
-The CLI calls analyze, events_frame and history; trace_events hands tests
-and tools the events of one trace.
+The CLI calls analyze, events_frame and history (tests/coremodels.py's
+trace_events hands the tests the events of one trace, through a test entry
+point of the core).
 Everything per event happens in Rust; this module sees only what a report
 shows.  Symbolization and fingerprints stay here: they read ELF files
 (pyelftools) for the frames findings cite.
@@ -13,37 +14,11 @@ else is a bug (exit 3).
 """
 from __future__ import annotations
 
-import os
-
 from typing import Callable
 
+from .core import core
 from .paths import InputError
 from .result import AnalysisResult, TraceFacts
-
-
-# The core's allocator (mimalloc) reads these once, as the core loads: freed
-# memory goes back at once and arenas are committed as they are used.  With
-# its defaults, events built on --jobs threads and freed on the main thread
-# held ~25 MB more at peak (75 MB against 31 MB on a 2M-line strace log), at
-# the same speed.  Set only while the core loads, so the traced programs of
-# `capture` never see them; a user's own MIMALLOC_* settings win.
-_ALLOCATOR = {"MIMALLOC_PURGE_DELAY": "0", "MIMALLOC_ARENA_EAGER_COMMIT": "0"}
-
-
-def core():
-    """rocrtrace._engine, or an InputError that says how to get it."""
-    added = [k for k in _ALLOCATOR if k not in os.environ]
-    for k in added:
-        os.environ[k] = _ALLOCATOR[k]
-    try:
-        from . import _engine
-    except ImportError as e:
-        raise InputError(f"rocrtrace: the compiled core rocrtrace._engine does not load ({e}): "
-                         "reinstall with 'pip install .'") from None
-    finally:
-        for k in added:
-            del os.environ[k]
-    return _engine
 
 
 def _skipped_note(message: str):
@@ -168,6 +143,22 @@ def events_frame(paths: list[str], *, input_format: str | None = None, jobs: int
     return frame_from_columns(cols), infos
 
 
+def event_batches(paths: list[str], on_batch, *, input_format: str | None = None,
+                  jobs: int = 1, batch_rows: int = 16384):
+    """Hand the event table of all traces to ``on_batch(frame)`` a batch of
+    ``batch_rows`` rows at a time (what events_frame gives, in pieces);
+    returns their InputInfos.  An exception in on_batch stops the reading
+    and propagates."""
+    from .tables import frame_from_columns
+
+    eng = core()
+    try:
+        return eng.event_batches(list(paths), lambda cols: on_batch(frame_from_columns(cols)),
+                                 input_format=input_format, jobs=jobs, batch_rows=batch_rows)
+    except eng.ReadError as e:
+        raise InputError(str(e)) from None
+
+
 def history(path: str, *, input_format: str | None = None, watch_fd=None, watch_addr=None):
     """(the recorded history of one fd (pid, fd) or page range (start, end[,
     pid]), the InputInfos): what `rocrtrace show` renders."""
@@ -175,18 +166,5 @@ def history(path: str, *, input_format: str | None = None, watch_fd=None, watch_
     try:
         return eng.history(path, input_format=input_format, watch_fd=watch_fd,
                            watch_addr=watch_addr)
-    except eng.ReadError as e:
-        raise InputError(str(e)) from None
-
-
-def trace_events(path: str, *, input_format: str | None = None, max_line: int = 1 << 20,
-                 max_open: int = 64):
-    """(every event of one TRACE argument in replay order, its InputInfos) as
-    the core reads and parses it; an input it cannot read is InputError.  One
-    Python record per event: for tests and tools, not for the product's paths
-    (those hand over tables)."""
-    eng = core()
-    try:
-        return eng.trace_events(path, input_format, max_line, max_open)
     except eng.ReadError as e:
         raise InputError(str(e)) from None

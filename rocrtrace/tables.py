@@ -11,10 +11,11 @@ from collections import Counter
 from typing import Iterable
 
 from . import kfd
+from .schema import EVENT_COLUMNS, EVENT_NAMES, TABLE_FORMATS
 
-# The columns in the core's order (src/table.rs ORDER).
-ORDER = ("file", "line", "seq", "pid", "tid", "time", "dur", "event", "name", "ret", "err",
-         "fd", "ioctl", "type", "nr", "size", "request", "length", "op", "nattr", "attr_shape")
+# The columns in the core's order (src/table.rs ORDER; rocrtrace/schema.py
+# EVENT_COLUMNS, which the table writers follow).
+ORDER = EVENT_NAMES
 PERCENTILES = (0.5, 0.9, 0.99)
 _ATTR_SHORT = {v: n.removeprefix("KFD_IOCTL_SVM_ATTR_") for v, n in kfd.ATTR_NAMES.items()}
 
@@ -104,29 +105,90 @@ class ParquetUnavailable(TableError):
     pass
 
 
-def write_events(df, fmt: str, out) -> None:
+class EventsWriter:
+    """The event table written batch by batch (``events``): csv and jsonl
+    append each batch as write_events would write the whole table; parquet
+    writes one row group per batch in the first batch's Arrow schema.  Call
+    ``close()`` after the last batch."""
+
+    def __init__(self, fmt: str, out):
+        if fmt not in TABLE_FORMATS:
+            raise TableError(f"unknown events format {fmt!r} (choose {', '.join(TABLE_FORMATS)})")
+        self.fmt, self.out, self.rows = fmt, out, 0
+        self._pq = None
+
+    def write(self, df) -> None:
+        if self.fmt == "parquet":
+            self._parquet(df)
+        else:
+            write_events(df, self.fmt, self.out, header=self.rows == 0)
+        self.rows += len(df)
+
+    def _parquet(self, df) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = _events_arrow(df)
+        if self._pq is None:
+            self._pq = pq.ParquetWriter(sys.stdout.buffer if self.out == "-" else self.out,
+                                        table.schema)
+        elif table.schema != self._pq.schema:
+            try:
+                table = table.cast(self._pq.schema)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as e:
+                raise TableError(f"an event value does not fit its Parquet column ({e}); "
+                                 "choose --format csv or jsonl") from None
+        self._pq.write_table(table)
+
+    def close(self) -> None:
+        if self.fmt == "parquet":
+            if self._pq is None:
+                self._parquet(frame_from_columns(_empty_columns()))
+            self._pq.close()
+        elif self.rows == 0:
+            write_events(frame_from_columns(_empty_columns()), self.fmt, self.out)
+
+
+def _empty_columns() -> dict:
+    """The core's columns of an empty table (src/py/table.rs)."""
+    from .schema import EVENT_COLUMNS as cols
+
+    out = {}
+    for c in cols:
+        if c.type in ("time", "duration", "float"):
+            out[c.name] = ("float", b"")
+        elif c.type in ("int64", "uint64"):
+            out[c.name] = ("int", b"", b"", [])
+        else:
+            out[c.name] = ("text", b"", [])
+    return out
+
+
+def write_events(df, fmt: str, out, header: bool = True) -> None:
     """Write the event table as csv, jsonl or parquet to a path or an open
-    file (``-`` is standard output)."""
+    file (``-`` is standard output), in the columns and types of
+    rocrtrace/schema.py (Parquet: times as timestamps, durations as
+    durations)."""
+    if fmt not in TABLE_FORMATS:
+        raise TableError(f"unknown events format {fmt!r} (choose {', '.join(TABLE_FORMATS)})")
     if fmt == "parquet":
         try:
-            import pyarrow  # noqa: F401
+            import pyarrow.parquet as pq
         except ImportError:
             raise ParquetUnavailable(
                 "parquet output needs pyarrow: pip install pyarrow "
                 "(or choose --format csv or jsonl)") from None
         if out == "-":
             out = sys.stdout.buffer
-        df.to_parquet(out, index=False)
+        pq.write_table(_events_arrow(df), out)
         return
     if fmt == "csv":
-        text = df.to_csv(index=False)
-    elif fmt == "jsonl":
+        text = df.to_csv(index=False, header=header)
+    else:
         # Not DataFrame.to_json: it escapes '/' in paths and rounds times
         # to 10 significant digits, which loses microseconds of epoch times.
         text = "".join(json.dumps({k: _plain(v) for k, v in rec.items()}) + "\n"
                        for rec in df.to_dict(orient="records"))
-    else:
-        raise TableError(f"unknown events format {fmt!r} (choose csv, jsonl or parquet)")
     if out == "-":
         sys.stdout.write(text)
     elif hasattr(out, "write"):
@@ -134,6 +196,32 @@ def write_events(df, fmt: str, out) -> None:
     else:
         with open(out, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
+
+
+def _events_arrow(df):
+    """The event table as Arrow in the schema's types: a column the frame
+    holds as text (an integer outside int64) or with negative values in an
+    unsigned column keeps the type it has rather than failing."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from .schema import arrow_type
+
+    out = df.copy(deep=False)
+    fields = []
+    for c in EVENT_COLUMNS:
+        col = out[c.name]
+        t = arrow_type(pa, c.type)
+        if c.type == "time":
+            out[c.name] = pd.to_datetime((col * 1e6).round(), unit="us", utc=True)
+        elif c.type == "duration":
+            out[c.name] = pd.to_timedelta((col * 1e6).round(), unit="us")
+        elif c.type in ("int64", "uint64") and not pd.api.types.is_integer_dtype(col.dtype):
+            t = pa.string()
+        elif c.type == "uint64" and bool((col < 0).any()):
+            t = pa.int64()
+        fields.append(pa.field(c.name, t))
+    return pa.Table.from_pandas(out, schema=pa.schema(fields), preserve_index=False)
 
 
 # --- stats -------------------------------------------------------------------
@@ -180,6 +268,162 @@ def _count(df, keys: list[str], name: str = "count"):
     out = df.groupby(keys, dropna=False).size().reset_index(name=name)
     return out.sort_values([name] + keys, ascending=[False] + [True] * len(keys),
                            kind="stable").reset_index(drop=True)
+
+
+class _Missing:
+    """The dict key of a missing group key (NaN and NA never equal themselves)."""
+
+    def __repr__(self):
+        return "<missing>"
+
+
+_MISSING = _Missing()
+
+
+def _norm(k) -> tuple:
+    import pandas as pd
+
+    k = k if isinstance(k, tuple) else (k,)
+    return tuple(_MISSING if (not isinstance(x, str) and pd.isna(x)) else x for x in k)
+
+
+def _sort_key(nk: tuple) -> tuple:
+    # groupby(sort=True, dropna=False): ascending, a missing key last
+    return tuple((1, 0) if x is _MISSING else (0, x) for x in nk)
+
+
+def _exact_quantiles(hist: Counter, qs) -> list[float]:
+    """pandas' Series.quantile (numpy's linear method) of the multiset `hist`
+    (value -> count), without the values themselves: the two order
+    statistics around (n-1)q and numpy's own interpolation, so the figures
+    are the same floats the whole column gives (tests/test_stats_stream.py)."""
+    import bisect
+    import math
+
+    import numpy as np
+
+    vals = sorted(hist)
+    cum, total = [], 0
+    for v in vals:
+        total += hist[v]
+        cum.append(total)
+
+    def nth(i):
+        return vals[bisect.bisect_right(cum, i)]
+
+    out = []
+    for q in qs:
+        virt = np.float64(total - 1) * np.float64(q)
+        if virt >= total - 1:
+            out.append(float(vals[-1]))
+            continue
+        prev = math.floor(virt)
+        a, b = np.float64(nth(prev)), np.float64(nth(prev + 1))
+        t = virt - np.float64(prev)
+        d = b - a
+        out.append(float(b - d * (np.float64(1) - t) if t >= 0.5 else a + d * t))
+    return out
+
+
+class _PerAcc:
+    """_per over batches: calls, errors and the latency multiset per group."""
+
+    def __init__(self, keys: list[str]):
+        self.keys, self.groups = keys, {}
+
+    def add(self, df) -> None:
+        if df.empty:
+            return
+        for k, g in df.groupby(self.keys, dropna=False, sort=False):
+            nk = _norm(k)
+            ent = self.groups.get(nk)
+            if ent is None:
+                raw = k if isinstance(k, tuple) else (k,)
+                ent = self.groups[nk] = [raw, 0, 0, Counter()]
+            ent[1] += int(len(g))
+            ent[2] += int(g["err"].notna().sum())
+            ent[3].update((g["dur"].dropna() * 1e6).tolist())
+
+    def frame(self):
+        import pandas as pd
+
+        rows = []
+        for nk in sorted(self.groups, key=_sort_key):
+            raw, calls, errors, hist = self.groups[nk]
+            row = dict(zip(self.keys, raw))
+            row["calls"], row["errors"] = calls, errors
+            if hist:
+                p50, p90, p99 = _exact_quantiles(hist, PERCENTILES)
+                row.update({"timed": sum(hist.values()), "p50_us": p50, "p90_us": p90,
+                            "p99_us": p99, "max_us": float(max(hist))})
+            else:
+                row.update({"timed": 0, "p50_us": None, "p90_us": None, "p99_us": None,
+                            "max_us": None})
+            rows.append(row)
+        cols = self.keys + ["calls", "errors", "timed", "p50_us", "p90_us", "p99_us", "max_us"]
+        out = pd.DataFrame(rows, columns=cols)
+        return out.sort_values(["calls"] + self.keys, ascending=[False] + [True] * len(self.keys),
+                               kind="stable").reset_index(drop=True)
+
+
+class _CountAcc:
+    """_count over batches."""
+
+    def __init__(self, keys: list[str], name: str = "count"):
+        self.keys, self.name, self.groups, self.dtypes = keys, name, {}, None
+
+    def add(self, df) -> None:
+        if df.empty:
+            return
+        if self.dtypes is None:
+            self.dtypes = {k: df[k].dtype for k in self.keys}
+        for k, n in df.groupby(self.keys, dropna=False).size().items():
+            nk = _norm(k)
+            ent = self.groups.setdefault(nk, [k if isinstance(k, tuple) else (k,), 0])
+            ent[1] += int(n)
+
+    def frame(self):
+        import pandas as pd
+
+        if not self.groups:
+            return pd.DataFrame(columns=self.keys + [self.name])
+        rows = [list(self.groups[nk][0]) + [self.groups[nk][1]]
+                for nk in sorted(self.groups, key=_sort_key)]
+        out = pd.DataFrame(rows, columns=self.keys + [self.name])
+        out = out.astype({**self.dtypes, self.name: "int64"})
+        return out.sort_values([self.name] + self.keys,
+                               ascending=[False] + [True] * len(self.keys),
+                               kind="stable").reset_index(drop=True)
+
+
+class StatsAcc:
+    """``stats`` over the event table a batch at a time (SPEC 7: ``stats``
+    and ``diff`` hold one batch, not the table): the same tables stats()
+    gives for the whole table, float for float."""
+
+    def __init__(self):
+        self.acc = {"ioctls": _PerAcc(["ioctl"]), "svm_shapes": _PerAcc(["op", "attr_shape"]),
+                    "errors": _CountAcc(["ioctl", "err"]), "sizes": _CountAcc(["ioctl", "size"]),
+                    "threads": _CountAcc(["tid", "ioctl"], "calls"),
+                    "syscalls": _PerAcc(["name"])}
+
+    def add(self, df) -> None:
+        io = df[df["event"] == "Ioctl"]
+        svm = io[io["op"].notna() | io["nattr"].notna()].copy()
+        svm["op"] = svm["op"].fillna("?")
+        svm["attr_shape"] = svm["attr_shape"].fillna(
+            svm["nattr"].map(lambda n: f"nattr={n} (not decoded)", na_action="ignore")
+        ).fillna("?")
+        calls = df[~df["event"].isin(["Ioctl", "ProcessInfo", "FdSnapshot", "ModuleMap"])]
+        self.acc["ioctls"].add(io)
+        self.acc["svm_shapes"].add(svm)
+        self.acc["errors"].add(io[io["err"].notna()])
+        self.acc["sizes"].add(io[io["size"].notna()])
+        self.acc["threads"].add(io)
+        self.acc["syscalls"].add(calls)
+
+    def result(self) -> dict:
+        return {k: a.frame() for k, a in self.acc.items()}
 
 
 def stats(events) -> dict:
@@ -278,7 +522,11 @@ def _only(xs, ys) -> list:
 
 
 def diff(a_events, a_findings, b_events, b_findings) -> dict:
-    sa, sb = stats(a_events), stats(b_events)
+    return diff_of_stats(stats(a_events), a_findings, stats(b_events), b_findings)
+
+
+def diff_of_stats(sa: dict, a_findings, sb: dict, b_findings) -> dict:
+    """diff from each side's stats() tables (what ``diff`` streams)."""
     ioctls = _mix(sa["ioctls"], sb["ioctls"], ["ioctl"])
     shapes = _mix(sa["svm_shapes"], sb["svm_shapes"], ["op", "attr_shape"])
     only_a, only_b = _only(a_findings, b_findings), _only(b_findings, a_findings)

@@ -5,9 +5,10 @@
 //! shows, computes fingerprints (they depend on the symbolized call sites)
 //! and renders.  So a finding here carries the fingerprint's *ingredients*
 //! (`key`) but no fingerprint, and its severity only when it differs from the
-//! rule's default (rules.py stays the one table of rules and severities).
+//! rule's default (rules.rs is the one table of rules and severities).
 
 use crate::events::{Event, FileId};
+use crate::rules::{Rule, Severity};
 use serde_json::{Map, Value as Json};
 
 /// One event that makes a finding true, and its role in the story
@@ -36,8 +37,7 @@ impl Evidence {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
-    /// the rule id (rules.py), e.g. `fd-double-close`
-    pub rule: &'static str,
+    pub rule: Rule,
     pub message: String,
     /// the offending event; None for a finding about the whole input
     pub event: Option<Event>,
@@ -46,7 +46,7 @@ pub struct Finding {
     pub subject: Map<String, Json>,
     pub evidence: Vec<Evidence>,
     /// None: the rule's default severity
-    pub severity: Option<&'static str>,
+    pub severity: Option<Severity>,
     pub cause: Option<String>,
     /// The fingerprint's stable ingredients, each as Python's `str()` of
     /// the key item it stands for (`None`, `3`, `'x'` prints as `x`).
@@ -60,7 +60,7 @@ pub struct Finding {
 impl Finding {
     /// A finding about `event` (or the whole input when None), with the
     /// rule's default severity and nothing else filled in.
-    pub fn new(rule: &'static str, message: impl Into<String>, event: Option<&Event>) -> Self {
+    pub fn new(rule: Rule, message: impl Into<String>, event: Option<&Event>) -> Self {
         Finding {
             rule,
             message: message.into(),

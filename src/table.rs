@@ -233,7 +233,8 @@ pub struct CallTable {
     pub text: TextCol,
     /// Exit: `whole` (1/0); null for other kinds
     pub whole: IntCol,
-    /// (row, fd, path) of every fd an FdCreate installed
+    /// (row, fd, path) of every fd an FdCreate or an ioctl installed
+    /// ([`ioctl_created_fds`]; an ioctl's fd has no path)
     pub created: Vec<(usize, i32, Option<Vec<u8>>)>,
 }
 
@@ -271,7 +272,43 @@ impl CallTable {
                     .push((row, fd, p.map(|t| t.as_bytes().to_vec())));
             }
         }
+        if let Kind::Ioctl(k) = &ev.kind
+            && ev.h.err.is_none()
+        {
+            for fd in ioctl_created_fds(k, ev.h.ret) {
+                self.created.push((row, fd, None));
+            }
+        }
     }
+}
+
+/// The fds an ioctl installed as the trace shows them (SPEC 6: a dma-buf
+/// export's fd gets its lifetime in the perfetto report): an fd field of
+/// the struct the kernel wrote (`=> {dmabuf_fd=6}`, `{fd=…}`, `{anon_fd=…}`:
+/// the kernel writes back only an fd it installed), or the result of a
+/// udmabuf create, which returns its fd.  strace prints no structs, so its
+/// logs show none.
+pub fn ioctl_created_fds(k: &crate::events::Ioctl, ret: Option<i64>) -> Vec<i32> {
+    use crate::kfd::fields::{ANON_FD, DMABUF_FD, FD};
+    if matches!(
+        (k.type_, k.nr),
+        (Some(t), Some(n)) if (t, n) == kfd::UDMABUF_CREATE || (t, n) == kfd::UDMABUF_CREATE_LIST
+    ) {
+        return ret
+            .and_then(|r| i32::try_from(r).ok())
+            .filter(|&r| r >= 0)
+            .into_iter()
+            .collect();
+    }
+    let Some(out @ crate::events::Value::Struct(_)) = k.out.as_ref() else {
+        return Vec::new();
+    };
+    [DMABUF_FD, FD, ANON_FD]
+        .iter()
+        .filter_map(|f| crate::models::common::fd_value(out.get(f)))
+        .filter_map(|fd| i32::try_from(fd).ok())
+        .filter(|&fd| fd >= 0)
+        .collect()
 }
 
 /// tables.ioctl_label: our name, else the request's (type, nr).
@@ -464,6 +501,38 @@ mod tests {
         assert_eq!(t.path.codes, vec![0, -1]);
         assert_eq!((t.head.fd.values[0], t.head.fd.null[1]), (3, true));
         assert_eq!((t.whole.null[0], t.whole.values[1]), (true, 1));
+    }
+
+    #[test]
+    fn call_table_keeps_fds_an_ioctl_installed() {
+        let export = |out: Option<Value>, err: Option<&'static str>| {
+            Event::new(
+                Header {
+                    ret: Some(if err.is_some() { -1 } else { 0 }),
+                    err: err.map(Into::into),
+                    ..Default::default()
+                },
+                Kind::Ioctl(Box::new(Ioctl {
+                    fd: 3,
+                    path: None,
+                    request: None,
+                    dir: Some(3),
+                    type_: Some(kfd::EXPORT_DMABUF.0),
+                    nr: Some(kfd::EXPORT_DMABUF.1),
+                    size: Some(16),
+                    ioctl: Some("AMDKFD_IOC_EXPORT_DMABUF"),
+                    arg: None,
+                    out,
+                })),
+            )
+        };
+        let wrote = Some(Value::Struct(vec![("dmabuf_fd".into(), Value::Int(6))]));
+        let mut t = CallTable::default();
+        t.push(&export(wrote.clone(), None), b"x");
+        // strace: no struct, no fd; a failed export installs none
+        t.push(&export(None, None), b"x");
+        t.push(&export(wrote, Some("EINVAL")), b"x");
+        assert_eq!(t.created, vec![(0, 6, None)]);
     }
 
     #[test]

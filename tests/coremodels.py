@@ -79,3 +79,16 @@ def svm_run(events, watch=None, xnack=None, clean_start=True) -> SimpleNamespace
 def end(ev) -> float:
     """Completion time (entry + duration), the order the analyzer replays in."""
     return ev.time + (ev.dur or 0.0)
+
+
+def trace_events(path: str, *, input_format: str | None = None, max_line: int = 1 << 20,
+                 max_open: int = 64):
+    """(every event of one TRACE argument in replay order, its InputInfos) as
+    the core reads and parses it; an input it cannot read is InputError.  One
+    Python record per event, through the core's test entry point."""
+    from rocrtrace.engine import InputError
+
+    try:
+        return _engine.trace_events(path, input_format, max_line, max_open)
+    except _engine.ReadError as e:
+        raise InputError(str(e)) from None

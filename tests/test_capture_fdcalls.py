@@ -14,7 +14,7 @@ import pytest
 
 from fakedev import cbuild, logread
 from rocrtrace.capture import run
-from rocrtrace.engine import trace_events
+from coremodels import trace_events
 
 PROGRAMS = Path(__file__).parent / "programs"
 needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")

@@ -15,7 +15,7 @@ import pytest
 
 from fakedev import cbuild, logread
 from rocrtrace.capture import run
-from rocrtrace.engine import trace_events
+from coremodels import trace_events
 
 PROGRAMS = Path(__file__).parent / "programs"
 needs_prlimit = pytest.mark.skipif(shutil.which("prlimit") is None or shutil.which("setpriv") is None,

@@ -195,7 +195,7 @@ def test_fake_device_scenario_and_ioctl_created_fds(tmp_path):
 
 @pytest.mark.skipif(not devns.available(), reason="needs root and unshare")
 def test_project_parser_reads_capture_output(tmp_path):
-    from rocrtrace.engine import trace_events
+    from coremodels import trace_events
     root = Path(__file__).parent.parent
     script = tmp_path / "s.py"
     script.write_text(SCENARIO % {"tests": str(Path(__file__).parent), "root": str(root)})

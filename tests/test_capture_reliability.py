@@ -16,7 +16,7 @@ import pytest
 
 from fakedev import cbuild, logread
 from rocrtrace.capture import run
-from rocrtrace.engine import trace_events
+from coremodels import trace_events
 
 PROGRAMS = Path(__file__).parent / "programs"
 X86_64 = platform.machine() == "x86_64"

@@ -217,7 +217,7 @@ def test_large_nattr_is_continued_not_cut(tmp_path):
     # the joined record: nattr=300, the first 256 decoded, then `...`
     assert "nattr=300" in ev.args and ev.args.count("{type=") == 256 and ev.args.endswith(", ...]}")
     assert ev.errno == "EFAULT"
-    from rocrtrace.engine import trace_events
+    from coremodels import trace_events
     evs, infos = trace_events(str(next(tmp_path.glob("rt.*"))))
     assert infos[0].unparsed == 0
     (svm,) = [e for e in evs if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
@@ -237,7 +237,7 @@ def test_continued_record_keeps_its_stack_frames(tmp_path):
     lines = f.read_text().splitlines()
     last = max(i for i, ln in enumerate(lines) if ln.startswith("#+ "))
     assert lines[last + 1].startswith(" > ")       # the frames follow the last piece
-    from rocrtrace.engine import trace_events
+    from coremodels import trace_events
     evs, infos = trace_events(str(f))
     (svm,) = [e for e in evs if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
     assert len(svm.stack) >= 1 and infos[0].unparsed == 0
@@ -254,7 +254,7 @@ def test_continuation_with_a_piece_missing_is_unparsed(tmp_path):
     second = next(i for i, ln in enumerate(lines) if ln.startswith("#+ ") and ln.split()[2] == "2+")
     broken = tmp_path / "broken.log"
     broken.write_text("\n".join(lines[:second] + lines[second + 1:]) + "\n")
-    from rocrtrace.engine import trace_events
+    from coremodels import trace_events
     evs, infos = trace_events(str(broken))
     assert not [e for e in evs if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
     assert infos[0].unparsed >= 2
@@ -288,7 +288,7 @@ def test_continued_records_between_other_threads_parse_the_same_chunked(tmp_path
     (f,) = tmp_path.glob("rt.*")
     lines = f.read_text().splitlines()
     assert all(len(ln) < 4096 for ln in lines)
-    from rocrtrace.engine import trace_events
+    from coremodels import trace_events
     evs, infos = trace_events(str(f))
     assert infos[0].unparsed == 0
     svm = [e for e in evs if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]

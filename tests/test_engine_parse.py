@@ -22,7 +22,7 @@ from test_fast_paths import LINES, SPECIAL, check_accounting  # noqa: E402
 from test_properties import REAL, close_lines  # noqa: E402
 
 from rocrtrace._engine import parse_lines  # noqa: E402
-from rocrtrace.engine import trace_events  # noqa: E402
+from coremodels import trace_events  # noqa: E402
 from vocab import kind  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from rocrtrace._engine import parse_lines
-from rocrtrace.engine import trace_events
+from coremodels import trace_events
 from rocrtrace.paths import InputError
 
 GOOD = (b"100   1795973828.954411 openat(AT_FDCWD, \"/dev/null\", O_RDWR) = 3 <0.000010>\n"

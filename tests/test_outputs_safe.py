@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from rocrtrace.report import BINARY_FORMATS, FORMATS
 from test_cli import DOUBLE_CLOSE   # one strace double close for both files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,8 +180,7 @@ def test_file_names_in_errors_are_escaped(tmp_path):
     assert "\x1b" not in line and "\u202e" not in line and "\\x1b" in line
 
 
-@pytest.mark.parametrize("fmt", ["text", "csv", "github", "junit", "markdown", "json",
-                                 "sarif", "jsonl"])
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f not in BINARY_FORMATS])
 def test_bidi_and_controls_never_reach_an_output(tmp_path, fmt):
     evil = "/tmp/a\u202egnp.exe\x1b[2J\u2066"
     log = tmp_path / "t.log"
@@ -192,7 +193,7 @@ def test_bidi_and_controls_never_reach_an_output(tmp_path, fmt):
 
 
 def test_csv_formula_with_a_leading_minus_is_neutralized():
-    from rocrtrace.report.csv_ import _cell
+    from rocrtrace.report.csv_ import cell as _cell
 
     assert _cell("-2+3+cmd|' /C calc'!A0").startswith("'")
     assert _cell("=1+1").startswith("'")

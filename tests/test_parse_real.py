@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from rocrtrace.engine import trace_events
+from coremodels import trace_events
 
 import realtrace
 from vocab import kind

@@ -126,12 +126,12 @@ def test_parquet_one_row_per_finding(tmp_path):
     assert run("analyze", str(C1), "--format", f"parquet:{out}").returncode == 1
     t = pq.read_table(out)
     assert t.num_rows == 2
-    assert {"trace", "program", "pid", "rule", "severity", "fingerprint", "location",
+    assert {"file", "program", "pid", "rule", "severity", "fingerprint", "location",
             "subject_kind", "start", "end", "gpu_ids", "fd", "fd_kind"} <= set(t.column_names)
     rows = t.to_pylist()
     assert {r["rule"] for r in rows} == {"svm-over-revoke", "svm-coherency-downgrade"}
     assert all(r["program"] == "python3" and r["pid"] == 4242 for r in rows)
-    assert all(r["start"] == "0x7e0000003000" and r["gpu_ids"] == ["0x1a2b"] for r in rows)
+    assert all(r["start"] == 0x7e0000003000 and r["gpu_ids"] == [0x1a2b] for r in rows)
 
 
 def test_duckdb_aggregates_many_runs_as_the_readme_says(tmp_path):

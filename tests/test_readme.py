@@ -3,9 +3,10 @@
 made here).  Each command must be listed below with what it must do, so a new
 README command without a check fails this test.
 
-Not run: ``bash .ci/run`` (it is what runs this test) and the workflow's
-``pip install rocrtrace`` (rocrtrace is installed from this checkout, not
-from PyPI).
+Not run: ``bash .ci/run`` (it is what runs this test).  The CI recipe's wheel
+is built from this copy and installed into a fresh virtual environment, and
+the action's step (action/run.sh) runs there with that wheel as GitHub would
+run it.
 """
 from __future__ import annotations
 
@@ -22,8 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 
-NOT_RUN = {"bash .ci/run": "the CI script runs this very test",
-           "pip install rocrtrace": "installed from this checkout, not from PyPI"}
+NOT_RUN = {"bash .ci/run": "the CI script runs this very test"}
 
 
 APP_C = r"""
@@ -140,6 +140,10 @@ def check_quick_start(repo):
         pytest.skip("no package index reachable")
     assert r.returncode == 1, r.stderr[-2000:]     # the example has findings
     assert "error[svm-over-revoke]" in r.stdout
+    # the package build leaves the core's test entry points out (src/py/hooks/)
+    probe = sh(repo, ".venv/bin/python -c 'import rocrtrace._engine as e; "
+                     "print(hasattr(e, \"analyze\"), hasattr(e, \"run_svm_model\"))'")
+    assert probe.stdout.split() == ["True", "False"], probe.stdout + probe.stderr
 
 
 def check_report_example(repo):
@@ -155,6 +159,7 @@ def check_perfetto_parquet(repo):
     r = sh(repo, _find("mkdir -p runs && rocrtrace analyze"))
     assert r.returncode == 0, r.stderr
     assert (repo / "c1.pftrace").stat().st_size > 0 and (repo / "runs/c1.parquet").exists()
+    assert "error[svm-over-revoke]" in (repo / "c1.html").read_text()
     duckdb = pytest.importorskip("duckdb")
     query = README.split("```sql\n", 1)[1].split("```", 1)[0]
     old = os.getcwd()
@@ -222,6 +227,69 @@ def check_write_baseline(repo):
     assert (repo / ".rocrtrace-baseline.json").exists()
 
 
+def _workspace(repo) -> Path:
+    """The CI recipe's workspace: the rocrtrace checkout in ./rocrtrace."""
+    ws = repo.parent / "ws"
+    ws.mkdir(exist_ok=True)
+    if not (ws / "rocrtrace").exists():
+        (ws / "rocrtrace").symlink_to(repo)
+    return ws
+
+
+def _index_missing(r) -> bool:
+    return r.returncode != 0 and ("Could not find a version" in r.stderr or
+                                  "Failed to establish" in r.stderr)
+
+
+def check_build_wheel(repo):
+    cmd = _find("pip install maturin && maturin build")
+    if not (shutil.which("cc") and shutil.which("cargo")):
+        pytest.skip("needs cargo and a C compiler to build the core")
+    ws = _workspace(repo)
+    env = {**os.environ, **_shared_target(),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    r = subprocess.run(["bash", "-c", cmd], cwd=ws, capture_output=True, text=True, env=env,
+                       timeout=1500)
+    if _index_missing(r):
+        pytest.skip("no package index reachable")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len(glob.glob(str(ws / "wheels" / "rocrtrace-*.whl"))) == 1
+
+
+def check_install_wheel(repo):
+    """The wheel alone, in a fresh environment: the CLI works, the core has
+    no test entry points, and the action's step runs with it as GitHub runs
+    it (INPUT_*, $GITHUB_OUTPUT, $GITHUB_STEP_SUMMARY)."""
+    cmd = _find("pip install wheels/rocrtrace-")
+    ws = _workspace(repo)
+    if not glob.glob(str(ws / "wheels" / "rocrtrace-*.whl")):
+        pytest.skip("the wheel was not built (see check_build_wheel)")
+    venv = ws / "ci-venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ.get('PATH', '')}"}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    r = subprocess.run(["bash", "-c", cmd], cwd=ws, capture_output=True, text=True, env=env,
+                       timeout=900)
+    if _index_missing(r):
+        pytest.skip("no package index reachable")
+    assert r.returncode == 0, r.stderr[-2000:]
+    probe = subprocess.run([str(venv / "bin" / "python"), "-c",
+                            "import rocrtrace._engine as e; print(hasattr(e, 'run_svm_model'))"],
+                           capture_output=True, text=True, cwd=ws)
+    assert probe.stdout.strip() == "False", probe.stderr
+    out, summary = ws / "gh-output", ws / "gh-summary.md"
+    trace = repo / "fixtures/scenarios/c1-enclosing-range/v1-buggy-explicit.log"
+    env.update(INPUT_TRACES=str(trace), INPUT_WHEEL="wheels/rocrtrace-*.whl",
+               GITHUB_OUTPUT=str(out), GITHUB_STEP_SUMMARY=str(summary),
+               GITHUB_ACTION_PATH=str(ws / "rocrtrace"))
+    r = subprocess.run(["bash", str(ws / "rocrtrace" / "action" / "run.sh")], cwd=ws, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "exit-code=1" in out.read_text()
+    assert "::error file=" in r.stdout and "svm-over-revoke" in summary.read_text()
+    assert (ws / "rocrtrace.sarif").exists()
+
+
 def check_ci_gate(repo):
     r = sh(repo, _find("rocrtrace analyze 'traces/suite.*' --baseline"))
     assert r.returncode == 0, r.stdout + r.stderr
@@ -238,6 +306,8 @@ CHECKS = {
     "rocrtrace capture --method strace": check_capture_strace,
     "rocrtrace analyze rocrtrace.log.*": check_analyze_all_processes,
     "rocrtrace capture -o traces/suite -- ./app": check_capture_prefix_dir,
+    "pip install maturin && maturin build": check_build_wheel,
+    "pip install wheels/rocrtrace-": check_install_wheel,
     "rocrtrace capture -o traces/suite -- ctest": check_ci_capture,
     "rocrtrace analyze 'traces/suite.*' --fail-on never --write-baseline": check_write_baseline,
     "rocrtrace analyze 'traces/suite.*' --baseline": check_ci_gate,

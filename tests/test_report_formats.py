@@ -30,6 +30,11 @@ def result():
 
 
 def _load(name):
+    if name == "report.schema.json":
+        # the copy the package ships (rocrtrace/schemas), not a test file
+        from rocrtrace.schema import report_schema
+
+        return report_schema()
     return json.loads((SCHEMAS / name).read_text())
 
 
@@ -156,14 +161,15 @@ def test_json_survives_odd_details(result):
 # --- jsonl ---------------------------------------------------------------------
 
 def test_jsonl_one_finding_per_line_with_stable_keys(result):
+    from rocrtrace.schema import FINDING_NAMES, row_schema
+
     lines = render(result, "jsonl").splitlines()
     assert len(lines) == len(result.findings)
-    keys = ["schema", "rule", "severity", "fingerprint", "message", "file", "line", "pid",
-            "tid", "time", "subject", "cause", "evidence", "stack"]
+    check = jsonschema.Draft202012Validator(row_schema())
     for ln in lines:
         rec = json.loads(ln)
-        assert list(rec) == keys
-        assert rec["schema"] == "rocrtrace/v1"
+        assert list(rec) == list(FINDING_NAMES)
+        check.validate(rec)
     # a message with a newline stays on its line
     assert any("\\nnext line" in ln for ln in lines)
 
@@ -178,8 +184,9 @@ def test_csv_round_trips(result):
     assert dc["message"] == result.findings[1].message.replace("\n", "\\n")
     assert dc["fd"] == "7" and dc["fd_kind"] == "dmabuf"
     ov = [r for r in rows if r["rule"] == "svm-over-revoke"][0]
-    assert (ov["start"], ov["end"], ov["gpu_ids"]) == ("0x7f3a1c200000", "0x7f3a1c210000",
-                                                       "0x1a2b")
+    # addresses as unsigned integers, lists as JSON arrays (rocrtrace/schema.py)
+    assert (ov["start"], ov["end"], ov["gpu_ids"]) == (str(0x7f3a1c200000), str(0x7f3a1c210000),
+                                                       "[6699]")
     assert ov["cause"] == "enclosing-range"
 
 
@@ -257,6 +264,10 @@ def test_sarif_is_valid_2_1_0(result, sarif_validator, tmp_path):
     for r in rules:
         assert r["defaultConfiguration"]["level"] == RULES[r["id"]].severity
         assert r["shortDescription"]["text"] and r["fullDescription"]["text"]
+        # the rule's documentation as GitHub shows it: explanation, example and fix
+        cat = RULES[r["id"]]
+        assert r["help"]["text"].split("\n\n") == [cat.help, f"Example: {cat.example}",
+                                                     f"Fix: {cat.fix}"]
     assert len(run["results"]) == len(result.findings)
     for res in run["results"]:
         assert res["locations"], "code scanning rejects results without a location"

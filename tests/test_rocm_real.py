@@ -256,6 +256,23 @@ def test_wait_events_blocks_until_set(topology, tmp_path):
     assert st.tid != w2.tid and w2.time + 0.09 < st.time < end(w2) + slack
 
 
+def test_destroy_event_names_the_events_create_event_made(topology, tmp_path):
+    """DESTROY_EVENT is decoded: the runtime destroys exactly the events whose
+    ids CREATE_EVENT answered, each once, after it was made (hsaKmtDestroyEvent
+    in kmtops events; hsa_shut_down's in hsaops init)."""
+    for prog, mode in (("kmtops", "events"), ("hsaops", "init")):
+        (tmp_path / prog).mkdir()
+        _, events, proc, _ = capture(prog, mode, topology, tmp_path / prog)
+        assert proc.returncode == 0, proc.stderr
+        created = {e.out["event_id"]: e for e in _ioctls(events, 0x08) if e.out}
+        destroyed = _ioctls(events, 0x09)
+        assert destroyed, prog
+        assert all(e.ioctl == "AMDKFD_IOC_DESTROY_EVENT" and set(e.arg) == {"event_id"}
+                   for e in destroyed)
+        assert sorted(e.arg["event_id"] for e in destroyed) == sorted(created)
+        assert all(created[e.arg["event_id"]].time < e.time for e in destroyed)
+
+
 def test_rocminfo_sees_the_fake_gpu(topology, tmp_path):
     res, events, proc, logs = capture("rocminfo", "", topology, tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from rocrtrace.engine import analyze, trace_events
+from coremodels import trace_events
+from rocrtrace.engine import analyze
 from vocab import kind
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -86,7 +86,54 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kfdnames.h"
+/* The ioctl catalogue (generated from catalogue/ioctls.toml): per (type, nr)
+ * an rt_ioc; for the ioctls the library decodes, an rt_decode listing the
+ * fields it writes before and after the call, which the decoder below walks. */
+struct rt_flag { unsigned long long bit; const char *name; };
+struct rt_enum { unsigned n; const char *const *names; };
+enum rt_show {
+  RT_HEX,     /* 0x..., 0 for zero */
+  RT_DEC,     /* unsigned decimal */
+  RT_SDEC,    /* signed decimal (a 32-bit member) */
+  RT_FD,      /* a decimal fd, decorated N<path> */
+  RT_ENUM,    /* names[v], else hex */
+  RT_FLAGS,   /* flag names joined by |, unknown bits in hex */
+  RT_PTR,     /* a pointer to `count` elements, shown [e, ...] */
+  RT_TAIL,    /* the struct's flexible array of `count` elements */
+};
+struct rt_case { unsigned tag; unsigned char show; const struct rt_flag *flags; const struct rt_enum *names; };
+struct rt_field {
+  const char *label;             /* 0: an array element shown bare */
+  unsigned short off;
+  unsigned char width, show;     /* width: 4 or 8 bytes */
+  const struct rt_flag *flags;   /* RT_FLAGS */
+  const struct rt_enum *names;   /* RT_ENUM */
+  /* RT_PTR, RT_TAIL: the member holding the count, at most `max` elements */
+  unsigned short count_off, max;
+  unsigned char count_width, nelem;
+  unsigned short elem_size;
+  const struct rt_field *elem;   /* the element's members (one bare one for a scalar) */
+  /* the show follows the 32-bit member at tag_off: a case per value, else `show` */
+  unsigned short tag_off;
+  unsigned char ncases;
+  const struct rt_case *cases;
+};
+struct rt_decode {
+  unsigned short fixed;          /* bytes read: up to the flexible array, else every decoded size */
+  unsigned char nin, nout;
+  const struct rt_field *in, *out;
+  const struct rt_field *tail;   /* the flexible array: the size follows its count, any is taken */
+  short out_if_off;              /* >= 0: the `=>` half only when the u32 there is out_if_val */
+  unsigned out_if_val;
+};
+struct rt_ioc {
+  const char *name;
+  unsigned short size;           /* the newest header's */
+  unsigned short old_sizes[2];   /* older headers' sizes a decoded ioctl is decoded at too */
+  unsigned char nold;
+  const struct rt_decode *dec;
+};
+#include "ioctl_table.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define TLS __attribute__((tls_model("initial-exec")))
@@ -134,7 +181,6 @@ static long rsys6(long n, long a, long b, long c, long d, long e, long f) {
 #define REC_SIZE 4096          /* one write: prefix, text, frames, newline: < 4096 */
 #define PREFIX_ROOM 64
 #define MAX_ATTRS 256
-#define MAX_DEVIDS 256
 #define MAX_FRAMES 64
 
 /* ------------------------------------------------------------------ state */
@@ -1732,22 +1778,6 @@ __attribute__((constructor)) static void rt_ctor(void) { lib_init(); }
 
 /* ------------------------------------------------------------ ioctl decode */
 
-enum kind { K_NONE, K_SVM, K_EXPORT, K_IMPORT, K_INFO, K_ALLOC, K_FREE, K_MAP, K_UNMAP,
-            K_H2F, K_F2H, K_GEMCLOSE, K_XDNABO, K_GEMCREATE, K_HEAP,
-            K_VERSION, K_QUEUE, K_POLICY, K_EVENT, K_APERTURES, K_ACQUIRE, K_XNACK };
-
-/* enumerations of the KFD set-up ioctls, by their kernel header names
- * (kfd.py CONSTANTS reads them back) */
-static const char *const KFD_EVENT_TYPES[9] = {
-  "KFD_IOC_EVENT_SIGNAL", "KFD_IOC_EVENT_NODECHANGE", "KFD_IOC_EVENT_DEVICESTATECHANGE",
-  "KFD_IOC_EVENT_HW_EXCEPTION", "KFD_IOC_EVENT_SYSTEM_EVENT", "KFD_IOC_EVENT_DEBUG_EVENT",
-  "KFD_IOC_EVENT_PROFILE_EVENT", "KFD_IOC_EVENT_QUEUE_EVENT", "KFD_IOC_EVENT_MEMORY"};
-static const char *const KFD_QUEUE_TYPES[4] = {
-  "KFD_IOC_QUEUE_TYPE_COMPUTE", "KFD_IOC_QUEUE_TYPE_SDMA", "KFD_IOC_QUEUE_TYPE_COMPUTE_AQL",
-  "KFD_IOC_QUEUE_TYPE_SDMA_XGMI"};
-static const char *const KFD_CACHE_POLICIES[2] = {
-  "KFD_IOC_CACHE_POLICY_COHERENT", "KFD_IOC_CACHE_POLICY_NONCOHERENT"};
-
 /* Copy from the program's memory without faulting on a bad pointer (the
  * kernel would answer EFAULT; we must not crash the program instead). */
 static int safe_copy(void *dst, const void *src, size_t len) {
@@ -1759,9 +1789,12 @@ static int safe_copy(void *dst, const void *src, size_t len) {
   return -1;
 }
 
-static const char *ioc_lookup(unsigned type, unsigned nr, unsigned size, int accel, enum kind *k) {
+/* The catalogue's name for a request, and in *dec how to decode it: only at
+ * its size (or, decoded, an older header's), at any size with a flexible array. */
+static const char *ioc_lookup(unsigned type, unsigned nr, unsigned size, int accel,
+                              const struct rt_decode **dec) {
   const struct rt_ioc *t = 0;
-  *k = K_NONE;
+  *dec = 0;
   switch (type) {
     case 0x4b: t = RT_KFD; break;
     case 0x64:
@@ -1775,30 +1808,10 @@ static const char *ioc_lookup(unsigned type, unsigned nr, unsigned size, int acc
   }
   const struct rt_ioc *e = &t[nr];
   if (!e->name) return 0;
-  if (type == 0x4b && nr == 0x20) { *k = K_SVM; return e->name; }  /* size = 24 + 8*nattr */
-  /* CREATE_QUEUE: 88 bytes before Linux 6.12 (ROCm 5.2's thunk), 96 since;
-   * the first 88 are the same */
-  if (type == 0x4b && nr == 0x02 && (size == 88 || size == 96)) { *k = K_QUEUE; return e->name; }
-  if (e->size != size) return 0;
-  if (type == 0x4b) {
-    switch (nr) {
-      case 0x24: *k = K_EXPORT; break;  case 0x1d: *k = K_IMPORT; break;
-      case 0x1c: *k = K_INFO; break;    case 0x16: *k = K_ALLOC; break;
-      case 0x17: *k = K_FREE; break;    case 0x18: *k = K_MAP; break;
-      case 0x19: *k = K_UNMAP; break;
-      case 0x01: *k = K_VERSION; break; case 0x04: *k = K_POLICY; break;
-      case 0x08: *k = K_EVENT; break;   case 0x14: *k = K_APERTURES; break;
-      case 0x15: *k = K_ACQUIRE; break; case 0x21: *k = K_XNACK; break;
-    }
-  } else if (type == 0x64) {
-    if (nr == 0x09) *k = K_GEMCLOSE;
-    else if (nr == 0x2d) *k = K_H2F;
-    else if (nr == 0x2e) *k = K_F2H;
-    else if (nr == 0x40 && !accel) *k = K_GEMCREATE;
-    else if (nr == 0x43 && accel) *k = K_XDNABO;
-  } else if (type == 0x48 && nr == 0) {
-    *k = K_HEAP;
-  }
+  int ok = size == e->size || (e->dec && e->dec->tail);
+  for (unsigned i = 0; i < e->nold && e->dec; i++) ok |= size == e->old_sizes[i];
+  if (!ok) return 0;
+  *dec = e->dec;
   return e->name;
 }
 
@@ -1821,214 +1834,113 @@ static void ob_ioc(struct ob *b, unsigned req) {
   ob_x(b, (req >> 16) & 0x3fff); ob_c(b, ')');
 }
 
-struct svm_attr { uint32_t type, value; };
-struct svm_args { uint64_t start, size; uint32_t op, nattr; struct svm_attr attrs[MAX_ATTRS]; };
-
-static void ob_attrs(struct ob *b, const struct svm_attr *a, unsigned n, unsigned nattr) {
-  ob_s(b, "attrs=[");
-  for (unsigned i = 0; i < n; i++) {
-    if (i) ob_s(b, ", ");
-    ob_s(b, "{type=");
-    uint32_t t = a[i].type, v = a[i].value;
-    if (t < 8 && RT_ATTR_NAMES[t]) ob_s(b, RT_ATTR_NAMES[t]); else ob_x(b, t);
-    ob_s(b, ", value=");
-    if (t == 5 || t == 6) ob_flags(b, v, RT_SVM_FLAGS);
-    else if (t == 7) ob_u(b, v);
-    else ob_x(b, v);
-    ob_c(b, '}');
-  }
-  if (n < nattr) { if (n) ob_s(b, ", "); ob_s(b, "..."); }
-  ob_c(b, ']');
+static unsigned long long rt_get(const unsigned char *p, unsigned off, unsigned width) {
+  if (width == 8) { uint64_t v; memcpy(&v, p + off, 8); return v; }
+  uint32_t v; memcpy(&v, p + off, 4); return v;
 }
 
-/* per-call decode state kept between the input and the output half */
-union ioc_copy {
-  struct svm_args svm;
-  unsigned char raw[96];
-};
+static void ob_show(struct ob *b, unsigned long long v, unsigned show, const struct rt_flag *flags,
+                    const struct rt_enum *names) {
+  switch (show) {
+    case RT_DEC: ob_u(b, v); break;
+    case RT_SDEC: ob_d(b, (int32_t)v); break;
+    case RT_FD: ob_fd(b, (int32_t)v); break;
+    case RT_ENUM: if (v < names->n && names->names[v]) ob_s(b, names->names[v]); else ob_x(b, v); break;
+    case RT_FLAGS: ob_flags(b, v, flags); break;
+    default: ob_x(b, v); break;
+  }
+}
 
-static unsigned svm_ndecode(const struct svm_args *s, unsigned size) {
-  unsigned n = s->nattr < MAX_ATTRS ? s->nattr : MAX_ATTRS;
-  if (size >= 24 && n > (size - 24) / 8) n = (size - 24) / 8;  /* the kernel copies only `size` */
+/* a scalar member of the struct at p */
+static void ob_scalar(struct ob *b, const struct rt_field *f, const unsigned char *p) {
+  unsigned show = f->show;
+  const struct rt_flag *flags = f->flags;
+  const struct rt_enum *names = f->names;
+  if (f->ncases) {
+    unsigned long long tag = rt_get(p, f->tag_off, 4);
+    for (unsigned i = 0; i < f->ncases; i++)
+      if (f->cases[i].tag == tag) { show = f->cases[i].show; flags = f->cases[i].flags; names = f->cases[i].names; }
+  }
+  ob_show(b, rt_get(p, f->off, f->width), show, flags, names);
+}
+
+/* How many elements of the flexible array are read: `count` from the input
+ * copy, at most `max`, and no more than the request's size holds (the kernel
+ * copies only that much). */
+static unsigned tail_n(const struct rt_decode *d, const unsigned char *in, unsigned size) {
+  const struct rt_field *t = d->tail;
+  unsigned long long count = rt_get(in, t->count_off, t->count_width);
+  unsigned n = count < t->max ? (unsigned)count : t->max;
+  if (size >= d->fixed && n > (size - d->fixed) / t->elem_size) n = (size - d->fixed) / t->elem_size;
   return n;
 }
 
-static size_t kind_size(enum kind k) {
-  switch (k) {
-    case K_EXPORT: return 16; case K_IMPORT: return 24; case K_INFO: return 32;
-    case K_ALLOC: return 40; case K_FREE: return 8; case K_MAP: case K_UNMAP: return 24;
-    case K_H2F: case K_F2H: return 12; case K_GEMCLOSE: return 8; case K_XDNABO: return 32;
-    case K_GEMCREATE: return 32; case K_HEAP: return 24;
-    case K_VERSION: return 8; case K_QUEUE: return 88; case K_POLICY: return 32;
-    case K_EVENT: return 32; case K_APERTURES: return 16; case K_ACQUIRE: return 8;
-    case K_XNACK: return 4; default: return 0;
-  }
-}
+static void ob_fields(struct ob *b, const struct rt_field *f, unsigned nf, const unsigned char *p,
+                      const struct rt_decode *d, const unsigned char *in, unsigned size);
 
-static int ioc_copy_in(enum kind k, void *arg, unsigned size, union ioc_copy *c) {
-  if (k == K_SVM) {
-    if (safe_copy(&c->svm, arg, 24)) return -1;
-    unsigned n = svm_ndecode(&c->svm, size);
-    if (n && safe_copy(c->svm.attrs, (char *)arg + 24, 8 * n)) return -1;
-    return 0;
-  }
-  return safe_copy(c->raw, arg, kind_size(k));
-}
-
-#define U64(p, o) (*(const uint64_t *)((p) + (o)))
-#define U32(p, o) (*(const uint32_t *)((p) + (o)))
-#define S32(p, o) (*(const int32_t *)((p) + (o)))
-
-static void ob_devids(struct ob *b, uint64_t ptr, uint32_t n) {
-  ob_s(b, "device_ids_array=");
-  if (!ptr) { ob_s(b, "NULL"); return; }
-  uint32_t ids[MAX_DEVIDS]; uint32_t m = n < MAX_DEVIDS ? n : MAX_DEVIDS;
-  if (m && safe_copy(ids, (void *)(uintptr_t)ptr, 4 * m)) { ob_x(b, ptr); return; }
+/* [e, e, ...]: n of the array's `total` elements at base, `...` for the rest */
+static void ob_elems(struct ob *b, const struct rt_field *f, const unsigned char *base, unsigned n,
+                     unsigned long long total) {
   ob_c(b, '[');
-  for (uint32_t i = 0; i < m; i++) { if (i) ob_s(b, ", "); ob_x(b, ids[i]); }
-  if (m < n) { if (m) ob_s(b, ", "); ob_s(b, "..."); }
+  for (unsigned i = 0; i < n; i++) {
+    const unsigned char *e = base + (size_t)i * f->elem_size;
+    if (i) ob_s(b, ", ");
+    if (f->elem[0].label) { ob_c(b, '{'); ob_fields(b, f->elem, f->nelem, e, 0, 0, 0); ob_c(b, '}'); }
+    else ob_scalar(b, &f->elem[0], e);
+  }
+  if (n < total) { if (n) ob_s(b, ", "); ob_s(b, "..."); }
   ob_c(b, ']');
 }
 
-static void ob_enum(struct ob *b, uint32_t v, const char *const *names, uint32_t n) {
-  if (v < n) ob_s(b, names[v]); else ob_x(b, v);
+/* `label=value, ...` of the struct copy at p; a flexible array's count and
+ * length come from the input copy `in` */
+static void ob_fields(struct ob *b, const struct rt_field *f, unsigned nf, const unsigned char *p,
+                      const struct rt_decode *d, const unsigned char *in, unsigned size) {
+  for (unsigned i = 0; i < nf; i++, f++) {
+    if (i) ob_s(b, ", ");
+    ob_s(b, f->label); ob_c(b, '=');
+    if (f->show == RT_TAIL) {
+      ob_elems(b, f, p + f->off, tail_n(d, in, size), rt_get(in, f->count_off, f->count_width));
+    } else if (f->show == RT_PTR) {
+      /* the array the program's pointer points to, copied now */
+      unsigned long long ptr = rt_get(p, f->off, 8), count = rt_get(p, f->count_off, f->count_width);
+      if (!ptr) { ob_s(b, "NULL"); continue; }
+      unsigned char arr[RT_PTR_COPY_MAX];
+      unsigned m = count < f->max ? (unsigned)count : f->max;
+      if (m && safe_copy(arr, (void *)(uintptr_t)ptr, (size_t)m * f->elem_size)) { ob_x(b, ptr); continue; }
+      ob_elems(b, f, arr, m, count);
+    } else {
+      ob_scalar(b, f, p);
+    }
+  }
 }
 
-static void ioc_in(struct ob *b, enum kind k, const union ioc_copy *c, unsigned size) {
-  const unsigned char *p = c->raw;
+/* Copy the struct (and as many elements of its flexible array as the input
+ * copy `in` says) from the program; `in` 0: this is the input copy. */
+static int ioc_copy(const struct rt_decode *d, void *arg, unsigned size, const unsigned char *in,
+                    unsigned char *c) {
+  if (safe_copy(c, arg, d->fixed)) return -1;
+  if (!d->tail) return 0;
+  unsigned n = tail_n(d, in ? in : c, size);
+  if (n && safe_copy(c + d->fixed, (char *)arg + d->fixed, (size_t)n * d->tail->elem_size)) return -1;
+  return 0;
+}
+
+static void ioc_in(struct ob *b, const struct rt_decode *d, const unsigned char *in, unsigned size) {
   ob_c(b, '{');
-  switch (k) {
-    case K_SVM: {
-      const struct svm_args *s = &c->svm;
-      ob_s(b, "start_addr="); ob_x(b, s->start);
-      ob_s(b, ", size="); ob_x(b, s->size);
-      ob_s(b, ", op="); if (s->op < 2) ob_s(b, RT_SVM_OPS[s->op]); else ob_x(b, s->op);
-      ob_s(b, ", nattr="); ob_u(b, s->nattr); ob_s(b, ", ");
-      ob_attrs(b, s->attrs, svm_ndecode(s, size), s->nattr);
-      break;
-    }
-    case K_EXPORT:
-      ob_s(b, "handle="); ob_x(b, U64(p, 0));
-      ob_s(b, ", flags="); ob_flags(b, U32(p, 8), RT_OPEN_FLAGS); break;
-    case K_IMPORT:
-      ob_s(b, "va_addr="); ob_x(b, U64(p, 0)); ob_s(b, ", gpu_id="); ob_x(b, U32(p, 16));
-      ob_s(b, ", dmabuf_fd="); ob_fd(b, S32(p, 20)); break;
-    case K_INFO:
-      ob_s(b, "dmabuf_fd="); ob_fd(b, S32(p, 28)); break;
-    case K_ALLOC:
-      ob_s(b, "va_addr="); ob_x(b, U64(p, 0)); ob_s(b, ", size="); ob_x(b, U64(p, 8));
-      ob_s(b, ", gpu_id="); ob_x(b, U32(p, 32));
-      ob_s(b, ", flags="); ob_flags(b, U32(p, 36), RT_ALLOC_FLAGS);
-      ob_s(b, ", mmap_offset="); ob_x(b, U64(p, 24)); break;
-    case K_FREE:
-      ob_s(b, "handle="); ob_x(b, U64(p, 0)); break;
-    case K_MAP: case K_UNMAP:
-      ob_s(b, "handle="); ob_x(b, U64(p, 0)); ob_s(b, ", ");
-      ob_devids(b, U64(p, 8), U32(p, 16));
-      ob_s(b, ", n_devices="); ob_u(b, U32(p, 16)); break;
-    case K_H2F:
-      ob_s(b, "handle="); ob_x(b, U32(p, 0));
-      ob_s(b, ", flags="); ob_flags(b, U32(p, 4), RT_OPEN_FLAGS); break;
-    case K_F2H:
-      ob_s(b, "fd="); ob_fd(b, S32(p, 8)); break;
-    case K_GEMCLOSE:
-      ob_s(b, "handle="); ob_x(b, U32(p, 0)); break;
-    case K_XDNABO: {
-      uint32_t t = U32(p, 24);
-      ob_s(b, "flags="); ob_x(b, U64(p, 0)); ob_s(b, ", vaddr="); ob_x(b, U64(p, 8));
-      ob_s(b, ", size="); ob_x(b, U64(p, 16)); ob_s(b, ", type=");
-      if (t < 5) ob_s(b, RT_XDNA_BO[t]); else ob_x(b, t);
-      break;
-    }
-    case K_GEMCREATE:
-      ob_s(b, "bo_size="); ob_x(b, U64(p, 0)); ob_s(b, ", alignment="); ob_x(b, U64(p, 8));
-      ob_s(b, ", domains="); ob_x(b, U64(p, 16)); ob_s(b, ", domain_flags="); ob_x(b, U64(p, 24));
-      break;
-    case K_HEAP:
-      ob_s(b, "len="); ob_x(b, U64(p, 0));
-      ob_s(b, ", fd_flags="); ob_flags(b, U32(p, 12), RT_OPEN_FLAGS);
-      ob_s(b, ", heap_flags="); ob_x(b, U64(p, 16)); break;
-    case K_VERSION: break;                       /* everything is the kernel's answer */
-    case K_QUEUE:
-      ob_s(b, "ring_base_address="); ob_x(b, U64(p, 0));
-      ob_s(b, ", ring_size="); ob_x(b, U32(p, 32));
-      ob_s(b, ", gpu_id="); ob_x(b, U32(p, 36));
-      ob_s(b, ", queue_type="); ob_enum(b, U32(p, 40), KFD_QUEUE_TYPES, 4);
-      ob_s(b, ", queue_percentage="); ob_u(b, U32(p, 44));
-      ob_s(b, ", queue_priority="); ob_u(b, U32(p, 48));
-      ob_s(b, ", write_pointer_address="); ob_x(b, U64(p, 8));
-      ob_s(b, ", read_pointer_address="); ob_x(b, U64(p, 16));
-      ob_s(b, ", eop_buffer_address="); ob_x(b, U64(p, 56));
-      ob_s(b, ", eop_buffer_size="); ob_x(b, U64(p, 64));
-      ob_s(b, ", ctx_save_restore_address="); ob_x(b, U64(p, 72));
-      ob_s(b, ", ctx_save_restore_size="); ob_x(b, U32(p, 80));
-      ob_s(b, ", ctl_stack_size="); ob_x(b, U32(p, 84)); break;
-    case K_POLICY:
-      ob_s(b, "alternate_aperture_base="); ob_x(b, U64(p, 0));
-      ob_s(b, ", alternate_aperture_size="); ob_x(b, U64(p, 8));
-      ob_s(b, ", gpu_id="); ob_x(b, U32(p, 16));
-      ob_s(b, ", default_policy="); ob_enum(b, U32(p, 20), KFD_CACHE_POLICIES, 2);
-      ob_s(b, ", alternate_policy="); ob_enum(b, U32(p, 24), KFD_CACHE_POLICIES, 2); break;
-    case K_EVENT:
-      ob_s(b, "event_type="); ob_enum(b, U32(p, 12), KFD_EVENT_TYPES, 9);
-      ob_s(b, ", auto_reset="); ob_u(b, U32(p, 16));
-      ob_s(b, ", node_id="); ob_u(b, U32(p, 20));
-      ob_s(b, ", event_page_offset="); ob_x(b, U64(p, 0)); break;
-    case K_APERTURES:
-      ob_s(b, "kfd_process_device_apertures_ptr="); ob_x(b, U64(p, 0));
-      ob_s(b, ", num_of_nodes="); ob_u(b, U32(p, 8)); break;
-    case K_ACQUIRE:
-      ob_s(b, "drm_fd="); ob_fd(b, S32(p, 0)); ob_s(b, ", gpu_id="); ob_x(b, U32(p, 4)); break;
-    case K_XNACK:
-      ob_s(b, "xnack_enabled="); ob_d(b, S32(p, 0)); break;
-    default: break;
-  }
+  ob_fields(b, d->in, d->nin, in, d, in, size);
   ob_c(b, '}');
 }
 
 /* the `=> {...}` half: fields the kernel wrote, only after success */
-static void ioc_out(struct ob *b, enum kind k, void *arg, unsigned size, const union ioc_copy *in) {
-  union ioc_copy c;
-  const unsigned char *p = c.raw;
-  if (k == K_FREE || k == K_GEMCLOSE || k == K_NONE || k == K_POLICY || k == K_ACQUIRE) return;
-  if (k == K_SVM) {
-    if (in->svm.op != 1) return;  /* only GET_ATTR answers */
-    unsigned n = svm_ndecode(&in->svm, size);
-    if (n && safe_copy(c.svm.attrs, (char *)arg + 24, 8 * n)) return;
-    ob_s(b, " => {"); ob_attrs(b, c.svm.attrs, n, in->svm.nattr); ob_c(b, '}');
-    return;
-  }
-  if (safe_copy(c.raw, arg, kind_size(k))) return;
+static void ioc_out(struct ob *b, const struct rt_decode *d, void *arg, unsigned size,
+                    const unsigned char *in) {
+  if (!d->nout) return;
+  if (d->out_if_off >= 0 && rt_get(in, (unsigned)d->out_if_off, 4) != d->out_if_val) return;
+  unsigned char c[RT_COPY_MAX] __attribute__((aligned(8)));
+  if (ioc_copy(d, arg, size, in, c)) return;
   ob_s(b, " => {");
-  switch (k) {
-    case K_EXPORT: ob_s(b, "dmabuf_fd="); ob_fd(b, S32(p, 12)); break;
-    case K_IMPORT: ob_s(b, "handle="); ob_x(b, U64(p, 8)); break;
-    case K_INFO:
-      ob_s(b, "size="); ob_x(b, U64(p, 0)); ob_s(b, ", gpu_id="); ob_x(b, U32(p, 20));
-      ob_s(b, ", flags="); ob_flags(b, U32(p, 24), RT_ALLOC_FLAGS); break;
-    case K_ALLOC:
-      ob_s(b, "handle="); ob_x(b, U64(p, 16)); ob_s(b, ", mmap_offset="); ob_x(b, U64(p, 24)); break;
-    case K_MAP: case K_UNMAP: ob_s(b, "n_success="); ob_u(b, U32(p, 20)); break;
-    case K_H2F: ob_s(b, "fd="); ob_fd(b, S32(p, 8)); break;
-    case K_F2H: ob_s(b, "handle="); ob_x(b, U32(p, 0)); break;
-    case K_XDNABO: ob_s(b, "handle="); ob_x(b, U32(p, 28)); break;
-    case K_GEMCREATE: ob_s(b, "handle="); ob_x(b, U32(p, 0)); break;
-    case K_HEAP: ob_s(b, "fd="); ob_fd(b, S32(p, 8)); break;
-    case K_VERSION:
-      ob_s(b, "major_version="); ob_u(b, U32(p, 0));
-      ob_s(b, ", minor_version="); ob_u(b, U32(p, 4)); break;
-    case K_QUEUE:
-      ob_s(b, "queue_id="); ob_u(b, U32(p, 52));
-      ob_s(b, ", doorbell_offset="); ob_x(b, U64(p, 24)); break;
-    case K_EVENT:
-      ob_s(b, "event_id="); ob_u(b, U32(p, 24));
-      ob_s(b, ", event_slot_index="); ob_u(b, U32(p, 28));
-      ob_s(b, ", event_trigger_data="); ob_x(b, U32(p, 8));
-      ob_s(b, ", event_page_offset="); ob_x(b, U64(p, 0)); break;
-    case K_APERTURES: ob_s(b, "num_of_nodes="); ob_u(b, U32(p, 8)); break;
-    case K_XNACK: ob_s(b, "xnack_enabled="); ob_d(b, S32(p, 0)); break;
-    default: break;
-  }
+  ob_fields(b, d->out, d->nout, c, d, in, size);
   ob_c(b, '}');
 }
 
@@ -2046,19 +1958,19 @@ EXPORT int ioctl(int fd, unsigned long request, ...) {
   unsigned req = (unsigned)request;
   char *path = t_path; int plen = fd_path(fd, path, sizeof t_path);
   int accel = plen >= 11 && memcmp(path, "/dev/accel/", 11) == 0;
-  enum kind k;
-  const char *name = ioc_lookup((req >> 8) & 0xff, req & 0xff, (req >> 16) & 0x3fff, accel, &k);
+  const struct rt_decode *dec;
+  const char *name = ioc_lookup((req >> 8) & 0xff, req & 0xff, (req >> 16) & 0x3fff, accel, &dec);
   ob_s(b, "ioctl("); ob_fdpath(b, fd, path, plen); ob_s(b, ", ");
   if (!name) name = legacy_ioc(req);
   if (name) ob_s(b, name); else ob_ioc(b, req);
   ob_s(b, ", ");
-  union ioc_copy in;
+  unsigned char in[RT_COPY_MAX] __attribute__((aligned(8)));
   unsigned size = (req >> 16) & 0x3fff;
-  if (k != K_NONE && ioc_copy_in(k, arg, size, &in) == 0) ioc_in(b, k, &in, size);
-  else { k = K_NONE; ob_x(b, (uintptr_t)arg); }
+  if (dec && ioc_copy(dec, arg, size, 0, in) == 0) ioc_in(b, dec, in, size);
+  else { dec = 0; ob_x(b, (uintptr_t)arg); }
   int ret = R.ioctl(fd, request, arg);
   int e = errno;
-  if (ret != -1 && k != K_NONE) ioc_out(b, k, arg, size, &in);
+  if (ret != -1 && dec) ioc_out(b, dec, arg, size, in);
   rec_res_int(&r, ret, e, 0);
   rec_emit(&r);
   t_busy--;
@@ -2159,7 +2071,7 @@ static int dup23(int use3, int oldfd, int newfd, int flags) {
   ob_s(&r.b, use3 ? "dup3(" : "dup2(");
   ob_fd(&r.b, oldfd);
   ob_s(&r.b, ", "); ob_d(&r.b, newfd);
-  if (use3) { ob_s(&r.b, ", "); ob_flags(&r.b, (unsigned)flags, RT_OPEN_FLAGS); }
+  if (use3) { ob_s(&r.b, ", "); ob_flags(&r.b, (unsigned)flags, RT_OPEN_FLAG); }
   int ret = use3 ? R.dup3(oldfd, newfd, flags) : R.dup2(oldfd, newfd); int e = errno;
   rec_res_int(&r, ret, e, 1);
   rec_emit(&r);

@@ -22,19 +22,36 @@ from __future__ import annotations
 
 import importlib
 
-_MODULES = {
-    "text": "text",
-    "json": "json_",
-    "jsonl": "jsonl",
-    "csv": "csv_",
-    "junit": "junit",
-    "sarif": "sarif",
-    "github": "github",
-    "markdown": "markdown",
-    "perfetto": "perfetto",
-    "parquet": "parquet",
+# Every report format once: its module, what ``--format`` help says of it
+# (empty: the name says enough) and whether it is binary (needs a file).
+# The CLI's choices, its --help text and this package's dispatch all read
+# this table.
+_FORMATS: dict[str, tuple[str, str, bool]] = {
+    "text": ("text", "", False),
+    "json": ("json_", "", False),
+    "jsonl": ("jsonl", "", False),
+    "csv": ("csv_", "", False),
+    "junit": ("junit", "", False),
+    "sarif": ("sarif", "", False),
+    "github": ("github", "", False),
+    "markdown": ("markdown", "", False),
+    "html": ("html", "a self-contained triage page with a timeline per finding", False),
+    "perfetto": ("perfetto", "a Perfetto trace", True),
+    "parquet": ("parquet", "the findings table", True),
 }
-FORMATS = tuple(_MODULES)
+_MODULES = {name: mod for name, (mod, _, _) in _FORMATS.items()}
+FORMATS = tuple(_FORMATS)
+BINARY_FORMATS = tuple(name for name, (_, _, binary) in _FORMATS.items() if binary)
+
+
+def format_help() -> str:
+    """The formats as ``--format`` help lists them: ``text, json, …,
+    perfetto:FILE (a Perfetto trace), …``."""
+    parts = []
+    for name, (_, what, binary) in _FORMATS.items():
+        label = f"{name}:FILE" if binary else name
+        parts.append(f"{label} ({what})" if what else label)
+    return ", ".join(parts)
 
 
 class MissingDependency(Exception):

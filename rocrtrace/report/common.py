@@ -396,3 +396,48 @@ def finding_lines(f, clean=lambda text: text, evidence_stacks: bool = False) -> 
         lines += [f"  #{n} {clean(fr.label())}" for n, fr in enumerate(f.stack)]
     lines.append(f"fingerprint: {f.fingerprint}")
     return lines
+
+
+# --- the findings table (csv, jsonl, parquet: rocrtrace/schema.py) ---------------
+
+def _event_cells(e) -> dict:
+    return {"file": e.file, "line": e.line, "pid": e.pid, "tid": e.tid, "time": e.time}
+
+
+def table_row(f, cwd: str | None = None, suppressed: bool = False) -> dict:
+    """One finding as a row of the findings table, with the values of
+    schema.FINDING_COLUMNS in their types (times in seconds, addresses as
+    ints); each table writer encodes them for its format."""
+    subj = f.subject or {}
+    hit = location_frame(f.stack, cwd)
+    if hit and hit[1]:
+        lfile, lline = hit[1], hit[0].source_line
+        lfunc = hit[0].function or hit[0].symbol
+    else:
+        lfile, lline, lfunc = f.file, f.line, None
+    fd = subj.get("fd")
+    row = {
+        "file": f.file, "line": f.line, "pid": f.pid, "tid": f.tid, "time": f.time,
+        "rule": f.rule, "severity": f.severity, "fingerprint": f.fingerprint,
+        "message": f.message, "cause": f.cause, "program": f.program or None,
+        "location": f"{lfile}:{lline}" if lfile and lline is not None else lfile,
+        "location_file": lfile, "location_line": lline, "location_function": lfunc,
+        "subject_kind": subj.get("kind"),
+        "start": to_int(subj.get("start")), "end": to_int(subj.get("end")),
+        "gpu_ids": [g for g in (to_int(x) for x in subj.get("gpu_ids") or []) if g is not None],
+        "fd": fd if isinstance(fd, int) and not isinstance(fd, bool) else None,
+        "fd_kind": subj.get("fd_kind"), "handle": to_int(subj.get("handle")),
+        "call": f.event.text if f.event is not None else None,
+        "evidence": [{"role": ev.role, **_event_cells(ev.event), "call": ev.event.text,
+                      "note": ev.note or None} for ev in f.evidence],
+        "stack": [fr.label() for fr in f.stack],
+        "suppressed": suppressed,
+    }
+    return row
+
+
+def table_rows(result, cwd: str | None = None) -> list[dict]:
+    """The findings table: the findings most severe first, then those a
+    baseline suppressed (``suppressed`` true)."""
+    return ([table_row(f, cwd) for f in result.sorted_findings()]
+            + [table_row(f, cwd, suppressed=True) for f in result.suppressed])

@@ -1,15 +1,14 @@
-"""CSV: one row per finding, flat columns, for spreadsheets and pandas."""
+"""CSV: the findings table (rocrtrace/schema.py), one row per finding, for
+spreadsheets and pandas (``rocrtrace.schema.read`` reads it back typed)."""
 from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 
-from .common import hexs, printable
-
-COLUMNS = ("rule", "severity", "fingerprint", "message", "file", "line", "pid", "tid",
-           "time", "cause", "subject_kind", "start", "end", "gpu_ids", "fd", "fd_kind",
-           "handle", "call", "evidence", "top_frame")
+from ..schema import FINDING_COLUMNS, FINDING_NAMES
+from .common import printable, table_rows
 
 # A cell a spreadsheet would evaluate as a formula (CSV injection): trace
 # text is untrusted, so such cells get a leading apostrophe.
@@ -17,12 +16,18 @@ COLUMNS = ("rule", "severity", "fingerprint", "message", "file", "line", "pid", 
 # number ("-1", an fd) is left as it is, so the column stays numeric.
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+_TYPES = {c.name: c.type for c in FINDING_COLUMNS}
 
 
-def _cell(v) -> str:
+def cell(v, type_: str = "string") -> str:
+    """One value as its CSV cell: numbers as numbers (times in seconds),
+    lists as JSON arrays, text made safe."""
     if v is None:
         return ""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
+    if type_ in ("evidence", "stack", "list<uint64>"):
+        # ASCII JSON: control characters in trace text are \\u escapes
+        return json.dumps(v)
+    if isinstance(v, (int, float)):
         return str(v)
     # Control characters from trace text (a decoded path may hold a newline
     # and then "::warning::", or an escape sequence) are shown, not obeyed,
@@ -33,27 +38,10 @@ def _cell(v) -> str:
     return s
 
 
-def row(f) -> dict:
-    subj = f.subject or {}
-    return {
-        "rule": f.rule, "severity": f.severity, "fingerprint": f.fingerprint,
-        "message": f.message, "file": f.file, "line": f.line, "pid": f.pid, "tid": f.tid,
-        "time": None if f.time is None else f"{f.time:.6f}", "cause": f.cause,
-        "subject_kind": subj.get("kind"),
-        "start": hexs(subj.get("start")) or None, "end": hexs(subj.get("end")) or None,
-        "gpu_ids": " ".join(hexs(g) for g in subj.get("gpu_ids") or []) or None,
-        "fd": subj.get("fd"), "fd_kind": subj.get("fd_kind"),
-        "handle": hexs(subj.get("handle")) or None,
-        "call": f.event.text if f.event is not None else None,
-        "evidence": " | ".join(f"{e.role} {e.event.file}:{e.event.line}" for e in f.evidence),
-        "top_frame": f.stack[0].label() if f.stack else None,
-    }
-
-
-def render(result, **_opts) -> str:
+def render(result, cwd=None, **_opts) -> str:
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    w.writeheader()
-    for f in result.sorted_findings():
-        w.writerow({k: _cell(v) for k, v in row(f).items()})
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(FINDING_NAMES)
+    for row in table_rows(result, cwd):
+        w.writerow([cell(row[k], _TYPES[k]) for k in FINDING_NAMES])
     return buf.getvalue()

@@ -3,10 +3,14 @@ to open in the Perfetto UI next to rocprofv3's traces.
 
 Tracks: one per process and one per thread (the calls as slices), one per fd
 number of a process (each lifetime of that number, create to close, as a
-slice), one per SVM claim a finding names (from its registration to the
-call that ended or hurt it), and findings as instant events on the thread of
-their offending call, carrying message, fingerprint, location and evidence
-as debug annotations, with flow arrows from each evidence event's slice.
+slice: fds opened or duplicated and fds an ioctl installed, a dma-buf
+export's or PRIME's), one per SVM claim a finding names (from its
+registration to the call that released it, or for a victim to the end of
+its own run), and findings as instant events on the thread of their
+offending call, carrying message, fingerprint, location and evidence as
+debug annotations, with flow arrows from each evidence event's slice.
+Each run (SPEC 2) has its own processes: a later run whose pid an earlier
+run used is shown under another pid (PID_STRIDE), named with its real one.
 
 Built with the ``perfetto`` package's trace protos (TraceProtoBuilder),
 never hand-written protobuf.  The writer reads the events' table fields
@@ -45,7 +49,8 @@ class Row:
     path: str | None
     text: str
     seq: int
-    created: tuple = ()     # (fd, path) of each fd a create installed
+    created: tuple = ()     # (fd, path) of each fd a create or an ioctl installed
+    run: int = 0            # which run (SPEC 2): runs are separate processes
 
 
 @dataclass
@@ -53,8 +58,9 @@ class EventSink:
     """Collects what the trace needs of each event while the replay runs."""
 
     rows: list = field(default_factory=list)
-    procs: dict = field(default_factory=dict)      # pid -> executable
-    ends: dict = field(default_factory=dict)       # pid -> exit time (ns)
+    procs: dict = field(default_factory=dict)      # (run, pid) -> executable
+    ends: dict = field(default_factory=dict)       # (run, pid) -> exit time (ns)
+    runs: int = 0                                  # add_columns calls: one per run
     _last_ns: int = 0
     _seq: int = 0
 
@@ -73,14 +79,14 @@ class EventSink:
         if name == "process":
             exe = getattr(ev, "exe", None)
             if exe:
-                self.procs[pid] = exe
+                self.procs[(0, pid)] = exe
             return
         if name in _NOT_CALLS:
             return
         if name.startswith("exec") and rec["ret"] == 0 and getattr(ev, "path", None):
-            self.procs[pid] = ev.path
+            self.procs[(0, pid)] = ev.path
         if rec["event"] == "Exit" and getattr(ev, "whole", False):
-            self.ends[pid] = ts
+            self.ends[(0, pid)] = ts
         dur = int(round((rec["dur"] or 0) * 1e9))     # small: exact enough
         paths = getattr(ev, "paths", None) or ()
         path = paths[0] if paths and isinstance(paths[0], str) else getattr(ev, "path", None)
@@ -91,14 +97,20 @@ class EventSink:
             fds = getattr(ev, "fds", None) or ()
             created = tuple((fd, paths[i] if i < len(paths) and isinstance(paths[i], str)
                              else None) for i, fd in enumerate(fds) if isinstance(fd, int))
+        elif rec["event"] == "Ioctl" and rec["err"] is None:
+            created = tuple((fd, None) for fd in _ioctl_created(ev))
         self.rows.append(Row(pid, tid, ts, max(dur, 1), rec.get("ioctl") or name,
                              rec["file"], rec["line"], rec["ret"], rec["err"], rec["event"],
                              rec.get("fd"), path if isinstance(path, str) else None,
                              (ev.text or "")[:TEXT_MAX], self._seq, created))
 
     def add_columns(self, cols: dict) -> None:
-        """The calls of one trace as the core's columns (src/py/table.rs
-        calls_to_py): what ``__call__`` takes of each event, in replay order."""
+        """The calls of one run as the core's columns (src/py/table.rs
+        calls_to_py): what ``__call__`` takes of each event, in replay order.
+        Each call is a run of its own (SPEC 2): its pids are its own."""
+        run = self.runs
+        self.runs += 1
+        self._last_ns = 0
         n = cols["rows"]
         file, event, name, ioctl, err, path, text = (
             _texts(cols[c]) for c in ("file", "event", "name", "ioctl", "err", "path", "text"))
@@ -121,7 +133,7 @@ class EventSink:
             self._last_ns = max(self._last_ns, ts)
             if nm == "process":
                 if kind == "ProcessInfo" and path[i]:      # its path column is the exe
-                    self.procs[pid] = path[i]
+                    self.procs[(run, pid)] = path[i]
                 continue
             if nm in _NOT_CALLS:
                 continue
@@ -129,16 +141,33 @@ class EventSink:
             # decoration: only a kind's own ``path`` names an executable
             if nm.startswith("exec") and ret[i] == 0 and path[i] \
                     and kind not in ("FdCreate", "Syscall", "ProcessInfo"):
-                self.procs[pid] = path[i]
+                self.procs[(run, pid)] = path[i]
             if kind == "Exit" and whole[i]:
-                self.ends[pid] = ts
+                self.ends[(run, pid)] = ts
             dur = int(round((dur_[i] or 0) * 1e9))
             self._seq += 1
-            made = tuple(created.get(i, ())) if kind == "FdCreate" else ()
+            made = tuple(created.get(i, ()))
             own = None if kind == "ProcessInfo" else path[i]
             rows.append(Row(pid, tid, ts, max(dur, 1), ioctl[i] or nm, file[i], line[i],
                             ret[i], err[i], kind, fd[i], own, (text[i] or "")[:TEXT_MAX],
-                            self._seq, made))
+                            self._seq, made, run))
+
+
+# src/table.rs ioctl_created_fds, for events in hand (the columns carry
+# the core's answer): the fd fields of the struct the kernel wrote, or a
+# udmabuf create's result.  tests/test_perfetto_columns.py holds the two
+# equal on every fixture.
+_FD_FIELDS = ("dmabuf_fd", "fd", "anon_fd")
+
+
+def _ioctl_created(ev) -> list[int]:
+    from .. import kfd
+
+    if ev.type == kfd.TYPE_UDMABUF and ev.nr in kfd.UDMABUF:
+        return [ev.ret] if isinstance(ev.ret, int) and ev.ret >= 0 else []
+    out = ev.out if isinstance(ev.out, dict) else {}
+    fds = [out.get(f) for f in _FD_FIELDS]
+    return [fd for fd in fds if isinstance(fd, int) and not isinstance(fd, bool) and fd >= 0]
 
 
 def _ints(col) -> list:
@@ -180,14 +209,29 @@ def _uuid(*parts) -> int:
     return (zlib.crc32(data) << 31 | zlib.adler32(data)) & 0x7FFFFFFFFFFFFFFF or 1
 
 
+# Perfetto knows a process by its pid: a later run whose pid an earlier run
+# already used is shown under pid + run * PID_STRIDE (above Linux's pid_max,
+# 2^22), its name saying its real pid and run, so runs stay apart (SPEC 2).
+PID_STRIDE = 1 << 22
+
+
+def _key(proc: tuple) -> tuple:
+    """What a process's track ids are made of: its pid, and its run after
+    the first (the first run's ids are those of a one-run trace)."""
+    run, pid = proc
+    return (pid,) if run == 0 else proc
+
+
 class _Writer:
     SEQ = 0x5eed
 
-    def __init__(self):
+    def __init__(self, shown_pid=None):
         from . import need
 
         self.b = need("perfetto.trace_builder.proto_builder", "perfetto").TraceProtoBuilder()
         self.tracks: set[int] = set()
+        # (run, pid) -> the pid the trace shows
+        self.shown_pid = shown_pid or (lambda proc: proc[1])
 
     def packet(self, ts: int | None = None):
         p = self.b.add_packet()
@@ -196,25 +240,32 @@ class _Writer:
         p.trusted_packet_sequence_id = self.SEQ
         return p
 
-    def process(self, pid: int, name: str | None) -> int:
-        u = _uuid("process", pid)
+    def _offset(self, proc: tuple) -> int:
+        return self.shown_pid(proc) - proc[1]
+
+    def process(self, proc: tuple, name: str | None) -> int:
+        """The track of process ``proc`` = (run, pid)."""
+        u = _uuid("process", *_key(proc))
         if u not in self.tracks:
             self.tracks.add(u)
             td = self.packet().track_descriptor
             td.uuid = u
-            td.process.pid = pid
-            td.process.process_name = printable(name) if name else f"pid {pid}"
+            td.process.pid = self.shown_pid(proc)
+            label = printable(name) if name else f"pid {proc[1]}"
+            if self._offset(proc):
+                label += f" (pid {proc[1]}, run {proc[0] + 1})"
+            td.process.process_name = label
         return u
 
-    def thread(self, pid: int, tid: int) -> int:
-        u = _uuid("thread", pid, tid)
+    def thread(self, proc: tuple, tid: int) -> int:
+        u = _uuid("thread", *_key(proc), tid)
         if u not in self.tracks:
             self.tracks.add(u)
             td = self.packet().track_descriptor
             td.uuid = u
-            td.parent_uuid = _uuid("process", pid)
-            td.thread.pid = pid
-            td.thread.tid = tid
+            td.parent_uuid = _uuid("process", *_key(proc))
+            td.thread.pid = self.shown_pid(proc)
+            td.thread.tid = tid + self._offset(proc)
             td.thread.thread_name = f"tid {tid}"
         return u
 
@@ -294,32 +345,50 @@ def _nested(rows: list) -> list:
     return out
 
 
+def _shown_pids(procs) -> dict:
+    """(run, pid) -> the pid the trace shows: a pid keeps its number in the
+    first run that has it; later runs with that pid are moved up."""
+    shown, used = {}, set()
+    for run, pid in sorted(procs):
+        shown[(run, pid)] = pid if pid not in used else pid + run * PID_STRIDE
+        used.add(pid)
+    return shown
+
+
 def render(result, events: EventSink | None = None, cwd: str | None = None, **_opts) -> bytes:
     rows = list(events.rows) if events is not None else _evidence_rows(result)
     procs = dict(events.procs) if events is not None else {}
     ends = dict(events.ends) if events is not None else {}
-    w = _Writer()
-    last = max((r.ts + r.dur for r in rows), default=0)
-    for f in result.findings:
+    # a finding belongs to the run whose files its evidence is in
+    run_of_file = {r.file: r.run for r in rows}
+    ordered = result.sorted_findings()
+    run_of = {id(f): run_of_file.get(f.file, 0) for f in ordered}
+    # each run ends at its own last timestamp, not another run's (SPEC 2)
+    last: dict[int, int] = {}
+    for r in rows:
+        last[r.run] = max(last.get(r.run, 0), r.ts + r.dur)
+    for f in ordered:
         if f.time is not None:
-            last = max(last, ns(f.time) + 1)
+            last[run_of[id(f)]] = max(last.get(run_of[id(f)], 0), ns(f.time) + 1)
 
-    pids = sorted({r.pid for r in rows} | {f.pid for f in result.findings if f.pid is not None})
-    for pid in pids:
-        w.process(pid, procs.get(pid))
+    keys = {(r.run, r.pid) for r in rows} | {(run_of[id(f)], f.pid) for f in ordered
+                                             if f.pid is not None}
+    shown = _shown_pids(keys)
+    w = _Writer(shown.__getitem__)
+    for proc in sorted(keys):
+        w.process(proc, procs.get(proc))
 
     # flows: each evidence event's slice points at its finding's instant
     flows: dict[tuple, list[int]] = {}
-    ordered = result.sorted_findings()
     for n, f in enumerate(ordered, 1):
         for k, ev in enumerate(f.evidence):
             flows.setdefault((ev.event.file, ev.event.line), []).append(_uuid("flow", n, k))
 
     by_thread: dict[tuple, list] = {}
     for r in rows:
-        by_thread.setdefault((r.pid, r.tid), []).append(r)
-    for (pid, tid), rs in sorted(by_thread.items()):
-        track = w.thread(pid, tid)
+        by_thread.setdefault((r.run, r.pid, r.tid), []).append(r)
+    for (run, pid, tid), rs in sorted(by_thread.items()):
+        track = w.thread((run, pid), tid)
         for r, end in _nested(rs):
             w.slice(track, r.ts, end, r.name,
                     [("call", printable(r.text)), ("at", f"{r.file}:{r.line}"),
@@ -327,8 +396,8 @@ def render(result, events: EventSink | None = None, cwd: str | None = None, **_o
                     flows.get((r.file, r.line), ()))
 
     _fd_lifetimes(w, rows, ends, last)
-    _svm_claims(w, ordered, last)
-    _findings(w, ordered, cwd, last)
+    _svm_claims(w, ordered, run_of, last)
+    _findings(w, ordered, run_of, cwd, last)
     return w.serialize()
 
 
@@ -351,39 +420,45 @@ _CREATE = {"FdCreate"}
 _CLOSE = {"Close"}
 
 
-def _fd_lifetimes(w: _Writer, rows, ends, last: int) -> None:
-    open_: dict[tuple, tuple] = {}      # (pid, fd) -> (start ns, path, row)
+def _fd_lifetimes(w: _Writer, rows, ends, last: dict) -> None:
+    open_: dict[tuple, tuple] = {}      # (run, pid, fd) -> (start ns, name, row)
 
     def finish(key, end):
-        start, path, row = open_.pop(key)
-        pid, fd = key
-        track = w.named(("fd", pid, fd), f"fd {fd}", _uuid("process", pid))
-        w.slice(track, start, max(end, start + 1), path or f"fd {fd}",
+        start, name, row = open_.pop(key)
+        run, pid, fd = key
+        track = w.named(("fd", *_key((run, pid)), fd), f"fd {fd}",
+                        _uuid("process", *_key((run, pid))))
+        w.slice(track, start, max(end, start + 1), name,
                 [("opened by", printable(row.text)), ("at", f"{row.file}:{row.line}")],
                 category="fd")
 
-    for r in sorted(rows, key=lambda r: (r.ts, r.seq)):
-        if r.kind in _CREATE and r.err is None and r.ret is not None:
-            for fd, path in r.created or ((r.fd, r.path),):
+    for r in sorted(rows, key=lambda r: (r.run, r.ts, r.seq)):
+        # an ioctl installs only the fds its struct names (a dma-buf
+        # export's), never the device fd it was called on
+        made = r.created if r.kind == "Ioctl" else r.created or ((r.fd, r.path),)
+        if (r.kind in _CREATE or r.created) and r.err is None and r.ret is not None:
+            for fd, path in made:
                 if not isinstance(fd, int) or fd < 0:
                     continue
-                key = (r.pid, fd)
+                key = (r.run, r.pid, fd)
                 if key in open_:            # dup2 onto it, or a close we did not see
                     finish(key, r.ts)
-                open_[key] = (r.ts + r.dur, path, r)
-        elif r.kind in _CLOSE and r.err is None and (r.pid, r.fd) in open_:
-            finish((r.pid, r.fd), r.ts)
-        elif r.kind == "Exit" and r.pid in ends and ends[r.pid] == r.ts:
-            for key in [k for k in open_ if k[0] == r.pid]:
+                name = path or (f"fd {fd} ({r.name})" if r.kind == "Ioctl" else f"fd {fd}")
+                open_[key] = (r.ts + r.dur, name, r)
+        elif r.kind in _CLOSE and r.err is None and (r.run, r.pid, r.fd) in open_:
+            finish((r.run, r.pid, r.fd), r.ts)
+        elif r.kind == "Exit" and ends.get((r.run, r.pid)) == r.ts:
+            for key in [k for k in open_ if k[:2] == (r.run, r.pid)]:
                 finish(key, r.ts)
     for key in list(open_):
-        finish(key, ends.get(key[0], last))
+        finish(key, ends.get(key[:2], last.get(key[0], 0)))
 
 
-def _svm_claims(w: _Writer, findings, last: int) -> None:
+def _svm_claims(w: _Writer, findings, run_of: dict, last: dict) -> None:
     seen = set()
     for f in findings:
         d = f.details or {}
+        run = run_of[id(f)]
         released = d.get("released") or []
         claims = [("released", c) for c in (released if isinstance(released, list)
                                             else [released])]
@@ -393,16 +468,17 @@ def _svm_claims(w: _Writer, findings, last: int) -> None:
         for role, c in claims:
             if not isinstance(c, dict) or c.get("time") is None or f.pid is None:
                 continue
-            ident = (f.pid, c.get("start"), c.get("end"), c.get("time"))
+            ident = (*_key((run, f.pid)), c.get("start"), c.get("end"), c.get("time"))
             start = ns(c["time"])
             # a released claim ends at the call that released it; a victim
-            # lives on past the call that hurt it
-            end = ns(f.time) if role == "released" and f.time is not None else last
+            # lives on past the call that hurt it, to its own run's end
+            end = (ns(f.time) if role == "released" and f.time is not None
+                   else last.get(run, start + 1))
             if ident in seen:
                 continue
             seen.add(ident)
             name = f"svm [{c.get('start')}, {c.get('end')})"
-            track = w.named(("svm", *ident), name, _uuid("process", f.pid))
+            track = w.named(("svm", *ident), name, _uuid("process", *_key((run, f.pid))))
             w.slice(track, start, max(end, start + 1), f"{c.get('kind', '')} claim".strip(),
                     [("range", f"[{c.get('start')}, {c.get('end')})"), ("pages", c.get("pages")),
                      ("gpus", ", ".join(c.get("gpus") or [])), ("flags", c.get("flags")),
@@ -410,13 +486,14 @@ def _svm_claims(w: _Writer, findings, last: int) -> None:
                     category="svm")
 
 
-def _findings(w: _Writer, findings, cwd, last: int) -> None:
+def _findings(w: _Writer, findings, run_of: dict, cwd, last: dict) -> None:
     for n, f in enumerate(findings, 1):
-        ts = ns(f.time) if f.time is not None else last
+        run = run_of[id(f)]
+        ts = ns(f.time) if f.time is not None else last.get(run, 0)
         if f.pid is not None and f.tid is not None:
-            track = w.thread(f.pid, f.tid)
+            track = w.thread((run, f.pid), f.tid)
         elif f.pid is not None:
-            track = w.process(f.pid, None)
+            track = w.process((run, f.pid), None)
         else:
             track = w.named(("findings",), "rocrtrace findings", 0)
         p = w.packet(ts)

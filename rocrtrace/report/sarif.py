@@ -163,7 +163,7 @@ def _rules(ids) -> list:
             "name": "".join(p.capitalize() for p in r.id.split("-")),
             "shortDescription": {"text": r.summary},
             "fullDescription": {"text": r.help},
-            "help": {"text": r.help},
+            "help": {"text": f"{r.help}\n\nExample: {r.example}\n\nFix: {r.fix}"},
             "defaultConfiguration": {"level": LEVELS[r.severity]},
             "properties": {"tags": ["rocm", r.id.split("-")[0]]},
         })

@@ -9,6 +9,7 @@ use super::common::*;
 use super::fds::{Pid, Proc, Slot};
 use crate::events::Event;
 use crate::findings::{Evidence, Finding};
+use crate::rules::Rule;
 use foldhash::HashMap;
 use serde_json::json;
 use std::cell::RefCell;
@@ -181,7 +182,7 @@ impl DmabufTracker {
             if let Some(c) = &b.created {
                 evidence.push(Evidence::new("buffer created by", c).with_note(site(c)));
             }
-            let mut f = Finding::new("dmabuf-reexport", "", Some(ev));
+            let mut f = Finding::new(Rule::DmabufReexport, "", Some(ev));
             f.subject.insert("kind".into(), json!("handle"));
             f.subject.insert("handle".into(), json!(b.handle));
             f.evidence = evidence;
@@ -317,7 +318,7 @@ impl DmabufTracker {
                 e,
             ));
         }
-        let mut f = Finding::new("fd-held-open", msg, made.map(|e| &**e));
+        let mut f = Finding::new(Rule::FdHeldOpen, msg, made.map(|e| &**e));
         f.subject.insert("kind".into(), json!("fd"));
         f.subject.insert("fd".into(), json!(slot.fd));
         f.subject.insert("fd_kind".into(), json!(slot.kind));
@@ -364,7 +365,7 @@ impl DmabufTracker {
                 st.held_total, st.held_reports
             );
         }
-        let mut f = Finding::new("fd-held-open", msg, Some(pe));
+        let mut f = Finding::new(Rule::FdHeldOpen, msg, Some(pe));
         f.subject.insert("kind".into(), json!("process"));
         f.evidence = vec![Evidence::new("the peak was reached by", pe).with_note(site(pe))];
         f.key = vec!["peak".into(), "linear".into()];

@@ -14,6 +14,7 @@ use super::dmabuf::BufRef;
 use crate::events::{Event, Header, Kind, Name, Text, When};
 use crate::findings::{Evidence, Finding};
 use crate::kfd;
+use crate::rules::{Rule, Severity};
 type IndexMap<K, V> = indexmap::IndexMap<K, V, foldhash::fast::RandomState>;
 use foldhash::{HashMap, HashSet};
 use serde_json::{Map, Value as Json, json};
@@ -540,7 +541,7 @@ fn ev_note(role: impl Into<String>, ev: &Event) -> Evidence {
 }
 
 fn finding(
-    rule: &'static str,
+    rule: Rule,
     msg: String,
     ev: Option<&Event>,
     subj: Map<String, Json>,
@@ -861,6 +862,11 @@ impl FdModel {
 
     pub fn findings(&self) -> impl Iterator<Item = &Finding> {
         self.o.findings.iter().flatten()
+    }
+
+    /// The findings made so far, newest first, to amend in place.
+    pub fn findings_newest_mut(&mut self) -> impl Iterator<Item = &mut Finding> {
+        self.o.findings.iter_mut().rev().flatten()
     }
 
     pub fn take_findings(&mut self) -> Vec<Finding> {
@@ -1312,7 +1318,7 @@ impl FdModel {
             run.closes, run.ebadf, run.lo, run.hi
         );
         let mut f = finding(
-            "fd-bad-fd",
+            Rule::FdBadFd,
             msg,
             Some(ev0),
             subject(f0, "unknown"),
@@ -1322,7 +1328,7 @@ impl FdModel {
             ],
             vec!["sweep".into(), "close".into()],
         );
-        f.severity = Some("note");
+        f.severity = Some(Severity::Note);
         f.details.insert(
             "sweep".into(),
             json!({"closes": run.closes, "ebadf": run.ebadf, "first": f0, "last": f1}),
@@ -1775,6 +1781,8 @@ impl FdModel {
             if let Some(fd) = fd_value(v).filter(|&f| f >= 0) {
                 if let Some(s) = t.slots.get_mut(&fd) {
                     s.note("handed to the caller by".into(), ev);
+                } else if t.closed.contains_key(&fd) {
+                    self.stale_handover(&t, ev, p.pid, fd);
                 }
                 let name = &ev.name;
                 self.o.hist(Some(&*t), ev, p.pid, fd, || {
@@ -2112,7 +2120,7 @@ impl FdModel {
             evidence.push(Evidence::new("process exit", e));
         }
         let f = finding(
-            "fd-open-at-exit",
+            Rule::FdOpenAtExit,
             msg,
             Some(made),
             subject(s.fd, s.kind),
@@ -2135,9 +2143,9 @@ impl FdModel {
         }
         let unknown = s.origin == "unknown";
         let sev = if exited && !unknown {
-            "warning"
+            Severity::Warning
         } else {
-            "note"
+            Severity::Note
         };
         let end = if exited {
             "when the process exited"
@@ -2178,7 +2186,7 @@ impl FdModel {
         }
         let offending = ev0.or(s.last_use.as_ref()).or(ev);
         let mut f = finding(
-            "fd-leak",
+            Rule::FdLeak,
             msg,
             offending.map(|e| &**e),
             subject(s.fd, s.kind),
@@ -2264,7 +2272,7 @@ impl FdModel {
                 ));
             }
         }
-        let mut f = Finding::new("fd-exhaustion", msg, Some(ev));
+        let mut f = Finding::new(Rule::FdExhaustion, msg, Some(ev));
         f.subject.insert("kind".into(), json!("process"));
         f.evidence = evidence;
         f.key = vec![
@@ -2460,7 +2468,7 @@ impl FdModel {
                     in between: harmless here, but the two closes disagree about who owns the fd";
         }
         let mut f = finding(
-            "fd-double-close",
+            Rule::FdDoubleClose,
             msg,
             Some(ev),
             subject(fd, kind),
@@ -2468,7 +2476,7 @@ impl FdModel {
             key,
         );
         if harmless {
-            f.severity = Some("warning");
+            f.severity = Some(Severity::Warning);
         }
         self.o.emit(f);
         self.o.hist(Some(t), ev, p.pid, fd, || {
@@ -2559,7 +2567,7 @@ impl FdModel {
             return;
         }
         let f = finding(
-            "fd-use-after-close",
+            Rule::FdUseAfterClose,
             msg,
             Some(ev),
             subject(fd, kind),
@@ -2581,6 +2589,53 @@ impl FdModel {
         }
     }
 
+    /// fd-use-after-close: a runtime call handed its caller an fd number the
+    /// trace closed and nothing re-created (an exported handle's fd cached
+    /// after its close): the caller's next use fails with EBADF, or hits
+    /// whatever the number is reused for.
+    fn stale_handover(&mut self, t: &Table, ev: &Ev, pid: Option<u32>, fd: Fd) {
+        let Some(cr) = t.closed.get(&fd) else { return };
+        let c = cr.borrow();
+        let s = &c.slot;
+        let names = &self.o.names;
+        let name = call_name(ev).to_owned();
+        let msg = format!(
+            "{name} handed fd {fd} to its caller, but {} was closed by {}{} and nothing \
+             re-created it: the caller holds a stale number (its use fails with EBADF, or hits \
+             whatever next takes the number)",
+            s.describe(names),
+            short(names, c.event.as_ref()),
+            at(c.event.as_deref())
+        );
+        let mut evidence = vec![ev_note("handed over by", ev)];
+        if let Some(ce) = &c.event {
+            evidence.push(ev_note("closed by", ce));
+        }
+        if let Some(r) = &s.root {
+            evidence.push(ev_note("created by", r));
+        }
+        let key = vec![
+            "use-after-close".into(),
+            s.kind.into(),
+            s.root_origin.to_string(),
+            name.clone(),
+            "handover".into(),
+        ];
+        let f = finding(
+            Rule::FdUseAfterClose,
+            msg,
+            Some(ev),
+            subject(fd, s.kind),
+            evidence,
+            key,
+        );
+        drop(c);
+        self.o.emit(f);
+        self.o.hist(Some(t), ev, pid, fd, || {
+            format!("{name} handed the closed fd to its caller")
+        });
+    }
+
     /// fd-bad-fd: EBADF for a number that was never an open fd.
     fn bad_fd(&mut self, p: &Proc, t: &Table, ev: &Ev, fd: Fd) {
         let name = call_name(ev).to_owned();
@@ -2593,14 +2648,14 @@ impl FdModel {
         let (sev, why, sort);
         if fd < 0 && is_close {
             // close(-1) is a no-op that correct programs do all the time
-            sev = "note";
+            sev = Severity::Note;
             why = format!(
                 "{fd} is not an fd number: the close of an fd variable reset to -1 (or never \
                  set) does nothing"
             );
             sort = "negative-close";
         } else if fd < 0 {
-            sev = "warning";
+            sev = Severity::Warning;
             why = format!(
                 "{fd} is not an fd number: an fd variable reset to -1 (or an error return) was \
                  used as an fd anyway"
@@ -2609,7 +2664,7 @@ impl FdModel {
         } else if let Some(made) = self.phantoms.get(&(p.pid, fd)) {
             // the number came from a result strace made up: the program did
             // what it should with the fd it was told it had
-            sev = "note";
+            sev = Severity::Note;
             why = format!(
                 "fd {fd} never existed: {} at {}:{} said it did, but strace made that result \
                  up (-e inject) and the kernel never ran the call",
@@ -2619,14 +2674,14 @@ impl FdModel {
             );
             sort = "injected";
         } else if p.complete && !p.forked {
-            sev = "warning";
+            sev = Severity::Warning;
             why = format!(
                 "fd {fd} was never open in this process: the trace saw it from its start and \
                  nothing created that number (a stale or uninitialised fd variable)"
             );
             sort = "never-open";
         } else {
-            sev = "note";
+            sev = Severity::Note;
             why = format!(
                 "the trace never saw fd {fd} open, but it {}",
                 if p.forked {
@@ -2640,7 +2695,7 @@ impl FdModel {
             sort = "never-seen";
         }
         let mut f = finding(
-            "fd-bad-fd",
+            Rule::FdBadFd,
             format!("{call} failed with EBADF: {why}"),
             Some(ev),
             subject(fd, "unknown"),
@@ -2709,7 +2764,7 @@ impl FdModel {
             "concurrent-close".into(),
         ];
         let f = finding(
-            "fd-use-after-close",
+            Rule::FdUseAfterClose,
             msg,
             Some(&u),
             subject(s.fd, s.kind),
@@ -3159,7 +3214,7 @@ fn reused_finding(
         evidence.push(ev_note("the new owner's later EBADF", l));
     }
     finding(
-        "fd-close-reused",
+        Rule::FdCloseReused,
         msg,
         Some(ev),
         subject(s.fd, s.kind),
@@ -3278,7 +3333,7 @@ mod tests {
         // had: a note that says so
         let f = run(&evs);
         let got: Vec<_> = f.iter().map(|f| (f.rule, f.severity, f.line)).collect();
-        assert_eq!(got, [("fd-bad-fd", Some("note"), Some(2))]);
+        assert_eq!(got, [(Rule::FdBadFd, Some(Severity::Note), Some(2))]);
         assert!(
             f[0].message.contains("strace made that result up"),
             "{}",
@@ -3294,7 +3349,7 @@ mod tests {
         ];
         let f = run(&evs);
         assert_eq!(f.len(), 1);
-        assert_eq!(f[0].rule, "fd-double-close");
+        assert_eq!(f[0].rule, Rule::FdDoubleClose);
         // (the same calls run by the kernel: double_close_names_the_first_close)
     }
 
@@ -3362,7 +3417,7 @@ mod tests {
         evs.push(b.close(3, None));
         let f = run(&evs);
         assert_eq!(f.len(), 1);
-        assert_eq!(f[0].rule, "fd-use-after-close");
+        assert_eq!(f[0].rule, Rule::FdUseAfterClose);
     }
 
     #[test]
@@ -3370,9 +3425,9 @@ mod tests {
         let sev = |evs: &[Event]| {
             let f = run(evs);
             assert_eq!(f.len(), 1);
-            assert_eq!(f[0].rule, "fd-double-close");
+            assert_eq!(f[0].rule, Rule::FdDoubleClose);
             (
-                f[0].severity.unwrap_or("error"),
+                f[0].severity.unwrap_or(Severity::Error).as_str(),
                 f[0].message.contains("harmless here"),
             )
         };
@@ -3486,7 +3541,7 @@ mod tests {
         ];
         let f = run(&evs);
         assert_eq!(f.len(), 1);
-        assert_eq!(f[0].rule, "fd-double-close");
+        assert_eq!(f[0].rule, Rule::FdDoubleClose);
         assert!(f[0].message.starts_with(
             "close(3) failed with EBADF: fd 3 (other /etc/hosts, created by openat at t.log:1) \
              was already closed by close at t.log:2"
@@ -3512,7 +3567,10 @@ mod tests {
         evs.push(b.exit());
         let f = run(&evs);
         assert_eq!(f.len(), 1, "{f:?}");
-        assert_eq!((f[0].rule, f[0].severity), ("fd-bad-fd", Some("note")));
+        assert_eq!(
+            (f[0].rule, f[0].severity),
+            (Rule::FdBadFd, Some(Severity::Note))
+        );
         assert_eq!(f[0].details["sweep"]["closes"], 37);
         assert_eq!(f[0].details["sweep"]["ebadf"], 36);
     }
@@ -3573,7 +3631,10 @@ mod tests {
         let evs = [b.open(5, "/dmabuf:"), b.exit()];
         let f = run(&evs);
         assert_eq!(f.len(), 1);
-        assert_eq!((f[0].rule, f[0].severity), ("fd-leak", Some("warning")));
+        assert_eq!(
+            (f[0].rule, f[0].severity),
+            (Rule::FdLeak, Some(Severity::Warning))
+        );
         assert_eq!(f[0].details["exited"], true);
     }
 
@@ -3612,10 +3673,10 @@ mod tests {
         e
     }
 
-    fn counts(f: &[Finding]) -> Vec<(&'static str, &'static str)> {
+    fn counts(f: &[Finding]) -> Vec<(Rule, &'static str)> {
         let mut v: Vec<_> = f
             .iter()
-            .map(|f| (f.rule, f.severity.unwrap_or("default")))
+            .map(|f| (f.rule, f.severity.map_or("default", Severity::as_str)))
             .collect();
         v.sort_unstable();
         v
@@ -3633,7 +3694,7 @@ mod tests {
         }
         evs.push(b.exit());
         let f = run(&evs);
-        assert_eq!(counts(&f), [("fd-bad-fd", "note")], "{f:?}");
+        assert_eq!(counts(&f), [(Rule::FdBadFd, "note")], "{f:?}");
         // (the close of 4 before it starts the run: 4, then 3, then 4 again
         // is no order, so the sweep proper is 4..199)
         assert_eq!(f[0].details["sweep"]["closes"], 196);
@@ -3648,7 +3709,7 @@ mod tests {
             evs.push(b.close(fd, if fd == 3 { None } else { Some("EBADF") }));
         }
         let f = run(&evs);
-        assert_eq!(counts(&f), [("fd-bad-fd", "note")], "{f:?}");
+        assert_eq!(counts(&f), [(Rule::FdBadFd, "note")], "{f:?}");
         assert!(f[0].message.contains("decreasing"));
     }
 
@@ -3671,14 +3732,14 @@ mod tests {
             evs.push(b.close(fd, Some("EBADF")));
         }
         evs.push(b.exit());
-        assert_eq!(counts(&run(&evs)), [("fd-bad-fd", "note")]);
+        assert_eq!(counts(&run(&evs)), [(Rule::FdBadFd, "note")]);
         // an fd created between the closes: no run, each is a double close
         let mut evs2 = evs[..again].to_vec();
         for fd in 3..7 {
             evs2.push(b.open(10, "/b"));
             evs2.push(b.close(fd, Some("EBADF")));
         }
-        assert_eq!(counts(&run(&evs2)), [("fd-double-close", "default"); 4]);
+        assert_eq!(counts(&run(&evs2)), [(Rule::FdDoubleClose, "default"); 4]);
         // a sweep whose closes are split by an open: the part after it
         // alone is still a sweep, the part before it too short to be one
         let mut evs = vec![b.open(3, "/a")];
@@ -3709,7 +3770,7 @@ mod tests {
             b.exit(),
         ];
         let f = run(&evs);
-        assert_eq!(counts(&f), [("fd-bad-fd", "note")], "{f:?}");
+        assert_eq!(counts(&f), [(Rule::FdBadFd, "note")], "{f:?}");
         assert!(f[0].message.contains("listing"));
         assert!(is_fd_listing(b"/proc/1234/fd"));
         assert!(is_fd_listing(b"/proc/self/task/12/fd/"));
@@ -3736,7 +3797,7 @@ mod tests {
         let mut fds: Vec<_> = f.iter().map(|f| f.subject["fd"].as_i64()).collect();
         fds.sort_unstable();
         assert_eq!(fds, [Some(5), Some(7)], "{f:?}");
-        assert!(f.iter().all(|f| f.rule == "fd-double-close"));
+        assert!(f.iter().all(|f| f.rule == Rule::FdDoubleClose));
         // bounded pieces around kept fds and an open-ended one: a sweep
         let evs = [
             b.open(3, "/a"),
@@ -3768,14 +3829,14 @@ mod tests {
         assert_eq!(
             counts(&f),
             [
-                ("fd-close-reused", "default"),
-                ("fd-use-after-close", "default")
+                (Rule::FdCloseReused, "default"),
+                (Rule::FdUseAfterClose, "default")
             ],
             "{f:?}"
         );
         // the same calls on one thread: nothing tells the owners apart
         let evs: Vec<Event> = evs.iter().map(|e| on(e.clone(), 100)).collect();
-        assert_eq!(counts(&run(&evs)), [("fd-use-after-close", "default")]);
+        assert_eq!(counts(&run(&evs)), [(Rule::FdUseAfterClose, "default")]);
     }
 
     #[test]
@@ -3805,7 +3866,7 @@ mod tests {
         let f = m.take_findings();
         // the thread's second close, of its own copy: the previous close
         // is its own, and the main thread's close after it is fine
-        assert_eq!(counts(&f), [("fd-double-close", "default")], "{f:?}");
+        assert_eq!(counts(&f), [(Rule::FdDoubleClose, "default")], "{f:?}");
         assert_eq!(
             f[0].evidence
                 .iter()

@@ -11,6 +11,8 @@ use super::fds::{Fd, FdModel, Listener, Pid, Proc, Slot, Table};
 use crate::events::{Event, Ioctl, Kind, Value};
 use crate::findings::{Evidence, Finding};
 use crate::kfd;
+use crate::models::inside::name_runtime_call;
+use crate::rules::Rule;
 use foldhash::{HashMap, HashSet};
 use serde_json::json;
 use std::rc::Rc;
@@ -267,6 +269,12 @@ impl HandleModel {
 
     pub fn feed_rc(&mut self, ev: &Ev) {
         self.fds.feed_rc(ev, &mut self.st);
+        if let Kind::Intent(_) = ev.kind {
+            // the fd and buffer findings made inside this runtime call
+            let names = self.fds.names().clone();
+            name_runtime_call(self.st.dmabuf.findings.iter_mut().rev(), ev, &names);
+            name_runtime_call(self.fds.findings_newest_mut(), ev, &names);
+        }
         if ev.h.injected {
             return; // the kernel never ran it (FdModel::feed_rc)
         }
@@ -582,7 +590,7 @@ impl HandleModel {
         }
         msg += ". The first free may be the culprit: both call sites are shown";
         evidence.sort_by(|a, b| story_order(&a.event, &b.event));
-        let mut f = Finding::new("bo-double-free", msg, Some(ev));
+        let mut f = Finding::new(Rule::BoDoubleFree, msg, Some(ev));
         f.subject.insert("kind".into(), json!("handle"));
         f.subject.insert("handle".into(), json!(hex(h)));
         f.evidence = evidence;

@@ -4,6 +4,7 @@ pub mod common;
 pub mod dmabuf;
 pub mod fds;
 pub mod handles;
+pub mod inside;
 pub mod svm;
 pub mod svm_build;
 pub mod svm_map;

@@ -13,6 +13,7 @@ use crate::models::svm::{
     flags_text, hb, hu, hx, opt_same, same_ev, shape_of, windows_overlap,
 };
 use crate::models::svm_map::{Attr, access_name};
+use crate::rules::{Rule, Severity};
 
 /// A finding and the events it cites, kept shared until the numbering
 /// (identity decides the fingerprint's evidence part).
@@ -347,7 +348,7 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
             if let Some(x) = &c.ended_by {
                 evidence.push(("claim ended by".into(), x.clone()));
             }
-            let mut f = Finding::new("svm-stale-no-access", msg, Some(&ev));
+            let mut f = Finding::new(Rule::SvmStaleNoAccess, msg, Some(&ev));
             f.subject = subject(hb(*lo, *shift), hb(*hi, *shift), gpus);
             f.key = vec![
                 c.kind.name().to_owned(),
@@ -397,9 +398,13 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
             } else if let Some(b) = &c.born {
                 evidence.push(("registered by".into(), b.clone()));
             }
-            let mut f = Finding::new("svm-unmap-registered", msg, Some(event));
+            let mut f = Finding::new(Rule::SvmUnmapRegistered, msg, Some(event));
             f.subject = subject(hb(lo, *shift), hb(hi, *shift), &c.gpus);
-            f.severity = Some(if *locked { "warning" } else { "note" });
+            f.severity = Some(if *locked {
+                Severity::Warning
+            } else {
+                Severity::Note
+            });
             f.key = vec![
                 c.kind.name().to_owned(),
                 if *locked { "locked" } else { "inferred" }.to_owned(),
@@ -418,7 +423,7 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
             let start = arg_i128(event, "start_addr");
             let size = arg_i128(event, "size");
             let msg = format!("SET_ATTR of {} size {} {why}", hx(start), hx(size));
-            let mut f = Finding::new("svm-bad-range", msg, Some(event));
+            let mut f = Finding::new(Rule::SvmBadRange, msg, Some(event));
             f.subject = subject(hx(start), hx(start + size), &[]);
             f.key = vec![
                 why.split(" (").next().unwrap_or("").to_owned(),
@@ -462,7 +467,7 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
                 "GET_ATTR answer differs from the replayed model: {}",
                 parts.join("; ")
             );
-            let mut f = Finding::new("svm-model-mismatch", msg, Some(event));
+            let mut f = Finding::new(Rule::SvmModelMismatch, msg, Some(event));
             f.subject = subject(hb(*s, *shift), hb(*e, *shift), &[]);
             f.key = names;
             let mut d = Map::new();
@@ -653,16 +658,16 @@ fn victim_finding(
         ),
     ];
     let rule = if over {
-        "svm-over-revoke"
+        Rule::SvmOverRevoke
     } else {
-        "svm-coherency-downgrade"
+        Rule::SvmCoherencyDowngrade
     };
     let mut f = Finding::new(rule, msg, Some(&ev));
     if live == Live::Unproven {
-        f.severity = Some("note");
+        f.severity = Some(Severity::Note);
     } else if ordered {
         // holds in only one order of the calls (SPEC 4): at most a warning
-        f.severity = Some("warning");
+        f.severity = Some(Severity::Warning);
     }
     // one subject for both rules: the victim's pages, the gpus and flags taken
     f.subject = subject(hb(loss.lo, sh), hb(loss.hi, sh), &loss.gpus);
@@ -844,7 +849,7 @@ fn stack_signature(stack: &[crate::events::Frame], depth: usize) -> Vec<String> 
 /// What findings.fingerprint hashes (program ""): its parts joined with
 /// the digest's separator, so that equal digests are equal strings.
 fn ingredients(b: &Built) -> String {
-    let mut parts = vec![b.f.rule.to_owned()];
+    let mut parts = vec![b.f.rule.id().to_owned()];
     parts.extend(b.f.key.iter().cloned());
     for (role, e) in &b.evidence {
         parts.push(format!(

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::events::{Header, Intent, Ioctl, Mremap, Munmap, ProcessInfo};
+use crate::rules::{Rule, Severity};
 use std::borrow::Cow;
 
 const X: u64 = 0x7F3A_1C20_0000;
@@ -143,7 +144,7 @@ impl Trace {
     }
 }
 
-fn rules(m: &SvmModel) -> Vec<(&'static str, Option<String>)> {
+fn rules(m: &SvmModel) -> Vec<(Rule, Option<String>)> {
     let mut v: Vec<_> = m
         .findings
         .iter()
@@ -240,14 +241,14 @@ fn enclosing_range_over_revoke() {
         assert_eq!(
             rules(&m),
             vec![
-                ("svm-coherency-downgrade", Some("enclosing-range".into())),
-                ("svm-over-revoke", Some("enclosing-range".into())),
+                (Rule::SvmOverRevoke, Some("enclosing-range".into())),
+                (Rule::SvmCoherencyDowngrade, Some("enclosing-range".into())),
             ]
         );
         let over = m
             .findings
             .iter()
-            .find(|f| f.rule == "svm-over-revoke")
+            .find(|f| f.rule == Rule::SvmOverRevoke)
             .unwrap();
         assert_eq!(over.subject["start"], format!("{:#x}", X + 0x3000));
         assert_eq!(over.subject["end"], format!("{:#x}", X + 0x4000));
@@ -298,12 +299,12 @@ fn unmap_of_registered_pages_and_mremap_shrink() {
     let unmaps: Vec<_> = m
         .findings
         .iter()
-        .filter(|f| f.rule == "svm-unmap-registered")
+        .filter(|f| f.rule == Rule::SvmUnmapRegistered)
         .collect();
     assert_eq!(unmaps.len(), 2);
     assert_eq!(unmaps[0].details["pages"], 1);
     assert_eq!(unmaps[1].details["pages"], 1); // page 3 only: page 2 is kept
-    assert_eq!(unmaps[1].severity, Some("note"));
+    assert_eq!(unmaps[1].severity, Some(Severity::Note));
 }
 
 #[test]
@@ -349,7 +350,7 @@ fn unmap_resets_pages_and_ends_claims() {
     );
     let m = t.run();
     let rules: Vec<_> = m.findings.iter().map(|f| f.rule).collect();
-    assert_eq!(rules, ["svm-unmap-registered"]);
+    assert_eq!(rules, [Rule::SvmUnmapRegistered]);
     let (_, p) = &m.procs[&Some(42)];
     assert_eq!(p.map.len(), 1);
     assert!(p.cover.is_empty(), "no claim is left on the pages");

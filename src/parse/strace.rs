@@ -25,7 +25,11 @@ use std::sync::Arc;
 
 pub const TEXT_MAX: usize = 300;
 const UNFINISHED: &[u8] = b"<unfinished ...>";
-const NOPID_MAX: usize = 100000;
+/// Events an unprefixed log's first process holds while its pid is not
+/// known (glibc's set_tid_address at exec names it at once; an attached
+/// `strace -p` may never): past this many the process is committed as "pid
+/// unknown" for the rest of the log (`pidless`), so memory stays flat.
+const NOPID_MAX: usize = 4096;
 
 /// A call waiting for its resumed line (strace._Pending).
 #[derive(Debug, Clone)]
@@ -126,6 +130,12 @@ pub struct Parser {
     pub root_children: Vec<(u32, bool)>,
     /// events waiting to learn the root pid
     pub nopid: Vec<Box<Event>>,
+    /// the root's events went out with no pid (NOPID_MAX): it stays the
+    /// process of unknown pid, whatever names it later
+    pub pidless: bool,
+    /// the tid a later prefix or getpid gave that pidless root: its lines
+    /// stay the unknown-pid process's
+    pub root_alias: Option<u32>,
     /// events waiting for -k frames
     pub hold: Vec<Box<Event>>,
     pub out: Vec<Box<Event>>,
@@ -181,6 +191,8 @@ impl Parser {
             root: tid,
             root_children: Vec::new(),
             nopid: Vec::new(),
+            pidless: false,
+            root_alias: None,
             hold: Vec::new(),
             out: Vec::new(),
             target: None,
@@ -484,7 +496,8 @@ impl Parser {
         if self.hold.is_empty() {
             return;
         }
-        let wait = self.root.is_none()
+        let wait = !self.pidless
+            && self.root.is_none()
             && self.file_tid.is_none()
             && self.fixed_tgid.is_none()
             && (!self.nopid.is_empty() || self.hold.iter().any(|e| e.h.tid.is_none()));
@@ -500,6 +513,7 @@ impl Parser {
             if self.nopid.len() > NOPID_MAX {
                 let n = std::mem::take(&mut self.nopid);
                 self.out.extend(n);
+                self.pidless = true;
             }
         } else if self.out.is_empty() {
             // the buffers trade places: no event moves, nothing allocated
@@ -564,8 +578,11 @@ impl Parser {
         if self.fixed_tgid.is_some() {
             return self.fixed_tgid;
         }
-        if let Some(&Some(g)) = self.tgid.get(&tid) {
-            return Some(g);
+        match self.tgid.get(&tid) {
+            Some(&Some(g)) => return Some(g),
+            // a thread of the committed unknown-pid root
+            Some(None) if self.pidless => return None,
+            _ => {}
         }
         // A new tid: a child whose parent's clone has not returned yet.
         let mut g = Some(tid);
@@ -592,6 +609,16 @@ impl Parser {
     fn who(&mut self, p: Option<u32>) -> Option<u32> {
         if let Some(tid) = p {
             self.info.has_pids = true;
+            if self.pidless && self.root.is_none() && self.file_tid.is_none() {
+                // the committed root's lines stay the unknown-pid process's
+                if self.root_alias.is_none() && !self.tgid.contains_key(&tid) {
+                    self.root_alias = Some(tid);
+                }
+                if self.root_alias == Some(tid) {
+                    return None;
+                }
+                return Some(tid);
+            }
             if self.root.is_none()
                 && self.file_tid.is_none()
                 && !self.nopid.is_empty()
@@ -1003,6 +1030,12 @@ impl Parser {
         let name = ev.name.clone();
         let ret = ev.h.ret.filter(|&r| r > 0);
         if tid.is_none()
+            && self.pidless
+            && self.root_alias.is_none()
+            && matches!(&*name, "set_tid_address" | "getpid" | "gettid")
+        {
+            self.root_alias = ret.and_then(|r| u32::try_from(r).ok());
+        } else if tid.is_none()
             && matches!(&*name, "set_tid_address" | "getpid" | "gettid")
             && let Some(r) = ret.and_then(|r| u32::try_from(r).ok())
         {
@@ -1018,9 +1051,15 @@ impl Parser {
             let thread = matches!(&ev.kind, Kind::Clone(c) if c.thread);
             match parent_g {
                 Some(g) if thread => self.tgid.insert(child, Some(g)),
+                // a thread of the committed unknown-pid root is of that process
+                None if thread && self.pidless => self.tgid.insert(child, None),
                 _ => self.tgid.insert(child, Some(child)),
             };
-            if parent_g.is_none() && self.root.is_none() && self.fixed_tgid.is_none() {
+            if parent_g.is_none()
+                && self.root.is_none()
+                && self.fixed_tgid.is_none()
+                && !self.pidless
+            {
                 // the unprefixed root's child: its events wait with the
                 // root's (flush_hold) until a prefix names the root
                 self.root_children.push((child, thread));

@@ -750,13 +750,13 @@ pub fn finding_to_py_shared<'py>(
         evidence.append(m.getattr("Evidence")?.call((), Some(&kw))?)?;
     }
     let kw = PyDict::new(py);
-    kw.set_item("rule", f.rule)?;
+    kw.set_item("rule", f.rule.id())?;
     kw.set_item("message", &f.message)?;
     kw.set_item("event", event)?;
     kw.set_item("subject", json_map_to_py(py, &f.subject)?)?;
     kw.set_item("evidence", evidence)?;
     if let Some(s) = f.severity {
-        kw.set_item("severity", s)?;
+        kw.set_item("severity", s.as_str())?;
     }
     kw.set_item("cause", f.cause.as_deref())?;
     kw.set_item("key", PyTuple::new(py, &f.key)?)?;
@@ -768,20 +768,4 @@ pub fn finding_to_py_shared<'py>(
         kw.set_item("line", f.line)?;
     }
     m.getattr("Finding")?.call((), Some(&kw))
-}
-
-/// `roundtrip_events(events) -> events`: Python events through their Rust
-/// form and back (the conversions' own test).
-#[pyfunction]
-pub fn roundtrip_events<'py>(
-    py: Python<'py>,
-    events: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyList>> {
-    let mut files = Files::default();
-    let out = PyList::empty(py);
-    for ev in events.try_iter()? {
-        let r = event_from_py(&ev?, &mut files)?;
-        out.append(event_to_py(py, &r, &files)?)?;
-    }
-    Ok(out)
 }

@@ -157,16 +157,19 @@ def run(cmd: Sequence[str], env: dict[str, str] | None = None,
         gpus: Iterable[int] = DEFAULT_GPUS, capture: bool = True,
         prefix: str | os.PathLike | None = None, stack_depth: int = 0,
         timeout: float | None = 120, xnack: bool = False,
-        topology: str | os.PathLike | None = None, **kwargs) -> subprocess.CompletedProcess:
+        topology: str | os.PathLike | None = None, fake: bool = True,
+        **kwargs) -> subprocess.CompletedProcess:
     """Run `cmd` in the fake-device namespace.
 
     capture=True preloads the capture library (log files PREFIX.PID) before
     fakedev.so; capture=False preloads only the fake layer.  stdout/stderr
     are captured as text unless given in kwargs.  ``topology``: a directory
     from write_topology(), put at /sys/devices/virtual/kfd/kfd/topology (with
-    a fake lsmod on PATH) for the real ROCm user space."""
+    a fake lsmod on PATH) for the real ROCm user space.  fake=False leaves
+    fakedev.so out: every ioctl then reaches the null devices (ENOTTY), so a
+    struct the fake kernel would choke on can still be passed and logged."""
     e = dict(os.environ if env is None else env)
-    preload = [str(fakedev_library())]
+    preload = [str(fakedev_library())] if fake else []
     if capture:
         if prefix is None:
             raise ValueError("capture=True needs a log prefix")
