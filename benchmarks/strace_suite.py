@@ -19,7 +19,19 @@ never`, several per invocation (the -ff files of one strace run together).
 An invocation that exits 2 is run again one log group at a time to name the
 rejected logs; an exit 3 or a traceback is a crash.  Printed: logs, lines,
 `trace-unparsed` lines (per file and in total, and the share), rejected
-logs, crashes, and the unparsed lines grouped by shape."""
+logs, crashes, and the unparsed lines grouped by shape.
+
+A run, from a strace source tree (`apt-get source strace`):
+
+    ./configure && make -j2 && make -C tests -j2 check TESTS=   # build only
+    STRACE=$PWD/strace_suite_wrap.py STRACE_REAL=/usr/bin/strace \
+        STRACE_SUITE_ARCHIVE=$TREE/tests/strace-logs TIMEOUT_DURATION=300 \
+        nice make -C tests -j2 -k check
+    python benchmarks/strace_suite.py $TREE
+
+STRACE_REAL may be another strace than the tree's own: the strace of one
+release run over the tests of another (the tests still fail where the two
+print differently; the logs are what counts here)."""
 from __future__ import annotations
 
 import argparse
@@ -144,33 +156,29 @@ def main() -> int:
 
     batch: list[list[str]] = []
 
+    def settle(files: list[str], rc: int, doc: dict | None, err: str) -> None:
+        if doc is not None:
+            take(doc)
+        elif rc == 2:
+            why = err.strip().splitlines()[-1] if err.strip() else "exit 2"
+            rejected.update(dict.fromkeys(files, why))
+        else:
+            crashed.update(dict.fromkeys(files, f"exit {rc}: {err.strip()[-300:]}"))
+        if "Traceback" in err:
+            for f in files:
+                crashed.setdefault(f, "traceback: " + err.strip()[-300:])
+
     def flush() -> None:
         files = [f for g in batch for f in g]
         if not files:
             return
         rc, doc, err = run(cmd, files)
-        if doc is not None:
-            take(doc)
-        elif rc == 2 and len(batch) > 1:
+        if doc is None and rc == 2 and len(batch) > 1:
+            # one log took the invocation down: each group alone names it
             for g in batch:
-                rc1, doc1, err1 = run(cmd, g)
-                if doc1 is not None:
-                    take(doc1)
-                elif rc1 == 2:
-                    for f in g:
-                        rejected[f] = err1.strip().splitlines()[-1] if err1.strip() else "exit 2"
-                else:
-                    for f in g:
-                        crashed[f] = f"exit {rc1}: {err1.strip()[-300:]}"
-        elif rc == 2:
-            for f in files:
-                rejected[f] = err.strip().splitlines()[-1] if err.strip() else "exit 2"
+                settle(g, *run(cmd, g))
         else:
-            for f in files:
-                crashed[f] = f"exit {rc}: {err.strip()[-300:]}"
-        if "Traceback" in err:
-            for f in files:
-                crashed.setdefault(f, "traceback: " + err.strip()[-300:])
+            settle(files, rc, doc, err)
         batch.clear()
 
     n = 0
