@@ -12,6 +12,11 @@ from .rules import RULES
 
 FINGERPRINT_SCHEME = "rocrtrace/v1"
 
+# The role of a repeated finding's last occurrence (src/findings.rs
+# Repeats): "the last of N".  Not part of the fingerprint, which stays the
+# one the finding has when it happens once.
+LAST_OF = "the last of "
+
 
 @dataclass
 class Evidence:
@@ -154,6 +159,8 @@ def evidence_signature(f: Finding) -> list[str]:
     if subj.get("fd_kind"):
         parts.append(f"kind={subj['fd_kind']}")
     for ev in f.evidence:
+        if ev.role.startswith(LAST_OF):
+            continue
         e = ev.event
         parts.append(f"{normalize_path(ev.role)}:{getattr(e, 'name', '') or ''}:" + ",".join(_event_paths(e)))
         if e.stack and e is not f.event:

@@ -396,6 +396,19 @@ class _CountAcc:
                                kind="stable").reset_index(drop=True)
 
 
+def _slices(df):
+    """(ioctls, SVM ioctls with op and shape filled in, other calls) of an
+    event table: what stats() and StatsAcc count, row by row."""
+    io = df[df["event"] == "Ioctl"]
+    svm = io[io["op"].notna() | io["nattr"].notna()].copy()
+    svm["op"] = svm["op"].fillna("?")
+    svm["attr_shape"] = svm["attr_shape"].fillna(
+        svm["nattr"].map(lambda n: f"nattr={n} (not decoded)", na_action="ignore")
+    ).fillna("?")
+    calls = df[~df["event"].isin(["Ioctl", "ProcessInfo", "FdSnapshot", "ModuleMap"])]
+    return io, svm, calls
+
+
 class StatsAcc:
     """``stats`` over the event table a batch at a time (SPEC 7: ``stats``
     and ``diff`` hold one batch, not the table): the same tables stats()
@@ -408,13 +421,7 @@ class StatsAcc:
                     "syscalls": _PerAcc(["name"])}
 
     def add(self, df) -> None:
-        io = df[df["event"] == "Ioctl"]
-        svm = io[io["op"].notna() | io["nattr"].notna()].copy()
-        svm["op"] = svm["op"].fillna("?")
-        svm["attr_shape"] = svm["attr_shape"].fillna(
-            svm["nattr"].map(lambda n: f"nattr={n} (not decoded)", na_action="ignore")
-        ).fillna("?")
-        calls = df[~df["event"].isin(["Ioctl", "ProcessInfo", "FdSnapshot", "ModuleMap"])]
+        io, svm, calls = _slices(df)
         self.acc["ioctls"].add(io)
         self.acc["svm_shapes"].add(svm)
         self.acc["errors"].add(io[io["err"].notna()])
@@ -436,14 +443,7 @@ def stats(events) -> dict:
     * ``threads``: per thread and ioctl;
     * ``syscalls``: every other call by name.
     """
-    df = _frame(events)
-    io = df[df["event"] == "Ioctl"]
-    svm = io[io["op"].notna() | io["nattr"].notna()].copy()
-    svm["op"] = svm["op"].fillna("?")
-    svm["attr_shape"] = svm["attr_shape"].fillna(
-        svm["nattr"].map(lambda n: f"nattr={n} (not decoded)", na_action="ignore")
-    ).fillna("?")
-    calls = df[~df["event"].isin(["Ioctl", "ProcessInfo", "FdSnapshot", "ModuleMap"])]
+    io, svm, calls = _slices(_frame(events))
     return {
         "ioctls": _per(io, ["ioctl"]),
         "svm_shapes": _per(svm, ["op", "attr_shape"]),

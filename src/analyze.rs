@@ -5,7 +5,7 @@
 //! and the module maps the symbolizer reads.
 
 use crate::events::{Event, InputInfo, Kind, Text};
-use crate::findings::Finding;
+use crate::findings::{Finding, fold_programs};
 use crate::models::common::Names;
 use crate::models::fds::FdModel;
 use crate::models::handles::{HandleModel, Options as HandleOptions};
@@ -38,6 +38,8 @@ pub struct Options {
     pub batch_lines: usize,
     /// smaller files are parsed on one thread
     pub min_bytes: u64,
+    /// files a merge of many holds open at once (more are merged in rounds)
+    pub max_open: usize,
 }
 
 impl Default for Options {
@@ -52,6 +54,7 @@ impl Default for Options {
             jobs: 1,
             batch_lines: crate::read::chunked::BATCH_LINES,
             min_bytes: crate::read::chunked::MIN_BYTES,
+            max_open: crate::read::trace::open_budget(),
         }
     }
 }
@@ -63,6 +66,7 @@ impl Options {
         t.jobs = self.jobs;
         t.batch_lines = self.batch_lines;
         t.min_bytes = self.min_bytes;
+        t.max_open = self.max_open;
         t
     }
 }
@@ -208,6 +212,9 @@ pub fn run_files(
     let mut findings = m.handles.fds.take_findings();
     findings.extend(m.handles.take_findings());
     findings.append(&mut m.svm.findings);
+    // repeats across processes of one program (and the SVM model's, built
+    // at its end) fold here; the models folded those within a process
+    let findings = fold_programs(findings, |pid| programs.of(pid));
     let limits = m.svm.limits().to_vec();
     let behaviour = m.svm.behaviour();
     let infos = infos.borrow().clone();

@@ -15,6 +15,7 @@ pub mod events;
 pub mod findings;
 pub mod kfd;
 pub mod models;
+pub mod ordered;
 pub mod parse;
 #[cfg(feature = "python")]
 pub mod py;

@@ -774,7 +774,14 @@ def test_sweeps_are_per_thread_and_end_at_another_call():
     evs.append(b.close(3, err="EBADF", tid=101))   # after the sweep: a real double close
     m = run(evs)
     assert sorted((f.rule, f.severity) for f in m.findings) == [
-        ("fd-bad-fd", "note"), ("fd-bad-fd", "note"), ("fd-double-close", "error")]
+        ("fd-bad-fd", "note"), ("fd-double-close", "error")]
+    # a sweep on each thread: the same note twice, one finding "2 times"
+    # (SPEC 7: repeats aggregate), the other thread's as its last
+    (sweep,) = [f for f in m.findings if f.rule == "fd-bad-fd"]
+    assert sweep.details["occurrences"] == 2
+    assert [(e.role, e.event.tid) for e in sweep.evidence] == [
+        ("first close of the sweep", 101), ("last close of the sweep", 101),
+        ("the last of 2", 102)]
 
 
 def test_a_huge_sweep_keeps_no_per_close_findings():

@@ -678,3 +678,24 @@ def test_a_revoke_computed_after_the_victim_left_the_table(case, left):
     else:
         assert hurt and {f.severity for f in hurt} == {"note"}
         assert {f.subject["start"] for f in hurt} == {hex(V)}
+
+
+def test_a_call_a_microsecond_past_its_intent_is_still_inside():
+    """Times and durations are logged to the microsecond, each cut: the
+    program's own NO_ACCESS over its two neighbouring ranges (hsaops
+    svm_neighbours on the real runtime) may seem to end 1 us after the
+    hsa_amd_svm_attributes_set that issued it.  It is still the program's
+    own change: no victim (it was two false over-revokes under load)."""
+    t = Trace(False)
+    t.mmap(1, X, 0x20000)
+    A, B = X, X + 0x8000                                   # share page X+0x8000
+    for start in (A, B):
+        t.begin(1, "hsa_amd_svm_attributes_set", ptr=start + 0x380, size=0x8000)
+        t.svm(1, start, 0x9000, [AIP(G), SETF(COH)])
+        t.end(1, "hsa_amd_svm_attributes_set")
+    t0 = t.now + 1e-4
+    t.svm(1, A, 0x11000, [NO(G)], at=t0, dur=6e-6)          # ends 1 us past the intent
+    t._ev(Intent, 1, dur=5e-6, at=t0, name="hsa_amd_svm_attributes_set",
+          args={"ptr": A + 0x380, "size": 0x10000}, ret=0, text="hsa_amd_svm_attributes_set(...) = 0")
+    t.now = t0 + 1e-4
+    assert [f for f in t.run().findings if f.severity != "note"] == []

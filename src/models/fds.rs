@@ -12,8 +12,9 @@
 use super::common::*;
 use super::dmabuf::BufRef;
 use crate::events::{Event, Header, Kind, Name, Text, When};
-use crate::findings::{Evidence, Finding};
+use crate::findings::{Evidence, Finding, Repeats};
 use crate::kfd;
+use crate::ordered::Ordered;
 use crate::rules::{Rule, Severity};
 type IndexMap<K, V> = indexmap::IndexMap<K, V, foldhash::fast::RandomState>;
 use foldhash::{HashMap, HashSet};
@@ -229,8 +230,9 @@ pub struct Slot {
     pub last_use: Option<Ev>,
     pub uses: u64,
     pub allocs_at_use: u64,
-    /// (role, event), at most 4: imports, hand-overs
-    pub notable: Vec<(String, Ev)>,
+    /// (role, event), at most 4: imports, hand-overs (boxed: most fds
+    /// have none, and a slot is per live fd)
+    pub notable: Option<Box<Vec<(String, Ev)>>>,
     pub prev: Option<Rc<RefCell<Closed>>>,
     /// the handle model's buffer identity (dup shares it)
     pub buffer: Option<BufRef>,
@@ -281,8 +283,9 @@ impl Slot {
     }
 
     fn note(&mut self, role: String, ev: &Ev) {
-        if self.notable.len() < 4 {
-            self.notable.push((role, ev.clone()));
+        let notable = self.notable.get_or_insert_default();
+        if notable.len() < 4 {
+            notable.push((role, ev.clone()));
         }
     }
 
@@ -298,7 +301,7 @@ impl Slot {
 
 #[derive(Debug)]
 pub struct Closed {
-    pub slot: Slot,
+    pub slot: Box<Slot>,
     /// the call that closed it (None: an unseen close)
     pub event: Option<Ev>,
     /// close, close_range, dup2, exec, unseen
@@ -346,9 +349,138 @@ impl Run {
     }
 }
 
+/// The processes by pid in the order they were first seen (the end of the
+/// trace ends them in that order), and how many of them were not seen from
+/// their start (what a new process's `whole` asks): a process comes and
+/// goes in O(1), whatever else is live.
+#[derive(Default)]
+struct Procs {
+    map: Ordered<Pid, Box<Proc>>,
+    /// entries that are not `complete`; one taken out by [`Procs::swap`]
+    /// counts again when it is put back
+    incomplete: usize,
+}
+
+impl Procs {
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    fn contains_key(&self, pid: &Pid) -> bool {
+        self.map.contains_key(pid)
+    }
+
+    fn get(&self, pid: &Pid) -> Option<&Proc> {
+        self.map.get(pid).map(|p| &**p)
+    }
+
+    fn count(&mut self, p: &Proc, sign: isize) {
+        if !p.complete {
+            self.incomplete = self.incomplete.wrapping_add_signed(sign);
+        }
+    }
+
+    /// Change a process in place (its `complete` counted again).
+    fn update<R>(&mut self, pid: &Pid, f: impl FnOnce(&mut Proc) -> R) -> Option<R> {
+        let (place, mut p) = self.map.take(pid)?;
+        self.count(&p, -1);
+        let r = f(&mut p);
+        self.count(&p, 1);
+        self.map.put(*pid, Some(place), p);
+        Some(r)
+    }
+
+    /// Insert or replace (a dict assignment: an existing key keeps its place).
+    fn insert(&mut self, pid: Pid, p: Box<Proc>) {
+        self.count(&p, 1);
+        if let Some(old) = self.map.insert(pid, p) {
+            self.count(&old, -1);
+        }
+    }
+
+    /// `with` in the place of `pid`'s process, which is returned (a handler
+    /// works on it outside the map); it counts again when put back.
+    fn swap(&mut self, pid: &Pid, with: Box<Proc>) -> Box<Proc> {
+        let slot = self.map.get_mut(pid).expect("present");
+        let out = std::mem::replace(slot, with);
+        self.count(&out, -1);
+        out
+    }
+
+    /// Put back what [`Procs::swap`] took out; returns the stand-in.
+    fn put_back(&mut self, pid: &Pid, p: Box<Proc>) -> Box<Proc> {
+        self.count(&p, 1);
+        let slot = self.map.get_mut(pid).expect("present");
+        std::mem::replace(slot, p)
+    }
+
+    fn remove(&mut self, pid: &Pid) {
+        if let Some(p) = self.map.remove(pid) {
+            self.count(&p, -1);
+        }
+    }
+}
+
+type RunKey = (Pid, Option<u32>);
+
+/// The open runs by (pid, tid) in the order they began (several ending at
+/// once end in that order: their notes keep their place among equals), and
+/// each process's own, found without a scan of every run (a process end is
+/// O(its runs), whatever else is open).
+#[derive(Debug, Default)]
+struct Runs {
+    map: Ordered<RunKey, Run>,
+    of_pid: HashMap<Pid, HashSet<Option<u32>>>,
+}
+
+impl Runs {
+    fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    fn get(&self, key: &RunKey) -> Option<&Run> {
+        self.map.get(key)
+    }
+
+    /// The run of `key` taken out, with its place for [`Runs::put`].
+    fn take(&mut self, key: &RunKey) -> Option<(u64, Run)> {
+        let out = self.map.take(key)?;
+        if let Some(tids) = self.of_pid.get_mut(&key.0) {
+            tids.remove(&key.1);
+            if tids.is_empty() {
+                self.of_pid.remove(&key.0);
+            }
+        }
+        Some(out)
+    }
+
+    /// Put a run (back): `place` None starts a new one.
+    fn put(&mut self, key: RunKey, place: Option<u64>, run: Run) {
+        self.of_pid.entry(key.0).or_default().insert(key.1);
+        self.map.put(key, place, run);
+    }
+
+    /// The keys of `pid`'s runs (every run's: None), in the order they began.
+    fn keys(&self, pid: Option<Pid>) -> Vec<RunKey> {
+        let Some(pid) = pid else {
+            return self.map.keys();
+        };
+        let mut v: Vec<(u64, RunKey)> = self.of_pid.get(&pid).map_or_else(Vec::new, |tids| {
+            tids.iter()
+                .filter_map(|&t| Some((self.map.place(&(pid, t))?, (pid, t))))
+                .collect()
+        });
+        v.sort_unstable_by_key(|x| x.0);
+        v.into_iter().map(|x| x.1).collect()
+    }
+}
+
 #[derive(Debug, Default, Clone)]
 pub struct Table {
-    pub slots: HashMap<Fd, Slot>,
+    /// boxed: a table of 10^6 open fds holds 2^21 buckets, and an entry
+    /// of a pointer, not of a whole slot, per bucket (SPEC 7: memory per
+    /// live fd)
+    pub slots: HashMap<Fd, Box<Slot>>,
     pub closed: HashMap<Fd, ClosedRef>,
     gens: HashMap<Fd, u64>,
     pub users: i64,
@@ -364,7 +496,7 @@ impl Table {
             slots: self
                 .slots
                 .iter()
-                .map(|(n, s)| (*n, s.copy(Some(origin))))
+                .map(|(n, s)| (*n, Box::new(s.copy(Some(origin)))))
                 .collect(),
             closed: self.closed.clone(),
             gens: self.gens.clone(),
@@ -398,7 +530,7 @@ impl Table {
     fn insert(&mut self, mut s: Slot) {
         self.next_order += 1;
         s.order = self.next_order;
-        self.slots.insert(s.fd, s);
+        self.slots.insert(s.fd, Box::new(s));
     }
 }
 
@@ -428,6 +560,9 @@ pub struct Proc {
     early: bool,
     /// threads with a table of their own, by tid (the others share `table`)
     tid_tables: HashMap<Option<u32>, u64>,
+    /// the program it runs, as replay.rs Programs learns it (the header,
+    /// execve, the parent's at fork)
+    exe: Option<Text>,
     /// `table` is the current event's thread's own table
     swapped: bool,
     /// the current event gave its thread a table of its own
@@ -467,6 +602,13 @@ pub type HistRow = (Ev, String, Option<String>);
 /// being closed.
 struct Out {
     findings: Vec<Option<Finding>>,
+    /// repeats of final findings, counted in their first
+    repeats: Repeats,
+    /// findings emitted now wait (a save probe's)
+    hold: bool,
+    /// each live process's first occurrences (folded across processes of
+    /// its program when it ends)
+    firsts: HashMap<Pid, Vec<usize>>,
     history: Vec<HistRow>,
     sink: Option<Run>,
     watch: Option<(Pid, Fd)>,
@@ -503,12 +645,12 @@ impl Tables {
 }
 
 pub struct FdModel {
-    procs: IndexMap<Pid, Box<Proc>>,
+    procs: Procs,
     /// a default Proc that stands in a process's place while it is handled
     spare: Option<Box<Proc>>,
     tables: Tables,
     next_table: u64,
-    runs: IndexMap<(Pid, Option<u32>), Run>,
+    runs: Runs,
     save: Option<SaveProbe>,
     /// fd numbers a result strace made up announced (`dup2(3, 20) = 20
     /// (INJECTED)`), by the call that said so: the program believes in
@@ -597,7 +739,8 @@ impl Out {
     }
 
     /// A close in a run is reported at once; if the run turns out to be a
-    /// sweep its findings are taken back.
+    /// sweep its findings are taken back.  A final finding (outside a run)
+    /// that repeats an earlier one is counted there (its index returned).
     fn emit(&mut self, f: Finding) -> Option<usize> {
         if let Some(run) = &mut self.sink {
             if run.settled {
@@ -606,9 +749,40 @@ impl Out {
             run.held
                 .get_or_insert_with(Vec::new)
                 .push(self.findings.len());
+        } else if !self.hold {
+            let all = &self.findings;
+            if let Some(i) = self.repeats.fold(&f, all.len(), |i| all.get(i)?.as_ref()) {
+                return Some(i);
+            }
+            self.first(&f, self.findings.len());
         }
         self.findings.push(Some(f));
         Some(self.findings.len() - 1)
+    }
+
+    /// `f`, at `i`, is a first occurrence of its process.
+    fn first(&mut self, f: &Finding, i: usize) {
+        if let Some(e) = &f.event {
+            self.firsts.entry(e.h.pid).or_default().push(i);
+        }
+    }
+
+    /// A process ended: its findings fold into those of ended processes of
+    /// its program.
+    fn end_process(&mut self, pid: Pid, program: Option<&Text>) {
+        let Some(firsts) = self.firsts.remove(&pid) else {
+            return;
+        };
+        let all = &self.findings;
+        let folded = self
+            .repeats
+            .end_process(firsts, program.map(Text::as_bytes), |i| {
+                all.get(i)?.as_ref()
+            });
+        for i in folded {
+            self.findings[i] = None;
+        }
+        self.trim();
     }
 
     fn retract(&mut self, run: &mut Run) {
@@ -616,6 +790,30 @@ impl Out {
             for i in held {
                 self.findings[i] = None;
             }
+            self.trim();
+        }
+    }
+
+    /// Held findings that stay (a run that was no sweep, a save that was
+    /// no probe): final now, and repeats too.
+    fn settle(&mut self, held: impl IntoIterator<Item = usize>) {
+        for i in held {
+            let Some(f) = self.findings[i].take() else {
+                continue;
+            };
+            let all = &self.findings;
+            if self.repeats.fold(&f, i, |j| all.get(j)?.as_ref()).is_none() {
+                self.first(&f, i);
+                self.findings[i] = Some(f);
+            }
+        }
+        self.trim();
+    }
+
+    /// Taken-back findings at the end hold no place.
+    fn trim(&mut self) {
+        while self.findings.last().is_some_and(Option::is_none) {
+            self.findings.pop();
         }
     }
 
@@ -681,7 +879,7 @@ impl Out {
                 last_use: None,
                 uses: 0,
                 allocs_at_use: p.allocs(),
-                notable: Vec::new(),
+                notable: None,
                 prev: closed,
                 buffer: src.buffer.clone(),
                 racing: None,
@@ -702,7 +900,7 @@ impl Out {
                 last_use: None,
                 uses: 0,
                 allocs_at_use: p.allocs(),
-                notable: Vec::new(),
+                notable: None,
                 prev: closed,
                 buffer: None,
                 racing: None,
@@ -836,15 +1034,18 @@ impl FdModel {
     /// `watch`: (pid or None, fd) whose history `history()` records.
     pub fn new(watch: Option<(Pid, Fd)>, all_fds: bool, names: Rc<Names>) -> Self {
         FdModel {
-            procs: IndexMap::default(),
+            procs: Procs::default(),
             spare: None,
             tables: Tables::default(),
             next_table: 0,
-            runs: IndexMap::default(),
+            runs: Runs::default(),
             save: None,
             phantoms: HashMap::default(),
             o: Out {
                 findings: Vec::new(),
+                repeats: Repeats::default(),
+                hold: false,
+                firsts: HashMap::default(),
                 history: Vec::new(),
                 sink: None,
                 watch,
@@ -890,12 +1091,16 @@ impl FdModel {
 
     pub fn lookup(&self, pid: Pid, fd: Fd) -> Option<&Slot> {
         let p = self.procs.get(&pid)?;
-        self.tables.get(&p.table)?.slots.get(&fd)
+        self.tables.get(&p.table)?.slots.get(&fd).map(|s| &**s)
     }
 
     pub fn lookup_mut(&mut self, pid: Pid, fd: Fd) -> Option<&mut Slot> {
         let p = self.procs.get(&pid)?;
-        self.tables.get_mut(&p.table)?.slots.get_mut(&fd)
+        self.tables
+            .get_mut(&p.table)?
+            .slots
+            .get_mut(&fd)
+            .map(|s| &mut **s)
     }
 
     fn new_table(&mut self, t: Table) -> u64 {
@@ -942,19 +1147,12 @@ impl FdModel {
             };
             self.procs.insert(pid, Box::new(p));
         }
-        let idx = self.procs.get_index_of(&pid).expect("present");
+        let stand_in = self.spare.take().unwrap_or_default();
+        let mut p = self.procs.swap(&pid, stand_in);
         // a process first met by a plain call while every other one was seen
         // from its start: a child (strace -f follows each from its first
         // call) whose clone result strace has not printed yet
-        let whole = self.procs[idx].first
-            && self.procs.len() > 1
-            && self
-                .procs
-                .values()
-                .enumerate()
-                .all(|(i, q)| i == idx || q.complete);
-        let stand_in = self.spare.take().unwrap_or_default();
-        let mut p = std::mem::replace(&mut self.procs[idx], stand_in);
+        let whole = p.first && self.procs.len() > 1 && self.procs.incomplete == 0;
         if p.first {
             self.first_event(&mut p, ev, whole);
         }
@@ -988,6 +1186,19 @@ impl FdModel {
             p.table = tt;
             p.swapped = true;
         }
+        match &ev.kind {
+            Kind::ProcessInfo(pi) => {
+                if let Some(exe) = pi.exe.as_ref().filter(|e| !e.0.is_empty()) {
+                    p.exe = Some(exe.clone());
+                }
+            }
+            Kind::Exec(x) if ev.h.ret == Some(0) => {
+                if let Some(path) = x.path.as_ref().filter(|e| !e.0.is_empty()) {
+                    p.exe = Some(path.clone());
+                }
+            }
+            _ => {}
+        }
         self.handle(&mut p, ev, l);
         if p.swapped || p.unshared {
             let mine = p.table;
@@ -1007,10 +1218,15 @@ impl FdModel {
             p.tid_tables.remove(&ev.h.tid);
         }
         let ended = p.ended;
-        self.spare = Some(std::mem::replace(&mut self.procs[idx], p));
+        self.spare = Some(self.procs.put_back(&pid, p));
         if ended {
-            self.procs.shift_remove_index(idx);
+            self.procs.remove(&pid);
         }
+        #[cfg(test)]
+        assert_eq!(
+            self.procs.incomplete,
+            self.procs.map.iter().filter(|(_, p)| !p.complete).count()
+        );
     }
 
     fn first_event(&mut self, p: &mut Proc, ev: &Event, whole: bool) {
@@ -1082,7 +1298,7 @@ impl FdModel {
             }
             if ev.h.ok() && sf >= 0 {
                 self.o.use_fd(p, &mut t, l, sf.into(), ev, None, None);
-                src = t.slots.get(&Fd::from(sf)).cloned();
+                src = t.slots.get(&Fd::from(sf)).map(|s| (**s).clone());
             }
         }
         if ev.h.ok() {
@@ -1161,11 +1377,13 @@ impl FdModel {
             _ => None,
         };
         if onto != Some(sp.fd) {
+            self.o.settle(sp.held);
             return;
         }
         for i in sp.held {
             self.o.findings[i] = None;
         }
+        self.o.trim();
         if self.o.watched(ev.h.pid, sp.fd) {
             self.o.history.push((
                 ev.clone(),
@@ -1184,7 +1402,10 @@ impl FdModel {
         let new = k.new_fd.map(Fd::from);
         if new.is_none() && old >= 0 && matches!(&*ev.name, "fcntl" | "fcntl64") {
             let start = self.o.findings.len();
+            // kept apart from repeats until the probe is settled
+            self.o.hold = true;
             self.dup_ebadf_judged(p, t, ev, old, new, l);
+            self.o.hold = false;
             self.save = Some(SaveProbe {
                 key: (ev.h.pid, ev.h.tid),
                 fd: old,
@@ -1240,11 +1461,8 @@ impl FdModel {
             return;
         }
         let key = (ev.h.pid, ev.h.tid);
-        let (idx, mut run) = match self.runs.get_index_of(&key) {
-            Some(i) => {
-                let r = std::mem::replace(&mut self.runs[i], placeholder_run(ev));
-                (Some(i), r)
-            }
+        let (seq, mut run) = match self.runs.take(&key) {
+            Some((seq, r)) => (Some(seq), r),
             None => (None, placeholder_run(ev)),
         };
         if run.closes + run.ranges > 0 && run.dir == 0 {
@@ -1267,17 +1485,12 @@ impl FdModel {
             run.settled = true;
             self.o.retract(&mut run);
         }
-        match idx {
-            Some(i) => self.runs[i] = run,
-            None => {
-                self.runs.insert(key, run);
-            }
-        }
+        self.runs.put(key, seq, run);
         self.put_table(p, t);
     }
 
     fn end_run(&mut self, key: (Pid, Option<u32>)) {
-        let Some(mut run) = self.runs.shift_remove(&key) else {
+        let Some((_, mut run)) = self.runs.take(&key) else {
             return;
         };
         if run.settled || is_sweep(&run) {
@@ -1285,6 +1498,8 @@ impl FdModel {
             if run.ebadf > 0 {
                 self.sweep_note(&run);
             }
+        } else {
+            self.o.settle(run.held.take().into_iter().flatten());
         }
     }
 
@@ -1395,11 +1610,8 @@ impl FdModel {
             return;
         }
         let key = (ev.h.pid, ev.h.tid);
-        let (idx, mut run) = match self.runs.get_index_of(&key) {
-            Some(i) => {
-                let r = std::mem::replace(&mut self.runs[i], placeholder_run(ev));
-                (Some(i), r)
-            }
+        let (seq, mut run) = match self.runs.take(&key) {
+            Some((seq, r)) => (Some(seq), r),
             None => (None, placeholder_run(ev)),
         };
         if run.closes + run.ranges > 0 && run.dir == 0 {
@@ -1453,12 +1665,7 @@ impl FdModel {
             }
         }
         let run = self.o.sink.take().expect("sink");
-        match idx {
-            Some(i) => self.runs[i] = run,
-            None => {
-                self.runs.insert(key, run);
-            }
-        }
+        self.runs.put(key, seq, run);
         if open_ended {
             // nothing is left above it to close: the sweep is complete
             self.end_run(key);
@@ -1856,7 +2063,7 @@ impl FdModel {
                         let order = s.order;
                         let mut copy = ps.copy(Some(&Cow::Borrowed("inherited")));
                         copy.order = order;
-                        ct.slots.insert(n, copy);
+                        ct.slots.insert(n, Box::new(copy));
                     }
                 }
             }
@@ -1870,6 +2077,7 @@ impl FdModel {
             blind: p.blind,
             complete: p.complete,
             first: false,
+            exe: p.exe.clone(),
             ..Default::default()
         };
         // (a dict assignment: an existing key keeps its place)
@@ -1923,12 +2131,17 @@ impl FdModel {
         let old = c.table;
         let table = self.child_table(p, share_files);
         self.tables.remove(&old);
-        let c = self.procs.get_mut(&cpid).expect("present");
-        c.table = table;
-        c.early = false;
-        c.forked = true;
-        c.blind = p.blind;
-        c.complete = p.complete;
+        let (blind, complete, exe) = (p.blind, p.complete, &p.exe);
+        self.procs.update(&cpid, |c| {
+            c.table = table;
+            c.early = false;
+            c.forked = true;
+            c.blind = blind;
+            c.complete = complete;
+            if c.exe.is_none() {
+                c.exe.clone_from(exe);
+            }
+        });
         Some(table)
     }
 
@@ -2033,8 +2246,7 @@ impl FdModel {
         if p.ended {
             return;
         }
-        let keys: Vec<_> = self.runs.keys().filter(|k| k.0 == p.pid).cloned().collect();
-        for key in keys {
+        for key in self.runs.keys(Some(p.pid)) {
             self.end_run(key);
         }
         p.ended = true;
@@ -2057,6 +2269,7 @@ impl FdModel {
         } else {
             self.put_table(p, t);
         }
+        self.o.end_process(p.pid, p.exe.as_ref());
     }
 
     /// The end of the trace: open runs judged, every process ended.
@@ -2069,24 +2282,23 @@ impl FdModel {
             return;
         }
         self.finished = true;
-        let keys: Vec<_> = self.runs.keys().cloned().collect();
-        for key in keys {
+        for key in self.runs.keys(None) {
             self.end_run(key);
         }
-        let pids: Vec<Pid> = self.procs.keys().cloned().collect();
-        for pid in pids {
-            let Some(idx) = self.procs.get_index_of(&pid) else {
+        for pid in self.procs.map.keys() {
+            if !self.procs.contains_key(&pid) {
                 continue;
-            };
+            }
             let stand_in = self.spare.take().unwrap_or_default();
-            let mut p = std::mem::replace(&mut self.procs[idx], stand_in);
+            let mut p = self.procs.swap(&pid, stand_in);
             self.end(&mut p, None, false, l);
             let ended = p.ended;
-            self.spare = Some(std::mem::replace(&mut self.procs[idx], p));
+            self.spare = Some(self.procs.put_back(&pid, p));
             if ended {
-                self.procs.shift_remove_index(idx);
+                self.procs.remove(&pid);
             }
         }
+        self.o.repeats.finish_opt(&mut self.o.findings);
     }
 
     /// --all-fds: the fds the program made itself still open at exit.
@@ -2424,7 +2636,7 @@ impl FdModel {
                 {
                     evidence.push(ev_note(format!("{} by", s.origin), cr));
                 }
-                for (role, nev) in &s.notable {
+                for (role, nev) in s.notable.iter().flat_map(|v| v.iter()) {
                     evidence.push(ev_note(role.clone(), nev));
                 }
                 if let Some(Some(b)) = l.describe_buffer(p.pid, s)
@@ -2432,7 +2644,12 @@ impl FdModel {
                 {
                     m += &format!(". The fd is {b}");
                 }
-                if let Some((_, h)) = s.notable.iter().find(|(r, _)| r.starts_with("handed")) {
+                if let Some((_, h)) = s
+                    .notable
+                    .iter()
+                    .flat_map(|v| v.iter())
+                    .find(|(r, _)| r.starts_with("handed"))
+                {
                     m += &format!(
                         ". {} handed this fd to its caller, so two owners (the application and \
                          the runtime) each close it",
@@ -3576,6 +3793,86 @@ mod tests {
     }
 
     #[test]
+    fn repeated_findings_fold_into_their_first() {
+        // 1,000 close(-1): one note "1000 times", the first and the last
+        let mut b = B(0);
+        let mut evs: Vec<Event> = (0..1000).map(|_| b.close(-1, Some("EBADF"))).collect();
+        // the same wrong close of a never-open number, each in a run of
+        // its own (a close run that proves no sweep): one finding too
+        evs.push(b.open(3, "/etc/hosts"));
+        for _ in 0..500 {
+            evs.push(b.close(9, Some("EBADF")));
+        }
+        // a sweep after them (an fd made in between: a new run) is still
+        // one note of its own
+        evs.push(b.open(4, "/etc/passwd"));
+        for fd in 10..50 {
+            evs.push(b.close(fd, Some("EBADF")));
+        }
+        evs.push(b.exit());
+        let f = run(&evs);
+        let got: Vec<_> = f
+            .iter()
+            .map(|f| (f.rule.id(), f.line, f.details.get("occurrences").cloned()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("fd-bad-fd", Some(1), Some(json!(1000))),
+                ("fd-bad-fd", Some(1002), Some(json!(500))),
+                ("fd-bad-fd", Some(1503), None),
+            ],
+            "{f:#?}"
+        );
+        let last = f[0].evidence.last().expect("evidence");
+        assert_eq!(
+            (last.role.as_str(), last.event.h.line),
+            ("the last of 1000", 1000)
+        );
+        assert!(f[2].details.contains_key("sweep"));
+        // the model keeps one finding per kind, not one per call
+        let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
+        for e in &evs[..1500] {
+            m.feed(e);
+        }
+        assert!(m.o.findings.len() <= 3, "{}", m.o.findings.len());
+    }
+
+    #[test]
+    fn repeats_across_the_processes_of_one_program_fold_as_they_end() {
+        // 300 fork children, each a close(-1) then its exit: one finding,
+        // and never more than a few held while the trace runs
+        let mut b = B(0);
+        let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
+        let mut most = 0;
+        for c in 0..300u32 {
+            let pid = 200 + c;
+            let k = Kind::Clone(crate::events::Clone {
+                child: Some(pid),
+                thread: false,
+                share_files: false,
+                flags: 0,
+            });
+            let mut evs = vec![Event::new(b.h(Some(pid.into()), None), k)];
+            for mut e in [b.close(-1, Some("EBADF")), b.exit()] {
+                (e.h.pid, e.h.tid) = (Some(pid), Some(pid));
+                evs.push(e);
+            }
+            for e in &evs {
+                m.feed(e);
+            }
+            most = most.max(m.o.findings.len());
+        }
+        m.finish();
+        assert!(most <= 2, "{most} findings held");
+        let f = m.take_findings();
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].details["occurrences"], 300);
+        let pids: Vec<_> = f[0].evidence.iter().map(|e| e.event.h.pid).collect();
+        assert_eq!(pids, vec![Some(200), Some(499)]);
+    }
+
+    #[test]
     fn close_range_over_free_numbers_is_not_a_double_close() {
         let mut b = B(0);
         let evs = [
@@ -3593,7 +3890,7 @@ mod tests {
         m.finish();
         assert!(m.take_findings().is_empty());
         // the process ended with the trace: nothing is kept for it
-        assert!(m.procs.is_empty());
+        assert!(m.procs.map.is_empty());
         let evs = [b.open(7, "/a"), b.close(7, None), b.close_range(7, 7)];
         let f = run(&evs);
         assert_eq!(f.len(), 1);
@@ -3604,6 +3901,18 @@ mod tests {
     }
 
     #[test]
+    fn a_live_fd_costs_a_small_slot() {
+        // a slot per live fd, boxed in its table (a bucket is a pointer);
+        // 192 bytes is one of the allocator's size classes (208 took 224)
+        assert!(
+            std::mem::size_of::<Slot>() <= 192,
+            "{}",
+            std::mem::size_of::<Slot>()
+        );
+        assert_eq!(std::mem::size_of::<Box<Slot>>(), 8);
+    }
+
+    #[test]
     fn memory_follows_live_state() {
         let mut b = B(0);
         let mut m = FdModel::new(None, false, Names::new(vec!["t.log".into()]));
@@ -3611,7 +3920,7 @@ mod tests {
             m.feed(&b.open(3 + i % 7, "/etc/hosts"));
             m.feed(&b.close(3 + i % 7, None));
         }
-        let p = &m.procs[&Some(100)];
+        let p = m.procs.get(&Some(100)).expect("the process");
         let t = m.tables.get(&p.table).expect("the process's table");
         assert!(t.slots.is_empty());
         assert_eq!(t.closed.len(), 7);

@@ -9,7 +9,7 @@ use super::common::*;
 use super::dmabuf::{BufRef, Buffer, DmabufTracker, merge, resolve};
 use super::fds::{Fd, FdModel, Listener, Pid, Proc, Slot, Table};
 use crate::events::{Event, Ioctl, Kind, Value};
-use crate::findings::{Evidence, Finding};
+use crate::findings::{Evidence, Finding, Repeats};
 use crate::kfd;
 use crate::models::inside::name_runtime_call;
 use crate::rules::Rule;
@@ -75,12 +75,72 @@ struct Handle {
     imports: Vec<Ev>,
 }
 
+/// Live handles by namespace: a process's end drops its own namespaces
+/// without a walk over every other process's handles (SPEC 7).
+#[derive(Default)]
+struct Live {
+    by: HashMap<Scope, HashMap<i128, Handle>>,
+    /// the `Scope::Fd` namespaces of each process
+    fds_of: HashMap<Pid, HashSet<Fd>>,
+}
+
+impl Live {
+    fn get(&self, k: &Key) -> Option<&Handle> {
+        self.by.get(&k.0)?.get(&k.1)
+    }
+
+    fn get_mut(&mut self, k: &Key) -> Option<&mut Handle> {
+        self.by.get_mut(&k.0)?.get_mut(&k.1)
+    }
+
+    fn insert(&mut self, k: Key, h: Handle) {
+        if let Scope::Fd(pid, fd) = k.0 {
+            self.fds_of.entry(pid).or_default().insert(fd);
+        }
+        self.by.entry(k.0).or_default().insert(k.1, h);
+    }
+
+    fn remove(&mut self, k: &Key) -> Option<Handle> {
+        let m = self.by.get_mut(&k.0)?;
+        let h = m.remove(&k.1)?;
+        if m.is_empty() {
+            self.drop_scope(&k.0);
+        }
+        Some(h)
+    }
+
+    /// Forget a namespace and its handles.
+    fn drop_scope(&mut self, scope: &Scope) {
+        self.by.remove(scope);
+        if let Scope::Fd(pid, fd) = scope
+            && let Some(fds) = self.fds_of.get_mut(pid)
+        {
+            fds.remove(fd);
+            if fds.is_empty() {
+                self.fds_of.remove(pid);
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.by.values().map(HashMap::len).sum()
+    }
+
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.by.is_empty()
+    }
+}
+
 /// What the fd model's hooks reach: the dma-buf tracker and the live handles.
 struct State {
     dmabuf: DmabufTracker,
-    kfd_live: HashMap<Key, Handle>,
-    gem_live: HashMap<Key, Handle>,
+    kfd_live: Live,
+    gem_live: Live,
     freed: Freed,
+    /// repeated bo-double-frees, counted in their first
+    repeats: Repeats,
 }
 
 type FreedEntry = (Option<Handle>, Option<Ev>);
@@ -163,20 +223,22 @@ impl Listener for State {
     fn on_process_end(&mut self, p: &Proc, t: &Table, ev: Option<&Ev>, _exited: bool) {
         let order = t.ordered();
         let slots: Vec<&Slot> = if t.users <= 0 {
-            order.iter().map(|n| &t.slots[n]).collect()
+            order.iter().map(|n| &*t.slots[n]).collect()
         } else {
             Vec::new()
         };
         self.dmabuf.process_end(p, ev, &slots);
-        self.kfd_live.retain(|k, _| k.0 != Scope::Kfd(p.pid));
+        self.kfd_live.drop_scope(&Scope::Kfd(p.pid));
         if t.users <= 0 {
             // GEM handles die with the last fd of their DRM file description
             let gone: HashSet<u64> = t.slots.values().map(|s| s.ofd).collect();
-            self.gem_live.retain(|k, _| match k.0 {
-                Scope::Ofd(o) => !gone.contains(&o),
-                Scope::Fd(pid, _) => pid != p.pid,
-                Scope::Kfd(_) => true,
-            });
+            for o in gone {
+                self.gem_live.drop_scope(&Scope::Ofd(o));
+            }
+            let fds = self.gem_live.fds_of.get(&p.pid).cloned();
+            for fd in fds.into_iter().flatten() {
+                self.gem_live.drop_scope(&Scope::Fd(p.pid, fd));
+            }
         }
     }
 
@@ -246,9 +308,10 @@ impl HandleModel {
                     o.held_seconds,
                     o.peak_min,
                 ),
-                kfd_live: HashMap::default(),
-                gem_live: HashMap::default(),
+                kfd_live: Live::default(),
+                gem_live: Live::default(),
                 freed: Freed::default(),
+                repeats: Repeats::default(),
             },
             finished: false,
         }
@@ -377,7 +440,7 @@ impl HandleModel {
         }
     }
 
-    fn table(&mut self, scope: &Scope) -> &mut HashMap<Key, Handle> {
+    fn table(&mut self, scope: &Scope) -> &mut Live {
         if matches!(scope, Scope::Kfd(_)) {
             &mut self.st.kfd_live
         } else {
@@ -605,7 +668,15 @@ impl HandleModel {
             }
             .into(),
         ];
-        self.st.dmabuf.findings.push(f);
+        let all = &self.st.dmabuf.findings;
+        if self
+            .st
+            .repeats
+            .fold(&f, all.len(), |i| all.get(i))
+            .is_none()
+        {
+            self.st.dmabuf.findings.push(f);
+        }
     }
 
     pub fn finish(&mut self) {
@@ -614,6 +685,7 @@ impl HandleModel {
         }
         self.finished = true;
         self.fds.finish_with(&mut self.st);
+        self.st.repeats.finish(&mut self.st.dmabuf.findings);
     }
 }
 

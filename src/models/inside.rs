@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::events::Kind;
 use crate::findings::{Evidence, Finding};
 use crate::models::common::{Ev, Names, short, site};
+use crate::models::svm::NESTED_SLACK;
 
 /// How many findings an intent looks back over at most, and how far back
 /// in time (the models' reorder horizon): the findings inside an intent's
@@ -44,7 +45,8 @@ pub fn name_runtime_call<'a>(
             && ev.h.tid == h.tid
             && ev.h.line != h.line
             && t >= start - EPS
-            && ev.h.end().unwrap_or(t) <= end + EPS;
+            && t <= end + EPS
+            && ev.h.end().unwrap_or(t) <= end + NESTED_SLACK + EPS;
         if !inside || f.details.contains_key("runtime_call") {
             continue;
         }

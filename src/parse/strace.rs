@@ -12,6 +12,7 @@
 //! can be seeded mid-file.
 
 use crate::events::*;
+use crate::ordered::Ordered;
 use crate::parse::grammar::{self, Exited};
 use crate::parse::syscalls::{self, Call};
 use crate::parse::tokens::{self, Kind as ScanKind};
@@ -41,6 +42,183 @@ pub struct Pending {
     pub text: Vec<u8>,
     pub pid: Option<u32>,
     pub tid: Option<u32>,
+}
+
+/// -ff: tid -> the `<pid changed to N ...>` execve line (number, text).
+pub type Handover = HashMap<u32, (u64, Vec<u8>)>;
+
+/// What the pre-pass over `-ff` files learned of every tid's process,
+/// shared (read-only) by the parsers of all the files: no parser copies
+/// it, so a file costs the same among ten files or 10^5.
+#[derive(Debug, Default)]
+pub struct SharedTgids {
+    of: HashMap<u32, u32>,
+    /// tgid -> its tids
+    members: HashMap<u32, Vec<u32>>,
+}
+
+impl SharedTgids {
+    pub fn new(of: HashMap<u32, u32>) -> Self {
+        let mut members: HashMap<u32, Vec<u32>> = HashMap::new();
+        for (&t, &g) in &of {
+            members.entry(g).or_default().push(t);
+        }
+        SharedTgids { of, members }
+    }
+
+    pub fn get(&self, tid: &u32) -> Option<u32> {
+        self.of.get(tid).copied()
+    }
+}
+
+/// tid -> tgid, and each group's tids: a whole process's exit forgets its
+/// threads without a walk over every tid the file has seen.  Over a
+/// [`SharedTgids`] base: this file's own changes, and the base's tids it
+/// forgot.
+#[derive(Debug, Default)]
+pub struct Tgids {
+    of: foldhash::HashMap<u32, Option<u32>>,
+    members: foldhash::HashMap<u32, foldhash::HashSet<u32>>,
+    base: Option<Arc<SharedTgids>>,
+    gone: foldhash::HashSet<u32>,
+}
+
+impl Tgids {
+    pub fn new(base: Option<Arc<SharedTgids>>) -> Self {
+        Tgids {
+            base,
+            ..Default::default()
+        }
+    }
+
+    /// None: unknown; Some(None): a thread whose parent's pending clone
+    /// had no tid.
+    pub fn get(&self, tid: &u32) -> Option<Option<u32>> {
+        if let Some(&g) = self.of.get(tid) {
+            return Some(g);
+        }
+        if self.gone.contains(tid) {
+            return None;
+        }
+        self.base.as_ref()?.get(tid).map(Some)
+    }
+
+    pub fn contains_key(&self, tid: &u32) -> bool {
+        self.get(tid).is_some()
+    }
+
+    pub fn insert(&mut self, tid: u32, g: Option<u32>) {
+        if let Some(old) = self.of.insert(tid, g) {
+            self.leave(tid, old);
+        }
+        if let Some(g) = g {
+            self.members.entry(g).or_default().insert(tid);
+        }
+    }
+
+    fn leave(&mut self, tid: u32, g: Option<u32>) {
+        if let Some(g) = g
+            && let Some(m) = self.members.get_mut(&g)
+        {
+            m.remove(&tid);
+            if m.is_empty() {
+                self.members.remove(&g);
+            }
+        }
+    }
+
+    pub fn remove(&mut self, tid: &u32) {
+        if let Some(g) = self.of.remove(tid) {
+            self.leave(*tid, g);
+        }
+        if self.base.as_ref().is_some_and(|b| b.of.contains_key(tid)) {
+            self.gone.insert(*tid);
+        }
+    }
+
+    /// Forget every tid of group `g`; returns them.
+    pub fn remove_group(&mut self, g: u32) -> Vec<u32> {
+        let mut tids: Vec<u32> = self
+            .members
+            .remove(&g)
+            .map_or_else(Vec::new, |m| m.into_iter().collect());
+        if let Some(b) = &self.base {
+            // the base's, where this file has not moved or forgotten them
+            for &t in b.members.get(&g).into_iter().flatten() {
+                if !self.of.contains_key(&t) && !self.gone.contains(&t) {
+                    tids.push(t);
+                }
+            }
+        }
+        for t in &tids {
+            self.remove(t);
+        }
+        tids
+    }
+}
+
+/// The calls waiting for their resumed line, by tid, in the order they
+/// began, with the clone-like ones apart (a new tid asks for the oldest).
+#[derive(Debug, Default)]
+pub struct Inflight {
+    calls: Ordered<Option<u32>, Pending>,
+    clones: std::collections::BTreeMap<u64, Option<u32>>,
+}
+
+impl Inflight {
+    pub fn get(&self, tid: Option<u32>) -> Option<&Pending> {
+        self.calls.get(&tid)
+    }
+
+    pub fn get_mut(&mut self, tid: Option<u32>) -> Option<&mut Pending> {
+        self.calls.get_mut(&tid)
+    }
+
+    pub fn pop(&mut self, tid: Option<u32>) -> Option<Pending> {
+        let (n, p) = self.calls.take(&tid)?;
+        self.clones.remove(&n);
+        Some(p)
+    }
+
+    /// `inflight[tid] = p`: an existing key keeps its place.
+    pub fn set(&mut self, tid: Option<u32>, p: Pending) {
+        let place = self.calls.take(&tid).map(|(n, _)| n);
+        self.put(tid, place, p);
+    }
+
+    /// A new call at the end (one `tid` had is replaced).
+    pub fn push(&mut self, tid: Option<u32>, p: Pending) {
+        if let Some((n, _)) = self.calls.take(&tid) {
+            self.clones.remove(&n);
+        }
+        self.put(tid, None, p);
+    }
+
+    fn put(&mut self, tid: Option<u32>, place: Option<u64>, p: Pending) {
+        if let Some(n) = place {
+            self.clones.remove(&n);
+        }
+        let clone = is_clone_name(&p.name);
+        self.calls.put(tid, place, p);
+        let n = self.calls.place(&tid).expect("put");
+        if clone {
+            self.clones.insert(n, tid);
+        }
+    }
+
+    /// The oldest clone-like call of a tid other than `not`.
+    pub fn first_clone(&self, not: Option<u32>) -> Option<(Option<u32>, &Pending)> {
+        self.clones
+            .values()
+            .find(|&&t| t != not)
+            .map(|&t| (t, self.calls.get(&t).expect("indexed")))
+    }
+
+    /// Every call, in the order they began; none is left.
+    pub fn drain(&mut self) -> Vec<(Option<u32>, Pending)> {
+        self.clones.clear();
+        self.calls.drain()
+    }
 }
 
 /// A call's result as the line prints it.
@@ -117,11 +295,11 @@ pub struct Parser {
     pub file_tid: Option<u32>,
     /// tid -> tgid; None: a thread whose parent's pending clone has no
     /// tid (foldhash: looked up on every line, where SipHash showed)
-    pub tgid: foldhash::HashMap<u32, Option<u32>>,
+    pub tgid: Tgids,
     /// preload: the header pid
     pub fixed_tgid: Option<u32>,
     /// tid -> pending call, in insertion order
-    pub inflight: Vec<(Option<u32>, Pending)>,
+    pub inflight: Inflight,
     pub live: foldhash::HashSet<u32>,
     /// the only tracee before any prefix
     pub root: Option<u32>,
@@ -142,7 +320,7 @@ pub struct Parser {
     /// where frames go: the id (in `seq` until released) of an event
     pub target: Option<u64>,
     /// tid -> exit/exit_group event, in insertion order
-    pub exit_hold: Vec<(u32, Box<Event>)>,
+    pub exit_hold: Ordered<u32, Box<Event>>,
     /// tids whose execve resumes elsewhere
     pub expect_exec: HashSet<Option<u32>>,
     pub rel_sum: f64,
@@ -159,7 +337,7 @@ pub struct Parser {
     /// the tid of an unfinished call on the last line
     pub fresh: Option<Option<u32>>,
     /// -ff: tid -> (line, text) of an execve whose thread became the leader
-    pub handover: Option<HashMap<u32, (u64, Vec<u8>)>>,
+    pub handover: Option<Arc<Handover>>,
     next_id: u64,
     modules: HashMap<Vec<u8>, Arc<str>>,
     /// false: every line goes to the general grammar (tests compare the
@@ -175,18 +353,16 @@ impl Parser {
         file: FileId,
         info: InputInfo,
         tid: Option<u32>,
-        tgid_of: Option<&HashMap<u32, u32>>,
-        handover: Option<HashMap<u32, (u64, Vec<u8>)>>,
+        tgid_of: Option<Arc<SharedTgids>>,
+        handover: Option<Arc<Handover>>,
     ) -> Self {
         Parser {
             info,
             file,
             file_tid: tid,
-            tgid: tgid_of
-                .map(|m| m.iter().map(|(&k, &v)| (k, Some(v))).collect())
-                .unwrap_or_default(),
+            tgid: Tgids::new(tgid_of),
             fixed_tgid: None,
-            inflight: Vec::new(),
+            inflight: Inflight::default(),
             live: Default::default(),
             root: tid,
             root_children: Vec::new(),
@@ -196,7 +372,7 @@ impl Parser {
             hold: Vec::new(),
             out: Vec::new(),
             target: None,
-            exit_hold: Vec::new(),
+            exit_hold: Ordered::default(),
             expect_exec: HashSet::new(),
             rel_sum: 0.0,
             fragment: None,
@@ -419,7 +595,7 @@ impl Parser {
         if let Some(s) = self.snapshot.take() {
             self.emit(s);
         }
-        for (tid, p) in std::mem::take(&mut self.inflight) {
+        for (tid, p) in self.inflight.drain() {
             self.info.unfinished += 1;
             let args = p.args.into_iter().map(Cow::Owned).collect();
             if let Some(ev) = self.call_event(
@@ -429,7 +605,7 @@ impl Parser {
                 self.emit(ev);
             }
         }
-        for (_, ev) in std::mem::take(&mut self.exit_hold) {
+        for (_, ev) in self.exit_hold.drain() {
             self.emit(ev);
         }
         self.flush_hold();
@@ -529,9 +705,11 @@ impl Parser {
             return;
         }
         self.root = Some(tid);
-        self.tgid.entry(tid).or_insert(Some(tid));
+        if !self.tgid.contains_key(&tid) {
+            self.tgid.insert(tid, Some(tid));
+        }
         self.live.insert(tid);
-        let pid = self.tgid.get(&tid).copied().unwrap_or(Some(tid));
+        let pid = self.tgid.get(&tid).unwrap_or(Some(tid));
         let threads: Vec<u32> = std::mem::take(&mut self.root_children)
             .into_iter()
             .filter_map(|(c, thread)| thread.then_some(c))
@@ -554,23 +732,16 @@ impl Parser {
     // --- identity ------------------------------------------------------
 
     fn inflight_get(&self, tid: Option<u32>) -> Option<&Pending> {
-        self.inflight
-            .iter()
-            .find(|(t, _)| *t == tid)
-            .map(|(_, p)| p)
+        self.inflight.get(tid)
     }
 
     fn inflight_pop(&mut self, tid: Option<u32>) -> Option<Pending> {
-        let i = self.inflight.iter().position(|(t, _)| *t == tid)?;
-        Some(self.inflight.remove(i).1)
+        self.inflight.pop(tid)
     }
 
     /// `inflight[tid] = p`: an existing key keeps its place.
     fn inflight_set(&mut self, tid: Option<u32>, p: Pending) {
-        match self.inflight.iter_mut().find(|(t, _)| *t == tid) {
-            Some(slot) => slot.1 = p,
-            None => self.inflight.push((tid, p)),
-        }
+        self.inflight.set(tid, p);
     }
 
     fn tgid_of(&mut self, tid: Option<u32>) -> Option<u32> {
@@ -579,24 +750,21 @@ impl Parser {
             return self.fixed_tgid;
         }
         match self.tgid.get(&tid) {
-            Some(&Some(g)) => return Some(g),
+            Some(Some(g)) => return Some(g),
             // a thread of the committed unknown-pid root
             Some(None) if self.pidless => return None,
             _ => {}
         }
         // A new tid: a child whose parent's clone has not returned yet.
         let mut g = Some(tid);
-        for (ptid, p) in &self.inflight {
-            if is_clone_name(&p.name) && *ptid != Some(tid) {
-                let call = Call::new(
-                    Cow::Borrowed(&p.name),
-                    p.args.iter().map(|a| Cow::Borrowed(&a[..])).collect(),
-                );
-                if syscalls::clone_flags(&call) & syscalls::CLONE_THREAD != 0 {
-                    // tgid.get(ptid, ptid): a None parent tid is None
-                    g = ptid.and_then(|pt| self.tgid.get(&pt).copied().unwrap_or(Some(pt)));
-                }
-                break;
+        if let Some((ptid, p)) = self.inflight.first_clone(Some(tid)) {
+            let call = Call::new(
+                Cow::Borrowed(&p.name),
+                p.args.iter().map(|a| Cow::Borrowed(&a[..])).collect(),
+            );
+            if syscalls::clone_flags(&call) & syscalls::CLONE_THREAD != 0 {
+                // tgid.get(ptid, ptid): a None parent tid is None
+                g = ptid.and_then(|pt| self.tgid.get(&pt).unwrap_or(Some(pt)));
             }
         }
         self.tgid.insert(tid, g);
@@ -887,7 +1055,7 @@ impl Parser {
                 self.emit(ev);
             }
         }
-        self.inflight.push((
+        self.inflight.push(
             tid,
             Pending {
                 name,
@@ -898,7 +1066,7 @@ impl Parser {
                 pid,
                 tid,
             },
-        ));
+        );
         self.fresh = Some(tid);
     }
 
@@ -1041,7 +1209,7 @@ impl Parser {
         {
             self.learn_root(r);
             ev.h.tid = Some(r);
-            ev.h.pid = self.tgid.get(&r).copied().unwrap_or(Some(r));
+            ev.h.pid = self.tgid.get(&r).unwrap_or(Some(r));
             tid = Some(r);
         }
         if matches!(&*name, "clone" | "clone2" | "clone3" | "fork" | "vfork")
@@ -1070,11 +1238,10 @@ impl Parser {
             && ev.h.ret.is_none()
             && let Some(t) = tid
         {
-            if let Some(i) = self.exit_hold.iter().position(|(k, _)| *k == t) {
-                let (_, old) = self.exit_hold.remove(i);
+            if let Some(old) = self.exit_hold.remove(&t) {
                 self.emit(old);
             }
-            self.exit_hold.push((t, ev));
+            self.exit_hold.push(t, ev);
             return;
         }
         self.emit(ev);
@@ -1290,8 +1457,7 @@ impl Parser {
                     entry.extend_from_slice(b" <unfinished ...>");
                     if !self.line(ol, &entry) || self.inflight_get(tid).is_none() {
                         self.expect_exec.insert(tid);
-                    } else if let Some((_, pp)) = self.inflight.iter_mut().find(|(k, _)| *k == tid)
-                    {
+                    } else if let Some(pp) = self.inflight.get_mut(tid) {
                         pp.text = otext;
                     }
                     self.fresh = None;
@@ -1318,10 +1484,7 @@ impl Parser {
         let tid = self.who(p);
         self.info.exit_seen = true;
         let pid = self.tgid_of(tid);
-        let held = tid.and_then(|t| {
-            let i = self.exit_hold.iter().position(|(k, _)| *k == t)?;
-            Some(self.exit_hold.remove(i).1)
-        });
+        let held = tid.and_then(|t| self.exit_hold.remove(&t));
         let whole = tid.is_some() && pid == tid;
         let ev = Event {
             h: Header {
@@ -1355,14 +1518,7 @@ impl Parser {
             self.live.remove(&t);
             self.tgid.remove(&t);
             if whole {
-                let gone: Vec<u32> = self
-                    .tgid
-                    .iter()
-                    .filter(|&(_, &g)| g == Some(t))
-                    .map(|(&k, _)| k)
-                    .collect();
-                for k in gone {
-                    self.tgid.remove(&k);
+                for k in self.tgid.remove_group(t) {
                     self.live.remove(&k);
                 }
             }
@@ -1813,6 +1969,50 @@ mod tests {
         }
         p.finish(&mut out);
         (out, p.info)
+    }
+
+    #[test]
+    fn a_process_exit_forgets_its_threads_and_no_other() {
+        // 100 made threads 101 and 102 and a child 200 with a thread 201;
+        // 100 exits; then 101 and 102 are new processes, 201 still 200's
+        let thread = "clone3({flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|\
+                      CLONE_SYSVSEM, exit_signal=0}, 88)";
+        let fork = "clone(child_stack=NULL, flags=SIGCHLD)";
+        let lines = [
+            format!("100 {thread} = 101"),
+            format!("100 {thread} = 102"),
+            format!("100 {fork} = 200"),
+            format!("200 {thread} = 201"),
+            "100 +++ exited with 0 +++".into(),
+            "101 close(3) = 0".into(),
+            "102 close(3) = 0".into(),
+            "201 close(3) = 0".into(),
+        ];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (evs, _) = parse(&lines);
+        let who: Vec<_> = evs[evs.len() - 3..]
+            .iter()
+            .map(|e| (e.h.tid, e.h.pid))
+            .collect();
+        assert_eq!(
+            who,
+            vec![
+                (Some(101), Some(101)),
+                (Some(102), Some(102)),
+                (Some(201), Some(200))
+            ]
+        );
+        // the same over what an -ff pre-pass shares: its tids forgotten too
+        let base = SharedTgids::new([(101, 100), (102, 100), (201, 200)].into());
+        let mut t = Tgids::new(Some(Arc::new(base)));
+        t.insert(103, Some(100));
+        t.insert(102, Some(102)); // this file saw 102 become its own
+        let mut gone = t.remove_group(100);
+        gone.sort_unstable();
+        assert_eq!(gone, vec![101, 103]);
+        assert_eq!(t.get(&101), None);
+        assert_eq!(t.get(&102), Some(Some(102)));
+        assert_eq!(t.get(&201), Some(Some(200)));
     }
 
     #[test]

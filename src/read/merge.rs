@@ -8,6 +8,8 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::Path;
+use std::rc::Rc;
 
 /// (completion time so far, file index, item number): a stream's running
 /// maximum of event ends, so each stream is sorted by it.
@@ -144,10 +146,25 @@ impl<T> Iterator for Merge<T> {
 }
 
 /// The merge of what `makers` make, holding at most `max_open` streams
-/// open at once.  Groups are spilled before the first item comes out; an
-/// error while spilling is the merge's only item.
+/// open at once, at any number of makers: groups of `max_open` are merged
+/// into spill files, round after round, until few enough are left.  A
+/// spill file is closed once written and opened again only when the next
+/// round's merge reaches it (so files open at once: a group's inputs and
+/// the spill being written).  Groups are spilled before the first item
+/// comes out; an error while spilling is the merge's only item.
 pub fn bounded_merge<T: Spill + 'static>(mut makers: Vec<Maker<T>>, max_open: usize) -> Merge<T> {
     let max_open = max_open.max(2);
+    if makers.len() <= max_open {
+        return Merge::new(makers.into_iter().map(|m| m()).collect());
+    }
+    let dir = match tempfile::Builder::new()
+        .prefix("rocrtrace-merge-")
+        .tempdir()
+    {
+        Ok(d) => Rc::new(d),
+        Err(e) => return failed(io_err(e)),
+    };
+    let mut n = 0u64;
     while makers.len() > max_open {
         let mut next: Vec<Maker<T>> = Vec::new();
         let mut rest = makers.into_iter();
@@ -156,24 +173,45 @@ pub fn bounded_merge<T: Spill + 'static>(mut makers: Vec<Maker<T>>, max_open: us
             if group.is_empty() {
                 break;
             }
+            n += 1;
+            let path = dir.path().join(n.to_string());
             let merged = Merge::new(group.into_iter().map(|m| m()).collect());
-            match spill(merged) {
-                Ok(file) => next.push(Box::new(move || Box::new(Unspill::new(file)) as Stream<T>)),
-                Err(e) => {
-                    let err: Stream<T> = Box::new(std::iter::once(Err(e)));
-                    return Merge::new(vec![err]);
-                }
+            if let Err(e) = spill(merged, &path) {
+                return failed(e);
             }
+            let dir = dir.clone();
+            next.push(Box::new(move || -> Stream<T> {
+                let f = File::open(&path);
+                // read through the open file from now on: the name can go
+                let _ = std::fs::remove_file(&path);
+                drop(dir);
+                match f {
+                    Ok(f) => Box::new(Unspill::new(f)),
+                    Err(e) => Box::new(std::iter::once(Err(io_err(e)))),
+                }
+            }));
         }
         makers = next;
     }
     Merge::new(makers.into_iter().map(|m| m()).collect())
 }
 
-/// An anonymous temporary file (gone when closed, whatever happens).
-fn spill<T: Spill>(items: Merge<T>) -> Result<File, InputError> {
-    let io_err = |e: io::Error| super::input_error("merge", &super::why(&e));
-    let file = tempfile::tempfile().map_err(io_err)?;
+fn io_err(e: io::Error) -> InputError {
+    super::input_error("merge", &super::why(&e))
+}
+
+fn failed<T: 'static>(e: InputError) -> Merge<T> {
+    let err: Stream<T> = Box::new(std::iter::once(Err(e)));
+    Merge::new(vec![err])
+}
+
+/// Write a merge to the spill file `path`, closed when done.
+fn spill<T: Spill>(items: Merge<T>, path: &Path) -> Result<(), InputError> {
+    let file = File::options()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(io_err)?;
     let mut w = BufWriter::new(file);
     for it in items {
         let (key, item) = it?;
@@ -182,9 +220,8 @@ fn spill<T: Spill>(items: Merge<T>) -> Result<File, InputError> {
         w.write_all(&key.n.to_le_bytes()).map_err(io_err)?;
         item.spill(&mut w).map_err(io_err)?;
     }
-    let mut file = w.into_inner().map_err(|e| io_err(e.into_error()))?;
-    io::Seek::rewind(&mut file).map_err(io_err)?;
-    Ok(file)
+    w.flush().map_err(io_err)?;
+    Ok(())
 }
 
 struct Unspill<T> {
@@ -218,7 +255,6 @@ impl<T: Spill> Iterator for Unspill<T> {
     type Item = Keyed<T>;
 
     fn next(&mut self) -> Option<Keyed<T>> {
-        let io_err = |e: io::Error| super::input_error("merge", &super::why(&e));
         let r: &mut dyn Read = &mut self.r;
         let last = match read_n::<8>(r) {
             Ok(Some(b)) => f64::from_le_bytes(b),

@@ -12,7 +12,7 @@ use super::merge::{Key, Maker, Spill, Stream, bounded_merge};
 use super::open::FileSpec;
 use super::{InputError, input_error};
 use crate::events::{Event, FileId, Format, InputInfo, Kind, Text};
-use crate::parse::strace::PreCall;
+use crate::parse::strace::{PreCall, SharedTgids};
 use crate::parse::{strace, tinygrad};
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -20,9 +20,32 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Read;
 use std::rc::Rc;
+use std::sync::Arc;
 
-/// Files a -ff merge holds open at once.
+/// Files a -ff merge holds open at once (at most; see [`open_budget`]).
 pub const MAX_OPEN: usize = 64;
+
+/// Files a merge may hold open: [`MAX_OPEN`], or a quarter of the soft
+/// RLIMIT_NOFILE where that is less (the interpreter's own fds and the
+/// other traces of `--jobs` share the table), at least 2.
+pub fn open_budget() -> usize {
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("Max open files"))?;
+            line["Max open files".len()..]
+                .split_whitespace()
+                .next()?
+                .parse::<u64>()
+                .ok()
+        });
+    match soft {
+        Some(n) => MAX_OPEN
+            .min(usize::try_from(n / 4).unwrap_or(MAX_OPEN))
+            .max(2),
+        None => MAX_OPEN,
+    }
+}
 /// Read size per file while merging many files.
 pub const MERGE_CHUNK: usize = 64 << 10;
 
@@ -62,10 +85,10 @@ impl Dialect for tinygrad::Parser {
 /// What -ff files tell about each other.
 #[derive(Debug, Default, Clone)]
 pub struct Threads {
-    /// tid -> tgid
-    pub tgid_of: HashMap<u32, u32>,
+    /// tid -> tgid (shared by every file's parser)
+    pub tgid_of: Arc<SharedTgids>,
     /// tid -> the `<pid changed to N ...>` execve line (number, text)
-    pub handover: HashMap<u32, (u64, String)>,
+    pub handover: Arc<strace::Handover>,
     /// tid -> (the tid whose clone/fork made it, made as a thread)
     pub parent: HashMap<u32, (u32, bool)>,
 }
@@ -117,21 +140,13 @@ impl Dialects for Builtin {
     ) -> Option<Box<dyn Dialect>> {
         Some(match spec.format {
             Format::Tinygrad => Box::new(tinygrad::Parser::new(file, info)),
-            _ => {
-                let handover: Option<HashMap<u32, (u64, Vec<u8>)>> = threads.map(|t| {
-                    t.handover
-                        .iter()
-                        .map(|(&k, (n, line))| (k, (*n, line.as_bytes().to_vec())))
-                        .collect()
-                });
-                Box::new(strace::Parser::new(
-                    file,
-                    info,
-                    spec.tid,
-                    threads.map(|t| &t.tgid_of),
-                    handover,
-                ))
-            }
+            _ => Box::new(strace::Parser::new(
+                file,
+                info,
+                spec.tid,
+                threads.map(|t| t.tgid_of.clone()),
+                threads.map(|t| t.handover.clone()),
+            )),
         })
     }
 }
@@ -394,7 +409,7 @@ impl<D: Dialects + 'static> Trace<D> {
             files,
             infos: Rc::new(RefCell::new(infos)),
             max_line,
-            max_open: MAX_OPEN,
+            max_open: open_budget(),
             first_id: 0,
             jobs: 1,
             batch_lines: chunked::BATCH_LINES,
@@ -436,6 +451,12 @@ impl<D: Dialects + 'static> Trace<D> {
                     format_name(spec.format)
                 ),
             ));
+        };
+        // a small file of many gets a buffer its size, not a whole chunk
+        // (zeroing 64 KiB for each of 10^5 files of a few lines dominated)
+        let chunk = match std::fs::metadata(&spec.path) {
+            Ok(m) if m.is_file() => chunk.min((m.len() as usize + 1).max(4096)),
+            _ => chunk,
         };
         let lines = CleanLines::new(r, &spec.path, spec.layout.clone(), self.max_line, chunk);
         let (lines, chunked) = if jobs > 1 {
@@ -569,6 +590,7 @@ pub fn ff_threads<D: Dialects + ?Sized>(
     if tids.is_empty() {
         return Ok(t);
     }
+    let mut handover = HashMap::new();
     for f in files {
         let Some(tid) = f.tid else { continue };
         if f.format != Format::Strace || f.stream.is_some() {
@@ -584,7 +606,7 @@ pub fn ff_threads<D: Dialects + ?Sized>(
         while let Some((lineno, line)) = lines.next(&mut info)? {
             let Some(line) = line else { continue };
             if line.contains("<pid changed to ") {
-                t.handover.insert(tid, (lineno, line.into_owned()));
+                handover.insert(tid, (lineno, line.as_bytes().to_vec()));
                 continue;
             }
             if !line.contains("clone") && !line.contains("fork") && !line.contains("syscall_0x1b3")
@@ -624,7 +646,8 @@ pub fn ff_threads<D: Dialects + ?Sized>(
             tgid.insert(c, root);
         }
     }
-    t.tgid_of = tgid;
+    t.tgid_of = Arc::new(SharedTgids::new(tgid));
+    t.handover = Arc::new(handover);
     Ok(t)
 }
 

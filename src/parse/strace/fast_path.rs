@@ -20,7 +20,6 @@ use crate::read::lines::decode;
 use crate::read::open::{FileSpec, open_files};
 use crate::read::trace::{Builtin, Dialect, Dialects, Threads, Trace};
 use proptest::prelude::*;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -183,13 +182,13 @@ impl Dialects for GeneralOnly {
         threads: Option<&Threads>,
     ) -> Option<Box<dyn Dialect>> {
         assert_ne!(spec.format, Format::Tinygrad);
-        let handover: Option<HashMap<u32, (u64, Vec<u8>)>> = threads.map(|t| {
-            t.handover
-                .iter()
-                .map(|(&k, (n, line))| (k, (*n, line.as_bytes().to_vec())))
-                .collect()
-        });
-        let p = Parser::new(file, info, spec.tid, threads.map(|t| &t.tgid_of), handover);
+        let p = Parser::new(
+            file,
+            info,
+            spec.tid,
+            threads.map(|t| t.tgid_of.clone()),
+            threads.map(|t| t.handover.clone()),
+        );
         Some(Box::new(p.without_fast_path()))
     }
 }

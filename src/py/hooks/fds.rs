@@ -5,18 +5,25 @@
 //! speed without the conversions.
 
 use crate::events::{Event, FileId};
-use crate::findings::Finding;
+use crate::findings::{Finding, fold_programs};
 use crate::models::common::{Ev, Names};
 use crate::models::fds::{FdModel, Pid, Slot};
 use crate::models::handles::{HandleModel, Options};
 use crate::py::convert::{Files, event_from_py, event_to_py, finding_to_py, text_to_py};
+use crate::replay::Programs;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::rc::Rc;
 
 /// The models `build_models` makes: an fd model, with the handle model on
-/// top unless `handles` is false.
-enum Models {
+/// top unless `handles` is false; with the programs the trace runs, whose
+/// repeats across processes fold as analyze folds them.
+struct Models {
+    m: Stack,
+    programs: Programs,
+}
+
+enum Stack {
     Fds(Box<FdModel>),
     Handles(Box<HandleModel>),
 }
@@ -24,48 +31,63 @@ enum Models {
 impl Models {
     fn new(watch: Option<(Pid, i64)>, all_fds: bool, handles: bool, o: Options) -> Self {
         let fds = FdModel::new(watch, all_fds, Names::new(Vec::new()));
-        if handles {
-            Models::Handles(Box::new(HandleModel::new(fds, o)))
+        let m = if handles {
+            Stack::Handles(Box::new(HandleModel::new(fds, o)))
         } else {
-            Models::Fds(Box::new(fds))
+            Stack::Fds(Box::new(fds))
+        };
+        Models {
+            m,
+            programs: Programs::default(),
         }
     }
 
     fn fds(&self) -> &FdModel {
-        match self {
-            Models::Fds(f) => f,
-            Models::Handles(h) => &h.fds,
+        match &self.m {
+            Stack::Fds(f) => f,
+            Stack::Handles(h) => &h.fds,
         }
     }
 
     fn feed(&mut self, ev: &Ev) {
-        match self {
-            Models::Fds(f) => f.feed_rc(ev, &mut crate::models::fds::NoListener),
-            Models::Handles(h) => h.feed_rc(ev),
+        match &mut self.m {
+            Stack::Fds(f) => f.feed_rc(ev, &mut crate::models::fds::NoListener),
+            Stack::Handles(h) => h.feed_rc(ev),
         }
+        self.programs.feed(ev);
     }
 
     fn finish(&mut self) {
-        match self {
-            Models::Fds(f) => f.finish(),
-            Models::Handles(h) => h.finish(),
+        match &mut self.m {
+            Stack::Fds(f) => f.finish(),
+            Stack::Handles(h) => h.finish(),
         }
     }
 
-    /// The handle and dma-buf models' findings so far.
-    fn handle_findings(&self) -> &[Finding] {
-        match self {
-            Models::Fds(_) => &[],
-            Models::Handles(h) => h.findings(),
-        }
+    /// The fd model's findings so far, folded as analyze folds them.
+    fn fd_findings(&self) -> Vec<Finding> {
+        let all = self.fds().findings().cloned().collect();
+        fold_programs(all, |pid| self.programs.of(pid))
     }
 
-    /// (the fd model's findings, the handle model's)
+    /// The handle and dma-buf models' findings so far, the same.
+    fn handle_findings(&self) -> Vec<Finding> {
+        let all = match &self.m {
+            Stack::Fds(_) => Vec::new(),
+            Stack::Handles(h) => h.findings().to_vec(),
+        };
+        fold_programs(all, |pid| self.programs.of(pid))
+    }
+
+    /// (the fd model's findings, the handle model's); their rules differ,
+    /// so folding each list is folding both as analyze does
     fn take(&mut self) -> (Vec<Finding>, Vec<Finding>) {
-        match self {
-            Models::Fds(f) => (f.take_findings(), Vec::new()),
-            Models::Handles(h) => (h.fds.take_findings(), h.take_findings()),
-        }
+        let (fds, handles) = match &mut self.m {
+            Stack::Fds(f) => (f.take_findings(), Vec::new()),
+            Stack::Handles(h) => (h.fds.take_findings(), h.take_findings()),
+        };
+        let of = |pid| self.programs.of(pid);
+        (fold_programs(fds, of), fold_programs(handles, of))
     }
 }
 
@@ -231,7 +253,7 @@ impl FdModels {
     /// The fd model's findings so far.
     #[getter]
     fn findings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        findings_to_py(py, self.m.fds().findings(), &self.files)
+        findings_to_py(py, self.m.fd_findings().iter(), &self.files)
     }
 
     /// The handle and dma-buf models' findings so far (none without `handles`).

@@ -2,7 +2,7 @@
 //! tests of the parser alone (tests/test_engine_parse.py and others).
 
 use crate::events::{FileId, Format, InputInfo, Text};
-use crate::parse::strace::Parser;
+use crate::parse::strace::{Parser, SharedTgids};
 use crate::py::convert::{Files, event_to_py, text_from_py, text_to_py};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -95,8 +95,8 @@ pub fn parse_lines<'py>(
         FileId(0),
         InputInfo::new(name),
         tid,
-        tgid_of.as_ref(),
-        handover,
+        tgid_of.map(|m| std::sync::Arc::new(SharedTgids::new(m))),
+        handover.map(std::sync::Arc::new),
     );
     let mut evs = Vec::new();
     for (i, line) in lines.try_iter()?.enumerate() {
