@@ -9,7 +9,9 @@ wrapper execs the real strace in its own process (same pid, same signals,
 same exit status, so the suite behaves as without it) and leaves behind a
 detached watcher that waits for that pid to exit (pidfd) and copies the -o
 file and its -ff siblings (`NAME.PID`) to
-`$STRACE_SUITE_ARCHIVE/<test dir>/<ns>/`.
+`$STRACE_SUITE_ARCHIVE/<test dir>/<ns>/`.  As the init of a new pid
+namespace (`unshare -Urpf $STRACE`, the --pidns-translation tests) it runs
+strace as its child instead: an orphaned watcher would be strace's child.
 
     STRACE_REAL='/path/to/strace' STRACE_SUITE_ARCHIVE=$PWD/tests/strace-logs \\
         STRACE=$PWD/strace_suite_wrap.py make check
