@@ -24,8 +24,8 @@ def input_findings(info: InputInfo) -> list[Finding]:
                 {"line": ln, "text": text} for ln, text in info.unparsed_samples]}))
     reasons = []
     if info.format == "strace" and info.lines and not info.events and not info.unparsed:
-        reasons.append("no complete call: only strace's own messages (attach, detach, exit) "
-                       "or calls cut short")
+        reasons.append("no complete call: only strace's own messages (attach, detach, exit, "
+                       "a -c summary table) or calls cut short")
     lost = str(info.header.get("lost", "0")) if info.format == "preload" else "0"
     if lost not in ("", "0"):
         reasons.append(f"{lost} record(s) lost: the capture library could not write them "

@@ -196,6 +196,21 @@ TABLES = [
     "        3           total",
     "System call usage summary for 32 bit mode:",
     "strace: Process 1234 detached",
+    # strace 7.2 -U puts the columns in any order, the name anywhere (as
+    # printed by strace 7.2 -c -U …, -w for shortest/longest)
+    "syscall              calls    errors % time     seconds  usecs/call shortest  longest",
+    "---------------- --------- --------- ------ ----------- ----------- -------- --------",
+    "read                     1             0.00    0.000000           0 0.000000 0.000000",
+    "ioctl                    1         1   0.00    0.000000           0 0.000000 0.000000",
+    "---------------- --------- --------- ------ ----------- ----------- -------- --------",
+    "total                   36         2 100.00    0.000000           0 0.000000 0.000000",
+    "   errors syscall              calls",
+    "--------- ---------------- ---------",
+    "        1 ioctl                    1",
+    "          read                     1",
+    " longest shortest syscall",
+    "-------- -------- ----------------",
+    "0.000152 0.000152 execve",
 ]
 
 

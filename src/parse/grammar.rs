@@ -1,7 +1,7 @@
 //! The strace line grammar's patterns as byte scans, each giving the match
 //! its regular expression would (backtracking included).
 
-use crate::parse::values::{at, find, is_word, is_ws, skip};
+use crate::parse::values::{at, find, is_word, is_ws, skip, split_ws};
 use memchr::memmem;
 
 fn digits(s: &[u8], i: usize) -> usize {
@@ -624,39 +624,55 @@ pub fn personality(body: &[u8]) -> bool {
     d > 0 && r[d..].starts_with(b" runs in ") && find(&r[d + 9..], b" mode. ]").is_some()
 }
 
-/// A row of strace's `-c` summary table.
-/// The header of strace's summary table (`-c`, `-C`, `-S`/`-U` columns,
-/// `--syscall-limit`): only column names, among them `calls` or
-/// `syscall`.
+/// The header of strace's summary table (`-c`, `-C`, `-w`, `-U` columns in
+/// any order, `--syscall-limit`): only column titles, among them `calls`
+/// or `syscall`.
 pub fn summary_header(s: &[u8]) -> bool {
-    const NAMES: &[&[u8]] = &[
+    const TITLES: &[&[u8]] = &[
         b"%",
         b"time",
         b"seconds",
         b"usecs/call",
         b"usecs/min",
         b"usecs/max",
+        b"shortest",
+        b"longest",
         b"calls",
         b"errors",
         b"syscall",
     ];
-    let toks: Vec<&[u8]> = s.split(|&c| is_ws(c)).filter(|t| !t.is_empty()).collect();
-    toks.len() >= 2
-        && toks.iter().all(|t| NAMES.contains(t))
-        && toks.iter().any(|t| *t == b"calls" || *t == b"syscall")
+    let mut named = false;
+    let mut n = 0;
+    for t in split_ws(s) {
+        if !TITLES.contains(&t) {
+            return false;
+        }
+        named |= t == b"calls" || t == b"syscall";
+        n += 1;
+    }
+    n >= 2 && named
 }
 
+/// A row of strace's summary table: the syscall's name (or `total`) and
+/// numbers, in the header's column order (`-U` puts the name anywhere; an
+/// empty `errors` cell leaves no token), or the line of dashes under the
+/// header and above the total.
 pub fn summary_row(s: &[u8]) -> bool {
-    let toks: Vec<&[u8]> = s.split(|&c| is_ws(c)).filter(|t| !t.is_empty()).collect();
-    // numbers then the syscall's name: at least `calls name` (-U calls,name)
-    if toks.len() >= 2
-        && toks[..toks.len() - 1]
-            .iter()
-            .all(|t| t.iter().all(|&c| c.is_ascii_digit() || c == b'.'))
-        && toks[toks.len() - 1]
-            .iter()
-            .all(|&c| is_word(c) || c == b'#' || c == b':')
-    {
+    let (mut names, mut n, mut other) = (0, 0, false);
+    for t in split_ws(s) {
+        n += 1;
+        if t.iter().all(|&c| c.is_ascii_digit() || c == b'.') {
+            continue;
+        }
+        if (t[0].is_ascii_alphabetic() || t[0] == b'_')
+            && t.iter().all(|&c| is_word(c) || c == b'#' || c == b':')
+        {
+            names += 1;
+        } else {
+            other = true;
+        }
+    }
+    if n >= 2 && names == 1 && !other {
         return true;
     }
     // ^-+(?: -+)+\s*$
@@ -817,6 +833,43 @@ mod tests {
         assert!(!diag_prefix(b"//strace: x"));
         let ((at, _, _), k) = diag_match(b"read(3, ../src/strace: Process 5 attached").unwrap();
         assert_eq!((at, k), (15, 8));
+    }
+
+    #[test]
+    fn summary_tables_in_any_column_order() {
+        // strace 7.2 -c, -w, -U (lines as it prints them)
+        for h in [
+            "% time     seconds  usecs/call     calls    errors syscall",
+            "% time     seconds shortest  longest  usecs/call     calls    errors syscall",
+            "syscall              calls    errors % time     seconds  usecs/call shortest  longest",
+            "    calls syscall",
+            "   errors syscall              calls",
+            " longest shortest syscall",
+        ] {
+            assert!(summary_header(h.trim().as_bytes()), "{h}");
+        }
+        assert!(!summary_header(b"time seconds"));
+        for r in [
+            "  0.00    0.000000           0         1         1 access",
+            "read                     1             0.00    0.000000           0 0.000000 0.000000",
+            "ioctl                    1         1   0.00    0.000000           0 0.000000 0.000000",
+            "          read                     1",
+            "        1 ioctl                    1",
+            "0.000152 0.000152 execve",
+            "total                   36         2 100.00    0.000000           0 0.000000 0.000000",
+            "---------------- --------- --------- ------ ----------- ----------- -------- --------",
+        ] {
+            assert!(summary_row(r.as_bytes()), "{r}");
+        }
+        for r in [
+            "read write 1",
+            "1 2",
+            "close(3) = 0",
+            "1 -x",
+            "--- SIGCHLD ---",
+        ] {
+            assert!(!summary_row(r.as_bytes()), "{r}");
+        }
     }
 
     #[test]

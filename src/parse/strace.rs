@@ -546,6 +546,22 @@ impl Parser {
         self.info.unparsed_samples.truncate(k);
     }
 
+    /// A call the log ends inside of (strace killed while printing it, as
+    /// strace's own -DD test does, or a log copied while being written):
+    /// the call never completed, like one left `<unfinished ...>`, and it
+    /// is kept as such.  False when the text is no call's start, or has a
+    /// result (`) = `): a whole line whose brackets do not close is a bad
+    /// line, not a cut one.
+    fn cut_by_the_end(&mut self, lineno: u64, text: &[u8]) -> bool {
+        if rfind(text, b") = ").is_some() {
+            return false;
+        }
+        let mut entry = rstrip(text).to_vec();
+        entry.extend_from_slice(b" <unfinished ...>");
+        self.fresh = None;
+        self.line(lineno, &entry) && self.fresh.take().is_some()
+    }
+
     /// strace 5.2-6.1 with -z/-Z/-e status= cut a buffered line with
     /// ' <unfinished ...>' and printed the rest on the next line, unprefixed.
     fn bare_resumed(&mut self, lineno: u64, line: &[u8], tid: Option<u32>) -> bool {
@@ -570,7 +586,7 @@ impl Parser {
             let cut_by_detach = grammar::diag_match(&t).is_some_and(|((_, _, a), _)| !a);
             if std::mem::take(&mut self.fragment_detached) || cut_by_detach {
                 self.info.detached += 1;
-            } else {
+            } else if !self.cut_by_the_end(l, &t) {
                 self.info.add_unparsed(l, &t);
                 self.salvage(l, &t);
             }

@@ -8,8 +8,8 @@
 use crate::events::*;
 use crate::kfd;
 use crate::parse::values::{
-    self, Names, comment_start, contains, find, is_ws, matching, parse_fd, parse_flags, parse_int,
-    parse_ioc, parse_string, parse_value, split_top, strip, strip_comment,
+    self, Names, at, comment_start, contains, find, is_ws, matching, parse_fd, parse_flags,
+    parse_int, parse_ioc, parse_string, parse_value, skip, split_top, strip, strip_comment,
 };
 use std::borrow::Cow;
 
@@ -427,6 +427,17 @@ fn is_digit_or_minus(c: u8) -> bool {
     c.is_ascii_digit() || c == b'-'
 }
 
+/// Whether `tok` is an fd with its `-y` decoration: strace prints the
+/// `<` right after the number (`3</dev/kfd>`).  A `<` further on is no
+/// decoration: a shift (`1<<16`) or a `-X verbose` comment holding one
+/// (`0xffffffffffffffff /* …|0xffff<<PR_MTE_TAG_SHIFT */`, issue 33).
+fn decorated_fd(tok: &[u8]) -> bool {
+    let k = skip(tok, usize::from(at(tok, 0) == b'-'), |c| {
+        c.is_ascii_alphanumeric()
+    });
+    at(tok, k) == b'<' && at(tok, k + 1) != b'<'
+}
+
 /// syscalls.used_fds
 pub fn used_fds(call: &mut Call<'_>) -> (Vec<i32>, Vec<Option<Text>>) {
     let positions = fd_positions(&call.name);
@@ -441,7 +452,7 @@ pub fn used_fds(call: &mut Call<'_>) -> (Vec<i32>, Vec<Option<Text>>) {
         if skip.contains(&i) || tok.is_empty() || !is_digit_or_minus(tok[0]) {
             continue;
         }
-        let decorated = tok.contains(&b'<');
+        let decorated = decorated_fd(tok);
         if !decorated && !positions.contains(&i) {
             continue;
         }

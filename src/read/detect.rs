@@ -5,6 +5,7 @@ use super::layout::Layout;
 use super::pytext::{self, py_regex};
 use super::{InputError, input_error};
 use crate::events::Format;
+use crate::parse::grammar;
 use regex::Regex;
 use std::fmt::Write as _;
 use std::sync::LazyLock;
@@ -65,7 +66,13 @@ pub fn looks_like_trace_line(line: &str) -> bool {
     if line.starts_with(" > ") || line.starts_with(" | ") {
         return true;
     }
-    if line.starts_with("# rocrtrace-log") || RE.diag.is_match(line) {
+    if line.starts_with("# rocrtrace-log")
+        || RE.diag.is_match(line)
+        || grammar::diag_prefix(line.as_bytes())
+    {
+        // strace's own messages under any program name (`strace: `,
+        // `/usr/bin/strace: poke_tcb: …`) are strace lines: a stderr
+        // capture of only those is a strace log (SPEC 2)
         return true;
     }
     let end = RE.prefix.find(line).map_or(0, |m| m.end());
@@ -77,7 +84,7 @@ pub fn looks_like_trace_line(line: &str) -> bool {
     RE.resumed.is_match(body)
         || RE.exited.is_match(body)
         || RE.signal.is_match(body)
-        || body.starts_with("% time")
+        || grammar::summary_header(body.trim().as_bytes())
 }
 
 /// The dialect one (cleaned) line belongs to, or None.
@@ -144,7 +151,8 @@ pub fn detect<S: AsRef<str>>(path: &str, lines: &[S], lay: &Layout) -> Result<Fo
         }
         return Err(input_error(path, "empty (no lines)"));
     }
-    let kinds: Vec<Option<Format>> = body.iter().map(|l| kind(l)).collect();
+    let mut kinds: Vec<Option<Format>> = body.iter().map(|l| kind(l)).collect();
+    summary_tables(&body, &mut kinds);
     if kinds[0] == Some(Format::Preload) {
         return Ok(Format::Preload);
     }
@@ -155,6 +163,23 @@ pub fn detect<S: AsRef<str>>(path: &str, lines: &[S], lay: &Layout) -> Result<Fo
         }
     }
     Err(not_a_log(path, body[0]))
+}
+
+/// strace's summary table (`-c`, `-C`, `-U`: a header of column titles,
+/// dashes, rows of numbers and a syscall's name) is strace's own output:
+/// its lines count as strace lines, so a log that is only the table (`strace
+/// -c -o log`) is a strace log.
+fn summary_tables(body: &[&str], kinds: &mut [Option<Format>]) {
+    let mut table = false;
+    for (l, k) in body.iter().zip(kinds.iter_mut()) {
+        let b = l.trim().as_bytes();
+        table = grammar::summary_header(b)
+            || (table && grammar::summary_row(b))
+            || b.starts_with(b"System call usage summary for ");
+        if table && k.is_none() {
+            *k = Some(Format::Strace);
+        }
+    }
 }
 
 fn not_a_log(path: &str, line: &str) -> InputError {

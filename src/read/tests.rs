@@ -660,6 +660,23 @@ mod wired {
     }
 
     #[test]
+    fn a_summary_table_alone_is_a_strace_log() {
+        // `strace -c -U calls,name -o log` writes only the table
+        let lay = Layout::default();
+        let table = [
+            "    calls syscall",
+            "--------- ----------------",
+            "        1 read",
+            "        8 mmap",
+            "--------- ----------------",
+            "       36 total",
+        ];
+        assert_eq!(detect("f", &table, &lay), Ok(Format::Strace));
+        // rows without their header are no strace lines
+        assert!(detect("f", &table[2..], &lay).is_err());
+    }
+
+    #[test]
     fn show_escapes_as_unicode_escape() {
         assert_eq!(
             show("a\\b\t\u{7f}é\u{2003}\u{1F600}"),
