@@ -415,6 +415,7 @@ class _Progress:
         self.start = time.monotonic()
         self.delay = delay
         self.shown = False
+        self.width = 0              # the length of the line last drawn
         self.out = out
         self.size: dict = {}        # file -> bytes
         self.lines: dict = {}       # file -> estimated lines
@@ -437,7 +438,11 @@ class _Progress:
         el = time.monotonic() - self.start
         if el > self.delay:
             self.shown = True
-            click.echo("\r" + self.render(el), err=True, nl=False, file=self.out)
+            line = self.render(el)
+            # pad over a longer previous line (its "s left" part)
+            pad = " " * max(0, self.width - len(line))
+            self.width = len(line)
+            click.echo("\r" + line + pad, err=True, nl=False, file=self.out)
 
     def fraction(self) -> float | None:
         if not self.size:
@@ -457,8 +462,10 @@ class _Progress:
         return f"rocrtrace: [{bar}] {frac:4.0%} {text}{left}"
 
     def close(self):
+        """Take the bar away: no last "97%" left above the report."""
         if self.shown:
-            click.echo("", err=True, file=self.out)
+            click.echo("\r" + " " * self.width + "\r", err=True, nl=False, file=self.out)
+            self.shown = False
 
 
 def _estimate_lines(path: str) -> tuple[int, float] | None:

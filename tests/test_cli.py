@@ -165,7 +165,10 @@ def test_progress_bar_estimates_share_done(tmp_path):
     assert text.startswith("\rrocrtrace: [############............]  50% 65,536 events")
     assert "s left" in text
     bar.close()
-    assert out.getvalue().endswith("\n")
+    # the bar is taken away, not left as a stale "50%" line above the report
+    done = out.getvalue()
+    drawn = text.rsplit("\r", 1)[-1]
+    assert "\n" not in done and done.endswith("\r" + " " * len(drawn) + "\r")
     # compressed input: no estimate, only the count
     out = io.StringIO()
     bar = _Progress([str(gz)], delay=0.0, out=out)
