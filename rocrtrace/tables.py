@@ -232,44 +232,6 @@ def _frame(events):
     return events if isinstance(events, pd.DataFrame) else events_frame(events)
 
 
-def _latency(group) -> dict:
-    """p50/p90/p99/max in microseconds, linear interpolation between
-    samples (pandas' default), over calls whose duration is known."""
-    d = group["dur"].dropna() * 1e6
-    if d.empty:
-        return {"timed": 0, "p50_us": None, "p90_us": None, "p99_us": None, "max_us": None}
-    q = d.quantile(list(PERCENTILES))
-    return {"timed": int(d.size), "p50_us": float(q.iloc[0]), "p90_us": float(q.iloc[1]),
-            "p99_us": float(q.iloc[2]), "max_us": float(d.max())}
-
-
-def _per(df, keys: list[str]):
-    import pandas as pd
-
-    rows = []
-    for k, g in df.groupby(keys, dropna=False, sort=True):
-        k = k if isinstance(k, tuple) else (k,)
-        row = dict(zip(keys, k))
-        row["calls"] = int(len(g))
-        row["errors"] = int(g["err"].notna().sum())
-        row.update(_latency(g))
-        rows.append(row)
-    cols = keys + ["calls", "errors", "timed", "p50_us", "p90_us", "p99_us", "max_us"]
-    out = pd.DataFrame(rows, columns=cols)
-    return out.sort_values(["calls"] + keys, ascending=[False] + [True] * len(keys),
-                           kind="stable").reset_index(drop=True)
-
-
-def _count(df, keys: list[str], name: str = "count"):
-    import pandas as pd
-
-    if df.empty:
-        return pd.DataFrame(columns=keys + [name])
-    out = df.groupby(keys, dropna=False).size().reset_index(name=name)
-    return out.sort_values([name] + keys, ascending=[False] + [True] * len(keys),
-                           kind="stable").reset_index(drop=True)
-
-
 class _Missing:
     """The dict key of a missing group key (NaN and NA never equal themselves)."""
 
@@ -326,7 +288,8 @@ def _exact_quantiles(hist: Counter, qs) -> list[float]:
 
 
 class _PerAcc:
-    """_per over batches: calls, errors and the latency multiset per group."""
+    """One stats table per group key over batches: calls, errors and the
+    multiset of durations (its latency percentiles)."""
 
     def __init__(self, keys: list[str]):
         self.keys, self.groups = keys, {}
@@ -367,7 +330,7 @@ class _PerAcc:
 
 
 class _CountAcc:
-    """_count over batches."""
+    """One stats table of counts per group key over batches."""
 
     def __init__(self, keys: list[str], name: str = "count"):
         self.keys, self.name, self.groups, self.dtypes = keys, name, {}, None
@@ -443,15 +406,9 @@ def stats(events) -> dict:
     * ``threads``: per thread and ioctl;
     * ``syscalls``: every other call by name.
     """
-    io, svm, calls = _slices(_frame(events))
-    return {
-        "ioctls": _per(io, ["ioctl"]),
-        "svm_shapes": _per(svm, ["op", "attr_shape"]),
-        "errors": _count(io[io["err"].notna()], ["ioctl", "err"]),
-        "sizes": _count(io[io["size"].notna()], ["ioctl", "size"]),
-        "threads": _count(io, ["tid", "ioctl"], "calls"),
-        "syscalls": _per(calls, ["name"]),
-    }
+    acc = StatsAcc()
+    acc.add(_frame(events))
+    return acc.result()
 
 
 def _records(df) -> list[dict]:

@@ -18,12 +18,65 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from rocrtrace import engine
-from rocrtrace.tables import (PERCENTILES, EventsWriter, StatsAcc, _exact_quantiles, render_stats,
-                              stats, write_events)
+from rocrtrace.tables import (PERCENTILES, EventsWriter, StatsAcc, _exact_quantiles, _slices,
+                              render_stats, write_events)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRACES = sorted(glob.glob(os.path.join(ROOT, "fixtures", "scenarios", "*", "*.log")))[:12] + \
     sorted(glob.glob(os.path.join(ROOT, "fixtures", "strace", "*.log")))[:8]
+
+
+# --- the reference: the whole table through pandas' own groupby and quantile,
+# as `stats` computed it before it read batches ---------------------------------
+
+def _latency(group) -> dict:
+    """p50/p90/p99/max in microseconds, linear interpolation between
+    samples (pandas' default), over calls whose duration is known."""
+    d = group["dur"].dropna() * 1e6
+    if d.empty:
+        return {"timed": 0, "p50_us": None, "p90_us": None, "p99_us": None, "max_us": None}
+    q = d.quantile(list(PERCENTILES))
+    return {"timed": int(d.size), "p50_us": float(q.iloc[0]), "p90_us": float(q.iloc[1]),
+            "p99_us": float(q.iloc[2]), "max_us": float(d.max())}
+
+
+def _per(df, keys: list[str]):
+    import pandas as pd
+
+    rows = []
+    for k, g in df.groupby(keys, dropna=False, sort=True):
+        k = k if isinstance(k, tuple) else (k,)
+        row = dict(zip(keys, k))
+        row["calls"] = int(len(g))
+        row["errors"] = int(g["err"].notna().sum())
+        row.update(_latency(g))
+        rows.append(row)
+    cols = keys + ["calls", "errors", "timed", "p50_us", "p90_us", "p99_us", "max_us"]
+    out = pd.DataFrame(rows, columns=cols)
+    return out.sort_values(["calls"] + keys, ascending=[False] + [True] * len(keys),
+                           kind="stable").reset_index(drop=True)
+
+
+def _count(df, keys: list[str], name: str = "count"):
+    import pandas as pd
+
+    if df.empty:
+        return pd.DataFrame(columns=keys + [name])
+    out = df.groupby(keys, dropna=False).size().reset_index(name=name)
+    return out.sort_values([name] + keys, ascending=[False] + [True] * len(keys),
+                           kind="stable").reset_index(drop=True)
+
+
+def stats(df) -> dict:
+    io, svm, calls = _slices(df)
+    return {
+        "ioctls": _per(io, ["ioctl"]),
+        "svm_shapes": _per(svm, ["op", "attr_shape"]),
+        "errors": _count(io[io["err"].notna()], ["ioctl", "err"]),
+        "sizes": _count(io[io["size"].notna()], ["ioctl", "size"]),
+        "threads": _count(io, ["tid", "ioctl"], "calls"),
+        "syscalls": _per(calls, ["name"]),
+    }
 
 
 def _batches(path, rows):
