@@ -1948,8 +1948,9 @@ impl Shared {
             if c.b().live {
                 let pre = rec.r.borrow().pre(c);
                 self.end(p, c, &ev, pre);
+                let range = release_range(p, c, s, e, &released);
                 let mut b = c.m();
-                b.release_range = Some((s, e));
+                b.release_range = range;
                 b.release_after = quiet_from;
             }
         }
@@ -2228,7 +2229,8 @@ impl Shared {
                     (d.pre(c), d.event.clone(), d.s, d.e)
                 };
                 self.end(p, c, &ev, pre);
-                c.m().release_range = Some((s, e));
+                let range = release_range(p, c, s, e, std::slice::from_ref(c));
+                c.m().release_range = range;
             }
         }
         rec.r.borrow_mut().released = vec![c.clone()];
@@ -2482,6 +2484,29 @@ pub(crate) fn loss_text(loss: &Loss) -> String {
 
 /// The smallest registration claim containing [s, e), and every one lying
 /// wholly inside it.
+/// The range of the revoke that released `c`, kept as evidence of what the
+/// runtime still counted when it computed that revoke (`release_range`)
+/// only when nothing else live explains the pages of `c` it left out: a
+/// registration made since (the same range pinned again, a neighbour) is
+/// what the runtime counted then, and says nothing about the claims
+/// released before it.
+fn release_range(p: &Proc, c: &CRef, s: u64, e: u64, released: &[CRef]) -> Option<(u64, u64)> {
+    let (cs, ce) = {
+        let b = c.b();
+        (b.start, b.end)
+    };
+    let explained = [(cs, s.min(ce)), (e.max(cs), ce)]
+        .iter()
+        .filter(|(a, b)| a < b)
+        .any(|&(a, b)| {
+            p.cover
+                .query(a, b)
+                .iter()
+                .any(|o| o != c && !released.contains(o) && o.b().kind == ClaimKind::Registration)
+        });
+    (!explained).then_some((s, e))
+}
+
 fn infer_release(s: u64, e: u64, touched: &[CRef]) -> Vec<CRef> {
     let regs: Vec<&CRef> = touched
         .iter()

@@ -9,8 +9,8 @@ use crate::events::{Event, Kind, Text};
 use crate::findings::{Evidence, Finding};
 use crate::kfd;
 use crate::models::svm::{
-    CRef, Claim, ClaimKind, EPS, EffKind, Ev, Loss, Raw, RawKind, RecRef, Seen, Shared, attr_short,
-    flags_text, hb, hu, hx, opt_same, same_ev, shape_of, shape_text, windows_overlap,
+    CRef, Claim, ClaimKind, EPS, EffKind, Ev, GrantRef, Loss, Raw, RawKind, RecRef, Seen, Shared,
+    attr_short, flags_text, hb, hu, hx, opt_same, same_ev, shape_of, shape_text, windows_overlap,
 };
 use crate::models::svm_map::{Attr, access_name};
 use crate::rules::{Rule, Severity};
@@ -222,14 +222,33 @@ fn left_table_first(rec: &RecRef, victim: &Claim, loss: &Loss, seen: &Seen) -> b
     if !boundary || (victim.start < d.s && victim.end >= d.e) {
         return false;
     }
-    // the victim was in the table: its map began after its register returned
+    // the victim was in the table: its map began after its register
+    // returned.  A range registered again while the model still holds it
+    // (its first release revoke not landed yet) is one claim with several
+    // registrations; only the latest is known to be in the table from its
+    // map on, since the earlier ones may have left before it came back
     let Some(born) = &victim.born else {
         return false;
     };
-    let Some(in_table) = victim
+    let Some(first) = victim.grants.iter().find(|g| same_ev(&g.event, born)) else {
+        return false;
+    };
+    let landed = d.event.h.end().unwrap_or(f64::INFINITY);
+    let before: Vec<&GrantRef> = victim
         .grants
         .iter()
-        .filter(|g| !same_ev(&g.event, born) && g.event.h.tid == born.h.tid)
+        .filter(|g| g.event.h.time.is_some_and(|t| t <= landed))
+        .collect();
+    let Some(k) = before
+        .iter()
+        .rposition(|g| g.gpus == first.gpus && g.flags == first.flags)
+    else {
+        return false;
+    };
+    let reg = &before[k].event;
+    let Some(in_table) = before[k + 1..]
+        .iter()
+        .filter(|g| g.event.h.tid == reg.h.tid)
         .filter_map(|g| g.event.h.time)
         .reduce(f64::min)
     else {
@@ -248,6 +267,21 @@ fn left_table_first(rec: &RecRef, victim: &Claim, loss: &Loss, seen: &Seen) -> b
         },
     };
     in_table <= computed_after + EPS
+}
+
+/// How many times the claim's range was registered while the model held
+/// it: grants shaped like the one that made it.
+fn registrations(c: &Claim) -> usize {
+    let Some(born) = &c.born else {
+        return 0;
+    };
+    let Some(first) = c.grants.iter().find(|g| same_ev(&g.event, born)) else {
+        return 0;
+    };
+    c.grants
+        .iter()
+        .filter(|g| g.gpus == first.gpus && g.flags == first.flags)
+        .count()
 }
 
 fn liveness_by_windows(rec: &RecRef, victim: &Claim) -> Live {
@@ -269,13 +303,16 @@ fn liveness_by_windows(rec: &RecRef, victim: &Claim) -> Live {
             (victim.start, rs.min(victim.end)),
             (re.max(victim.start), victim.end),
         ];
-        let counted = d.released.iter().any(|c| {
-            let c = c.real();
-            let c = c.b();
-            left_out
-                .iter()
-                .any(|&(a, b)| a < b && c.start < b && a < c.end)
-        });
+        // (one registration only: of several, the revoke may be an earlier
+        // one's, computed before the later one came back)
+        let counted = registrations(victim) == 1
+            && d.released.iter().any(|c| {
+                let c = c.real();
+                let c = c.b();
+                left_out
+                    .iter()
+                    .any(|&(a, b)| a < b && c.start < b && a < c.end)
+            });
         if counted {
             return Live::Not;
         }
