@@ -649,6 +649,9 @@ pub(crate) fn windows_overlap(a: &Event, b: &Event) -> bool {
     overlap(win(a), win(b))
 }
 
+/// The resolution of a logged time: a call logged at t began in [t, t+1us).
+pub(crate) const CLOCK_RES: f64 = 1e-6;
+
 /// Logs give entry times and durations to the microsecond, each cut
 /// separately, so a call nested in another may seem to end up to one
 /// microsecond after it (never to begin before it); epoch seconds parsed to

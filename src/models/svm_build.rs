@@ -9,8 +9,9 @@ use crate::events::{Event, Kind, Text};
 use crate::findings::{Evidence, Finding};
 use crate::kfd;
 use crate::models::svm::{
-    CRef, Claim, ClaimKind, EPS, EffKind, Ev, GrantRef, Loss, Raw, RawKind, RecRef, Seen, Shared,
-    attr_short, flags_text, hb, hu, hx, opt_same, same_ev, shape_of, shape_text, windows_overlap,
+    CLOCK_RES, CRef, Claim, ClaimKind, EPS, EffKind, Ev, GrantRef, Loss, Raw, RawKind, RecRef,
+    Seen, Shared, attr_short, flags_text, hb, hu, hx, opt_same, same_ev, shape_of, shape_text,
+    windows_overlap,
 };
 use crate::models::svm_map::{Attr, access_name};
 use crate::rules::{Rule, Severity};
@@ -266,7 +267,9 @@ fn left_table_first(rec: &RecRef, victim: &Claim, loss: &Loss, seen: &Seen) -> b
             None => return false,
         },
     };
-    in_table <= computed_after + EPS
+    // (times are cut to the microsecond: a map logged in the same microsecond
+    // as the end of that call may have begun after it)
+    in_table + CLOCK_RES <= computed_after + EPS
 }
 
 /// How many times the claim's range was registered while the model held
