@@ -658,11 +658,20 @@ pub(crate) const CLOCK_RES: f64 = 1e-6;
 /// a double carry ~0.24 us of noise on top.
 pub(crate) const NESTED_SLACK: f64 = 1.5e-6;
 
-fn inside(ev: &Event, outer: &Event) -> bool {
+/// `ev` ran inside `outer`'s window (both on one thread).  One thread's
+/// records are written in the order its calls return, so a call that began
+/// after `outer` began and whose record comes before `outer`'s returned
+/// before it: nested, whatever its logged end says (clocks read on two
+/// cpus of a VM have been seen tens of microseconds apart).
+pub(crate) fn inside(ev: &Event, outer: &Event) -> bool {
     match (ev.h.time, outer.h.time) {
         (Some(t), Some(ot)) => {
             let (e, oe) = (ev.h.end().unwrap_or(t), outer.h.end().unwrap_or(ot));
-            t >= ot - EPS && t <= oe + EPS && e <= oe + NESTED_SLACK + EPS
+            let returned_first = ev.h.file == outer.h.file
+                && ev.h.pid == outer.h.pid
+                && ev.h.tid == outer.h.tid
+                && ev.h.line < outer.h.line;
+            t >= ot - EPS && (returned_first || (t <= oe + EPS && e <= oe + NESTED_SLACK + EPS))
         }
         // no clock: everything since the thread's last intent call
         _ => true,
@@ -862,6 +871,11 @@ pub struct SvmModel {
     /// the latest entry time seen
     horizon: f64,
     arrivals: u64,
+    /// per process and thread, the completion key given to its latest
+    /// event: one thread's records are written in the order its calls
+    /// return, so its events keep their file order whatever their logged
+    /// ends say
+    thread_keys: HashMap<Option<u32>, HashMap<Option<u32>, f64>>,
 }
 
 /// An event waiting in the completion-order buffer: ordered by the end of
@@ -956,6 +970,7 @@ impl SvmModel {
             pending: BinaryHeap::new(),
             horizon: f64::NEG_INFINITY,
             arrivals: 0,
+            thread_keys: HashMap::new(),
         }
     }
 
@@ -1035,6 +1050,9 @@ impl SvmModel {
         let Some(t) = ev.h.time.filter(|_| !barrier) else {
             self.drain(f64::INFINITY);
             self.replay(ev);
+            if matches!(ev.kind, Kind::Exit(_)) {
+                self.thread_keys.remove(&ev.h.pid);
+            }
             return;
         };
         self.arrivals += 1;
@@ -1045,8 +1063,16 @@ impl SvmModel {
         } else {
             0.0
         };
+        let last = self
+            .thread_keys
+            .entry(ev.h.pid)
+            .or_default()
+            .entry(ev.h.tid)
+            .or_insert(f64::NEG_INFINITY);
+        let end = (ev.h.end().unwrap_or(t) + slack).max(*last);
+        *last = end;
         self.pending.push(Reverse(Pending {
-            end: ev.h.end().unwrap_or(t) + slack,
+            end,
             n: self.arrivals,
             ev: ev.clone(),
         }));

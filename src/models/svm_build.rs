@@ -289,11 +289,11 @@ fn registrations(c: &Claim) -> usize {
 
 fn liveness_by_windows(rec: &RecRef, victim: &Claim) -> Live {
     let d = rec.r.borrow();
-    let began = match &d.unlock {
-        Some(u) => u.h.time,
-        None => d.event.h.time,
-    };
-    let (Some(began), Some(landed)) = (began, d.event.h.end()) else {
+    // the pages are taken while the SET_ATTR itself runs: a victim whose
+    // unlock began before it had been released, even if the unlock that
+    // issued the SET_ATTR began earlier still (its revoke computed before
+    // the victim's release, issued after it)
+    let (Some(began), Some(landed)) = (d.event.h.time, d.event.h.end()) else {
         return Live::Proven; // no clock: file order, as replayed
     };
     if victim.release_after.is_some_and(|t| t >= landed - EPS) {

@@ -3,7 +3,7 @@
  * (../shared/data/real-v1), reproduced on the fake KFD with schedules of our
  * own, with the program's own record of what each revoke really hit.
  *
- *   svm_runtime_emul MODE SEED [poll] [app]
+ *   svm_runtime_emul MODE SEED [poll] [app] [intent]
  *
  * The runtime keeps its registrations in a table under a mutex, like the
  * #6699 code: register = SET_ATTR [SET_FLAGS COHERENT, CLR_FLAGS
@@ -23,6 +23,13 @@
  *   poll     each pin reads its range back (GET_ATTR) after the forced race
  *            and while it holds the pin: the trace then shows the pin still
  *            in use after a revoke landed
+ *   intent   the program reaches the runtime through ROCr's intent calls:
+ *            pin = hsa_amd_memory_lock(ptr, 65536, [agent], 1, &p) doing the
+ *            register and map, unpin = hsa_amd_memory_unlock(ptr) doing the
+ *            deregistration (its revoke still issued late, inside the
+ *            unlock).  Built as a shared library (-DEMUL_LIB) with the
+ *            program's main in a launcher, so the calls go through the PLT
+ *            and the capture library interposes on them as on ROCr's
  *   app      each worker also manages an SVM range of its own whose first
  *            SET_ATTR is shaped like a registration (COHERENT and
  *            ACCESS_IN_PLACE in one call), makes half of it coarse, and ends
@@ -60,7 +67,7 @@ struct attr { uint32_t type, value; };
 struct svm { uint64_t start, size; uint32_t op, nattr; struct attr a[4]; };
 
 static int kfd;
-static int mode_late, mode_ordered, mode_silent, poll_mode, app_mode;
+static int mode_late, mode_ordered, mode_silent, poll_mode, app_mode, intent_mode;
 static char *base;
 static pthread_mutex_t rt = PTHREAD_MUTEX_INITIALIZER;   /* the runtime's lock */
 static pthread_mutex_t tm = PTHREAD_MUTEX_INITIALIZER;   /* the oracle's lock */
@@ -152,10 +159,49 @@ static void rt_deregister(uintptr_t s, uintptr_t e, unsigned *seed, void (*hold)
   }
 }
 
+/* ROCr's intent calls, as the runtime library exports them (hsa.h and
+ * hsa_ext_amd.h shapes: an agent is a 64-bit handle, status 0 is success).
+ * The unlock's schedule (the seed of its sleep, the forced race's hold)
+ * rides in thread-locals, as it cannot in the call's arguments. */
+#define LOCK_SIZE 65536UL
+typedef struct { uint64_t handle; } hsa_agent_t;
+static __thread unsigned *t_seed;
+static __thread void (*t_hold)(void);
+/* the unpinning thread holds the oracle's lock into the unlock call and
+ * drops it there, so the unlock's logged entry comes before any revoke can
+ * land on a pin the oracle no longer counts as in use (the trace's rule:
+ * a pin is in use until its unlock begins) */
+static __thread int t_holds_tm;
+static uintptr_t lock_ptr(int i) { return (uintptr_t)base + 0x10 + (uintptr_t)i * 0x10010; }
+static uintptr_t page_down(uintptr_t a) { return a & ~(PAGE - 1); }
+static uintptr_t page_up(uintptr_t a) { return (a + PAGE - 1) & ~(PAGE - 1); }
+
+int hsa_amd_memory_lock(void *host_ptr, size_t size, hsa_agent_t *agents, int num_agent, void **agent_ptr) {
+  (void)agents; (void)num_agent;
+  uintptr_t p = (uintptr_t)host_ptr;
+  rt_register(page_down(p), page_up(p + size));
+  rt_map(page_down(p), page_up(p + size));
+  if (agent_ptr) *agent_ptr = host_ptr;
+  return 0;
+}
+
+int hsa_amd_memory_unlock(void *host_ptr) {
+  uintptr_t p = (uintptr_t)host_ptr;
+  if (t_holds_tm) { t_holds_tm = 0; pthread_mutex_unlock(&tm); }
+  rt_deregister(page_down(p), page_up(p + LOCK_SIZE), t_seed, t_hold);
+  return 0;
+}
+
 static void pin(int i) {
   pthread_mutex_lock(&tm);
-  rt_register(slot_s(i), slot_e(i));
-  rt_map(slot_s(i), slot_e(i));
+  if (intent_mode) {
+    hsa_agent_t gpu = {GPU};
+    void *ap;
+    hsa_amd_memory_lock((void *)lock_ptr(i), LOCK_SIZE, &gpu, 1, &ap);
+  } else {
+    rt_register(slot_s(i), slot_e(i));
+    rt_map(slot_s(i), slot_e(i));
+  }
   in_use[i] = 1;
   pthread_mutex_unlock(&tm);
 }
@@ -168,6 +214,13 @@ static void readback(int i) {
 static void unpin(int i, unsigned *seed, void (*hold)(void)) {
   pthread_mutex_lock(&tm);
   in_use[i] = 0;
+  if (intent_mode) {
+    t_seed = seed;
+    t_hold = hold;
+    t_holds_tm = 1;
+    hsa_amd_memory_unlock((void *)lock_ptr(i));   /* drops tm */
+    return;
+  }
   pthread_mutex_unlock(&tm);
   rt_deregister(slot_s(i), slot_e(i), seed, hold);
 }
@@ -230,8 +283,12 @@ static void *worker(void *u) {
   return 0;
 }
 
+#ifdef EMUL_LIB
+int emul_main(int argc, char **argv) {
+#else
 int main(int argc, char **argv) {
-  if (argc < 3) { fprintf(stderr, "usage: %s late|ordered|silent SEED [poll] [app]\n", argv[0]); return 2; }
+#endif
+  if (argc < 3) { fprintf(stderr, "usage: %s late|ordered|silent SEED [poll] [app] [intent]\n", argv[0]); return 2; }
   mode_late = !strcmp(argv[1], "late");
   mode_ordered = !strcmp(argv[1], "ordered");
   mode_silent = !strcmp(argv[1], "silent");
@@ -239,7 +296,11 @@ int main(int argc, char **argv) {
   for (int i = 3; i < argc; i++) {
     poll_mode |= !strcmp(argv[i], "poll");
     app_mode |= !strcmp(argv[i], "app");
+    intent_mode |= !strcmp(argv[i], "intent");
   }
+#ifndef EMUL_LIB
+  if (intent_mode) { fprintf(stderr, "%s: intent needs the library build (-DEMUL_LIB)\n", argv[0]); return 2; }
+#endif
   setvbuf(stdout, 0, _IONBF, 0);
   kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
   if (kfd < 0) { perror("/dev/kfd"); return 2; }
