@@ -6,6 +6,9 @@ use foldhash::HashSet;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+/// A process id as the models key on it: None in a trace without pids.
+pub type Pid = Option<u32>;
+
 /// An event a model keeps (a creator, a last use): shared, so that keeping
 /// it costs no copy and "the same event" is [`Rc::ptr_eq`].
 pub type Ev = Rc<Event>;

@@ -5,8 +5,9 @@
 //! bo-double-free is raised only on the kernel's own word: FREE_MEMORY_OF_GPU
 //! and GEM_CLOSE answer EINVAL for a handle that is not live.
 
+use super::buffer::{BufRef, Buffer, merge, resolve};
 use super::common::*;
-use super::dmabuf::{BufRef, Buffer, DmabufTracker, merge, resolve};
+use super::dmabuf::DmabufTracker;
 use super::fds::{Fd, FdModel, Listener, Pid, Proc, Slot, Table};
 use crate::events::{Event, Ioctl, Kind, Value};
 use crate::findings::{Evidence, Finding, Repeats};

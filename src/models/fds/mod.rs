@@ -15,8 +15,8 @@
 //! `process`) and `findings` (the finding builders).  Each part reads this
 //! module's scope with `use super::*`.
 
+use super::buffer::BufRef;
 use super::common::*;
-use super::dmabuf::BufRef;
 use crate::events::{Event, Header, Kind, Name, Text, When};
 use crate::findings::{Evidence, Finding, Repeats};
 use crate::kfd;
@@ -47,7 +47,7 @@ use process::*;
 use table::*;
 pub use table::{Closed, Proc, Slot, Table, kind_of_path};
 
-pub type Pid = Option<u32>;
+pub use super::common::Pid;
 pub type Fd = i64;
 
 const CLOSE_RANGE_UNSHARE: u32 = 2;
