@@ -8,11 +8,11 @@ use serde_json::{Map, Value as Json, json};
 use crate::events::{Event, Kind, Text};
 use crate::findings::{Evidence, Finding};
 use crate::kfd;
-use crate::models::svm::{
-    CRef, Claim, ClaimKind, EPS, EffKind, Ev, GrantRef, Loss, Raw, RawKind, RecRef, Seen, Shared,
+use crate::models::svm_map::{Attr, access_name};
+use crate::models::svm_records::{
+    CRef, Claim, ClaimKind, EPS, EffKind, Ev, GrantRef, Loss, Raw, RawKind, RecRef, Seen,
     attr_short, flags_text, hb, hu, hx, opt_same, same_ev, shape_of, shape_text, windows_overlap,
 };
-use crate::models::svm_map::{Attr, access_name};
 use crate::rules::{Rule, Severity};
 
 /// A finding and the events it cites, kept shared until the numbering
@@ -108,8 +108,7 @@ fn arg_i128(ev: &Event, field: &str) -> i128 {
     }
 }
 
-pub(crate) fn build(sh: &mut Shared, files: &[Text]) -> Vec<Finding> {
-    let raws = std::mem::take(&mut sh.raws);
+pub(crate) fn build(raws: Vec<Raw>, files: &[Text]) -> Vec<Finding> {
     let mut new: Vec<Built> = Vec::new();
     for r in &raws {
         if r.dead {
