@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .events import Event
+from .paths import repo_relative
 from .rules import RULES
 
 FINGERPRINT_SCHEME = "rocrtrace/v1"
@@ -376,8 +377,6 @@ def _site_label(fr, cwd: str | None = None) -> str | None:
     symbolizer found no source line."""
     if not (fr.source and fr.source_line):
         return None
-    from .report.common import repo_relative
-
     path = repo_relative(fr.source, cwd) if os.path.isabs(fr.source) else None
     fn = fr.function or fr.symbol
     return f"{path or fr.source}:{fr.source_line}" + (f" {fn}" if fn else "")

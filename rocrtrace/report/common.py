@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 
+from ..paths import repo_relative
 from ..rules import RULES, SEVERITY_RANK
 
 SCHEMA = "rocrtrace/v1"
@@ -244,22 +245,6 @@ def _under(path: str, root: str) -> str | None:
             return None
         path = os.path.join(root, path)
     return repo_relative(path, root)
-
-
-def repo_relative(path: str, cwd: str | None = None) -> str | None:
-    """``path`` relative to ``cwd`` with forward slashes, or None when it
-    lies outside (or climbs out with ``..``)."""
-    cwd = os.path.abspath(cwd or os.getcwd())
-    if not os.path.isabs(path):
-        norm = os.path.normpath(path)
-    else:
-        try:
-            norm = os.path.relpath(path, cwd)
-        except ValueError:
-            return None
-    if norm == ".." or norm.startswith(".." + os.sep) or os.path.isabs(norm):
-        return None
-    return norm.replace(os.sep, "/")
 
 
 def primary_location(f, cwd: str | None = None) -> tuple[str | None, int | None]:

@@ -15,7 +15,8 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..rules import RULES
-from .common import SCHEMA, printable, repo_relative, rule_ids, source_frame, subject_text
+from ..paths import repo_relative
+from .common import SCHEMA, printable, rule_ids, source_frame, subject_text
 from .json_ import dumps
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
