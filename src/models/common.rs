@@ -57,8 +57,9 @@ pub fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "None".to_owned(), |x| x.to_string())
 }
 
-/// Python's `f"{h:#x}"`.
-pub fn hex(v: i128) -> String {
+/// Python's `f"{h:#x}"`: `0x1f`, `-0x1f`.
+pub fn hex(v: impl Into<i128>) -> String {
+    let v: i128 = v.into();
     if v < 0 {
         format!("-{:#x}", v.unsigned_abs())
     } else {

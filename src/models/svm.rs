@@ -27,6 +27,7 @@ use std::rc::Rc;
 use crate::events::{Event, Kind, Text, Value};
 use crate::findings::Finding;
 use crate::kfd;
+use crate::models::common::hex;
 use crate::models::svm_build;
 use crate::models::svm_map::{
     Attr, CoverIndex, NO_ACCESS, PieceMap, Row, State, SvmMap, mremap_unmaps,
@@ -737,8 +738,8 @@ impl SvmModel {
                 let (s, e) = p.pages(ptr.into(), size);
                 let what = format!(
                     "lock {} size {}: a userptr buffer (refcount {n}), not an SVM claim",
-                    hu(ptr),
-                    hx(size as i128)
+                    hex(ptr),
+                    hex(size as i128)
                 );
                 sh.note(p, &evr, s, e, what);
             }
@@ -870,8 +871,8 @@ impl SvmModel {
             };
             let what = format!(
                 "lock {} size {}: explicit claim #{id} (refcount {rc}, {} SET_ATTR(s) in its window)",
-                hu(ptr),
-                hx(size as i128),
+                hex(ptr),
+                hex(size as i128),
                 recs.len()
             );
             sh.note(p, &evr, ts, te, what);
@@ -941,7 +942,7 @@ impl SvmModel {
             };
             let what = format!(
                 "unlock {}: claim #{} refcount {rc}{}",
-                hu(ptr),
+                hex(ptr),
                 c.id(),
                 if ended { "; last unlock ends it" } else { "" }
             );
@@ -1118,7 +1119,7 @@ impl Shared {
             .into_iter()
             .map(|c| {
                 let b = c.b();
-                let gpus = b.gpus.iter().map(|&g| hu(g.into())).collect::<Vec<_>>();
+                let gpus = b.gpus.iter().map(|&g| hex(g)).collect::<Vec<_>>();
                 let gpus = if gpus.is_empty() {
                     "none".to_owned()
                 } else {
@@ -1430,8 +1431,8 @@ impl Shared {
         let mut what = format!(
             "SET_ATTR {} on {}-{} ({})",
             shape_text(&d.attrs),
-            hb(d.s, p.shift),
-            hb(d.e, p.shift),
+            page_hex(d.s, p.shift),
+            page_hex(d.e, p.shift),
             d.eff.kind.name()
         );
         if !released.is_empty() {
@@ -1755,7 +1756,7 @@ impl Shared {
                         kfd::ATTR_ACCESS => "ACCESS".to_owned(),
                         kfd::ATTR_ACCESS_IN_PLACE => "ACCESS_IN_PLACE".to_owned(),
                         NO_ACCESS => "NO_ACCESS".to_owned(),
-                        _ => hu(a.value.into()),
+                        _ => hex(a.value),
                     };
                     format!("{name}={val}")
                 })
@@ -1836,8 +1837,8 @@ impl Shared {
         if (had_range || !hit.is_empty()) && self.watch.is_some() {
             let mut what = format!(
                 "unmap {}-{}: SVM attributes forgotten",
-                hb(s, p.shift),
-                hb(e, p.shift)
+                page_hex(s, p.shift),
+                page_hex(e, p.shift)
             );
             if !notes.is_empty() {
                 what += &format!("; removes pages of claims {}", notes.join(", "));
@@ -1865,7 +1866,7 @@ pub(crate) fn loss_text(loss: &Loss) -> String {
             "gpu {}",
             loss.gpus
                 .iter()
-                .map(|&g| hu(g.into()))
+                .map(|&g| hex(g))
                 .collect::<Vec<_>>()
                 .join(",")
         ));

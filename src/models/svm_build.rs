@@ -8,10 +8,11 @@ use serde_json::{Map, Value as Json, json};
 use crate::events::{Event, Kind, Text};
 use crate::findings::{Evidence, Finding};
 use crate::kfd;
+use crate::models::common::hex;
 use crate::models::svm_map::{Attr, access_name};
 use crate::models::svm_records::{
     CRef, Claim, ClaimKind, EPS, EffKind, Ev, GrantRef, Loss, Raw, RawKind, RecRef, Seen,
-    attr_short, flags_text, hb, hu, hx, opt_same, same_ev, shape_of, shape_text, windows_overlap,
+    attr_short, flags_text, opt_same, page_hex, same_ev, shape_of, shape_text, windows_overlap,
 };
 use crate::rules::{Rule, Severity};
 
@@ -24,7 +25,7 @@ struct Built {
 }
 
 fn gpu_list(g: &[u32]) -> Vec<Json> {
-    g.iter().map(|&x| Json::String(hu(x.into()))).collect()
+    g.iter().map(|&x| Json::String(hex(x))).collect()
 }
 
 fn subject(start: String, end: String, gpus: &[u32]) -> Map<String, Json> {
@@ -44,13 +45,13 @@ fn time_json(t: Option<f64>) -> Json {
 fn summary(c: &Claim, shift: u32, files: &[Text]) -> Json {
     let mut d = Map::new();
     d.insert("kind".into(), c.kind.name().into());
-    d.insert("start".into(), hb(c.start, shift).into());
-    d.insert("end".into(), hb(c.end, shift).into());
+    d.insert("start".into(), page_hex(c.start, shift).into());
+    d.insert("end".into(), page_hex(c.end, shift).into());
     d.insert("pages".into(), json!(c.end - c.start));
     d.insert("gpus".into(), Json::Array(gpu_list(&c.gpus)));
     d.insert("flags".into(), flags_text(c.flags).into());
     if let Some(p) = c.ptr {
-        d.insert("ptr".into(), hu(p).into());
+        d.insert("ptr".into(), hex(p).into());
     }
     if let Some(ev) = c.born.as_ref().or(c.lock.as_ref()) {
         d.insert("file".into(), file_name(files, ev).into());
@@ -364,10 +365,7 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
                  earlier revoke: the VA was reused without munmap and nothing re-granted it",
                 c.label(*shift),
                 hi - lo,
-                gpus.iter()
-                    .map(|&g| hu(g.into()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                gpus.iter().map(|&g| hex(g)).collect::<Vec<_>>().join(", ")
             );
             let mut evidence = vec![(
                 "registration relying on default access".to_owned(),
@@ -385,7 +383,7 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
                 evidence.push(("claim ended by".into(), x.clone()));
             }
             let mut f = Finding::new(Rule::SvmStaleNoAccess, msg, Some(&ev));
-            f.subject = subject(hb(*lo, *shift), hb(*hi, *shift), gpus);
+            f.subject = subject(page_hex(*lo, *shift), page_hex(*hi, *shift), gpus);
             f.key = vec![
                 c.kind.name().to_owned(),
                 format!("pages={}", c.end - c.start),
@@ -435,7 +433,7 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
                 evidence.push(("registered by".into(), b.clone()));
             }
             let mut f = Finding::new(Rule::SvmUnmapRegistered, msg, Some(event));
-            f.subject = subject(hb(lo, *shift), hb(hi, *shift), &c.gpus);
+            f.subject = subject(page_hex(lo, *shift), page_hex(hi, *shift), &c.gpus);
             f.severity = Some(if *locked {
                 Severity::Warning
             } else {
@@ -458,9 +456,9 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
         RawKind::Bad { event, why } => {
             let start = arg_i128(event, "start_addr");
             let size = arg_i128(event, "size");
-            let msg = format!("SET_ATTR of {} size {} {why}", hx(start), hx(size));
+            let msg = format!("SET_ATTR of {} size {} {why}", hex(start), hex(size));
             let mut f = Finding::new(Rule::SvmBadRange, msg, Some(event));
-            f.subject = subject(hx(start), hx(start + size), &[]);
+            f.subject = subject(hex(start), hex(start + size), &[]);
             f.key = vec![
                 why.split(" (").next().unwrap_or("").to_owned(),
                 shape_of(&event_attrs(event)),
@@ -485,16 +483,12 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
                 if t_in == kfd::ATTR_ACCESS {
                     parts.push(format!(
                         "ACCESS for GPU {}: kernel {}, model {}",
-                        hu(v_in.into()),
+                        hex(v_in),
                         access_name(t_out),
                         access_name(pt)
                     ));
                 } else {
-                    parts.push(format!(
-                        "{name}: kernel {}, model {}",
-                        hu(v_out.into()),
-                        hu(pv.into())
-                    ));
+                    parts.push(format!("{name}: kernel {}, model {}", hex(v_out), hex(pv)));
                 }
                 names.push(name);
             }
@@ -504,7 +498,7 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
                 parts.join("; ")
             );
             let mut f = Finding::new(Rule::SvmModelMismatch, msg, Some(event));
-            f.subject = subject(hb(*s, *shift), hb(*e, *shift), &[]);
+            f.subject = subject(page_hex(*s, *shift), page_hex(*e, *shift), &[]);
             f.key = names;
             let mut d = Map::new();
             d.insert(
@@ -547,7 +541,7 @@ fn victim_finding(
     let lost = if over {
         loss.gpus
             .iter()
-            .map(|&g| hu(g.into()))
+            .map(|&g| hex(g))
             .collect::<Vec<_>>()
             .join(", ")
     } else {
@@ -566,8 +560,8 @@ fn victim_finding(
     let mut msg = format!(
         "SET_ATTR {} on [{}, {}) released {rel} but took {}{lost} from {} page(s) of live {}",
         shape_text(&attrs),
-        hb(d.s, sh),
-        hb(d.e, sh),
+        page_hex(d.s, sh),
+        page_hex(d.e, sh),
         if over { "GPU " } else { "" },
         loss.npages,
         victim.label(sh)
@@ -706,7 +700,7 @@ fn victim_finding(
         f.severity = Some(Severity::Warning);
     }
     // one subject for both rules: the victim's pages, the gpus and flags taken
-    f.subject = subject(hb(loss.lo, sh), hb(loss.hi, sh), &loss.gpus);
+    f.subject = subject(page_hex(loss.lo, sh), page_hex(loss.hi, sh), &loss.gpus);
     f.cause = cause.map(str::to_owned);
     f.key = key;
     f.details = details;

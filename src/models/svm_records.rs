@@ -14,6 +14,7 @@ use std::rc::Rc;
 
 use crate::events::Event;
 use crate::kfd;
+use crate::models::common::hex;
 use crate::models::svm_map::{Attr, NO_ACCESS};
 
 pub(crate) const REG_FLAGS: u32 = kfd::FLAG_HOST_ACCESS
@@ -57,21 +58,8 @@ pub(crate) fn g_minus(a: &[u32], b: &[u32]) -> Gpus {
     a.iter().copied().filter(|g| !b.contains(g)).collect()
 }
 
-/// Python's `f"{x:#x}"`.
-pub(crate) fn hx(x: i128) -> String {
-    if x < 0 {
-        format!("-{:#x}", -x)
-    } else {
-        format!("{x:#x}")
-    }
-}
-
-pub(crate) fn hu(x: u64) -> String {
-    format!("{x:#x}")
-}
-
 /// A page number shifted back to bytes (may pass 2^64).
-pub(crate) fn hb(page: u64, shift: u32) -> String {
+pub(crate) fn page_hex(page: u64, shift: u32) -> String {
     format!("{:#x}", u128::from(page) << shift)
 }
 
@@ -94,7 +82,7 @@ pub fn shape_text(attrs: &[Attr]) -> String {
 pub fn shape_of(attrs: &[Attr]) -> String {
     let mut parts: Vec<(String, u32)> = Vec::new();
     for a in attrs {
-        let mut name = attr_short(a.ty).map_or_else(|| hu(a.ty.into()), str::to_owned);
+        let mut name = attr_short(a.ty).map_or_else(|| hex(a.ty), str::to_owned);
         if a.ty == kfd::ATTR_SET_FLAGS || a.ty == kfd::ATTR_CLR_FLAGS {
             name = format!("{name}({})", flags_text(a.value));
         }
@@ -390,9 +378,13 @@ impl Claim {
     }
 
     pub fn label(&self, shift: u32) -> String {
-        let rng = format!("[{}, {})", hb(self.start, shift), hb(self.end, shift));
+        let rng = format!(
+            "[{}, {})",
+            page_hex(self.start, shift),
+            page_hex(self.end, shift)
+        );
         if self.kind == ClaimKind::Explicit {
-            return format!("lock({}) pages {rng}", hu(self.ptr.unwrap_or(0)));
+            return format!("lock({}) pages {rng}", hex(self.ptr.unwrap_or(0)));
         }
         format!("{} {rng}", self.kind.name())
     }
