@@ -6,7 +6,7 @@
 
 use super::buffer::{BufRef, merge, resolve};
 use super::common::*;
-use super::fds::{Proc, Slot};
+use super::fds::{Proc, Release, Slot};
 use crate::events::Event;
 use crate::findings::{Evidence, Finding};
 use crate::rules::Rule;
@@ -150,13 +150,13 @@ impl DmabufTracker {
         }
     }
 
-    pub fn fd_release(&mut self, p: &Proc, slot: &Slot, ev: Option<&Ev>, how: &str) {
+    pub fn fd_release(&mut self, p: &Proc, slot: &Slot, ev: Option<&Ev>, how: Release) {
         if slot.kind != "dmabuf" {
             return;
         }
         let mut st = self.stats.remove(&p.pid).unwrap_or_default();
         st.open_dmabufs = st.open_dmabufs.saturating_sub(1);
-        if matches!(how, "close" | "close_range" | "dup2" | "exec") {
+        if how != Release::Unseen {
             self.held(p, slot, ev, &mut st, false);
         }
         self.stats.insert(p.pid, st);

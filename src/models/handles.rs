@@ -8,7 +8,7 @@
 use super::buffer::{BufRef, Buffer, merge, resolve};
 use super::common::*;
 use super::dmabuf::DmabufTracker;
-use super::fds::{Fd, FdModel, Listener, Pid, Proc, Slot, Table};
+use super::fds::{Fd, FdModel, Listener, Pid, Proc, Release, Slot, Table};
 use crate::events::{Event, Ioctl, Kind, Value};
 use crate::findings::{Evidence, Finding, Repeats};
 use crate::kfd;
@@ -217,7 +217,7 @@ impl Listener for State {
         self.dmabuf.fd_open(p, s, ev);
     }
 
-    fn on_fd_release(&mut self, p: &Proc, s: &Slot, ev: Option<&Ev>, how: &str) {
+    fn on_fd_release(&mut self, p: &Proc, s: &Slot, ev: Option<&Ev>, how: Release) {
         self.dmabuf.fd_release(p, s, ev, how);
     }
 

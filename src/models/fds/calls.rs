@@ -22,7 +22,7 @@ impl FdModel {
                 // the answer to a question, not a failed use
                 for &fd in &pos {
                     if t.slots.contains_key(&fd) {
-                        self.o.release(p, &mut t, l, fd, None, "unseen");
+                        self.o.release(p, &mut t, l, fd, None, Release::Unseen);
                     }
                     let name = &ev.name;
                     self.o.hist(Some(&*t), ev, p.pid, fd, || {

@@ -211,7 +211,7 @@ impl FdModel {
         }
         if ev.h.ret.is_none() {
             // The kernel's answer is not in the trace: assume it closed
-            self.o.release(p, t, l, fd, Some(ev), "close");
+            self.o.release(p, t, l, fd, Some(ev), Release::Close);
             self.o.hist(Some(t), ev, p.pid, fd, || {
                 "close with no result in the trace".into()
             });
@@ -225,7 +225,7 @@ impl FdModel {
             self.racing_use(p, t, fd, ev);
         }
         let flagged = self.check_reused(p, t, fd, ev);
-        self.o.release(p, t, l, fd, Some(ev), "close");
+        self.o.release(p, t, l, fd, Some(ev), Release::Close);
         t.closed[&fd].borrow_mut().flagged = flagged;
         let err = ev.h.err.clone();
         self.o.hist(Some(t), ev, p.pid, fd, || {
@@ -296,7 +296,7 @@ impl FdModel {
                         && **n <= last
                         && !t.slots.contains_key(n)
                         && c.event.is_some()
-                        && (c.how == "close" || c.how == "close_range")
+                        && (c.how == Release::Close || c.how == Release::CloseRange)
                         && c.pid == p.pid
                         && c.image == p.image
                 })
@@ -310,7 +310,8 @@ impl FdModel {
         }
         for n in t.ordered() {
             if first <= n && n <= last {
-                self.o.release(p, &mut t, l, n, Some(ev), "close_range");
+                self.o
+                    .release(p, &mut t, l, n, Some(ev), Release::CloseRange);
                 self.o.hist(Some(&*t), ev, p.pid, n, || {
                     format!("fd {n} closed by close_range({first}, {last})")
                 });
@@ -334,7 +335,10 @@ impl FdModel {
             return;
         }
         let mut t = self.take_table(p);
-        let lost_in_exec = t.closed.get(&fd).is_some_and(|c| c.borrow().how == "exec");
+        let lost_in_exec = t
+            .closed
+            .get(&fd)
+            .is_some_and(|c| c.borrow().how == Release::Exec);
         if ev.h.err.as_deref() == Some("EBADF") && lost_in_exec {
             // it was meant to survive the exec: opened O_CLOEXEC by mistake
             self.bad_use(p, &mut t, ev, fd, false, l);
@@ -342,7 +346,7 @@ impl FdModel {
             // a probe, as F_GETFD is: node and daemons mark every number
             // from 3 up close-on-exec at start and expect EBADF for most
             if t.slots.contains_key(&fd) {
-                self.o.release(p, &mut t, l, fd, None, "unseen");
+                self.o.release(p, &mut t, l, fd, None, Release::Unseen);
             }
             self.o.hist(Some(&*t), ev, p.pid, fd, || {
                 "F_SETFD probe: not open (EBADF)".to_string()

@@ -33,7 +33,7 @@ impl FdModel {
                         continue; // dup2(fd, fd): nothing changes
                     }
                     if k.replace && t.slots.contains_key(&fd) {
-                        self.o.release(p, &mut t, l, fd, Some(ev), "dup2");
+                        self.o.release(p, &mut t, l, fd, Some(ev), Release::Dup2);
                         let name = &ev.name;
                         self.o.hist(Some(&*t), ev, p.pid, fd, || {
                             format!("{name} closed fd {fd} to reuse its number")

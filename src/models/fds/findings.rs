@@ -136,7 +136,7 @@ impl FdModel {
             // listing's own fd, closed by closedir, is the one that fails
             run.listing = true;
             if t.slots.contains_key(&fd) {
-                self.o.release(p, t, l, fd, None, "unseen");
+                self.o.release(p, t, l, fd, None, Release::Unseen);
             }
             self.o.hist(Some(t), ev, p.pid, fd, || {
                 "close of the fd listing's own fd, already closed by closedir: part of a sweep"
@@ -157,7 +157,7 @@ impl FdModel {
         if t.slots.contains_key(&fd) {
             // The model thought it open: a close the trace cannot see came
             // first.  The kernel's EBADF is the proof.
-            self.o.release(p, t, l, fd, None, "unseen");
+            self.o.release(p, t, l, fd, None, Release::Unseen);
             let c = t.closed.get(&fd).cloned();
             self.double_close(p, t, ev, fd, c.as_ref(), l);
             return;
@@ -171,7 +171,7 @@ impl FdModel {
             let b = c.borrow();
             (b.how, b.event.is_some())
         };
-        if how == "close" && has_ev {
+        if how == Release::Close && has_ev {
             self.reused_by_ebadf(p, t, ev, fd, &c);
         }
     }
@@ -212,7 +212,7 @@ impl FdModel {
                 let s = &c.slot;
                 kind = s.kind;
                 let mut m;
-                if c.how == "exec" {
+                if c.how == Release::Exec {
                     m = format!(
                         "{failed}: fd {fd} ({}) was closed by {} because it had close-on-exec \
                          set; an fd meant to survive exec was opened with O_CLOEXEC, or this \
@@ -220,7 +220,7 @@ impl FdModel {
                         s.kind,
                         short(&names, c.event.as_ref())
                     );
-                } else if c.how == "unseen" || c.event.is_none() {
+                } else if c.how == Release::Unseen || c.event.is_none() {
                     m = format!(
                         "{failed}: {} had already been closed by a call the trace cannot see \
                          (fclose, closedir, a raw syscall); two owners close this fd",
@@ -229,8 +229,8 @@ impl FdModel {
                 } else {
                     let ce = c.event.as_ref().expect("event");
                     let how = match c.how {
-                        "close_range" => "close_range",
-                        "dup2" => "dup2/dup3 onto it",
+                        Release::CloseRange => "close_range",
+                        Release::Dup2 => "dup2/dup3 onto it",
                         _ => "close",
                     };
                     m = format!(
@@ -280,7 +280,7 @@ impl FdModel {
                     "double-close".into(),
                     s.kind.into(),
                     s.root_origin.to_string(),
-                    c.how.into(),
+                    c.how.as_str().into(),
                     name.clone(),
                 ];
             }
@@ -342,7 +342,7 @@ impl FdModel {
                 }
                 return;
             }
-            self.o.release(p, t, l, fd, None, "unseen");
+            self.o.release(p, t, l, fd, None, Release::Unseen);
             let c = t.closed[&fd].clone();
             let c = c.borrow();
             let s = &c.slot;
@@ -386,7 +386,7 @@ impl FdModel {
                 s.kind.into(),
                 s.root_origin.to_string(),
                 name.clone(),
-                c.how.into(),
+                c.how.as_str().into(),
             ];
             let mut e = vec![ev_note("this use", ev)];
             if let Some(ce) = &c.event {
@@ -417,7 +417,7 @@ impl FdModel {
         if let Some(c) = c {
             let ok = {
                 let b = c.borrow();
-                b.how == "close" && b.event.is_some()
+                b.how == Release::Close && b.event.is_some()
             };
             if ok {
                 self.reused_by_ebadf(p, t, ev, fd, &c);

@@ -45,7 +45,7 @@ pub use out::HistRow;
 use out::*;
 use process::*;
 use table::*;
-pub use table::{Closed, Proc, Slot, Table, kind_of_path};
+pub use table::{Closed, Proc, Release, Slot, Table, kind_of_path};
 
 pub use super::common::Pid;
 pub type Fd = i64;
@@ -171,7 +171,7 @@ const IOCTL_ORIGINS: [&str; 4] = ["AMDKFD_", "DRM_", "DMA_", "UDMABUF"];
 /// ends) and the describe_buffer hook it answers.
 pub trait Listener {
     fn on_fd_open(&mut self, _p: &Proc, _s: &Slot, _ev: &Ev) {}
-    fn on_fd_release(&mut self, _p: &Proc, _s: &Slot, _ev: Option<&Ev>, _how: &str) {}
+    fn on_fd_release(&mut self, _p: &Proc, _s: &Slot, _ev: Option<&Ev>, _how: Release) {}
     fn on_process_end(&mut self, _p: &Proc, _t: &Table, _ev: Option<&Ev>, _exited: bool) {}
     /// None: no hook installed
     fn describe_buffer(&self, _pid: Pid, _s: &Slot) -> Option<Option<String>> {

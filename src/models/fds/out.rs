@@ -168,7 +168,7 @@ impl Out {
         if t.slots.contains_key(&fd) {
             // The kernel handed out a number the model thought open: a close
             // happened that the trace could not see.
-            self.release(p, t, l, fd, None, "unseen");
+            self.release(p, t, l, fd, None, Release::Unseen);
         }
         let closed = t.closed.remove(&fd);
         if let Some(c) = &closed {
@@ -236,7 +236,7 @@ impl Out {
         l: &mut dyn Listener,
         fd: Fd,
         ev: Option<&Ev>,
-        how: &'static str,
+        how: Release,
     ) -> bool {
         let Some(s) = t.slots.remove(&fd) else {
             return false;
@@ -312,7 +312,7 @@ impl Out {
         }
         if !present {
             if t.slots.contains_key(&fd) {
-                self.release(p, t, l, fd, None, "unseen");
+                self.release(p, t, l, fd, None, Release::Unseen);
             }
             self.install(
                 p,

@@ -183,7 +183,7 @@ impl FdModel {
         let mut t = self.take_table(p);
         for n in t.ordered() {
             if t.slots[&n].cloexec {
-                self.o.release(p, &mut t, l, n, Some(ev), "exec");
+                self.o.release(p, &mut t, l, n, Some(ev), Release::Exec);
                 self.o.hist(Some(&*t), ev, p.pid, n, || {
                     format!("fd {n} closed by exec (close-on-exec)")
                 });
@@ -215,7 +215,7 @@ impl FdModel {
         for n in t.ordered() {
             if !snap.contains_key(&n) {
                 // closed by a call the hook cannot see
-                self.o.release(p, &mut t, l, n, None, "unseen");
+                self.o.release(p, &mut t, l, n, None, Release::Unseen);
                 if exit {
                     self.o.hist(Some(&*t), ev, p.pid, n, || {
                         format!(

@@ -160,13 +160,39 @@ impl Slot {
     }
 }
 
+/// How a number stopped holding its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    Close,
+    CloseRange,
+    /// dup2/dup3 onto it
+    Dup2,
+    /// close-on-exec at a successful execve
+    Exec,
+    /// a close the trace cannot see (the number turned up again, or an
+    /// EBADF proved it closed)
+    Unseen,
+}
+
+impl Release {
+    /// The name findings' keys and the test hooks use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Release::Close => "close",
+            Release::CloseRange => "close_range",
+            Release::Dup2 => "dup2",
+            Release::Exec => "exec",
+            Release::Unseen => "unseen",
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Closed {
     pub slot: Box<Slot>,
     /// the call that closed it (None: an unseen close)
     pub event: Option<Ev>,
-    /// close, close_range, dup2, exec, unseen
-    pub how: &'static str,
+    pub how: Release,
     pub flagged: bool,
     pub image: u64,
     pub pid: Pid,

@@ -338,7 +338,7 @@ fn slot_to_py<'py>(
         (Some(c), true) => {
             let c = c.borrow();
             let p = PyDict::new(py);
-            p.set_item("how", c.how)?;
+            p.set_item("how", c.how.as_str())?;
             p.set_item("event", opt_event_to_py(py, c.event.as_ref(), files)?)?;
             p.set_item("flagged", c.flagged)?;
             p.set_item("slot", slot_to_py(py, &c.slot, files, false)?)?;
