@@ -536,7 +536,6 @@ def events(traces, fmt, output, input_format, jobs):
     if fmt == "parquet" and not output:
         raise UsageFail("parquet is binary: give -o FILE")
     check_output_path(output)
-    import io
     import tempfile
 
     # batch by batch (SPEC 7: one batch in memory), into a temporary file

@@ -1,5 +1,6 @@
-"""The core's SVM model (rocrtrace._engine.run_svm_model) on constructed event streams: the worked examples and scenarios of
-ref/rocm-paths.md (sections 4.4, 6, 10), each without intent calls (claims
+"""The core's SVM model (rocrtrace._engine.run_svm_model) on constructed event
+streams: the ROCm runtime's SVM paths (register, map, deregister, the
+#6699 revoke race) as worked examples, each without intent calls (claims
 inferred from ioctl shapes) and with lock/unlock intent calls wrapping the
 ioctls on their thread.  Buggy variants must give exactly the expected
 findings, fixed and clean ones none."""

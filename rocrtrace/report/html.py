@@ -275,7 +275,7 @@ def timeline(f, rows) -> list[str]:
     out = [f'<div class="timeline"><svg xmlns="http://www.w3.org/2000/svg" role="img" '
            f'viewBox="0 0 {W} {height}" width="{W}" height="{height}" '
            f'aria-label="timeline of finding {esc(f.rule)}">',
-           f'<text x="8" y="16" font-size="12" fill="#59636e">'
+           '<text x="8" y="16" font-size="12" fill="#59636e">'
            + (f"t0 = {t0 + span * 0.04:.6f} s; windows [entry, entry + duration]"
               if timed else "no timestamps in this trace: events in file order")
            + "</text>"]
