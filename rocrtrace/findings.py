@@ -125,7 +125,7 @@ def _digest(parts) -> str:
 
 
 def fingerprint(f: Finding, program: str = "") -> str:
-    """The finding's identity without run-specific values (SPEC 6)."""
+    """The finding's identity without run-specific values."""
     return _digest([FINGERPRINT_SCHEME, program, f.rule, *map(str, f.key),
                     *evidence_signature(f), *stack_signature(f.stack)])
 
@@ -321,7 +321,7 @@ def _read_lines(path: str, wanted: set[int]) -> dict[int, str]:
 
 
 def restore_texts(findings) -> int:
-    """Evidence is never cut (SPEC 6): the core keeps at most
+    """Evidence is never cut: the core keeps at most
     PARSER_TEXT_MAX code points of an event's text, so the text of every
     event a finding cites that reached that length is read back from its
     trace file (by reference: file and line) when the report is made.

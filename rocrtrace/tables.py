@@ -372,7 +372,7 @@ def _slices(df):
 
 
 class StatsAcc:
-    """``stats`` over the event table a batch at a time (SPEC 7: ``stats``
+    """``stats`` over the event table a batch at a time (``stats``
     and ``diff`` hold one batch, not the table): the same tables stats()
     gives for the whole table, float for float."""
 

@@ -166,7 +166,7 @@ def location_text(f) -> str:
 
 # Libraries whose frames are never "where the bug is" for the program's
 # author: libc and the dynamic loader, the C++ runtime, the ROCm runtime
-# stack and rocrtrace's own capture library (SPEC 6).
+# stack and rocrtrace's own capture library.
 _RUNTIME_LIB = re.compile(
     r"^(?:ld-linux[^/]*|ld64\.so[^/]*|ld-[\d.]+\.so[^/]*|ld-musl[^/]*|linux-vdso[^/]*|\[vdso\]"
     r"|lib(?:c|m|pthread|dl|rt|resolv|util|anl|mvec)(?:-[\d.]+)?\.so[^/]*"
@@ -209,7 +209,7 @@ def source_root(root: str | None = None) -> str:
 
 
 def location_frame(stack, root: str | None = None):
-    """The frame a finding is located at (SPEC 6), and its source path as a
+    """The frame a finding is located at, and its source path as a
     report shows it, or None.
 
     The first frame whose source file lies under the source root (default:
@@ -307,7 +307,7 @@ def elide(text: str, width: int | None) -> str:
     """``text`` in about ``width`` characters by dropping its MIDDLE, marked
     with ``[…]``: the head (the call and its first arguments) and the end
     (the last attributes and the result, which often prove a finding) are
-    always shown (SPEC 6).  ``width`` None: the whole text."""
+    always shown.  ``width`` None: the whole text."""
     if width is None or len(text) <= width:
         return text
     keep = max(20, width - len(ELIDED))

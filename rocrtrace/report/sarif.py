@@ -95,7 +95,7 @@ def _code_flow(f, cwd: str) -> list:
     if not f.evidence:
         return []
     by_thread: dict = {}
-    # executionOrder is the order in time (SPEC 6): the models list the
+    # executionOrder is the order in time: the models list the
     # offending call first, its causes after it
     chrono = sorted(f.evidence, key=lambda ev: (
         ev.event.time if ev.event.time is not None else float("-inf"),

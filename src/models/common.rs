@@ -77,7 +77,7 @@ pub fn call_name(ev: &Event) -> &str {
     &ev.name
 }
 
-/// fds.short: `name at file:line`, or "(not in the trace)".
+/// `name at file:line`, or "(not in the trace)".
 pub fn short(names: &Names, ev: Option<&Ev>) -> String {
     let Some(ev) = ev else {
         return "(not in the trace)".to_owned();
@@ -106,7 +106,7 @@ pub fn is_libc(module: &str) -> bool {
     false
 }
 
-/// The innermost frames that are not libc/loader wrappers (fds.frames_of).
+/// The innermost frames that are not libc/loader wrappers.
 pub fn frames_of(stack: &[Frame], depth: usize) -> impl Iterator<Item = &Frame> {
     stack.iter().filter(|f| !is_libc(&f.module)).take(depth)
 }
@@ -137,7 +137,7 @@ fn base(module: &str) -> &str {
 }
 
 /// The component that owns a module: the ROCm runtime and its thunk are
-/// one (fds.component).
+/// one.
 pub fn component(module: &str) -> String {
     let b = base(module);
     if b.contains("hsa-runtime") || b.contains("hsakmt") {
@@ -218,7 +218,7 @@ pub fn int_field(v: Option<&Value>, k: &str) -> Option<i128> {
     }
 }
 
-/// An fd from a decoded struct field or intent argument (fds.fd_value): an
+/// An fd from a decoded struct field or intent argument: an
 /// int, a one-element list, `(fd, path)`, a dict's `fd`, or text like
 /// `7</dmabuf:>`.
 pub fn fd_value(v: Option<&Value>) -> Option<i64> {

@@ -1,6 +1,6 @@
 //! The buffer-handle model: KFD
 //! handles per process and GEM handles per open file description of a DRM
-//! node (SPEC 4.2), and the dma-buf identity of exported fds (dmabuf.rs).
+//! node, and the dma-buf identity of exported fds (dmabuf.rs).
 //!
 //! bo-double-free is raised only on the kernel's own word: FREE_MEMORY_OF_GPU
 //! and GEM_CLOSE answer EINVAL for a handle that is not live.
@@ -77,7 +77,7 @@ struct Handle {
 }
 
 /// Live handles by namespace: a process's end drops its own namespaces
-/// without a walk over every other process's handles (SPEC 7).
+/// without a walk over every other process's handles.
 #[derive(Default)]
 struct Live {
     by: HashMap<Scope, HashMap<i128, Handle>>,

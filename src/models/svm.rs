@@ -1,5 +1,5 @@
 //! SVM replay: the per-process range map, the claims on it, and the SVM
-//! rules (SPEC 4.3 and 5).  tests/test_engine_svm.py checks that a trace
+//! rules.  tests/test_engine_svm.py checks that a trace
 //! analyzed whole and its events fed through `run_svm_model` give the same
 //! findings and history.
 //!
@@ -46,7 +46,7 @@ const RETRY_ERRNOS: [&str; 5] = [
 ];
 const MAP_FIXED: u64 = 0x10;
 const RECENT: usize = 256;
-/// Completion order (SPEC 4): a record the capture wrote late (its thread
+/// Completion order: a record the capture wrote late (its thread
 /// descheduled between the return and the write) is replayed where its
 /// window ends, if it arrives within this much trace time after a call
 /// that began later ...
@@ -409,7 +409,7 @@ impl SvmModel {
     /// `feed` for an event the caller already shares: what the model keeps
     /// of it (records, evidence) is this `Rc`, not a copy.
     ///
-    /// Events are replayed in order of completion (SPEC 4): each waits
+    /// Events are replayed in order of completion: each waits
     /// until a call that began more than `REORDER_SECS` after its window
     /// ended has arrived (or the buffer is full), so a record written late
     /// takes its place by its window, not by its line.  An event without a
@@ -728,7 +728,7 @@ impl SvmModel {
                 || p.userptr.contains_key(&ptr)
                 || (p.legacy && !p.by_ptr.contains_key(&ptr)))
         {
-            // the legacy path (SPEC 4.3): a userptr buffer, a buffer handle
+            // the legacy path: a userptr buffer, a buffer handle
             // and no SVM claim
             p.legacy = p.legacy || userptr;
             let n = p.userptr.entry(ptr).or_insert(0);
@@ -925,7 +925,7 @@ impl SvmModel {
             }
         }
         {
-            // its release began with the unlock (SPEC 4.3: the window as
+            // its release began with the unlock (the window as
             // the line says, wherever the line stands in the file)
             let mut b = c.m();
             if !b.live
@@ -951,7 +951,7 @@ impl SvmModel {
     }
 
     /// hsa_amd_svm_attributes_set: the SET_ATTRs inside its window are the
-    /// program's own (SPEC 4.3).
+    /// program's own.
     fn svm_intent(&mut self, ev: &Event) {
         let evr = self.sh.watch.map(|_| rc(&mut self.cur, ev));
         let (sh, p) = self.split(ev.h.pid);
@@ -1201,7 +1201,7 @@ impl Shared {
                 (true, false) => seen.map_in_place += 1,
                 (true, true) if seen.split() => {
                     // the runtime registers and maps in two calls: one doing
-                    // both is the program's own range (SPEC 4.3)
+                    // both is the program's own range
                     seen.app_combined += 1;
                     eff = Rc::new(Effect {
                         kind: EffKind::Application,
@@ -1271,7 +1271,7 @@ impl Shared {
         // a SET_ATTR of the program's own shape, or one lying wholly inside
         // an application claim that releases no registration, is the
         // program changing memory it owns: the claims it lies wholly inside
-        // are not its victims (SPEC 4.3)
+        // are not its victims
         let within = |c: &CRef| {
             let b = c.b();
             b.start <= s && e <= b.end

@@ -1,6 +1,6 @@
 //! The SVM model's findings, built at the end of the trace from its raw
 //! records, and the
-//! occurrence numbering it does itself (SPEC 6: two different findings
+//! occurrence numbering it does itself (two different findings
 //! never share a fingerprint).
 
 use serde_json::{Map, Value as Json, json};
@@ -144,8 +144,8 @@ pub(crate) fn build(raws: Vec<Raw>, files: &[Text]) -> Vec<Finding> {
         .collect()
 }
 
-/// What the trace proves of a victim's liveness when a SET_ATTR hurt it
-/// (SPEC 4.3).
+/// What the trace proves of a victim's liveness when a SET_ATTR hurt it:
+/// whether its claim's release may have begun before the call that hurt it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Live {
     /// registered before the call, released (if at all) after it landed
@@ -168,7 +168,7 @@ pub(crate) enum Live {
 /// covers was computed while that claim was still registered, so before
 /// `rec`: the victim's release began first.  The call itself landed
 /// somewhere in its window: a release that began inside it leaves the
-/// order open (a warning, SPEC 4); one that may have begun before the call
+/// order open (a warning); one that may have begun before the call
 /// although its ioctl came after is not proven (a note).
 ///
 /// The converse reading of a revoke's range: a runtime that leaves out of
@@ -580,7 +580,7 @@ fn victim_finding(
     if order == "concurrent" {
         msg += " [order: concurrent calls, the outcome depends on their order]";
     }
-    // liveness (SPEC 4.3): a release that may have begun before the call
+    // liveness: a release that may have begun before the call
     // landed (a revoke issued after the runtime's lock was dropped, a
     // runtime that deregisters without an ioctl) proves nothing
     if live == Live::Unproven {
@@ -696,7 +696,7 @@ fn victim_finding(
     if live == Live::Unproven {
         f.severity = Some(Severity::Note);
     } else if ordered {
-        // holds in only one order of the calls (SPEC 4): at most a warning
+        // holds in only one order of the calls: at most a warning
         f.severity = Some(Severity::Warning);
     }
     // one subject for both rules: the victim's pages, the gpus and flags taken

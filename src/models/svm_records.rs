@@ -251,7 +251,7 @@ pub struct Claim {
     pub live: bool,
     pub ended_by: Option<Ev>,
     /// when the trace shows its release began: at the latest the entry of
-    /// the unlock, revoke or unmap that ended it (SPEC 4.3, liveness) ...
+    /// the unlock, revoke or unmap that ended it ...
     pub release_began: Option<f64>,
     /// ... and at the earliest: a revoke issued without intent calls was
     /// computed after its thread's previous call ended (None: unknown)
@@ -491,8 +491,8 @@ pub(crate) struct Raw {
     pub dead: bool,
 }
 
-/// The runtime's registration behaviour as one process's trace shows it
-/// (SPEC 4.3): the shapes of its SET_ATTRs, whether its deregistrations
+/// The runtime's registration behaviour as one process's trace shows it:
+/// the shapes of its SET_ATTRs, whether its deregistrations
 /// show as revokes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Seen {

@@ -4,8 +4,8 @@
 use super::*;
 
 /// Closes (and close_range pieces) of monotone numbers on one thread, with
-/// only calls that create no fd between them: a close-all sweep candidate
-/// (SPEC 4.1).  Its closes' findings are held until it ends.
+/// only calls that create no fd between them: a close-all sweep candidate.
+/// Its closes' findings are held until it ends.
 #[derive(Debug)]
 pub(super) struct Run {
     pub(super) last: Fd,

@@ -84,7 +84,7 @@ impl FdModel {
         self.put_table(p, t);
     }
 
-    /// Which fd a failing dup is about (SPEC 4.1).
+    /// Which fd a failing dup is about.
     /// The thread that saved fd N with F_DUPFD makes its next call: a
     /// dup2/dup3 onto N takes the fcntl's findings back.
     pub(super) fn settle_save(&mut self, sp: SaveProbe, ev: &Ev) {

@@ -161,7 +161,10 @@ fn is_probe(name: &str) -> bool {
     PROBES.contains(&name) || name == PROBE_SELECT
 }
 
-/// A close-all sweep (SPEC 4.1).
+/// A close-all sweep (a program closing every number up to a limit, most of
+/// them not open) is one note, not a finding per EBADF: a run of at least
+/// SWEEP_MIN closes with mostly EBADF answers is one (`is_sweep`), and a
+/// sweep's findings are dropped as it goes once it has SWEEP_SETTLED closes.
 const SWEEP_MIN: u64 = 4;
 const SWEEP_SETTLED: u64 = 4096;
 

@@ -347,8 +347,9 @@ impl Out {
     }
 }
 
-/// `u` began before `close`, on another thread, ended: their windows overlap
-/// (SPEC 4).  One strace file prints a call's entry when it happens, so a
+/// `u` began before `close`, on another thread, ended: their windows
+/// overlap, and of two calls whose windows overlap either may have acted
+/// first.  One strace file prints a call's entry when it happens, so a
 /// split call's entry line says when it began; elsewhere only entry times
 /// with the close's duration can say so.
 pub(super) fn began_before_end(u: &Event, close: &Event) -> bool {

@@ -275,7 +275,7 @@ impl Procs {
 #[derive(Debug, Default, Clone)]
 pub struct Table {
     /// boxed: a table of 10^6 open fds holds 2^21 buckets, and an entry
-    /// of a pointer, not of a whole slot, per bucket (SPEC 7: memory per
+    /// of a pointer, not of a whole slot, per bucket (memory per
     /// live fd)
     pub slots: HashMap<Fd, Box<Slot>>,
     pub closed: HashMap<Fd, ClosedRef>,

@@ -575,7 +575,7 @@ fn a_descending_sweep_is_one_note() {
 #[test]
 fn a_created_fd_ends_a_run() {
     // the program's own four fds closed again, in order, with writes
-    // between: the shape of a sweep (SPEC 4.1: whatever the trace saw
+    // between: the shape of a sweep (whatever the trace saw
     // of those numbers before), one note
     let mut b = B(0);
     let mut evs = vec![];

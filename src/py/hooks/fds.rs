@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::rc::Rc;
 
-/// The models `build_models` makes: an fd model, with the handle model on
+/// The models `run_fd_models` feeds: an fd model, with the handle model on
 /// top unless `handles` is false; with the programs the trace runs, whose
 /// repeats across processes fold as analyze folds them.
 struct Models {
