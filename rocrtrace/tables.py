@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Iterable
 
 from . import kfd
+from .core import core
 from .schema import EVENT_COLUMNS, EVENT_NAMES, TABLE_FORMATS
 
 # The columns in the core's order (src/table.rs ORDER; rocrtrace/schema.py
@@ -33,8 +34,6 @@ def attr_shape(attrs) -> str:
 def events_frame(events: Iterable):
     """The event table of events already in hand (rocrtrace.events
     records): the core builds its columns, as it does for a trace."""
-    from .engine import core
-
     return frame_from_columns(core().table_of_events(list(events)))
 
 
@@ -373,7 +372,7 @@ def _slices(df):
 
 
 class StatsAcc:
-    """``stats`` over the event table a batch at a time (SPEC 7: ``stats``
+    """``stats`` over the event table a batch at a time (``stats``
     and ``diff`` hold one batch, not the table): the same tables stats()
     gives for the whole table, float for float."""
 

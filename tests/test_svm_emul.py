@@ -1,4 +1,4 @@
-"""The SVM liveness rules on a threaded runtime of our own (SPEC 4.3):
+"""The SVM liveness rules on a threaded runtime of our own:
 tests/programs/svm_runtime_emul.c keeps registrations under a mutex like the
 #6699 libhsakmt and issues its revokes late (after the mutex is dropped, some
 after a sleep), in order (under the mutex), or never (silent deregistration),

@@ -1,5 +1,6 @@
-"""The core's SVM model (rocrtrace._engine.run_svm_model) on constructed event streams: the worked examples and scenarios of
-ref/rocm-paths.md (sections 4.4, 6, 10), each without intent calls (claims
+"""The core's SVM model (rocrtrace._engine.run_svm_model) on constructed event
+streams: the ROCm runtime's SVM paths (register, map, deregister, the
+#6699 revoke race) as worked examples, each without intent calls (claims
 inferred from ioctl shapes) and with lock/unlock intent calls wrapping the
 ioctls on their thread.  Buggy variants must give exactly the expected
 findings, fixed and clean ones none."""
@@ -569,7 +570,7 @@ def test_c3_v4_register_only_never_revoked():
         ("svm-unmap-registered", "note", [])]
 
 
-# --- liveness (SPEC 4.3): what the trace proves of a victim --------------------
+# --- liveness: what the trace proves of a victim --------------------
 
 @pytest.mark.parametrize("began_first", [True, False], ids=["unlock-first", "unlock-after"])
 def test_an_unlock_that_began_before_the_revoke_leaves_no_victim(began_first):
@@ -637,7 +638,7 @@ def test_a_silent_runtime_gives_notes():
     ("runtime-never-subtracts", False),               # no evidence the runtime counts neighbours
 ])
 def test_a_revoke_computed_after_the_victim_left_the_table(case, left):
-    """SPEC 4.3, read from a release revoke's range, the other way round: a
+    """Liveness read from a release revoke's range, the other way round: a
     runtime that leaves out of its revokes the pages its other registrations
     cover counted every registration it held when it computed one.  X's
     revoke takes the page X shares with V although V was registered and
@@ -704,7 +705,7 @@ def test_a_call_a_microsecond_past_its_intent_is_still_inside():
 
 @pytest.mark.parametrize("case", ["same-range-pinned-again", "victim-registered-twice"])
 def test_a_registration_made_since_explains_what_a_release_left_out(case):
-    """SPEC 4.3, the converse reading of a release revoke's range must not
+    """Liveness: the converse reading of a release revoke's range must not
     credit the wrong claim.  X's revoke (computed before V registered)
     takes the page X shares with V while V is in use: real damage.  What
     V's own release later leaves out is explained by what the runtime held

@@ -1,5 +1,5 @@
 /* A threaded emulation of an SVM-API host-registration runtime, for the
- * liveness rules (SPEC 4.3): the mechanisms seen in the real #6699 libhsakmt
+ * liveness rules: the mechanisms seen in the real #6699 libhsakmt
  * (../shared/data/real-v1), reproduced on the fake KFD with schedules of our
  * own, with the program's own record of what each revoke really hit.
  *
