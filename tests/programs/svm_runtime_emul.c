@@ -30,7 +30,8 @@
  *            unlock).  Built as a shared library (-DEMUL_LIB) with the
  *            program's main in a launcher, so the calls go through the PLT
  *            and the capture library interposes on them as on ROCr's
- *   app      each worker also manages an SVM range of its own whose first
+ *   app      each worker also manages an SVM range of its own (with intent:
+ *            through hsa_amd_svm_attributes_set) whose first
  *            SET_ATTR is shaped like a registration (COHERENT and
  *            ACCESS_IN_PLACE in one call), makes half of it coarse, and ends
  *            it with NO_ACCESS on exactly its range
@@ -248,17 +249,50 @@ static void *t2(void *u) {
   return 0;
 }
 
+/* hsa_amd_svm_attributes_set (hsa_ext_amd.h): attribute/value pairs; the
+ * runtime turns them into one SET_ATTR.  Only what app_range asks for. */
+typedef struct { uint64_t attribute, value; } hsa_amd_svm_attribute_pair_t;
+#define HSA_SVM_GLOBAL_FLAG 0
+#define HSA_SVM_FINE 0
+#define HSA_SVM_COARSE 1
+#define HSA_SVM_ACCESSIBLE 0x200
+#define HSA_SVM_ACCESSIBLE_IN_PLACE 0x201
+#define HSA_SVM_NO_ACCESS 0x202
+
+int hsa_amd_svm_attributes_set(void *ptr, size_t size, hsa_amd_svm_attribute_pair_t *list, size_t count) {
+  struct attr a[4];
+  int n = 0;
+  for (size_t i = 0; i < count && n < 4; i++) {
+    uint64_t t = list[i].attribute, v = list[i].value;
+    if (t == HSA_SVM_GLOBAL_FLAG) a[n++] = (struct attr){v == HSA_SVM_FINE ? A_SET : A_CLR, F_COH};
+    else if (t == HSA_SVM_ACCESSIBLE) a[n++] = (struct attr){A_ACCESS, (uint32_t)v};
+    else if (t == HSA_SVM_ACCESSIBLE_IN_PLACE) a[n++] = (struct attr){A_IN_PLACE, (uint32_t)v};
+    else if (t == HSA_SVM_NO_ACCESS) a[n++] = (struct attr){A_NO_ACCESS, (uint32_t)v};
+  }
+  uintptr_t p = (uintptr_t)ptr;
+  svm(page_down(p), page_up(p + size), 0, n, a);
+  return 0;
+}
+
+static void app_set(uintptr_t s, uintptr_t e, int n, struct attr *a, hsa_amd_svm_attribute_pair_t *pairs) {
+  if (intent_mode) hsa_amd_svm_attributes_set((void *)s, e - s, pairs, (size_t)n);
+  else svm(s, e, 0, n, a);
+}
+
 static void app_range(unsigned *seed) {
   char *m = aligned_alloc(PAGE, 4 * PAGE);
   memset(m, 0, 4 * PAGE);
   uintptr_t s = (uintptr_t)m, e = s + 4 * PAGE;
   struct attr fine[2] = {{A_SET, F_COH}, {A_IN_PLACE, GPU}};
-  svm(s, e, 0, 2, fine);
+  hsa_amd_svm_attribute_pair_t fine_p[2] = {{HSA_SVM_GLOBAL_FLAG, HSA_SVM_FINE}, {HSA_SVM_ACCESSIBLE_IN_PLACE, GPU}};
+  app_set(s, e, 2, fine, fine_p);
   struct attr coarse[2] = {{A_CLR, F_COH}, {A_ACCESS, GPU}};
-  svm(s + 2 * PAGE, e, 0, 2, coarse);
+  hsa_amd_svm_attribute_pair_t coarse_p[2] = {{HSA_SVM_GLOBAL_FLAG, HSA_SVM_COARSE}, {HSA_SVM_ACCESSIBLE, GPU}};
+  app_set(s + 2 * PAGE, e, 2, coarse, coarse_p);
   for (volatile int k = 0; k < (int)(rand_r(seed) % 20000); k++) ;
   struct attr done[1] = {{A_NO_ACCESS, GPU}};
-  svm(s, e, 0, 1, done);
+  hsa_amd_svm_attribute_pair_t done_p[1] = {{HSA_SVM_NO_ACCESS, GPU}};
+  app_set(s, e, 1, done, done_p);
   free(m);
 }
 
