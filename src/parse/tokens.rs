@@ -208,16 +208,7 @@ fn is_closer(c: u8) -> bool {
 }
 
 /// The characters of the atom `[^"<>(){}\[\],/]++`
-const PLAIN: [bool; 256] = {
-    let mut t = [true; 256];
-    let special = b"\"<>(){}[],/";
-    let mut i = 0;
-    while i < special.len() {
-        t[special[i] as usize] = false;
-        i += 1;
-    }
-    t
-};
+const PLAIN: [bool; 256] = values::all_but(b"\"<>(){}[],/");
 
 /// [`PLAIN`] without `'`: in an argument list it starts a character literal
 /// (the general grammar's atom; values.rs)
@@ -243,16 +234,7 @@ fn skip_table(s: &[u8], mut i: usize, class: &[bool; 256]) -> usize {
 }
 
 /// The bytes of a decoration with no meaning to [`deco_end`].
-const DECO_PLAIN: [bool; 256] = {
-    let mut t = [true; 256];
-    let special = b"<>\"\\-";
-    let mut i = 0;
-    while i < special.len() {
-        t[special[i] as usize] = false;
-        i += 1;
-    }
-    t
-};
+const DECO_PLAIN: [bool; 256] = values::all_but(b"<>\"\\-");
 
 /// The byte at `i`, or 0 past the end (0 is in none of the classes tested
 /// with it).
