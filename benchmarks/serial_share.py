@@ -1,0 +1,85 @@
+"""The serial share of `analyze --jobs N`: the part of the core's work that
+stays on the main thread (the stateful parse, the models, the replay) when
+N threads tokenize and build events (SPEC 7).  By Amdahl's law no number of
+cores makes a run faster than 1 / serial share.
+
+    .venv/bin/python benchmarks/serial_share.py                 # 200k strace, 100k preload
+    .venv/bin/python benchmarks/serial_share.py --lines 400000 --jobs 2
+
+Measured in instructions (valgrind's callgrind, one count per thread with
+--separate-threads=yes), not time: the same binary on the same trace counts
+the same on a loaded machine.  Per thread = Ir of analyzing the N-line
+trace - Ir of analyzing its first line, so interpreter start-up and imports
+cancel out; the main thread is the one whose count includes the start-up
+(the largest count of the 1-line run).  Chunking is forced on (the core
+chunks only files of 2 MiB and more by default).
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+ANALYZE = ("import sys, rocrtrace._engine as e; "
+           "e.analyze([sys.argv[1]], jobs=int(sys.argv[2]), chunking=(1 << 16, 1 << 10))")
+
+
+def per_thread(path: Path, jobs: int) -> list[int]:
+    """Ir per thread of the core analyzing `path`, largest first."""
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "cg.out"
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
+                            f"--callgrind-out-file={out}", sys.executable, "-c", ANALYZE,
+                            str(path), str(jobs)], capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit(f"callgrind failed: {r.stderr[-500:]}")
+        counts = []
+        for f in Path(d).glob("cg.out*"):
+            m = re.search(r"^summary:\s+(\d+)", f.read_text(errors="replace"), re.M)
+            if m:
+                counts.append(int(m.group(1)))
+        return sorted(counts, reverse=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lines", type=int, default=200_000)
+    ap.add_argument("--preload-lines", type=int, default=100_000)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--workdir", default=str(ROOT / "out" / "bench"))
+    a = ap.parse_args(argv)
+    from run import generate
+
+    workdir = Path(a.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    for kind, n in (("strace", a.lines), ("preload", a.preload_lines)):
+        if not n:
+            continue
+        path = generate(kind, n, workdir)
+        one = workdir / f"{path.stem}-1.log"
+        with open(path, "rb") as fi, open(one, "wb") as fo:
+            # the header lines of a preload log and its first call
+            for line in fi:
+                fo.write(line)
+                if not line.startswith(b"#"):
+                    break
+        base = per_thread(one, a.jobs)
+        full = per_thread(path, a.jobs)
+        main_ir = full[0] - base[0]
+        workers = sum(full[1:]) - sum(base[1:])
+        total = main_ir + workers
+        share = main_ir / total
+        print(f"{kind} {n:,} lines, --jobs {a.jobs}: main thread {main_ir / n:,.0f} instr/line, "
+              f"other threads {workers / n:,.0f} instr/line: serial share {share:.1%}, "
+              f"at most {1 / share:.2f}x on any number of cores", flush=True)
+
+
+if __name__ == "__main__":
+    main()
