@@ -610,11 +610,11 @@ class StatsAcc:
         event = b.values("event")
         sel = [e == "Ioctl" for e in event]
 
-        def io(name):
+        def of_ioctls(name):
             return list(compress(b.values(name), sel))
 
-        ioctl, err, size, tid = io("ioctl"), io("err"), io("size"), io("tid")
-        dur, op, nattr, shape = io("dur"), io("op"), io("nattr"), io("attr_shape")
+        ioctl, err, size, tid = (of_ioctls(n) for n in ("ioctl", "err", "size", "tid"))
+        dur, op, nattr, shape = (of_ioctls(n) for n in ("dur", "op", "nattr", "attr_shape"))
         acc = self.acc
         acc["ioctls"].add(list(zip(ioctl)), err, dur)
         # SVM ioctls: the op and shape filled in (an strace log decodes no
