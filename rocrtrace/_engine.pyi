@@ -3,7 +3,7 @@
 What the package calls is declared here; tests/test_engine_boundary.py checks
 that the module holds exactly these names (plus, in a build with the
 ``hooks`` feature, the test and benchmark entry points listed at the end).
-Each analysis returns one report per run (SPEC 2); an input error raises
+Each analysis returns one report per run (runs are kept apart); an input error raises
 ReadError (or, with ``keep_going``, becomes a report ``{"error": message}``).
 """
 from __future__ import annotations

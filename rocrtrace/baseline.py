@@ -18,7 +18,6 @@ occurrence of the fingerprint.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from datetime import date

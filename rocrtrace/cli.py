@@ -153,8 +153,8 @@ def _terminal_width(path) -> int | None:
 
 
 def check_recognized(infos, input_format=None) -> None:
-    """An input of which no line parsed as an event cannot be recognized
-    (SPEC 2): exit 2, never a clean pass on garbage."""
+    """An input of which no line parsed as an event cannot be recognized:
+    exit 2, never a clean pass on garbage."""
     for info in infos:
         if info.events == 0 and info.lines > 0 and info.unparsed > 0:
             forced = f" as {input_format}" if input_format else ""
@@ -322,7 +322,7 @@ def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_b
             opts["events"] = events_sink
         _emit(render(result, fmt, **opts), path)
     if result.errors:
-        # SPEC 2: the inputs that could not be read, after the others' report
+        # the inputs that could not be read, after the others' report
         for msg in result.errors:
             _say(msg if msg.startswith("rocrtrace:") else f"rocrtrace: {msg}")
         return EXIT_USAGE
@@ -536,10 +536,9 @@ def events(traces, fmt, output, input_format, jobs):
     if fmt == "parquet" and not output:
         raise UsageFail("parquet is binary: give -o FILE")
     check_output_path(output)
-    import io
     import tempfile
 
-    # batch by batch (SPEC 7: one batch in memory), into a temporary file
+    # batch by batch (one batch in memory), into a temporary file
     # that becomes the output only once every input was read (an input error
     # leaves no half table behind)
     spool = tempfile.TemporaryFile(mode="w+b" if fmt == "parquet" else "w+",
@@ -641,7 +640,7 @@ def diff(a, b, fmt, output, fail_on, input_format):
     for path in (a, b):
         if _rereadable(path):
             # the findings, then the counts in a second pass a batch at a
-            # time (SPEC 7: no whole event table)
+            # time (no whole event table)
             result = _in_core(engine.analyze, [path], input_format=input_format)
             check_recognized(result.inputs, input_format)
             acc = StatsAcc()

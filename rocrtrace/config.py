@@ -1,4 +1,4 @@
-"""``[tool.rocrtrace]`` in the nearest ``pyproject.toml`` (SPEC 6), read the way
+"""``[tool.rocrtrace]`` in the nearest ``pyproject.toml``, read the way
 ruff reads ``[tool.ruff]``: the first ``pyproject.toml`` from the working
 directory upwards that has the table.  Command-line options win: the table
 only supplies click's defaults (``default_map``).

@@ -122,7 +122,7 @@ def coverage(infos: list[InputInfo], limits: list[str]) -> dict[str, list[str]]:
     if "preload" in fmts or "tinygrad" in fmts:   # the SVM model's limits only matter where it ran
         for lim in limits:
             if lim.startswith(SVM_RUNTIME):
-                # the runtime's registration behaviour, as the trace shows it (SPEC 4.3)
+                # the runtime's registration behaviour, as the trace shows it
                 if lim not in shows:
                     shows.append(lim)
             elif lim not in cannot:

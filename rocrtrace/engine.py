@@ -23,7 +23,7 @@ from .result import AnalysisResult, TraceFacts
 
 def _skipped_note(message: str):
     """A file a directory or glob expanded to that is not a trace: skipped
-    with a note (SPEC 2)."""
+    with a note."""
     from .findings import Finding
 
     text = message.removeprefix("rocrtrace: ")
@@ -62,7 +62,7 @@ def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult
         programs.exe = dict(rep["exe"])
         assign_fingerprints(found, programs)
         # the core keeps a bounded head of each event's text: what the
-        # findings cite is read back whole from the trace (SPEC 6, 7)
+        # findings cite is read back whole from the trace
         restore_texts(found)
         result.inputs.extend(infos)
         result.findings.extend(found)
@@ -85,7 +85,7 @@ def analyze(paths: list[str], *, input_format: str | None = None, enabled=None,
             on_event: Callable | None = None, progress: Callable | None = None,
             table: bool = False, keep_going: bool = False) -> AnalysisResult:
     """Replay every trace with its own models (the runs of one argument
-    apart, SPEC 2); findings symbolized and fingerprinted.  ``keep_going``:
+    apart); findings symbolized and fingerprinted.  ``keep_going``:
     an input that cannot be read goes to ``result.errors`` and the others
     are analyzed (raised as InputError when no input could be read);
     without it the first such input raises InputError.  ``on_event`` sees every event: the perfetto report's

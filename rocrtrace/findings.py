@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .events import Event
+from .paths import repo_relative
 from .rules import RULES
 
 FINGERPRINT_SCHEME = "rocrtrace/v1"
@@ -124,7 +125,7 @@ def _digest(parts) -> str:
 
 
 def fingerprint(f: Finding, program: str = "") -> str:
-    """The finding's identity without run-specific values (SPEC 6)."""
+    """The finding's identity without run-specific values."""
     return _digest([FINGERPRINT_SCHEME, program, f.rule, *map(str, f.key),
                     *evidence_signature(f), *stack_signature(f.stack)])
 
@@ -320,7 +321,7 @@ def _read_lines(path: str, wanted: set[int]) -> dict[int, str]:
 
 
 def restore_texts(findings) -> int:
-    """Evidence is never cut (SPEC 6): the core keeps at most
+    """Evidence is never cut: the core keeps at most
     PARSER_TEXT_MAX code points of an event's text, so the text of every
     event a finding cites that reached that length is read back from its
     trace file (by reference: file and line) when the report is made.
@@ -376,8 +377,6 @@ def _site_label(fr, cwd: str | None = None) -> str | None:
     symbolizer found no source line."""
     if not (fr.source and fr.source_line):
         return None
-    from .report.common import repo_relative
-
     path = repo_relative(fr.source, cwd) if os.path.isabs(fr.source) else None
     fn = fr.function or fr.symbol
     return f"{path or fr.source}:{fr.source_line}" + (f" {fn}" if fn else "")

@@ -1,6 +1,6 @@
 """Files the tool writes (reports, -o, perfetto:FILE, baselines, the GitHub
 step summary), written so that a path can never be turned against the user
-(SPEC 2, issue 37):
+(issue 37):
 
 * a symbolic link is never followed for a file the tool writes: the link
   is refused (exit 2), so a planted ``/tmp/report.json -> /etc/passwd``

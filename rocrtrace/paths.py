@@ -63,3 +63,19 @@ def expand(arg: str) -> list[str]:
             raise _err(arg, "no files match")
         return paths
     raise _err(arg, "no such file or directory")
+
+
+def repo_relative(path: str, cwd: str | None = None) -> str | None:
+    """``path`` relative to ``cwd`` with forward slashes, or None when it
+    lies outside (or climbs out with ``..``)."""
+    cwd = os.path.abspath(cwd or os.getcwd())
+    if not os.path.isabs(path):
+        norm = os.path.normpath(path)
+    else:
+        try:
+            norm = os.path.relpath(path, cwd)
+        except ValueError:
+            return None
+    if norm == ".." or norm.startswith(".." + os.sep) or os.path.isabs(norm):
+        return None
+    return norm.replace(os.sep, "/")

@@ -26,8 +26,8 @@ class AnalysisResult:
     facts: "TraceFacts | None" = None
     # the event table (tables.Batch, one a run), when the caller asked for it (diff)
     table: Any = None
-    # inputs that could not be read or recognized while others were (SPEC 2:
-    # each one line; the CLI prints them after the report and exits 2)
+    # inputs that could not be read or recognized while others were (each
+    # one line; the CLI prints them after the report and exits 2)
     errors: list[str] = field(default_factory=list)
 
     def merge(self, other: "AnalysisResult") -> None:

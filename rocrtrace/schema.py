@@ -1,4 +1,4 @@
-"""The one column schema of rocrtrace's tables (SPEC 6): the findings
+"""The one column schema of rocrtrace's tables: the findings
 (``analyze --format csv``, ``jsonl``, ``parquet:FILE``) and the events
 (``rocrtrace events --format csv|jsonl|parquet``).
 
@@ -247,7 +247,7 @@ def _doc_paragraphs() -> list[str]:
 # --- JSON schemas -------------------------------------------------------------------
 
 def report_schema() -> dict:
-    """The JSON report's schema (``--format json``, SPEC 6), as the package
+    """The JSON report's schema (``--format json``), as the package
     ships it: ``rocrtrace/schemas/report.schema.json``."""
     import json
     from importlib.resources import files

@@ -1,8 +1,8 @@
 """Event tables for ``events``, ``stats`` and ``diff``, in plain Python over
 the core's column batches (src/py/table.rs): those commands import neither
 pandas nor numpy, and ``events --format parquet`` imports pyarrow only
-(SPEC 7: memory follows one batch; importing pandas alone costs ~100 MB of
-RSS and ~0.3 s).
+(memory follows one batch; importing pandas alone costs ~100 MB of RSS
+and ~0.3 s).
 
 The outputs are the ones pandas wrote when these tables were frames, byte
 for byte: CSV cells as ``DataFrame.to_csv`` writes them, JSONL rows as
@@ -27,6 +27,7 @@ from itertools import compress
 from typing import Iterable
 
 from . import kfd
+from .core import core
 from .schema import EVENT_COLUMNS, EVENT_NAMES, TABLE_FORMATS
 
 # The columns in the core's order (src/table.rs ORDER; rocrtrace/schema.py
@@ -172,8 +173,6 @@ def _batches(table) -> list[Batch]:
     items = list(table)
     if items and all(isinstance(b, (Batch, dict)) for b in items):
         return [Batch.of(b) for b in items]
-    from .core import core
-
     return [Batch(core().table_of_events(items))]
 
 
@@ -183,8 +182,6 @@ def events_frame(events: Iterable):
     """The event table of events already in hand (rocrtrace.events
     records) as a pandas frame: the core builds its columns, as it does
     for a trace."""
-    from .core import core
-
     return frame_from_columns(core().table_of_events(list(events)))
 
 
@@ -591,8 +588,8 @@ _NOT_CALLS = {"Ioctl", "ProcessInfo", "FdSnapshot", "ModuleMap"}
 
 
 class StatsAcc:
-    """``stats`` over the event table a batch at a time (SPEC 7: ``stats``
-    and ``diff`` hold one batch, not the table): ``add`` a Batch, the
+    """``stats`` over the event table a batch at a time (``stats`` and
+    ``diff`` hold one batch, not the table): ``add`` a Batch, the
     core's columns or a pandas frame; ``tables()`` gives the plain tables
     (render_stats, diff_of_stats), ``result()`` the pandas frames stats()
     gives for the whole table, float for float."""

@@ -17,7 +17,7 @@ use crate::replay::{Facts, Programs};
 use crate::table::EventTable;
 use std::rc::Rc;
 
-/// inputs.open_trace's default: longer lines are skipped and counted.
+/// The longest line read: longer lines are skipped and counted.
 pub const MAX_LINE: usize = 1 << 20;
 
 #[derive(Debug, Clone)]
@@ -90,7 +90,8 @@ pub struct TraceOut {
     pub chunks: u64,
 }
 
-/// The models in feeding order (replay.build_models).
+/// The models in feeding order: the handle model (which feeds the fd model
+/// it holds), then the SVM model.
 struct Models {
     handles: HandleModel,
     svm: SvmModel,
@@ -108,7 +109,7 @@ pub fn run(arg: &str, o: &Options, on_event: Option<OnEvent<'_>>) -> Result<Trac
 }
 
 /// What one TRACE argument gives: each run's analysis (runs are replayed
-/// apart, SPEC 2) and the files skipped as not traces.
+/// apart) and the files skipped as not traces.
 pub struct RunsOut {
     pub runs: Vec<Result<TraceOut, InputError>>,
     pub skipped: Vec<InputError>,

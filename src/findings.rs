@@ -86,7 +86,7 @@ pub fn key_str(x: Option<&str>) -> String {
 /// front leaves it out of the fingerprint, rocrtrace/findings.py LAST_OF).
 pub const LAST_OF: &str = "the last of ";
 
-/// Repeated findings folded into their first occurrence (SPEC 7: repeated
+/// Repeated findings folded into their first occurrence (repeated
 /// findings of one rule at one site aggregate, so a trace that does the
 /// same wrong thing 10^6 times costs one finding, not 10^6).  A repeat is
 /// a finding equal to an earlier one in all but its event: rule, severity,

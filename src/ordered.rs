@@ -1,5 +1,5 @@
 //! A map that remembers the order its keys came in, with O(1) insert and
-//! remove whatever it holds (SPEC 7: a process or thread ending costs the
+//! remove whatever it holds (a process or thread ending costs the
 //! same with ten or a million others live).  `IndexMap::shift_remove` keeps
 //! the order but moves every later entry; `swap_remove` is O(1) but loses
 //! it.  Here each entry carries the number of its arrival, and the rare

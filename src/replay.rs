@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 /// Which executable each process runs (preload headers, execve, fork), for
-/// the program part of a finding's fingerprint (SPEC 6).
+/// the program part of a finding's fingerprint.
 #[derive(Debug, Default, Clone)]
 pub struct Programs {
     exe: HashMap<Option<u32>, Text>,

@@ -17,7 +17,7 @@
 
 use std::fmt;
 
-/// How bad a finding is (SPEC 5): a rule's default, or what a model decided
+/// How bad a finding is: a rule's default, or what a model decided
 /// for one finding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Severity {

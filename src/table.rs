@@ -5,7 +5,7 @@
 //!
 //! Integer columns are values plus a null mask; a column holding a value
 //! outside i64 (an mmap result above 2^63 as Python keeps it) becomes text,
-//! as tables._nullable_int does.  Text columns are dictionary-encoded: their
+//! as tests/engine/rowtable.py's reference does.  Text columns are dictionary-encoded: their
 //! vocabularies (event kinds, syscall names, errnos, ioctl labels) are tiny.
 
 use crate::events::{Event, FileId, Kind, Value};
@@ -331,7 +331,7 @@ impl HandleFamily {
 }
 
 /// The buffer handle an ioctl made, exported or freed as the trace shows it
-/// (SPEC 6: every buffer handle gets its lifetime in the perfetto report),
+/// (every buffer handle gets its lifetime in the perfetto report),
 /// read from the structs as the handle model reads them
 /// (src/models/handles.rs): the `handle` the kernel wrote back of a
 /// successful AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, AMDKFD_IOC_IMPORT_DMABUF,
@@ -373,7 +373,7 @@ pub fn ioctl_handle(k: &crate::events::Ioctl, ok: bool) -> Option<(HandleOp, Han
     Some((op, family, h?))
 }
 
-/// The fds an ioctl installed as the trace shows them (SPEC 6: a dma-buf
+/// The fds an ioctl installed as the trace shows them (a dma-buf
 /// export's fd gets its lifetime in the perfetto report): an fd field of
 /// the struct the kernel wrote (`=> {dmabuf_fd=6}`, `{fd=…}`, `{anon_fd=…}`:
 /// the kernel writes back only an fd it installed), or the result of a
@@ -402,7 +402,7 @@ pub fn ioctl_created_fds(k: &crate::events::Ioctl, ret: Option<i64>) -> Vec<i32>
         .collect()
 }
 
-/// tables.ioctl_label: our name, else the request's (type, nr).
+/// The ioctl column: our name, else the request's (type, nr).
 pub fn ioctl_label(k: &crate::events::Ioctl) -> String {
     if let Some(n) = k.ioctl {
         return n.to_owned();
@@ -441,7 +441,7 @@ fn py_repr(v: &Value) -> String {
     }
 }
 
-/// tables.svm_columns: op, nattr and shape of an AMDKFD_IOC_SVM call;
+/// The SVM columns: op, nattr and shape of an AMDKFD_IOC_SVM call;
 /// nattr from the request's size field when the struct was not decoded.
 fn svm_columns(k: &crate::events::Ioctl) -> (Option<String>, Option<i128>, Option<String>) {
     let arg = k.arg.as_ref();

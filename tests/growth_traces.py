@@ -1,5 +1,5 @@
 """Traces whose length grows while what the models must hold does not, or
-grows only with the live state (SPEC 7, issue 37).  Each writer takes a path
+grows only with the live state (issue 37).  Each writer takes a path
 and a size N; tests/test_growth.py runs them at sizes CI affords and checks
 what the result must look like, benchmarks/bench_growth.py times two sizes
 and prints the ratios.

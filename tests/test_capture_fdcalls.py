@@ -1,4 +1,4 @@
-"""Calls the capture library logs the way strace prints them (SPEC 3.2):
+"""Calls the capture library logs the way strace prints them:
 every libc name of the calls logged when they fail with EBADF, and every
 call that makes an fd without open().  Each program runs three times: plain,
 under the real capture library, and (where strace is installed) under a real

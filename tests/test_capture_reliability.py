@@ -1,4 +1,4 @@
-"""The capture library changes nothing the program does (SPEC 3.2): its fds
+"""The capture library changes nothing the program does: its fds
 are never where the program can meet them, children are attributed to
 themselves, log files are never opened through a planted symlink, fatal
 signals are named, and calls failing with EBADF are logged.  Every test runs

@@ -6,9 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections import Counter
-from pathlib import Path
 
-import pytest
 
 from fakedev import cbuild, logread
 from rocrtrace.capture import run

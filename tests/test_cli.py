@@ -1,4 +1,4 @@
-"""The CLI contract of SPEC §2: exit codes 0/1/2/3 exactly, one-line errors
+"""The CLI contract: exit codes 0/1/2/3 exactly, one-line errors
 naming the file, never a bare traceback."""
 from __future__ import annotations
 
@@ -197,7 +197,7 @@ def test_whole_file_findings_have_no_line(tmp_path):
     assert r.returncode == 0
 
 
-# --- the gate never passes on garbage, bad paths are the user's (SPEC 2) --------
+# --- the gate never passes on garbage, bad paths are the user's --------
 
 def test_forced_format_that_does_not_fit_is_exit_2(tmp_path):
     p = tmp_path / "text.txt"

@@ -36,14 +36,14 @@ def test_the_options_take_the_lists():
     assert tuple(_option(cli.cli.commands["diff"], "--format").type.choices) == cli.DIFF_FORMATS
 
 
-def test_analyze_help_and_validation_follow_the_formats():
+def test_analyze_help_and_validation_follow_the_formats(tmp_path):
     help_text = " ".join(_option(cli.cli.commands["analyze"], "--format").help.split())
     for fmt in FORMATS:
         label = f"{fmt}:FILE" if fmt in BINARY_FORMATS else fmt
         assert re.search(rf"(?<![\w-]){re.escape(label)}(?![\w-])", help_text), fmt
     assert "html" in FORMATS
     for fmt in FORMATS:
-        path = None if fmt not in BINARY_FORMATS else "/tmp/x"
+        path = None if fmt not in BINARY_FORMATS else str(tmp_path / f"out.{fmt}")
         assert cli._parse_format_specs([f"{fmt}:{path}" if path else fmt], None)[0][0] == fmt
     try:
         cli._parse_format_specs(["yaml"], None)

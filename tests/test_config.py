@@ -1,4 +1,4 @@
-"""[tool.rocrtrace] in the nearest pyproject.toml (SPEC 6): it sets the
+"""[tool.rocrtrace] in the nearest pyproject.toml: it sets the
 defaults of fail-on, enable, disable, baseline, source-root and per-rule
 severities; command-line options win; a bad table is one line, exit 2."""
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The fd model on real fd idioms (SPEC 4.1, issue 12): programs under
+"""The fd model on real fd idioms (issue 12): programs under
 tests/programs/fdidiom_*.c run under real strace (several option sets) and
 under the real capture library.  Correct idioms give no error or warning
-(a close-all sweep is one note, SPEC 4.1); each buggy mode gives exactly its
+(a close-all sweep is one note); each buggy mode gives exactly its
 findings."""
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ EXPECTED = {
     ("fdidiom_owner", "ebadf"): {"fd-use-after-close:error": 1},
     ("fdidiom_owner", "fine"): {},
 }
-# With strace -k the owners can be told apart (SPEC 4.1 ownership): by the
+# With strace -k the owners can be told apart: by the
 # stale close's stack (stack), by zlib's later EBADF (ebadf).
 WRONG_OWNER = {"fd-close-reused:warning": 1, "fd-use-after-close:error": 1}
 # -ff files without timestamps cannot be ordered across threads: the other
@@ -151,7 +151,7 @@ def _capture(prog, mode, tmp_path, depth=0):
 
 
 def _capture_cases():
-    # the capture library logs read/write/... failing with EBADF (SPEC 3.2),
+    # the capture library logs read/write/... failing with EBADF,
     # so a preload log shows what strace shows
     for prog, mode in EXPECTED:
         yield pytest.param(prog, mode, id=f"{prog}-{mode}")
@@ -402,7 +402,7 @@ def test_wrong_owner_names_both_incarnations(mode, why, tmp_path):
 
 @pytest.mark.skipif(shutil.which("cc") is None or not _have_libz(), reason="needs cc, libz")
 def test_capture_with_stacks_wrong_owner_by_later_ebadf(tmp_path):
-    # the capture library logs read()'s EBADF (SPEC 3.2)
+    # the capture library logs read()'s EBADF
     res = analyze([_capture("fdidiom_owner", "ebadf", tmp_path, depth=8)])
     assert _counts(res) == WRONG_OWNER
 

@@ -1,5 +1,5 @@
 """Close-all sweeps by their shape, bounded ranges after sweeps, wrong owners
-told apart by threads, and per-thread fd tables (SPEC 4.1, issue 33), on
+told apart by threads, and per-thread fd tables (issue 33), on
 programs of our own (tests/programs/fdidiom_sweeps.c, fdidiom_sweepbugs.c)
 run under real strace with several option sets and under the capture
 library.  Correct programs give at most one note per sweep; each buggy mode
@@ -119,8 +119,8 @@ def test_strace(prog, mode, opts, tmp_path):
 # what the capture library does not log, so the log alone shows another
 # program: opendir's openat and closedir's close run inside libc, so the
 # listing's close(N) = EBADF meets the number's last visible close, long
-# before (a harmless double close as far as the log shows).  SPEC 3.2 asks
-# for every openat: the library's to fix, not the model's.
+# before (a harmless double close as far as the log shows).  The capture
+# library is to log every openat: the library's to fix, not the model's.
 CAPTURE_GAPS: dict = {}
 
 
@@ -202,9 +202,9 @@ def test_unshared_thread_double_close_names_its_own_close(mode, tmp_path):
 @pytest.mark.parametrize("mode", ["uac_thread", "reused_thread", "range_after_sweep_child"])
 def test_ff_files_named_one_by_one_are_one_run(mode, tmp_path):
     """`rocrtrace analyze trace.log.*` expanded by the shell names each -ff
-    file on its own: they are still the files of one run (SPEC 2), so a
+    file on its own: they are still the files of one run, so a
     close on one thread meets the use on another, and every finding has
-    its pid (SPEC 6)."""
+    its pid."""
     paths = run_strace(OPTION_SETS["ff-ttt-T"], "fdidiom_sweepbugs", [mode], tmp_path)
     assert len(paths) >= 2
     one = analyze([os.path.join(str(tmp_path), "trace.log.*")])

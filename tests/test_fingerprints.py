@@ -1,4 +1,4 @@
-"""Fingerprints (SPEC 6) over the whole fixture corpus: no two different
+"""Fingerprints over the whole fixture corpus: no two different
 findings share one, none holds a run-specific value, and a baseline written
 for one program suppresses nothing in another."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Traces that grow while what the models must hold does not (issue 37,
-SPEC 7), at sizes CI affords: what each must give.  How their time and
+"""Traces that grow while what the models must hold does not (issue 37),
+at sizes CI affords: what each must give.  How their time and
 memory grow (two sizes, the ratio) is benchmarks/bench_growth.py's, not a
 timed test's."""
 from __future__ import annotations

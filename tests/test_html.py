@@ -1,4 +1,4 @@
-"""--format html (issue 35, SPEC 6): one self-contained triage page, loaded in
+"""--format html (issue 35): one self-contained triage page, loaded in
 a real browser.  Headless Chromium (Debian's ``chromium``; .ci/run installs
 it) opens the page from disk, runs its script, and the test reads the DOM
 it dumps: every finding with its headline, its evidence whole and its

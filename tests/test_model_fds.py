@@ -156,7 +156,7 @@ def test_close_range_over_free_numbers_is_not_a_double_close():
 
 
 def test_bounded_close_range_over_closed_fds_is_a_double_close_of_each():
-    # SPEC 4.1: a bounded close_range over fds the trace already closed
+    # a bounded close_range over fds the trace already closed
     # (nothing re-creating them) double-closes each; one that reaches
     # numbers the trace never saw is a sweep, like an open-ended one
     b = B()
@@ -223,7 +223,7 @@ def test_bad_close_of_never_seen_fd_wording():
     b = B()
     m = run([b.close(7, err="EBADF")])
     (f,) = m.findings
-    # SPEC 5: never seen open is fd-bad-fd, not a double close; a note here,
+    # never seen open is fd-bad-fd, not a double close; a note here,
     # since this trace did not start at execve
     assert f.rule == "fd-bad-fd" and f.severity == "note"
     assert f.message.startswith("close(7) failed with EBADF: the trace never saw fd 7 open")
@@ -277,7 +277,7 @@ def test_forked_child_close_storm_is_not_reported():
     evs += [b.close(n, err="EBADF", pid=200) for n in range(4, 40)]
     evs += [b.close(3, pid=200), b.exec_(pid=200)]
     m = run(evs)
-    # SPEC 4.1: a close-all sweep is one note
+    # a close-all sweep is one note
     (f,) = m.findings
     assert f.rule == "fd-bad-fd" and f.severity == "note" and "sweep" in f.message
     assert f.details["sweep"] == {"closes": 36, "ebadf": 36, "first": 4, "last": 39}
@@ -355,7 +355,7 @@ def test_use_of_never_seen_fd_says_so():
     b = B()
     m = run([b.mmap(9, err="EBADF")])
     (f,) = m.findings
-    # SPEC 5: a number never seen open is fd-bad-fd (a note: no execve seen)
+    # a number never seen open is fd-bad-fd (a note: no execve seen)
     assert f.rule == "fd-bad-fd" and "never saw fd 9 open" in f.message
 
 
@@ -559,7 +559,7 @@ def _simulate(ops, allow_double: bool):
         elif op == "close_range":
             lo, hi = min(x, y), max(x, y)
             # a double close where most numbers in the range held fds the
-            # model saw (SPEC 4.1: a bounded range names the fds it means to
+            # model saw (a bounded range names the fds it means to
             # close); one over numbers that mostly never held one is a sweep
             known = table | closed_once
             if 2 * sum(n in known for n in range(lo, hi + 1)) > hi - lo + 1 and \
@@ -641,7 +641,7 @@ def test_strace_blind_export_is_not_a_double_close():
     assert m.findings == []
 
 
-# --- SPEC 4.1 ownership: the runtime's stale close of amd-smi's fd ------------------------
+# --- fd ownership: the runtime's stale close of amd-smi's fd ------------------------
 
 def bare(*mods):
     """Unsymbolized strace -k frames: 'MODULE() [0xOFF]', libc's wrapper on top."""
@@ -710,7 +710,7 @@ def test_close_by_a_caller_of_the_new_owner_is_not_close_reused():
     assert rules(m) == []
 
 
-# --- probes, sweeps, negative fds, dup2 attribution (SPEC 4.1) ------------------------------
+# --- probes, sweeps, negative fds, dup2 attribution ------------------------------
 
 def test_dup2_ebadf_with_old_open_is_about_new():
     b = B()
@@ -776,7 +776,7 @@ def test_sweeps_are_per_thread_and_end_at_another_call():
     assert sorted((f.rule, f.severity) for f in m.findings) == [
         ("fd-bad-fd", "note"), ("fd-double-close", "error")]
     # a sweep on each thread: the same note twice, one finding "2 times"
-    # (SPEC 7: repeats aggregate), the other thread's as its last
+    # (repeats aggregate), the other thread's as its last
     (sweep,) = [f for f in m.findings if f.rule == "fd-bad-fd"]
     assert sweep.details["occurrences"] == 2
     assert [(e.role, e.event.tid) for e in sweep.evidence] == [

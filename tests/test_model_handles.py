@@ -1,5 +1,5 @@
 """The core's handle and dma-buf models with their fd model (rocrtrace._engine.FdModels):
-the VMM and XDNA scenarios of ref/rocm-paths.md §7 and §8, built as event
+the ROCm VMM (hsa_amd_vmem_*) and XDNA buffer-object scenarios, built as event
 streams (no files)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC 6 / issue 35: the Perfetto trace draws every buffer handle's
+"""Issue 35: the Perfetto trace draws every buffer handle's
 lifetime.  KFD handles (AMDKFD_IOC_ALLOC_MEMORY_OF_GPU's handle to
 AMDKFD_IOC_FREE_MEMORY_OF_GPU) per process, GEM handles (a GEM create or
 DRM_IOCTL_PRIME_FD_TO_HANDLE to DRM_IOCTL_GEM_CLOSE) per DRM file, a flow

@@ -1,6 +1,6 @@
 """Issue 35 item 3: the Perfetto trace is complete.  fds an ioctl installed
 (the dma-buf fd of the export double close) get their lifetime; inputs of
-separate runs that share a pid are separate processes (SPEC 2); an SVM
+separate runs that share a pid are separate processes; an SVM
 claim's slice ends within its own run, not at another input's last
 timestamp.  Read back with the perfetto package's own trace protos."""
 from __future__ import annotations

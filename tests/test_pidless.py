@@ -2,7 +2,7 @@
 (an attached `strace -p`): its events go out after a bounded wait (4,096
 events, NOPID_MAX in src/parse/strace.rs) as the process of unknown pid, and
 stay that process when a later prefix or getpid names it, so memory stays
-flat and one process is never split in two (SPEC 7; issue 36)."""
+flat and one process is never split in two (issue 36)."""
 from __future__ import annotations
 
 import json

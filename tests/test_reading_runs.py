@@ -1,4 +1,4 @@
-"""SPEC 2 and 3.2 reading rules (issues 33, 35, 37): several inputs in one
+"""Reading rules (issues 33, 35, 37): several inputs in one
 run (one bad input never stops the others; a non-trace beside the logs is
 skipped with a note), runs kept apart (equal pids of two runs are two
 processes), strace logs with no complete call, and intent arguments in
@@ -112,7 +112,7 @@ def test_runs_of_equal_pids_are_kept_apart(tmp_path):
 
 def test_ff_files_named_one_by_one_are_one_run(tmp_path):
     """`analyze t.*` expanded by the shell names each -ff file: still one run
-    (SPEC 2), as the glob or the directory is; a file of another run named
+    as the glob or the directory is; a file of another run named
     beside them stays apart."""
     (tmp_path / "t.100").write_text(
         '100   1.000000 openat(AT_FDCWD, "/dev/null", O_RDWR) = 3 <0.000010>\n'

@@ -302,7 +302,7 @@ def test_sarif_absolute_source_under_cwd_is_repo_relative(result, sarif_validato
     ov = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "svm-over-revoke"][0]
     assert ov["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "src/sweep.cpp"
     # outside the source root: the first frame outside the runtime libraries
-    # still is the program's (SPEC 6), by its absolute path
+    # still is the program's, by its absolute path
     fr.source = "/usr/src/elsewhere/sweep.cpp"
     doc = json.loads(render(result, "sarif", cwd=str(tmp_path)))
     sarif_validator.validate(doc)

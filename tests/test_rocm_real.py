@@ -111,7 +111,7 @@ def capture(prog: str, mode: str, topology, tmp_path, stack_depth: int = 0,
 
 def judged(res) -> Counter:
     """Occurrences per rule, notes aside (a repeated finding is one finding
-    that counts them: SPEC 7)."""
+    that counts them)."""
     out: Counter = Counter()
     for f in res.findings:
         if f.severity != "note":
@@ -126,7 +126,7 @@ def test_exact_findings(prog, mode, topology, tmp_path):
     assert proc.returncode == 0, proc.stderr          # every call answered as expected
     assert sum(i.unparsed for i in res.inputs) == 0, [i.unparsed_samples for i in res.inputs]
     assert dict(judged(res)) == EXPECTED[(prog, mode)], [f.message for f in res.findings]
-    # SPEC 6: never two SVM findings on one fingerprint (bug_close_kfd's two
+    # never two SVM findings on one fingerprint (bug_close_kfd's two
     # identical EBADF ALLOCs are one fd finding "2 times")
     fps = [f.fingerprint for f in res.findings if f.rule.startswith("svm-")]
     assert len(fps) == len(set(fps)), "two findings share a fingerprint"
@@ -291,7 +291,7 @@ def test_rocminfo_sees_the_fake_gpu(topology, tmp_path):
 
 def test_main_false_positives_are_gone(topology, tmp_path):
     """The trace that gave one svm-over-revoke and two svm-stale-no-access on
-    a correct program (ref/real-rocm-on-fake-kfd.md): with stacks, as people
+    a correct program (ROCm 5.2 on the fake KFD): with stacks, as people
     capture."""
     res, events, proc, _ = capture("hsaops", "lock_svm_neighbour", topology, tmp_path,
                                    stack_depth=8)

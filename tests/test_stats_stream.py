@@ -1,5 +1,5 @@
 """`events`, `stats` and `diff` read the event table a batch at a time
-(engine.event_batches; SPEC 7: memory follows one batch, not the trace) and
+(engine.event_batches; memory follows one batch, not the trace) and
 give what the whole table gives: the same csv and jsonl bytes, the same
 Parquet frame, the same stats tables float for float (the latency
 percentiles from each group's multiset of durations, computed as pandas

@@ -46,7 +46,7 @@ def test_an_ioctl_whose_struct_does_not_parse_keeps_its_fd_and_result():
 
 def test_a_log_that_is_only_a_summary_table_is_read(tmp_path):
     """`strace -c -o log` writes only the table: a strace log with no call
-    (SPEC 2: a trace-incomplete note, exit 0), not an unrecognized input.
+    (a trace-incomplete note, exit 0), not an unrecognized input.
     The table as strace 7.2 prints it with -U calls,name."""
     import json
     import subprocess
@@ -89,7 +89,7 @@ def test_a_log_cut_inside_its_only_call_keeps_the_call(tmp_path):
 
 def test_a_capture_of_only_strace_messages_is_a_strace_log(tmp_path):
     """strace's stderr in strace's own poke tests (7.2, under its path):
-    strace's messages only, a strace log with no call (SPEC 2)."""
+    strace's messages only, a strace log with no call."""
     import subprocess
     import sys
 

@@ -49,8 +49,8 @@ def replay(ops):
     """The events of ops and the oracle's rows after each (by line)."""
     b, o = Events(), Oracle(N)
     want = {}
-    for kind, (s, e), attrs in ops:
-        if kind == "set":
+    for what, (s, e), attrs in ops:
+        if what == "set":
             ev = b.svm(s, e, attrs)
             o.set_attr(s, e, attrs)
         else:

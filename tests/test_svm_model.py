@@ -1,5 +1,6 @@
-"""The core's SVM model (rocrtrace._engine.run_svm_model) on constructed event streams: the worked examples and scenarios of
-ref/rocm-paths.md (sections 4.4, 6, 10), each without intent calls (claims
+"""The core's SVM model (rocrtrace._engine.run_svm_model) on constructed event
+streams: the ROCm runtime's SVM paths (register, map, deregister, the
+#6699 revoke race) as worked examples, each without intent calls (claims
 inferred from ioctl shapes) and with lock/unlock intent calls wrapping the
 ioctls on their thread.  Buggy variants must give exactly the expected
 findings, fixed and clean ones none."""
@@ -9,7 +10,7 @@ import pytest
 
 from rocrtrace import kfd
 
-from coremodels import end, same, svm_run
+from coremodels import same, svm_run
 from vocab import Intent, Ioctl, Mmap, Mremap, Munmap, ProcessInfo
 
 X = 0x7F3A1C200000
@@ -119,9 +120,10 @@ class Trace:
         return self._ev(Munmap, tid, addr=addr, length=length, ret=0)
 
     def run(self, **kw):
-        """The core's SVM model after the events, fed in completion order:
-        findings, limits, history, counts."""
-        return svm_run(sorted(self.events, key=lambda e: (end(e), e.seq)), **kw)
+        """The core's SVM model after the events, fed in file order as the
+        analyzer feeds it (the model replays them in completion order
+        itself): findings, limits, history, counts."""
+        return svm_run(self.events, **kw)
 
 
 def summary(m):
@@ -568,7 +570,7 @@ def test_c3_v4_register_only_never_revoked():
         ("svm-unmap-registered", "note", [])]
 
 
-# --- liveness (SPEC 4.3): what the trace proves of a victim --------------------
+# --- liveness: what the trace proves of a victim --------------------
 
 @pytest.mark.parametrize("began_first", [True, False], ids=["unlock-first", "unlock-after"])
 def test_an_unlock_that_began_before_the_revoke_leaves_no_victim(began_first):
@@ -636,7 +638,7 @@ def test_a_silent_runtime_gives_notes():
     ("runtime-never-subtracts", False),               # no evidence the runtime counts neighbours
 ])
 def test_a_revoke_computed_after_the_victim_left_the_table(case, left):
-    """SPEC 4.3, read from a release revoke's range, the other way round: a
+    """Liveness read from a release revoke's range, the other way round: a
     runtime that leaves out of its revokes the pages its other registrations
     cover counted every registration it held when it computed one.  X's
     revoke takes the page X shares with V although V was registered and
@@ -703,7 +705,7 @@ def test_a_call_a_microsecond_past_its_intent_is_still_inside():
 
 @pytest.mark.parametrize("case", ["same-range-pinned-again", "victim-registered-twice"])
 def test_a_registration_made_since_explains_what_a_release_left_out(case):
-    """SPEC 4.3, the converse reading of a release revoke's range must not
+    """Liveness: the converse reading of a release revoke's range must not
     credit the wrong claim.  X's revoke (computed before V registered)
     takes the page X shares with V while V is in use: real damage.  What
     V's own release later leaves out is explained by what the runtime held
@@ -747,3 +749,54 @@ def test_a_registration_made_since_explains_what_a_release_left_out(case):
     hurt = [f for f in t.run().findings if f.rule == "svm-over-revoke"]
     assert {(f.subject["start"], f.subject["end"]) for f in hurt} == {(hex(V), hex(V + PAGE))}
     assert {f.severity for f in hurt} == {"note"}
+
+
+def test_a_victim_whose_unlock_began_before_the_revoke_ran_was_not_hurt():
+    """SPEC 4.3 with intent calls: a victim is live until its unlock begins.
+    X's unlock computes its revoke early (V not locked yet, so the page X
+    shares with V is in it) and issues it late; V is locked and unlocked in
+    between, and V's unlock begins before X's revoke runs.  The page was
+    taken from a pin already being released: nothing to report (it was a
+    false cross-thread-order warning when the revoking unlock's entry, not
+    the revoke's, was the time compared)."""
+    t = Trace(True)
+    t.mmap(1, X, 0x40000)
+    XP, VP = X + 0x10, X + 0x10020                    # X [X, X+17P), V [X+16P, X+33P)
+    t.lock(1, XP, 0x10000, FINE, [AIP(G)])
+    t.begin(1, "hsa_amd_memory_unlock", host_ptr=XP)   # X's revoke computed here
+    t.lock(2, VP, 0x10000, FINE, [AIP(G)])
+    t.begin(2, "hsa_amd_memory_unlock", host_ptr=VP)   # V's release begins
+    t.svm(1, X, SZ17, v1_revoke([G]))                  # X's revoke lands on V's first page
+    t.end(1, "hsa_amd_memory_unlock")
+    t.svm(2, X + 16 * PAGE, SZ17, v1_revoke([G]))      # V's, computed after X had left
+    t.end(2, "hsa_amd_memory_unlock")
+    assert [f for f in t.run().findings if f.rule.startswith("svm-")] == []
+
+
+def test_a_lock_logged_as_ending_before_its_own_ioctls_still_owns_them():
+    """One thread's records are written in the order its calls return: the
+    registration ioctls whose records come before the lock's, and which
+    began after it, ran inside it, whatever the logged end of the lock says
+    (seen on a VM: a lock logged as 11 us long whose register began 47 us
+    after it).  X's claim is the lock's, and the revoke of X's unlock that
+    takes V's page while V is in use is an error naming the lock."""
+    t = Trace(True)
+    t.mmap(1, X, 0x40000)
+    XP, VP = X + 0x10, X + 0x10020
+    t0 = t.now
+    t.svm(1, X, SZ17, FINE, at=t0 + 50e-6, dur=5e-6)          # began after the lock,
+    t.svm(1, X, SZ17, [AIP(G)], at=t0 + 56e-6, dur=4e-6)      # logged after its end
+    t._ev(Intent, 1, dur=11e-6, at=t0, name="hsa_amd_memory_lock",
+          args={"host_ptr": XP, "size": 0x10000}, ret=0, text="hsa_amd_memory_lock(...) = 0")
+    t.now = t0 + 1e-4
+    t.begin(1, "hsa_amd_memory_unlock", host_ptr=XP)
+    t.lock(2, VP, 0x10000, FINE, [AIP(G)])             # V locked after X's revoke was computed
+    t.svm(1, X, SZ17, v1_revoke([G]))                  # lands on V's first page, V in use
+    t.end(1, "hsa_amd_memory_unlock")
+    t.unlock(2, VP, [(X + 17 * PAGE, SZ17 - PAGE, v1_revoke([G]))])
+    found = [f for f in t.run().findings if f.rule.startswith("svm-")]
+    assert {(f.rule, f.severity) for f in found} == {("svm-over-revoke", "error"),
+                                                      ("svm-coherency-downgrade", "error")}
+    for f in found:
+        assert f.subject["start"] == hex(X + 16 * PAGE)
+        assert f"released lock({XP:#x})" in f.message

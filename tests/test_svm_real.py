@@ -4,7 +4,7 @@ fixtures/real-v1 (copied by its copy.py from ../shared/data/real-v1, with the
 fake device's per-page truth turned into labels).  Scored with the data set's
 own score.py.
 
-What holds (SPEC 4.3, liveness): no false error anywhere; the deterministic
+What holds: no false error anywhere; the deterministic
 bugs found at their exact pages; nothing at warning or above on the control
 build; the threaded runs' findings that the trace cannot prove (a revoke the
 runtime computed under its lock and issued after a neighbour's) are notes, or
@@ -133,7 +133,7 @@ def test_score_floor(results):
 
 def test_statically_linked_runtime_frames_are_not_the_location():
     """ROCr links libhsakmt statically: the runtime's frames sit in the
-    program's own module and are told by function and source (SPEC 6)."""
+    program's own module and are told by function and source."""
     from rocrtrace.events import Frame
     from rocrtrace.report.common import location_frame
 

@@ -1,4 +1,4 @@
-"""Issue 35 item 12 (SPEC 6): the tables share one column schema.  The
+"""Issue 35 item 12: the tables share one column schema.  The
 findings' CSV, JSONL and Parquet have the same columns with the same values
 and types; the events' tables too, with the same where-and-when columns;
 times are timestamps where the format has the type; addresses are unsigned

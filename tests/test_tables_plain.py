@@ -1,8 +1,8 @@
 """`events`, `stats` and `diff` work on the core's column batches in plain
 Python (rocrtrace/tables.py): they import neither pandas nor numpy, and
-`events --format parquet` pyarrow only (SPEC 7: pandas alone is ~100 MB of
-RSS).  What they write is what pandas wrote when the tables were frames,
-byte for byte: the references here are pandas' own to_csv, to_dict,
+`events --format parquet` pyarrow only (pandas alone is ~100 MB of RSS).
+What they write is what pandas wrote when the tables were frames, byte for
+byte: the references here are pandas' own to_csv, to_dict,
 to_json, groupby and Arrow conversion, kept in the tests only."""
 from __future__ import annotations
 

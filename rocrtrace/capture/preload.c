@@ -1,10 +1,10 @@
 /*
  * librocrtrace: the rocrtrace capture library (LD_PRELOAD).
  *
- * Writes the preload-log dialect (docs/preload-log.md, SPEC 3.2): the lines
+ * Writes the preload-log dialect (docs/preload-log.md): the lines
  * `strace -f -ttt -T -y -k` would print, with KFD/DRM ioctl structs decoded.
  *
- * Rules this file lives by (ref/prior-art.md section 4):
+ * Rules this file lives by (what LD_PRELOAD tracers learned the hard way):
  *  - hooks never allocate or lock: records are formatted by hand into a stack
  *    buffer and written as ONE unit (< 4096 bytes): one reservation and copy
  *    into the log window, or one raw write() to an O_APPEND fd in the
@@ -2570,7 +2570,7 @@ EXPORT int pipe2(int fds[2], int flags) { return do_pipe2(fds, flags, 0); }
 
 /* opendir/closedir: glibc opens and closes a directory's fd inside libc
  * (the _nocancel calls), which no hook sees; strace shows those calls, and
- * a close-all sweep over a /proc/self/fd listing is told by them (SPEC 4.1),
+ * a close-all sweep over a /proc/self/fd listing is told by them,
  * so they are logged as strace prints them.  dirfd() only reads the DIR. */
 typedef DIR *(*opendir_fn)(const char *);
 typedef int (*closedir_fn)(DIR *);
@@ -2605,7 +2605,7 @@ EXPORT int closedir(DIR *d) {
 }
 
 /* unshare: CLONE_FILES gives the calling thread a table of its own (the fd
- * model follows it, SPEC 4.1) */
+ * model follows it) */
 static const struct rt_flag UNSHARE_NAMES[] = {
   {CLONE_FILES, "CLONE_FILES"}, {CLONE_FS, "CLONE_FS"}, {CLONE_NEWNS, "CLONE_NEWNS"},
   {CLONE_SYSVSEM, "CLONE_SYSVSEM"}, {CLONE_NEWUTS, "CLONE_NEWUTS"},

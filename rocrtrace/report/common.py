@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 
+from ..paths import repo_relative
 from ..rules import RULES, SEVERITY_RANK
 
 SCHEMA = "rocrtrace/v1"
@@ -165,7 +166,7 @@ def location_text(f) -> str:
 
 # Libraries whose frames are never "where the bug is" for the program's
 # author: libc and the dynamic loader, the C++ runtime, the ROCm runtime
-# stack and rocrtrace's own capture library (SPEC 6).
+# stack and rocrtrace's own capture library.
 _RUNTIME_LIB = re.compile(
     r"^(?:ld-linux[^/]*|ld64\.so[^/]*|ld-[\d.]+\.so[^/]*|ld-musl[^/]*|linux-vdso[^/]*|\[vdso\]"
     r"|lib(?:c|m|pthread|dl|rt|resolv|util|anl|mvec)(?:-[\d.]+)?\.so[^/]*"
@@ -208,7 +209,7 @@ def source_root(root: str | None = None) -> str:
 
 
 def location_frame(stack, root: str | None = None):
-    """The frame a finding is located at (SPEC 6), and its source path as a
+    """The frame a finding is located at, and its source path as a
     report shows it, or None.
 
     The first frame whose source file lies under the source root (default:
@@ -244,22 +245,6 @@ def _under(path: str, root: str) -> str | None:
             return None
         path = os.path.join(root, path)
     return repo_relative(path, root)
-
-
-def repo_relative(path: str, cwd: str | None = None) -> str | None:
-    """``path`` relative to ``cwd`` with forward slashes, or None when it
-    lies outside (or climbs out with ``..``)."""
-    cwd = os.path.abspath(cwd or os.getcwd())
-    if not os.path.isabs(path):
-        norm = os.path.normpath(path)
-    else:
-        try:
-            norm = os.path.relpath(path, cwd)
-        except ValueError:
-            return None
-    if norm == ".." or norm.startswith(".." + os.sep) or os.path.isabs(norm):
-        return None
-    return norm.replace(os.sep, "/")
 
 
 def primary_location(f, cwd: str | None = None) -> tuple[str | None, int | None]:
@@ -322,7 +307,7 @@ def elide(text: str, width: int | None) -> str:
     """``text`` in about ``width`` characters by dropping its MIDDLE, marked
     with ``[…]``: the head (the call and its first arguments) and the end
     (the last attributes and the result, which often prove a finding) are
-    always shown (SPEC 6).  ``width`` None: the whole text."""
+    always shown.  ``width`` None: the whole text."""
     if width is None or len(text) <= width:
         return text
     keep = max(20, width - len(ELIDED))

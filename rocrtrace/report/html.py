@@ -1,11 +1,11 @@
-"""``--format html[:FILE]``: one self-contained triage page (SPEC 6).
+"""``--format html[:FILE]``: one self-contained triage page.
 
 The page needs no network: its CSS and its few lines of script are inline,
 its pictures are inline SVG, and a Content-Security-Policy forbids every
 fetch.  It holds the verdict and counts, a list of the findings, then per
 finding its headline (``SOURCE:LINE: severity[rule] message``), the whole
 message, subject, cause, claims, a timeline picture and the evidence,
-every call shown whole (SPEC 6: never cut; long lines wrap), the stack, the
+every call shown whole (never cut; long lines wrap), the stack, the
 fix and the fingerprint; then the coverage section and the inputs.
 
 The timeline draws the finding's events on one lane per thread, each as its
@@ -275,7 +275,7 @@ def timeline(f, rows) -> list[str]:
     out = [f'<div class="timeline"><svg xmlns="http://www.w3.org/2000/svg" role="img" '
            f'viewBox="0 0 {W} {height}" width="{W}" height="{height}" '
            f'aria-label="timeline of finding {esc(f.rule)}">',
-           f'<text x="8" y="16" font-size="12" fill="#59636e">'
+           '<text x="8" y="16" font-size="12" fill="#59636e">'
            + (f"t0 = {t0 + span * 0.04:.6f} s; windows [entry, entry + duration]"
               if timed else "no timestamps in this trace: events in file order")
            + "</text>"]

@@ -1,4 +1,4 @@
-"""The JSON report of SPEC §6: ``result.to_dict()`` tagged with its schema."""
+"""The JSON report: ``result.to_dict()`` tagged with its schema."""
 from __future__ import annotations
 
 import json

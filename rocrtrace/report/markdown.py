@@ -73,7 +73,7 @@ def _n(count: int, word: str) -> str:
 
 
 def _where(f, names=None) -> str:
-    """The program's source line first where the stack has it (SPEC 6),
+    """The program's source line first where the stack has it,
     then the trace line and the process."""
     trace = location_text(f) if names is None else " ".join(
         x for x in ((f"{names(f.file)}:{f.line}" if f.file and f.line is not None

@@ -1,4 +1,4 @@
-"""``--format perfetto:FILE``: a Perfetto trace of the analysis (SPEC 6),
+"""``--format perfetto:FILE``: a Perfetto trace of the analysis,
 to open in the Perfetto UI next to rocprofv3's traces.
 
 Tracks: one per process and one per thread (the calls as slices), one per fd
@@ -12,7 +12,7 @@ registration to the call that released it, or for a victim to the end of
 its own run), and findings as instant events on the thread of their
 offending call, carrying message, fingerprint, location and evidence as
 debug annotations, with flow arrows from each evidence event's slice.
-Each run (SPEC 2) has its own processes: a later run whose pid an earlier
+Each run has its own processes: a later run whose pid an earlier
 run used is shown under another pid (PID_STRIDE), named with its real one.
 
 Built with the ``perfetto`` package's trace protos (TraceProtoBuilder),
@@ -54,7 +54,7 @@ class Row:
     text: str
     seq: int
     created: tuple = ()     # (fd, path) of each fd a create or an ioctl installed
-    run: int = 0            # which run (SPEC 2): runs are separate processes
+    run: int = 0            # which run: runs are separate processes
     handle: tuple = ()      # (op, family, handle) of an ioctl on a buffer handle
 
 
@@ -114,7 +114,7 @@ class EventSink:
     def add_columns(self, cols: dict) -> None:
         """The calls of one run as the core's columns (src/py/table.rs
         calls_to_py): what ``__call__`` takes of each event, in replay order.
-        Each call is a run of its own (SPEC 2): its pids are its own."""
+        Each call is a run of its own: its pids are its own."""
         run = self.runs
         self.runs += 1
         self._last_ns = 0
@@ -227,7 +227,7 @@ def _uuid(*parts) -> int:
 
 # Perfetto knows a process by its pid: a later run whose pid an earlier run
 # already used is shown under pid + run * PID_STRIDE (above Linux's pid_max,
-# 2^22), its name saying its real pid and run, so runs stay apart (SPEC 2).
+# 2^22), its name saying its real pid and run, so runs stay apart.
 PID_STRIDE = 1 << 22
 
 
@@ -380,7 +380,7 @@ def render(result, events: EventSink | None = None, cwd: str | None = None, **_o
     run_of_file = {r.file: r.run for r in rows}
     ordered = result.sorted_findings()
     run_of = {id(f): run_of_file.get(f.file, 0) for f in ordered}
-    # each run ends at its own last timestamp, not another run's (SPEC 2)
+    # each run ends at its own last timestamp, not another run's
     last: dict[int, int] = {}
     for r in rows:
         last[r.run] = max(last.get(r.run, 0), r.ts + r.dur)
@@ -510,7 +510,7 @@ def _handle_scope(r: Row) -> tuple:
 
 
 def _handle_lifetimes(rows, ends, last: dict) -> list:
-    """The buffer handles' lifetimes as the trace shows them (SPEC 6), from
+    """The buffer handles' lifetimes as the trace shows them, from
     the ioctls' structs (Row.handle), as fd lifetimes are drawn: the
     picture of the trace, not the handle model's judgement."""
     open_: dict[tuple, _Held] = {}      # (family, scope, handle) -> lifetime

@@ -15,7 +15,8 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..rules import RULES
-from .common import SCHEMA, printable, repo_relative, rule_ids, source_frame, subject_text
+from ..paths import repo_relative
+from .common import SCHEMA, printable, rule_ids, source_frame, subject_text
 from .json_ import dumps
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -94,7 +95,7 @@ def _code_flow(f, cwd: str) -> list:
     if not f.evidence:
         return []
     by_thread: dict = {}
-    # executionOrder is the order in time (SPEC 6): the models list the
+    # executionOrder is the order in time: the models list the
     # offending call first, its causes after it
     chrono = sorted(f.evidence, key=lambda ev: (
         ev.event.time if ev.event.time is not None else float("-inf"),

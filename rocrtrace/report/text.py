@@ -1,6 +1,6 @@
 """The terminal report.
 
-Concise by default, as compilers and linters are (SPEC 6): per finding one
+Concise by default, as compilers and linters are: per finding one
 headline ``SOURCE:LINE: severity[rule] message``, then the events that prove
 it, each once, with ``file:line tid time``, and a ``help:`` line with the
 fix.  ``verbose`` adds the full message and diagnosis, the coverage section,
@@ -25,7 +25,7 @@ from .common import (by_rule, call_text, counts_line, cut, hexs, location_frame,
 _COLORS = {"error": "1;31", "warning": "1;33", "note": "1;36", "bold": "1", "dim": "2",
            "ok": "32", "help": "1;32"}
 
-# Plain words for the causes svm-over-revoke names (SPEC 5).
+# Plain words for the causes svm-over-revoke names.
 CAUSES = {
     "shared-page": "the claims meet only on boundary pages: the revoke of one takes "
                    "the shared page from the other",
@@ -36,7 +36,7 @@ CAUSES = {
 }
 
 CALL_WIDTH = 200           # a call line of the concise report, off a terminal
-VERBOSE_CALL_WIDTH = None  # --verbose: every call whole (SPEC 6)
+VERBOSE_CALL_WIDTH = None  # --verbose: every call whole
 MAX_EVIDENCE = 8           # events per finding in the concise report
 class _Style:
     def __init__(self, color: bool):

@@ -6,6 +6,9 @@ use foldhash::HashSet;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+/// A process id as the models key on it: None in a trace without pids.
+pub type Pid = Option<u32>;
+
 /// An event a model keeps (a creator, a last use): shared, so that keeping
 /// it costs no copy and "the same event" is [`Rc::ptr_eq`].
 pub type Ev = Rc<Event>;
@@ -54,8 +57,9 @@ pub fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "None".to_owned(), |x| x.to_string())
 }
 
-/// Python's `f"{h:#x}"`.
-pub fn hex(v: i128) -> String {
+/// Python's `f"{h:#x}"`: `0x1f`, `-0x1f`.
+pub fn hex(v: impl Into<i128>) -> String {
+    let v: i128 = v.into();
     if v < 0 {
         format!("-{:#x}", v.unsigned_abs())
     } else {
@@ -73,7 +77,7 @@ pub fn call_name(ev: &Event) -> &str {
     &ev.name
 }
 
-/// fds.short: `name at file:line`, or "(not in the trace)".
+/// `name at file:line`, or "(not in the trace)".
 pub fn short(names: &Names, ev: Option<&Ev>) -> String {
     let Some(ev) = ev else {
         return "(not in the trace)".to_owned();
@@ -102,7 +106,7 @@ pub fn is_libc(module: &str) -> bool {
     false
 }
 
-/// The innermost frames that are not libc/loader wrappers (fds.frames_of).
+/// The innermost frames that are not libc/loader wrappers.
 pub fn frames_of(stack: &[Frame], depth: usize) -> impl Iterator<Item = &Frame> {
     stack.iter().filter(|f| !is_libc(&f.module)).take(depth)
 }
@@ -133,7 +137,7 @@ fn base(module: &str) -> &str {
 }
 
 /// The component that owns a module: the ROCm runtime and its thunk are
-/// one (fds.component).
+/// one.
 pub fn component(module: &str) -> String {
     let b = base(module);
     if b.contains("hsa-runtime") || b.contains("hsakmt") {
@@ -214,7 +218,7 @@ pub fn int_field(v: Option<&Value>, k: &str) -> Option<i128> {
     }
 }
 
-/// An fd from a decoded struct field or intent argument (fds.fd_value): an
+/// An fd from a decoded struct field or intent argument: an
 /// int, a one-element list, `(fd, path)`, a dict's `fd`, or text like
 /// `7</dmabuf:>`.
 pub fn fd_value(v: Option<&Value>) -> Option<i64> {

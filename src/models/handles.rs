@@ -1,13 +1,14 @@
 //! The buffer-handle model: KFD
 //! handles per process and GEM handles per open file description of a DRM
-//! node (SPEC 4.2), and the dma-buf identity of exported fds (dmabuf.rs).
+//! node, and the dma-buf identity of exported fds (dmabuf.rs).
 //!
 //! bo-double-free is raised only on the kernel's own word: FREE_MEMORY_OF_GPU
 //! and GEM_CLOSE answer EINVAL for a handle that is not live.
 
+use super::buffer::{BufRef, Buffer, merge, resolve};
 use super::common::*;
-use super::dmabuf::{BufRef, Buffer, DmabufTracker, merge, resolve};
-use super::fds::{Fd, FdModel, Listener, Pid, Proc, Slot, Table};
+use super::dmabuf::DmabufTracker;
+use super::fds::{Fd, FdModel, Listener, Pid, Proc, Release, Slot, Table};
 use crate::events::{Event, Ioctl, Kind, Value};
 use crate::findings::{Evidence, Finding, Repeats};
 use crate::kfd;
@@ -76,7 +77,7 @@ struct Handle {
 }
 
 /// Live handles by namespace: a process's end drops its own namespaces
-/// without a walk over every other process's handles (SPEC 7).
+/// without a walk over every other process's handles.
 #[derive(Default)]
 struct Live {
     by: HashMap<Scope, HashMap<i128, Handle>>,
@@ -216,7 +217,7 @@ impl Listener for State {
         self.dmabuf.fd_open(p, s, ev);
     }
 
-    fn on_fd_release(&mut self, p: &Proc, s: &Slot, ev: Option<&Ev>, how: &str) {
+    fn on_fd_release(&mut self, p: &Proc, s: &Slot, ev: Option<&Ev>, how: Release) {
         self.dmabuf.fd_release(p, s, ev, how);
     }
 

@@ -40,13 +40,15 @@ pub fn name_runtime_call<'a>(
         if t < start - HORIZON_SECS {
             break;
         }
+        // (a record before the intent's on its thread returned before it,
+        // whatever its logged end: see svm::inside)
         let inside = ev.h.file == h.file
             && ev.h.pid == h.pid
             && ev.h.tid == h.tid
             && ev.h.line != h.line
             && t >= start - EPS
-            && t <= end + EPS
-            && ev.h.end().unwrap_or(t) <= end + NESTED_SLACK + EPS;
+            && (ev.h.line < h.line
+                || (t <= end + EPS && ev.h.end().unwrap_or(t) <= end + NESTED_SLACK + EPS));
         if !inside || f.details.contains_key("runtime_call") {
             continue;
         }

@@ -1,5 +1,5 @@
 //! SVM replay: the per-process range map, the claims on it, and the SVM
-//! rules (SPEC 4.3 and 5).  tests/test_engine_svm.py checks that a trace
+//! rules.  tests/test_engine_svm.py checks that a trace
 //! analyzed whole and its events fed through `run_svm_model` give the same
 //! findings and history.
 //!
@@ -19,7 +19,7 @@
 #![allow(clippy::mutable_key_type)]
 
 use foldhash::{HashMap, HashMapExt};
-use std::cell::{Ref, RefCell, RefMut};
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 use std::rc::Rc;
@@ -27,15 +27,13 @@ use std::rc::Rc;
 use crate::events::{Event, Kind, Text, Value};
 use crate::findings::Finding;
 use crate::kfd;
+use crate::models::common::hex;
+use crate::models::svm_build;
 use crate::models::svm_map::{
     Attr, CoverIndex, NO_ACCESS, PieceMap, Row, State, SvmMap, mremap_unmaps,
 };
+use crate::models::svm_records::*;
 
-pub(crate) const REG_FLAGS: u32 = kfd::FLAG_HOST_ACCESS
-    | kfd::FLAG_COHERENT
-    | kfd::FLAG_EXT_COHERENT
-    | kfd::FLAG_GPU_ALWAYS_MAPPED;
-pub(crate) const COH_FLAGS: u32 = kfd::FLAG_COHERENT | kfd::FLAG_EXT_COHERENT;
 const LOCKS: [&str; 2] = ["hsa_amd_memory_lock", "hsa_amd_memory_lock_to_pool"];
 const UNLOCK: &str = "hsa_amd_memory_unlock";
 const SVM_SET: &str = "hsa_amd_svm_attributes_set";
@@ -47,9 +45,8 @@ const RETRY_ERRNOS: [&str; 5] = [
     "ERESTARTNOHAND",
 ];
 const MAP_FIXED: u64 = 0x10;
-pub(crate) const EPS: f64 = 1e-7;
 const RECENT: usize = 256;
-/// Completion order (SPEC 4): a record the capture wrote late (its thread
+/// Completion order: a record the capture wrote late (its thread
 /// descheduled between the return and the write) is replayed where its
 /// window ends, if it arrives within this much trace time after a call
 /// that began later ...
@@ -71,482 +68,6 @@ pub const LIMITS: [&str; 5] = [
     "SVM: a SET_ATTR that failed late (ENOMEM, migration errors) may have committed its \
      attributes; the model assumes it did not",
 ];
-
-/// An event the model keeps: shared, so that "the same event" is pointer
-/// identity.
-pub type Ev = Rc<Event>;
-
-pub(crate) fn same_ev(a: &Ev, b: &Ev) -> bool {
-    Rc::ptr_eq(a, b)
-}
-
-pub(crate) fn opt_same(a: Option<&Ev>, b: Option<&Ev>) -> bool {
-    match (a, b) {
-        (Some(a), Some(b)) => Rc::ptr_eq(a, b),
-        (None, None) => true,
-        _ => false,
-    }
-}
-
-/// GPU ids, sorted, no duplicates (a set).
-pub type Gpus = Vec<u32>;
-
-pub(crate) fn g_union(a: &[u32], b: &[u32]) -> Gpus {
-    let mut out: Gpus = a.iter().chain(b).copied().collect();
-    out.sort_unstable();
-    out.dedup();
-    out
-}
-
-pub(crate) fn g_inter(a: &[u32], b: &[u32]) -> Gpus {
-    a.iter().copied().filter(|g| b.contains(g)).collect()
-}
-
-pub(crate) fn g_minus(a: &[u32], b: &[u32]) -> Gpus {
-    a.iter().copied().filter(|g| !b.contains(g)).collect()
-}
-
-/// Python's `f"{x:#x}"`.
-pub(crate) fn hx(x: i128) -> String {
-    if x < 0 {
-        format!("-{:#x}", -x)
-    } else {
-        format!("{x:#x}")
-    }
-}
-
-pub(crate) fn hu(x: u64) -> String {
-    format!("{x:#x}")
-}
-
-/// A page number shifted back to bytes (may pass 2^64).
-pub(crate) fn hb(page: u64, shift: u32) -> String {
-    format!("{:#x}", u128::from(page) << shift)
-}
-
-pub(crate) fn flags_text(v: u32) -> String {
-    kfd::flag_names(v.into(), crate::models::svm_map::FLAG_SHORT)
-}
-
-pub(crate) fn attr_short(t: u32) -> Option<&'static str> {
-    kfd::attr_name(t).map(|n| &n["KFD_IOCTL_SVM_ATTR_".len()..])
-}
-
-/// The attribute shape as messages and histories print it, with the
-/// multiplier `stats` and `diff` use: `NO_ACCESS×2+CLR_FLAGS(COHERENT)`.
-pub fn shape_text(attrs: &[Attr]) -> String {
-    shape_of(attrs).replace('*', "×")
-}
-
-/// Run-independent attribute shape, e.g. `NO_ACCESS*2+CLR_FLAGS(COHERENT)`:
-/// a fingerprint ingredient (kept as it is so baselines keep matching).
-pub fn shape_of(attrs: &[Attr]) -> String {
-    let mut parts: Vec<(String, u32)> = Vec::new();
-    for a in attrs {
-        let mut name = attr_short(a.ty).map_or_else(|| hu(a.ty.into()), str::to_owned);
-        if a.ty == kfd::ATTR_SET_FLAGS || a.ty == kfd::ATTR_CLR_FLAGS {
-            name = format!("{name}({})", flags_text(a.value));
-        }
-        match parts.last_mut() {
-            Some(last) if last.0 == name => last.1 += 1,
-            _ => parts.push((name, 1)),
-        }
-    }
-    if parts.is_empty() {
-        return "none".to_owned();
-    }
-    parts
-        .iter()
-        .map(|(n, k)| {
-            if *k > 1 {
-                format!("{n}*{k}")
-            } else {
-                n.clone()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("+")
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EffKind {
-    Registration,
-    Revoke,
-    Application,
-    None,
-}
-
-impl EffKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            EffKind::Registration => "registration",
-            EffKind::Revoke => "revoke",
-            EffKind::Application => "application",
-            EffKind::None => "none",
-        }
-    }
-}
-
-/// Net effect of an attribute array (array order, later entries win).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Effect {
-    /// gpus left NO_ACCESS
-    pub taken: Gpus,
-    /// gpus left ACCESS / ACCESS_IN_PLACE
-    pub granted: Gpus,
-    /// COHERENT/EXT_COHERENT left clear
-    pub cleared: u32,
-    /// flag bits left set
-    pub set_: u32,
-    /// locations, granularity
-    pub other: bool,
-    pub kind: EffKind,
-}
-
-pub fn effect_of(attrs: &[Attr]) -> Effect {
-    let mut access: Vec<(u32, u32)> = Vec::new();
-    let (mut bits_set, mut bits_clr) = (0u32, 0u32);
-    let mut other = false;
-    let mut reg_shape = !attrs.is_empty();
-    let mut has_no = false;
-    let mut revoke_shape = !attrs.is_empty();
-    for a in attrs {
-        let (t, v) = (a.ty, a.value);
-        if t == kfd::ATTR_ACCESS || t == kfd::ATTR_ACCESS_IN_PLACE || t == NO_ACCESS {
-            match access.iter_mut().find(|x| x.0 == v) {
-                Some(x) => x.1 = t,
-                None => access.push((v, t)),
-            }
-            has_no |= t == NO_ACCESS;
-        }
-        if t == kfd::ATTR_SET_FLAGS {
-            bits_set |= v;
-            bits_clr &= !v;
-        } else if t == kfd::ATTR_CLR_FLAGS {
-            bits_clr |= v;
-            bits_set &= !v;
-        } else if t == kfd::ATTR_PREFERRED_LOC
-            || t == kfd::ATTR_PREFETCH_LOC
-            || t == kfd::ATTR_GRANULARITY
-        {
-            other = true;
-        }
-        let flag_attr = t == kfd::ATTR_SET_FLAGS || t == kfd::ATTR_CLR_FLAGS;
-        if !(t == kfd::ATTR_ACCESS_IN_PLACE || (flag_attr && v & !REG_FLAGS == 0)) {
-            reg_shape = false;
-        }
-        if t != NO_ACCESS && t != kfd::ATTR_CLR_FLAGS {
-            revoke_shape = false;
-        }
-    }
-    let mut taken: Gpus = access
-        .iter()
-        .filter(|x| x.1 == NO_ACCESS)
-        .map(|x| x.0)
-        .collect();
-    let mut granted: Gpus = access
-        .iter()
-        .filter(|x| x.1 != NO_ACCESS)
-        .map(|x| x.0)
-        .collect();
-    taken.sort_unstable();
-    granted.sort_unstable();
-    let kind = if revoke_shape && has_no {
-        EffKind::Revoke
-    } else if reg_shape {
-        EffKind::Registration
-    } else if !granted.is_empty() || bits_set != 0 || other {
-        EffKind::Application
-    } else {
-        EffKind::None
-    };
-    Effect {
-        taken,
-        granted,
-        cleared: bits_clr & COH_FLAGS,
-        set_: bits_set,
-        other,
-        kind,
-    }
-}
-
-#[derive(Debug)]
-pub struct Grant {
-    pub event: Ev,
-    pub gpus: Gpus,
-    pub flags: u32,
-}
-
-pub type GrantRef = Rc<Grant>;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ClaimKind {
-    Registration,
-    Application,
-    Explicit,
-}
-
-impl ClaimKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            ClaimKind::Registration => "registration",
-            ClaimKind::Application => "application",
-            ClaimKind::Explicit => "explicit",
-        }
-    }
-}
-
-/// Who relies on which pages.
-#[derive(Debug)]
-pub struct Claim {
-    pub kind: ClaimKind,
-    /// identity: the exact page range
-    pub start: u64,
-    pub end: u64,
-    /// live [s, e) parts
-    pub pages: Vec<(u64, u64)>,
-    pub grants: Vec<GrantRef>,
-    pub gpus: Gpus,
-    pub flags: u32,
-    pub born: Option<Ev>,
-    pub live: bool,
-    pub ended_by: Option<Ev>,
-    /// when the trace shows its release began: at the latest the entry of
-    /// the unlock, revoke or unmap that ended it (SPEC 4.3, liveness) ...
-    pub release_began: Option<f64>,
-    /// ... and at the earliest: a revoke issued without intent calls was
-    /// computed after its thread's previous call ended (None: unknown)
-    pub release_after: Option<f64>,
-    /// the page range of the revoke that released it: what the runtime
-    /// still counted when it computed that revoke
-    pub release_range: Option<(u64, u64)>,
-    /// explicit claims
-    pub ptr: Option<u64>,
-    pub byte_end: Option<u128>,
-    pub lock: Option<Ev>,
-    pub refcount: i64,
-    pub stale_gpus: Gpus,
-    pub getattr_seen: Vec<Ev>,
-    /// merged into another claim at adoption
-    pub alias: Option<CRef>,
-}
-
-#[derive(Debug)]
-pub struct ClaimCell {
-    pub id: u64,
-    c: RefCell<Claim>,
-}
-
-/// A shared claim, ordered and compared by its id (unique: identity).
-#[derive(Debug, Clone)]
-pub struct CRef(pub Rc<ClaimCell>);
-
-impl PartialEq for CRef {
-    fn eq(&self, o: &Self) -> bool {
-        self.0.id == o.0.id
-    }
-}
-impl Eq for CRef {}
-impl PartialOrd for CRef {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for CRef {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.0.id.cmp(&o.0.id)
-    }
-}
-
-impl CRef {
-    fn new(id: u64, c: Claim) -> Self {
-        CRef(Rc::new(ClaimCell {
-            id,
-            c: RefCell::new(c),
-        }))
-    }
-    pub fn id(&self) -> u64 {
-        self.0.id
-    }
-    pub fn b(&self) -> Ref<'_, Claim> {
-        self.0.c.borrow()
-    }
-    pub fn m(&self) -> RefMut<'_, Claim> {
-        self.0.c.borrow_mut()
-    }
-    pub fn real(&self) -> CRef {
-        let mut c = self.clone();
-        loop {
-            let next = c.b().alias.clone();
-            match next {
-                Some(n) => c = n,
-                None => return c,
-            }
-        }
-    }
-}
-
-impl Claim {
-    fn new(kind: ClaimKind, s: u64, e: u64, born: Option<Ev>) -> Self {
-        Claim {
-            kind,
-            start: s,
-            end: e,
-            pages: vec![(s, e)],
-            grants: Vec::new(),
-            gpus: Vec::new(),
-            flags: 0,
-            born,
-            live: true,
-            ended_by: None,
-            release_began: None,
-            release_after: None,
-            release_range: None,
-            ptr: None,
-            byte_end: None,
-            lock: None,
-            refcount: 0,
-            stale_gpus: Vec::new(),
-            getattr_seen: Vec::new(),
-            alias: None,
-        }
-    }
-
-    /// Add a grant; one that gives exactly what an earlier grant gave
-    /// replaces it (the newest call is the evidence), so a range set again
-    /// and again keeps its current effect, not its history (work per
-    /// SET_ATTR bounded by the distinct grants, not by the trace).
-    pub fn add_grant(&mut self, g: GrantRef) {
-        if let Some(i) = self
-            .grants
-            .iter()
-            .position(|x| x.gpus == g.gpus && x.flags == g.flags)
-        {
-            self.grants.remove(i);
-        }
-        self.grants.push(g);
-    }
-
-    pub fn recompute(&mut self) {
-        let mut g: Gpus = Vec::new();
-        let mut f = 0;
-        for gr in &self.grants {
-            g = g_union(&g, &gr.gpus);
-            f |= gr.flags;
-        }
-        self.gpus = g;
-        self.flags = f;
-    }
-
-    pub fn label(&self, shift: u32) -> String {
-        let rng = format!("[{}, {})", hb(self.start, shift), hb(self.end, shift));
-        if self.kind == ClaimKind::Explicit {
-            return format!("lock({}) pages {rng}", hu(self.ptr.unwrap_or(0)));
-        }
-        format!("{} {rng}", self.kind.name())
-    }
-}
-
-fn grant_in(gs: &[GrantRef], g: &GrantRef) -> Option<usize> {
-    gs.iter().position(|x| Rc::ptr_eq(x, g))
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Loss {
-    pub gpus: Gpus,
-    pub flags: u32,
-    pub lo: u64,
-    pub hi: u64,
-    pub npages: u64,
-}
-
-/// What `_still_stale` found: (gpus, lo, hi).
-pub type StaleRes = (Gpus, u64, u64);
-
-/// One SET_ATTR as the model saw it.
-#[derive(Debug)]
-pub struct RecData {
-    pub event: Ev,
-    pub attrs: Rc<[Attr]>,
-    pub eff: Rc<Effect>,
-    pub s: u64,
-    pub e: u64,
-    pub claim: Option<CRef>,
-    pub grant: Option<GrantRef>,
-    pub released: Vec<CRef>,
-    pub losses: Vec<(CRef, Loss)>,
-    /// judged before the ending revoke applied; absent: "now"
-    pub stale_pre: Vec<(CRef, Option<StaleRes>)>,
-    pub unlock: Option<Ev>,
-    /// the end of its thread's previous call (None: none seen): the
-    /// runtime computed this SET_ATTR after it
-    pub quiet_from: Option<f64>,
-}
-
-pub struct RecCell {
-    pub id: u64,
-    pub r: RefCell<RecData>,
-}
-
-pub type RecRef = Rc<RecCell>;
-
-impl RecData {
-    fn pre(&self, c: &CRef) -> Pre {
-        match self.stale_pre.iter().find(|x| x.0 == *c) {
-            Some((_, r)) => Pre::Was(r.clone()),
-            None => Pre::Now,
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) enum Pre {
-    Now,
-    Was(Option<StaleRes>),
-}
-
-/// A finding not yet built: its claims may still change identity.
-pub(crate) enum RawKind {
-    Victim {
-        over: bool,
-        rec: RecRef,
-        claim: CRef,
-        loss: Loss,
-        shift: u32,
-        /// the process's runtime behaviour, read when the finding is built
-        seen: Rc<RefCell<Seen>>,
-    },
-    Stale {
-        claim: CRef,
-        res: StaleRes,
-        shift: u32,
-    },
-    Unmap {
-        claim: CRef,
-        event: Ev,
-        shift: u32,
-        locked: bool,
-        s: u64,
-        e: u64,
-        pages: u64,
-    },
-    Bad {
-        event: Ev,
-        why: String,
-    },
-    Mismatch {
-        event: Ev,
-        diffs: Vec<(u32, u32, u32, u32, u32, u32)>,
-        s: u64,
-        e: u64,
-        shift: u32,
-    },
-}
-
-pub(crate) struct Raw {
-    pub kind: RawKind,
-    pub dead: bool,
-}
 
 /// One `show --addr` row: the event, what the model did, its state after
 /// (the pieces on the watched pages, empty: "no SVM range"; the claims on
@@ -634,35 +155,26 @@ fn noaccess(st: &State) -> bool {
     st.access.iter().any(|a| a.1 == NO_ACCESS)
 }
 
-fn overlap(a: (Option<f64>, Option<f64>), b: (Option<f64>, Option<f64>)) -> bool {
-    match (a, b) {
-        ((Some(a0), Some(a1)), (Some(b0), Some(b1))) => a0 < b1 - EPS && b0 < a1 - EPS,
-        _ => false,
-    }
-}
-
-pub(crate) fn win(ev: &Event) -> (Option<f64>, Option<f64>) {
-    (ev.h.time, ev.h.end())
-}
-
-pub(crate) fn windows_overlap(a: &Event, b: &Event) -> bool {
-    overlap(win(a), win(b))
-}
-
-/// The resolution of a logged time: a call logged at t began in [t, t+1us).
-pub(crate) const CLOCK_RES: f64 = 1e-6;
-
 /// Logs give entry times and durations to the microsecond, each cut
 /// separately, so a call nested in another may seem to end up to one
 /// microsecond after it (never to begin before it); epoch seconds parsed to
 /// a double carry ~0.24 us of noise on top.
 pub(crate) const NESTED_SLACK: f64 = 1.5e-6;
 
-fn inside(ev: &Event, outer: &Event) -> bool {
+/// `ev` ran inside `outer`'s window (both on one thread).  One thread's
+/// records are written in the order its calls return, so a call that began
+/// after `outer` began and whose record comes before `outer`'s returned
+/// before it: nested, whatever its logged end says (clocks read on two
+/// cpus of a VM have been seen tens of microseconds apart).
+pub(crate) fn inside(ev: &Event, outer: &Event) -> bool {
     match (ev.h.time, outer.h.time) {
         (Some(t), Some(ot)) => {
             let (e, oe) = (ev.h.end().unwrap_or(t), outer.h.end().unwrap_or(ot));
-            t >= ot - EPS && t <= oe + EPS && e <= oe + NESTED_SLACK + EPS
+            let returned_first = ev.h.file == outer.h.file
+                && ev.h.pid == outer.h.pid
+                && ev.h.tid == outer.h.tid
+                && ev.h.line < outer.h.line;
+            t >= ot - EPS && (returned_first || (t <= oe + EPS && e <= oe + NESTED_SLACK + EPS))
         }
         // no clock: everything since the thread's last intent call
         _ => true,
@@ -732,117 +244,6 @@ pub struct Counts {
     pub claims: u64,
 }
 
-/// The runtime's registration behaviour as one process's trace shows it
-/// (SPEC 4.3): the shapes of its SET_ATTRs, whether its deregistrations
-/// show as revokes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Seen {
-    /// registration-shaped SET_ATTRs with flags only (#6699 and the
-    /// baseline register)
-    pub reg_flags: u64,
-    /// ACCESS_IN_PLACE alone (their map)
-    pub map_in_place: u64,
-    /// ACCESS_IN_PLACE with flags in one call (the relands' register)
-    pub reg_combined: u64,
-    /// SET_ATTRs of those shapes the model read as the program's own
-    /// (the runtime's shapes being the split ones)
-    pub app_combined: u64,
-    /// revokes that released a registration, with and without CLR_FLAGS
-    pub release_clr: u64,
-    pub release_plain: u64,
-    /// release revokes that left out pages of the registration they
-    /// released: the runtime subtracts the registrations it still counts
-    pub subtracts: u64,
-    /// registrations made on pages a live registration still held
-    pub reused: u64,
-    /// intent calls (lock/unlock) seen
-    pub intents: u64,
-}
-
-impl Seen {
-    fn add(&mut self, o: &Seen) {
-        self.reg_flags += o.reg_flags;
-        self.map_in_place += o.map_in_place;
-        self.reg_combined += o.reg_combined;
-        self.app_combined += o.app_combined;
-        self.release_clr += o.release_clr;
-        self.release_plain += o.release_plain;
-        self.subtracts += o.subtracts;
-        self.reused += o.reused;
-        self.intents += o.intents;
-    }
-
-    /// A runtime whose deregistrations issue nothing: registrations come
-    /// and go on reused pages and no revoke ever released one.  Its
-    /// claims' ends are invisible, so no victim is proven live.
-    pub fn silent(&self) -> bool {
-        self.release_clr + self.release_plain == 0 && self.reused > 0 && self.intents == 0
-    }
-
-    /// The runtime registers with flags only and maps with ACCESS_IN_PLACE
-    /// alone: a call combining the two is not one of its own.
-    fn split(&self) -> bool {
-        self.reg_flags > 0
-    }
-
-    /// What the coverage section says of the runtime's behaviour, or None
-    /// when the trace shows no registration.
-    pub fn describe(&self) -> Option<String> {
-        let reg = if self.reg_flags > 0 {
-            "register = flags only, map = ACCESS_IN_PLACE"
-        } else if self.reg_combined > 0 {
-            "register = ACCESS_IN_PLACE + flags"
-        } else if self.map_in_place > 0 {
-            "map = ACCESS_IN_PLACE"
-        } else {
-            return None;
-        };
-        let rev = if self.release_clr + self.release_plain == 0 {
-            if self.reused > 0 {
-                "no deregistration revokes although registrations come and go on reused \
-                 pages"
-            } else {
-                "no deregistration revokes"
-            }
-        } else if self.release_plain == 0 {
-            "revokes with CLR_FLAGS"
-        } else if self.release_clr == 0 {
-            "revokes without CLR_FLAGS"
-        } else {
-            "revokes with and without CLR_FLAGS"
-        };
-        let who = match (
-            self.reg_flags > 0,
-            self.release_clr + self.release_plain > 0,
-        ) {
-            (true, true) if self.release_clr > 0 => ": the #6699 behaviour",
-            (true, false) if self.reused > 0 => {
-                ": the baseline behaviour (deregistration issues no ioctl)"
-            }
-            (false, true) if self.reg_combined > 0 => ": the relands' behaviour",
-            _ => "",
-        };
-        let mut out = format!("this trace shows {reg}, {rev}{who}");
-        if self.app_combined > 0 {
-            out += &format!(
-                "; {} SET_ATTR(s) of another shape read as the program's own ranges",
-                self.app_combined
-            );
-        }
-        if self.subtracts > 0 {
-            out += &format!(
-                "; {} revoke(s) left out pages other registrations still covered (the runtime \
-                 counts its registrations when it computes a revoke)",
-                self.subtracts
-            );
-        }
-        if self.silent() {
-            out += "; victims of registrations are notes (their liveness is not proven)";
-        }
-        Some(out)
-    }
-}
-
 /// Replays AMDKFD_IOC_SVM with mmap/munmap/mremap and intent calls.
 pub struct SvmModel {
     sh: Shared,
@@ -862,6 +263,11 @@ pub struct SvmModel {
     /// the latest entry time seen
     horizon: f64,
     arrivals: u64,
+    /// per process and thread, the completion key given to its latest
+    /// event: one thread's records are written in the order its calls
+    /// return, so its events keep their file order whatever their logged
+    /// ends say
+    thread_keys: HashMap<Option<u32>, HashMap<Option<u32>, f64>>,
 }
 
 /// An event waiting in the completion-order buffer: ordered by the end of
@@ -956,6 +362,7 @@ impl SvmModel {
             pending: BinaryHeap::new(),
             horizon: f64::NEG_INFINITY,
             arrivals: 0,
+            thread_keys: HashMap::new(),
         }
     }
 
@@ -1017,7 +424,7 @@ impl SvmModel {
     /// `feed` for an event the caller already shares: what the model keeps
     /// of it (records, evidence) is this `Rc`, not a copy.
     ///
-    /// Events are replayed in order of completion (SPEC 4): each waits
+    /// Events are replayed in order of completion: each waits
     /// until a call that began more than `REORDER_SECS` after its window
     /// ended has arrived (or the buffer is full), so a record written late
     /// takes its place by its window, not by its line.  An event without a
@@ -1035,6 +442,9 @@ impl SvmModel {
         let Some(t) = ev.h.time.filter(|_| !barrier) else {
             self.drain(f64::INFINITY);
             self.replay(ev);
+            if matches!(ev.kind, Kind::Exit(_)) {
+                self.thread_keys.remove(&ev.h.pid);
+            }
             return;
         };
         self.arrivals += 1;
@@ -1045,8 +455,16 @@ impl SvmModel {
         } else {
             0.0
         };
+        let last = self
+            .thread_keys
+            .entry(ev.h.pid)
+            .or_default()
+            .entry(ev.h.tid)
+            .or_insert(f64::NEG_INFINITY);
+        let end = (ev.h.end().unwrap_or(t) + slack).max(*last);
+        *last = end;
         self.pending.push(Reverse(Pending {
-            end: ev.h.end().unwrap_or(t) + slack,
+            end,
             n: self.arrivals,
             ev: ev.clone(),
         }));
@@ -1187,7 +605,7 @@ impl SvmModel {
                 self.sh.judge_stale(p, &c, Pre::Now);
             }
         }
-        let new = crate::models::svm_build::build(&mut self.sh, &self.files);
+        let new = svm_build::build(std::mem::take(&mut self.sh.raws), &self.files);
         self.findings.extend(new);
     }
 
@@ -1336,7 +754,7 @@ impl SvmModel {
                 || p.userptr.contains_key(&ptr)
                 || (p.legacy && !p.by_ptr.contains_key(&ptr)))
         {
-            // the legacy path (SPEC 4.3): a userptr buffer, a buffer handle
+            // the legacy path: a userptr buffer, a buffer handle
             // and no SVM claim
             p.legacy = p.legacy || userptr;
             let n = p.userptr.entry(ptr).or_insert(0);
@@ -1346,8 +764,8 @@ impl SvmModel {
                 let (s, e) = p.pages(ptr.into(), size);
                 let what = format!(
                     "lock {} size {}: a userptr buffer (refcount {n}), not an SVM claim",
-                    hu(ptr),
-                    hx(size as i128)
+                    hex(ptr),
+                    hex(size as i128)
                 );
                 sh.note(p, &evr, s, e, what);
             }
@@ -1479,8 +897,8 @@ impl SvmModel {
             };
             let what = format!(
                 "lock {} size {}: explicit claim #{id} (refcount {rc}, {} SET_ATTR(s) in its window)",
-                hu(ptr),
-                hx(size as i128),
+                hex(ptr),
+                hex(size as i128),
                 recs.len()
             );
             sh.note(p, &evr, ts, te, what);
@@ -1533,7 +951,7 @@ impl SvmModel {
             }
         }
         {
-            // its release began with the unlock (SPEC 4.3: the window as
+            // its release began with the unlock (the window as
             // the line says, wherever the line stands in the file)
             let mut b = c.m();
             if !b.live
@@ -1550,7 +968,7 @@ impl SvmModel {
             };
             let what = format!(
                 "unlock {}: claim #{} refcount {rc}{}",
-                hu(ptr),
+                hex(ptr),
                 c.id(),
                 if ended { "; last unlock ends it" } else { "" }
             );
@@ -1559,7 +977,7 @@ impl SvmModel {
     }
 
     /// hsa_amd_svm_attributes_set: the SET_ATTRs inside its window are the
-    /// program's own (SPEC 4.3).
+    /// program's own.
     fn svm_intent(&mut self, ev: &Event) {
         let evr = self.sh.watch.map(|_| rc(&mut self.cur, ev));
         let (sh, p) = self.split(ev.h.pid);
@@ -1727,7 +1145,7 @@ impl Shared {
             .into_iter()
             .map(|c| {
                 let b = c.b();
-                let gpus = b.gpus.iter().map(|&g| hu(g.into())).collect::<Vec<_>>();
+                let gpus = b.gpus.iter().map(|&g| hex(g)).collect::<Vec<_>>();
                 let gpus = if gpus.is_empty() {
                     "none".to_owned()
                 } else {
@@ -1809,7 +1227,7 @@ impl Shared {
                 (true, false) => seen.map_in_place += 1,
                 (true, true) if seen.split() => {
                     // the runtime registers and maps in two calls: one doing
-                    // both is the program's own range (SPEC 4.3)
+                    // both is the program's own range
                     seen.app_combined += 1;
                     eff = Rc::new(Effect {
                         kind: EffKind::Application,
@@ -1879,7 +1297,7 @@ impl Shared {
         // a SET_ATTR of the program's own shape, or one lying wholly inside
         // an application claim that releases no registration, is the
         // program changing memory it owns: the claims it lies wholly inside
-        // are not its victims (SPEC 4.3)
+        // are not its victims
         let within = |c: &CRef| {
             let b = c.b();
             b.start <= s && e <= b.end
@@ -2039,8 +1457,8 @@ impl Shared {
         let mut what = format!(
             "SET_ATTR {} on {}-{} ({})",
             shape_text(&d.attrs),
-            hb(d.s, p.shift),
-            hb(d.e, p.shift),
+            page_hex(d.s, p.shift),
+            page_hex(d.e, p.shift),
             d.eff.kind.name()
         );
         if !released.is_empty() {
@@ -2364,7 +1782,7 @@ impl Shared {
                         kfd::ATTR_ACCESS => "ACCESS".to_owned(),
                         kfd::ATTR_ACCESS_IN_PLACE => "ACCESS_IN_PLACE".to_owned(),
                         NO_ACCESS => "NO_ACCESS".to_owned(),
-                        _ => hu(a.value.into()),
+                        _ => hex(a.value),
                     };
                     format!("{name}={val}")
                 })
@@ -2445,8 +1863,8 @@ impl Shared {
         if (had_range || !hit.is_empty()) && self.watch.is_some() {
             let mut what = format!(
                 "unmap {}-{}: SVM attributes forgotten",
-                hb(s, p.shift),
-                hb(e, p.shift)
+                page_hex(s, p.shift),
+                page_hex(e, p.shift)
             );
             if !notes.is_empty() {
                 what += &format!("; removes pages of claims {}", notes.join(", "));
@@ -2474,7 +1892,7 @@ pub(crate) fn loss_text(loss: &Loss) -> String {
             "gpu {}",
             loss.gpus
                 .iter()
-                .map(|&g| hu(g.into()))
+                .map(|&g| hex(g))
                 .collect::<Vec<_>>()
                 .join(",")
         ));

@@ -1,6 +1,6 @@
 //! The SVM model's findings, built at the end of the trace from its raw
 //! records, and the
-//! occurrence numbering it does itself (SPEC 6: two different findings
+//! occurrence numbering it does itself (two different findings
 //! never share a fingerprint).
 
 use serde_json::{Map, Value as Json, json};
@@ -8,12 +8,13 @@ use serde_json::{Map, Value as Json, json};
 use crate::events::{Event, Kind, Text};
 use crate::findings::{Evidence, Finding};
 use crate::kfd;
-use crate::models::svm::{
+use crate::models::common::hex;
+use crate::models::svm_map::{Attr, access_name};
+use crate::models::svm_records::{
     CLOCK_RES, CRef, Claim, ClaimKind, EPS, EffKind, Ev, GrantRef, Loss, Raw, RawKind, RecRef,
-    Seen, Shared, attr_short, flags_text, hb, hu, hx, opt_same, same_ev, shape_of, shape_text,
+    Seen, attr_short, flags_text, opt_same, page_hex, same_ev, shape_of, shape_text,
     windows_overlap,
 };
-use crate::models::svm_map::{Attr, access_name};
 use crate::rules::{Rule, Severity};
 
 /// A finding and the events it cites, kept shared until the numbering
@@ -25,7 +26,7 @@ struct Built {
 }
 
 fn gpu_list(g: &[u32]) -> Vec<Json> {
-    g.iter().map(|&x| Json::String(hu(x.into()))).collect()
+    g.iter().map(|&x| Json::String(hex(x))).collect()
 }
 
 fn subject(start: String, end: String, gpus: &[u32]) -> Map<String, Json> {
@@ -45,13 +46,13 @@ fn time_json(t: Option<f64>) -> Json {
 fn summary(c: &Claim, shift: u32, files: &[Text]) -> Json {
     let mut d = Map::new();
     d.insert("kind".into(), c.kind.name().into());
-    d.insert("start".into(), hb(c.start, shift).into());
-    d.insert("end".into(), hb(c.end, shift).into());
+    d.insert("start".into(), page_hex(c.start, shift).into());
+    d.insert("end".into(), page_hex(c.end, shift).into());
     d.insert("pages".into(), json!(c.end - c.start));
     d.insert("gpus".into(), Json::Array(gpu_list(&c.gpus)));
     d.insert("flags".into(), flags_text(c.flags).into());
     if let Some(p) = c.ptr {
-        d.insert("ptr".into(), hu(p).into());
+        d.insert("ptr".into(), hex(p).into());
     }
     if let Some(ev) = c.born.as_ref().or(c.lock.as_ref()) {
         d.insert("file".into(), file_name(files, ev).into());
@@ -109,8 +110,7 @@ fn arg_i128(ev: &Event, field: &str) -> i128 {
     }
 }
 
-pub(crate) fn build(sh: &mut Shared, files: &[Text]) -> Vec<Finding> {
-    let raws = std::mem::take(&mut sh.raws);
+pub(crate) fn build(raws: Vec<Raw>, files: &[Text]) -> Vec<Finding> {
     let mut new: Vec<Built> = Vec::new();
     for r in &raws {
         if r.dead {
@@ -145,8 +145,8 @@ pub(crate) fn build(sh: &mut Shared, files: &[Text]) -> Vec<Finding> {
         .collect()
 }
 
-/// What the trace proves of a victim's liveness when a SET_ATTR hurt it
-/// (SPEC 4.3).
+/// What the trace proves of a victim's liveness when a SET_ATTR hurt it:
+/// whether its claim's release may have begun before the call that hurt it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Live {
     /// registered before the call, released (if at all) after it landed
@@ -169,7 +169,7 @@ pub(crate) enum Live {
 /// covers was computed while that claim was still registered, so before
 /// `rec`: the victim's release began first.  The call itself landed
 /// somewhere in its window: a release that began inside it leaves the
-/// order open (a warning, SPEC 4); one that may have begun before the call
+/// order open (a warning); one that may have begun before the call
 /// although its ioctl came after is not proven (a note).
 ///
 /// The converse reading of a revoke's range: a runtime that leaves out of
@@ -289,11 +289,11 @@ fn registrations(c: &Claim) -> usize {
 
 fn liveness_by_windows(rec: &RecRef, victim: &Claim) -> Live {
     let d = rec.r.borrow();
-    let began = match &d.unlock {
-        Some(u) => u.h.time,
-        None => d.event.h.time,
-    };
-    let (Some(began), Some(landed)) = (began, d.event.h.end()) else {
+    // the pages are taken while the SET_ATTR itself runs: a victim whose
+    // unlock began before it had been released, even if the unlock that
+    // issued the SET_ATTR began earlier still (its revoke computed before
+    // the victim's release, issued after it)
+    let (Some(began), Some(landed)) = (d.event.h.time, d.event.h.end()) else {
         return Live::Proven; // no clock: file order, as replayed
     };
     if victim.release_after.is_some_and(|t| t >= landed - EPS) {
@@ -368,10 +368,7 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
                  earlier revoke: the VA was reused without munmap and nothing re-granted it",
                 c.label(*shift),
                 hi - lo,
-                gpus.iter()
-                    .map(|&g| hu(g.into()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                gpus.iter().map(|&g| hex(g)).collect::<Vec<_>>().join(", ")
             );
             let mut evidence = vec![(
                 "registration relying on default access".to_owned(),
@@ -389,7 +386,7 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
                 evidence.push(("claim ended by".into(), x.clone()));
             }
             let mut f = Finding::new(Rule::SvmStaleNoAccess, msg, Some(&ev));
-            f.subject = subject(hb(*lo, *shift), hb(*hi, *shift), gpus);
+            f.subject = subject(page_hex(*lo, *shift), page_hex(*hi, *shift), gpus);
             f.key = vec![
                 c.kind.name().to_owned(),
                 format!("pages={}", c.end - c.start),
@@ -439,7 +436,7 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
                 evidence.push(("registered by".into(), b.clone()));
             }
             let mut f = Finding::new(Rule::SvmUnmapRegistered, msg, Some(event));
-            f.subject = subject(hb(lo, *shift), hb(hi, *shift), &c.gpus);
+            f.subject = subject(page_hex(lo, *shift), page_hex(hi, *shift), &c.gpus);
             f.severity = Some(if *locked {
                 Severity::Warning
             } else {
@@ -462,9 +459,9 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
         RawKind::Bad { event, why } => {
             let start = arg_i128(event, "start_addr");
             let size = arg_i128(event, "size");
-            let msg = format!("SET_ATTR of {} size {} {why}", hx(start), hx(size));
+            let msg = format!("SET_ATTR of {} size {} {why}", hex(start), hex(size));
             let mut f = Finding::new(Rule::SvmBadRange, msg, Some(event));
-            f.subject = subject(hx(start), hx(start + size), &[]);
+            f.subject = subject(hex(start), hex(start + size), &[]);
             f.key = vec![
                 why.split(" (").next().unwrap_or("").to_owned(),
                 shape_of(&event_attrs(event)),
@@ -489,16 +486,12 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
                 if t_in == kfd::ATTR_ACCESS {
                     parts.push(format!(
                         "ACCESS for GPU {}: kernel {}, model {}",
-                        hu(v_in.into()),
+                        hex(v_in),
                         access_name(t_out),
                         access_name(pt)
                     ));
                 } else {
-                    parts.push(format!(
-                        "{name}: kernel {}, model {}",
-                        hu(v_out.into()),
-                        hu(pv.into())
-                    ));
+                    parts.push(format!("{name}: kernel {}, model {}", hex(v_out), hex(pv)));
                 }
                 names.push(name);
             }
@@ -508,7 +501,7 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
                 parts.join("; ")
             );
             let mut f = Finding::new(Rule::SvmModelMismatch, msg, Some(event));
-            f.subject = subject(hb(*s, *shift), hb(*e, *shift), &[]);
+            f.subject = subject(page_hex(*s, *shift), page_hex(*e, *shift), &[]);
             f.key = names;
             let mut d = Map::new();
             d.insert(
@@ -551,7 +544,7 @@ fn victim_finding(
     let lost = if over {
         loss.gpus
             .iter()
-            .map(|&g| hu(g.into()))
+            .map(|&g| hex(g))
             .collect::<Vec<_>>()
             .join(", ")
     } else {
@@ -570,8 +563,8 @@ fn victim_finding(
     let mut msg = format!(
         "SET_ATTR {} on [{}, {}) released {rel} but took {}{lost} from {} page(s) of live {}",
         shape_text(&attrs),
-        hb(d.s, sh),
-        hb(d.e, sh),
+        page_hex(d.s, sh),
+        page_hex(d.e, sh),
         if over { "GPU " } else { "" },
         loss.npages,
         victim.label(sh)
@@ -590,7 +583,7 @@ fn victim_finding(
     if order == "concurrent" {
         msg += " [order: concurrent calls, the outcome depends on their order]";
     }
-    // liveness (SPEC 4.3): a release that may have begun before the call
+    // liveness: a release that may have begun before the call
     // landed (a revoke issued after the runtime's lock was dropped, a
     // runtime that deregisters without an ioctl) proves nothing
     if live == Live::Unproven {
@@ -706,11 +699,11 @@ fn victim_finding(
     if live == Live::Unproven {
         f.severity = Some(Severity::Note);
     } else if ordered {
-        // holds in only one order of the calls (SPEC 4): at most a warning
+        // holds in only one order of the calls: at most a warning
         f.severity = Some(Severity::Warning);
     }
     // one subject for both rules: the victim's pages, the gpus and flags taken
-    f.subject = subject(hb(loss.lo, sh), hb(loss.hi, sh), &loss.gpus);
+    f.subject = subject(page_hex(loss.lo, sh), page_hex(loss.hi, sh), &loss.gpus);
     f.cause = cause.map(str::to_owned);
     f.key = key;
     f.details = details;

@@ -2,9 +2,9 @@
 //!
 //! The kernel holds a list of non-overlapping `svm_range` objects that
 //! SET_ATTR splits on its boundaries, fills gaps of with new default ranges,
-//! and never merges (kfd-uapi.md section 6).  [`PieceMap`] is that list, a
-//! `BTreeMap` from start to (end, value), so a lookup is log n and an update
-//! touches only the pieces it overlaps.  [`SvmMap`] puts the kernel's
+//! and never merges (drivers/gpu/drm/amd/amdkfd/kfd_svm.c).  [`PieceMap`]
+//! is that list, a `BTreeMap` from start to (end, value), so a lookup is
+//! log n and an update touches only the pieces it overlaps.  [`SvmMap`] puts the kernel's
 //! attribute semantics on top; [`CoverIndex`] reuses the structure to find
 //! which claims (which may overlap each other) lie on a page range.
 //!
@@ -59,7 +59,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         self.map.iter().map(|(&s, (e, v))| (s, *e, v))
     }
 
-    /// The pieces overlapping [s, e), unclipped, in order (PieceMap._walk):
+    /// The pieces overlapping [s, e), unclipped, in order:
     /// the piece around `s`, then those starting inside (s, e).  Pieces do
     /// not overlap, so walking back from `e` the first piece ending at or
     /// before `s` ends the walk: one descent into the tree, not two, and
@@ -108,7 +108,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         (*pe > page).then_some(v)
     }
 
-    /// Replace the pieces starting at `old` by `new` (PieceMap._splice).
+    /// Replace the pieces starting at `old` by `new`.
     /// Both are in address order; a start in both is overwritten in place
     /// rather than removed and inserted again (half the tree work when an
     /// update leaves most pieces where they were).
@@ -219,7 +219,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     }
 
     /// `update(s, e, f, fill, false)` then `coalesce(s, e, drop)` in one
-    /// walk (PieceMap.update_coalesce).  After the update the pieces on
+    /// walk.  After the update the pieces on
     /// [s - 1, e + 1) are the one ending at s, what the update made, and the
     /// one starting at e: one walk over [s - 1, e + 1) finds all three.
     pub fn update_coalesce(
@@ -251,7 +251,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
 }
 
 /// What `update` puts in place of the pieces `old` (those overlapping
-/// [s, e), in order) (svm_map._updated).
+/// [s, e), in order).
 fn updated<V: Clone + PartialEq>(
     old: &[(u64, u64, &V)],
     s: u64,
@@ -294,7 +294,7 @@ fn updated<V: Clone + PartialEq>(
     new
 }
 
-/// svm_map._coalesced: touching equal neighbours merged, pieces `drop`
+/// Touching equal neighbours merged, pieces `drop`
 /// rejects left out (a dropped piece breaks the run).
 fn coalesced<V: Clone + PartialEq>(
     pieces: impl Iterator<Item = (u64, u64, V)>,
@@ -331,7 +331,7 @@ impl Attr {
     }
 }
 
-/// What the kernel holds for one range (svm_map.PageState).  `access` is
+/// What the kernel holds for one range.  `access` is
 /// sorted by gpu_id, one entry per gpu with ACCESS, IN_PLACE or NO_ACCESS;
 /// a gpu not listed is at its default, which depends on the XNACK mode at
 /// creation.  Flags are tracked as bits known set and bits known clear;
@@ -376,7 +376,7 @@ impl PageState {
     }
 
     /// The kernel's svm_range_apply_attrs: entries in array order, later
-    /// win (svm_map.apply_attrs).  SET_FLAGS makes its bits known set and no
+    /// win.  SET_FLAGS makes its bits known set and no
     /// longer known clear, CLR_FLAGS the reverse; NO_ACCESS is recorded as
     /// an entry, not removed; an unknown type changes nothing.
     pub fn apply(&self, attrs: &[Attr]) -> PageState {
@@ -412,7 +412,7 @@ impl PageState {
 /// A piece's state, shared between the pieces a split leaves.
 pub type State = Arc<PageState>;
 
-/// The per-process range list (svm_map.SvmMap).  `clean_start` says the
+/// The per-process range list.  `clean_start` says the
 /// trace saw the process from its start: gap-filled ranges then get the
 /// kernel defaults; otherwise their flags and locations are unknown.
 #[derive(Debug, Clone)]
@@ -457,7 +457,7 @@ impl SvmMap {
     /// Apply a SET_ATTR on [s, e).  Returns the pieces that replaced the ones
     /// it overlapped, in address order: they cover [s, e) and may stick out
     /// of it.  PREFETCH_LOC always counts as a change (it re-migrates), so
-    /// it splits even where it changes nothing (SvmMap._prepared).
+    /// it splits even where it changes nothing.
     pub fn set_attr(&mut self, s: u64, e: u64, attrs: &[Attr]) -> Vec<(u64, u64, State)> {
         let always = attrs.iter().any(|a| a.ty == kfd::ATTR_PREFETCH_LOC);
         let fill = self.fill.clone();
@@ -510,7 +510,7 @@ impl SvmMap {
             .collect()
     }
 
-    /// What svm_range_get_attr would answer for each query (SvmMap.predict):
+    /// What svm_range_get_attr would answer for each query:
     /// (type, value, known_mask), or `None` where the model cannot know
     /// (default access with the XNACK mode unknown, unknown locations).  Only
     /// the bits in known_mask of a flags answer are predicted.
@@ -533,7 +533,7 @@ impl SvmMap {
             .collect()
     }
 
-    /// The pieces on [s, e) for people (SvmMap.describe): byte addresses
+    /// The pieces on [s, e) for people: byte addresses
     /// when `shift` is the page shift, flag names without their common
     /// prefix.
     pub fn describe(&self, s: u64, e: u64, shift: u32) -> Vec<Row> {
@@ -583,7 +583,8 @@ pub struct Row {
     pub granularity: Option<u32>,
 }
 
-/// svm_map.ACCESS_NAMES, with the number for anything else.
+/// The short name of an access attribute (ACCESS, ACCESS_IN_PLACE,
+/// NO_ACCESS), with the number for anything else.
 pub fn access_name(a: u32) -> String {
     match a {
         ACCESS => "ACCESS".to_owned(),
@@ -605,7 +606,8 @@ pub const FLAG_SHORT: &[(u64, &str)] = &[
     (0x80, "EXT_COHERENT"),
 ];
 
-/// svm_map._predict_one.
+/// What svm_range_get_attr answers for one attribute query over `pieces`:
+/// (type, value, known_mask), or None where the model cannot know.
 fn predict_one(pieces: &[State], t: u32, v: u32, xnack: Option<bool>) -> Option<(u32, u32, u32)> {
     const MASK: u32 = u32::MAX;
     if t == ACCESS {
@@ -681,7 +683,7 @@ fn predict_one(pieces: &[State], t: u32, v: u32, xnack: Option<bool>) -> Option<
     }
 }
 
-/// The pages [s, e) the bytes [addr, addr + size) touch (SvmModel._pages):
+/// The pages [s, e) the bytes [addr, addr + size) touch:
 /// the start rounded down, the end up.  Computed wide, so an end past 2^64
 /// bytes is still the right page.
 pub fn pages(addr: u64, size: u64, shift: u32) -> (u64, u64) {
@@ -698,12 +700,12 @@ fn pages_wide(addr: u128, size: u128, shift: u32) -> (u64, u64) {
 }
 
 /// The page ranges a successful mremap takes from the map, in the order the
-/// model unmaps them (SvmModel._mremap): shrunk in place, the tail past
+/// model unmaps them: shrunk in place, the tail past
 /// the page-aligned new length (mm/mremap.c aligns both lengths, so the
 /// partial last page of `new_len` stays mapped); moved, whatever was at the
 /// target, then the source; grown in place, nothing.  `ret` is the call's
-/// result, the new address.  Empty ranges are left out (SvmModel._unmap
-/// ignores them).
+/// result, the new address.  Empty ranges are left out (an unmap of
+/// nothing changes nothing).
 pub fn mremap_unmaps(
     old_addr: u64,
     old_len: u64,
@@ -725,7 +727,7 @@ pub fn mremap_unmaps(
     out
 }
 
-/// Which items (claims) lie on which pages (svm_map.CoverIndex): items may
+/// Which items (claims) lie on which pages: items may
 /// overlap; pieces hold sets and are merged back when items leave, so the
 /// structure follows the live items, not their history.  A set is shared
 /// between the pieces a split leaves (copied only when one of them changes).

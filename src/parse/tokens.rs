@@ -208,16 +208,7 @@ fn is_closer(c: u8) -> bool {
 }
 
 /// The characters of the atom `[^"<>(){}\[\],/]++`
-const PLAIN: [bool; 256] = {
-    let mut t = [true; 256];
-    let special = b"\"<>(){}[],/";
-    let mut i = 0;
-    while i < special.len() {
-        t[special[i] as usize] = false;
-        i += 1;
-    }
-    t
-};
+const PLAIN: [bool; 256] = values::all_but(b"\"<>(){}[],/");
 
 /// [`PLAIN`] without `'`: in an argument list it starts a character literal
 /// (the general grammar's atom; values.rs)
@@ -226,6 +217,24 @@ const ARG_PLAIN: [bool; 256] = {
     t[b'\'' as usize] = false;
     t
 };
+
+/// The first index from `i` whose byte is not in `class` (a table), eight
+/// bytes a test where eight are in it: a hex number, a flag name or a path
+/// is one run of such bytes, and the byte loop's test and branch per byte
+/// were the argument scan's main cost.
+fn skip_table(s: &[u8], mut i: usize, class: &[bool; 256]) -> usize {
+    while let Some(w) = s.get(i..i + 8) {
+        let all = w.iter().fold(true, |ok, &c| ok & class[c as usize]);
+        if !all {
+            break;
+        }
+        i += 8;
+    }
+    skip(s, i, |c| class[c as usize])
+}
+
+/// The bytes of a decoration with no meaning to [`deco_end`].
+const DECO_PLAIN: [bool; 256] = values::all_but(b"<>\"\\-");
 
 /// The byte at `i`, or 0 past the end (0 is in none of the classes tested
 /// with it).
@@ -306,7 +315,8 @@ pub fn deco_end(s: &[u8], i: usize) -> Option<usize> {
             }
             b'"' | b'\\' => return None,
             b'-' if at(s, k + 1) == b'>' => return None,
-            _ => k += 1,
+            b'-' => k += 1,
+            _ => k = skip_table(s, k + 1, &DECO_PLAIN),
         }
     }
     None
@@ -319,7 +329,7 @@ fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
     while j < s.len() {
         let c = s[j];
         if ARG_PLAIN[c as usize] {
-            j = skip(s, j + 1, |c| ARG_PLAIN[c as usize]);
+            j = skip_table(s, j + 1, &ARG_PLAIN);
             continue;
         }
         match c {
@@ -878,7 +888,7 @@ impl Groups {
             }
             let c = s[j];
             if ARG_PLAIN[c as usize] {
-                j = skip(s, j + 1, |c| ARG_PLAIN[c as usize]);
+                j = skip_table(s, j + 1, &ARG_PLAIN);
                 continue;
             }
             match c {

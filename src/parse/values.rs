@@ -265,17 +265,19 @@ fn skip_opaque(s: &[u8], k: usize, c: u8, flat: bool) -> usize {
 
 // --- the well-formed language ---------------------------------------------
 
-/// `[^"<>(){}\[\],/']`
-const PLAIN: [bool; 256] = {
+/// A byte class as a table: every byte but those of `special`.
+pub const fn all_but(special: &[u8]) -> [bool; 256] {
     let mut t = [true; 256];
-    let special = b"\"<>(){}[],/'";
     let mut i = 0;
     while i < special.len() {
         t[special[i] as usize] = false;
         i += 1;
     }
     t
-};
+}
+
+/// `[^"<>(){}\[\],/']`
+const PLAIN: [bool; 256] = all_but(b"\"<>(){}[],/'");
 
 /// The atom alternatives after the plain run, at `j` (text ends at `end`).
 fn wf_atom(s: &[u8], j: usize, end: usize) -> Option<usize> {

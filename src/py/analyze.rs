@@ -58,7 +58,7 @@ fn input_err(e: InputError) -> PyErr {
     ReadError::new_err(e.0)
 }
 
-/// One TRACE argument run by run (SPEC 2: runs kept apart): a report per
+/// One TRACE argument run by run (runs kept apart): a report per
 /// run, or the error of a run or of the argument; the skipped files go on
 /// the first report.
 fn apart(
@@ -87,7 +87,7 @@ fn apart_unit(
 
 /// The TRACE arguments as units of analysis: each argument, except that
 /// arguments naming the files of one run one by one (PREFIX.N, as a shell
-/// expands `trace.log.*`) are one unit, as the glob would be (SPEC 2).
+/// expands `trace.log.*`) are one unit, as the glob would be.
 fn units(paths: &[String]) -> Vec<Vec<String>> {
     let mut out: Vec<Vec<String>> = Vec::new();
     let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -350,7 +350,7 @@ pub fn analyze_events<'py>(
         let rep = reps.pop().expect("one report");
         return Ok(report_to_py(py, &rep.map_err(input_err)?)?.into_any());
     }
-    // several runs (SPEC 2: kept apart): their reports
+    // several runs (kept apart): their reports
     Ok(reports_to_py(py, reps, false)?.into_any())
 }
 
@@ -432,7 +432,7 @@ pub fn events_table<'py>(
         let mut table = EventTable::default();
         let mut infos = Vec::new();
         for p in &paths {
-            // run by run (SPEC 2): each run's events in its own order
+            // run by run: each run's events in its own order
             let runs = crate::read::open::open_runs(p, input_format.as_deref())?;
             for files in runs.runs {
                 let names: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
@@ -459,7 +459,7 @@ pub fn events_table<'py>(
 /// jobs=1, chunking=None, batch_rows=65536) -> [InputInfo]: the event table
 /// of every trace as events_table gives it, handed to `on_batch(columns)`
 /// every `batch_rows` rows, so `events`, `stats` and `diff` hold one batch at
-/// a time, not the table (SPEC 7).  The reading runs without the GIL; each
+/// a time, not the table.  The reading runs without the GIL; each
 /// call of on_batch takes it.
 #[pyfunction]
 #[pyo3(signature = (paths, on_batch, input_format=None, max_line=engine::MAX_LINE, jobs=1,
@@ -494,7 +494,7 @@ pub fn event_batches<'py>(
         let mut rows = 0usize;
         let mut infos = Vec::new();
         for p in &paths {
-            // run by run (SPEC 2): each run's events in its own order
+            // run by run: each run's events in its own order
             let runs =
                 crate::read::open::open_runs(p, input_format.as_deref()).map_err(Stop::Input)?;
             for files in runs.runs {
@@ -553,7 +553,7 @@ pub fn history<'py>(
         let pid = w.get(2).map(|p| p.map(|v| v as u32));
         o.watch_addr = Some((*s, *e, pid.filter(Option::is_some)));
     }
-    // run by run (SPEC 2): each run's history, one after the other
+    // run by run: each run's history, one after the other
     let out = engine::run_apart(&path, &o, None).map_err(input_err)?;
     let rows = PyList::empty(py);
     let infos = PyList::empty(py);

@@ -19,7 +19,7 @@ from rocrtrace.capture.build import library_path
 from .cbuild import fakedev_library
 
 DEFAULT_GPUS = (0x1A2B, 0x3C4D)
-# the one GPU of the ROCm topology (ref/real-rocm-on-fake-kfd.md): gpu_id 6699
+# the one GPU of the ROCm topology (tests/test_rocm_real.py runs on it): gpu_id 6699
 ROCM_GPU = 0x1A2B
 
 SETUP = r"""
@@ -91,8 +91,7 @@ def _host_memory() -> int:
 
 def write_topology(root: Path, gpu_id: int = ROCM_GPU) -> Path:
     """The sysfs KFD topology of one CPU node and one GPU node, with the
-    property values ref/real-rocm-on-fake-kfd.md found libhsakmt 5.2,
-    ROCr and rocminfo to accept (files are decimal)."""
+    property values libhsakmt 5.2, ROCr and rocminfo were found to accept (files are decimal)."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "generation_id").write_text("1\n")
     (root / "system_properties").write_text("platform_oem 0\nplatform_id 0\nplatform_rev 0\n")

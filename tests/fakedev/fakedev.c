@@ -1,6 +1,6 @@
 /*
  * fakedev: a test-only preload library that answers KFD, DRM render-node and
- * accel ioctls the way the kernel would (ref/kfd-uapi.md sections 4-9), for
+ * accel ioctls the way the kernel would (include/uapi/linux/kfd_ioctl.h), for
  * fds whose /proc/self/fd path is /dev/kfd, /dev/dri/renderD* or
  * /dev/accel/accel*.  In tests those paths are null devices (c 1 3) in a
  * private /dev (devns.py), so everything else about the fds is real.

@@ -1,5 +1,5 @@
 """Issue real KFD / DRM / accel ioctls from Python with ctypes structs laid
-out like the kernel's (ref/kfd-uapi.md section 4), through libc's ioctl
+out like the kernel's (include/uapi/linux/kfd_ioctl.h), through libc's ioctl
 symbol so the preloaded libraries see them."""
 from __future__ import annotations
 

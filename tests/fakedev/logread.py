@@ -69,7 +69,8 @@ def read(path: str | Path) -> Log:
             if body.startswith("pid="):
                 header = dict(kv.split("=", 1) for kv in body.split(" "))
             elif body.startswith("map "):
-                m = re.match(r"map ([0-9a-f]+)-([0-9a-f]+) (\S{4}) ([0-9a-f]{8,}) (.*?)(?: build-id=([0-9a-f]+))?$", body)
+                m = re.match(r"map ([0-9a-f]+)-([0-9a-f]+) (\S{4}) ([0-9a-f]{8,}) (.*?)"
+                             r"(?: build-id=([0-9a-f]+))?$", body)
                 assert m, ln
                 maps.append(dict(lo=int(m[1], 16), hi=int(m[2], 16), perms=m[3], off=int(m[4], 16),
                                  path=m[5], build_id=m[6]))

@@ -1,5 +1,5 @@
 /* fd bugs next to sweeps and threads, one per mode (argv[1]); each must
- * give exactly its findings (SPEC 4.1, 5).  Every fd number is
+ * give exactly its findings.  Every fd number is
  * deterministic: nothing else opens fds. */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
         waitpid(p, NULL, 0);
     } else if (!strcmp(mode, "interleaved_double")) {
         /* four fds closed, then closed again in order with a write between:
-         * the shape of a sweep (SPEC 4.1: whatever the trace saw of those
+         * the shape of a sweep (whatever the trace saw of those
          * numbers before), so one note */
         int fds[4];
         for (int i = 0; i < 4; i++) fds[i] = open("/dev/null", O_RDONLY);

@@ -1,4 +1,4 @@
-/* Close-all sweeps in the shapes real programs give them (SPEC 4.1): other
+/* Close-all sweeps in the shapes real programs give them: other
  * calls that create no fd between the closes, descending order, a forked
  * child's sweep, a sweep on another thread, closing what a /proc/self/fd
  * listing returned, close_range pieces around kept fds.  None of them is a

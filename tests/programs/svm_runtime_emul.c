@@ -1,9 +1,9 @@
 /* A threaded emulation of an SVM-API host-registration runtime, for the
- * liveness rules (SPEC 4.3): the mechanisms seen in the real #6699 libhsakmt
+ * liveness rules: the mechanisms seen in the real #6699 libhsakmt
  * (../shared/data/real-v1), reproduced on the fake KFD with schedules of our
  * own, with the program's own record of what each revoke really hit.
  *
- *   svm_runtime_emul MODE SEED [poll] [app]
+ *   svm_runtime_emul MODE SEED [poll] [app] [intent]
  *
  * The runtime keeps its registrations in a table under a mutex, like the
  * #6699 code: register = SET_ATTR [SET_FLAGS COHERENT, CLR_FLAGS
@@ -23,7 +23,15 @@
  *   poll     each pin reads its range back (GET_ATTR) after the forced race
  *            and while it holds the pin: the trace then shows the pin still
  *            in use after a revoke landed
- *   app      each worker also manages an SVM range of its own whose first
+ *   intent   the program reaches the runtime through ROCr's intent calls:
+ *            pin = hsa_amd_memory_lock(ptr, 65536, [agent], 1, &p) doing the
+ *            register and map, unpin = hsa_amd_memory_unlock(ptr) doing the
+ *            deregistration (its revoke still issued late, inside the
+ *            unlock).  Built as a shared library (-DEMUL_LIB) with the
+ *            program's main in a launcher, so the calls go through the PLT
+ *            and the capture library interposes on them as on ROCr's
+ *   app      each worker also manages an SVM range of its own (with intent:
+ *            through hsa_amd_svm_attributes_set) whose first
  *            SET_ATTR is shaped like a registration (COHERENT and
  *            ACCESS_IN_PLACE in one call), makes half of it coarse, and ends
  *            it with NO_ACCESS on exactly its range
@@ -60,7 +68,7 @@ struct attr { uint32_t type, value; };
 struct svm { uint64_t start, size; uint32_t op, nattr; struct attr a[4]; };
 
 static int kfd;
-static int mode_late, mode_ordered, mode_silent, poll_mode, app_mode;
+static int mode_late, mode_ordered, mode_silent, poll_mode, app_mode, intent_mode;
 static char *base;
 static pthread_mutex_t rt = PTHREAD_MUTEX_INITIALIZER;   /* the runtime's lock */
 static pthread_mutex_t tm = PTHREAD_MUTEX_INITIALIZER;   /* the oracle's lock */
@@ -152,10 +160,49 @@ static void rt_deregister(uintptr_t s, uintptr_t e, unsigned *seed, void (*hold)
   }
 }
 
+/* ROCr's intent calls, as the runtime library exports them (hsa.h and
+ * hsa_ext_amd.h shapes: an agent is a 64-bit handle, status 0 is success).
+ * The unlock's schedule (the seed of its sleep, the forced race's hold)
+ * rides in thread-locals, as it cannot in the call's arguments. */
+#define LOCK_SIZE 65536UL
+typedef struct { uint64_t handle; } hsa_agent_t;
+static __thread unsigned *t_seed;
+static __thread void (*t_hold)(void);
+/* the unpinning thread holds the oracle's lock into the unlock call and
+ * drops it there, so the unlock's logged entry comes before any revoke can
+ * land on a pin the oracle no longer counts as in use (the trace's rule:
+ * a pin is in use until its unlock begins) */
+static __thread int t_holds_tm;
+static uintptr_t lock_ptr(int i) { return (uintptr_t)base + 0x10 + (uintptr_t)i * 0x10010; }
+static uintptr_t page_down(uintptr_t a) { return a & ~(PAGE - 1); }
+static uintptr_t page_up(uintptr_t a) { return (a + PAGE - 1) & ~(PAGE - 1); }
+
+int hsa_amd_memory_lock(void *host_ptr, size_t size, hsa_agent_t *agents, int num_agent, void **agent_ptr) {
+  (void)agents; (void)num_agent;
+  uintptr_t p = (uintptr_t)host_ptr;
+  rt_register(page_down(p), page_up(p + size));
+  rt_map(page_down(p), page_up(p + size));
+  if (agent_ptr) *agent_ptr = host_ptr;
+  return 0;
+}
+
+int hsa_amd_memory_unlock(void *host_ptr) {
+  uintptr_t p = (uintptr_t)host_ptr;
+  if (t_holds_tm) { t_holds_tm = 0; pthread_mutex_unlock(&tm); }
+  rt_deregister(page_down(p), page_up(p + LOCK_SIZE), t_seed, t_hold);
+  return 0;
+}
+
 static void pin(int i) {
   pthread_mutex_lock(&tm);
-  rt_register(slot_s(i), slot_e(i));
-  rt_map(slot_s(i), slot_e(i));
+  if (intent_mode) {
+    hsa_agent_t gpu = {GPU};
+    void *ap;
+    hsa_amd_memory_lock((void *)lock_ptr(i), LOCK_SIZE, &gpu, 1, &ap);
+  } else {
+    rt_register(slot_s(i), slot_e(i));
+    rt_map(slot_s(i), slot_e(i));
+  }
   in_use[i] = 1;
   pthread_mutex_unlock(&tm);
 }
@@ -168,6 +215,13 @@ static void readback(int i) {
 static void unpin(int i, unsigned *seed, void (*hold)(void)) {
   pthread_mutex_lock(&tm);
   in_use[i] = 0;
+  if (intent_mode) {
+    t_seed = seed;
+    t_hold = hold;
+    t_holds_tm = 1;
+    hsa_amd_memory_unlock((void *)lock_ptr(i));   /* drops tm */
+    return;
+  }
   pthread_mutex_unlock(&tm);
   rt_deregister(slot_s(i), slot_e(i), seed, hold);
 }
@@ -195,17 +249,50 @@ static void *t2(void *u) {
   return 0;
 }
 
+/* hsa_amd_svm_attributes_set (hsa_ext_amd.h): attribute/value pairs; the
+ * runtime turns them into one SET_ATTR.  Only what app_range asks for. */
+typedef struct { uint64_t attribute, value; } hsa_amd_svm_attribute_pair_t;
+#define HSA_SVM_GLOBAL_FLAG 0
+#define HSA_SVM_FINE 0
+#define HSA_SVM_COARSE 1
+#define HSA_SVM_ACCESSIBLE 0x200
+#define HSA_SVM_ACCESSIBLE_IN_PLACE 0x201
+#define HSA_SVM_NO_ACCESS 0x202
+
+int hsa_amd_svm_attributes_set(void *ptr, size_t size, hsa_amd_svm_attribute_pair_t *list, size_t count) {
+  struct attr a[4];
+  int n = 0;
+  for (size_t i = 0; i < count && n < 4; i++) {
+    uint64_t t = list[i].attribute, v = list[i].value;
+    if (t == HSA_SVM_GLOBAL_FLAG) a[n++] = (struct attr){v == HSA_SVM_FINE ? A_SET : A_CLR, F_COH};
+    else if (t == HSA_SVM_ACCESSIBLE) a[n++] = (struct attr){A_ACCESS, (uint32_t)v};
+    else if (t == HSA_SVM_ACCESSIBLE_IN_PLACE) a[n++] = (struct attr){A_IN_PLACE, (uint32_t)v};
+    else if (t == HSA_SVM_NO_ACCESS) a[n++] = (struct attr){A_NO_ACCESS, (uint32_t)v};
+  }
+  uintptr_t p = (uintptr_t)ptr;
+  svm(page_down(p), page_up(p + size), 0, n, a);
+  return 0;
+}
+
+static void app_set(uintptr_t s, uintptr_t e, int n, struct attr *a, hsa_amd_svm_attribute_pair_t *pairs) {
+  if (intent_mode) hsa_amd_svm_attributes_set((void *)s, e - s, pairs, (size_t)n);
+  else svm(s, e, 0, n, a);
+}
+
 static void app_range(unsigned *seed) {
   char *m = aligned_alloc(PAGE, 4 * PAGE);
   memset(m, 0, 4 * PAGE);
   uintptr_t s = (uintptr_t)m, e = s + 4 * PAGE;
   struct attr fine[2] = {{A_SET, F_COH}, {A_IN_PLACE, GPU}};
-  svm(s, e, 0, 2, fine);
+  hsa_amd_svm_attribute_pair_t fine_p[2] = {{HSA_SVM_GLOBAL_FLAG, HSA_SVM_FINE}, {HSA_SVM_ACCESSIBLE_IN_PLACE, GPU}};
+  app_set(s, e, 2, fine, fine_p);
   struct attr coarse[2] = {{A_CLR, F_COH}, {A_ACCESS, GPU}};
-  svm(s + 2 * PAGE, e, 0, 2, coarse);
+  hsa_amd_svm_attribute_pair_t coarse_p[2] = {{HSA_SVM_GLOBAL_FLAG, HSA_SVM_COARSE}, {HSA_SVM_ACCESSIBLE, GPU}};
+  app_set(s + 2 * PAGE, e, 2, coarse, coarse_p);
   for (volatile int k = 0; k < (int)(rand_r(seed) % 20000); k++) ;
   struct attr done[1] = {{A_NO_ACCESS, GPU}};
-  svm(s, e, 0, 1, done);
+  hsa_amd_svm_attribute_pair_t done_p[1] = {{HSA_SVM_NO_ACCESS, GPU}};
+  app_set(s, e, 1, done, done_p);
   free(m);
 }
 
@@ -230,8 +317,12 @@ static void *worker(void *u) {
   return 0;
 }
 
+#ifdef EMUL_LIB
+int emul_main(int argc, char **argv) {
+#else
 int main(int argc, char **argv) {
-  if (argc < 3) { fprintf(stderr, "usage: %s late|ordered|silent SEED [poll] [app]\n", argv[0]); return 2; }
+#endif
+  if (argc < 3) { fprintf(stderr, "usage: %s late|ordered|silent SEED [poll] [app] [intent]\n", argv[0]); return 2; }
   mode_late = !strcmp(argv[1], "late");
   mode_ordered = !strcmp(argv[1], "ordered");
   mode_silent = !strcmp(argv[1], "silent");
@@ -239,7 +330,11 @@ int main(int argc, char **argv) {
   for (int i = 3; i < argc; i++) {
     poll_mode |= !strcmp(argv[i], "poll");
     app_mode |= !strcmp(argv[i], "app");
+    intent_mode |= !strcmp(argv[i], "intent");
   }
+#ifndef EMUL_LIB
+  if (intent_mode) { fprintf(stderr, "%s: intent needs the library build (-DEMUL_LIB)\n", argv[0]); return 2; }
+#endif
   setvbuf(stdout, 0, _IONBF, 0);
   kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
   if (kfd < 0) { perror("/dev/kfd"); return 2; }

@@ -170,7 +170,7 @@ static void mode_default_access(void) {
   munmap(p, 8 * 4096);
 }
 
-/* the same bug twice: two findings, two fingerprints (SPEC 6) */
+/* the same bug twice: two findings, two fingerprints */
 static void mode_bug_over_revoke_twice(void) {
   mode_bug_over_revoke();
   mode_bug_over_revoke();

@@ -1,8 +1,8 @@
 //! The SVM interval map against a brute-force per-page oracle (as
 //! tests/test_svm_map.py checks the model through `_engine`).  The oracle
 //! keeps, per page, the kernel state and
-//! the id of the svm_range the page belongs to, and implements kfd-uapi.md
-//! section 6 literally: gaps become new default ranges, a range the
+//! the id of the svm_range the page belongs to, and implements the kernel's
+//! range rules literally: gaps become new default ranges, a range the
 //! attributes change is cut at the SET_ATTR boundaries (head and tail keep
 //! their attributes), a range they leave equal is left whole, PREFETCH_LOC
 //! always counts as a change, munmap forgets pages and splits what it cuts,
@@ -603,7 +603,7 @@ fn describe_reads_like_the_python() {
 #[test]
 fn mremap_shrink_to_a_partial_page_keeps_it() {
     // new_len 0x1800 is page-aligned to 0x2000: page 0x11 stays mapped and
-    // only 0x12..0x14 go (SvmModel._mremap, as the kernel does it)
+    // only 0x12..0x14 go (`mremap_unmaps`, as the kernel does it)
     assert_eq!(
         mremap_unmaps(0x10000, 0x4000, 0x1800, 0x10000, 12),
         [(0x12, 0x14)]

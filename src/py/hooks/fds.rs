@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::rc::Rc;
 
-/// The models `build_models` makes: an fd model, with the handle model on
+/// The models `run_fd_models` feeds: an fd model, with the handle model on
 /// top unless `handles` is false; with the programs the trace runs, whose
 /// repeats across processes fold as analyze folds them.
 struct Models {
@@ -338,7 +338,7 @@ fn slot_to_py<'py>(
         (Some(c), true) => {
             let c = c.borrow();
             let p = PyDict::new(py);
-            p.set_item("how", c.how)?;
+            p.set_item("how", c.how.as_str())?;
             p.set_item("event", opt_event_to_py(py, c.event.as_ref(), files)?)?;
             p.set_item("flagged", c.flagged)?;
             p.set_item("slot", slot_to_py(py, &c.slot, files, false)?)?;
