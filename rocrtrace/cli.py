@@ -1,4 +1,4 @@
-"""The command line.  Heavy modules (pandas, the models, pyelftools) are
+"""The command line.  Heavy modules (the models, pyelftools, pyarrow) are
 imported inside the commands so that ``rocrtrace --help`` stays fast.
 
 Exit codes (every command): 0 nothing at or above --fail-on, 1 findings at or
@@ -529,7 +529,7 @@ def capture(method, prefix, stack_depth, cmd):
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
               metavar="N", help=_TABLE_JOBS_HELP.format("events"))
 def events(traces, fmt, output, input_format, jobs):
-    """The normalized event table of TRACE... (pandas)."""
+    """The normalized event table of TRACE... (one row per event)."""
     from . import engine
     from .tables import EventsWriter, TableError
 
@@ -575,7 +575,7 @@ def stats(traces, fmt, output, input_format, jobs):
     infos = _in_core(engine.event_batches, list(traces), acc.add, input_format=input_format,
                      jobs=jobs)
     check_recognized(infos, input_format)
-    _emit(render_stats(acc.result(), fmt), output)
+    _emit(render_stats(acc.tables(), fmt), output)
     return EXIT_CLEAN
 
 
@@ -633,7 +633,7 @@ def diff(a, b, fmt, output, fail_on, input_format):
     """
     from . import engine
     from .rules import SEVERITY_RANK
-    from .tables import StatsAcc, diff_of_stats, render_diff, stats as stats_of
+    from .tables import StatsAcc, diff_of_stats, render_diff, stats_tables
 
     check_output_path(output)
     sides = []
@@ -645,12 +645,12 @@ def diff(a, b, fmt, output, fail_on, input_format):
             check_recognized(result.inputs, input_format)
             acc = StatsAcc()
             _in_core(engine.event_batches, [path], acc.add, input_format=input_format)
-            sides.append((acc.result(), result.findings))
+            sides.append((acc.tables(), result.findings))
         else:
             # standard input or a FIFO: one pass, holding the table
             result = _in_core(engine.analyze, [path], input_format=input_format, table=True)
             check_recognized(result.inputs, input_format)
-            sides.append((stats_of(result.table), result.findings))
+            sides.append((stats_tables(result.table), result.findings))
     d = diff_of_stats(sides[0][0], sides[0][1], sides[1][0], sides[1][1])
     _emit(render_diff(d, fmt, names=(a, b)), output)
     limit = SEVERITY_RANK[fail_on]

@@ -1,6 +1,6 @@
 """The engine behind every command: the compiled core (rocrtrace._engine,
 Rust) and its results made into what the reporters take (AnalysisResult,
-InputInfo, Finding, pandas frames).
+InputInfo, Finding, event tables).
 
 The CLI calls analyze, events_frame and history (tests/coremodels.py's
 trace_events hands the tests the events of one trace, through a test entry
@@ -74,15 +74,9 @@ def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult
     result.limits, result.facts = limits, facts
     result.coverage = facts.relevant(coverage(result.inputs, limits + runtime))
     if tables:
-        from .tables import frame_from_columns
+        from .tables import Batch
 
-        frames = [frame_from_columns(t) for t in tables]
-        if len(frames) == 1:
-            result.table = frames[0]
-        else:
-            import pandas as pd
-
-            result.table = pd.concat(frames, ignore_index=True)
+        result.table = [Batch(t) for t in tables]
     return result
 
 
@@ -98,7 +92,8 @@ def analyze(paths: list[str], *, input_format: str | None = None, enabled=None,
     EventSink gets them as the core's columns (``add_columns``, one call
     per trace), any other callable one record at a time (slow);
     ``progress`` is told as the replay advances (a progress bar);
-    ``table``: also the event table, as ``result.table``."""
+    ``table``: also the event table, as ``result.table`` (tables.Batch, one a
+    run)."""
     eng = core()
     try:
         if hasattr(on_event, "add_columns"):
@@ -145,15 +140,15 @@ def events_frame(paths: list[str], *, input_format: str | None = None, jobs: int
 
 def event_batches(paths: list[str], on_batch, *, input_format: str | None = None,
                   jobs: int = 1, batch_rows: int = 16384):
-    """Hand the event table of all traces to ``on_batch(frame)`` a batch of
-    ``batch_rows`` rows at a time (what events_frame gives, in pieces);
-    returns their InputInfos.  An exception in on_batch stops the reading
-    and propagates."""
-    from .tables import frame_from_columns
+    """Hand the event table of all traces to ``on_batch(batch)`` (a
+    tables.Batch) ``batch_rows`` rows at a time (what events_frame gives, in
+    pieces, without pandas); returns their InputInfos.  An exception in
+    on_batch stops the reading and propagates."""
+    from .tables import Batch
 
     eng = core()
     try:
-        return eng.event_batches(list(paths), lambda cols: on_batch(frame_from_columns(cols)),
+        return eng.event_batches(list(paths), lambda cols: on_batch(Batch(cols)),
                                  input_format=input_format, jobs=jobs, batch_rows=batch_rows)
     except eng.ReadError as e:
         raise InputError(str(e)) from None

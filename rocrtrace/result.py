@@ -24,7 +24,7 @@ class AnalysisResult:
     # (--jobs) merge into the coverage one sequential run would give
     limits: list[str] = field(default_factory=list)
     facts: "TraceFacts | None" = None
-    # the event table (pandas), when the caller asked for it (diff)
+    # the event table (tables.Batch, one a run), when the caller asked for it (diff)
     table: Any = None
     # inputs that could not be read or recognized while others were (each
     # one line; the CLI prints them after the report and exits 2)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
+from ..tables import float_list, int_list, text_list
 from .common import location_frame, printable, subject_text
 
 # Metadata events of preload logs are not calls.
@@ -119,10 +120,10 @@ class EventSink:
         self._last_ns = 0
         n = cols["rows"]
         file, event, name, ioctl, err, path, text = (
-            _texts(cols[c]) for c in ("file", "event", "name", "ioctl", "err", "path", "text"))
+            text_list(cols[c]) for c in ("file", "event", "name", "ioctl", "err", "path", "text"))
         line, pid_, tid_, ret, fd, whole = (
-            _ints(cols[c]) for c in ("line", "pid", "tid", "ret", "fd", "whole"))
-        time, dur_ = _floats(cols["time"]), _floats(cols["dur"])
+            int_list(cols[c]) for c in ("line", "pid", "tid", "ret", "fd", "whole"))
+        time, dur_ = float_list(cols["time"]), float_list(cols["dur"])
         created: dict[int, list] = {}
         for row, cfd, cpath in cols["created"]:
             created.setdefault(row, []).append((cfd, cpath))
@@ -210,33 +211,6 @@ def _ioctl_handle(ev) -> tuple:
     else:
         return ()
     return () if h is None else (op, family, h)
-
-
-def _ints(col) -> list:
-    import numpy as np
-
-    _, raw, mask, wide = col
-    vals = np.frombuffer(raw, dtype=np.int64).tolist()
-    for i, null in enumerate(np.frombuffer(mask, dtype=np.bool_).tolist()):
-        if null:
-            vals[i] = None
-    for row, v in wide:
-        vals[row] = v
-    return vals
-
-
-def _floats(col) -> list:
-    import numpy as np
-
-    return [None if v != v else v for v in np.frombuffer(col[1], dtype=np.float64).tolist()]
-
-
-def _texts(col) -> list:
-    import numpy as np
-
-    _, codes, cats = col
-    cats = [*cats, None]            # code -1: missing
-    return [cats[c] for c in np.frombuffer(codes, dtype=np.int32).tolist()]
 
 
 def ns(t: float) -> int:
