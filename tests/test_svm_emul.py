@@ -122,8 +122,9 @@ def test_ordered_revokes_are_clean(tmp_path, seed, intent):
 
 
 @pytest.mark.parametrize("seed", SCHEDULES[:2])
-def test_silent_deregistration_gives_notes_only(tmp_path, seed):
-    data, damage = _run(tmp_path, "silent", seed, "app")
+@pytest.mark.parametrize("intent", [(), ("intent",)], ids=["ioctls", "intent"])
+def test_silent_deregistration_gives_notes_only(tmp_path, seed, intent):
+    data, damage = _run(tmp_path, "silent", seed, "app", *intent)
     assert not damage                          # nothing was ever revoked
     assert not _svm(data, "error", "warning")
     assert "no deregistration revokes" in " ".join(data["coverage"]["shows"])
