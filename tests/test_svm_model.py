@@ -800,3 +800,49 @@ def test_a_lock_logged_as_ending_before_its_own_ioctls_still_owns_them():
     for f in found:
         assert f.subject["start"] == hex(X + 16 * PAGE)
         assert f"released lock({XP:#x})" in f.message
+
+
+def test_a_range_registered_again_after_the_call_is_not_proven_live():
+    """Without intent calls one range registered twice is one claim (the
+    runtime's refcount, or a release not landed yet).  X's revoke takes the
+    page X shares with V; V's range is registered again by another thread
+    after the revoke landed, and the release the trace later shows may be
+    that later holder's: the first holder may have let go silently before
+    the revoke.  Liveness is not proven: a note, not an error (the
+    emulation's shared pins gave 16-54 false errors a run)."""
+    t = Trace(False)
+    t.mmap(1, X, 0x40000)
+    V = X + 0x10000
+    t.svm(1, X, SZ17, FINE)
+    t.svm(1, X, SZ17, [AIP(G)])
+    t.now += 1e-3
+    t.svm(2, V, SZ17, FINE)                            # V by thread 2
+    t.svm(2, V, SZ17, [AIP(G)])
+    t.svm(1, X, SZ17, v1_revoke([G]))                  # X's revoke takes V's first page
+    t.svm(3, V, SZ17, FINE)                            # V's range again, thread 3
+    t.svm(3, V, SZ17, [AIP(G)])
+    t.now += 1e-3
+    t.svm(3, V, SZ17, v1_revoke([G]))                  # the release the trace shows
+    hurt = [f for f in t.run().findings if f.rule == "svm-over-revoke"]
+    assert [(f.subject["start"], f.severity) for f in hurt] == [(hex(V), "note")]
+
+
+def test_an_unlock_does_not_end_a_claim_locked_after_it_began():
+    """An unlock's line is written at its return: here after another
+    thread's lock of the same pointer that began once the unlock's revoke
+    had landed.  That lock made a new claim (the runtime had dropped the
+    old one); the unlock is the old claim's, and its revoke hurt nobody.
+    (Taking the newest claim of the pointer made the old one a victim of
+    its own revoke: a false error on the emulation's shared pins.)"""
+    t = Trace(True)
+    t.mmap(1, X, 0x40000)
+    P = X + 0x10
+    t.lock(1, P, 0x10000, FINE, [AIP(G)])
+    t.begin(1, "hsa_amd_memory_unlock", host_ptr=P)
+    t.svm(1, X, SZ17, v1_revoke([G]))                  # lands before the other lock
+    t.lock(2, P, 0x10000, FINE, [AIP(G)])              # thread 2 locks P again
+    t.end(1, "hsa_amd_memory_unlock")                  # thread 1's line comes now
+    t.now += 1e-3
+    t.unlock(2, P, [(X, SZ17, v1_revoke([G]))])
+    assert [f for f in t.run().findings
+            if f.rule.startswith("svm-") and f.severity != "note"] == []

@@ -859,7 +859,16 @@ impl SvmModel {
                 }
             }
             if let Some(g) = grant {
-                target.m().grants.push(g);
+                let mut tc = target.m();
+                // another lock's registration of the claim's range
+                if tc.born_shape.as_ref() == Some(&(g.gpus.clone(), g.flags)) {
+                    tc.registrations += 1;
+                    tc.last_registered = match (tc.last_registered, g.event.h.time) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                tc.grants.push(g);
             }
             r.r.borrow_mut().claim = Some(target.clone());
             let (ts, te) = (target.b().start, target.b().end);
@@ -936,6 +945,21 @@ impl SvmModel {
             return;
         };
         if ev.h.ret != Some(0) {
+            return;
+        }
+        // a claim made by a lock that began after this unlock began is not
+        // this unlock's: the pointer's earlier claim (ended by the revoke
+        // inside this unlock, as inferred) was, and the lock came after the
+        // runtime had dropped it (the line of an unlock is written at its
+        // return, after a lock of the same pointer on another thread)
+        let made_after = c
+            .b()
+            .lock
+            .as_ref()
+            .and_then(|l| l.h.time)
+            .zip(ev.h.time)
+            .is_some_and(|(l, u)| l > u + EPS);
+        if made_after {
             return;
         }
         c.m().refcount -= 1;
@@ -1428,6 +1452,16 @@ impl Shared {
                             })
                         })
                         .collect();
+                }
+                // (a registration of a range the model still holds: the
+                // runtime's refcount, or a late release not landed yet)
+                let shape = (g.gpus.clone(), g.flags);
+                if new {
+                    ob.born_shape = Some(shape.clone());
+                }
+                if ob.born_shape.as_ref() == Some(&shape) {
+                    ob.registrations += 1;
+                    ob.last_registered = ev.h.time;
                 }
                 ob.add_grant(g.clone());
                 ob.recompute();

@@ -272,19 +272,15 @@ fn left_table_first(rec: &RecRef, victim: &Claim, loss: &Loss, seen: &Seen) -> b
     in_table + CLOCK_RES <= computed_after + EPS
 }
 
-/// How many times the claim's range was registered while the model held
-/// it: grants shaped like the one that made it.
+/// True when the claim's range was registered again (a SET_ATTR shaped
+/// like the one that made it) after `t`.
+fn registered_since(c: &Claim, t: f64) -> bool {
+    c.registrations > 1 && c.last_registered.is_some_and(|x| x >= t - EPS)
+}
+
+/// How many times the claim's range was registered while the model held it.
 fn registrations(c: &Claim) -> usize {
-    let Some(born) = &c.born else {
-        return 0;
-    };
-    let Some(first) = c.grants.iter().find(|g| same_ev(&g.event, born)) else {
-        return 0;
-    };
-    c.grants
-        .iter()
-        .filter(|g| g.gpus == first.gpus && g.flags == first.flags)
-        .count()
+    c.registrations as usize
 }
 
 fn liveness_by_windows(rec: &RecRef, victim: &Claim) -> Live {
@@ -296,6 +292,13 @@ fn liveness_by_windows(rec: &RecRef, victim: &Claim) -> Live {
     let (Some(began), Some(landed)) = (d.event.h.time, d.event.h.end()) else {
         return Live::Proven; // no clock: file order, as replayed
     };
+    if registered_since(victim, landed) {
+        // the range was registered again after the call landed while the
+        // model still held it (one claim): the release the trace shows may
+        // be that later holder's, and the earlier holder's (a silent
+        // refcount drop, or a revoke still to land) is not seen
+        return Live::Unproven;
+    }
     if victim.release_after.is_some_and(|t| t >= landed - EPS) {
         return Live::Proven; // its release began after the call landed
     }

@@ -262,6 +262,12 @@ pub struct Claim {
     /// the page range of the revoke that released it: what the runtime
     /// still counted when it computed that revoke
     pub release_range: Option<(u64, u64)>,
+    /// the (gpus, flags) of the SET_ATTR that made it, how many SET_ATTRs
+    /// of that shape registered its range while it lived (identical grants
+    /// replace each other in `grants`), and when the latest one began
+    pub born_shape: Option<(Gpus, u32)>,
+    pub registrations: u32,
+    pub last_registered: Option<f64>,
     /// explicit claims
     pub ptr: Option<u64>,
     pub byte_end: Option<u128>,
@@ -344,6 +350,9 @@ impl Claim {
             release_began: None,
             release_after: None,
             release_range: None,
+            born_shape: None,
+            registrations: 0,
+            last_registered: None,
             ptr: None,
             byte_end: None,
             lock: None,

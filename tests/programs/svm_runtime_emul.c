@@ -3,7 +3,7 @@
  * (../shared/data/real-v1), reproduced on the fake KFD with schedules of our
  * own, with the program's own record of what each revoke really hit.
  *
- *   svm_runtime_emul MODE SEED [poll] [app] [intent]
+ *   svm_runtime_emul MODE SEED [poll] [app] [intent] [shared]
  *
  * The runtime keeps its registrations in a table under a mutex, like the
  * #6699 code: register = SET_ATTR [SET_FLAGS COHERENT, CLR_FLAGS
@@ -30,6 +30,8 @@
  *            unlock).  Built as a shared library (-DEMUL_LIB) with the
  *            program's main in a launcher, so the calls go through the PLT
  *            and the capture library interposes on them as on ROCr's
+ *   shared   two workers may pin the same slot at once (the runtime's
+ *            refcount: the first pin registers, the last unpin revokes)
  *   app      each worker also manages an SVM range of its own (with intent:
  *            through hsa_amd_svm_attributes_set) whose first
  *            SET_ATTR is shaped like a registration (COHERENT and
@@ -68,7 +70,7 @@ struct attr { uint32_t type, value; };
 struct svm { uint64_t start, size; uint32_t op, nattr; struct attr a[4]; };
 
 static int kfd;
-static int mode_late, mode_ordered, mode_silent, poll_mode, app_mode, intent_mode;
+static int mode_late, mode_ordered, mode_silent, poll_mode, app_mode, intent_mode, shared_mode;
 static char *base;
 static pthread_mutex_t rt = PTHREAD_MUTEX_INITIALIZER;   /* the runtime's lock */
 static pthread_mutex_t tm = PTHREAD_MUTEX_INITIALIZER;   /* the oracle's lock */
@@ -203,7 +205,7 @@ static void pin(int i) {
     rt_register(slot_s(i), slot_e(i));
     rt_map(slot_s(i), slot_e(i));
   }
-  in_use[i] = 1;
+  in_use[i]++;
   pthread_mutex_unlock(&tm);
 }
 
@@ -214,7 +216,7 @@ static void readback(int i) {
 
 static void unpin(int i, unsigned *seed, void (*hold)(void)) {
   pthread_mutex_lock(&tm);
-  in_use[i] = 0;
+  in_use[i]--;
   if (intent_mode) {
     t_seed = seed;
     t_hold = hold;
@@ -302,8 +304,8 @@ static void *worker(void *u) {
   for (int r = 0; r < ROUNDS; r++) {
     int i;
     pthread_mutex_lock(&sl);
-    do i = rand_r(&seed) % NSLOT; while (busy[i]);
-    busy[i] = 1;
+    do i = rand_r(&seed) % NSLOT; while (busy[i] >= (shared_mode ? 2 : 1));
+    busy[i]++;
     pthread_mutex_unlock(&sl);
     pin(i);
     int spins = rand_r(&seed) % 20000;
@@ -311,7 +313,7 @@ static void *worker(void *u) {
       if (poll_mode && k == spins / 2) readback(i);
     unpin(i, &seed, 0);
     pthread_mutex_lock(&sl);
-    busy[i] = 0;
+    busy[i]--;
     pthread_mutex_unlock(&sl);
   }
   return 0;
@@ -322,7 +324,7 @@ int emul_main(int argc, char **argv) {
 #else
 int main(int argc, char **argv) {
 #endif
-  if (argc < 3) { fprintf(stderr, "usage: %s late|ordered|silent SEED [poll] [app] [intent]\n", argv[0]); return 2; }
+  if (argc < 3) { fprintf(stderr, "usage: %s late|ordered|silent SEED [poll] [app] [intent] [shared]\n", argv[0]); return 2; }
   mode_late = !strcmp(argv[1], "late");
   mode_ordered = !strcmp(argv[1], "ordered");
   mode_silent = !strcmp(argv[1], "silent");
@@ -331,6 +333,7 @@ int main(int argc, char **argv) {
     poll_mode |= !strcmp(argv[i], "poll");
     app_mode |= !strcmp(argv[i], "app");
     intent_mode |= !strcmp(argv[i], "intent");
+    shared_mode |= !strcmp(argv[i], "shared");
   }
 #ifndef EMUL_LIB
   if (intent_mode) { fprintf(stderr, "%s: intent needs the library build (-DEMUL_LIB)\n", argv[0]); return 2; }
