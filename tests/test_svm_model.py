@@ -846,3 +846,28 @@ def test_an_unlock_does_not_end_a_claim_locked_after_it_began():
     t.unlock(2, P, [(X, SZ17, v1_revoke([G]))])
     assert [f for f in t.run().findings
             if f.rule.startswith("svm-") and f.severity != "note"] == []
+
+
+def test_a_lock_joining_a_claim_its_only_holder_was_unlocking_is_a_new_claim():
+    """Thread 1 unlocks P (its only holder: the runtime drops the entry and
+    computes the revoke), thread 2 locks P after that unlock began (a new
+    entry: register and map again), and thread 1's late revoke lands on
+    thread 2's pin.  Lines are written at return, so the model saw thread
+    2's lock join the claim before thread 1's unlock; the unlock now splits
+    the late lock off as its own claim, and the revoke's damage to it is an
+    error (it was missed: the damage went to the claim being released)."""
+    t = Trace(True)
+    t.mmap(1, X, 0x40000)
+    P = X + 0x10
+    t.lock(1, P, 0x10000, FINE, [AIP(G)])
+    t.begin(1, "hsa_amd_memory_unlock", host_ptr=P)    # revoke computed here
+    t.lock(2, P, 0x10000, FINE, [AIP(G)])              # a new entry for P
+    t.now += 1e-4
+    t.svm(1, X, SZ17, v1_revoke([G]))                  # lands on thread 2's pin
+    t.end(1, "hsa_amd_memory_unlock")
+    t.now += 1e-3
+    t.unlock(2, P, [(X, SZ17, v1_revoke([G]))])
+    hurt = [f for f in t.run().findings if f.rule == "svm-over-revoke"]
+    assert [(f.subject["start"], f.subject["end"], f.severity) for f in hurt] == \
+        [(hex(X), hex(X + SZ17), "error")]
+    assert "tid 2" in hurt[0].message or any(e.tid == 2 for e in hurt[0].evidence)

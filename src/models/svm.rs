@@ -776,6 +776,7 @@ impl SvmModel {
         if target.as_ref().is_some_and(|t| !t.b().live) {
             target = None;
         }
+        let joined = target.is_some();
         let target = match target {
             Some(t) => t,
             None => {
@@ -826,6 +827,13 @@ impl SvmModel {
             }
         };
         target.m().refcount += 1;
+        if joined && let Some(t) = ev.h.time {
+            let mine: Vec<GrantRef> = recs
+                .iter()
+                .filter_map(|r| r.r.borrow().grant.clone())
+                .collect();
+            target.m().joins.push((t, evr.clone(), mine));
+        }
         // a second lock of the same pointer with another size widens the claim
         let be = (u128::from(ptr) + size).max(target.b().byte_end.unwrap_or(0));
         target.m().byte_end = Some(be);
@@ -962,13 +970,37 @@ impl SvmModel {
         if made_after {
             return;
         }
+        // locks of the pointer that began after this unlock began, while it
+        // was the only holder, joined an entry the runtime had already
+        // dropped: they are a new claim, and what this unlock's revokes
+        // took from it before they landed is a loss
+        let late = match ev.h.time {
+            Some(u) => {
+                let mut cb = c.m();
+                cb.joins.retain(|j| j.0 > u + EPS);
+                cb.joins.clone()
+            }
+            None => Vec::new(),
+        };
+        let fresh = (!late.is_empty() && c.b().refcount == 1 + late.len() as i64)
+            .then(|| sh.split_late_locks(p, &c, &late, ptr));
         c.m().refcount -= 1;
         for r in &recs {
             sh.rebind(p, r, &c, &evr);
         }
+        if let Some(n) = &fresh {
+            for r in &recs {
+                if let Some(loss) = late_loss(r, n, p.xnack) {
+                    sh.victim(p, r, n, loss);
+                }
+            }
+        }
         let mut ended = false;
         if c.b().refcount <= 0 {
-            p.by_ptr.remove(&ptr);
+            c.m().unlocked = true;
+            if p.by_ptr.get(&ptr) == Some(&c) {
+                p.by_ptr.remove(&ptr); // (not a claim split off it above)
+            }
             if c.b().live {
                 sh.end(p, &c, &evr, Pre::Now);
                 ended = true;
@@ -1596,8 +1628,8 @@ impl Shared {
     fn revive(&mut self, p: &mut Proc, c: &CRef) {
         let (pages, kind, key) = {
             let mut b = c.m();
-            if b.live {
-                return;
+            if b.live || b.unlocked {
+                return; // (an unlocked claim stays ended whoever revoked it)
             }
             b.live = true;
             b.ended_by = None;
@@ -1638,6 +1670,48 @@ impl Shared {
                 dead: false,
             });
         }
+    }
+
+    /// Move the grants of `late` (locks that joined `c` after the runtime
+    /// had dropped it) to a new explicit claim of the pointer.
+    fn split_late_locks(
+        &mut self,
+        p: &mut Proc,
+        c: &CRef,
+        late: &[(f64, Ev, Vec<GrantRef>)],
+        ptr: u64,
+    ) -> CRef {
+        let moved: Vec<GrantRef> = late.iter().flat_map(|j| j.2.iter().cloned()).collect();
+        let (s, e, byte_end, shape) = {
+            let mut cb = c.m();
+            cb.grants
+                .retain(|g| !moved.iter().any(|m| Rc::ptr_eq(m, g)));
+            cb.recompute();
+            cb.refcount -= late.len() as i64;
+            cb.joins.clear();
+            (cb.start, cb.end, cb.byte_end, cb.born_shape.clone())
+        };
+        self.ids += 1;
+        self.counts.claims += 1;
+        let born = moved
+            .first()
+            .map_or_else(|| late[0].1.clone(), |g| g.event.clone());
+        let n = CRef::new(self.ids, Claim::new(ClaimKind::Explicit, s, e, Some(born)));
+        {
+            let mut nb = n.m();
+            nb.ptr = Some(ptr);
+            nb.byte_end = byte_end;
+            nb.lock = Some(late[0].1.clone());
+            nb.refcount = late.len() as i64;
+            nb.born_shape = shape;
+            nb.registrations = 1;
+            nb.last_registered = moved.first().and_then(|g| g.event.h.time);
+            nb.grants = moved;
+            nb.recompute();
+        }
+        p.cover.add(s, e, n.clone());
+        p.by_ptr.insert(ptr, n.clone());
+        n
     }
 
     /// Undo `rec`'s inferred releases of every claim not in `keep`.
@@ -1939,6 +2013,51 @@ pub(crate) fn loss_text(loss: &Loss) -> String {
 
 /// The smallest registration claim containing [s, e), and every one lying
 /// wholly inside it.
+/// What revoke `r` took from `n` (a claim split off by late locks): the
+/// gpus and flags of its grants made before the revoke landed, on the pages
+/// they share.
+fn late_loss(r: &RecRef, n: &CRef, xnack: Option<bool>) -> Option<Loss> {
+    let d = r.r.borrow();
+    if d.eff.kind != EffKind::Revoke {
+        return None;
+    }
+    let landed = d.event.h.end()?;
+    let nb = n.b();
+    let before: Vec<&GrantRef> = nb
+        .grants
+        .iter()
+        .filter(|g| g.event.h.time.is_some_and(|t| t < landed))
+        .collect();
+    if before.is_empty() {
+        return None;
+    }
+    let mut granted: Gpus = Vec::new();
+    let mut flags = 0;
+    for g in &before {
+        granted = g_union(&granted, &g.gpus);
+        flags |= g.flags;
+    }
+    let gpus = if !granted.is_empty() {
+        g_inter(&granted, &d.eff.taken)
+    } else if default_reliant(nb.kind, xnack) {
+        d.eff.taken.clone()
+    } else {
+        Vec::new()
+    };
+    let flags = flags & d.eff.cleared;
+    let (lo, hi) = (d.s.max(nb.start), d.e.min(nb.end));
+    if lo >= hi || (gpus.is_empty() && flags == 0) {
+        return None;
+    }
+    Some(Loss {
+        gpus,
+        flags,
+        lo,
+        hi,
+        npages: hi - lo,
+    })
+}
+
 /// The range of the revoke that released `c`, kept as evidence of what the
 /// runtime still counted when it computed that revoke (`release_range`)
 /// only when nothing else live explains the pages of `c` it left out: a

@@ -266,6 +266,12 @@ pub struct Claim {
     /// of that shape registered its range while it lived (identical grants
     /// replace each other in `grants`), and when the latest one began
     pub born_shape: Option<(Gpus, u32)>,
+    /// explicit claims: locks that joined it (refcount > 1) with their
+    /// entry time and the grants of their window, kept until an unlock
+    /// that began before them has been seen (see SvmModel::unlock)
+    pub joins: Vec<(f64, Ev, Vec<GrantRef>)>,
+    /// explicit claims: its last unlock has been seen (nothing revives it)
+    pub unlocked: bool,
     pub registrations: u32,
     pub last_registered: Option<f64>,
     /// explicit claims
@@ -351,6 +357,8 @@ impl Claim {
             release_after: None,
             release_range: None,
             born_shape: None,
+            joins: Vec::new(),
+            unlocked: false,
             registrations: 0,
             last_registered: None,
             ptr: None,
