@@ -57,11 +57,8 @@ fn ioctl_name(io: &Ioctl, slot: Option<&Slot>) -> Option<&'static str> {
     }
     let path: Option<&[u8]> = match &io.path {
         Some(p) => Some(p.as_bytes()),
-        None => slot.and_then(|s| match s.kind {
-            "accel" => Some(&b"/dev/accel/"[..]),
-            "drm-render" => Some(&b"/dev/dri/"[..]),
-            _ => s.path.as_ref().map(|p| p.as_bytes()),
-        }),
+        None => slot
+            .and_then(|s| (s.kind.device_dir()).or_else(|| s.path.as_ref().map(|p| p.as_bytes()))),
     };
     kfd::ioctl_name(io.type_?, io.nr?, path, None)
 }

@@ -181,7 +181,7 @@ impl FdModel {
             Rule::FdBadFd,
             msg,
             Some(ev0),
-            subject(f0, "unknown"),
+            subject(f0, FdKind::Unknown),
             vec![
                 ev_note("first close of the sweep", ev0),
                 ev_note("last close of the sweep", ev1),

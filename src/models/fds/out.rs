@@ -157,7 +157,7 @@ impl Out {
         l: &mut dyn Listener,
         ev: &Ev,
         fd: Fd,
-        kind: &'static str,
+        kind: FdKind,
         origin: Name,
         path: Option<Text>,
         cloexec: bool,
@@ -184,7 +184,11 @@ impl Out {
             Some(src) => Slot {
                 fd,
                 generation,
-                kind: if kind == "unknown" { src.kind } else { kind },
+                kind: if kind == FdKind::Unknown {
+                    src.kind
+                } else {
+                    kind
+                },
                 origin,
                 creator: made,
                 root: src.root.clone(),
@@ -213,7 +217,7 @@ impl Out {
                 ofd: self.new_ofd(),
                 cloexec,
                 path,
-                gpu: gpu || GPU_OBJECT_KINDS.contains(&kind),
+                gpu: gpu || kind.is_gpu_object(),
                 last_use: None,
                 uses: 0,
                 allocs_at_use: p.allocs(),
@@ -278,10 +282,9 @@ impl Out {
                 // The creating ioctl is authoritative about what it installed
                 s.path = path.cloned();
             } else if let Some(pk) = pk
-                && pk != "unknown"
-                && s.kind != "unknown"
+                && pk != FdKind::Unknown
+                && s.kind != FdKind::Unknown
                 && s.kind != pk
-                && !(s.kind == "other" && pk == "other")
             {
                 // another kind of file holds this number now
                 present = false;
@@ -320,7 +323,7 @@ impl Out {
                 l,
                 ev,
                 fd,
-                pk.unwrap_or("unknown"),
+                pk.unwrap_or(FdKind::Unknown),
                 Cow::Borrowed("unknown"),
                 path.cloned(),
                 false,
@@ -329,12 +332,12 @@ impl Out {
                 || format!("fd {fd} first seen in use; its creator is not in the trace"),
             );
         } else if let Some(s) = t.slots.get_mut(&fd)
-            && s.kind == "unknown"
+            && s.kind == FdKind::Unknown
             && let Some(pk) = pk
         {
             s.kind = pk;
             s.path = path.cloned();
-            s.gpu = s.gpu || GPU_OBJECT_KINDS.contains(&pk);
+            s.gpu = s.gpu || pk.is_gpu_object();
         }
         let allocs = p.allocs();
         let s = t.slots.get_mut(&fd).expect("installed");
