@@ -367,8 +367,6 @@ pub(crate) fn loss_text(loss: &Loss) -> String {
     format!("{} on {} page(s)", parts.join(" and "), loss.npages)
 }
 
-/// The smallest registration claim containing [s, e), and every one lying
-/// wholly inside it.
 /// The range of the revoke that released `c`, kept as evidence of what the
 /// runtime still counted when it computed that revoke (`release_range`)
 /// only when nothing else live explains the pages of `c` it left out: a
@@ -398,6 +396,8 @@ pub(super) fn release_range(
     (!explained).then_some((s, e))
 }
 
+/// The smallest registration claim containing [s, e), and every one lying
+/// wholly inside it.
 fn infer_release(s: u64, e: u64, touched: &[CRef]) -> Vec<CRef> {
     let regs: Vec<&CRef> = touched
         .iter()
