@@ -258,7 +258,8 @@ impl Out {
         true
     }
 
-    /// A successful use proves the fd is open: reconcile the model.
+    /// A successful use proves the fd is open: reconcile the model, and
+    /// count the use.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn use_fd(
         &mut self,
@@ -269,6 +270,52 @@ impl Out {
         ev: &Ev,
         path: Option<&Text>,
         role: Option<String>,
+    ) {
+        if !t.slots.contains_key(&fd)
+            && let Some(c) = t.closed.get(&fd).cloned()
+            && c.borrow()
+                .event
+                .as_deref()
+                .is_some_and(|ce| began_before_end(ev, ce))
+        {
+            // It took its own reference to the file before another thread's
+            // close released the number (a read on a fd being closed
+            // completes): proof the fd was open when it began, not now.
+            let mut c = c.borrow_mut();
+            c.slot.last_use = Some(ev.clone());
+            c.slot.uses += 1;
+            let name = call_name(ev).to_owned();
+            self.hist(Some(t), ev, p.pid, fd, || {
+                format!(
+                    "{name} began before another thread's close of fd {fd} ended: it held the file"
+                )
+            });
+            return;
+        }
+        self.reconcile(p, t, l, fd, ev, path);
+        let allocs = p.allocs();
+        let s = t.slots.get_mut(&fd).expect("installed");
+        s.last_use = Some(ev.clone());
+        s.uses += 1;
+        s.allocs_at_use = allocs;
+        if let Some(r) = role {
+            s.note(r, ev);
+        }
+    }
+
+    /// What a successful call naming `fd` proves without being a use of it:
+    /// the fd is open (installed when the model did not know it), and its
+    /// path, when the trace shows one, says what it is.  A close reconciles
+    /// this way: it is no use, and fd-held-open measures from the last use
+    /// before it.
+    pub(super) fn reconcile(
+        &mut self,
+        p: &Proc,
+        t: &mut Table,
+        l: &mut dyn Listener,
+        fd: Fd,
+        ev: &Ev,
+        path: Option<&Text>,
     ) {
         let path = path.filter(|p| !p.0.is_empty());
         let pk = path.map(|p| kind_of(Some(p)));
@@ -289,29 +336,6 @@ impl Out {
                 // another kind of file holds this number now
                 present = false;
             }
-        }
-        if !present
-            && !t.slots.contains_key(&fd)
-            && !matches!(ev.kind, Kind::Close(_))
-            && let Some(c) = t.closed.get(&fd).cloned()
-            && c.borrow()
-                .event
-                .as_deref()
-                .is_some_and(|ce| began_before_end(ev, ce))
-        {
-            // It took its own reference to the file before another thread's
-            // close released the number (a read on a fd being closed
-            // completes): proof the fd was open when it began, not now.
-            let mut c = c.borrow_mut();
-            c.slot.last_use = Some(ev.clone());
-            c.slot.uses += 1;
-            let name = call_name(ev).to_owned();
-            self.hist(Some(t), ev, p.pid, fd, || {
-                format!(
-                    "{name} began before another thread's close of fd {fd} ended: it held the file"
-                )
-            });
-            return;
         }
         if !present {
             if t.slots.contains_key(&fd) {
@@ -338,14 +362,6 @@ impl Out {
             s.kind = pk;
             s.path = path.cloned();
             s.gpu = s.gpu || pk.is_gpu_object();
-        }
-        let allocs = p.allocs();
-        let s = t.slots.get_mut(&fd).expect("installed");
-        s.last_use = Some(ev.clone());
-        s.uses += 1;
-        s.allocs_at_use = allocs;
-        if let Some(r) = role {
-            s.note(r, ev);
         }
     }
 }
