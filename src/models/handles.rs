@@ -731,6 +731,32 @@ mod tests {
             }
         }
 
+        /// /dev/kfd as fd 3, a render node as fd 4, and KFD buffer 0x100
+        /// allocated and exported as dma-buf fd 5.
+        fn exported(&mut self) -> Vec<Event> {
+            vec![
+                self.open(3, "/dev/kfd"),
+                self.open(4, "/dev/dri/renderD128"),
+                self.ioctl(
+                    3,
+                    "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
+                    &[
+                        ("va_addr", 0),
+                        ("size", 0x20_0000),
+                        ("gpu_id", 0x1a2b),
+                        ("flags", 1),
+                    ],
+                    &[("handle", 0x100), ("mmap_offset", 0)],
+                ),
+                self.ioctl(
+                    3,
+                    "AMDKFD_IOC_EXPORT_DMABUF",
+                    &[("handle", 0x100), ("flags", 0o2000000)],
+                    &[("dmabuf_fd", 5)],
+                ),
+            ]
+        }
+
         fn open(&mut self, fd: i32, path: &str) -> Event {
             let k = FdCreate {
                 origin: Cow::Borrowed("open"),
@@ -809,33 +835,13 @@ mod tests {
             FdModel::new(None, false, Names::new(vec!["h.log".into()])),
             Options::default(),
         );
-        let evs = [
-            t.open(3, "/dev/kfd"),
-            t.open(4, "/dev/dri/renderD128"),
-            t.ioctl(
-                3,
-                "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
-                &[
-                    ("va_addr", 0),
-                    ("size", 0x20_0000),
-                    ("gpu_id", 0x1a2b),
-                    ("flags", 1),
-                ],
-                &[("handle", 0x100), ("mmap_offset", 0)],
-            ),
-            t.ioctl(
-                3,
-                "AMDKFD_IOC_EXPORT_DMABUF",
-                &[("handle", 0x100), ("flags", 0o2000000)],
-                &[("dmabuf_fd", 5)],
-            ),
-            t.ioctl(
-                4,
-                "DRM_IOCTL_AMDGPU_GEM_CREATE",
-                &[("bo_size", 0x1000)],
-                &[("handle", 7)],
-            ),
-        ];
+        let mut evs = t.exported();
+        evs.push(t.ioctl(
+            4,
+            "DRM_IOCTL_AMDGPU_GEM_CREATE",
+            &[("bo_size", 0x1000)],
+            &[("handle", 7)],
+        ));
         for ev in &evs {
             m.feed(ev);
         }
@@ -870,33 +876,13 @@ mod tests {
             FdModel::new(None, false, Names::new(vec!["h.log".into()])),
             Options::default(),
         );
-        let mut evs = vec![
-            t.open(3, "/dev/kfd"),
-            t.open(4, "/dev/dri/renderD128"),
-            t.ioctl(
-                3,
-                "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
-                &[
-                    ("va_addr", 0),
-                    ("size", 0x20_0000),
-                    ("gpu_id", 0x1a2b),
-                    ("flags", 1),
-                ],
-                &[("handle", 0x100), ("mmap_offset", 0)],
-            ),
-            t.ioctl(
-                3,
-                "AMDKFD_IOC_EXPORT_DMABUF",
-                &[("handle", 0x100), ("flags", 0o2000000)],
-                &[("dmabuf_fd", 5)],
-            ),
-            t.ioctl(
-                4,
-                "DRM_IOCTL_PRIME_FD_TO_HANDLE",
-                &[("fd", 5)],
-                &[("handle", 1)],
-            ),
-        ];
+        let mut evs = t.exported();
+        evs.push(t.ioctl(
+            4,
+            "DRM_IOCTL_PRIME_FD_TO_HANDLE",
+            &[("fd", 5)],
+            &[("handle", 1)],
+        ));
         let import_end = {
             let h = &evs[evs.len() - 1].h;
             h.time.unwrap() + h.dur.unwrap_or(0.0)
