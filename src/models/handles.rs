@@ -826,15 +826,20 @@ mod tests {
         }
     }
 
+    /// The handle model with its fd model, default options, on h.log.
+    fn model() -> HandleModel {
+        HandleModel::new(
+            FdModel::new(None, false, Names::new(vec!["h.log".into()])),
+            Options::default(),
+        )
+    }
+
     #[test]
     fn an_ended_process_leaves_nothing() {
         // a KFD buffer exported and freed, a GEM buffer created and closed:
         // while the process lives the model holds them, once it ended nothing
         let mut t = T(0);
-        let mut m = HandleModel::new(
-            FdModel::new(None, false, Names::new(vec!["h.log".into()])),
-            Options::default(),
-        );
+        let mut m = model();
         let mut evs = t.exported();
         evs.push(t.ioctl(
             4,
@@ -872,10 +877,7 @@ mod tests {
     /// fd's path (strace -y) or not.
     fn held_open_after(gap: f64, path: Option<&str>) -> Vec<Finding> {
         let mut t = T(0);
-        let mut m = HandleModel::new(
-            FdModel::new(None, false, Names::new(vec!["h.log".into()])),
-            Options::default(),
-        );
+        let mut m = model();
         let mut evs = t.exported();
         evs.push(t.ioctl(
             4,
