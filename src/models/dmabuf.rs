@@ -6,7 +6,7 @@
 
 use super::buffer::{BufRef, merge, resolve};
 use super::common::*;
-use super::fds::{Proc, Release, Slot};
+use super::fds::{FdKind, Proc, Release, Slot};
 use crate::events::Event;
 use crate::findings::{Evidence, Finding};
 use crate::rules::Rule;
@@ -136,7 +136,7 @@ impl DmabufTracker {
     // fd lifecycle (called by the handle model from the fd model's hooks) ----
 
     pub fn fd_open(&mut self, p: &Proc, slot: &Slot, ev: &Ev) {
-        if slot.kind != "dmabuf" {
+        if slot.kind != FdKind::Dmabuf {
             return;
         }
         let st = self.stats.entry(p.pid).or_default();
@@ -151,7 +151,7 @@ impl DmabufTracker {
     }
 
     pub fn fd_release(&mut self, p: &Proc, slot: &Slot, ev: Option<&Ev>, how: Release) {
-        if slot.kind != "dmabuf" {
+        if slot.kind != FdKind::Dmabuf {
             return;
         }
         let mut st = self.stats.remove(&p.pid).unwrap_or_default();
@@ -167,7 +167,7 @@ impl DmabufTracker {
             return;
         };
         for s in slots {
-            if s.kind == "dmabuf" {
+            if s.kind == FdKind::Dmabuf {
                 self.held(p, s, ev, &mut st, true);
             }
         }
@@ -240,7 +240,8 @@ impl DmabufTracker {
         let mut f = Finding::new(Rule::FdHeldOpen, msg, made.map(|e| &**e));
         f.subject.insert("kind".into(), json!("fd"));
         f.subject.insert("fd".into(), json!(slot.fd));
-        f.subject.insert("fd_kind".into(), json!(slot.kind));
+        f.subject
+            .insert("fd_kind".into(), json!(slot.kind.as_str()));
         f.evidence = ev;
         f.key = vec!["held".into(), slot.root_origin.to_string()];
         f.details

@@ -57,11 +57,8 @@ fn ioctl_name(io: &Ioctl, slot: Option<&Slot>) -> Option<&'static str> {
     }
     let path: Option<&[u8]> = match &io.path {
         Some(p) => Some(p.as_bytes()),
-        None => slot.and_then(|s| match s.kind {
-            "accel" => Some(&b"/dev/accel/"[..]),
-            "drm-render" => Some(&b"/dev/dri/"[..]),
-            _ => s.path.as_ref().map(|p| p.as_bytes()),
-        }),
+        None => slot
+            .and_then(|s| (s.kind.device_dir()).or_else(|| s.path.as_ref().map(|p| p.as_bytes()))),
     };
     kfd::ioctl_name(io.type_?, io.nr?, path, None)
 }
@@ -734,6 +731,32 @@ mod tests {
             }
         }
 
+        /// /dev/kfd as fd 3, a render node as fd 4, and KFD buffer 0x100
+        /// allocated and exported as dma-buf fd 5.
+        fn exported(&mut self) -> Vec<Event> {
+            vec![
+                self.open(3, "/dev/kfd"),
+                self.open(4, "/dev/dri/renderD128"),
+                self.ioctl(
+                    3,
+                    "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
+                    &[
+                        ("va_addr", 0),
+                        ("size", 0x20_0000),
+                        ("gpu_id", 0x1a2b),
+                        ("flags", 1),
+                    ],
+                    &[("handle", 0x100), ("mmap_offset", 0)],
+                ),
+                self.ioctl(
+                    3,
+                    "AMDKFD_IOC_EXPORT_DMABUF",
+                    &[("handle", 0x100), ("flags", 0o2000000)],
+                    &[("dmabuf_fd", 5)],
+                ),
+            ]
+        }
+
         fn open(&mut self, fd: i32, path: &str) -> Event {
             let k = FdCreate {
                 origin: Cow::Borrowed("open"),
@@ -782,7 +805,13 @@ mod tests {
         }
 
         fn close(&mut self, fd: i32) -> Event {
-            let mut ev = Event::new(self.h(Some(0)), Kind::Close(Close { fd, path: None }));
+            self.close_path(fd, None)
+        }
+
+        /// A close as strace -y prints it, the fd's path decorating it.
+        fn close_path(&mut self, fd: i32, path: Option<&str>) -> Event {
+            let path = path.map(Into::into);
+            let mut ev = Event::new(self.h(Some(0)), Kind::Close(Close { fd, path }));
             ev.name = Cow::Borrowed("close");
             ev
         }
@@ -797,42 +826,27 @@ mod tests {
         }
     }
 
+    /// The handle model with its fd model, default options, on h.log.
+    fn model() -> HandleModel {
+        HandleModel::new(
+            FdModel::new(None, false, Names::new(vec!["h.log".into()])),
+            Options::default(),
+        )
+    }
+
     #[test]
     fn an_ended_process_leaves_nothing() {
         // a KFD buffer exported and freed, a GEM buffer created and closed:
         // while the process lives the model holds them, once it ended nothing
         let mut t = T(0);
-        let mut m = HandleModel::new(
-            FdModel::new(None, false, Names::new(vec!["h.log".into()])),
-            Options::default(),
-        );
-        let evs = [
-            t.open(3, "/dev/kfd"),
-            t.open(4, "/dev/dri/renderD128"),
-            t.ioctl(
-                3,
-                "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
-                &[
-                    ("va_addr", 0),
-                    ("size", 0x20_0000),
-                    ("gpu_id", 0x1a2b),
-                    ("flags", 1),
-                ],
-                &[("handle", 0x100), ("mmap_offset", 0)],
-            ),
-            t.ioctl(
-                3,
-                "AMDKFD_IOC_EXPORT_DMABUF",
-                &[("handle", 0x100), ("flags", 0o2000000)],
-                &[("dmabuf_fd", 5)],
-            ),
-            t.ioctl(
-                4,
-                "DRM_IOCTL_AMDGPU_GEM_CREATE",
-                &[("bo_size", 0x1000)],
-                &[("handle", 7)],
-            ),
-        ];
+        let mut m = model();
+        let mut evs = t.exported();
+        evs.push(t.ioctl(
+            4,
+            "DRM_IOCTL_AMDGPU_GEM_CREATE",
+            &[("bo_size", 0x1000)],
+            &[("handle", 7)],
+        ));
         for ev in &evs {
             m.feed(ev);
         }
@@ -856,6 +870,63 @@ mod tests {
         assert!(m.findings().is_empty() && m.fds.findings().next().is_none());
         assert!(m.st.kfd_live.is_empty() && m.st.gem_live.is_empty());
         assert_eq!(m.st.dmabuf.live_processes(), 0);
+    }
+
+    /// fd-held-open for an export imported once and closed `gap` seconds
+    /// after that import: the rule's findings, the close decorated with the
+    /// fd's path (strace -y) or not.
+    fn held_open_after(gap: f64, path: Option<&str>) -> Vec<Finding> {
+        let mut t = T(0);
+        let mut m = model();
+        let mut evs = t.exported();
+        evs.push(t.ioctl(
+            4,
+            "DRM_IOCTL_PRIME_FD_TO_HANDLE",
+            &[("fd", 5)],
+            &[("handle", 1)],
+        ));
+        let import_end = {
+            let h = &evs[evs.len() - 1].h;
+            h.time.unwrap() + h.dur.unwrap_or(0.0)
+        };
+        let mut close = t.close_path(5, path);
+        close.h.time = Some(import_end + gap);
+        let mut exit = t.exit();
+        exit.h.time = Some(import_end + gap + 1e-4);
+        evs.extend([close, exit]);
+        for ev in &evs {
+            m.feed(ev);
+        }
+        m.finish();
+        m.findings()
+            .iter()
+            .filter(|f| f.rule == Rule::FdHeldOpen)
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn an_export_closed_long_after_its_last_use_is_held_open() {
+        // the close itself is no use: the gap runs from the import, whether
+        // the close names the fd's path (strace -y) or not
+        for path in [Some("/memfd:dmabuf (deleted)"), None] {
+            let f = held_open_after(30.0, path);
+            assert_eq!(f.len(), 1, "{path:?}");
+            assert!(
+                f[0].message
+                    .contains("after its last use (DRM_IOCTL_PRIME_FD_TO_HANDLE at h.log:5)"),
+                "{}",
+                f[0].message
+            );
+            assert!(f[0].message.contains("30.0 s later"), "{}", f[0].message);
+            // the import is the last use in the evidence, the close ends it
+            let roles: Vec<&str> = f[0].evidence.iter().map(|e| &*e.role).collect();
+            assert_eq!(roles, ["created by", "last used by", "closed by"]);
+        }
+        // closed within the threshold after the import: nothing held
+        for path in [Some("/memfd:dmabuf (deleted)"), None] {
+            assert!(held_open_after(1.0, path).is_empty(), "{path:?}");
+        }
     }
 
     fn k(h: i128) -> Key {

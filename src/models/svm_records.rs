@@ -2,7 +2,7 @@
 //! effects, claims and their grants, SET_ATTR records, findings not yet
 //! built (`Raw`) and the runtime behaviour a process shows (`Seen`); with
 //! the formatting of addresses and attribute shapes they share.  The replay
-//! (svm.rs) makes these records, svm_build.rs builds findings from them;
+//! (svm/) makes these records, svm_build.rs builds findings from them;
 //! neither is needed here.
 
 // Claims (CRef) sit in ordered sets keyed by their id, which never changes;

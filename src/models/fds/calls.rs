@@ -127,11 +127,7 @@ impl FdModel {
                 None => {
                     let path: Option<&[u8]> = match &k.path {
                         Some(pp) if !pp.0.is_empty() => Some(pp.as_bytes()),
-                        _ => t.slots.get(&fd).and_then(|s| match s.kind {
-                            "accel" => Some(&b"/dev/accel/"[..]),
-                            "drm-render" => Some(&b"/dev/dri/"[..]),
-                            _ => None,
-                        }),
+                        _ => t.slots.get(&fd).and_then(|s| s.kind.device_dir()),
                     };
                     match k.nr {
                         Some(nr) => kfd::ioctl_name(ty, nr, path, None),
@@ -225,9 +221,9 @@ impl FdModel {
             cloexec = flags & 1 != 0;
         }
         if key == kfd::SYNCOBJ_HANDLE_TO_FD && flags & 1 == 0 {
-            kind = "other"; // a syncobj fd, not a sync_file: still a GPU object
+            kind = FdKind::Other; // a syncobj fd, not a sync_file: still a GPU object
         }
-        let gpu = kind != "other" || key == kfd::SYNCOBJ_HANDLE_TO_FD;
+        let gpu = kind != FdKind::Other || key == kfd::SYNCOBJ_HANDLE_TO_FD;
         self.o.install(
             p,
             &mut t,

@@ -181,7 +181,7 @@ impl FdModel {
             Rule::FdBadFd,
             msg,
             Some(ev0),
-            subject(f0, "unknown"),
+            subject(f0, FdKind::Unknown),
             vec![
                 ev_note("first close of the sweep", ev0),
                 ev_note("last close of the sweep", ev1),
@@ -219,7 +219,7 @@ impl FdModel {
         }
         // Success, EINTR, EIO ...: Linux releases the number in every case but EBADF.
         if !t.slots.contains_key(&fd) || c.path.as_ref().is_some_and(|p| !p.0.is_empty()) {
-            self.o.use_fd(p, t, l, fd, ev, c.path.as_ref(), None);
+            self.o.reconcile(p, t, l, fd, ev, c.path.as_ref());
         }
         if t.slots[&fd].racing.is_some() {
             self.racing_use(p, t, fd, ev);

@@ -40,11 +40,7 @@ impl FdModel {
                         });
                     }
                     if let Some(src) = &src {
-                        let kind = if path.is_some() {
-                            kind_of(path.as_ref())
-                        } else {
-                            "unknown"
-                        };
+                        let kind = kind_of(path.as_ref());
                         let (name, sfd) = (&ev.name, k.src_fd);
                         self.o.install(
                             p,

@@ -4,11 +4,11 @@
 
 use super::*;
 
-pub(super) fn subject(fd: Fd, kind: &str) -> Map<String, Json> {
+pub(super) fn subject(fd: Fd, kind: FdKind) -> Map<String, Json> {
     let mut m = Map::new();
     m.insert("kind".into(), json!("fd"));
     m.insert("fd".into(), json!(fd));
-    m.insert("fd_kind".into(), json!(kind));
+    m.insert("fd_kind".into(), json!(kind.as_str()));
     m
 }
 
@@ -50,7 +50,7 @@ impl FdModel {
         let mut counts: HashMap<&'static str, u64> = HashMap::default();
         if let Some(t) = t {
             for s in t.slots.values() {
-                *counts.entry(s.kind).or_insert(0) += 1;
+                *counts.entry(s.kind.as_str()).or_insert(0) += 1;
             }
         }
         let mut order: Vec<(&str, u64)> = counts.into_iter().collect();
@@ -89,7 +89,7 @@ impl FdModel {
             let oldest = t
                 .slots
                 .values()
-                .filter(|s| s.kind == topkind)
+                .filter(|s| s.kind.as_str() == topkind)
                 .min_by_key(|s| (s.creator.as_ref().map_or(-1, |c| c.h.seq as i128), s.fd));
             if let Some(s0) = oldest
                 && let Some(c) = &s0.creator
@@ -205,7 +205,7 @@ impl FdModel {
                      created in this trace or was closed by a call the trace cannot see)"
                 );
                 key = vec!["bad-close".into(), "never-seen".into(), name.clone()];
-                kind = "unknown";
+                kind = FdKind::Unknown;
             }
             Some(c) => {
                 let c = c.borrow();
@@ -278,7 +278,7 @@ impl FdModel {
                 msg = m;
                 key = vec![
                     "double-close".into(),
-                    s.kind.into(),
+                    s.kind.as_str().into(),
                     s.root_origin.to_string(),
                     c.how.as_str().into(),
                     name.clone(),
@@ -294,10 +294,7 @@ impl FdModel {
         // threads the trace does not show.
         // (`t` is out of the arena while its handler runs)
         let shared = p.threaded && !t.own_thread || t.users > 1;
-        let harmless = p.complete
-            && !shared
-            && !GPU_OBJECT_KINDS.contains(&kind)
-            && !DEVICE_KINDS.contains(&kind);
+        let harmless = p.complete && !shared && !kind.is_gpu_object() && !kind.is_device();
         if harmless {
             msg += ". The trace saw this process from its start, with no other thread or \
                     process sharing its fd table, so nothing else can have been given the number \
@@ -353,7 +350,7 @@ impl FdModel {
             );
             key = vec![
                 "use-after-close".into(),
-                s.kind.into(),
+                s.kind.as_str().into(),
                 s.root_origin.to_string(),
                 name.clone(),
                 "unseen-close".into(),
@@ -383,7 +380,7 @@ impl FdModel {
             msg = m;
             key = vec![
                 "use-after-close".into(),
-                s.kind.into(),
+                s.kind.as_str().into(),
                 s.root_origin.to_string(),
                 name.clone(),
                 c.how.as_str().into(),
@@ -452,7 +449,7 @@ impl FdModel {
         }
         let key = vec![
             "use-after-close".into(),
-            s.kind.into(),
+            s.kind.as_str().into(),
             s.root_origin.to_string(),
             name.clone(),
             "handover".into(),
@@ -534,7 +531,7 @@ impl FdModel {
             Rule::FdBadFd,
             format!("{call} failed with EBADF: {why}"),
             Some(ev),
-            subject(fd, "unknown"),
+            subject(fd, FdKind::Unknown),
             vec![ev_note("this call", ev)],
             vec!["bad-fd".into(), sort.into(), name.clone()],
         );
@@ -594,7 +591,7 @@ impl FdModel {
         sort_story(&mut evidence);
         let key = vec![
             "use-after-close".into(),
-            s.kind.into(),
+            s.kind.as_str().into(),
             s.root_origin.to_string(),
             name.clone(),
             "concurrent-close".into(),
@@ -934,9 +931,9 @@ pub(super) fn reused_finding(
         subject(s.fd, s.kind),
         evidence,
         vec![
-            old.kind.into(),
+            old.kind.as_str().into(),
             old.root_origin.to_string(),
-            s.kind.into(),
+            s.kind.as_str().into(),
             s.root_origin.to_string(),
             if later.is_some() { "ebadf" } else { "stack" }.into(),
         ],

@@ -45,7 +45,7 @@ pub use out::HistRow;
 use out::*;
 use process::*;
 use table::*;
-pub use table::{Closed, Proc, Release, Slot, Table, kind_of_path};
+pub use table::{Closed, FdKind, Proc, Release, Slot, Table, kind_of_path};
 
 pub use super::common::Pid;
 pub type Fd = i64;
@@ -55,21 +55,30 @@ const CLOSE_RANGE_CLOEXEC: u32 = 4;
 const O_CLOEXEC: i128 = 0o2000000;
 const MAP_ANONYMOUS: u64 = 0x20;
 
-const GPU_OBJECT_KINDS: [&str; 2] = ["dmabuf", "sync_file"];
-const DEVICE_KINDS: [&str; 3] = ["kfd", "drm-render", "accel"];
-
 /// ioctls that install a new fd: (where the fd is: an `out` field, or None
 /// for the return value; kind; origin).
-fn creating_ioctl(key: kfd::Key) -> Option<(Option<&'static str>, &'static str, &'static str)> {
+fn creating_ioctl(key: kfd::Key) -> Option<(Option<&'static str>, FdKind, &'static str)> {
     Some(match key {
-        kfd::EXPORT_DMABUF => (Some("dmabuf_fd"), "dmabuf", "AMDKFD_IOC_EXPORT_DMABUF"),
-        kfd::PRIME_HANDLE_TO_FD => (Some("fd"), "dmabuf", "DRM_IOCTL_PRIME_HANDLE_TO_FD"),
-        kfd::DMA_HEAP_ALLOC => (Some("fd"), "dmabuf", "DMA_HEAP_IOCTL_ALLOC"),
-        kfd::SYNCOBJ_HANDLE_TO_FD => (Some("fd"), "sync_file", "DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD"),
-        kfd::DMABUF_EXPORT_SYNC_FILE => (Some("fd"), "sync_file", "DMA_BUF_IOCTL_EXPORT_SYNC_FILE"),
-        kfd::SMI_EVENTS => (Some("anon_fd"), "other", "AMDKFD_IOC_SMI_EVENTS"),
-        kfd::UDMABUF_CREATE => (None, "dmabuf", "UDMABUF_CREATE"),
-        kfd::UDMABUF_CREATE_LIST => (None, "dmabuf", "UDMABUF_CREATE_LIST"),
+        kfd::EXPORT_DMABUF => (
+            Some("dmabuf_fd"),
+            FdKind::Dmabuf,
+            "AMDKFD_IOC_EXPORT_DMABUF",
+        ),
+        kfd::PRIME_HANDLE_TO_FD => (Some("fd"), FdKind::Dmabuf, "DRM_IOCTL_PRIME_HANDLE_TO_FD"),
+        kfd::DMA_HEAP_ALLOC => (Some("fd"), FdKind::Dmabuf, "DMA_HEAP_IOCTL_ALLOC"),
+        kfd::SYNCOBJ_HANDLE_TO_FD => (
+            Some("fd"),
+            FdKind::SyncFile,
+            "DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD",
+        ),
+        kfd::DMABUF_EXPORT_SYNC_FILE => (
+            Some("fd"),
+            FdKind::SyncFile,
+            "DMA_BUF_IOCTL_EXPORT_SYNC_FILE",
+        ),
+        kfd::SMI_EVENTS => (Some("anon_fd"), FdKind::Other, "AMDKFD_IOC_SMI_EVENTS"),
+        kfd::UDMABUF_CREATE => (None, FdKind::Dmabuf, "UDMABUF_CREATE"),
+        kfd::UDMABUF_CREATE_LIST => (None, FdKind::Dmabuf, "UDMABUF_CREATE_LIST"),
         _ => return None,
     })
 }

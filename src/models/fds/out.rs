@@ -157,7 +157,7 @@ impl Out {
         l: &mut dyn Listener,
         ev: &Ev,
         fd: Fd,
-        kind: &'static str,
+        kind: FdKind,
         origin: Name,
         path: Option<Text>,
         cloexec: bool,
@@ -184,7 +184,11 @@ impl Out {
             Some(src) => Slot {
                 fd,
                 generation,
-                kind: if kind == "unknown" { src.kind } else { kind },
+                kind: if kind == FdKind::Unknown {
+                    src.kind
+                } else {
+                    kind
+                },
                 origin,
                 creator: made,
                 root: src.root.clone(),
@@ -213,7 +217,7 @@ impl Out {
                 ofd: self.new_ofd(),
                 cloexec,
                 path,
-                gpu: gpu || GPU_OBJECT_KINDS.contains(&kind),
+                gpu: gpu || kind.is_gpu_object(),
                 last_use: None,
                 uses: 0,
                 allocs_at_use: p.allocs(),
@@ -254,7 +258,8 @@ impl Out {
         true
     }
 
-    /// A successful use proves the fd is open: reconcile the model.
+    /// A successful use proves the fd is open: reconcile the model, and
+    /// count the use.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn use_fd(
         &mut self,
@@ -266,30 +271,7 @@ impl Out {
         path: Option<&Text>,
         role: Option<String>,
     ) {
-        let path = path.filter(|p| !p.0.is_empty());
-        let pk = path.map(|p| kind_of(Some(p)));
-        let mut present = false;
-        if let Some(s) = t.slots.get_mut(&fd) {
-            present = true;
-            if path.is_some()
-                && s.path.is_none()
-                && IOCTL_ORIGINS.iter().any(|o| s.origin.starts_with(o))
-            {
-                // The creating ioctl is authoritative about what it installed
-                s.path = path.cloned();
-            } else if let Some(pk) = pk
-                && pk != "unknown"
-                && s.kind != "unknown"
-                && s.kind != pk
-                && !(s.kind == "other" && pk == "other")
-            {
-                // another kind of file holds this number now
-                present = false;
-            }
-        }
-        if !present
-            && !t.slots.contains_key(&fd)
-            && !matches!(ev.kind, Kind::Close(_))
+        if !t.slots.contains_key(&fd)
             && let Some(c) = t.closed.get(&fd).cloned()
             && c.borrow()
                 .event
@@ -310,6 +292,51 @@ impl Out {
             });
             return;
         }
+        self.reconcile(p, t, l, fd, ev, path);
+        let allocs = p.allocs();
+        let s = t.slots.get_mut(&fd).expect("installed");
+        s.last_use = Some(ev.clone());
+        s.uses += 1;
+        s.allocs_at_use = allocs;
+        if let Some(r) = role {
+            s.note(r, ev);
+        }
+    }
+
+    /// What a successful call naming `fd` proves without being a use of it:
+    /// the fd is open (installed when the model did not know it), and its
+    /// path, when the trace shows one, says what it is.  A close reconciles
+    /// this way: it is no use, and fd-held-open measures from the last use
+    /// before it.
+    pub(super) fn reconcile(
+        &mut self,
+        p: &Proc,
+        t: &mut Table,
+        l: &mut dyn Listener,
+        fd: Fd,
+        ev: &Ev,
+        path: Option<&Text>,
+    ) {
+        let path = path.filter(|p| !p.0.is_empty());
+        let pk = path.map(|p| kind_of(Some(p)));
+        let mut present = false;
+        if let Some(s) = t.slots.get_mut(&fd) {
+            present = true;
+            if path.is_some()
+                && s.path.is_none()
+                && IOCTL_ORIGINS.iter().any(|o| s.origin.starts_with(o))
+            {
+                // The creating ioctl is authoritative about what it installed
+                s.path = path.cloned();
+            } else if let Some(pk) = pk
+                && pk != FdKind::Unknown
+                && s.kind != FdKind::Unknown
+                && s.kind != pk
+            {
+                // another kind of file holds this number now
+                present = false;
+            }
+        }
         if !present {
             if t.slots.contains_key(&fd) {
                 self.release(p, t, l, fd, None, Release::Unseen);
@@ -320,7 +347,7 @@ impl Out {
                 l,
                 ev,
                 fd,
-                pk.unwrap_or("unknown"),
+                pk.unwrap_or(FdKind::Unknown),
                 Cow::Borrowed("unknown"),
                 path.cloned(),
                 false,
@@ -329,20 +356,12 @@ impl Out {
                 || format!("fd {fd} first seen in use; its creator is not in the trace"),
             );
         } else if let Some(s) = t.slots.get_mut(&fd)
-            && s.kind == "unknown"
+            && s.kind == FdKind::Unknown
             && let Some(pk) = pk
         {
             s.kind = pk;
             s.path = path.cloned();
-            s.gpu = s.gpu || GPU_OBJECT_KINDS.contains(&pk);
-        }
-        let allocs = p.allocs();
-        let s = t.slots.get_mut(&fd).expect("installed");
-        s.last_use = Some(ev.clone());
-        s.uses += 1;
-        s.allocs_at_use = allocs;
-        if let Some(r) = role {
-            s.note(r, ev);
+            s.gpu = s.gpu || pk.is_gpu_object();
         }
     }
 }

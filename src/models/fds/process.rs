@@ -332,11 +332,7 @@ impl FdModel {
 
     /// --all-fds: the fds the program made itself still open at exit.
     pub(super) fn open_at_exit(&mut self, s: &Slot, ev: Option<&Ev>) {
-        if s.gpu
-            || GPU_OBJECT_KINDS.contains(&s.kind)
-            || DEVICE_KINDS.contains(&s.kind)
-            || s.fd <= 2
-        {
+        if s.gpu || s.kind.is_gpu_object() || s.kind.is_device() || s.fd <= 2 {
             return;
         }
         if matches!(&*s.origin, "pre-existing" | "inherited" | "unknown") {
@@ -367,7 +363,7 @@ impl FdModel {
             subject(s.fd, s.kind),
             evidence,
             vec![
-                s.kind.into(),
+                s.kind.as_str().into(),
                 s.root_origin.to_string(),
                 made.name.to_string(),
             ],
@@ -383,7 +379,7 @@ impl FdModel {
         exited: bool,
         l: &dyn Listener,
     ) {
-        if !(s.gpu || GPU_OBJECT_KINDS.contains(&s.kind)) {
+        if !(s.gpu || s.kind.is_gpu_object()) {
             return;
         }
         if s.origin == "pre-existing" || s.origin == "inherited" {
@@ -440,7 +436,7 @@ impl FdModel {
             subject(s.fd, s.kind),
             evidence,
             vec![
-                s.kind.into(),
+                s.kind.as_str().into(),
                 s.root_origin.to_string(),
                 if exited { "exited" } else { "trace-end" }.into(),
             ],
@@ -473,9 +469,9 @@ pub(super) fn unshares_files(text: &[u8]) -> bool {
 }
 
 pub(super) fn use_path(s: &mut Slot, path: &Text) {
-    if !path.0.is_empty() && s.kind == "unknown" {
+    if !path.0.is_empty() && s.kind == FdKind::Unknown {
         s.kind = kind_of(Some(path));
         s.path = Some(path.clone());
-        s.gpu = s.gpu || GPU_OBJECT_KINDS.contains(&s.kind);
+        s.gpu = s.gpu || s.kind.is_gpu_object();
     }
 }

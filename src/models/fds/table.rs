@@ -8,11 +8,66 @@ pub(super) fn py_space(c: char) -> bool {
     c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
 }
 
+/// What an fd refers to, as its path (or the call that made it) names it.
+/// `as_str` is the name findings, fingerprints and the hooks show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FdKind {
+    Dmabuf,
+    Kfd,
+    DrmRender,
+    SyncFile,
+    Accel,
+    /// a path naming none of the above (a file, a pipe, a syncobj fd ...)
+    Other,
+    /// no path known yet
+    Unknown,
+}
+
+impl FdKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FdKind::Dmabuf => "dmabuf",
+            FdKind::Kfd => "kfd",
+            FdKind::DrmRender => "drm-render",
+            FdKind::SyncFile => "sync_file",
+            FdKind::Accel => "accel",
+            FdKind::Other => "other",
+            FdKind::Unknown => "unknown",
+        }
+    }
+
+    /// A GPU object the fd itself is (a buffer, a fence).
+    pub fn is_gpu_object(self) -> bool {
+        matches!(self, FdKind::Dmabuf | FdKind::SyncFile)
+    }
+
+    /// A GPU device node.
+    pub fn is_device(self) -> bool {
+        matches!(self, FdKind::Kfd | FdKind::DrmRender | FdKind::Accel)
+    }
+
+    /// The directory a device node of this kind lives in, for the kinds
+    /// whose node a bare path prefix identifies.
+    pub fn device_dir(self) -> Option<&'static [u8]> {
+        match self {
+            FdKind::Accel => Some(b"/dev/accel/"),
+            FdKind::DrmRender => Some(b"/dev/dri/"),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for FdKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// fd kind from a readlink / -y decoration; tolerant of ' (deleted)' and
 /// -yy '<char M:m>' nesting a parser may have left in place.
-pub fn kind_of_path(path: Option<&[u8]>) -> &'static str {
+pub fn kind_of_path(path: Option<&[u8]>) -> FdKind {
     let Some(path) = path.filter(|p| !p.is_empty()) else {
-        return "unknown";
+        return FdKind::Unknown;
     };
     // Only the head decides: the suffixes cut below start with `<`, `(` or
     // a space, none of which is in a prefix tested, so they never cut into
@@ -31,22 +86,22 @@ pub fn kind_of_path(path: Option<&[u8]>) -> &'static str {
 }
 
 /// The kind the start of a path names.
-pub(super) fn kind_of_head(p: &[u8]) -> &'static str {
+pub(super) fn kind_of_head(p: &[u8]) -> FdKind {
     if p.starts_with(b"/dev/kfd") {
-        "kfd"
+        FdKind::Kfd
     } else if p.starts_with(b"/dev/dri/renderD") {
-        "drm-render"
+        FdKind::DrmRender
     } else if p.starts_with(b"/dev/accel/") {
-        "accel"
+        FdKind::Accel
     } else if p.starts_with(b"/dmabuf:")
         || p.starts_with(b"anon_inode:dmabuf")
         || p.starts_with(b"anon_inode:[dmabuf")
     {
-        "dmabuf"
+        FdKind::Dmabuf
     } else if p.starts_with(b"anon_inode:sync_file") || p.starts_with(b"anon_inode:[sync_file") {
-        "sync_file"
+        FdKind::SyncFile
     } else {
-        "other"
+        FdKind::Other
     }
 }
 
@@ -66,7 +121,7 @@ pub(super) fn strip_dev_suffix(p: &str) -> &str {
     if digits(a) && digits(b) { &p[..i] } else { p }
 }
 
-pub(super) fn kind_of(path: Option<&Text>) -> &'static str {
+pub(super) fn kind_of(path: Option<&Text>) -> FdKind {
     kind_of_path(path.map(|t| t.as_bytes()))
 }
 
@@ -75,7 +130,7 @@ pub(super) fn kind_of(path: Option<&Text>) -> &'static str {
 pub struct Slot {
     pub fd: Fd,
     pub generation: u64,
-    pub kind: &'static str,
+    pub kind: FdKind,
     /// creator kind: open, dup, ioctl name, inherited ...
     pub origin: Name,
     /// the call that installed this number
@@ -110,7 +165,7 @@ impl Slot {
 
     /// `fd 7 (dmabuf /dmabuf:, created by AMDKFD_IOC_EXPORT_DMABUF at f:12)`
     pub fn describe(&self, names: &Names) -> String {
-        let mut first = self.kind.to_owned();
+        let mut first = self.kind.as_str().to_owned();
         if let Some(p) = &self.path {
             first.push(' ');
             first.push_str(&p.to_string_lossy());

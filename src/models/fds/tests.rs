@@ -2,7 +2,7 @@ use super::*;
 use crate::events::{Close, CloseRange, Exit, FdCreate, SetCloexec};
 
 fn kp(p: &str) -> &'static str {
-    kind_of_path(Some(p.as_bytes()))
+    kind_of_path(Some(p.as_bytes())).as_str()
 }
 
 #[test]
@@ -15,7 +15,8 @@ fn kind_of_path_is_tolerant() {
     assert_eq!(kp("/dev/dri/renderD128"), "drm-render");
     assert_eq!(kp("/dev/accel/accel0"), "accel");
     assert_eq!(kp("/etc/hosts"), "other");
-    assert_eq!(kind_of_path(None), "unknown");
+    assert_eq!(kind_of_path(None), FdKind::Unknown);
+    assert_eq!(FdKind::Unknown.as_str(), "unknown");
 }
 
 struct B(u64);

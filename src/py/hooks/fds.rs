@@ -321,7 +321,7 @@ fn slot_to_py<'py>(
     let d = PyDict::new(py);
     d.set_item("fd", s.fd)?;
     d.set_item("generation", s.generation)?;
-    d.set_item("kind", s.kind)?;
+    d.set_item("kind", s.kind.as_str())?;
     d.set_item("origin", &*s.origin)?;
     d.set_item("creator", opt_event_to_py(py, s.creator.as_ref(), files)?)?;
     d.set_item("root", opt_event_to_py(py, s.root.as_ref(), files)?)?;

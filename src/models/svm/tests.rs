@@ -74,7 +74,7 @@ impl Trace {
         time
     }
 
-    fn svm(&mut self, tid: u32, start: u64, size: u64, attrs: &[Attr]) {
+    pub(super) fn svm(&mut self, tid: u32, start: u64, size: u64, attrs: &[Attr]) {
         let list = attrs
             .iter()
             .map(|a| Value::List(vec![Value::Int(a.ty.into()), Value::Int(a.value.into())]))

@@ -1,0 +1,526 @@
+//! The SET_ATTR path: what a call does to the claims it touches (the
+//! registration or application claim it grants, the ones it releases, the
+//! live ones it takes access or flags from: its victims).
+
+use super::*;
+
+const RECENT: usize = 256;
+
+impl Shared {
+    fn effect(&mut self, attrs: &[Attr]) -> Rc<Effect> {
+        if let Some(e) = self.effects.get(attrs) {
+            return e.clone();
+        }
+        if self.effects.len() > 1024 {
+            self.effects.clear();
+        }
+        let e = Rc::new(effect_of(attrs));
+        self.effects.insert(attrs.to_vec(), e.clone());
+        e
+    }
+
+    pub(super) fn set_attr(&mut self, p: &mut Proc, ev: Ev, s: u64, e: u64, attrs: Vec<Attr>) {
+        let mut eff = self.effect(&attrs);
+        if eff.kind == EffKind::Registration {
+            let in_place = attrs.iter().any(|a| a.ty == kfd::ATTR_ACCESS_IN_PLACE);
+            let flags = attrs
+                .iter()
+                .any(|a| a.ty == kfd::ATTR_SET_FLAGS || a.ty == kfd::ATTR_CLR_FLAGS);
+            let mut seen = p.seen.borrow_mut();
+            match (in_place, flags) {
+                (false, true) => seen.reg_flags += 1,
+                (true, false) => seen.map_in_place += 1,
+                (true, true) if seen.split() => {
+                    // the runtime registers and maps in two calls: one doing
+                    // both is the program's own range
+                    seen.app_combined += 1;
+                    eff = Rc::new(Effect {
+                        kind: EffKind::Application,
+                        ..(*eff).clone()
+                    });
+                }
+                (true, true) => seen.reg_combined += 1,
+                (false, false) => {}
+            }
+        }
+        let kind = eff.kind;
+        self.rec_ids += 1;
+        let attrs: Rc<[Attr]> = attrs.into();
+        let mut own = match kind {
+            EffKind::Registration => p.reg.get(&(s, e)).cloned(),
+            EffKind::Application => p.app.get(&(s, e)).cloned(),
+            _ => None,
+        };
+        let touched = p.cover.query(s, e);
+        let mut released: Vec<CRef> = Vec::new();
+        if kind == EffKind::Revoke {
+            if let Some(app) = p.app.get(&(s, e)) {
+                // the program's own NO_ACCESS on exactly its range, which
+                // ends its own sub-ranges inside it too
+                released.push(app.clone());
+                for c in &touched {
+                    let inner = {
+                        let b = c.b();
+                        b.kind == ClaimKind::Application && s <= b.start && b.end <= e
+                    };
+                    if inner && !released.contains(c) {
+                        released.push(c.clone());
+                    }
+                }
+            }
+            if !touched.is_empty() {
+                released.extend(infer_release(s, e, &touched));
+            }
+        }
+        if kind == EffKind::Revoke
+            && released
+                .iter()
+                .any(|c| c.b().kind != ClaimKind::Application)
+        {
+            let mut seen = p.seen.borrow_mut();
+            if attrs.iter().any(|a| a.ty == kfd::ATTR_CLR_FLAGS) {
+                seen.release_clr += 1;
+            } else {
+                seen.release_plain += 1;
+            }
+            if released.iter().any(|c| {
+                let b = c.b();
+                b.kind == ClaimKind::Registration
+                    && b.start <= s
+                    && e <= b.end
+                    && (b.start, b.end) != (s, e)
+            }) {
+                seen.subtracts += 1;
+            }
+        }
+        if kind == EffKind::Registration
+            && own.is_none()
+            && touched.iter().any(|c| c.b().kind != ClaimKind::Application)
+        {
+            p.seen.borrow_mut().reused += 1;
+        }
+        // a SET_ATTR of the program's own shape, or one lying wholly inside
+        // an application claim that releases no registration, is the
+        // program changing memory it owns: the claims it lies wholly inside
+        // are not its victims
+        let within = |c: &CRef| {
+            let b = c.b();
+            b.start <= s && e <= b.end
+        };
+        let own_change = kind == EffKind::Application
+            || (touched
+                .iter()
+                .any(|c| c.b().kind == ClaimKind::Application && within(c))
+                && released
+                    .iter()
+                    .all(|c| c.b().kind == ClaimKind::Application));
+        // the runtime computed this call after the thread's previous one
+        let quiet_from = p.last_end.get(&ev.h.tid).copied();
+        let mut losses: Vec<(CRef, Loss)> = Vec::new();
+        let mut stale_pre: Vec<(CRef, Option<StaleRes>)> = Vec::new();
+        let (taken, cleared) = (&eff.taken, eff.cleared);
+        if !touched.is_empty() && (!taken.is_empty() || cleared != 0) {
+            let mut near: Option<Vec<(u64, u64, State)>> = None;
+            for c in &touched {
+                if own.as_ref() == Some(c) || (own_change && within(c)) {
+                    continue;
+                }
+                let (want, cflags, stale_gpus_nonempty, gpus_empty, ckind) = {
+                    let b = c.b();
+                    let want = if !b.gpus.is_empty() {
+                        g_inter(&b.gpus, taken)
+                    } else if default_reliant(b.kind, p.xnack) {
+                        taken.clone()
+                    } else {
+                        Vec::new()
+                    };
+                    (
+                        want,
+                        b.flags,
+                        !b.stale_gpus.is_empty(),
+                        b.gpus.is_empty(),
+                        b.kind,
+                    )
+                };
+                if !want.is_empty() || cflags & cleared != 0 {
+                    let near = near.get_or_insert_with(|| p.map.pieces.overlapping(s, e));
+                    if let Some(loss) = loss_of(&c.b(), want, cflags & cleared, s, e, near) {
+                        losses.push((c.clone(), loss));
+                    }
+                }
+                if stale_gpus_nonempty && gpus_empty && default_reliant(ckind, p.xnack) {
+                    stale_pre.push((c.clone(), still_stale(p, &c.b())));
+                }
+            }
+        }
+        let rec: RecRef = Rc::new(RecCell {
+            id: self.rec_ids,
+            r: RefCell::new(RecData {
+                event: ev.clone(),
+                attrs: attrs.clone(),
+                eff: eff.clone(),
+                s,
+                e,
+                claim: None,
+                grant: None,
+                released: released.clone(),
+                losses,
+                stale_pre,
+                unlock: None,
+                quiet_from,
+            }),
+        });
+        for c in &released {
+            if c.b().live {
+                let pre = rec.r.borrow().pre(c);
+                self.end(p, c, &ev, pre);
+                let range = release_range(p, c, s, e, &released);
+                let mut b = c.m();
+                b.release_range = range;
+                b.release_after = quiet_from;
+            }
+        }
+        let after = p.map.set_attr(s, e, &attrs);
+        if !taken.is_empty() {
+            if released
+                .iter()
+                .any(|c| c.b().kind != ClaimKind::Application)
+            {
+                p.dereg.update(s, e, |_| true, Some(&true), false);
+            } else {
+                p.dereg.delete(s, e);
+            }
+        }
+        let victims: Vec<(CRef, Loss)> = rec
+            .r
+            .borrow()
+            .losses
+            .iter()
+            .filter(|(c, _)| !released.contains(c))
+            .cloned()
+            .collect();
+        for (c, loss) in victims {
+            self.victim(p, &rec, &c, loss);
+        }
+        if kind == EffKind::Registration || kind == EffKind::Application {
+            let new = own.is_none();
+            let ck = if kind == EffKind::Registration {
+                ClaimKind::Registration
+            } else {
+                ClaimKind::Application
+            };
+            let o = match own.take() {
+                Some(o) => o,
+                None => self.new_claim(p, ck, s, e, Some(ev.clone())),
+            };
+            let g = Rc::new(Grant {
+                event: ev.clone(),
+                gpus: eff.granted.clone(),
+                flags: eff.set_,
+            });
+            {
+                let mut ob = o.m();
+                if kind == EffKind::Application && !new {
+                    // the program's own range: what it takes from itself is not a loss
+                    ob.grants = ob
+                        .grants
+                        .iter()
+                        .map(|x| {
+                            Rc::new(Grant {
+                                event: x.event.clone(),
+                                gpus: g_minus(&x.gpus, taken),
+                                flags: x.flags & !cleared,
+                            })
+                        })
+                        .collect();
+                }
+                // (a registration of a range the model still holds: the
+                // runtime's refcount, or a late release not landed yet)
+                let shape = (g.gpus.clone(), g.flags);
+                if new {
+                    ob.born_shape = Some(shape.clone());
+                }
+                if ob.born_shape.as_ref() == Some(&shape) {
+                    ob.registrations += 1;
+                    ob.last_registered = ev.h.time;
+                }
+                ob.add_grant(g.clone());
+                ob.recompute();
+            }
+            {
+                let mut d = rec.r.borrow_mut();
+                d.claim = Some(o.clone());
+                d.grant = Some(g);
+            }
+            if new && kind == EffKind::Registration {
+                let st = self.noaccess_gpus(p, s, e, Some(&after));
+                o.m().stale_gpus = st;
+            }
+        }
+        if self.watch.is_some() && self.watched(p, s, e) {
+            self.note_set_attr(p, &rec, &released);
+        }
+        let dq = p.recent.entry(ev.h.tid).or_default();
+        if dq.len() >= RECENT {
+            dq.pop_front();
+        }
+        dq.push_back(rec);
+    }
+
+    fn note_set_attr(&mut self, p: &Proc, rec: &RecRef, released: &[CRef]) {
+        let d = rec.r.borrow();
+        let mut what = format!(
+            "SET_ATTR {} on {}-{} ({})",
+            shape_text(&d.attrs),
+            page_hex(d.s, p.shift),
+            page_hex(d.e, p.shift),
+            d.eff.kind.name()
+        );
+        if !released.is_empty() {
+            what += "; releases ";
+            what += &released
+                .iter()
+                .map(|c| format!("#{}", c.id()))
+                .collect::<Vec<_>>()
+                .join(", ");
+        }
+        if let Some(c) = &d.claim {
+            what += &format!("; claim #{}", c.id());
+        }
+        for (c, loss) in &d.losses {
+            if !released.contains(c) {
+                what += &format!("; takes {} from live claim #{}", loss_text(loss), c.id());
+            }
+        }
+        let (ev, s, e) = (d.event.clone(), d.s, d.e);
+        drop(d);
+        self.note(p, &ev, s, e, what);
+    }
+
+    pub(super) fn noaccess_gpus(
+        &self,
+        p: &Proc,
+        s: u64,
+        e: u64,
+        after: Option<&[(u64, u64, State)]>,
+    ) -> Gpus {
+        let mut out: Gpus = Vec::new();
+        if let Some(after) = after
+            && !after
+                .iter()
+                .any(|(ps, pe, st)| *ps < e && *pe > s && noaccess(st))
+        {
+            // nothing NO_ACCESS on [s, e) at all
+            return out;
+        }
+        for (ds, de, _) in p.dereg.overlapping(s, e) {
+            let (a, b) = (ds.max(s), de.min(e));
+            let states: Vec<State> = match after {
+                None => p.map.overlapping(a, b).into_iter().map(|x| x.2).collect(),
+                Some(after) => after
+                    .iter()
+                    .filter(|(ps, pe, _)| *ps < b && *pe > a)
+                    .map(|x| x.2.clone())
+                    .collect(),
+            };
+            for st in states {
+                for &(g, x) in &st.access {
+                    if x == NO_ACCESS && !out.contains(&g) {
+                        out.push(g);
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    pub(super) fn victim(&mut self, p: &Proc, rec: &RecRef, c: &CRef, loss: Loss) {
+        for over in [true, false] {
+            if (over && loss.gpus.is_empty()) || (!over && loss.flags == 0) {
+                continue;
+            }
+            self.raw_by_rec
+                .entry(rec.id)
+                .or_default()
+                .push(self.raws.len());
+            self.raws.push(Raw {
+                kind: RawKind::Victim {
+                    over,
+                    rec: rec.clone(),
+                    claim: c.clone(),
+                    loss: loss.clone(),
+                    shift: p.shift,
+                    seen: p.seen.clone(),
+                },
+                dead: false,
+            });
+        }
+    }
+}
+
+pub(crate) fn loss_text(loss: &Loss) -> String {
+    let mut parts = Vec::new();
+    if !loss.gpus.is_empty() {
+        parts.push(format!(
+            "gpu {}",
+            loss.gpus
+                .iter()
+                .map(|&g| hex(g))
+                .collect::<Vec<_>>()
+                .join(",")
+        ));
+    }
+    if loss.flags != 0 {
+        parts.push(flags_text(loss.flags));
+    }
+    format!("{} on {} page(s)", parts.join(" and "), loss.npages)
+}
+
+/// The range of the revoke that released `c`, kept as evidence of what the
+/// runtime still counted when it computed that revoke (`release_range`)
+/// only when nothing else live explains the pages of `c` it left out: a
+/// registration made since (the same range pinned again, a neighbour) is
+/// what the runtime counted then, and says nothing about the claims
+/// released before it.
+pub(super) fn release_range(
+    p: &Proc,
+    c: &CRef,
+    s: u64,
+    e: u64,
+    released: &[CRef],
+) -> Option<(u64, u64)> {
+    let (cs, ce) = {
+        let b = c.b();
+        (b.start, b.end)
+    };
+    let explained = [(cs, s.min(ce)), (e.max(cs), ce)]
+        .iter()
+        .filter(|(a, b)| a < b)
+        .any(|&(a, b)| {
+            p.cover
+                .query(a, b)
+                .iter()
+                .any(|o| o != c && !released.contains(o) && o.b().kind == ClaimKind::Registration)
+        });
+    (!explained).then_some((s, e))
+}
+
+/// The smallest registration claim containing [s, e), and every one lying
+/// wholly inside it.
+fn infer_release(s: u64, e: u64, touched: &[CRef]) -> Vec<CRef> {
+    let regs: Vec<&CRef> = touched
+        .iter()
+        .filter(|c| c.b().kind != ClaimKind::Application)
+        .collect();
+    if regs.len() < 2 {
+        if let Some(c) = regs.first() {
+            let b = c.b();
+            if (b.start <= s && b.end >= e) || (b.start >= s && b.end <= e) {
+                return vec![(*c).clone()];
+            }
+        }
+        return Vec::new();
+    }
+    let mut out: Vec<CRef> = Vec::new();
+    // ties (identical ranges, explicit claims only) go to the newest
+    let containing = regs
+        .iter()
+        .filter(|c| {
+            let b = c.b();
+            b.start <= s && b.end >= e
+        })
+        .min_by_key(|c| {
+            let b = c.b();
+            (b.end - b.start, std::cmp::Reverse(c.id()))
+        });
+    if let Some(c) = containing {
+        out.push((*c).clone());
+    }
+    for c in regs {
+        let b = c.b();
+        if b.start >= s && b.end <= e && !out.contains(c) {
+            out.push(c.clone());
+        }
+    }
+    out
+}
+
+/// What claim `c` loses on [s, e): `want` the gpus it may lose, `want_flags`
+/// the flags.  `near`: the map's pieces overlapping [s, e), unclipped.
+fn loss_of(
+    c: &Claim,
+    want: Gpus,
+    want_flags: u32,
+    s: u64,
+    e: u64,
+    near: &[(u64, u64, State)],
+) -> Option<Loss> {
+    if want.is_empty() && want_flags == 0 {
+        return None;
+    }
+    let mut lost_g: Gpus = Vec::new();
+    let mut lost_f = 0u32;
+    let (mut lo, mut hi): (Option<u64>, Option<u64>) = (None, None);
+    let mut n = 0u64;
+    let mut add = |lost_g: &mut Gpus, gl: &[u32], a: u64, b: u64| {
+        for g in gl {
+            if !lost_g.contains(g) {
+                lost_g.push(*g);
+            }
+        }
+        lo = Some(lo.map_or(a, |x| x.min(a)));
+        hi = Some(hi.map_or(b, |x| x.max(b)));
+        n += b - a;
+    };
+    for &(cs, ce) in &c.pages {
+        let (a, b) = (cs.max(s), ce.min(e));
+        if a >= b {
+            continue;
+        }
+        let mut pos = a;
+        for (ps0, pe0, st) in near {
+            if !(*ps0 < b && *pe0 > a) {
+                continue;
+            }
+            let (ps, pe) = ((*ps0).max(a), (*pe0).min(b));
+            if pos < ps {
+                // no range yet: default access, default flags
+                let fl = want_flags & kfd::DEFAULT_SVM_FLAGS;
+                if !want.is_empty() || fl != 0 {
+                    lost_f |= fl;
+                    add(&mut lost_g, &want, pos, ps);
+                }
+            }
+            let gl: Gpus = want
+                .iter()
+                .copied()
+                .filter(|&g| st.access_of(g) != Some(NO_ACCESS))
+                .collect();
+            let fl = want_flags & !st.flags_clr;
+            if !gl.is_empty() || fl != 0 {
+                lost_f |= fl;
+                add(&mut lost_g, &gl, ps, pe);
+            }
+            pos = pe;
+        }
+        if pos < b {
+            let fl = want_flags & kfd::DEFAULT_SVM_FLAGS;
+            if !want.is_empty() || fl != 0 {
+                lost_f |= fl;
+                add(&mut lost_g, &want, pos, b);
+            }
+        }
+    }
+    if lost_g.is_empty() && lost_f == 0 {
+        return None;
+    }
+    lost_g.sort_unstable();
+    Some(Loss {
+        gpus: lost_g,
+        flags: lost_f,
+        lo: lo.unwrap_or(0),
+        hi: hi.unwrap_or(0),
+        npages: n,
+    })
+}
