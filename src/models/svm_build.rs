@@ -292,8 +292,9 @@ fn liveness_by_windows(rec: &RecRef, victim: &Claim) -> Live {
     let (Some(began), Some(landed)) = (d.event.h.time, d.event.h.end()) else {
         return Live::Proven; // no clock: file order, as replayed
     };
-    if registered_since(victim, landed) {
-        // the range was registered again after the call landed while the
+    if registered_since(victim, began - CLOCK_RES) {
+        // the range was registered again once the call had begun (within
+        // the clock's resolution: the order is open) while the
         // model still held it (one claim): the release the trace shows may
         // be that later holder's, and the earlier holder's (a silent
         // refcount drop, or a revoke still to land) is not seen

@@ -190,7 +190,17 @@ int hsa_amd_memory_lock(void *host_ptr, size_t size, hsa_agent_t *agents, int nu
 
 int hsa_amd_memory_unlock(void *host_ptr) {
   uintptr_t p = (uintptr_t)host_ptr;
-  if (t_holds_tm) { t_holds_tm = 0; pthread_mutex_unlock(&tm); }
+  if (t_holds_tm) {
+    /* the log has microseconds: keep the oracle's lock 3 us past this
+     * call's logged entry, so no revoke lands in the same microsecond
+     * (an order the trace could not show) */
+    struct timespec a, b;
+    clock_gettime(CLOCK_REALTIME, &a);
+    do clock_gettime(CLOCK_REALTIME, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 3000);
+    t_holds_tm = 0;
+    pthread_mutex_unlock(&tm);
+  }
   rt_deregister(page_down(p), page_up(p + LOCK_SIZE), t_seed, t_hold);
   return 0;
 }
