@@ -632,6 +632,18 @@ def test_a_silent_runtime_gives_notes():
     assert hurt and {f.severity for f in hurt} == {"note"}
 
 
+def shows_subtraction(t, w):
+    """Earlier in the trace, on thread 3: W and a neighbour, and W's revoke
+    leaving out the page the neighbour covers (the runtime subtracts the
+    registrations it still counts)."""
+    t.svm(3, w, 2 * PAGE, FINE)
+    t.svm(3, w, 2 * PAGE, [AIP(G)])
+    t.svm(3, w + PAGE, 2 * PAGE, FINE)
+    t.svm(3, w + PAGE, 2 * PAGE, [AIP(G)])
+    t.svm(3, w, PAGE, v1_revoke([G]))
+    t.svm(3, w + PAGE, 2 * PAGE, v1_revoke([G]))
+
+
 @pytest.mark.parametrize("case,left", [
     ("victim-mapped-before-revoke-computed", True),   # the revoke was computed after V left the table
     ("revoke-may-predate-victim", False),             # computed before V registered: the real race
@@ -651,14 +663,7 @@ def test_a_revoke_computed_after_the_victim_left_the_table(case, left):
     t.mmap(1, X, 0x40000)
     V, XA = X + 0x10000, X                             # X [X, X+17P), V [X+16P, X+33P)
     if case != "runtime-never-subtracts":
-        # earlier: W and a neighbour; W's revoke leaves out the page the neighbour covers
-        W = X + 0x30000
-        t.svm(3, W, 2 * PAGE, FINE)
-        t.svm(3, W, 2 * PAGE, [AIP(G)])
-        t.svm(3, W + PAGE, 2 * PAGE, FINE)
-        t.svm(3, W + PAGE, 2 * PAGE, [AIP(G)])
-        t.svm(3, W, PAGE, v1_revoke([G]))
-        t.svm(3, W + PAGE, 2 * PAGE, v1_revoke([G]))
+        shows_subtraction(t, X + 0x30000)
     if case == "revoke-may-predate-victim":
         t.svm(1, XA, SZ17, FINE)                        # X registered, mapped by thread 1
         t.svm(1, XA, SZ17, [AIP(G)])
@@ -717,14 +722,8 @@ def test_a_registration_made_since_explains_what_a_release_left_out(case):
     (test_svm_emul, a schedule seen once in CI)."""
     t = Trace(False)
     t.mmap(1, X, 0x40000)
-    V, XA, W = X + 0x10000, X, X + 0x30000            # X [X, X+17P), V [X+16P, X+33P)
-    # the runtime subtracts the registrations it counts (W's neighbour)
-    t.svm(3, W, 2 * PAGE, FINE)
-    t.svm(3, W, 2 * PAGE, [AIP(G)])
-    t.svm(3, W + PAGE, 2 * PAGE, FINE)
-    t.svm(3, W + PAGE, 2 * PAGE, [AIP(G)])
-    t.svm(3, W, PAGE, v1_revoke([G]))
-    t.svm(3, W + PAGE, 2 * PAGE, v1_revoke([G]))
+    V, XA = X + 0x10000, X                             # X [X, X+17P), V [X+16P, X+33P)
+    shows_subtraction(t, X + 0x30000)
     if case == "same-range-pinned-again":
         t.svm(1, XA, SZ17, FINE)                         # X by thread 1
         t.svm(1, XA, SZ17, [AIP(G)])
