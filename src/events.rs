@@ -308,6 +308,14 @@ pub struct Event {
     pub kind: Kind,
 }
 
+/// The event behind `ev`, to change while the parser still holds the only
+/// reference (its seq, pid, frames): no copy then (a shared one would be
+/// copied first, never changed under another holder).  The stream carries
+/// `Rc<Event>`s, each event allocated once, where the parser places it.
+pub fn own(ev: &mut std::rc::Rc<Event>) -> &mut Event {
+    std::rc::Rc::make_mut(ev)
+}
+
 impl Event {
     /// An event with its kind's default name.
     pub fn new(h: Header, kind: Kind) -> Self {

@@ -22,6 +22,7 @@ use crate::parse::values::{
 };
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 use std::sync::Arc;
 
 pub const TEXT_MAX: usize = 300;
@@ -307,7 +308,7 @@ pub struct Parser {
     /// the root is live beside them, so an unprefixed line is still its
     pub root_children: Vec<(u32, bool)>,
     /// events waiting to learn the root pid
-    pub nopid: Vec<Box<Event>>,
+    pub nopid: Vec<Rc<Event>>,
     /// the root's events went out with no pid (NOPID_MAX): it stays the
     /// process of unknown pid, whatever names it later
     pub pidless: bool,
@@ -315,12 +316,12 @@ pub struct Parser {
     /// stay the unknown-pid process's
     pub root_alias: Option<u32>,
     /// events waiting for -k frames
-    pub hold: Vec<Box<Event>>,
-    pub out: Vec<Box<Event>>,
+    pub hold: Vec<Rc<Event>>,
+    pub out: Vec<Rc<Event>>,
     /// where frames go: the id (in `seq` until released) of an event
     pub target: Option<u64>,
     /// tid -> exit/exit_group event, in insertion order
-    pub exit_hold: Ordered<u32, Box<Event>>,
+    pub exit_hold: Ordered<u32, Rc<Event>>,
     /// tids whose execve resumes elsewhere
     pub expect_exec: HashSet<Option<u32>>,
     pub rel_sum: f64,
@@ -330,7 +331,7 @@ pub struct Parser {
     /// it is a call strace detached from, not an unparsed line
     pub fragment_detached: bool,
     pub in_summary: bool,
-    pub snapshot: Option<Box<Event>>,
+    pub snapshot: Option<Event>,
     pub last_time: Option<f64>,
     /// tid text -> (line, pieces) of a `#+` record, in insertion order
     pub cont: Vec<(Vec<u8>, u64, Vec<Vec<u8>>)>,
@@ -404,13 +405,13 @@ impl Parser {
     // --- driving -------------------------------------------------------
 
     /// Parse one line (without its newline); completed events go to `sink`.
-    pub fn feed(&mut self, lineno: u64, line: &[u8], sink: &mut Vec<Box<Event>>) {
+    pub fn feed(&mut self, lineno: u64, line: &[u8], sink: &mut Vec<Rc<Event>>) {
         self.feed_any(lineno, line, None, None, sink)
     }
 
     /// [`Parser::feed`] of a line known to be UTF-8 (the reader decoded
     /// it): it is not checked again.
-    pub fn feed_text(&mut self, lineno: u64, line: &str, sink: &mut Vec<Box<Event>>) {
+    pub fn feed_text(&mut self, lineno: u64, line: &str, sink: &mut Vec<Rc<Event>>) {
         self.feed_any(lineno, line.as_bytes(), Some(line), None, sink)
     }
 
@@ -421,8 +422,8 @@ impl Parser {
         &mut self,
         lineno: u64,
         line: &str,
-        pre: Option<PreCall>,
-        sink: &mut Vec<Box<Event>>,
+        pre: Option<&mut PreCall>,
+        sink: &mut Vec<Rc<Event>>,
     ) {
         self.feed_any(lineno, line.as_bytes(), Some(line), pre, sink)
     }
@@ -432,8 +433,8 @@ impl Parser {
         lineno: u64,
         line: &[u8],
         text: Option<&str>,
-        pre: Option<PreCall>,
-        sink: &mut Vec<Box<Event>>,
+        pre: Option<&mut PreCall>,
+        sink: &mut Vec<Rc<Event>>,
     ) {
         self.info.lines += 1;
         if line.is_empty() {
@@ -578,7 +579,7 @@ impl Parser {
     }
 
     /// End of file: unfinished calls become partial events.
-    pub fn finish(&mut self, sink: &mut Vec<Box<Event>>) {
+    pub fn finish(&mut self, sink: &mut Vec<Rc<Event>>) {
         for (_, first, parts) in std::mem::take(&mut self.cont) {
             self.info.add_unparsed(first, &parts.concat());
         }
@@ -617,7 +618,7 @@ impl Parser {
         self.drain(sink);
     }
 
-    fn drain(&mut self, sink: &mut Vec<Box<Event>>) {
+    fn drain(&mut self, sink: &mut Vec<Rc<Event>>) {
         if self.out.is_empty() {
             return;
         }
@@ -635,7 +636,7 @@ impl Parser {
         }
         self.info.events += keep as u64;
         for ev in &mut self.out[..keep] {
-            ev.h.seq = 0;
+            own(ev).h.seq = 0;
         }
         if keep == self.out.len() && sink.is_empty() {
             // the usual case: the buffers trade places, no event moves
@@ -647,9 +648,9 @@ impl Parser {
 
     // inlined: the hot path's calls stay one function
     #[inline(always)]
-    fn emit(&mut self, ev: impl Into<Box<Event>>) {
+    fn emit(&mut self, ev: impl Into<Rc<Event>>) {
         let mut ev = ev.into();
-        ev.h.seq = self.next_id;
+        own(&mut ev).h.seq = self.next_id;
         self.target = Some(self.next_id);
         self.next_id += 1;
         self.hold.push(ev);
@@ -657,10 +658,10 @@ impl Parser {
 
     /// An event into `hold` without making it the target.
     #[inline(always)]
-    fn push_hold(&mut self, ev: impl Into<Box<Event>>) -> u64 {
+    fn push_hold(&mut self, ev: impl Into<Rc<Event>>) -> u64 {
         let mut ev = ev.into();
         if ev.h.seq == 0 {
-            ev.h.seq = self.next_id;
+            own(&mut ev).h.seq = self.next_id;
             self.next_id += 1;
         }
         let id = ev.h.seq;
@@ -719,10 +720,11 @@ impl Parser {
         }
         for ev in self.nopid.iter_mut().chain(self.hold.iter_mut()) {
             if ev.h.tid.is_none() {
-                ev.h.tid = Some(tid);
-                ev.h.pid = pid;
+                let e = own(ev);
+                e.h.tid = Some(tid);
+                e.h.pid = pid;
             } else if ev.h.tid.is_some_and(|t| threads.contains(&t)) {
-                ev.h.pid = pid;
+                own(ev).h.pid = pid;
             }
         }
         let n = std::mem::take(&mut self.nopid);
@@ -945,7 +947,7 @@ impl Parser {
 
     /// The state-dependent rest of a complete call [`pre_parse`] took: what
     /// `scanned` and `complete` do around `call_event`, in their order.
-    fn apply_pre(&mut self, lineno: u64, line: &[u8], p: PreBuilt) -> bool {
+    fn apply_pre(&mut self, lineno: u64, line: &[u8], p: &mut PreBuilt) -> bool {
         #[cfg(test)]
         {
             self.taken += 1;
@@ -960,7 +962,7 @@ impl Parser {
         }
         let tid = self.who(Some(p.tid));
         let pid = self.tgid_of(tid);
-        if let Some(ev) = self.apply_built(lineno, line, p.built, pid, tid) {
+        if let Some(ev) = self.apply_built(lineno, line, p.built.placed(), pid, tid) {
             self.after_call(ev, tid);
         }
         true
@@ -976,7 +978,7 @@ impl Parser {
         b: Built,
         pid: Option<u32>,
         tid: Option<u32>,
-    ) -> Option<Box<Event>> {
+    ) -> Option<Rc<Event>> {
         if b.decorated {
             self.info.has_decorations = true;
         }
@@ -990,8 +992,9 @@ impl Parser {
             self.info.decoded_structs = true;
         }
         let mut ev = b.ev?;
-        ev.h.pid = pid;
-        ev.h.tid = tid;
+        let e = own(&mut ev);
+        e.h.pid = pid;
+        e.h.tid = tid;
         Some(ev)
     }
 
@@ -1094,10 +1097,10 @@ impl Parser {
             name, args, ret, err, rpath, lineno, None, pid, tid, t, dur, line, false,
         ) {
             if never {
-                ev.h.ret = None;
+                own(&mut ev).h.ret = None;
             }
             if injected {
-                ev.h.injected = true;
+                own(&mut ev).h.injected = true;
                 self.info.injected += 1;
             }
             self.after_call(ev, tid);
@@ -1185,8 +1188,8 @@ impl Parser {
         dur: Option<f64>,
         text: &[u8],
         partial: bool,
-    ) -> Option<Box<Event>> {
-        let b = build_call(
+    ) -> Option<Rc<Event>> {
+        let b = build_call::<Rc<Event>>(
             self.file, name, args, ret, err, rpath, line, end_line, t, dur, text, partial,
         );
         self.apply_built(line, text, b, pid, tid)
@@ -1194,7 +1197,7 @@ impl Parser {
 
     /// Bookkeeping once a call completed: learn pids, clone children, hold
     /// exits for their frames.
-    fn after_call(&mut self, mut ev: Box<Event>, mut tid: Option<u32>) {
+    fn after_call(&mut self, mut ev: Rc<Event>, mut tid: Option<u32>) {
         let name = ev.name.clone();
         let ret = ev.h.ret.filter(|&r| r > 0);
         if tid.is_none()
@@ -1208,8 +1211,10 @@ impl Parser {
             && let Some(r) = ret.and_then(|r| u32::try_from(r).ok())
         {
             self.learn_root(r);
-            ev.h.tid = Some(r);
-            ev.h.pid = self.tgid.get(&r).unwrap_or(Some(r));
+            let pid = self.tgid.get(&r).unwrap_or(Some(r));
+            let e = own(&mut ev);
+            e.h.tid = Some(r);
+            e.h.pid = pid;
             tid = Some(r);
         }
         if matches!(&*name, "clone" | "clone2" | "clone3" | "fork" | "vfork")
@@ -1414,10 +1419,10 @@ impl Parser {
             p.is_none(),
         ) {
             if never {
-                ev.h.ret = None;
+                own(&mut ev).h.ret = None;
             }
             if injected {
-                ev.h.injected = true;
+                own(&mut ev).h.injected = true;
                 self.info.injected += 1;
             }
             self.after_call(ev, tid);
@@ -1619,6 +1624,7 @@ impl Parser {
             .chain(self.nopid.iter_mut().rev())
             .find(|e| e.h.seq == id);
         if let Some(ev) = ev {
+            let ev = own(ev);
             let mut st = std::mem::take(&mut ev.h.stack).into_vec();
             st.push(fr);
             ev.h.stack = st.into_boxed_slice();
@@ -1726,7 +1732,7 @@ impl Parser {
 
     // --- preload '#' lines: preload.rs ---------------------------------
 
-    pub(crate) fn emit_event(&mut self, ev: impl Into<Box<Event>>) {
+    pub(crate) fn emit_event(&mut self, ev: impl Into<Rc<Event>>) {
         self.emit(ev);
     }
 
@@ -1738,10 +1744,12 @@ impl Parser {
 }
 
 /// A call's event as its text alone makes it (no pid or tid yet), and what
-/// building it counts into the file's info.
-#[derive(Debug, Default)]
-pub struct Built {
-    pub ev: Option<Box<Event>>,
+/// building it counts into the file's info.  `E` is where the event is
+/// placed: in its `Rc` on the parser's thread, by value on a worker's
+/// (--jobs), whose batch crosses threads.
+#[derive(Debug)]
+pub struct Built<E = Rc<Event>> {
+    pub ev: Option<E>,
     pub decorated: bool,
     pub unparsed: bool,
     pub intent: bool,
@@ -1766,9 +1774,9 @@ pub struct PreBuilt {
     time: f64,
     dur: bool,
     rpath: bool,
-    /// (its event is boxed: the batch, the parser and their calls move a
-    /// pointer, not the event's 280 bytes, until it is placed)
-    built: Built,
+    /// (its event by value: the parser puts it in its one `Rc`, so each
+    /// event is allocated once, on the thread that keeps it)
+    built: Built<Event>,
 }
 
 /// A scanned line's result as the parser keeps it: None when its return
@@ -1836,8 +1844,44 @@ pub fn pre_parse(file: FileId, lineno: u64, text: &str) -> Option<PreCall> {
     }))
 }
 
+impl Built<Event> {
+    /// A worker's event in its `Rc`, on the parser's thread (taken out of
+    /// the batch: the one copy of it).
+    fn placed(&mut self) -> Built {
+        Built {
+            ev: self.ev.take().map(Rc::new),
+            decorated: self.decorated,
+            unparsed: self.unparsed,
+            intent: self.intent,
+            decoded: self.decoded,
+        }
+    }
+}
+
+/// Where [`build_call`] puts the event it makes.
+pub trait Place: Sized {
+    fn place(ev: Event) -> Self;
+}
+
+/// In its `Rc` at once: the parser's thread builds the event where it
+/// stays, and the calls after it move a pointer.
+impl Place for Rc<Event> {
+    #[inline(always)]
+    fn place(ev: Event) -> Self {
+        Rc::new(ev)
+    }
+}
+
+/// By value: a worker's (--jobs), for the parser's thread to place.
+impl Place for Event {
+    #[inline(always)]
+    fn place(ev: Event) -> Self {
+        ev
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
-pub fn build_call(
+pub fn build_call<E: Place>(
     file: FileId,
     name: &str,
     mut args: Vec<Cow<'_, [u8]>>,
@@ -1850,8 +1894,14 @@ pub fn build_call(
     dur: Option<f64>,
     text: &[u8],
     partial: bool,
-) -> Built {
-    let mut b = Built::default();
+) -> Built<E> {
+    let mut b = Built {
+        ev: None,
+        decorated: false,
+        unparsed: false,
+        intent: false,
+        decoded: false,
+    };
     let mut names = Vec::new();
     if !args.is_empty() {
         // only a word can be `name=` (the loop below takes no other)
@@ -1935,7 +1985,7 @@ pub fn build_call(
         partial,
         injected: false,
     };
-    b.ev = Some(Box::new(Event {
+    b.ev = Some(E::place(Event {
         h,
         name: n.name,
         kind: n.kind,
@@ -1961,7 +2011,7 @@ mod fast_path;
 mod tests {
     use super::*;
 
-    fn parse(lines: &[&str]) -> (Vec<Box<Event>>, InputInfo) {
+    fn parse(lines: &[&str]) -> (Vec<Rc<Event>>, InputInfo) {
         let mut p = Parser::new(FileId(0), InputInfo::new("t.log".into()), None, None, None);
         let mut out = Vec::new();
         for (i, l) in lines.iter().enumerate() {

@@ -106,7 +106,7 @@ pub fn parse_lines<'py>(
     p.finish(&mut evs);
     let out = PyList::empty(py);
     for (seq, ev) in evs.iter_mut().enumerate() {
-        ev.h.seq = seq as u64;
+        crate::events::own(ev).h.seq = seq as u64;
         out.append(event_to_py(py, ev, &files)?)?;
     }
     PyTuple::new(py, [out.into_any(), info_to_py(py, &p.info)?.into_any()])
