@@ -298,7 +298,7 @@ impl Parser {
             .or_else(|| kfd::static_name(name));
         let ev = Event::new(
             h,
-            Kind::Ioctl(Box::new(Ioctl {
+            Kind::Ioctl(Ioctl {
                 fd: -1,
                 path: Some(Text::from("/dev/kfd")),
                 request,
@@ -309,7 +309,7 @@ impl Parser {
                 ioctl,
                 arg: Some(Value::Struct(arg)),
                 out: (!out_f.is_empty()).then_some(Value::Struct(out_f)),
-            })),
+            }),
         );
         if svm {
             self.want = match nattr {
@@ -399,7 +399,7 @@ impl Parser {
         let pb = path.map(str::as_bytes);
         self.out.push(Rc::new(Event::new(
             h,
-            Kind::Ioctl(Box::new(Ioctl {
+            Kind::Ioctl(Ioctl {
                 fd,
                 path: path.map(Text::from),
                 request: Some(kfd::ioc(idir, itype, nr, size)),
@@ -410,7 +410,7 @@ impl Parser {
                 ioctl: kfd::ioctl_name(itype, nr, pb, None),
                 arg: None,
                 out: None,
-            })),
+            }),
         )));
     }
 }

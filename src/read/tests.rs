@@ -861,7 +861,7 @@ mod wired {
         let evs = vec![
             Event::new(
                 h.clone(),
-                Kind::Ioctl(Box::new(Ioctl {
+                Kind::Ioctl(Ioctl {
                     fd: 3,
                     path: Some(Text::from("/dev/kfd")),
                     request: Some(7),
@@ -878,7 +878,7 @@ mod wired {
                         ])]),
                     )])),
                     out: None,
-                })),
+                }),
             ),
             Event::new(
                 h.clone(),

@@ -83,10 +83,7 @@ pub fn parse_lines<'py>(
             let mut h = HashMap::new();
             for (k, v) in d.iter() {
                 let (line, text): (u64, Bound<'py, PyAny>) = v.extract()?;
-                h.insert(
-                    k.extract::<u32>()?,
-                    (line, text_from_py(&text)?.0.into_vec()),
-                );
+                h.insert(k.extract::<u32>()?, (line, text_from_py(&text)?.0.to_vec()));
             }
             Some(h)
         }
