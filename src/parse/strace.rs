@@ -36,13 +36,88 @@ const NOPID_MAX: usize = 4096;
 /// A call waiting for its resumed line (strace._Pending).
 #[derive(Debug, Clone)]
 pub struct Pending {
-    pub name: String,
-    pub args: Vec<Vec<u8>>,
+    /// the entry line's text, the call's name, then its arguments, in one
+    /// allocation
+    bytes: Vec<u8>,
+    /// where the text ends in `bytes`
+    text_end: usize,
+    /// where the name ends in `bytes`, after the text
+    name_end: usize,
+    /// where each argument ends in `bytes`, after the name
+    arg_ends: Vec<usize>,
     pub line: u64,
     pub time: Option<f64>,
-    pub text: Vec<u8>,
     pub pid: Option<u32>,
     pub tid: Option<u32>,
+}
+
+impl Pending {
+    fn new<'a>(
+        name: &str,
+        text: &[u8],
+        args: impl ExactSizeIterator<Item = &'a [u8]> + std::clone::Clone,
+        line: u64,
+        time: Option<f64>,
+        pid: Option<u32>,
+        tid: Option<u32>,
+    ) -> Self {
+        let len = text.len() + name.len() + args.clone().map(<[u8]>::len).sum::<usize>();
+        let mut bytes = Vec::with_capacity(len);
+        bytes.extend_from_slice(text);
+        bytes.extend_from_slice(name.as_bytes());
+        let mut arg_ends = Vec::with_capacity(args.len());
+        for a in args {
+            bytes.extend_from_slice(a);
+            arg_ends.push(bytes.len());
+        }
+        Pending {
+            bytes,
+            text_end: text.len(),
+            name_end: text.len() + name.len(),
+            arg_ends,
+            line,
+            time,
+            pid,
+            tid,
+        }
+    }
+
+    /// The entry line's text.
+    pub fn text(&self) -> &[u8] {
+        &self.bytes[..self.text_end]
+    }
+
+    /// The call's name.
+    pub fn name(&self) -> &str {
+        // (it was a &str when `new` copied it)
+        std::str::from_utf8(&self.bytes[self.text_end..self.name_end]).unwrap_or_default()
+    }
+
+    /// The arguments the entry line gave.
+    pub fn args(&self) -> impl ExactSizeIterator<Item = &[u8]> + std::clone::Clone {
+        (0..self.arg_ends.len()).map(|i| {
+            let start = if i == 0 {
+                self.name_end
+            } else {
+                self.arg_ends[i - 1]
+            };
+            &self.bytes[start..self.arg_ends[i]]
+        })
+    }
+
+    /// The same call with another entry text (-ff: the execve's line in
+    /// its old thread's file).
+    fn with_text(&self, text: &[u8]) -> Self {
+        Pending::new(
+            self.name(),
+            text,
+            self.args(),
+            self.line,
+            self.time,
+            self.pid,
+            self.tid,
+        )
+    }
 }
 
 /// -ff: tid -> the `<pid changed to N ...>` execve line (number, text).
@@ -199,7 +274,7 @@ impl Inflight {
         if let Some(n) = place {
             self.clones.remove(&n);
         }
-        let clone = is_clone_name(&p.name);
+        let clone = is_clone_name(p.name());
         self.calls.put(tid, place, p);
         let n = self.calls.place(&tid).expect("put");
         if clone {
@@ -341,6 +416,8 @@ pub struct Parser {
     pub handover: Option<Arc<Handover>>,
     next_id: u64,
     modules: HashMap<Vec<u8>, Arc<str>>,
+    /// a split call's two lines, joined for its event's text
+    joined: Vec<u8>,
     /// false: every line goes to the general grammar (tests compare the
     /// two paths; see [`Parser::without_fast_path`])
     fast: bool,
@@ -386,6 +463,7 @@ impl Parser {
             handover,
             next_id: 1,
             modules: HashMap::new(),
+            joined: Vec::new(),
             fast: true,
             #[cfg(test)]
             taken: 0,
@@ -572,7 +650,7 @@ impl Parser {
         if memchr::memchr(b'=', line).is_none() {
             return false;
         }
-        let mut body = format!("<... {} resumed>", p.name).into_bytes();
+        let mut body = format!("<... {} resumed>", p.name()).into_bytes();
         body.extend_from_slice(line);
         let pidtext = if self.info.has_pids { tid } else { None };
         self.resumed(lineno, line, &body, pidtext, None)
@@ -598,9 +676,20 @@ impl Parser {
         }
         for (tid, p) in self.inflight.drain() {
             self.info.unfinished += 1;
-            let args = p.args.into_iter().map(Cow::Owned).collect();
+            let args = p.args().map(Cow::Borrowed).collect();
             if let Some(ev) = self.call_event(
-                &p.name, args, None, None, None, p.line, None, p.pid, tid, p.time, None, &p.text,
+                p.name(),
+                args,
+                None,
+                None,
+                None,
+                p.line,
+                None,
+                p.pid,
+                tid,
+                p.time,
+                None,
+                p.text(),
                 true,
             ) {
                 self.emit(ev);
@@ -761,8 +850,8 @@ impl Parser {
         let mut g = Some(tid);
         if let Some((ptid, p)) = self.inflight.first_clone(Some(tid)) {
             let call = Call::new(
-                Cow::Borrowed(&p.name),
-                p.args.iter().map(|a| Cow::Borrowed(&a[..])).collect(),
+                Cow::Borrowed(p.name()),
+                p.args().map(Cow::Borrowed).collect(),
             );
             if syscalls::clone_flags(&call) & syscalls::CLONE_THREAD != 0 {
                 // tgid.get(ptid, ptid): a None parent tid is None
@@ -924,8 +1013,7 @@ impl Parser {
         let (args, close) = scan_args(&body, end.min(body.len()));
         let tid = self.who(p);
         if unfinished {
-            let args = args.into_iter().map(|a| a.to_vec()).collect();
-            self.start(lineno, line, name, args, tid, t);
+            self.start(lineno, line, &name, args.iter().copied(), tid, t);
             return true;
         }
         let Some(close) = close else {
@@ -1017,12 +1105,14 @@ impl Parser {
                 self.complete(lineno, line, r.name, args, res, false, tid, Some(r.time))
             }
             ScanKind::Unfinished => {
-                let args = args.into_iter().map(|a| a.into_owned()).collect();
-                self.start(lineno, line, r.name.to_owned(), args, tid, Some(r.time));
+                let args = args.iter().map(|a| &a[..]);
+                self.start(lineno, line, r.name, args, tid, Some(r.time));
             }
             ScanKind::Resumed => {
-                let (p, args) = self.take(r.name, args, tid);
-                self.finish_resumed(lineno, line, r.name, args, res, false, p, tid, Some(r.time));
+                let p = self.take(r.name, tid);
+                let args = joined_args(p.as_ref(), args);
+                let (p, t) = (p.as_ref(), Some(r.time));
+                self.finish_resumed(lineno, line, r.name, args, res, false, p, tid, t);
             }
         }
         #[cfg(test)]
@@ -1033,43 +1123,44 @@ impl Parser {
     }
 
     /// An unfinished call: it waits for its resumed line.
-    fn start(
+    fn start<'a>(
         &mut self,
         lineno: u64,
         line: &[u8],
-        name: String,
-        args: Vec<Vec<u8>>,
+        name: &str,
+        args: impl ExactSizeIterator<Item = &'a [u8]> + std::clone::Clone,
         tid: Option<u32>,
         t: Option<f64>,
     ) {
         let name = if name == "syscall_0x1b3" || name == "syscall_435" {
-            "clone3".to_owned()
+            "clone3"
         } else {
             name
         };
         let pid = self.tgid_of(tid);
         if let Some(old) = self.inflight_pop(tid) {
             self.info.unfinished += 1;
-            let oargs = old.args.into_iter().map(Cow::Owned).collect();
+            let oargs = old.args().map(Cow::Borrowed).collect();
             if let Some(ev) = self.call_event(
-                &old.name, oargs, None, None, None, old.line, None, old.pid, tid, old.time, None,
-                &old.text, true,
+                old.name(),
+                oargs,
+                None,
+                None,
+                None,
+                old.line,
+                None,
+                old.pid,
+                tid,
+                old.time,
+                None,
+                old.text(),
+                true,
             ) {
                 self.emit(ev);
             }
         }
-        self.inflight.push(
-            tid,
-            Pending {
-                name,
-                args,
-                line: lineno,
-                time: t,
-                text: line.to_vec(),
-                pid,
-                tid,
-            },
-        );
+        let p = Pending::new(name, line, args, lineno, t, pid, tid);
+        self.inflight.push(tid, p);
         self.fresh = Some(tid);
     }
 
@@ -1263,7 +1354,7 @@ impl Parser {
         let Some((name, e)) = grammar::resumed(body) else {
             return false;
         };
-        let name = String::from_utf8_lossy(name).into_owned();
+        let name = String::from_utf8_lossy(name);
         let mut rest = &body[e..];
         let mut never = false;
         if rest.starts_with(b" <unfinished ...>)") {
@@ -1282,7 +1373,8 @@ impl Parser {
         let (cont, close) = scan_args(rest, 0);
         let tid = self.who(pid);
         let cont = cont.into_iter().map(Cow::Borrowed).collect();
-        let (p, args) = self.take(&name, cont, tid);
+        let p = self.take(&name, tid);
+        let args = joined_args(p.as_ref(), cont);
         if again {
             // resumed then cut again (rare): keep waiting
             let pid = self.tgid_of(tid);
@@ -1290,19 +1382,9 @@ impl Parser {
                 Some(p) => (p.line, p.time),
                 None => (lineno, t),
             };
-            let args = args.into_iter().map(|a| a.into_owned()).collect();
-            self.inflight_set(
-                tid,
-                Pending {
-                    name,
-                    args,
-                    line: pl,
-                    time: pt,
-                    text: line.to_vec(),
-                    pid,
-                    tid,
-                },
-            );
+            let args = args.iter().map(|a| &a[..]);
+            let again = Pending::new(&name, line, args, pl, pt, pid, tid);
+            self.inflight_set(tid, again);
             return true;
         }
         let Some(close) = close else {
@@ -1311,53 +1393,20 @@ impl Parser {
         let Some(res) = self.result(rest, close + 1) else {
             return false;
         };
-        self.finish_resumed(lineno, line, &name, args, res, never, p, tid, t);
+        self.finish_resumed(lineno, line, &name, args, res, never, p.as_ref(), tid, t);
         true
     }
 
-    /// The pending half of a resumed call (or None) and the whole argument
-    /// list.
-    fn take<'a>(
-        &mut self,
-        name: &str,
-        cont: Vec<Cow<'a, [u8]>>,
-        tid: Option<u32>,
-    ) -> (Option<Pending>, Vec<Cow<'a, [u8]>>) {
-        let mut p = self.inflight_pop(tid);
+    /// The pending half of a resumed call, or None (an orphan, or an
+    /// execve another file began).
+    fn take(&mut self, name: &str, tid: Option<u32>) -> Option<Pending> {
+        let p = self.inflight_pop(tid);
         if p.is_none() && name == "execve" && self.expect_exec.contains(&tid) {
             self.expect_exec.remove(&tid);
         } else if p.is_none() {
             self.info.orphans += 1;
         }
-        let mut args: Vec<Cow<'a, [u8]>> = match &mut p {
-            // moved, not copied: the caller reads only the pending call's
-            // line, time and text after this
-            Some(p) => std::mem::take(&mut p.args)
-                .into_iter()
-                .map(Cow::Owned)
-                .collect(),
-            None => vec![],
-        };
-        while args.last().is_some_and(|a| a.is_empty()) {
-            args.pop();
-        }
-        let mut cont = cont.into_iter().peekable();
-        if cont.peek().is_some_and(|c| c.is_empty()) {
-            cont.next();
-        }
-        if !args.is_empty()
-            && let Some(c0) = cont.peek()
-            && c0.starts_with(b"=>")
-        {
-            let c0 = cont.next().unwrap();
-            let last = args.last_mut().unwrap();
-            let mut joined = last.to_vec();
-            joined.push(b' ');
-            joined.extend_from_slice(&c0);
-            *last = Cow::Owned(joined);
-        }
-        args.extend(cont);
-        (p, args)
+        p
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1369,7 +1418,7 @@ impl Parser {
         args: Vec<Cow<'_, [u8]>>,
         res: Res,
         never: bool,
-        p: Option<Pending>,
+        p: Option<&Pending>,
         tid: Option<u32>,
         t: Option<f64>,
     ) {
@@ -1380,7 +1429,7 @@ impl Parser {
             mut dur,
             injected,
         } = res;
-        let start = match &p {
+        let start = match p {
             Some(p) => p.time,
             None => t,
         };
@@ -1390,20 +1439,22 @@ impl Parser {
         {
             dur = Some((t - s).max(0.0));
         }
-        let text: Cow<'_, [u8]> = match &p {
+        // the two lines joined in the parser's own buffer: the event keeps
+        // its cut copy
+        let mut joined = std::mem::take(&mut self.joined);
+        joined.clear();
+        let text: &[u8] = match p {
             Some(p) => {
-                let sep = " … ".as_bytes();
-                let mut x = Vec::with_capacity(p.text.len() + sep.len() + line.len());
-                x.extend_from_slice(&p.text);
-                x.extend_from_slice(sep);
-                x.extend_from_slice(line);
-                Cow::Owned(x)
+                joined.extend_from_slice(p.text());
+                joined.extend_from_slice(" … ".as_bytes());
+                joined.extend_from_slice(line);
+                &joined
             }
-            None => Cow::Borrowed(line),
+            None => line,
         };
-        let first = p.as_ref().map_or(lineno, |p| p.line);
+        let first = p.map_or(lineno, |p| p.line);
         let pid = self.tgid_of(tid);
-        if let Some(mut ev) = self.call_event(
+        let ev = self.call_event(
             name,
             args,
             ret,
@@ -1415,9 +1466,11 @@ impl Parser {
             tid,
             start,
             dur,
-            &text,
+            text,
             p.is_none(),
-        ) {
+        );
+        self.joined = joined;
+        if let Some(mut ev) = ev {
             if never {
                 own(&mut ev).h.ret = None;
             }
@@ -1463,7 +1516,7 @@ impl Parser {
                     if !self.line(ol, &entry) || self.inflight_get(tid).is_none() {
                         self.expect_exec.insert(tid);
                     } else if let Some(pp) = self.inflight.get_mut(tid) {
-                        pp.text = otext;
+                        *pp = pp.with_text(&otext);
                     }
                     self.fresh = None;
                 } else {
@@ -1991,6 +2044,40 @@ pub fn build_call<E: Place>(
         kind: n.kind,
     }));
     b
+}
+
+/// A resumed call's whole argument list: its pending half's arguments
+/// (borrowed from it), then the resumed line's (`cont`), a `=> …` of the
+/// kernel's joined to the last argument before it.
+fn joined_args<'a>(p: Option<&'a Pending>, cont: Vec<Cow<'a, [u8]>>) -> Vec<Cow<'a, [u8]>> {
+    let mut args: Vec<Cow<'a, [u8]>> = match p {
+        Some(p) => {
+            let mut a = Vec::with_capacity(p.arg_ends.len() + cont.len());
+            a.extend(p.args().map(Cow::Borrowed));
+            a
+        }
+        None => Vec::with_capacity(cont.len()),
+    };
+    while args.last().is_some_and(|a| a.is_empty()) {
+        args.pop();
+    }
+    let mut cont = cont.into_iter().peekable();
+    if cont.peek().is_some_and(|c| c.is_empty()) {
+        cont.next();
+    }
+    if !args.is_empty()
+        && let Some(c0) = cont.peek()
+        && c0.starts_with(b"=>")
+    {
+        let c0 = cont.next().unwrap();
+        let last = args.last_mut().unwrap();
+        let mut joined = last.to_vec();
+        joined.push(b' ');
+        joined.extend_from_slice(&c0);
+        *last = Cow::Owned(joined);
+    }
+    args.extend(cont);
+    args
 }
 
 fn replace(s: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
