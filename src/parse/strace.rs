@@ -1812,6 +1812,9 @@ pub struct Built<E = Rc<Event>> {
 /// The part of a line the compiled tokenizer takes that does not depend
 /// on the parser's state (--jobs: worked out on other threads, in any
 /// order).
+// (a complete call's event by value, not boxed: the parser's thread moves
+// it into its one Rc; a box would be a second allocation an event)
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum PreCall {
     /// a complete call: its event, built
