@@ -991,6 +991,9 @@ thread_local! {
     static FDS: std::cell::RefCell<FdCache> = const { std::cell::RefCell::new(Vec::new()) };
 }
 const FD_CACHE: usize = 64;
+/// The longest token the cache keeps: an fd number with a decorated path
+/// of up to PATH_MAX, and more.
+const FD_TOKEN_MAX: usize = 8192;
 
 /// [`fd_of`] with its path as a [`Text`], shared with earlier calls that
 /// named the same decorated token (the answer depends on the token alone).
@@ -998,7 +1001,9 @@ fn fd_text(tok: Option<&[u8]>) -> (Option<i128>, Option<Text>) {
     let Some(tok) = tok else {
         return (None, None);
     };
-    if memchr::memchr(b'<', tok).is_none() {
+    // (a token past FD_TOKEN_MAX is decoded each time: the cache stays small
+    // whatever a line holds)
+    if tok.len() > FD_TOKEN_MAX || memchr::memchr(b'<', tok).is_none() {
         let (fd, path) = fd_of(Some(tok));
         return (fd, text(path));
     }
