@@ -2,6 +2,7 @@
 
     python benchmarks/instructions.py                  # 200k strace, 100k preload
     python benchmarks/instructions.py --lines 400000 --preload-lines 0
+    python benchmarks/instructions.py --core target/release/examples/analyze_bench
 
 Wall-clock figures (benchmarks/run.py) swing by 15% and more on a shared or
 loaded machine; instruction counts do not: the same binary on the same
@@ -29,9 +30,38 @@ ROOT = HERE.parent
 ANALYZE = "import sys, rocrtrace._engine as e; e.analyze([sys.argv[1]])"
 
 
-def instructions(cmd: list[str], ok=(0,)) -> int:
+# mimalloc's entry points: a call to one of them from outside mimalloc is
+# one allocation (the extension's allocator, src/alloc.rs, calls these)
+ALLOC_FNS = {"mi_malloc", "mi_zalloc", "mi_malloc_aligned", "mi_zalloc_aligned",
+             "mi_realloc", "mi_realloc_aligned"}
+
+
+def allocations(out: str) -> int:
+    """Calls into ALLOC_FNS from outside mimalloc in one callgrind output."""
+    names: dict[str, str] = {}
+    caller = callee = ""
+    total = 0
+    for line in out.splitlines():
+        m = re.match(r"^(c?fn)=\((\d+)\)(?: (.*))?$", line)
+        if m:
+            kind, ident, name = m.groups()
+            if name is not None:
+                names[ident] = name
+            name = names.get(ident, "")
+            if kind == "fn":
+                caller = name
+            else:
+                callee = name
+            continue
+        if line.startswith("calls=") and callee in ALLOC_FNS and not caller.startswith(("mi_", "_mi_")):
+            total += int(line[6:].split()[0])
+    return total
+
+
+def instructions(cmd: list[str], ok=(0,), allocs: list[int] | None = None) -> int:
     """The Ir callgrind counts for `cmd` and its children (exit status in
-    `ok`: grep -c exits 1 on a file without a match)."""
+    `ok`: grep -c exits 1 on a file without a match); the allocations they
+    made are appended to `allocs` when given."""
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "cg.%p"
         r = subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes",
@@ -40,9 +70,15 @@ def instructions(cmd: list[str], ok=(0,)) -> int:
         if r.returncode not in ok:
             sys.exit(f"instructions.py: {cmd[0]} failed under valgrind:\n{r.stderr[-2000:]}")
         total = 0
+        n_alloc = 0
         for f in Path(d).glob("cg.*"):
-            m = re.search(r"^summary:\s+(\d+)", f.read_text(errors="replace"), re.M)
+            text = f.read_text(errors="replace")
+            m = re.search(r"^summary:\s+(\d+)", text, re.M)
             total += int(m.group(1)) if m else 0
+            if allocs is not None:
+                n_alloc += allocations(text)
+        if allocs is not None:
+            allocs.append(n_alloc)
         return total
 
 
@@ -55,7 +91,7 @@ def first_lines(path: Path, n: int, into: Path) -> Path:
     return into
 
 
-def per_line(kind: str, n: int, workdir: Path) -> None:
+def per_line(kind: str, n: int, workdir: Path, core: str | None = None) -> None:
     path = workdir / f"{kind}-{n}.log"
     if not path.exists():
         subprocess.run([sys.executable, str(HERE / "gen_traces.py"), kind, str(n), str(path)],
@@ -64,13 +100,17 @@ def per_line(kind: str, n: int, workdir: Path) -> None:
     head = first_lines(path, 16 if kind == "preload" else 1, workdir / f"{kind}-head.log")
     lines = sum(1 for _ in open(path, "rb"))
     hlines = sum(1 for _ in open(head, "rb"))
-    py = [sys.executable, "-c", ANALYZE]
-    ours = (instructions([*py, str(path)]) - instructions([*py, str(head)])) / (lines - hlines)
+    py = [core] if core else [sys.executable, "-c", ANALYZE]
+    allocs: list[int] = []
+    ours = (instructions([*py, str(path)], allocs=allocs)
+            - instructions([*py, str(head)], allocs=allocs)) / (lines - hlines)
+    per_alloc = (allocs[0] - allocs[1]) / (lines - hlines)
     grep_cmd = [shutil.which("grep") or "grep", "-c", "ioctl"]
     grep = (instructions([*grep_cmd, str(path)], (0, 1))
             - instructions([*grep_cmd, str(head)], (0, 1))) / (lines - hlines)
     print(f"{kind:<8} {lines:>9,} lines  analyze {ours:10,.0f} instructions/line   "
-          f"grep -c ioctl {grep:8,.1f}/line   ratio {grep / ours:.4f}", flush=True)
+          f"grep -c ioctl {grep:8,.1f}/line   ratio {grep / ours:.4f}   "
+          f"allocations {per_alloc:.2f}/line", flush=True)
 
 
 def main(argv=None) -> None:
@@ -79,6 +119,9 @@ def main(argv=None) -> None:
     ap.add_argument("--preload-lines", type=int, default=100_000,
                     help="preload trace lines (0: skip)")
     ap.add_argument("--workdir", default=str(ROOT / "out" / "bench"))
+    ap.add_argument("--core", metavar="BINARY",
+                    help="count this binary (target/release/examples/analyze_bench: the core "
+                    "without Python) instead of the extension under the interpreter")
     a = ap.parse_args(argv)
     if not shutil.which("valgrind"):
         sys.exit("instructions.py: needs valgrind (apt-get install valgrind)")
@@ -86,7 +129,7 @@ def main(argv=None) -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     for kind, n in (("strace", a.lines), ("preload", a.preload_lines)):
         if n:
-            per_line(kind, n, workdir)
+            per_line(kind, n, workdir, a.core)
 
 
 if __name__ == "__main__":

@@ -193,7 +193,7 @@ pub fn run_files(
     let infos = trace.infos.clone();
     let chunks = trace.chunks.clone();
     for ev in trace.events() {
-        let ev: Rc<Event> = Rc::from(ev?);
+        let ev: Rc<Event> = ev?;
         m.handles.feed_rc(&ev);
         m.svm.feed_shared(&ev);
         programs.feed(&ev);

@@ -94,8 +94,11 @@ pub fn signal(name: &str) -> Name {
 
 /// Text from a log: bytes, because the Python side keeps paths and lines as
 /// `str` decoded with surrogateescape, where any byte sequence survives.
+/// Shared, not copied: a clone (an fd's path into each of its ioctls, into
+/// the fd table and its findings) counts a reference; `Arc`, since --jobs
+/// workers build events.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct Text(pub Box<[u8]>);
+pub struct Text(pub Arc<[u8]>);
 
 impl Text {
     pub fn as_bytes(&self) -> &[u8] {
@@ -308,6 +311,14 @@ pub struct Event {
     pub kind: Kind,
 }
 
+/// The event behind `ev`, to change while the parser still holds the only
+/// reference (its seq, pid, frames): no copy then (a shared one would be
+/// copied first, never changed under another holder).  The stream carries
+/// `Rc<Event>`s, each event allocated once, where the parser places it.
+pub fn own(ev: &mut std::rc::Rc<Event>) -> &mut Event {
+    std::rc::Rc::make_mut(ev)
+}
+
 impl Event {
     /// An event with its kind's default name.
     pub fn new(h: Header, kind: Kind) -> Self {
@@ -508,7 +519,8 @@ pub enum Kind {
     CloseRange(CloseRange),
     SetCloexec(SetCloexec),
     Syscall(Syscall),
-    Ioctl(Box<Ioctl>),
+    /// (not boxed: an event is allocated once, whatever its kind)
+    Ioctl(Ioctl),
     Mmap(Mmap),
     Munmap(Munmap),
     Mremap(Mremap),

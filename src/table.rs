@@ -512,7 +512,7 @@ mod tests {
     fn svm_ioctl(arg: Option<Value>, size: u64) -> Event {
         Event::new(
             Header::default(),
-            Kind::Ioctl(Box::new(Ioctl {
+            Kind::Ioctl(Ioctl {
                 fd: 3,
                 path: None,
                 request: None,
@@ -523,7 +523,7 @@ mod tests {
                 ioctl: Some("AMDKFD_IOC_SVM"),
                 arg,
                 out: None,
-            })),
+            }),
         )
     }
 
@@ -614,7 +614,7 @@ mod tests {
                 err: err.map(Into::into),
                 ..Default::default()
             },
-            Kind::Ioctl(Box::new(Ioctl {
+            Kind::Ioctl(Ioctl {
                 fd: 3,
                 path: None,
                 request: None,
@@ -625,7 +625,7 @@ mod tests {
                 ioctl: Some(name),
                 arg,
                 out,
-            })),
+            }),
         )
     }
 

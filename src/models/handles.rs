@@ -799,7 +799,7 @@ mod tests {
                 arg: st(arg),
                 out: st(out),
             };
-            let mut ev = Event::new(self.h(Some(0)), Kind::Ioctl(Box::new(io)));
+            let mut ev = Event::new(self.h(Some(0)), Kind::Ioctl(io));
             ev.name = Cow::Borrowed("ioctl");
             ev
         }

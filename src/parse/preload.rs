@@ -80,7 +80,7 @@ impl Parser {
                 line,
                 Kind::FdSnapshot(FdSnapshot { when, fds: vec![] }),
             );
-            self.snapshot = Some(Box::new(ev));
+            self.snapshot = Some(ev);
             return;
         }
         if st.starts_with(b"fd ") {
@@ -101,13 +101,13 @@ impl Parser {
                         fds: vec![],
                     }),
                 );
-                self.snapshot = Some(Box::new(ev));
+                self.snapshot = Some(ev);
             }
             let path = third_part(st).map(decoration_path).unwrap_or_default();
             if let Some(Event {
                 kind: Kind::FdSnapshot(snap),
                 ..
-            }) = self.snapshot.as_deref_mut()
+            }) = self.snapshot.as_mut()
             {
                 let path = Text(path.into());
                 match snap.fds.iter_mut().find(|(f, _)| *f == fd) {

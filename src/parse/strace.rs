@@ -22,6 +22,7 @@ use crate::parse::values::{
 };
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 use std::sync::Arc;
 
 pub const TEXT_MAX: usize = 300;
@@ -35,13 +36,88 @@ const NOPID_MAX: usize = 4096;
 /// A call waiting for its resumed line (strace._Pending).
 #[derive(Debug, Clone)]
 pub struct Pending {
-    pub name: String,
-    pub args: Vec<Vec<u8>>,
+    /// the entry line's text, the call's name, then its arguments, in one
+    /// allocation
+    bytes: Vec<u8>,
+    /// where the text ends in `bytes`
+    text_end: usize,
+    /// where the name ends in `bytes`, after the text
+    name_end: usize,
+    /// where each argument ends in `bytes`, after the name
+    arg_ends: Vec<usize>,
     pub line: u64,
     pub time: Option<f64>,
-    pub text: Vec<u8>,
     pub pid: Option<u32>,
     pub tid: Option<u32>,
+}
+
+impl Pending {
+    fn new<'a>(
+        name: &str,
+        text: &[u8],
+        args: impl ExactSizeIterator<Item = &'a [u8]> + std::clone::Clone,
+        line: u64,
+        time: Option<f64>,
+        pid: Option<u32>,
+        tid: Option<u32>,
+    ) -> Self {
+        let len = text.len() + name.len() + args.clone().map(<[u8]>::len).sum::<usize>();
+        let mut bytes = Vec::with_capacity(len);
+        bytes.extend_from_slice(text);
+        bytes.extend_from_slice(name.as_bytes());
+        let mut arg_ends = Vec::with_capacity(args.len());
+        for a in args {
+            bytes.extend_from_slice(a);
+            arg_ends.push(bytes.len());
+        }
+        Pending {
+            bytes,
+            text_end: text.len(),
+            name_end: text.len() + name.len(),
+            arg_ends,
+            line,
+            time,
+            pid,
+            tid,
+        }
+    }
+
+    /// The entry line's text.
+    pub fn text(&self) -> &[u8] {
+        &self.bytes[..self.text_end]
+    }
+
+    /// The call's name.
+    pub fn name(&self) -> &str {
+        // (it was a &str when `new` copied it)
+        std::str::from_utf8(&self.bytes[self.text_end..self.name_end]).unwrap_or_default()
+    }
+
+    /// The arguments the entry line gave.
+    pub fn args(&self) -> impl ExactSizeIterator<Item = &[u8]> + std::clone::Clone {
+        (0..self.arg_ends.len()).map(|i| {
+            let start = if i == 0 {
+                self.name_end
+            } else {
+                self.arg_ends[i - 1]
+            };
+            &self.bytes[start..self.arg_ends[i]]
+        })
+    }
+
+    /// The same call with another entry text (-ff: the execve's line in
+    /// its old thread's file).
+    fn with_text(&self, text: &[u8]) -> Self {
+        Pending::new(
+            self.name(),
+            text,
+            self.args(),
+            self.line,
+            self.time,
+            self.pid,
+            self.tid,
+        )
+    }
 }
 
 /// -ff: tid -> the `<pid changed to N ...>` execve line (number, text).
@@ -198,7 +274,7 @@ impl Inflight {
         if let Some(n) = place {
             self.clones.remove(&n);
         }
-        let clone = is_clone_name(&p.name);
+        let clone = is_clone_name(p.name());
         self.calls.put(tid, place, p);
         let n = self.calls.place(&tid).expect("put");
         if clone {
@@ -307,7 +383,7 @@ pub struct Parser {
     /// the root is live beside them, so an unprefixed line is still its
     pub root_children: Vec<(u32, bool)>,
     /// events waiting to learn the root pid
-    pub nopid: Vec<Box<Event>>,
+    pub nopid: Vec<Rc<Event>>,
     /// the root's events went out with no pid (NOPID_MAX): it stays the
     /// process of unknown pid, whatever names it later
     pub pidless: bool,
@@ -315,12 +391,12 @@ pub struct Parser {
     /// stay the unknown-pid process's
     pub root_alias: Option<u32>,
     /// events waiting for -k frames
-    pub hold: Vec<Box<Event>>,
-    pub out: Vec<Box<Event>>,
+    pub hold: Vec<Rc<Event>>,
+    pub out: Vec<Rc<Event>>,
     /// where frames go: the id (in `seq` until released) of an event
     pub target: Option<u64>,
     /// tid -> exit/exit_group event, in insertion order
-    pub exit_hold: Ordered<u32, Box<Event>>,
+    pub exit_hold: Ordered<u32, Rc<Event>>,
     /// tids whose execve resumes elsewhere
     pub expect_exec: HashSet<Option<u32>>,
     pub rel_sum: f64,
@@ -330,7 +406,7 @@ pub struct Parser {
     /// it is a call strace detached from, not an unparsed line
     pub fragment_detached: bool,
     pub in_summary: bool,
-    pub snapshot: Option<Box<Event>>,
+    pub snapshot: Option<Event>,
     pub last_time: Option<f64>,
     /// tid text -> (line, pieces) of a `#+` record, in insertion order
     pub cont: Vec<(Vec<u8>, u64, Vec<Vec<u8>>)>,
@@ -340,6 +416,8 @@ pub struct Parser {
     pub handover: Option<Arc<Handover>>,
     next_id: u64,
     modules: HashMap<Vec<u8>, Arc<str>>,
+    /// a split call's two lines, joined for its event's text
+    joined: Vec<u8>,
     /// false: every line goes to the general grammar (tests compare the
     /// two paths; see [`Parser::without_fast_path`])
     fast: bool,
@@ -385,6 +463,7 @@ impl Parser {
             handover,
             next_id: 1,
             modules: HashMap::new(),
+            joined: Vec::new(),
             fast: true,
             #[cfg(test)]
             taken: 0,
@@ -404,13 +483,13 @@ impl Parser {
     // --- driving -------------------------------------------------------
 
     /// Parse one line (without its newline); completed events go to `sink`.
-    pub fn feed(&mut self, lineno: u64, line: &[u8], sink: &mut Vec<Box<Event>>) {
+    pub fn feed(&mut self, lineno: u64, line: &[u8], sink: &mut Vec<Rc<Event>>) {
         self.feed_any(lineno, line, None, None, sink)
     }
 
     /// [`Parser::feed`] of a line known to be UTF-8 (the reader decoded
     /// it): it is not checked again.
-    pub fn feed_text(&mut self, lineno: u64, line: &str, sink: &mut Vec<Box<Event>>) {
+    pub fn feed_text(&mut self, lineno: u64, line: &str, sink: &mut Vec<Rc<Event>>) {
         self.feed_any(lineno, line.as_bytes(), Some(line), None, sink)
     }
 
@@ -421,8 +500,8 @@ impl Parser {
         &mut self,
         lineno: u64,
         line: &str,
-        pre: Option<PreCall>,
-        sink: &mut Vec<Box<Event>>,
+        pre: Option<&mut PreCall>,
+        sink: &mut Vec<Rc<Event>>,
     ) {
         self.feed_any(lineno, line.as_bytes(), Some(line), pre, sink)
     }
@@ -432,8 +511,8 @@ impl Parser {
         lineno: u64,
         line: &[u8],
         text: Option<&str>,
-        pre: Option<PreCall>,
-        sink: &mut Vec<Box<Event>>,
+        pre: Option<&mut PreCall>,
+        sink: &mut Vec<Rc<Event>>,
     ) {
         self.info.lines += 1;
         if line.is_empty() {
@@ -571,14 +650,14 @@ impl Parser {
         if memchr::memchr(b'=', line).is_none() {
             return false;
         }
-        let mut body = format!("<... {} resumed>", p.name).into_bytes();
+        let mut body = format!("<... {} resumed>", p.name()).into_bytes();
         body.extend_from_slice(line);
         let pidtext = if self.info.has_pids { tid } else { None };
         self.resumed(lineno, line, &body, pidtext, None)
     }
 
     /// End of file: unfinished calls become partial events.
-    pub fn finish(&mut self, sink: &mut Vec<Box<Event>>) {
+    pub fn finish(&mut self, sink: &mut Vec<Rc<Event>>) {
         for (_, first, parts) in std::mem::take(&mut self.cont) {
             self.info.add_unparsed(first, &parts.concat());
         }
@@ -597,9 +676,20 @@ impl Parser {
         }
         for (tid, p) in self.inflight.drain() {
             self.info.unfinished += 1;
-            let args = p.args.into_iter().map(Cow::Owned).collect();
+            let args = p.args().map(Cow::Borrowed).collect();
             if let Some(ev) = self.call_event(
-                &p.name, args, None, None, None, p.line, None, p.pid, tid, p.time, None, &p.text,
+                p.name(),
+                args,
+                None,
+                None,
+                None,
+                p.line,
+                None,
+                p.pid,
+                tid,
+                p.time,
+                None,
+                p.text(),
                 true,
             ) {
                 self.emit(ev);
@@ -617,7 +707,7 @@ impl Parser {
         self.drain(sink);
     }
 
-    fn drain(&mut self, sink: &mut Vec<Box<Event>>) {
+    fn drain(&mut self, sink: &mut Vec<Rc<Event>>) {
         if self.out.is_empty() {
             return;
         }
@@ -635,7 +725,7 @@ impl Parser {
         }
         self.info.events += keep as u64;
         for ev in &mut self.out[..keep] {
-            ev.h.seq = 0;
+            own(ev).h.seq = 0;
         }
         if keep == self.out.len() && sink.is_empty() {
             // the usual case: the buffers trade places, no event moves
@@ -647,9 +737,9 @@ impl Parser {
 
     // inlined: the hot path's calls stay one function
     #[inline(always)]
-    fn emit(&mut self, ev: impl Into<Box<Event>>) {
+    fn emit(&mut self, ev: impl Into<Rc<Event>>) {
         let mut ev = ev.into();
-        ev.h.seq = self.next_id;
+        own(&mut ev).h.seq = self.next_id;
         self.target = Some(self.next_id);
         self.next_id += 1;
         self.hold.push(ev);
@@ -657,10 +747,10 @@ impl Parser {
 
     /// An event into `hold` without making it the target.
     #[inline(always)]
-    fn push_hold(&mut self, ev: impl Into<Box<Event>>) -> u64 {
+    fn push_hold(&mut self, ev: impl Into<Rc<Event>>) -> u64 {
         let mut ev = ev.into();
         if ev.h.seq == 0 {
-            ev.h.seq = self.next_id;
+            own(&mut ev).h.seq = self.next_id;
             self.next_id += 1;
         }
         let id = ev.h.seq;
@@ -719,10 +809,11 @@ impl Parser {
         }
         for ev in self.nopid.iter_mut().chain(self.hold.iter_mut()) {
             if ev.h.tid.is_none() {
-                ev.h.tid = Some(tid);
-                ev.h.pid = pid;
+                let e = own(ev);
+                e.h.tid = Some(tid);
+                e.h.pid = pid;
             } else if ev.h.tid.is_some_and(|t| threads.contains(&t)) {
-                ev.h.pid = pid;
+                own(ev).h.pid = pid;
             }
         }
         let n = std::mem::take(&mut self.nopid);
@@ -759,8 +850,8 @@ impl Parser {
         let mut g = Some(tid);
         if let Some((ptid, p)) = self.inflight.first_clone(Some(tid)) {
             let call = Call::new(
-                Cow::Borrowed(&p.name),
-                p.args.iter().map(|a| Cow::Borrowed(&a[..])).collect(),
+                Cow::Borrowed(p.name()),
+                p.args().map(Cow::Borrowed).collect(),
             );
             if syscalls::clone_flags(&call) & syscalls::CLONE_THREAD != 0 {
                 // tgid.get(ptid, ptid): a None parent tid is None
@@ -922,8 +1013,7 @@ impl Parser {
         let (args, close) = scan_args(&body, end.min(body.len()));
         let tid = self.who(p);
         if unfinished {
-            let args = args.into_iter().map(|a| a.to_vec()).collect();
-            self.start(lineno, line, name, args, tid, t);
+            self.start(lineno, line, &name, args.iter().copied(), tid, t);
             return true;
         }
         let Some(close) = close else {
@@ -945,7 +1035,7 @@ impl Parser {
 
     /// The state-dependent rest of a complete call [`pre_parse`] took: what
     /// `scanned` and `complete` do around `call_event`, in their order.
-    fn apply_pre(&mut self, lineno: u64, line: &[u8], p: PreBuilt) -> bool {
+    fn apply_pre(&mut self, lineno: u64, line: &[u8], p: &mut PreBuilt) -> bool {
         #[cfg(test)]
         {
             self.taken += 1;
@@ -960,7 +1050,7 @@ impl Parser {
         }
         let tid = self.who(Some(p.tid));
         let pid = self.tgid_of(tid);
-        if let Some(ev) = self.apply_built(lineno, line, p.built, pid, tid) {
+        if let Some(ev) = self.apply_built(lineno, line, p.built.placed(), pid, tid) {
             self.after_call(ev, tid);
         }
         true
@@ -976,7 +1066,7 @@ impl Parser {
         b: Built,
         pid: Option<u32>,
         tid: Option<u32>,
-    ) -> Option<Box<Event>> {
+    ) -> Option<Rc<Event>> {
         if b.decorated {
             self.info.has_decorations = true;
         }
@@ -990,8 +1080,9 @@ impl Parser {
             self.info.decoded_structs = true;
         }
         let mut ev = b.ev?;
-        ev.h.pid = pid;
-        ev.h.tid = tid;
+        let e = own(&mut ev);
+        e.h.pid = pid;
+        e.h.tid = tid;
         Some(ev)
     }
 
@@ -1014,12 +1105,14 @@ impl Parser {
                 self.complete(lineno, line, r.name, args, res, false, tid, Some(r.time))
             }
             ScanKind::Unfinished => {
-                let args = args.into_iter().map(|a| a.into_owned()).collect();
-                self.start(lineno, line, r.name.to_owned(), args, tid, Some(r.time));
+                let args = args.iter().map(|a| &a[..]);
+                self.start(lineno, line, r.name, args, tid, Some(r.time));
             }
             ScanKind::Resumed => {
-                let (p, args) = self.take(r.name, args, tid);
-                self.finish_resumed(lineno, line, r.name, args, res, false, p, tid, Some(r.time));
+                let p = self.take(r.name, tid);
+                let args = joined_args(p.as_ref(), args);
+                let (p, t) = (p.as_ref(), Some(r.time));
+                self.finish_resumed(lineno, line, r.name, args, res, false, p, tid, t);
             }
         }
         #[cfg(test)]
@@ -1030,43 +1123,44 @@ impl Parser {
     }
 
     /// An unfinished call: it waits for its resumed line.
-    fn start(
+    fn start<'a>(
         &mut self,
         lineno: u64,
         line: &[u8],
-        name: String,
-        args: Vec<Vec<u8>>,
+        name: &str,
+        args: impl ExactSizeIterator<Item = &'a [u8]> + std::clone::Clone,
         tid: Option<u32>,
         t: Option<f64>,
     ) {
         let name = if name == "syscall_0x1b3" || name == "syscall_435" {
-            "clone3".to_owned()
+            "clone3"
         } else {
             name
         };
         let pid = self.tgid_of(tid);
         if let Some(old) = self.inflight_pop(tid) {
             self.info.unfinished += 1;
-            let oargs = old.args.into_iter().map(Cow::Owned).collect();
+            let oargs = old.args().map(Cow::Borrowed).collect();
             if let Some(ev) = self.call_event(
-                &old.name, oargs, None, None, None, old.line, None, old.pid, tid, old.time, None,
-                &old.text, true,
+                old.name(),
+                oargs,
+                None,
+                None,
+                None,
+                old.line,
+                None,
+                old.pid,
+                tid,
+                old.time,
+                None,
+                old.text(),
+                true,
             ) {
                 self.emit(ev);
             }
         }
-        self.inflight.push(
-            tid,
-            Pending {
-                name,
-                args,
-                line: lineno,
-                time: t,
-                text: line.to_vec(),
-                pid,
-                tid,
-            },
-        );
+        let p = Pending::new(name, line, args, lineno, t, pid, tid);
+        self.inflight.push(tid, p);
         self.fresh = Some(tid);
     }
 
@@ -1094,10 +1188,10 @@ impl Parser {
             name, args, ret, err, rpath, lineno, None, pid, tid, t, dur, line, false,
         ) {
             if never {
-                ev.h.ret = None;
+                own(&mut ev).h.ret = None;
             }
             if injected {
-                ev.h.injected = true;
+                own(&mut ev).h.injected = true;
                 self.info.injected += 1;
             }
             self.after_call(ev, tid);
@@ -1185,8 +1279,8 @@ impl Parser {
         dur: Option<f64>,
         text: &[u8],
         partial: bool,
-    ) -> Option<Box<Event>> {
-        let b = build_call(
+    ) -> Option<Rc<Event>> {
+        let b = build_call::<Rc<Event>>(
             self.file, name, args, ret, err, rpath, line, end_line, t, dur, text, partial,
         );
         self.apply_built(line, text, b, pid, tid)
@@ -1194,7 +1288,7 @@ impl Parser {
 
     /// Bookkeeping once a call completed: learn pids, clone children, hold
     /// exits for their frames.
-    fn after_call(&mut self, mut ev: Box<Event>, mut tid: Option<u32>) {
+    fn after_call(&mut self, mut ev: Rc<Event>, mut tid: Option<u32>) {
         let name = ev.name.clone();
         let ret = ev.h.ret.filter(|&r| r > 0);
         if tid.is_none()
@@ -1208,8 +1302,10 @@ impl Parser {
             && let Some(r) = ret.and_then(|r| u32::try_from(r).ok())
         {
             self.learn_root(r);
-            ev.h.tid = Some(r);
-            ev.h.pid = self.tgid.get(&r).unwrap_or(Some(r));
+            let pid = self.tgid.get(&r).unwrap_or(Some(r));
+            let e = own(&mut ev);
+            e.h.tid = Some(r);
+            e.h.pid = pid;
             tid = Some(r);
         }
         if matches!(&*name, "clone" | "clone2" | "clone3" | "fork" | "vfork")
@@ -1258,7 +1354,7 @@ impl Parser {
         let Some((name, e)) = grammar::resumed(body) else {
             return false;
         };
-        let name = String::from_utf8_lossy(name).into_owned();
+        let name = String::from_utf8_lossy(name);
         let mut rest = &body[e..];
         let mut never = false;
         if rest.starts_with(b" <unfinished ...>)") {
@@ -1277,7 +1373,8 @@ impl Parser {
         let (cont, close) = scan_args(rest, 0);
         let tid = self.who(pid);
         let cont = cont.into_iter().map(Cow::Borrowed).collect();
-        let (p, args) = self.take(&name, cont, tid);
+        let p = self.take(&name, tid);
+        let args = joined_args(p.as_ref(), cont);
         if again {
             // resumed then cut again (rare): keep waiting
             let pid = self.tgid_of(tid);
@@ -1285,19 +1382,9 @@ impl Parser {
                 Some(p) => (p.line, p.time),
                 None => (lineno, t),
             };
-            let args = args.into_iter().map(|a| a.into_owned()).collect();
-            self.inflight_set(
-                tid,
-                Pending {
-                    name,
-                    args,
-                    line: pl,
-                    time: pt,
-                    text: line.to_vec(),
-                    pid,
-                    tid,
-                },
-            );
+            let args = args.iter().map(|a| &a[..]);
+            let again = Pending::new(&name, line, args, pl, pt, pid, tid);
+            self.inflight_set(tid, again);
             return true;
         }
         let Some(close) = close else {
@@ -1306,53 +1393,20 @@ impl Parser {
         let Some(res) = self.result(rest, close + 1) else {
             return false;
         };
-        self.finish_resumed(lineno, line, &name, args, res, never, p, tid, t);
+        self.finish_resumed(lineno, line, &name, args, res, never, p.as_ref(), tid, t);
         true
     }
 
-    /// The pending half of a resumed call (or None) and the whole argument
-    /// list.
-    fn take<'a>(
-        &mut self,
-        name: &str,
-        cont: Vec<Cow<'a, [u8]>>,
-        tid: Option<u32>,
-    ) -> (Option<Pending>, Vec<Cow<'a, [u8]>>) {
-        let mut p = self.inflight_pop(tid);
+    /// The pending half of a resumed call, or None (an orphan, or an
+    /// execve another file began).
+    fn take(&mut self, name: &str, tid: Option<u32>) -> Option<Pending> {
+        let p = self.inflight_pop(tid);
         if p.is_none() && name == "execve" && self.expect_exec.contains(&tid) {
             self.expect_exec.remove(&tid);
         } else if p.is_none() {
             self.info.orphans += 1;
         }
-        let mut args: Vec<Cow<'a, [u8]>> = match &mut p {
-            // moved, not copied: the caller reads only the pending call's
-            // line, time and text after this
-            Some(p) => std::mem::take(&mut p.args)
-                .into_iter()
-                .map(Cow::Owned)
-                .collect(),
-            None => vec![],
-        };
-        while args.last().is_some_and(|a| a.is_empty()) {
-            args.pop();
-        }
-        let mut cont = cont.into_iter().peekable();
-        if cont.peek().is_some_and(|c| c.is_empty()) {
-            cont.next();
-        }
-        if !args.is_empty()
-            && let Some(c0) = cont.peek()
-            && c0.starts_with(b"=>")
-        {
-            let c0 = cont.next().unwrap();
-            let last = args.last_mut().unwrap();
-            let mut joined = last.to_vec();
-            joined.push(b' ');
-            joined.extend_from_slice(&c0);
-            *last = Cow::Owned(joined);
-        }
-        args.extend(cont);
-        (p, args)
+        p
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1364,7 +1418,7 @@ impl Parser {
         args: Vec<Cow<'_, [u8]>>,
         res: Res,
         never: bool,
-        p: Option<Pending>,
+        p: Option<&Pending>,
         tid: Option<u32>,
         t: Option<f64>,
     ) {
@@ -1375,7 +1429,7 @@ impl Parser {
             mut dur,
             injected,
         } = res;
-        let start = match &p {
+        let start = match p {
             Some(p) => p.time,
             None => t,
         };
@@ -1385,20 +1439,22 @@ impl Parser {
         {
             dur = Some((t - s).max(0.0));
         }
-        let text: Cow<'_, [u8]> = match &p {
+        // the two lines joined in the parser's own buffer: the event keeps
+        // its cut copy
+        let mut joined = std::mem::take(&mut self.joined);
+        joined.clear();
+        let text: &[u8] = match p {
             Some(p) => {
-                let sep = " … ".as_bytes();
-                let mut x = Vec::with_capacity(p.text.len() + sep.len() + line.len());
-                x.extend_from_slice(&p.text);
-                x.extend_from_slice(sep);
-                x.extend_from_slice(line);
-                Cow::Owned(x)
+                joined.extend_from_slice(p.text());
+                joined.extend_from_slice(" … ".as_bytes());
+                joined.extend_from_slice(line);
+                &joined
             }
-            None => Cow::Borrowed(line),
+            None => line,
         };
-        let first = p.as_ref().map_or(lineno, |p| p.line);
+        let first = p.map_or(lineno, |p| p.line);
         let pid = self.tgid_of(tid);
-        if let Some(mut ev) = self.call_event(
+        let ev = self.call_event(
             name,
             args,
             ret,
@@ -1410,14 +1466,16 @@ impl Parser {
             tid,
             start,
             dur,
-            &text,
+            text,
             p.is_none(),
-        ) {
+        );
+        self.joined = joined;
+        if let Some(mut ev) = ev {
             if never {
-                ev.h.ret = None;
+                own(&mut ev).h.ret = None;
             }
             if injected {
-                ev.h.injected = true;
+                own(&mut ev).h.injected = true;
                 self.info.injected += 1;
             }
             self.after_call(ev, tid);
@@ -1458,7 +1516,7 @@ impl Parser {
                     if !self.line(ol, &entry) || self.inflight_get(tid).is_none() {
                         self.expect_exec.insert(tid);
                     } else if let Some(pp) = self.inflight.get_mut(tid) {
-                        pp.text = otext;
+                        *pp = pp.with_text(&otext);
                     }
                     self.fresh = None;
                 } else {
@@ -1619,6 +1677,7 @@ impl Parser {
             .chain(self.nopid.iter_mut().rev())
             .find(|e| e.h.seq == id);
         if let Some(ev) = ev {
+            let ev = own(ev);
             let mut st = std::mem::take(&mut ev.h.stack).into_vec();
             st.push(fr);
             ev.h.stack = st.into_boxed_slice();
@@ -1726,7 +1785,7 @@ impl Parser {
 
     // --- preload '#' lines: preload.rs ---------------------------------
 
-    pub(crate) fn emit_event(&mut self, ev: impl Into<Box<Event>>) {
+    pub(crate) fn emit_event(&mut self, ev: impl Into<Rc<Event>>) {
         self.emit(ev);
     }
 
@@ -1738,10 +1797,12 @@ impl Parser {
 }
 
 /// A call's event as its text alone makes it (no pid or tid yet), and what
-/// building it counts into the file's info.
-#[derive(Debug, Default)]
-pub struct Built {
-    pub ev: Option<Box<Event>>,
+/// building it counts into the file's info.  `E` is where the event is
+/// placed: in its `Rc` on the parser's thread, by value on a worker's
+/// (--jobs), whose batch crosses threads.
+#[derive(Debug)]
+pub struct Built<E = Rc<Event>> {
+    pub ev: Option<E>,
     pub decorated: bool,
     pub unparsed: bool,
     pub intent: bool,
@@ -1751,6 +1812,9 @@ pub struct Built {
 /// The part of a line the compiled tokenizer takes that does not depend
 /// on the parser's state (--jobs: worked out on other threads, in any
 /// order).
+// (a complete call's event by value, not boxed: the parser's thread moves
+// it into its one Rc; a box would be a second allocation an event)
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum PreCall {
     /// a complete call: its event, built
@@ -1766,9 +1830,9 @@ pub struct PreBuilt {
     time: f64,
     dur: bool,
     rpath: bool,
-    /// (its event is boxed: the batch, the parser and their calls move a
-    /// pointer, not the event's 280 bytes, until it is placed)
-    built: Built,
+    /// (its event by value: the parser puts it in its one `Rc`, so each
+    /// event is allocated once, on the thread that keeps it)
+    built: Built<Event>,
 }
 
 /// A scanned line's result as the parser keeps it: None when its return
@@ -1836,8 +1900,44 @@ pub fn pre_parse(file: FileId, lineno: u64, text: &str) -> Option<PreCall> {
     }))
 }
 
+impl Built<Event> {
+    /// A worker's event in its `Rc`, on the parser's thread (taken out of
+    /// the batch: the one copy of it).
+    fn placed(&mut self) -> Built {
+        Built {
+            ev: self.ev.take().map(Rc::new),
+            decorated: self.decorated,
+            unparsed: self.unparsed,
+            intent: self.intent,
+            decoded: self.decoded,
+        }
+    }
+}
+
+/// Where [`build_call`] puts the event it makes.
+pub trait Place: Sized {
+    fn place(ev: Event) -> Self;
+}
+
+/// In its `Rc` at once: the parser's thread builds the event where it
+/// stays, and the calls after it move a pointer.
+impl Place for Rc<Event> {
+    #[inline(always)]
+    fn place(ev: Event) -> Self {
+        Rc::new(ev)
+    }
+}
+
+/// By value: a worker's (--jobs), for the parser's thread to place.
+impl Place for Event {
+    #[inline(always)]
+    fn place(ev: Event) -> Self {
+        ev
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
-pub fn build_call(
+pub fn build_call<E: Place>(
     file: FileId,
     name: &str,
     mut args: Vec<Cow<'_, [u8]>>,
@@ -1850,8 +1950,14 @@ pub fn build_call(
     dur: Option<f64>,
     text: &[u8],
     partial: bool,
-) -> Built {
-    let mut b = Built::default();
+) -> Built<E> {
+    let mut b = Built {
+        ev: None,
+        decorated: false,
+        unparsed: false,
+        intent: false,
+        decoded: false,
+    };
     let mut names = Vec::new();
     if !args.is_empty() {
         // only a word can be `name=` (the loop below takes no other)
@@ -1935,12 +2041,46 @@ pub fn build_call(
         partial,
         injected: false,
     };
-    b.ev = Some(Box::new(Event {
+    b.ev = Some(E::place(Event {
         h,
         name: n.name,
         kind: n.kind,
     }));
     b
+}
+
+/// A resumed call's whole argument list: its pending half's arguments
+/// (borrowed from it), then the resumed line's (`cont`), a `=> …` of the
+/// kernel's joined to the last argument before it.
+fn joined_args<'a>(p: Option<&'a Pending>, cont: Vec<Cow<'a, [u8]>>) -> Vec<Cow<'a, [u8]>> {
+    let mut args: Vec<Cow<'a, [u8]>> = match p {
+        Some(p) => {
+            let mut a = Vec::with_capacity(p.arg_ends.len() + cont.len());
+            a.extend(p.args().map(Cow::Borrowed));
+            a
+        }
+        None => Vec::with_capacity(cont.len()),
+    };
+    while args.last().is_some_and(|a| a.is_empty()) {
+        args.pop();
+    }
+    let mut cont = cont.into_iter().peekable();
+    if cont.peek().is_some_and(|c| c.is_empty()) {
+        cont.next();
+    }
+    if !args.is_empty()
+        && let Some(c0) = cont.peek()
+        && c0.starts_with(b"=>")
+    {
+        let c0 = cont.next().unwrap();
+        let last = args.last_mut().unwrap();
+        let mut joined = last.to_vec();
+        joined.push(b' ');
+        joined.extend_from_slice(&c0);
+        *last = Cow::Owned(joined);
+    }
+    args.extend(cont);
+    args
 }
 
 fn replace(s: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
@@ -1961,7 +2101,7 @@ mod fast_path;
 mod tests {
     use super::*;
 
-    fn parse(lines: &[&str]) -> (Vec<Box<Event>>, InputInfo) {
+    fn parse(lines: &[&str]) -> (Vec<Rc<Event>>, InputInfo) {
         let mut p = Parser::new(FileId(0), InputInfo::new("t.log".into()), None, None, None);
         let mut out = Vec::new();
         for (i, l) in lines.iter().enumerate() {

@@ -466,14 +466,14 @@ pub fn used_fds(call: &mut Call<'_>) -> (Vec<i32>, Vec<Option<Text>>) {
         if !decorated && !positions.contains(&i) {
             continue;
         }
-        let (fd, path) = fd_of(Some(tok));
+        let (fd, path) = fd_text(Some(tok));
         let Some(fd) = fd else { continue };
         if fd < 0 && (decorated || fd < -0x7FFFFFFF) {
             continue;
         }
         let fd = call.fd(fd);
         fds.push(fd);
-        paths.push(text(path));
+        paths.push(path);
     }
     (fds, paths)
 }
@@ -751,12 +751,12 @@ fn fcntl(call: &mut Call<'_>) -> Option<Kind> {
 }
 
 fn close(call: &mut Call<'_>) -> Kind {
-    let (fd, path) = fd_of(call.arg(0));
+    let (fd, path) = fd_text(call.arg(0));
     match fd {
         None => Kind::Syscall(Syscall::default()),
         Some(fd) => Kind::Close(Close {
             fd: call.fd(fd),
-            path: text(path),
+            path,
         }),
     }
 }
@@ -981,22 +981,38 @@ fn request_of(req_tok: &[u8], path: Option<&[u8]>) -> Decoded {
     out
 }
 
-/// The last fd token of an ioctl and its (fd, path).
-type LastFd = Option<(Box<[u8]>, Option<i128>, Option<Text>)>;
+/// Recent decorated fd tokens (`3</dev/kfd<char 238:0>>`) and their
+/// (fd, path), direct-mapped by the token's hash: a trace names the same
+/// few fds with their paths on most of its calls, and each of those calls'
+/// events shares the one path instead of decoding and copying it again.
+type FdCache = Vec<Option<(Box<[u8]>, Option<i128>, Option<Text>)>>;
 
 thread_local! {
-    static LAST_FD: std::cell::RefCell<LastFd> = const { std::cell::RefCell::new(None) };
+    static FDS: std::cell::RefCell<FdCache> = const { std::cell::RefCell::new(Vec::new()) };
 }
+const FD_CACHE: usize = 64;
+/// The longest token the cache keeps: an fd number with a decorated path
+/// of up to PATH_MAX, and more.
+const FD_TOKEN_MAX: usize = 8192;
 
-/// fd_of of an ioctl's fd token: a trace names the same fd
-/// (`3</dev/kfd>`) on most of its ioctls, so the last answer is kept.
-fn ioctl_fd(tok: Option<&[u8]>) -> (Option<i128>, Option<Text>) {
+/// [`fd_of`] with its path as a [`Text`], shared with earlier calls that
+/// named the same decorated token (the answer depends on the token alone).
+fn fd_text(tok: Option<&[u8]>) -> (Option<i128>, Option<Text>) {
     let Some(tok) = tok else {
         return (None, None);
     };
-    let hit = LAST_FD.with(|c| {
+    // (a token past FD_TOKEN_MAX is decoded each time: the cache stays small
+    // whatever a line holds)
+    if tok.len() > FD_TOKEN_MAX || memchr::memchr(b'<', tok).is_none() {
+        let (fd, path) = fd_of(Some(tok));
+        return (fd, text(path));
+    }
+    use std::hash::BuildHasher;
+    let slot = foldhash::fast::FixedState::default().hash_one(tok) as usize % FD_CACHE;
+    let hit = FDS.with(|c| {
         c.borrow()
-            .as_ref()
+            .get(slot)
+            .and_then(Option::as_ref)
             .filter(|(k, _, _)| **k == *tok)
             .map(|(_, fd, path)| (*fd, path.clone()))
     });
@@ -1005,12 +1021,18 @@ fn ioctl_fd(tok: Option<&[u8]>) -> (Option<i128>, Option<Text>) {
     }
     let (fd, path) = fd_of(Some(tok));
     let path = text(path);
-    LAST_FD.with(|c| *c.borrow_mut() = Some((tok.into(), fd, path.clone())));
+    FDS.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.is_empty() {
+            c.resize(FD_CACHE, None);
+        }
+        c[slot] = Some((tok.into(), fd, path.clone()));
+    });
     (fd, path)
 }
 
 fn ioctl(call: &mut Call<'_>) -> Kind {
-    let (fd, path) = ioctl_fd(call.arg(0));
+    let (fd, path) = fd_text(call.arg(0));
     let (mut request, d, t, nr, mut size, named, ioctl) =
         request_of(call.arg_or_empty(1), path.as_ref().map(|p| &p.0[..]));
     let (mut arg, mut out) = (None, None);
@@ -1061,7 +1083,7 @@ fn ioctl(call: &mut Call<'_>) -> Kind {
     }
     let size = size.map(|s| call.u64(s));
     let fd = fd.map_or(-1, |f| call.fd(f));
-    Kind::Ioctl(Box::new(Ioctl {
+    Kind::Ioctl(Ioctl {
         fd,
         path,
         request,
@@ -1072,12 +1094,12 @@ fn ioctl(call: &mut Call<'_>) -> Kind {
         ioctl,
         arg,
         out,
-    }))
+    })
 }
 
 fn mmap(call: &mut Call<'_>) -> Kind {
     let addr = int_of(call.arg(0), None, 0);
-    let (fd, path) = fd_of(call.arg(4));
+    let (fd, path) = fd_text(call.arg(4));
     let mut off = int_of(call.arg(5), None, 0);
     if call.name == "mmap2" {
         off *= 4096;
@@ -1095,7 +1117,7 @@ fn mmap(call: &mut Call<'_>) -> Kind {
         prot: call.u64(prot),
         flags: call.u64(flags),
         fd: fd.map_or(-1, |f| call.fd(f)),
-        path: text(path),
+        path,
         offset: call.u64(off),
     })
 }

@@ -13,6 +13,7 @@ use crate::kfd;
 use crate::read::pytext::{self, py_regex};
 use regex::{Captures, Regex};
 use std::borrow::Cow;
+use std::rc::Rc;
 use std::sync::LazyLock;
 
 pub const TEXT_MAX: usize = 300;
@@ -160,7 +161,7 @@ pub struct Parser {
     /// an SVM line waiting for its attrs
     svm: Option<Event>,
     want: usize,
-    out: Vec<Box<Event>>,
+    out: Vec<Rc<Event>>,
 }
 
 impl Parser {
@@ -175,7 +176,7 @@ impl Parser {
     }
 
     /// The events one line completes, appended to `out`.
-    pub fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Box<Event>>) {
+    pub fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Rc<Event>>) {
         self.info.lines += 1;
         if pytext::is_blank(line) {
             return self.drain(out);
@@ -207,12 +208,12 @@ impl Parser {
         self.drain(out)
     }
 
-    pub fn finish(&mut self, out: &mut Vec<Box<Event>>) {
+    pub fn finish(&mut self, out: &mut Vec<Rc<Event>>) {
         self.flush_svm();
         self.drain(out)
     }
 
-    fn drain(&mut self, out: &mut Vec<Box<Event>>) {
+    fn drain(&mut self, out: &mut Vec<Rc<Event>>) {
         self.info.events += self.out.len() as u64;
         out.append(&mut self.out);
     }
@@ -297,7 +298,7 @@ impl Parser {
             .or_else(|| kfd::static_name(name));
         let ev = Event::new(
             h,
-            Kind::Ioctl(Box::new(Ioctl {
+            Kind::Ioctl(Ioctl {
                 fd: -1,
                 path: Some(Text::from("/dev/kfd")),
                 request,
@@ -308,7 +309,7 @@ impl Parser {
                 ioctl,
                 arg: Some(Value::Struct(arg)),
                 out: (!out_f.is_empty()).then_some(Value::Struct(out_f)),
-            })),
+            }),
         );
         if svm {
             self.want = match nattr {
@@ -321,10 +322,10 @@ impl Parser {
             }
             let mut ev = ev;
             svm_done(&mut ev);
-            self.out.push(Box::new(ev));
+            self.out.push(Rc::new(ev));
             return;
         }
-        self.out.push(Box::new(ev));
+        self.out.push(Rc::new(ev));
     }
 
     /// One attribute line of the pending SVM call; false when it is not the
@@ -365,7 +366,7 @@ impl Parser {
             ev.h.partial = true; // the log lost attribute lines
         }
         svm_done(&mut ev);
-        self.out.push(Box::new(ev));
+        self.out.push(Rc::new(ev));
     }
 
     fn generic(
@@ -396,9 +397,9 @@ impl Parser {
             self.info.has_decorations = true;
         }
         let pb = path.map(str::as_bytes);
-        self.out.push(Box::new(Event::new(
+        self.out.push(Rc::new(Event::new(
             h,
-            Kind::Ioctl(Box::new(Ioctl {
+            Kind::Ioctl(Ioctl {
                 fd,
                 path: path.map(Text::from),
                 request: Some(kfd::ioc(idir, itype, nr, size)),
@@ -409,7 +410,7 @@ impl Parser {
                 ioctl: kfd::ioctl_name(itype, nr, pb, None),
                 arg: None,
                 out: None,
-            })),
+            }),
         )));
     }
 }

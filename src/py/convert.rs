@@ -581,7 +581,7 @@ pub fn event_from_py(obj: &Bound<'_, PyAny>, files: &mut Files) -> PyResult<Even
             let name = get(obj, "ioctl")?;
             let arg = get(obj, "arg")?;
             let out = get(obj, "out")?;
-            Kind::Ioctl(Box::new(Ioctl {
+            Kind::Ioctl(Ioctl {
                 fd: fd(obj)?,
                 path: path(obj)?,
                 request: get(obj, "request")?
@@ -606,7 +606,7 @@ pub fn event_from_py(obj: &Bound<'_, PyAny>, files: &mut Files) -> PyResult<Even
                 } else {
                     Some(value_from_py(&out)?)
                 },
-            }))
+            })
         }
         "Mmap" => Kind::Mmap(Mmap {
             addr: opt_addr_from_py(&get(obj, "addr")?)?,

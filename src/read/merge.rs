@@ -44,14 +44,14 @@ pub trait Spill: Sized {
     fn unspill(r: &mut dyn Read) -> io::Result<Option<Self>>;
 }
 
-/// A boxed item spills as the item (the event stream moves boxes: a
+/// A shared item spills as the item (the event stream moves `Rc`s: a
 /// pointer, not some 280 bytes, through each stage).
-impl<T: Spill> Spill for Box<T> {
+impl<T: Spill> Spill for Rc<T> {
     fn spill(&self, w: &mut dyn Write) -> io::Result<()> {
         (**self).spill(w)
     }
     fn unspill(r: &mut dyn Read) -> io::Result<Option<Self>> {
-        Ok(T::unspill(r)?.map(Box::new))
+        Ok(T::unspill(r)?.map(Rc::new))
     }
 }
 

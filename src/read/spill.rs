@@ -418,7 +418,7 @@ impl Spill for Event {
                 let (fds, paths) = r.fds()?;
                 Kind::Syscall(Syscall { fds, paths })
             }
-            5 => Kind::Ioctl(Box::new(Ioctl {
+            5 => Kind::Ioctl(Ioctl {
                 fd: r.i32()?,
                 path: r.text()?,
                 request: r.opt(R::u32)?,
@@ -429,7 +429,7 @@ impl Spill for Event {
                 ioctl: r.opt(|r| Ok(ioctl_name(r.string()?)))?.flatten(),
                 arg: r.opt(R::value)?,
                 out: r.opt(R::value)?,
-            })),
+            }),
             6 => Kind::Mmap(Mmap {
                 addr: r.opt(R::u64)?,
                 length: r.u64()?,

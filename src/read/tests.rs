@@ -861,7 +861,7 @@ mod wired {
         let evs = vec![
             Event::new(
                 h.clone(),
-                Kind::Ioctl(Box::new(Ioctl {
+                Kind::Ioctl(Ioctl {
                     fd: 3,
                     path: Some(Text::from("/dev/kfd")),
                     request: Some(7),
@@ -878,7 +878,7 @@ mod wired {
                         ])]),
                     )])),
                     out: None,
-                })),
+                }),
             ),
             Event::new(
                 h.clone(),
@@ -938,7 +938,7 @@ mod ff {
     struct Clones(InputInfo);
 
     impl Dialect for Clones {
-        fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Box<Event>>) {
+        fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<std::rc::Rc<Event>>) {
             self.0.lines += 1;
             let w: Vec<&str> = line.split(' ').collect();
             if let ["clone", n, how] = w[..] {
@@ -947,7 +947,7 @@ mod ff {
                     ret: n.parse().ok(),
                     ..Default::default()
                 };
-                out.push(Box::new(Event::new(
+                out.push(std::rc::Rc::new(Event::new(
                     h,
                     Kind::Clone(Clone {
                         child: n.parse().ok(),
@@ -959,7 +959,7 @@ mod ff {
                 self.0.events += 1;
             }
         }
-        fn finish(&mut self, _: &mut Vec<Box<Event>>) {}
+        fn finish(&mut self, _: &mut Vec<std::rc::Rc<Event>>) {}
         fn info(&mut self) -> &mut InputInfo {
             &mut self.0
         }
@@ -1173,7 +1173,10 @@ mod chunked {
         t.min_bytes = 0;
         let infos = t.infos.clone();
         let chunks = t.chunks.clone();
-        let evs: Vec<Event> = t.events().map(|r| *r.unwrap()).collect();
+        let evs: Vec<Event> = t
+            .events()
+            .map(|r| std::rc::Rc::unwrap_or_clone(r.unwrap()))
+            .collect();
         let infos = infos.borrow().clone();
         (evs, infos, chunks.get())
     }
@@ -1243,7 +1246,7 @@ mod chunked {
                 let mut t = Trace::new(&p, files, max_line, Builtin);
                 t.min_bytes = 0;
                 let infos = t.infos.clone();
-                let evs: Vec<Result<Event, _>> = t.events().map(|r| r.map(|b| *b)).collect();
+                let evs: Vec<Result<Event, _>> = t.events().map(|r| r.map(std::rc::Rc::unwrap_or_clone)).collect();
                 let i = infos.borrow().clone();
                 (evs, i)
             };
@@ -1253,7 +1256,7 @@ mod chunked {
             t.batch_lines = batch;
             t.min_bytes = 0;
             let infos = t.infos.clone();
-            let evs: Vec<Result<Event, _>> = t.events().map(|r| r.map(|b| *b)).collect();
+            let evs: Vec<Result<Event, _>> = t.events().map(|r| r.map(std::rc::Rc::unwrap_or_clone)).collect();
             let i = infos.borrow().clone();
             prop_assert_eq!(&seq.0, &evs);
             prop_assert_eq!(&seq.1, &i);

@@ -11,7 +11,7 @@ use super::lines::{CHUNK, Line, LineReader, ReadInfo};
 use super::merge::{Key, Maker, Spill, Stream, bounded_merge};
 use super::open::FileSpec;
 use super::{InputError, input_error};
-use crate::events::{Event, FileId, Format, InputInfo, Kind, Text};
+use crate::events::{Event, FileId, Format, InputInfo, Kind, Text, own};
 use crate::parse::strace::{PreCall, SharedTgids};
 use crate::parse::{strace, tinygrad};
 use std::borrow::Cow;
@@ -52,29 +52,30 @@ pub const MERGE_CHUNK: usize = 64 << 10;
 /// A parser of one file of one dialect.
 pub trait Dialect {
     /// The events line `lineno` completes, appended to `out`.
-    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Box<Event>>);
-    /// `feed` with the line's pre-parse from a worker (--jobs).
+    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Rc<Event>>);
+    /// `feed` with the line's pre-parse from a worker (--jobs), which the
+    /// parser may take parts of.
     fn feed_pre(
         &mut self,
         lineno: u64,
         line: &str,
-        pre: Option<PreCall>,
-        out: &mut Vec<Box<Event>>,
+        pre: Option<&mut PreCall>,
+        out: &mut Vec<Rc<Event>>,
     ) {
         let _ = pre;
         self.feed(lineno, line, out)
     }
     /// The events still pending at the end of the file.
-    fn finish(&mut self, out: &mut Vec<Box<Event>>);
+    fn finish(&mut self, out: &mut Vec<Rc<Event>>);
     /// The file's counts, which reading adds to as well.
     fn info(&mut self) -> &mut InputInfo;
 }
 
 impl Dialect for tinygrad::Parser {
-    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Box<Event>>) {
+    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Rc<Event>>) {
         tinygrad::Parser::feed(self, lineno, line, out)
     }
-    fn finish(&mut self, out: &mut Vec<Box<Event>>) {
+    fn finish(&mut self, out: &mut Vec<Rc<Event>>) {
         tinygrad::Parser::finish(self, out)
     }
     fn info(&mut self) -> &mut InputInfo {
@@ -107,19 +108,19 @@ pub trait Dialects {
 }
 
 impl Dialect for strace::Parser {
-    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Box<Event>>) {
+    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Rc<Event>>) {
         strace::Parser::feed_text(self, lineno, line, out)
     }
     fn feed_pre(
         &mut self,
         lineno: u64,
         line: &str,
-        pre: Option<PreCall>,
-        out: &mut Vec<Box<Event>>,
+        pre: Option<&mut PreCall>,
+        out: &mut Vec<Rc<Event>>,
     ) {
         strace::Parser::feed_pre(self, lineno, line, pre, out)
     }
-    fn finish(&mut self, out: &mut Vec<Box<Event>>) {
+    fn finish(&mut self, out: &mut Vec<Rc<Event>>) {
         strace::Parser::finish(self, out)
     }
     fn info(&mut self) -> &mut InputInfo {
@@ -257,8 +258,8 @@ pub struct FileEvents {
     /// where the chunk count goes
     chunks: Rc<Cell<u64>>,
     parser: Box<dyn Dialect>,
-    out: VecDeque<Box<Event>>,
-    buf: Vec<Box<Event>>,
+    out: VecDeque<Rc<Event>>,
+    buf: Vec<Rc<Event>>,
     done: bool,
     finished: bool,
     path: String,
@@ -275,10 +276,13 @@ impl FileEvents {
             self.finished = true;
             return;
         };
-        let pre = std::mem::take(&mut b.pre);
-        for (item, pre) in b.items.iter().zip(pre) {
+        let mut pre = std::mem::take(&mut b.pre);
+        for (item, pre) in b.items.iter().zip(&mut pre) {
             match *item {
-                Item::Line(n, s, e) => self.parser.feed_pre(n, b.line(s, e), pre, &mut self.buf),
+                Item::Line(n, s, e) => {
+                    self.parser
+                        .feed_pre(n, b.line(s, e), pre.as_mut(), &mut self.buf)
+                }
                 Item::Long => self.parser.info().lines += 1,
                 Item::Counts(ref d) => chunked::add_counts(self.parser.info(), d),
                 Item::Err(ref e) => {
@@ -302,7 +306,7 @@ impl FileEvents {
         self.out = VecDeque::from(std::mem::replace(&mut self.buf, empty));
     }
 
-    fn end(&mut self) -> Option<Result<Box<Event>, InputError>> {
+    fn end(&mut self) -> Option<Result<Rc<Event>, InputError>> {
         self.done = true;
         let info = std::mem::take(self.parser.info());
         // a strace log of only strace's own messages (attach, detach, a
@@ -321,7 +325,7 @@ impl FileEvents {
 }
 
 impl Iterator for FileEvents {
-    type Item = Result<Box<Event>, InputError>;
+    type Item = Result<Rc<Event>, InputError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
@@ -486,7 +490,7 @@ impl<D: Dialects + 'static> Trace<D> {
 
     /// The merged stream in completion order; seq unique in the trace.
     /// Consumes the files (a pipe is read once).
-    pub fn events(mut self) -> Box<dyn Iterator<Item = Result<Box<Event>, InputError>>>
+    pub fn events(mut self) -> Box<dyn Iterator<Item = Result<Rc<Event>, InputError>>>
     where
         Event: Spill,
     {
@@ -511,19 +515,19 @@ impl<D: Dialects + 'static> Trace<D> {
         let chunk = if files.len() <= 8 { CHUNK } else { MERGE_CHUNK };
         let mut slots: Vec<Option<FileSpec>> = files.into_iter().map(Some).collect();
         let me = Rc::new(self);
-        let makers: Vec<Maker<Box<Event>>> = order
+        let makers: Vec<Maker<Rc<Event>>> = order
             .into_iter()
             .enumerate()
             .map(|(pos, i)| {
                 let mut spec = slots[i].take().expect("each file once");
                 let me = me.clone();
                 let threads = threads.clone();
-                Box::new(move || -> Stream<Box<Event>> {
+                Box::new(move || -> Stream<Rc<Event>> {
                     match me.file_events(i, &mut spec, Some(&threads), chunk, 1) {
                         Ok(evs) => Box::new(keyed(evs, pos as u32)),
                         Err(e) => Box::new(std::iter::once(Err(e))),
                     }
-                }) as Maker<Box<Event>>
+                }) as Maker<Rc<Event>>
             })
             .collect();
         let merged = bounded_merge(makers, me.max_open);
@@ -532,8 +536,8 @@ impl<D: Dialects + 'static> Trace<D> {
 }
 
 fn with_seq(
-    evs: Box<dyn Iterator<Item = Result<Box<Event>, InputError>>>,
-) -> impl Iterator<Item = Result<Box<Event>, InputError>> {
+    evs: Box<dyn Iterator<Item = Result<Rc<Event>, InputError>>>,
+) -> impl Iterator<Item = Result<Rc<Event>, InputError>> {
     let mut seq = 0;
     let mut failed = false;
     evs.map_while(move |r| {
@@ -542,7 +546,7 @@ fn with_seq(
         }
         Some(match r {
             Ok(mut ev) => {
-                ev.h.seq = seq;
+                own(&mut ev).h.seq = seq;
                 seq += 1;
                 Ok(ev)
             }
@@ -555,7 +559,7 @@ fn with_seq(
 }
 
 /// A file's events with their merge [`Key`]s.
-fn keyed(evs: FileEvents, idx: u32) -> impl Iterator<Item = Result<(Key, Box<Event>), InputError>> {
+fn keyed(evs: FileEvents, idx: u32) -> impl Iterator<Item = Result<(Key, Rc<Event>), InputError>> {
     let mut last = f64::NEG_INFINITY;
     let mut n = 0;
     evs.map(move |r| {

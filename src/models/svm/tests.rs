@@ -98,7 +98,7 @@ impl Trace {
             arg: Some(arg),
             out: None,
         };
-        self.push(tid, Kind::Ioctl(Box::new(io)), 1e-5, None);
+        self.push(tid, Kind::Ioctl(io), 1e-5, None);
     }
 
     /// An intent call around what `body` issues.

@@ -21,6 +21,7 @@ use crate::read::open::{FileSpec, open_files};
 use crate::read::trace::{Builtin, Dialect, Dialects, Threads, Trace};
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Way {
@@ -57,13 +58,13 @@ fn parse(lines: &[String], way: Way) -> Run {
     for (i, l) in lines.iter().enumerate() {
         let n = i as u64 + 1;
         match way {
-            Way::Pre => p.feed_pre(n, l, pre_parse(FileId(0), n, l), &mut out),
+            Way::Pre => p.feed_pre(n, l, pre_parse(FileId(0), n, l).as_mut(), &mut out),
             _ => p.feed_text(n, l, &mut out),
         }
-        events.extend(out.drain(..).map(|e| (i, *e)));
+        events.extend(out.drain(..).map(|e| (i, Rc::unwrap_or_clone(e))));
     }
     p.finish(&mut out);
-    events.extend(out.drain(..).map(|e| (lines.len(), *e)));
+    events.extend(out.drain(..).map(|e| (lines.len(), Rc::unwrap_or_clone(e))));
     Run {
         events,
         info: p.info,
@@ -203,7 +204,7 @@ fn read<D: Dialects + 'static>(path: &str, dialects: D, jobs: usize) -> Read {
     t.batch_lines = 3;
     t.min_bytes = 0;
     let infos = t.infos.clone();
-    let evs = t.events().map(|r| r.map(|b| *b)).collect();
+    let evs = t.events().map(|r| r.map(Rc::unwrap_or_clone)).collect();
     let infos = infos.borrow().clone();
     (evs, infos)
 }

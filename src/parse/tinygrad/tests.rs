@@ -11,7 +11,7 @@ fn run(lines: &[&str]) -> (Vec<Event>, InputInfo) {
         p.feed(i as u64 + 1, l, &mut out);
     }
     p.finish(&mut out);
-    (out.into_iter().map(|b| *b).collect(), p.info)
+    (out.into_iter().map(Rc::unwrap_or_clone).collect(), p.info)
 }
 
 fn io(ev: &Event) -> &Ioctl {

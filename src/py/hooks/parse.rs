@@ -83,10 +83,7 @@ pub fn parse_lines<'py>(
             let mut h = HashMap::new();
             for (k, v) in d.iter() {
                 let (line, text): (u64, Bound<'py, PyAny>) = v.extract()?;
-                h.insert(
-                    k.extract::<u32>()?,
-                    (line, text_from_py(&text)?.0.into_vec()),
-                );
+                h.insert(k.extract::<u32>()?, (line, text_from_py(&text)?.0.to_vec()));
             }
             Some(h)
         }
@@ -106,7 +103,7 @@ pub fn parse_lines<'py>(
     p.finish(&mut evs);
     let out = PyList::empty(py);
     for (seq, ev) in evs.iter_mut().enumerate() {
-        ev.h.seq = seq as u64;
+        crate::events::own(ev).h.seq = seq as u64;
         out.append(event_to_py(py, ev, &files)?)?;
     }
     PyTuple::new(py, [out.into_any(), info_to_py(py, &p.info)?.into_any()])

@@ -34,7 +34,7 @@ pub fn parse_tinygrad_lines<'py>(
     let files = Files::new([Text::from(file)]);
     let out = PyList::empty(py);
     for (seq, ev) in evs.iter_mut().enumerate() {
-        ev.h.seq = seq as u64;
+        crate::events::own(ev).h.seq = seq as u64;
         out.append(event_to_py(py, ev, &files)?)?;
     }
     PyTuple::new(py, [out.into_any(), info_to_py(py, &p.info)?])
@@ -141,14 +141,18 @@ pub fn trace_events<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let arg = arg.to_string();
     let fmt = input_format.map(str::to_string);
-    type Got = (Vec<Box<crate::events::Event>>, Vec<InputInfo>, Vec<String>);
+    type Got = (Vec<crate::events::Event>, Vec<InputInfo>, Vec<String>);
     let got: Result<Got, InputError> = py.detach(move || {
         let files = open_files(&arg, fmt.as_deref())?;
         let paths: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
         let mut t = Trace::new(&arg, files, max_line, Builtin);
         t.max_open = max_open;
         let infos = t.infos.clone();
-        let evs: Result<Vec<_>, InputError> = t.events().collect();
+        // (each event out of its `Rc`: the list crosses back to Python's thread)
+        let evs: Result<Vec<_>, InputError> = t
+            .events()
+            .map(|r| r.map(std::rc::Rc::unwrap_or_clone))
+            .collect();
         let infos = infos.borrow().clone();
         Ok((evs?, infos, paths))
     });
