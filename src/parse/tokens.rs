@@ -22,7 +22,7 @@
 //! are byte offsets into the line, so every slice of an ASCII `&str` taken at
 //! them is a valid `&str`.
 
-use crate::parse::values;
+use crate::parse::lex::{all_but, char_end};
 use memchr::{memchr, memchr2, memmem, memrchr};
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -208,7 +208,7 @@ fn is_closer(c: u8) -> bool {
 }
 
 /// The characters of the atom `[^"<>(){}\[\],/]++`
-const PLAIN: [bool; 256] = values::all_but(b"\"<>(){}[],/");
+const PLAIN: [bool; 256] = all_but(b"\"<>(){}[],/");
 
 /// [`PLAIN`] without `'`: in an argument list it starts a character literal
 /// (the general grammar's atom; values.rs)
@@ -234,7 +234,7 @@ fn skip_table(s: &[u8], mut i: usize, class: &[bool; 256]) -> usize {
 }
 
 /// The bytes of a decoration with no meaning to [`deco_end`].
-const DECO_PLAIN: [bool; 256] = values::all_but(b"<>\"\\-");
+const DECO_PLAIN: [bool; 256] = all_but(b"<>\"\\-");
 
 /// The byte at `i`, or 0 past the end (0 is in none of the classes tested
 /// with it).
@@ -338,7 +338,7 @@ fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
                 None => return j,
             },
             // a character literal (`','` is one argument), else a lone `'`
-            b'\'' => j = values::char_end(s, j).unwrap_or(j + 1),
+            b'\'' => j = char_end(s, j).unwrap_or(j + 1),
             // `1<<16`: a shift, not a decoration
             b'<' if at(s, j + 1) == b'<' => j += 2,
             b'<' => match deco_end(s, j) {
@@ -898,7 +898,7 @@ impl Groups {
                 },
                 // well_formed's atoms: a character literal (`','` is no
                 // comma, `'}'` no closer), else a lone `'`; `1<<16`, a shift
-                b'\'' => j = values::char_end(s, j).unwrap_or(j + 1),
+                b'\'' => j = char_end(s, j).unwrap_or(j + 1),
                 b'<' if at(s, j + 1) == b'<' => j += 2,
                 b'<' => match deco_end(s, j) {
                     Some(k) => j = k,

@@ -10,6 +10,9 @@
 
 use crate::events::{Name, Text, Value};
 use crate::kfd;
+pub(crate) use crate::parse::lex::char_end;
+use crate::parse::lex::utf8_width;
+pub use crate::parse::lex::{all_but, at, skip};
 use crate::parse::tokens::{self, Builder};
 use memchr::{memchr, memmem};
 use std::borrow::Cow;
@@ -22,17 +25,6 @@ pub fn is_ws(c: u8) -> bool {
 /// re's `\w` on ASCII
 pub fn is_word(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
-}
-
-pub fn at(s: &[u8], i: usize) -> u8 {
-    s.get(i).copied().unwrap_or(0)
-}
-
-pub fn skip(s: &[u8], mut i: usize, class: impl Fn(u8) -> bool) -> usize {
-    while i < s.len() && class(s[i]) {
-        i += 1;
-    }
-    i
 }
 
 pub fn strip(s: &[u8]) -> &[u8] {
@@ -180,65 +172,6 @@ pub fn comment_end(s: &[u8], k: usize) -> usize {
     s.len()
 }
 
-/// At `k`: the end of a C character literal.
-pub(crate) fn char_end(s: &[u8], k: usize) -> Option<usize> {
-    if at(s, k) != b'\'' {
-        return None;
-    }
-    let c = at(s, k + 1);
-    if k + 1 >= s.len() || c == b'\'' {
-        return None;
-    }
-    if c != b'\\' {
-        // one code point
-        let w = utf8_width(s, k + 1);
-        return (at(s, k + 1 + w) == b'\'').then_some(k + 2 + w);
-    }
-    let e = k + 2;
-    if e >= s.len() {
-        return None;
-    }
-    let mut cands: Vec<usize> = Vec::with_capacity(3);
-    let c = s[e];
-    if c == b'x' {
-        let h = skip(s, e + 1, |c| c.is_ascii_hexdigit()).min(e + 3);
-        for m in (e + 2..=h).rev() {
-            cands.push(m);
-        }
-    } else if (b'0'..=b'7').contains(&c) {
-        let o = skip(s, e, |c| (b'0'..=b'7').contains(&c)).min(e + 3);
-        for m in (e + 1..=o).rev() {
-            cands.push(m);
-        }
-    }
-    // `.` (no newline: the pattern is not re.S)
-    if c != b'\n' {
-        cands.push(e + utf8_width(s, e));
-    }
-    cands
-        .into_iter()
-        .find(|&m| at(s, m) == b'\'')
-        .map(|m| m + 1)
-}
-
-/// Bytes of the code point at `i` (a stray byte is one).
-fn utf8_width(s: &[u8], i: usize) -> usize {
-    let w = match at(s, i) {
-        0xc2..=0xdf => 2,
-        0xe0..=0xef => 3,
-        0xf0..=0xf4 => 4,
-        _ => 1,
-    };
-    if w > 1
-        && s.get(i..i + w)
-            .is_some_and(|c| std::str::from_utf8(c).is_ok())
-    {
-        w
-    } else {
-        1
-    }
-}
-
 fn skip_opaque(s: &[u8], k: usize, c: u8, flat: bool) -> usize {
     match c {
         b'"' => string_end(s, k),
@@ -264,17 +197,6 @@ fn skip_opaque(s: &[u8], k: usize, c: u8, flat: bool) -> usize {
 }
 
 // --- the well-formed language ---------------------------------------------
-
-/// A byte class as a table: every byte but those of `special`.
-pub const fn all_but(special: &[u8]) -> [bool; 256] {
-    let mut t = [true; 256];
-    let mut i = 0;
-    while i < special.len() {
-        t[special[i] as usize] = false;
-        i += 1;
-    }
-    t
-}
 
 /// `[^"<>(){}\[\],/']`
 const PLAIN: [bool; 256] = all_but(b"\"<>(){}[],/'");
