@@ -17,7 +17,7 @@
 //! Memory: at most `3 × N + 1` batches of [`BATCH_LINES`] lines in flight.
 
 use super::InputError;
-use super::trace::CleanLines;
+use super::lines::CleanLines;
 use crate::events::{FileId, InputInfo, Text};
 use crate::parse::strace::{self, PreCall};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};

@@ -5,6 +5,7 @@
 
 use super::pytext;
 use super::{InputError, input_error, why};
+use crate::events::InputInfo;
 use memchr::memchr;
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -371,5 +372,91 @@ fn ascii_is_is_ascii() {
                 v[pos] = keep;
             }
         }
+    }
+}
+
+/// The lines of one file after reading and layout clean-up, counted into
+/// the parser's info as the reader and the layout clean-up count them.
+pub struct CleanLines {
+    lr: LineReader<Box<dyn Read + Send>>,
+    layout: super::Layout,
+}
+
+impl CleanLines {
+    pub fn new(
+        r: Box<dyn Read + Send>,
+        path: &str,
+        layout: super::Layout,
+        max_line: usize,
+        chunk: usize,
+    ) -> Self {
+        CleanLines {
+            lr: LineReader::new(r, ReadInfo::new(path), max_line).chunk_size(chunk),
+            layout,
+        }
+    }
+
+    /// The next line to feed, borrowed from the read buffer where it can
+    /// be (None text: an over-long line, to be counted in info.lines),
+    /// Ok(None) at the end.
+    pub fn next(&mut self, info: &mut InputInfo) -> Result<Option<Line<'_>>, InputError> {
+        loop {
+            // the reader's counts move to info first (in line order)
+            let got = self.lr.advance();
+            self.sync(info);
+            let Some((lineno, is_line)) = got? else {
+                return Ok(None);
+            };
+            if lineno < self.layout.first && !self.layout.plain() {
+                info.preamble += 1;
+                if !is_line {
+                    // an over-long preamble line
+                    info.too_long -= 1;
+                    info.unparsed -= 1;
+                    if info.unparsed_samples.last().is_some_and(|s| s.0 == lineno) {
+                        info.unparsed_samples.pop();
+                    }
+                }
+                info.lines += 1;
+                continue;
+            }
+            if !is_line {
+                return Ok(Some((lineno, None)));
+            }
+            let text = self.lr.text();
+            let prefix = &self.layout.prefix;
+            if prefix.is_empty() {
+                return Ok(Some((lineno, Some(text))));
+            }
+            let out = match text {
+                Cow::Borrowed(t) => Cow::Borrowed(self.layout.unprefix(t)),
+                Cow::Owned(t) => {
+                    let rest = self.layout.unprefix(&t);
+                    if rest.len() == t.len() {
+                        Cow::Owned(t)
+                    } else {
+                        Cow::Owned(rest.to_string())
+                    }
+                }
+            };
+            return Ok(Some((lineno, Some(out))));
+        }
+    }
+
+    /// Move what the reader counted into the file's info, in line order.
+    fn sync(&mut self, info: &mut InputInfo) {
+        let r = &mut self.lr.info;
+        if r.unparsed > 0 || r.too_long > 0 {
+            info.too_long += std::mem::take(&mut r.too_long);
+            let n = std::mem::take(&mut r.unparsed);
+            let samples = std::mem::take(&mut r.unparsed_samples);
+            let k = samples.len() as u64;
+            for (line, text) in samples {
+                info.add_unparsed(line, text.as_bytes());
+            }
+            info.unparsed += n - k;
+        }
+        info.ends_mid_line |= r.ends_mid_line;
+        info.crlf |= r.crlf;
     }
 }

@@ -9,8 +9,9 @@ use crate::py::read::{err, info_to_py};
 use crate::read::InputError;
 use crate::read::detect::format_name;
 use crate::read::lines::CHUNK;
+use crate::read::lines::CleanLines;
 use crate::read::open::{FileSpec, open_files};
-use crate::read::trace::{Builtin, CleanLines, Trace};
+use crate::read::trace::{Builtin, Trace};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
