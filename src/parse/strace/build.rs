@@ -1,0 +1,152 @@
+//! A call's event as its text alone makes it: the arguments normalized
+//! (syscalls.rs), the header filled, and what building it counts.
+
+use super::*;
+
+/// A call's event as its text alone makes it (no pid or tid yet), and what
+/// building it counts into the file's info.  `E` is where the event is
+/// placed: in its `Rc` on the parser's thread, by value on a worker's
+/// (--jobs), whose batch crosses threads.
+#[derive(Debug)]
+pub struct Built<E = Rc<Event>> {
+    pub ev: Option<E>,
+    pub decorated: bool,
+    pub unparsed: bool,
+    pub intent: bool,
+    pub decoded: bool,
+}
+
+/// Where [`build_call`] puts the event it makes.
+pub trait Place: Sized {
+    fn place(ev: Event) -> Self;
+}
+
+/// In its `Rc` at once: the parser's thread builds the event where it
+/// stays, and the calls after it move a pointer.
+impl Place for Rc<Event> {
+    #[inline(always)]
+    fn place(ev: Event) -> Self {
+        Rc::new(ev)
+    }
+}
+
+/// By value: a worker's (--jobs), for the parser's thread to place.
+impl Place for Event {
+    #[inline(always)]
+    fn place(ev: Event) -> Self {
+        ev
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn build_call<E: Place>(
+    file: FileId,
+    name: &str,
+    mut args: Vec<Cow<'_, [u8]>>,
+    ret: Option<i128>,
+    err: Option<Name>,
+    rpath: Option<Vec<u8>>,
+    line: u64,
+    end_line: Option<u64>,
+    t: Option<f64>,
+    dur: Option<f64>,
+    text: &[u8],
+    partial: bool,
+) -> Built<E> {
+    let mut b = Built {
+        ev: None,
+        decorated: false,
+        unparsed: false,
+        intent: false,
+        decoded: false,
+    };
+    let mut names = Vec::new();
+    if !args.is_empty() {
+        // only a word can be `name=` (the loop below takes no other)
+        let named = |a: &[u8]| {
+            a.first().is_some_and(u8::is_ascii_alphabetic) && memchr::memchr(b'=', a).is_some()
+        };
+        if args.iter().any(|a| named(a)) {
+            for (i, a) in args.iter_mut().enumerate() {
+                // (the first byte before the scan: a struct, an fd or a
+                // number has no name)
+                if named(a) {
+                    let (k, v) = match a {
+                        Cow::Borrowed(b) => {
+                            let (k, v) = strip_name(b);
+                            (k.map(Cow::Borrowed), Cow::Borrowed(v))
+                        }
+                        Cow::Owned(o) => {
+                            let (k, v) = strip_name(o);
+                            (k.map(|k| Cow::Owned(k.to_vec())), Cow::Owned(v.to_vec()))
+                        }
+                    };
+                    if let Some(k) = k {
+                        names.push((i, k));
+                        *a = v;
+                    }
+                }
+            }
+        }
+        let a0 = &args[0];
+        if !a0.is_empty() && a0[0].is_ascii_digit() && memchr::memchr(b'<', a0).is_some() {
+            b.decorated = true;
+        }
+    }
+    let mut call = Call::new(Cow::Borrowed(name), args);
+    call.ret = ret;
+    call.err = err.clone();
+    call.ret_path = rpath;
+    call.names = names;
+    let n = syscalls::normalize(&mut call);
+    let mut overflow = call.overflow;
+    let hret = match ret {
+        None => None,
+        Some(r) => match i64::try_from(r) {
+            Ok(v) => Some(v),
+            Err(_) => match u64::try_from(r) {
+                Ok(u) => Some(u as i64),
+                Err(_) => {
+                    overflow = true;
+                    None
+                }
+            },
+        },
+    };
+    // the line is unparsed once, whichever of the two it is
+    b.unparsed = call.malformed || overflow;
+    if overflow {
+        // a number no register or field of this call holds
+        return b;
+    }
+    if name.starts_with("hsa_") {
+        b.intent = true;
+    } else if name == "ioctl"
+        && let Kind::Ioctl(i) = &n.kind
+        && i.arg.is_some()
+    {
+        b.decoded = true;
+    }
+    let h = Header {
+        file,
+        line,
+        end_line,
+        seq: 0,
+        pid: None,
+        tid: None,
+        time: t,
+        dur,
+        ret: hret,
+        err,
+        stack: Box::new([]),
+        text: cut_text(text),
+        partial,
+        injected: false,
+    };
+    b.ev = Some(E::place(Event {
+        h,
+        name: n.name,
+        kind: n.kind,
+    }));
+    b
+}
