@@ -1,0 +1,268 @@
+//! ioctl: the request (by number, `_IOC(…)` or name) decoded through the
+//! KFD/DRM catalogue, and the argument struct checked and trimmed.
+
+use super::*;
+
+/// (request, dir, type, nr, size, hint, name) of a request argument.
+type Request = (
+    Option<u32>,
+    Option<u8>,
+    Option<u8>,
+    Option<u8>,
+    Option<i128>,
+    Option<Vec<u8>>,
+    Option<Name>,
+);
+
+fn decode_request(req_tok: &[u8], path: Option<&[u8]>) -> Request {
+    let (rt, comment) = strip_comment(req_tok);
+    let rt = strip(&rt);
+    let mut request: Option<u32> = None;
+    let (mut d, mut t, mut nr, mut size): (Option<u8>, Option<u8>, Option<u8>, Option<i128>) =
+        (None, None, None, None);
+    let mut hint: Option<Vec<u8>> = None;
+    if let Some(v) = parse_int(rt) {
+        request = Some((v & 0xFFFFFFFF) as u32);
+        hint = comment.map(<[u8]>::to_vec);
+    } else if rt.starts_with(b"_IOC(") {
+        request = parse_ioc(rt);
+    } else {
+        hint = Some(rt.to_vec());
+        let dev = kfd::device_of(path);
+        for alt in memchr::memmem::find_iter(rt, b" or ")
+            .chain(std::iter::once(rt.len()))
+            .scan(0usize, |st, e| {
+                let a = &rt[*st..e];
+                *st = e + 4;
+                Some(a)
+            })
+        {
+            let a = strip(alt);
+            if let Some(r) = std::str::from_utf8(a).ok().and_then(kfd::request_by_name) {
+                d = Some(r.dir);
+                t = Some(r.type_);
+                nr = Some(r.nr);
+                size = Some(r.size.into());
+                let xdna = contains(alt, b"AMDXDNA");
+                if dev == Some(kfd::Device::Accel) && xdna {
+                    break;
+                }
+                if dev != Some(kfd::Device::Accel) && !xdna {
+                    break;
+                }
+            }
+        }
+        if let (Some(d), Some(t), Some(nr), Some(size)) = (d, t, nr, size) {
+            request = Some(kfd::ioc(d, t, nr, size as u16));
+        }
+    }
+    if let Some(r) = request {
+        let x = kfd::decode_request(r);
+        d = Some(x.dir);
+        t = Some(x.type_);
+        nr = Some(x.nr);
+        size = Some(x.size.into());
+    }
+    let hint_s = hint.as_deref().map(String::from_utf8_lossy);
+    let mut name: Option<Name> = match (t, nr) {
+        (Some(t), Some(nr)) => kfd::ioctl_name(t, nr, path, hint_s.as_deref()).map(Cow::Borrowed),
+        _ => None,
+    };
+    if name.is_none()
+        && let Some(h) = hint
+            .as_deref()
+            .filter(|h| !h.is_empty() && !h.starts_with(b"_IOC"))
+    {
+        let first = match find(h, b" or ") {
+            Some(k) => &h[..k],
+            None => h,
+        };
+        name = Some(Cow::Owned(
+            String::from_utf8_lossy(strip(first)).into_owned(),
+        ));
+    }
+    (request, d, t, nr, size, hint, name)
+}
+
+const INT_FIELDS: &[&str] = &[
+    "start_addr",
+    "size",
+    "op",
+    "nattr",
+    "handle",
+    "va_addr",
+    "gpu_id",
+    "flags",
+    "dmabuf_fd",
+    "fd",
+    "fd_flags",
+    "mmap_offset",
+    "n_devices",
+    "n_success",
+    "xnack_enabled",
+    "metadata_size",
+    "offset",
+];
+
+/// syscalls._ioctl_struct: (fields, malformed).  The decoded struct is
+/// kept and trimmed in place (fields dropped, `attrs` entries turned into
+/// pairs) rather than copied into a new one.
+fn ioctl_struct(val: Option<Value>) -> (Option<Value>, bool) {
+    let Some(Value::Struct(mut fields)) = val else {
+        return (None, false);
+    };
+    let mut bad = false;
+    fields.retain_mut(|(k, v)| {
+        let keep = if k == "attrs" {
+            attr_pairs(v)
+        } else if k == "device_ids_array" {
+            matches!(&*v, Value::List(x) if x.iter().all(is_int))
+        } else {
+            !INT_FIELDS.contains(&&**k) || is_int(v)
+        };
+        bad |= !keep;
+        keep
+    });
+    (Some(Value::Struct(fields)), bad)
+}
+
+/// An `attrs` list of `{type=…, value=…}` structs with int members as the
+/// list of their (type, value) pairs; false (the field is dropped) when it
+/// is no list or an entry is not such a struct.
+fn attr_pairs(v: &mut Value) -> bool {
+    let Value::List(items) = v else {
+        return false;
+    };
+    for a in items.iter_mut() {
+        let pair = match (a.get("type"), a.get("value")) {
+            // (get finds nothing in what is no struct)
+            (Some(ty), Some(va)) if is_int(ty) && is_int(va) => {
+                Value::Pair(Box::new((ty.clone(), va.clone())))
+            }
+            _ => return false,
+        };
+        *a = pair;
+    }
+    true
+}
+
+fn svm_ok(arg: &Value) -> bool {
+    ["start_addr", "size", "op", "nattr"]
+        .iter()
+        .all(|k| arg.get(k).is_some_and(is_int))
+}
+
+/// A decoded request: (request, dir, type, nr, size, named by a hint that
+/// is no `_IOC(…)`, canonical name).
+type Decoded = (
+    Option<u32>,
+    Option<u8>,
+    Option<u8>,
+    Option<u8>,
+    Option<i128>,
+    bool,
+    Option<&'static str>,
+);
+
+/// Recent (request text, fd path) -> decoded request: a trace names a
+/// handful of requests on a handful of fds millions of times.
+type RequestCache = Vec<(Box<[u8]>, Option<Box<[u8]>>, Decoded)>;
+
+thread_local! {
+    static REQUESTS: std::cell::RefCell<RequestCache> = const { std::cell::RefCell::new(Vec::new()) };
+}
+const REQUEST_CACHE: usize = 64;
+
+fn request_of(req_tok: &[u8], path: Option<&[u8]>) -> Decoded {
+    if let Some(d) = REQUESTS.with(|c| {
+        c.borrow()
+            .iter()
+            .find(|(r, p, _)| &r[..] == req_tok && p.as_deref() == path)
+            .map(|x| x.2)
+    }) {
+        return d;
+    }
+    let (request, d, t, nr, size, hint, name) = decode_request(req_tok, path);
+    let named = hint
+        .as_deref()
+        .is_some_and(|h| !h.is_empty() && !h.starts_with(b"_IOC"));
+    let name = name.and_then(|n| match n {
+        Cow::Borrowed(b) => Some(b),
+        Cow::Owned(o) => kfd::static_name(&o),
+    });
+    let out = (request, d, t, nr, size, named, name);
+    REQUESTS.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= REQUEST_CACHE {
+            c.remove(0);
+        }
+        c.push((req_tok.into(), path.map(Into::into), out));
+    });
+    out
+}
+
+pub(super) fn ioctl(call: &mut Call<'_>) -> Kind {
+    let (fd, path) = fd_text(call.arg(0));
+    let (mut request, d, t, nr, mut size, named, ioctl) =
+        request_of(call.arg_or_empty(1), path.as_ref().map(|p| &p.0[..]));
+    let (mut arg, mut out) = (None, None);
+    if let Some(atok) = call
+        .arg(2)
+        .filter(|a| a.starts_with(b"{") || a.starts_with(b"["))
+    {
+        match parse_value(atok) {
+            Value::Pair(p) => {
+                let (a, o) = *p;
+                arg = Some(a);
+                out = Some(o);
+            }
+            v => arg = Some(v),
+        }
+        let (a, bad_a) = ioctl_struct(arg);
+        let (o, bad_o) = ioctl_struct(out);
+        arg = a;
+        out = o;
+        // a field of another subsystem's struct (GPIO's flags=A|B, a
+        // udmabuf's memfd) that is no number where a KFD or DRM field of the
+        // same name is one is dropped, not a bad line: the call stays an
+        // ioctl on its fd with its result (issue 33)
+        let ours = matches!(t, Some(kfd::TYPE_KFD | kfd::TYPE_DRM));
+        if (bad_a || bad_o) && ours {
+            call.malformed = true;
+        }
+        let svm = (t, nr) == (Some(kfd::SVM.0), Some(kfd::SVM.1));
+        if svm && arg.as_ref().is_some_and(|a| !svm_ok(a)) {
+            arg = None;
+            out = None;
+        }
+        if svm
+            && let Some(a) = &arg
+            && matches!(a, Value::Struct(f) if !f.is_empty())
+            && let Some(nattr) = a.get("nattr").and_then(Value::as_i128)
+            && named
+        {
+            let s = 24 + 8 * nattr;
+            size = Some(s);
+            request = Some(kfd::ioc(
+                d.unwrap_or(3),
+                t.unwrap_or(0),
+                nr.unwrap_or(0),
+                (s & 0x3FFF) as u16,
+            ));
+        }
+    }
+    let size = size.map(|s| call.u64(s));
+    let fd = fd.map_or(-1, |f| call.fd(f));
+    Kind::Ioctl(Ioctl {
+        fd,
+        path,
+        request,
+        dir: d,
+        type_: t,
+        nr,
+        size,
+        ioctl,
+        arg,
+        out,
+    })
+}
