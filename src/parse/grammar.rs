@@ -510,7 +510,7 @@ fn path_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'+' | b'-' | b'/')
 }
 
-/// strace._diag_match: the message and where it starts (program name
+/// A strace diagnostic: the message and where it starts (program name
 /// included).
 /// (start, pid, attached) of a diagnostic
 pub type Diag<'a> = (usize, &'a [u8], bool);

@@ -97,7 +97,7 @@ fn u32_of(t: &[u8]) -> Option<u32> {
     std::str::from_utf8(t).ok()?.parse().ok()
 }
 
-/// A result value (strace._number): int(val, 0), else an octal like `022`.
+/// A result value: an integer as written (decimal, `0x`, `0o`, `0b`), else an octal like `022`.
 /// `val` is a number text the grammar read (never `?`): one past i128 is
 /// held as i128's end, which no register holds either, so the line is
 /// unparsed as the fast path makes it (not a `?` result).
@@ -666,7 +666,7 @@ impl Parser {
         Some(ev)
     }
 
-    /// A line the compiled tokenizer took (strace._scanned); None when a
+    /// A line the compiled tokenizer took; None when a
     /// number does not fit (the general path then decides).
     fn scanned(&mut self, lineno: u64, line: &[u8], r: tokens::Scanned<'_>) -> Option<bool> {
         let res = outcome_of(r.outcome.as_ref())?;

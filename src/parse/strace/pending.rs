@@ -4,7 +4,7 @@
 
 use super::*;
 
-/// A call waiting for its resumed line (strace._Pending).
+/// A call waiting for its resumed line.
 #[derive(Debug, Clone)]
 pub struct Pending {
     /// the entry line's text, the call's name, then its arguments, in one
