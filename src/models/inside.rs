@@ -11,14 +11,13 @@ use serde_json::json;
 use crate::events::Kind;
 use crate::findings::{Evidence, Finding};
 use crate::models::common::{Ev, Names, short, site};
-use crate::models::svm::NESTED_SLACK;
+use crate::models::svm;
 
 /// How many findings an intent looks back over at most, and how far back
 /// in time (the models' reorder horizon): the findings inside an intent's
 /// window are the most recent ones when it completes.
 const LOOK_BACK: usize = 64;
 const HORIZON_SECS: f64 = 1.0;
-const EPS: f64 = 1e-9;
 
 /// Name `intent` in every finding among `recent` (newest first) whose event
 /// ran inside its window on its thread and names no runtime call yet.
@@ -31,7 +30,7 @@ pub fn name_runtime_call<'a>(
         return;
     }
     let h = &intent.h;
-    let (Some(start), Some(end)) = (h.time, h.end()) else {
+    let (Some(start), Some(_)) = (h.time, h.end()) else {
         return;
     };
     for f in recent.take(LOOK_BACK) {
@@ -40,15 +39,11 @@ pub fn name_runtime_call<'a>(
         if t < start - HORIZON_SECS {
             break;
         }
-        // (a record before the intent's on its thread returned before it,
-        // whatever its logged end: see svm::inside)
         let inside = ev.h.file == h.file
             && ev.h.pid == h.pid
             && ev.h.tid == h.tid
             && ev.h.line != h.line
-            && t >= start - EPS
-            && (ev.h.line < h.line
-                || (t <= end + EPS && ev.h.end().unwrap_or(t) <= end + NESTED_SLACK + EPS));
+            && svm::inside(ev, intent);
         if !inside || f.details.contains_key("runtime_call") {
             continue;
         }

@@ -278,11 +278,6 @@ fn registered_since(c: &Claim, t: f64) -> bool {
     c.registrations > 1 && c.last_registered.is_some_and(|x| x >= t - EPS)
 }
 
-/// How many times the claim's range was registered while the model held it.
-fn registrations(c: &Claim) -> usize {
-    c.registrations as usize
-}
-
 fn liveness_by_windows(rec: &RecRef, victim: &Claim) -> Live {
     let d = rec.r.borrow();
     // the pages are taken while the SET_ATTR itself runs: a victim whose
@@ -312,7 +307,7 @@ fn liveness_by_windows(rec: &RecRef, victim: &Claim) -> Live {
         ];
         // (one registration only: of several, the revoke may be an earlier
         // one's, computed before the later one came back)
-        let counted = registrations(victim) == 1
+        let counted = victim.registrations == 1
             && d.released.iter().any(|c| {
                 let c = c.real();
                 let c = c.b();

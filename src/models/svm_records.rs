@@ -341,6 +341,22 @@ impl CRef {
 }
 
 impl Claim {
+    /// Count grant `g` as another registration of the claim's range when
+    /// it has the shape of the one that made it (no copy of its gpus).
+    pub fn count_registration(&mut self, g: &Grant) {
+        if self
+            .born_shape
+            .as_ref()
+            .is_some_and(|(gpus, flags)| *gpus == g.gpus && *flags == g.flags)
+        {
+            self.registrations += 1;
+            self.last_registered = match (self.last_registered, g.event.h.time) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+
     pub(crate) fn new(kind: ClaimKind, s: u64, e: u64, born: Option<Ev>) -> Self {
         Claim {
             kind,

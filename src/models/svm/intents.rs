@@ -174,14 +174,7 @@ impl SvmModel {
             }
             if let Some(g) = grant {
                 let mut tc = target.m();
-                // another lock's registration of the claim's range
-                if tc.born_shape.as_ref() == Some(&(g.gpus.clone(), g.flags)) {
-                    tc.registrations += 1;
-                    tc.last_registered = match (tc.last_registered, g.event.h.time) {
-                        (Some(a), Some(b)) => Some(a.max(b)),
-                        (a, b) => a.or(b),
-                    };
-                }
+                tc.count_registration(&g); // another lock's registration
                 tc.grants.push(g);
             }
             r.r.borrow_mut().claim = Some(target.clone());
@@ -600,13 +593,7 @@ fn late_loss(r: &RecRef, n: &CRef, xnack: Option<bool>) -> Option<Loss> {
         granted = g_union(&granted, &g.gpus);
         flags |= g.flags;
     }
-    let gpus = if !granted.is_empty() {
-        g_inter(&granted, &d.eff.taken)
-    } else if default_reliant(nb.kind, xnack) {
-        d.eff.taken.clone()
-    } else {
-        Vec::new()
-    };
+    let gpus = wanted(&granted, nb.kind, xnack, &d.eff.taken);
     let flags = flags & d.eff.cleared;
     let (lo, hi) = (d.s.max(nb.start), d.e.min(nb.end));
     if lo >= hi || (gpus.is_empty() && flags == 0) {

@@ -129,6 +129,19 @@ fn default_reliant(kind: ClaimKind, xnack: Option<bool>) -> bool {
     kind != ClaimKind::Application && xnack != Some(false)
 }
 
+/// The gpus a SET_ATTR taking `taken` can take from a claim of `kind` that
+/// granted `granted`: those it granted, or, if it granted none and relies
+/// on default access, every one taken.
+fn wanted(granted: &[u32], kind: ClaimKind, xnack: Option<bool>, taken: &Gpus) -> Gpus {
+    if !granted.is_empty() {
+        g_inter(granted, taken)
+    } else if default_reliant(kind, xnack) {
+        taken.clone()
+    } else {
+        Vec::new()
+    }
+}
+
 fn noaccess(st: &State) -> bool {
     st.access.iter().any(|a| a.1 == NO_ACCESS)
 }

@@ -127,13 +127,7 @@ impl Shared {
                 }
                 let (want, cflags, stale_gpus_nonempty, gpus_empty, ckind) = {
                     let b = c.b();
-                    let want = if !b.gpus.is_empty() {
-                        g_inter(&b.gpus, taken)
-                    } else if default_reliant(b.kind, p.xnack) {
-                        taken.clone()
-                    } else {
-                        Vec::new()
-                    };
+                    let want = wanted(&b.gpus, b.kind, p.xnack, taken);
                     (
                         want,
                         b.flags,
@@ -236,14 +230,10 @@ impl Shared {
                 }
                 // (a registration of a range the model still holds: the
                 // runtime's refcount, or a late release not landed yet)
-                let shape = (g.gpus.clone(), g.flags);
                 if new {
-                    ob.born_shape = Some(shape.clone());
+                    ob.born_shape = Some((g.gpus.clone(), g.flags));
                 }
-                if ob.born_shape.as_ref() == Some(&shape) {
-                    ob.registrations += 1;
-                    ob.last_registered = ev.h.time;
-                }
+                ob.count_registration(&g);
                 ob.add_grant(g.clone());
                 ob.recompute();
             }
