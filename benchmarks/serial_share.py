@@ -8,10 +8,11 @@ cores makes a run faster than 1 / serial share.
 
 Measured in instructions (valgrind's callgrind, one count per thread with
 --separate-threads=yes), not time: the same binary on the same trace counts
-the same on a loaded machine.  Per thread = Ir of analyzing the N-line
-trace - Ir of analyzing its first line, so interpreter start-up and imports
-cancel out; the main thread is the one whose count includes the start-up
-(the largest count of the 1-line run).  Chunking is forced on (the core
+the same on a loaded machine.  The main thread is callgrind's thread 1
+(the interpreter's, which runs the core's replay); the others are the
+reader and the parse workers.  Each side's count on the N-line trace minus
+its count on the trace's first line, so interpreter start-up and imports
+cancel out.  Chunking is forced on (the core
 chunks only files of 2 MiB and more by default).
 """
 from __future__ import annotations
@@ -31,8 +32,8 @@ ANALYZE = ("import sys, rocrtrace._engine as e; "
            "e.analyze([sys.argv[1]], jobs=int(sys.argv[2]), chunking=(1 << 16, 1 << 10))")
 
 
-def per_thread(path: Path, jobs: int) -> list[int]:
-    """Ir per thread of the core analyzing `path`, largest first."""
+def per_thread(path: Path, jobs: int) -> dict[int, int]:
+    """Ir per thread (callgrind's thread number) of the core analyzing `path`."""
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "cg.out"
         r = subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
@@ -40,12 +41,14 @@ def per_thread(path: Path, jobs: int) -> list[int]:
                             str(path), str(jobs)], capture_output=True, text=True)
         if r.returncode:
             raise SystemExit(f"callgrind failed: {r.stderr[-500:]}")
-        counts = []
+        counts = {}
         for f in Path(d).glob("cg.out*"):
-            m = re.search(r"^summary:\s+(\d+)", f.read_text(errors="replace"), re.M)
-            if m:
-                counts.append(int(m.group(1)))
-        return sorted(counts, reverse=True)
+            text = f.read_text(errors="replace")
+            t = re.search(r"^thread:\s+(\d+)", text, re.M)
+            m = re.search(r"^summary:\s+(\d+)", text, re.M)
+            if t and m:
+                counts[int(t.group(1))] = int(m.group(1))
+        return counts
 
 
 def main(argv=None):
@@ -72,8 +75,8 @@ def main(argv=None):
                     break
         base = per_thread(one, a.jobs)
         full = per_thread(path, a.jobs)
-        main_ir = full[0] - base[0]
-        workers = sum(full[1:]) - sum(base[1:])
+        main_ir = full[1] - base[1]
+        workers = (sum(full.values()) - full[1]) - (sum(base.values()) - base[1])
         total = main_ir + workers
         share = main_ir / total
         print(f"{kind} {n:,} lines, --jobs {a.jobs}: main thread {main_ir / n:,.0f} instr/line, "
