@@ -35,7 +35,7 @@ def _skipped_note(message: str):
 
 def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult:
     from .coverage import coverage, input_findings
-    from .findings import (Programs, assign_fingerprints, number_collisions, restore_texts,
+    from .findings import (Programs, assign_fingerprints, number_collisions,
                            symbolize_findings, symbolize_messages)
 
     result = AnalysisResult(fail_on=fail_on)
@@ -61,9 +61,6 @@ def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult
         programs = Programs()
         programs.exe = dict(rep["exe"])
         assign_fingerprints(found, programs)
-        # the core keeps a bounded head of each event's text: what the
-        # findings cite is read back whole from the trace
-        restore_texts(found)
         result.inputs.extend(infos)
         result.findings.extend(found)
         if "table" in rep:

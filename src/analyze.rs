@@ -11,6 +11,7 @@ use crate::models::fds::FdModel;
 use crate::models::handles::{HandleModel, Options as HandleOptions};
 use crate::models::svm::{Options as SvmOptions, SvmModel};
 use crate::read::InputError;
+use crate::read::evidence::{self, Origin};
 use crate::read::open::{Runs, open_files, open_named, open_runs};
 use crate::read::trace::{Builtin, Trace};
 use crate::replay::{Facts, Programs};
@@ -40,6 +41,8 @@ pub struct Options {
     pub min_bytes: u64,
     /// files a merge of many holds open at once (more are merged in rounds)
     pub max_open: usize,
+    /// events keep their text (a consumer of every event's text)
+    pub keep_text: bool,
 }
 
 impl Default for Options {
@@ -55,6 +58,7 @@ impl Default for Options {
             batch_lines: crate::read::chunked::BATCH_LINES,
             min_bytes: crate::read::chunked::MIN_BYTES,
             max_open: crate::read::trace::open_budget(),
+            keep_text: false,
         }
     }
 }
@@ -67,6 +71,7 @@ impl Options {
         t.batch_lines = self.batch_lines;
         t.min_bytes = self.min_bytes;
         t.max_open = self.max_open;
+        t.keep_text = self.keep_text;
         t
     }
 }
@@ -88,6 +93,8 @@ pub struct TraceOut {
     pub svm: SvmModel,
     /// chunks --jobs parsed on other threads (a debug stat)
     pub chunks: u64,
+    /// the inputs as evidence is read back from them (by FileId)
+    pub origins: Vec<Origin>,
 }
 
 /// The models in feeding order: the handle model (which feeds the fd model
@@ -189,6 +196,7 @@ pub fn run_files(
     let mut facts = Facts::default();
     let mut maps = Vec::new();
     let mut table = o.table.then(EventTable::default);
+    let origins = evidence::origins(&files);
     let trace = o.trace(arg, files);
     let infos = trace.infos.clone();
     let chunks = trace.chunks.clone();
@@ -215,7 +223,17 @@ pub fn run_files(
     findings.append(&mut m.svm.findings);
     // repeats across processes of one program (and the SVM model's, built
     // at its end) fold here; the models folded those within a process
-    let findings = fold_programs(findings, |pid| programs.of(pid));
+    let mut findings = fold_programs(findings, |pid| programs.of(pid));
+    // the texts of what the report cites, read back
+    evidence::fill(
+        findings.iter_mut().flat_map(|f| {
+            f.event
+                .iter_mut()
+                .chain(f.evidence.iter_mut().map(|e| &mut e.event))
+        }),
+        &origins,
+    );
+    evidence::fill(maps.iter_mut(), &origins);
     let limits = m.svm.limits().to_vec();
     let behaviour = m.svm.behaviour();
     let infos = infos.borrow().clone();
@@ -232,5 +250,6 @@ pub fn run_files(
         fds: m.handles.fds,
         svm: m.svm,
         chunks: chunks.get(),
+        origins,
     })
 }

@@ -215,6 +215,74 @@ impl Value {
     }
 }
 
+/// Where a line is in its input: the byte offset and length, in the
+/// input's decompressed bytes, of the text its parser was fed (after the
+/// layout's prefix, without a `\r`).  `len` 0: nowhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Span {
+    pub off: u64,
+    pub len: u32,
+}
+
+impl Span {
+    pub fn is_some(&self) -> bool {
+        self.len > 0
+    }
+}
+
+/// An event's text (evidence by reference, SPEC 7): where its line is, and
+/// a split call's resumed line, in the event's input; the text itself only
+/// where it cannot be read again (stdin, a pipe), where it is not its
+/// line as the input has it (a call joined across a diagnostic, an -ff
+/// execve's entry from another thread's file), or once read back
+/// (read/evidence.rs).  The text of a split call is the two lines joined
+/// by [`SPLIT_JOIN`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Source {
+    pub at: Span,
+    /// the resumed half's line (split calls)
+    pub resumed: Span,
+    pub text: Option<Text>,
+}
+
+/// How a split call's two lines are joined in its text.
+pub const SPLIT_JOIN: &str = " … ";
+
+impl Source {
+    /// The text itself.
+    pub fn kept(text: &[u8]) -> Self {
+        Source {
+            text: Some(Text::from(text)),
+            ..Source::default()
+        }
+    }
+
+    /// By reference: `at` (and `resumed`) in the event's input.
+    pub fn at(at: Span, resumed: Span) -> Self {
+        Source {
+            at,
+            resumed,
+            text: None,
+        }
+    }
+
+    /// Whether the text is to be read back.
+    pub fn by_reference(&self) -> bool {
+        self.text.is_none() && self.at.is_some()
+    }
+
+    /// The text when it is here (kept or read back).
+    pub fn text(&self) -> &[u8] {
+        self.text.as_ref().map_or(b"", Text::as_bytes)
+    }
+}
+
+impl From<&str> for Source {
+    fn from(s: &str) -> Self {
+        Source::kept(s.as_bytes())
+    }
+}
+
 /// Fields every event has (events.Event).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Header {
@@ -233,8 +301,9 @@ pub struct Header {
     pub ret: Option<i64>,
     pub err: Option<Name>,
     pub stack: Box<[Frame]>,
-    /// the source line(s), shortened, for evidence
-    pub text: Text,
+    /// the source line(s), for evidence: by reference, read back when a
+    /// report is written ([`Source`])
+    pub src: Source,
     /// resumed half without its entry, or cut short
     pub partial: bool,
     /// strace made the result up (`-e inject`, `-e fault`): the kernel never

@@ -219,6 +219,10 @@ fn fd_of(ev: &Event) -> Option<i32> {
     }
 }
 
+/// What the perfetto report shows of a call's text, in code points
+/// (report/perfetto.py TEXT_MAX).
+pub const CALL_TEXT_MAX: usize = 300;
+
 /// What the perfetto report draws of every call (report/perfetto.py's
 /// EventSink.add_columns), as columns: the calls' slices, the fd lifetimes
 /// (created fds, closes), the buffer handles' lifetimes (creates, frees,
@@ -264,7 +268,10 @@ impl CallTable {
         };
         self.ioctl.push(ioctl.map(str::as_bytes));
         self.path.push(path.as_deref());
-        self.text.push(Some(ev.h.text.as_bytes()));
+        // (kept: analyze_calls keeps every event's text)
+        let t = ev.h.src.text();
+        self.text
+            .push(Some(&t[..crate::events::cut_chars(t, CALL_TEXT_MAX)]));
         self.whole.push(match &ev.kind {
             Kind::Exit(k) => Some(k.whole.into()),
             _ => None,

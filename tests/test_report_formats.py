@@ -117,8 +117,6 @@ def test_cut_marks_the_cut_at_a_token_boundary():
     # the cut falls after a separator: the kept part ends a token
     assert kept[-1] in ",={}()[]<> " or text[len(kept)] in ",={}()[]<> "
     assert cut("short", 40) == "short"
-    # text the parser already cut at its limit is marked even when it fits
-    assert cut("close(3, abcdef", 40, already_cut=True) == "close(3,…"
 
 
 def test_text_colour_only_when_asked(result):

@@ -258,11 +258,6 @@ def primary_location(f, cwd: str | None = None) -> tuple[str | None, int | None]
     return None, None
 
 
-# The parser keeps at most this much of a line; the findings' events are
-# read back whole (findings.restore_texts), so text of exactly this length
-# is one that could not be (stdin) and is shown as cut.
-from ..findings import PARSER_TEXT_MAX  # noqa: E402
-
 # The pid / timestamp columns a trace line starts with: the report shows tid
 # and time in their own columns.
 _LEAD = re.compile(r"^(?:\[pid\s+\d+\]\s*|\d+\s+(?=\S))?(?:\d+\.\d+\s+|\d\d:\d\d:\d\d(?:\.\d+)?\s+"
@@ -274,16 +269,12 @@ _BOUNDARY = re.compile(r"[,\s(){}\[\]<>|=]")
 _SPACE = re.compile(r"[,\s]")
 
 
-def cut(text: str, width: int, already_cut: bool = False) -> str:
+def cut(text: str, width: int) -> str:
     """``text`` in at most ``width`` characters, cut after a separator (never
     inside a token) and marked with ``…`` when anything was dropped."""
-    if len(text) <= width and not already_cut:
-        return text
     if len(text) <= width:
-        # the parser cut it; drop the partial token it left
-        head = text
-    else:
-        head = text[:width - 1]
+        return text
+    head = text[:width - 1]
     # after ", " or a space where one is near; else after any separator
     for pattern in (_SPACE, _BOUNDARY):
         cuts = [m.end() for m in pattern.finditer(head)]
@@ -298,9 +289,6 @@ def cut(text: str, width: int, already_cut: bool = False) -> str:
 
 
 ELIDED = " […] "
-# What the core kept of a text it could not read back (stdin, a pipe): the
-# end is unknown, and the report says so.
-CUT_BY_PARSER = " […cut: the input could not be read again]"
 
 
 def elide(text: str, width: int | None) -> str:
@@ -332,13 +320,10 @@ def call_text(e, width: int | None = None, concise: bool = True) -> str:
     text = e.text or ""
     if e.tid is not None or e.time is not None:
         text = _LEAD.sub("", text, count=1)
-    was_cut = len(e.text or "") == PARSER_TEXT_MAX
     if concise:
         text = _KFD_PREFIX.sub("", text)
         text = re.sub(r" {2,}", " ", text)     # strace's column padding
     text = elide(text.rstrip(), width)
-    if was_cut:
-        text += CUT_BY_PARSER
     return printable(text)
 
 

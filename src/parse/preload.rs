@@ -4,7 +4,7 @@
 
 use crate::events::*;
 use crate::parse::grammar;
-use crate::parse::strace::{Parser, cut_text};
+use crate::parse::strace::Parser;
 use crate::parse::values::{decoration_path, parse_int, split_ws, strip};
 use std::borrow::Cow;
 
@@ -47,7 +47,7 @@ impl Parser {
                 pid: self.fixed_tgid,
                 tid: self.fixed_tgid,
                 time: self.last_time,
-                text: cut_text(line),
+                src: self.fed.source(line),
                 ..Default::default()
             },
             kind,
@@ -229,7 +229,7 @@ impl Parser {
                     pid,
                     tid: pid,
                     time: t,
-                    text: cut_text(line),
+                    src: self.fed.source(line),
                     ..Default::default()
                 },
                 name: Cow::Borrowed("process"),

@@ -45,7 +45,6 @@ pub use pids::{Handover, SharedTgids, Tgids};
 use pre::outcome_of;
 pub use pre::{PreBuilt, PreCall, pre_parse};
 
-pub const TEXT_MAX: usize = 300;
 const UNFINISHED: &[u8] = b"<unfinished ...>";
 /// Events an unprefixed log's first process holds while its pid is not
 /// known (glibc's set_tid_address at exec names it at once; an attached
@@ -76,17 +75,46 @@ impl Res {
     }
 }
 
-/// `text[:TEXT_MAX]` in code points.
-pub fn cut_text(t: &[u8]) -> Text {
-    // a code point is at least a byte: a short line, or an ASCII head, is
-    // cut without decoding
-    if t.len() <= TEXT_MAX {
-        return Text::from(t);
+/// The line being fed and where it is in its input (nowhere: an input
+/// that cannot be read again).  An event whose text is that very line
+/// (the same bytes, not a copy or an edit of them) refers to it instead of
+/// copying it (evidence by reference, [`Source`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fed {
+    /// the line's address and length, compared, never read
+    ptr: usize,
+    len: usize,
+    at: Span,
+}
+
+impl Fed {
+    pub fn new(line: &[u8], at: Span) -> Self {
+        Fed {
+            ptr: line.as_ptr() as usize,
+            len: line.len(),
+            at,
+        }
     }
-    if t[..TEXT_MAX].is_ascii() {
-        return Text::from(&t[..TEXT_MAX]);
+
+    /// Where `text` is when it is the fed line itself.
+    pub fn span_of(&self, text: &[u8]) -> Span {
+        if self.at.is_some() && text.as_ptr() as usize == self.ptr && text.len() == self.len {
+            self.at
+        } else {
+            Span::default()
+        }
     }
-    Text::from(&t[..cut_chars(t, TEXT_MAX)])
+
+    /// The source of an event whose text is `text`: the line by
+    /// reference, else a copy.
+    pub fn source(&self, text: &[u8]) -> Source {
+        let at = self.span_of(text);
+        if at.is_some() {
+            Source::at(at, Span::default())
+        } else {
+            Source::kept(text)
+        }
+    }
 }
 
 fn float(t: &[u8]) -> Option<f64> {
@@ -167,6 +195,10 @@ pub struct Parser {
     modules: HashMap<Vec<u8>, Arc<str>>,
     /// a split call's two lines, joined for its event's text
     joined: Vec<u8>,
+    /// where the next line fed is (set by [`Parser::at`])
+    next_at: Span,
+    /// the line being fed
+    pub(crate) fed: Fed,
     /// false: every line goes to the general grammar (tests compare the
     /// two paths; see [`Parser::without_fast_path`])
     fast: bool,
@@ -213,6 +245,8 @@ impl Parser {
             next_id: 1,
             modules: HashMap::new(),
             joined: Vec::new(),
+            next_at: Span::default(),
+            fed: Fed::default(),
             fast: true,
             #[cfg(test)]
             taken: 0,
@@ -230,6 +264,13 @@ impl Parser {
     }
 
     // --- driving -------------------------------------------------------
+
+    /// Where the next line fed is in its input: the events whose text is
+    /// that line refer to it (evidence by reference); a line fed without
+    /// it is copied into the events it makes.
+    pub fn at(&mut self, span: Span) {
+        self.next_at = span;
+    }
 
     /// Parse one line (without its newline); completed events go to `sink`.
     pub fn feed(&mut self, lineno: u64, line: &[u8], sink: &mut Vec<Rc<Event>>) {
@@ -256,6 +297,21 @@ impl Parser {
     }
 
     fn feed_any(
+        &mut self,
+        lineno: u64,
+        line: &[u8],
+        text: Option<&str>,
+        pre: Option<&mut PreCall>,
+        sink: &mut Vec<Rc<Event>>,
+    ) {
+        self.fed = Fed::new(line, std::mem::take(&mut self.next_at));
+        self.feed_line(lineno, line, text, pre, sink);
+        // (no event made later may take another buffer at this address
+        // for this line)
+        self.fed = Fed::default();
+    }
+
+    fn feed_line(
         &mut self,
         lineno: u64,
         line: &[u8],
@@ -377,6 +433,7 @@ impl Parser {
                 p.time,
                 None,
                 p.text(),
+                p.source(),
                 true,
             ) {
                 self.emit(ev);
@@ -569,7 +626,20 @@ impl Parser {
                 let args = args.into_iter().map(Cow::Borrowed).collect();
                 let pid = self.tgid_of(tid);
                 if let Some(ev) = self.call_event(
-                    &name, args, None, None, None, lineno, None, pid, tid, t, None, line, true,
+                    &name,
+                    args,
+                    None,
+                    None,
+                    None,
+                    lineno,
+                    None,
+                    pid,
+                    tid,
+                    t,
+                    None,
+                    line,
+                    self.fed.source(line),
+                    true,
                 ) {
                     self.emit(ev);
                 }
@@ -723,7 +793,20 @@ impl Parser {
         } = res;
         let pid = self.tgid_of(tid);
         if let Some(mut ev) = self.call_event(
-            name, args, ret, err, rpath, lineno, None, pid, tid, t, dur, line, false,
+            name,
+            args,
+            ret,
+            err,
+            rpath,
+            lineno,
+            None,
+            pid,
+            tid,
+            t,
+            dur,
+            line,
+            self.fed.source(line),
+            false,
         ) {
             if never {
                 own(&mut ev).h.ret = None;
@@ -816,10 +899,11 @@ impl Parser {
         t: Option<f64>,
         dur: Option<f64>,
         text: &[u8],
+        src: Source,
         partial: bool,
     ) -> Option<Rc<Event>> {
         let b = build_call::<Rc<Event>>(
-            self.file, name, args, ret, err, rpath, line, end_line, t, dur, text, partial,
+            self.file, name, args, ret, err, rpath, line, end_line, t, dur, text, src, partial,
         );
         self.apply_built(line, text, b, pid, tid)
     }
@@ -906,7 +990,7 @@ impl Parser {
                 pid,
                 tid,
                 time: t,
-                text: cut_text(line),
+                src: self.fed.source(line),
                 ..Default::default()
             },
             name: Cow::Borrowed(name),

@@ -8,15 +8,17 @@
 //! convention); a `ret` beyond i64 or an `fd` beyond i32 cannot come from
 //! the call, and the line is counted unparsed.
 
-use crate::events::{Event, FileId, Header, InputInfo, Ioctl, Kind, Name, Text, Value, errno};
+use crate::events::{
+    Event, FileId, Header, InputInfo, Ioctl, Kind, Name, Span, Text, Value, errno,
+};
 use crate::kfd;
+use crate::parse::strace::Fed;
 use crate::read::pytext::{self, py_regex};
 use regex::{Captures, Regex};
 use std::borrow::Cow;
 use std::rc::Rc;
 use std::sync::LazyLock;
 
-pub const TEXT_MAX: usize = 300;
 /// never trust nattr: it is data
 pub const MAX_ATTRS: i128 = 64;
 
@@ -162,6 +164,9 @@ pub struct Parser {
     svm: Option<Event>,
     want: usize,
     out: Vec<Rc<Event>>,
+    /// the line being fed, and where it is (strace::Parser::at)
+    next_at: Span,
+    fed: Fed,
 }
 
 impl Parser {
@@ -172,11 +177,24 @@ impl Parser {
             svm: None,
             want: 0,
             out: Vec::new(),
+            next_at: Span::default(),
+            fed: Fed::default(),
         }
+    }
+
+    /// Where the next line fed is in its input (strace::Parser::at).
+    pub fn at(&mut self, span: Span) {
+        self.next_at = span;
     }
 
     /// The events one line completes, appended to `out`.
     pub fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Rc<Event>>) {
+        self.fed = Fed::new(line.as_bytes(), std::mem::take(&mut self.next_at));
+        self.feed_line(lineno, line, out);
+        self.fed = Fed::default();
+    }
+
+    fn feed_line(&mut self, lineno: u64, line: &str, out: &mut Vec<Rc<Event>>) {
         self.info.lines += 1;
         if pytext::is_blank(line) {
             return self.drain(out);
@@ -243,7 +261,7 @@ impl Parser {
             dur,
             ret: Some(ret),
             err: (ret < 0).then(|| errno("EUNKNOWN")),
-            text: Text::from(pytext::head_chars(line, TEXT_MAX)),
+            src: self.fed.source(line.as_bytes()),
             ..Default::default()
         }
     }

@@ -327,7 +327,9 @@ pub fn analyze_events<'py>(
     jobs: usize,
     chunking: Option<(usize, u64)>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let o = options(input_format, max_line, all_fds, table, jobs, chunking);
+    let mut o = options(input_format, max_line, all_fds, table, jobs, chunking);
+    // every event crosses with its text: kept, not read back
+    o.keep_text = true;
     let mut failed: Option<PyErr> = None;
     let mut files = Files::default();
     let mut cb = |ev: &Event, paths: &[String]| {
@@ -372,7 +374,10 @@ pub fn analyze_calls<'py>(
     chunking: Option<(usize, u64)>,
     keep_going: bool,
 ) -> PyResult<Bound<'py, PyList>> {
-    let o = options(input_format, max_line, all_fds, table, jobs, chunking);
+    let mut o = options(input_format, max_line, all_fds, table, jobs, chunking);
+    // the calls' texts are the table's: kept as the events are made (read
+    // back, they would be a second pass over every input)
+    o.keep_text = true;
     let results: Vec<Result<(Report, CallTable), InputError>> = py.detach(|| {
         let mut out = Vec::new();
         for p in &paths {
@@ -558,7 +563,22 @@ pub fn history<'py>(
     let rows = PyList::empty(py);
     let infos = PyList::empty(py);
     for t in out.runs {
-        let t = t.map_err(input_err)?;
+        let mut t = t.map_err(input_err)?;
+        // the texts of the rows' events, read back
+        let origins = std::mem::take(&mut t.origins);
+        crate::read::evidence::fill(
+            t.fds
+                .history_mut()
+                .iter_mut()
+                .map(|r| crate::events::own(&mut r.0))
+                .chain(
+                    t.svm
+                        .history_mut()
+                        .iter_mut()
+                        .map(|r| crate::events::own(&mut r.event)),
+                ),
+            &origins,
+        );
         let files = Files::new(t.paths.iter().map(|p| Text::from(p.as_str())));
         if watch_addr.is_some() {
             for row in super::svm::history_to_py(py, t.svm.history(), &files)?.iter() {

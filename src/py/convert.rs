@@ -375,7 +375,8 @@ pub fn event_to_py<'py>(py: Python<'py>, ev: &Event, files: &Files) -> PyResult<
     set!("err", h.err.as_deref());
     let frames: PyResult<Vec<_>> = h.stack.iter().map(|f| frame_to_py(py, &m, f)).collect();
     set!("stack", PyTuple::new(py, frames?)?);
-    set!("text", text_to_py(py, &h.text.0)?);
+    // (read back before: read/evidence.rs)
+    set!("text", text_to_py(py, h.src.text())?);
     set!("partial", h.partial);
     set!("injected", h.injected);
     set!("name", &*ev.name);
@@ -544,7 +545,10 @@ pub fn event_from_py(obj: &Bound<'_, PyAny>, files: &mut Files) -> PyResult<Even
         ret: ret_from_py(&get(obj, "ret")?)?,
         err: name_from_py(&get(obj, "err")?, errno)?,
         stack: stack?.into_boxed_slice(),
-        text: text_from_py(&get(obj, "text")?)?,
+        src: Source {
+            text: Some(text_from_py(&get(obj, "text")?)?),
+            ..Source::default()
+        },
         partial: get(obj, "partial")?.extract()?,
         injected: get(obj, "injected")?.extract()?,
     };

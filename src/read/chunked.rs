@@ -18,7 +18,7 @@
 
 use super::InputError;
 use super::lines::CleanLines;
-use crate::events::{FileId, InputInfo, Text};
+use crate::events::{FileId, InputInfo, Span, Text};
 use crate::parse::strace::{self, PreCall};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::{self, JoinHandle};
@@ -36,8 +36,9 @@ const BATCH_BYTES: usize = 1 << 20;
 /// One step of the sequential reading, in file order.
 #[derive(Debug)]
 pub enum Item {
-    /// a line: its number and where its text is in the batch
-    Line(u64, u32, u32),
+    /// a line: its number, where its text is in the batch, and where it
+    /// is in the input (nowhere: its events keep their text)
+    Line(u64, u32, u32, Span),
     /// an over-long line (counted in info.lines only)
     Long,
     /// what reading counted into the file's info right here
@@ -136,7 +137,7 @@ impl Reader {
                 Ok(Some((n, Some(t)))) => {
                     let s = b.text.len() as u32;
                     b.text.push_str(&t);
-                    Item::Line(n, s, b.text.len() as u32)
+                    Item::Line(n, s, b.text.len() as u32, self.lines.span())
                 }
             };
             self.counts(&mut b.items);
@@ -164,7 +165,7 @@ fn work(file: FileId, jobs: Receiver<Batch>, done: SyncSender<Batch>) {
             .items
             .iter()
             .map(|it| match *it {
-                Item::Line(n, s, e) => strace::pre_parse(file, n, b.line(s, e)),
+                Item::Line(n, s, e, at) => strace::pre_parse(file, n, b.line(s, e), at),
                 _ => None,
             })
             .collect();

@@ -5,7 +5,7 @@
 
 use super::pytext;
 use super::{InputError, input_error, why};
-use crate::events::InputInfo;
+use crate::events::{InputInfo, Span};
 use memchr::memchr;
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -111,6 +111,10 @@ pub struct LineReader<R> {
     eof: bool,
     /// the text of the current line
     cur: Cur,
+    /// where buf[0] is in the stream
+    base: u64,
+    /// where the current line is in the stream
+    span: Span,
 }
 
 /// Where the current line's text is.
@@ -138,6 +142,8 @@ impl<R: Read> LineReader<R> {
             skip_last: None,
             eof: false,
             cur: Cur::None,
+            base: 0,
+            span: Span::default(),
         }
     }
 
@@ -174,6 +180,7 @@ impl<R: Read> LineReader<R> {
     /// `info` may be read and changed in between.
     pub fn advance(&mut self) -> Result<Option<(u64, bool)>, InputError> {
         self.cur = Cur::None;
+        self.span = Span::default();
         loop {
             if let Some(nl) = memchr(b'\n', &self.buf[self.scanned..self.end]) {
                 let end = self.scanned + nl;
@@ -186,6 +193,7 @@ impl<R: Read> LineReader<R> {
             if self.end - self.start > self.byte_bound() {
                 let head = sample(&self.buf[self.start..self.end]);
                 self.skip_last = self.buf[..self.end].last().copied();
+                self.base += self.end as u64;
                 self.end = 0;
                 self.start = 0;
                 self.scanned = 0;
@@ -197,6 +205,12 @@ impl<R: Read> LineReader<R> {
             }
             self.fill()?;
         }
+    }
+
+    /// Where the line [`Self::advance`] moved to is in the stream (its
+    /// bytes without the `\r` of a CRLF; nowhere for an over-long one).
+    pub fn span(&self) -> Span {
+        self.span
     }
 
     /// The text of the line [`Self::advance`] moved to ("" for an over-long
@@ -246,10 +260,15 @@ impl<R: Read> LineReader<R> {
             let head = sample(bytes);
             return self.too_long(&head);
         }
+        let span = Span {
+            off: self.base + from as u64,
+            len: (to - from) as u32,
+        };
         if bytes.len() <= max / 4 {
             // at most four characters a byte: it fits however it decodes,
             // and is decoded (checked) once, in text()
             self.cur = Cur::Range(from, to);
+            self.span = span;
             self.lineno += 1;
             return (self.lineno, true);
         }
@@ -270,6 +289,7 @@ impl<R: Read> LineReader<R> {
                 self.cur = Cur::Owned(text);
             }
         }
+        self.span = span;
         self.lineno += 1;
         (self.lineno, true)
     }
@@ -300,6 +320,7 @@ impl<R: Read> LineReader<R> {
     /// Read one more piece onto buf (or past an over-long line's rest).
     fn fill(&mut self) -> Result<(), InputError> {
         if self.start > 0 {
+            self.base += self.start as u64;
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.scanned -= self.start;
@@ -336,11 +357,13 @@ impl<R: Read> LineReader<R> {
                         self.info.crlf = true;
                     }
                     self.buf.copy_within(nl + 1..self.end, 0);
+                    self.base += nl as u64 + 1;
                     self.end -= nl + 1;
                     self.skipping = false;
                 }
                 None => {
                     self.skip_last = self.buf[..self.end].last().copied();
+                    self.base += self.end as u64;
                     self.end = 0;
                 }
             }
@@ -380,6 +403,10 @@ fn ascii_is_is_ascii() {
 pub struct CleanLines {
     lr: LineReader<Box<dyn Read + Send>>,
     layout: super::Layout,
+    /// where the last line [`Self::next`] gave is in the stream
+    span: Span,
+    /// whether to tell where lines are ([`Self::by_reference`])
+    refer: bool,
 }
 
 impl CleanLines {
@@ -393,6 +420,27 @@ impl CleanLines {
         CleanLines {
             lr: LineReader::new(r, ReadInfo::new(path), max_line).chunk_size(chunk),
             layout,
+            span: Span::default(),
+            refer: false,
+        }
+    }
+
+    /// Tell where each line is ([`Self::span`]): for an input that can be
+    /// read again, whose events refer to their lines.
+    pub fn by_reference(mut self, yes: bool) -> Self {
+        self.refer = yes;
+        self
+    }
+
+    /// Where the text of the last line [`Self::next`] gave is in the
+    /// decompressed stream: its bytes after the layout's prefix (nowhere
+    /// for an over-long line, or a quoted blank one; nowhere unless
+    /// [`Self::by_reference`]).
+    pub fn span(&self) -> Span {
+        if self.refer {
+            self.span
+        } else {
+            Span::default()
         }
     }
 
@@ -400,6 +448,16 @@ impl CleanLines {
     /// be (None text: an over-long line, to be counted in info.lines),
     /// Ok(None) at the end.
     pub fn next(&mut self, info: &mut InputInfo) -> Result<Option<Line<'_>>, InputError> {
+        self.next_at(info).map(|l| l.map(|(n, t, _)| (n, t)))
+    }
+
+    /// [`Self::next`] and where the line is ([`Self::span`]).
+    #[allow(clippy::type_complexity)]
+    pub fn next_at(
+        &mut self,
+        info: &mut InputInfo,
+    ) -> Result<Option<(u64, Option<Cow<'_, str>>, Span)>, InputError> {
+        self.span = Span::default();
         loop {
             // the reader's counts move to info first (in line order)
             let got = self.lr.advance();
@@ -421,14 +479,18 @@ impl CleanLines {
                 continue;
             }
             if !is_line {
-                return Ok(Some((lineno, None)));
+                return Ok(Some((lineno, None, Span::default())));
             }
+            let span = self.lr.span();
             let text = self.lr.text();
             let prefix = &self.layout.prefix;
             if prefix.is_empty() {
-                return Ok(Some((lineno, Some(text))));
+                let at = if self.refer { span } else { Span::default() };
+                self.span = span;
+                return Ok(Some((lineno, Some(text), at)));
             }
-            let out = match text {
+            let whole = text.len();
+            let out: Cow<'_, str> = match text {
                 Cow::Borrowed(t) => Cow::Borrowed(self.layout.unprefix(t)),
                 Cow::Owned(t) => {
                     let rest = self.layout.unprefix(&t);
@@ -439,7 +501,21 @@ impl CleanLines {
                     }
                 }
             };
-            return Ok(Some((lineno, Some(out))));
+            // the prefix is ASCII (blanks, `>`): as many bytes in the
+            // stream as in the text
+            let cut = (whole - out.len()) as u32;
+            if !out.is_empty() && cut <= span.len {
+                self.span = Span {
+                    off: span.off + u64::from(cut),
+                    len: span.len - cut,
+                };
+            }
+            let at = if self.refer {
+                self.span
+            } else {
+                Span::default()
+            };
+            return Ok(Some((lineno, Some(out), at)));
         }
     }
 

@@ -6,6 +6,7 @@
 pub mod chunked;
 pub mod compress;
 pub mod detect;
+pub mod evidence;
 pub mod layout;
 pub mod lines;
 pub mod merge;

@@ -230,7 +230,12 @@ impl Spill for Event {
             w.opt(&f.source, |w, v| w.str(v))?;
             w.opt(&f.source_line, |w, &v| w.u64(v as u64))?;
         }
-        w.bytes(h.text.as_bytes())?;
+        // the line(s) by reference, or the text kept
+        for at in [h.src.at, h.src.resumed] {
+            w.u64(at.off)?;
+            w.u64(at.len.into())?;
+        }
+        w.opt(&h.src.text, |w, v| w.bytes(v.as_bytes()))?;
         w.bool(h.partial)?;
         w.bool(h.injected)?;
         w.str(&self.name)?;
@@ -383,7 +388,16 @@ impl Spill for Event {
             f.source_line = r.opt(R::u32)?;
             stack.push(f);
         }
-        let text = Text(r.bytes()?.into());
+        let mut at = [Span::default(); 2];
+        for a in &mut at {
+            a.off = r.u64()?;
+            a.len = u32::try_from(r.u64()?).map_err(|_| bad())?;
+        }
+        let src = Source {
+            at: at[0],
+            resumed: at[1],
+            text: r.opt(|r| Ok(Text(r.bytes()?.into())))?,
+        };
         let partial = r.bool()?;
         let injected = r.bool()?;
         let name = r.name()?;
@@ -504,7 +518,7 @@ impl Spill for Event {
                 ret,
                 err,
                 stack: stack.into(),
-                text,
+                src,
                 partial,
                 injected,
             },

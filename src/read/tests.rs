@@ -853,7 +853,7 @@ mod wired {
             time: Some(1.5),
             ret: Some(-2),
             err: Some(errno("ENOENT")),
-            text: Text::from("x"),
+            src: "x".into(),
             stack: vec![Frame::new("libc.so".into())].into(),
             injected: true,
             ..Default::default()
@@ -938,6 +938,7 @@ mod ff {
     struct Clones(InputInfo);
 
     impl Dialect for Clones {
+        fn at(&mut self, _: Span) {}
         fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<std::rc::Rc<Event>>) {
             self.0.lines += 1;
             let w: Vec<&str> = line.split(' ').collect();

@@ -9,9 +9,9 @@ use super::chunked::{self, Chunked, Item};
 use super::detect::format_name;
 use super::lines::{CHUNK, CleanLines};
 use super::merge::{Key, Maker, Spill, Stream, bounded_merge};
-use super::open::FileSpec;
+use super::open::{FileSpec, is_stream};
 use super::{InputError, input_error};
-use crate::events::{Event, FileId, Format, InputInfo, Kind, Text, own};
+use crate::events::{Event, FileId, Format, InputInfo, Kind, Span, Text, own};
 use crate::parse::strace::{PreCall, SharedTgids};
 use crate::parse::{strace, tinygrad};
 use std::cell::Cell;
@@ -49,6 +49,9 @@ pub const MERGE_CHUNK: usize = 64 << 10;
 
 /// A parser of one file of one dialect.
 pub trait Dialect {
+    /// Where the next line fed is in its input (evidence by reference);
+    /// a line fed without it is copied into the events it makes.
+    fn at(&mut self, span: Span);
     /// The events line `lineno` completes, appended to `out`.
     fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Rc<Event>>);
     /// `feed` with the line's pre-parse from a worker (--jobs), which the
@@ -70,6 +73,9 @@ pub trait Dialect {
 }
 
 impl Dialect for tinygrad::Parser {
+    fn at(&mut self, span: Span) {
+        tinygrad::Parser::at(self, span)
+    }
     fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Rc<Event>>) {
         tinygrad::Parser::feed(self, lineno, line, out)
     }
@@ -106,6 +112,9 @@ pub trait Dialects {
 }
 
 impl Dialect for strace::Parser {
+    fn at(&mut self, span: Span) {
+        strace::Parser::at(self, span)
+    }
     fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Rc<Event>>) {
         strace::Parser::feed_text(self, lineno, line, out)
     }
@@ -191,7 +200,8 @@ impl FileEvents {
         let mut pre = std::mem::take(&mut b.pre);
         for (item, pre) in b.items.iter().zip(&mut pre) {
             match *item {
-                Item::Line(n, s, e) => {
+                Item::Line(n, s, e, at) => {
+                    self.parser.at(at);
                     self.parser
                         .feed_pre(n, b.line(s, e), pre.as_mut(), &mut self.buf)
                 }
@@ -265,15 +275,16 @@ impl Iterator for FileEvents {
                 continue;
             }
             let lines = self.lines.as_mut().expect("lines or chunks");
-            match lines.next(self.parser.info()) {
+            match lines.next_at(self.parser.info()) {
                 Err(e) => {
                     self.done = true;
                     let info = self.parser.info().clone();
                     self.infos.borrow_mut()[self.idx] = info;
                     return Some(Err(e));
                 }
-                Ok(Some((_, None))) => self.parser.info().lines += 1,
-                Ok(Some((lineno, Some(line)))) => {
+                Ok(Some((_, None, _))) => self.parser.info().lines += 1,
+                Ok(Some((lineno, Some(line), at))) => {
+                    self.parser.at(at);
                     self.parser.feed(lineno, &line, &mut self.buf);
                     self.take_buf();
                 }
@@ -306,6 +317,9 @@ pub struct Trace<D: Dialects> {
     pub min_bytes: u64,
     /// chunks that went through the threads
     pub chunks: Rc<Cell<u64>>,
+    /// events keep their text even where it can be read back (a consumer
+    /// of every event's text: the perfetto report's calls)
+    pub keep_text: bool,
     dialects: Rc<D>,
 }
 
@@ -331,6 +345,7 @@ impl<D: Dialects + 'static> Trace<D> {
             batch_lines: chunked::BATCH_LINES,
             min_bytes: chunked::MIN_BYTES,
             chunks: Rc::new(Cell::new(0)),
+            keep_text: false,
             dialects: Rc::new(dialects),
         }
     }
@@ -357,6 +372,8 @@ impl<D: Dialects + 'static> Trace<D> {
         jobs: usize,
     ) -> Result<FileEvents, InputError> {
         let info = self.infos.borrow()[i].clone();
+        // evidence by reference where the input can be read again
+        let refer = !self.keep_text && spec.stream.is_none() && !is_stream(&spec.path);
         let r = spec.open()?;
         let fid = FileId(self.first_id + i as u32);
         let Some(parser) = self.dialects.parser(spec, fid, info, threads) else {
@@ -374,7 +391,8 @@ impl<D: Dialects + 'static> Trace<D> {
             Ok(m) if m.is_file() => chunk.min((m.len() as usize + 1).max(4096)),
             _ => chunk,
         };
-        let lines = CleanLines::new(r, &spec.path, spec.layout.clone(), self.max_line, chunk);
+        let lines = CleanLines::new(r, &spec.path, spec.layout.clone(), self.max_line, chunk)
+            .by_reference(refer);
         let (lines, chunked) = if jobs > 1 {
             match Chunked::new(lines, &spec.path, fid, jobs, self.batch_lines) {
                 Ok(c) => (None, Some(c)),

@@ -6,7 +6,7 @@ use super::*;
 impl FdModel {
     pub(super) fn on_syscall(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
         let Kind::Syscall(k) = &ev.kind else { return };
-        if &*ev.name == "unshare" && ev.h.ok() && unshares_files(ev.h.text.as_bytes()) {
+        if &*ev.name == "unshare" && ev.h.ok() && unshares_files(ev.h.src.text()) {
             self.unshare_files(p, ev);
             return;
         }

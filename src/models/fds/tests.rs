@@ -703,7 +703,7 @@ fn a_stale_close_of_another_threads_new_fd_is_a_wrong_owner_without_stacks() {
 fn a_thread_that_unshares_its_fd_table_works_on_its_own_copy() {
     let mut b = B(0);
     let mut unshare = sys(&mut b, "unshare", vec![], None);
-    unshare.h.text = "unshare(CLONE_FILES)".into();
+    unshare.h.src = "unshare(CLONE_FILES)".into();
     let evs = [
         b.open(3, "/dev/null"),
         on(sys(&mut b, "read", vec![3], None), 101),

@@ -40,6 +40,11 @@ impl SvmModel {
         &self.sh.history
     }
 
+    /// (`show` reads their events' texts back into them)
+    pub fn history_mut(&mut self) -> &mut [HistoryRow] {
+        &mut self.sh.history
+    }
+
     pub fn counts(&self) -> Counts {
         self.sh.counts
     }

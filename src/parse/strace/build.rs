@@ -51,6 +51,7 @@ pub fn build_call<E: Place>(
     t: Option<f64>,
     dur: Option<f64>,
     text: &[u8],
+    src: Source,
     partial: bool,
 ) -> Built<E> {
     let mut b = Built {
@@ -139,7 +140,15 @@ pub fn build_call<E: Place>(
         ret: hret,
         err,
         stack: Box::new([]),
-        text: cut_text(text),
+        // the fd model reads unshare's flags from its text (a rare call)
+        src: if name == "unshare" && src.text.is_none() {
+            Source {
+                text: Some(Text::from(text)),
+                ..src
+            }
+        } else {
+            src
+        },
         partial,
         injected: false,
     };

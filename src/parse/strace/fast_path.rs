@@ -13,7 +13,7 @@
 //! the generated examples (.ci/run sets it), PROPTEST_CASES scales them.
 
 use super::{Parser, pre_parse};
-use crate::events::{Event, FileId, Format, InputInfo, Text};
+use crate::events::{Event, FileId, Format, InputInfo, Span, Text};
 use crate::parse::tokens::{self, props};
 use crate::read::InputError;
 use crate::read::lines::decode;
@@ -55,10 +55,19 @@ fn parse(lines: &[String], way: Way) -> Run {
     }
     let mut out = Vec::new();
     let mut events = Vec::new();
+    // each line where it would be in a file of them: every way refers to
+    // the same lines (evidence by reference)
+    let mut off = 0u64;
     for (i, l) in lines.iter().enumerate() {
         let n = i as u64 + 1;
+        let at = Span {
+            off,
+            len: l.len() as u32,
+        };
+        off += l.len() as u64 + 1;
+        p.at(at);
         match way {
-            Way::Pre => p.feed_pre(n, l, pre_parse(FileId(0), n, l).as_mut(), &mut out),
+            Way::Pre => p.feed_pre(n, l, pre_parse(FileId(0), n, l, at).as_mut(), &mut out),
             _ => p.feed_text(n, l, &mut out),
         }
         events.extend(out.drain(..).map(|e| (i, Rc::unwrap_or_clone(e))));

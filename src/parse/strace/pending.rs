@@ -17,15 +17,19 @@ pub struct Pending {
     /// where each argument ends in `bytes`, after the name
     arg_ends: Vec<usize>,
     pub line: u64,
+    /// where the entry line is in the input (nowhere: its text is kept)
+    pub at: Span,
     pub time: Option<f64>,
     pub pid: Option<u32>,
     pub tid: Option<u32>,
 }
 
 impl Pending {
+    #[allow(clippy::too_many_arguments)]
     fn new<'a>(
         name: &str,
         text: &[u8],
+        at: Span,
         args: impl ExactSizeIterator<Item = &'a [u8]> + std::clone::Clone,
         line: u64,
         time: Option<f64>,
@@ -47,6 +51,7 @@ impl Pending {
             name_end: text.len() + name.len(),
             arg_ends,
             line,
+            at,
             time,
             pid,
             tid,
@@ -56,6 +61,15 @@ impl Pending {
     /// The entry line's text.
     pub fn text(&self) -> &[u8] {
         &self.bytes[..self.text_end]
+    }
+
+    /// The entry line's text as an event's source.
+    pub fn source(&self) -> Source {
+        if self.at.is_some() {
+            Source::at(self.at, Span::default())
+        } else {
+            Source::kept(self.text())
+        }
     }
 
     /// The call's name.
@@ -82,6 +96,7 @@ impl Pending {
         Pending::new(
             self.name(),
             text,
+            Span::default(),
             self.args(),
             self.line,
             self.time,
@@ -260,12 +275,14 @@ impl Parser {
                 old.time,
                 None,
                 old.text(),
+                old.source(),
                 true,
             ) {
                 self.emit(ev);
             }
         }
-        let p = Pending::new(name, line, args, lineno, t, pid, tid);
+        let at = self.fed.span_of(line);
+        let p = Pending::new(name, line, at, args, lineno, t, pid, tid);
         self.inflight.push(tid, p);
         self.fresh = Some(tid);
     }
@@ -310,7 +327,8 @@ impl Parser {
                 None => (lineno, t),
             };
             let args = args.iter().map(|a| &a[..]);
-            let again = Pending::new(&name, line, args, pl, pt, pid, tid);
+            let at = self.fed.span_of(line);
+            let again = Pending::new(&name, line, at, args, pl, pt, pid, tid);
             self.inflight_set(tid, again);
             return true;
         }
@@ -366,18 +384,24 @@ impl Parser {
         {
             dur = Some((t - s).max(0.0));
         }
-        // the two lines joined in the parser's own buffer: the event keeps
-        // its cut copy
+        // the two lines joined in the parser's own buffer: the event
+        // refers to both, or keeps a copy
         let mut joined = std::mem::take(&mut self.joined);
         joined.clear();
-        let text: &[u8] = match p {
+        let (text, src): (&[u8], Source) = match p {
             Some(p) => {
                 joined.extend_from_slice(p.text());
-                joined.extend_from_slice(" … ".as_bytes());
+                joined.extend_from_slice(SPLIT_JOIN.as_bytes());
                 joined.extend_from_slice(line);
-                &joined
+                let resumed = self.fed.span_of(line);
+                let src = if p.at.is_some() && resumed.is_some() {
+                    Source::at(p.at, resumed)
+                } else {
+                    Source::kept(&joined)
+                };
+                (&joined, src)
             }
-            None => line,
+            None => (line, self.fed.source(line)),
         };
         let first = p.map_or(lineno, |p| p.line);
         let pid = self.tgid_of(tid);
@@ -394,6 +418,7 @@ impl Parser {
             start,
             dur,
             text,
+            src,
             p.is_none(),
         );
         self.joined = joined;

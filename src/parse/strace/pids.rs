@@ -279,7 +279,7 @@ impl Parser {
                 pid,
                 tid,
                 time: t.or(self.last_time),
-                text: cut_text(line),
+                src: self.fed.source(line),
                 ..Default::default()
             },
             name: Cow::Borrowed("exit"),

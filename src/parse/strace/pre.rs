@@ -52,7 +52,7 @@ pub(super) fn outcome_of(o: Option<&tokens::Outcome<'_>>) -> Option<Res> {
 /// What [`Parser::feed`] would make of `line` through the compiled
 /// tokenizer, as far as no state enters: a complete call's event, a split
 /// call's scan; None for every other line (feed then does all the work).
-pub fn pre_parse(file: FileId, lineno: u64, text: &str) -> Option<PreCall> {
+pub fn pre_parse(file: FileId, lineno: u64, text: &str, at: Span) -> Option<PreCall> {
     let line = text.as_bytes();
     let &c = line.first()?;
     if !c.is_ascii_digit() || memchr::memchr(0x1b, line).is_some() {
@@ -83,6 +83,7 @@ pub fn pre_parse(file: FileId, lineno: u64, text: &str) -> Option<PreCall> {
         Some(r.time),
         dur,
         line,
+        Fed::new(line, at).source(line),
         false,
     );
     Some(PreCall::Call(PreBuilt {

@@ -66,12 +66,7 @@ fn split_call_is_emitted_at_its_resumed_line() {
     let e = &evs[1];
     assert_eq!((e.h.line, e.h.end_line, e.h.tid), (1, Some(3), Some(42)));
     assert!((e.h.dur.unwrap() - 0.4).abs() < 1e-6);
-    assert!(
-        e.h.text
-            .as_bytes()
-            .windows(5)
-            .any(|w| w == " … ".as_bytes())
-    );
+    assert!(e.h.src.text().windows(5).any(|w| w == " … ".as_bytes()));
     let Kind::Ioctl(i) = &e.kind else { panic!() };
     assert_eq!(i.ioctl, Some("AMDKFD_IOC_WAIT_EVENTS"));
     assert_eq!((info.unfinished, info.orphans, info.events), (0, 0, 2));

@@ -146,16 +146,19 @@ pub fn trace_events<'py>(
     let got: Result<Got, InputError> = py.detach(move || {
         let files = open_files(&arg, fmt.as_deref())?;
         let paths: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
+        let origins = crate::read::evidence::origins(&files);
         let mut t = Trace::new(&arg, files, max_line, Builtin);
         t.max_open = max_open;
         let infos = t.infos.clone();
         // (each event out of its `Rc`: the list crosses back to Python's thread)
-        let evs: Result<Vec<_>, InputError> = t
+        let mut evs: Vec<_> = t
             .events()
             .map(|r| r.map(std::rc::Rc::unwrap_or_clone))
-            .collect();
+            .collect::<Result<_, InputError>>()?;
+        // every event's text, read back as a report's evidence is
+        crate::read::evidence::fill(evs.iter_mut(), &origins);
         let infos = infos.borrow().clone();
-        Ok((evs?, infos, paths))
+        Ok((evs, infos, paths))
     });
     let (evs, infos, paths) = got.map_err(err)?;
     let files = Files::new(paths.iter().map(|p| Text::from(p.as_str())));
