@@ -305,23 +305,24 @@ impl Parser {
         sink: &mut Vec<Rc<Event>>,
     ) {
         self.fed = Fed::new(line, std::mem::take(&mut self.next_at));
-        self.feed_line(lineno, line, text, pre, sink);
+        self.feed_line(lineno, line, text, pre);
         // (no event made later may take another buffer at this address
         // for this line)
         self.fed = Fed::default();
+        self.drain(sink)
     }
 
+    /// One line; what it completes waits in `out` for [`Self::drain`].
     fn feed_line(
         &mut self,
         lineno: u64,
         line: &[u8],
         text: Option<&str>,
         pre: Option<&mut PreCall>,
-        sink: &mut Vec<Rc<Event>>,
     ) {
         self.info.lines += 1;
         if line.is_empty() {
-            return self.drain(sink);
+            return;
         }
         let c = line[0];
         if c == b' ' {
@@ -329,10 +330,10 @@ impl Parser {
                 if line[1] == b'>' {
                     self.frame(line);
                 }
-                return self.drain(sink);
+                return;
             }
             if grammar::extra(line) {
-                return self.drain(sink);
+                return;
             }
         }
         let fresh = self.fresh.take();
@@ -345,7 +346,7 @@ impl Parser {
             text = None;
             stripped = grammar::strip_ansi(line);
             if stripped.is_empty() {
-                return self.drain(sink);
+                return;
             }
             &stripped
         } else {
@@ -354,16 +355,16 @@ impl Parser {
         self.flush_hold();
         if c == b'#' {
             self.meta(lineno, line);
-            return self.drain(sink);
+            return;
         }
         if let Some(s) = self.snapshot.take() {
             self.emit(s);
         }
         if self.fragment.is_some() && self.join_fragment(lineno, line) {
-            return self.drain(sink);
+            return;
         }
         if self.in_summary && self.diagnostic(lineno, line) {
-            return self.drain(sink);
+            return;
         }
         let parsed = match (pre, text) {
             (Some(PreCall::Call(p)), _) if self.fast => self.apply_pre(lineno, line, p),
@@ -380,7 +381,6 @@ impl Parser {
             self.info.add_unparsed(lineno, line);
             self.salvage(lineno, line);
         }
-        self.drain(sink)
     }
 
     /// A call the log ends inside of (strace killed while printing it, as
@@ -625,21 +625,9 @@ impl Parser {
                 let (args, _) = scan_args(&b, end.min(b.len()));
                 let args = args.into_iter().map(Cow::Borrowed).collect();
                 let pid = self.tgid_of(tid);
+                let src = self.fed.source(line);
                 if let Some(ev) = self.call_event(
-                    &name,
-                    args,
-                    None,
-                    None,
-                    None,
-                    lineno,
-                    None,
-                    pid,
-                    tid,
-                    t,
-                    None,
-                    line,
-                    self.fed.source(line),
-                    true,
+                    &name, args, None, None, None, lineno, None, pid, tid, t, None, line, src, true,
                 ) {
                     self.emit(ev);
                 }
@@ -792,21 +780,9 @@ impl Parser {
             injected,
         } = res;
         let pid = self.tgid_of(tid);
+        let src = self.fed.source(line);
         if let Some(mut ev) = self.call_event(
-            name,
-            args,
-            ret,
-            err,
-            rpath,
-            lineno,
-            None,
-            pid,
-            tid,
-            t,
-            dur,
-            line,
-            self.fed.source(line),
-            false,
+            name, args, ret, err, rpath, lineno, None, pid, tid, t, dur, line, src, false,
         ) {
             if never {
                 own(&mut ev).h.ret = None;

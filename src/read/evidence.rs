@@ -64,9 +64,22 @@ pub fn origins(files: &[FileSpec]) -> Vec<Origin> {
 /// (compress.rs): a plain file's offsets start after it.
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
-/// The bytes of `spans` (sorted by offset, no two overlapping) of one
+/// How far a plain file is read past a wanted line for the wanted lines
+/// after it: dense evidence costs one read a window, sparse one a line.
+const WINDOW: usize = 256 << 10;
+
+/// A line's bytes as the reader decoded them (`\xNN` for a byte that is
+/// not UTF-8): the text the parser was fed.
+fn text_of(bytes: &[u8]) -> Text {
+    match std::str::from_utf8(bytes) {
+        Ok(_) => Text::from(bytes),
+        Err(_) => Text::from(decode(bytes).as_str()),
+    }
+}
+
+/// The texts of `spans` (sorted by offset, no two overlapping) of one
 /// input, in their order; Err: why none can be had.
-fn read_spans(o: &Origin, spans: &[Span]) -> Result<Vec<Vec<u8>>, String> {
+fn read_spans(o: &Origin, spans: &[Span]) -> Result<Vec<Text>, String> {
     let changed = || "it changed since it was read".to_string();
     let stamp = o.stamp.ok_or("it can be read only once")?;
     match Stamp::of(&o.path) {
@@ -79,42 +92,85 @@ fn read_spans(o: &Origin, spans: &[Span]) -> Result<Vec<Vec<u8>>, String> {
     let head = compress::read_full(&mut f, compress::MAGIC_LEN).map_err(why)?;
     let mut out = Vec::with_capacity(spans.len());
     let short = || "it is shorter than when it was read".to_string();
+    let mut fresh = false;
     match compression_of(&head) {
         None => {
             let base = if head.starts_with(BOM) { BOM.len() } else { 0 } as u64;
-            for s in spans {
-                let mut b = vec![0; s.len as usize];
-                f.read_exact_at(&mut b, base + s.off).map_err(|_| short())?;
-                out.push(b);
+            // buf holds the file's bytes from `at`: this line's, and those
+            // of the lines after it within a window
+            let (mut buf, mut at) = (Vec::new(), 0u64);
+            for (i, s) in spans.iter().enumerate() {
+                let (off, len) = (base + s.off, s.len as usize);
+                let end = off + len as u64;
+                if off < at || end > at + buf.len() as u64 {
+                    let last = spans[i..]
+                        .iter()
+                        .map(|t| base + t.off + u64::from(t.len))
+                        .take_while(|&e| e - off <= WINDOW as u64)
+                        .last()
+                        .unwrap_or(end)
+                        .max(end);
+                    buf.clear();
+                    buf.resize((last - off) as usize, 0);
+                    let n = read_at(&f, &mut buf, off).map_err(why)?;
+                    at = off;
+                    if n < buf.len() {
+                        return Err(short());
+                    }
+                }
+                let from = (off - at) as usize;
+                let b = &buf[from..from + len];
+                fresh |= b.contains(&b'\n');
+                out.push(text_of(b));
             }
         }
         Some(kind) => {
             let mut r = compress::decoder(Some(kind), head, f).map_err(str::to_string)?;
             let mut pos = 0u64;
+            let mut b = Vec::new();
             for s in spans {
                 let skip = s.off.checked_sub(pos).ok_or_else(changed)?;
                 let got = io::copy(&mut (&mut r).take(skip), &mut io::sink()).map_err(why)?;
                 if got < skip {
                     return Err(short());
                 }
-                let mut b = vec![0; s.len as usize];
+                b.resize(s.len as usize, 0);
                 r.read_exact(&mut b).map_err(|_| short())?;
                 pos = s.off + u64::from(s.len);
-                out.push(b);
+                fresh |= b.contains(&b'\n');
+                out.push(text_of(&b));
             }
         }
     }
-    // (a file rewritten within the modification time's granularity)
-    if Stamp::of(&o.path) != Some(stamp) || out.iter().any(|b| b.contains(&b'\n')) {
+    // a line with a newline in it, or a stamp that moved while reading: a
+    // file rewritten within the modification time's granularity, or now
+    if fresh || Stamp::of(&o.path) != Some(stamp) {
         return Err(changed());
     }
     Ok(out)
+}
+
+/// Up to `buf.len()` bytes at `off` (fewer only at the end of the file).
+fn read_at(f: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read_at(&mut buf[n..], off + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
 }
 
 /// The note in the place of a text that cannot be read back.
 fn note(o: &Origin, line: u64, why: &str) -> Text {
     Text::from(format!("[line {line} of {} cannot be read back: {why}]", o.path).as_str())
 }
+
+/// An input's spans, sorted, and their texts.
+type Texts = (Vec<Span>, Vec<Text>);
 
 /// The text of every event of `events` that refers to its line(s), read
 /// back from `origins` (the run's inputs, by FileId) into the event's
@@ -136,8 +192,8 @@ pub fn fill<'a>(events: impl IntoIterator<Item = &'a mut Event>, origins: &[Orig
             w.push(e.h.src.resumed);
         }
     }
-    let mut got: HashMap<(u32, Span), Vec<u8>> = HashMap::new();
-    let mut failed: HashMap<u32, String> = HashMap::new();
+    // per input: its spans and their texts, or why they cannot be had
+    let mut got: HashMap<u32, Result<Texts, String>> = HashMap::new();
     for (file, mut spans) in wanted {
         spans.sort_unstable();
         spans.dedup();
@@ -145,12 +201,7 @@ pub fn fill<'a>(events: impl IntoIterator<Item = &'a mut Event>, origins: &[Orig
             Some(o) => read_spans(o, &spans),
             None => Err("its input is unknown".into()),
         };
-        match read {
-            Ok(texts) => got.extend(spans.into_iter().map(|s| (file, s)).zip(texts)),
-            Err(why) => {
-                failed.insert(file, why);
-            }
-        }
+        got.insert(file, read.map(|texts| (spans, texts)));
     }
     let unknown = Origin {
         path: "-".into(),
@@ -158,16 +209,21 @@ pub fn fill<'a>(events: impl IntoIterator<Item = &'a mut Event>, origins: &[Orig
     };
     for e in &mut evs {
         let (file, src) = (e.h.file.0, &e.h.src);
-        let o = origins.get(file as usize).unwrap_or(&unknown);
-        let text = match failed.get(&file) {
-            Some(why) => note(o, e.h.line, why),
-            None => {
-                let mut t = decode(&got[&(file, src.at)]);
+        let text = match &got[&file] {
+            Err(why) => note(
+                origins.get(file as usize).unwrap_or(&unknown),
+                e.h.line,
+                why,
+            ),
+            Ok((spans, texts)) => {
+                let of = |s: &Span| &texts[spans.binary_search(s).expect("read")];
                 if src.resumed.is_some() {
-                    t.push_str(SPLIT_JOIN);
-                    t.push_str(&decode(&got[&(file, src.resumed)]));
+                    let (a, b) = (of(&src.at).as_bytes(), of(&src.resumed).as_bytes());
+                    Text::from([a, SPLIT_JOIN.as_bytes(), b].concat().as_slice())
+                } else {
+                    // shared with every event of this line
+                    of(&src.at).clone()
                 }
-                Text::from(t.as_str())
             }
         };
         e.h.src.text = Some(text);
@@ -192,7 +248,10 @@ mod tests {
             "100 1.000200 close(3) = 0 <0.000001>".into(),
             "100 1.000300 ioctl(3, TCGETS <unfinished ...>".into(),
             "101 1.000350 close(9) = 0 <0.000001>".into(),
-            format!("100 1.000400 <... ioctl resumed>, {{{}}}) = 0", "c".repeat(LONG)),
+            format!(
+                "100 1.000400 <... ioctl resumed>, {{{}}}) = 0",
+                "c".repeat(LONG)
+            ),
         ]
     }
 
@@ -206,7 +265,8 @@ mod tests {
     }
 
     fn dir(name: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("rocrtrace-evidence-{name}-{}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("rocrtrace-evidence-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
         fs::create_dir_all(&d).unwrap();
         d
