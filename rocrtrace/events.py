@@ -88,7 +88,7 @@ HEADER: dict[str, Any] = {
     "ret": None,
     "err": None,
     "stack": (),          # tuple[Frame, ...]
-    "text": "",           # the source line(s), shortened, for evidence
+    "text": "",           # the source line(s), whole, for evidence (read back by the core)
     "partial": False,     # resumed half without its entry, or cut short
     "injected": False,    # strace made the result up (-e inject, -e fault): not replayed
 }

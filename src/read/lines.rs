@@ -260,10 +260,12 @@ impl<R: Read> LineReader<R> {
             let head = sample(bytes);
             return self.too_long(&head);
         }
-        let span = Span {
+        // (a line of 4 GiB and more, with a --max-line that allows it, is
+        // nowhere: its events keep their text)
+        let span = u32::try_from(to - from).map_or(Span::default(), |len| Span {
             off: self.base + from as u64,
-            len: (to - from) as u32,
-        };
+            len,
+        });
         if bytes.len() <= max / 4 {
             // at most four characters a byte: it fits however it decodes,
             // and is decoded (checked) once, in text()
