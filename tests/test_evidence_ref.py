@@ -138,8 +138,7 @@ def test_a_file_changed_before_the_report_gives_a_note(tmp_path):
     never the text of another line."""
     p = tmp_path / "t.log"
     # enough events for the progress callback (every 2^16 events)
-    filler = "".join(f"100 1700000000.000150 getpid() = 100 <0.000001>\n"
-                     for _ in range(70000))
+    filler = "100 1700000000.000150 getpid() = 100 <0.000001>\n" * 70000
     p.write_text(LINES[0] + "\n" + filler + "\n".join(LINES[1:]) + "\n")
 
     class Bar:
