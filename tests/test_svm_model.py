@@ -870,3 +870,31 @@ def test_a_lock_joining_a_claim_its_only_holder_was_unlocking_is_a_new_claim():
     assert [(f.subject["start"], f.subject["end"], f.severity) for f in hurt] == \
         [(hex(X), hex(X + SZ17), "error")]
     assert "tid 2" in hurt[0].message or any(e.tid == 2 for e in hurt[0].evidence)
+
+
+def test_a_claim_released_by_an_enclosing_revoke_may_have_left_with_its_own_later():
+    """Without intent calls a revoke releases the claims lying wholly inside
+    its range.  V (2 pages) is registered and mapped by thread 1, which then
+    goes quiet; W's revoke takes the page W shares with V; thread 3 then
+    registers and revokes a range enclosing V, which the model takes as V's
+    release, after the hurting call; V's own revoke of exactly its range
+    lands last, from the quiet thread 1.  The runtime may have computed
+    that one (V leaving its table) before W's revoke ran: V's liveness is
+    not proven, a note, not an error (the emulation's v1 runtime with mixed
+    pins gave such false errors: a revoke keyed by the first page, late)."""
+    t = Trace(False)
+    t.mmap(1, X, 0x40000)
+    V = X + 0x10000
+    t.svm(1, V, 0x2000, FINE)                          # V by thread 1
+    t.svm(1, V, 0x2000, [AIP(G)])
+    t.now += 1e-4
+    t.svm(2, V - PAGE, 0x2000, FINE)                   # W shares V's first page
+    t.svm(2, V - PAGE, 0x2000, [AIP(G)])
+    t.svm(2, V - PAGE, 0x2000, v1_revoke([G]))         # W's revoke takes it
+    t.svm(3, V, 0x11000, FINE)                         # a range enclosing V
+    t.svm(3, V, 0x11000, [AIP(G)])
+    t.svm(3, V, 0x11000, v1_revoke([G]))               # "releases" V too
+    t.now += 1e-4
+    t.svm(1, V, 0x2000, v1_revoke([G]))                # V's own revoke, late
+    hurt = [f for f in t.run().findings if f.rule == "svm-over-revoke"]
+    assert [(f.subject["start"], f.severity) for f in hurt] == [(hex(V), "note")]

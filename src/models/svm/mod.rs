@@ -80,6 +80,12 @@ struct Proc {
     seen: Rc<RefCell<Seen>>,
     /// each thread's last call's end, in completion order
     last_end: HashMap<Tid, f64>,
+    /// the latest registration claims a revoke of another range released
+    /// (one that enclosed them, or the smallest one containing it): their
+    /// own revoke (their range minus what others covered), issued late by
+    /// another thread, may still come, even after their range was
+    /// registered again
+    ended_by_other: VecDeque<CRef>,
 }
 
 impl Proc {
@@ -101,6 +107,7 @@ impl Proc {
             legacy: false,
             seen: Rc::new(RefCell::new(Seen::default())),
             last_end: HashMap::new(),
+            ended_by_other: VecDeque::new(),
         }
     }
 

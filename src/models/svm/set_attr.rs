@@ -5,6 +5,8 @@
 use super::*;
 
 const RECENT: usize = 256;
+/// registration claims released by another's revoke kept for their own
+const ENDED_BY_OTHER: usize = 64;
 
 impl Shared {
     fn effect(&mut self, attrs: &[Attr]) -> Rc<Effect> {
@@ -69,7 +71,18 @@ impl Shared {
                 }
             }
             if !touched.is_empty() {
-                released.extend(infer_release(s, e, &touched));
+                // a revoke of exactly the range of a registration another
+                // revoke released is most likely that one's own, late: it
+                // releases the claims inside it, not the one containing it
+                let awaited = !p.reg.contains_key(&(s, e))
+                    && p.ended_by_other.iter().any(|c| {
+                        let b = c.b();
+                        (b.start, b.end) == (s, e)
+                    });
+                released.extend(infer_release(s, e, &touched).into_iter().filter(|c| {
+                    let b = c.b();
+                    !awaited || (s <= b.start && b.end <= e)
+                }));
             }
         }
         if kind == EffKind::Revoke
@@ -164,6 +177,29 @@ impl Shared {
                 quiet_from,
             }),
         });
+        let exact = released.iter().any(|c| {
+            let b = c.b();
+            (b.start, b.end) == (s, e)
+        });
+        if kind == EffKind::Revoke && !exact {
+            // a revoke inside a registration's range that released another
+            // claim (the smallest one containing it, a tie, or claims
+            // inside it) may have been that registration's own, minus the
+            // pages others covered: if its release is never seen, this is
+            // the earliest it can have been
+            if let Some(t) = ev.h.time {
+                let after = quiet_from.unwrap_or(t);
+                for c in touched.iter().filter(|c| !released.contains(c)) {
+                    let mut b = c.m();
+                    if b.kind == ClaimKind::Registration && b.start <= s && e <= b.end {
+                        let m = &mut b.maybe_release;
+                        m.push((after, ev.h.seq));
+                        m.sort_by(|x, y| x.0.total_cmp(&y.0));
+                        m.truncate(2);
+                    }
+                }
+            }
+        }
         for c in &released {
             if c.b().live {
                 let pre = rec.r.borrow().pre(c);
@@ -172,6 +208,28 @@ impl Shared {
                 let mut b = c.m();
                 b.release_range = range;
                 b.release_after = quiet_from;
+                if b.kind == ClaimKind::Registration && (b.start, b.end) != (s, e) {
+                    if p.ended_by_other.len() == ENDED_BY_OTHER {
+                        p.ended_by_other.pop_front();
+                    }
+                    p.ended_by_other.push_back(c.clone());
+                }
+            }
+        }
+        if kind == EffKind::Revoke {
+            // a revoke inside the range of a registration that another
+            // revoke released (one enclosing it, or the smallest one
+            // containing it) may be its own, minus what others covered,
+            // computed when this thread's previous call ended and issued
+            // late: its release may have begun then (whatever this one
+            // releases besides)
+            let t = ev.h.time;
+            for c in p.ended_by_other.iter().filter(|c| !released.contains(c)) {
+                let mut b = c.m();
+                if !b.live && b.start <= s && e <= b.end {
+                    b.release_began = min_time(b.release_began, t);
+                    b.release_after = min_time(b.release_after, quiet_from.or(t));
+                }
             }
         }
         let after = p.map.set_attr(s, e, &attrs);
@@ -513,4 +571,12 @@ fn loss_of(
         hi: hi.unwrap_or(0),
         npages: n,
     })
+}
+
+/// The earlier of two times, either of which may be unknown.
+fn min_time(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
 }
