@@ -107,8 +107,13 @@ static void layout(unsigned seed) {
       continue;
     }
     size_t len = sizes[rand_r(&seed) % 7];
-    uintptr_t pg = rand_r(&seed) % (ARENA_PAGES - 17);
-    slot_off[i] = pg * PAGE + in_page[rand_r(&seed) % 4];
+    int dup;
+    do {   /* one pointer per slot: ROCr keys its locks by pointer */
+      uintptr_t pg = rand_r(&seed) % (ARENA_PAGES - 17);
+      slot_off[i] = pg * PAGE + in_page[rand_r(&seed) % 4];
+      dup = 0;
+      for (int j = 0; j < i; j++) dup |= slot_off[j] == slot_off[i];
+    } while (dup);
     slot_len[i] = len;
   }
 }

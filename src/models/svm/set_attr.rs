@@ -177,16 +177,12 @@ impl Shared {
                 quiet_from,
             }),
         });
-        let exact = released.iter().any(|c| {
-            let b = c.b();
-            (b.start, b.end) == (s, e)
-        });
-        if kind == EffKind::Revoke && !exact {
+        if kind == EffKind::Revoke {
             // a revoke inside a registration's range that released another
-            // claim (the smallest one containing it, a tie, or claims
-            // inside it) may have been that registration's own, minus the
-            // pages others covered: if its release is never seen, this is
-            // the earliest it can have been
+            // claim (the smallest one containing it, one of exactly its
+            // range, a tie, or claims inside it) may have been that
+            // registration's own, minus the pages others covered: its
+            // release may have begun when this one was computed
             if let Some(t) = ev.h.time {
                 let after = quiet_from.unwrap_or(t);
                 for c in touched.iter().filter(|c| !released.contains(c)) {
