@@ -898,3 +898,30 @@ def test_a_claim_released_by_an_enclosing_revoke_may_have_left_with_its_own_late
     t.svm(1, V, 0x2000, v1_revoke([G]))                # V's own revoke, late
     hurt = [f for f in t.run().findings if f.rule == "svm-over-revoke"]
     assert [(f.subject["start"], f.severity) for f in hurt] == [(hex(V), "note")]
+
+
+def test_a_revoke_of_a_neighbours_exact_range_may_be_the_victims_own():
+    """A subtracting runtime revokes a registration's range minus what
+    others cover, which can be exactly the range of another registration.
+    V (2 pages) is registered and mapped by thread 1, which then goes quiet;
+    N registers V's first page; X's revoke takes V's second page; thread 1's
+    revoke of exactly N's range lands last.  The model gives it to N, but
+    it may be V's own (V minus its second page, which X had), computed
+    before X's revoke ran: V's liveness is not proven, a note.  (The
+    mixed-pin soak of the emulation's v1 runtime gave such false errors.)"""
+    t = Trace(False)
+    t.mmap(1, X, 0x40000)
+    V = X + 0x10000
+    t.svm(1, V, 2 * PAGE, FINE)                        # V by thread 1
+    t.svm(1, V, 2 * PAGE, [AIP(G)])
+    t.now += 1e-4
+    t.svm(3, V, PAGE, FINE)                            # N: V's first page
+    t.svm(3, V, PAGE, [AIP(G)])
+    t.svm(4, V + PAGE, 2 * PAGE, FINE)                 # X shares V's second page
+    t.svm(4, V + PAGE, 2 * PAGE, [AIP(G)])
+    t.svm(4, V + PAGE, 2 * PAGE, v1_revoke([G]))       # X's revoke takes it
+    t.now += 1e-4
+    t.svm(1, V, PAGE, v1_revoke([G]))                  # exactly N's range
+    hurt = [f for f in t.run().findings
+            if f.rule == "svm-over-revoke" and f.subject["start"] == hex(V + PAGE)]
+    assert [f.severity for f in hurt] == ["note"]
