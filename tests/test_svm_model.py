@@ -925,3 +925,30 @@ def test_a_revoke_of_a_neighbours_exact_range_may_be_the_victims_own():
     hurt = [f for f in t.run().findings
             if f.rule == "svm-over-revoke" and f.subject["start"] == hex(V + PAGE)]
     assert [f.severity for f in hurt] == ["note"]
+
+
+def test_a_deregistrations_later_piece_was_computed_with_the_first():
+    """A subtracting runtime revokes a registration minus the pages others
+    cover, so one deregistration may issue two revokes, one after the
+    other, both computed before the first.  V (17 pages, thread 1) is
+    deregistered while N covers two pages in its middle: its pieces land
+    one after the other; the first is read as the release of W (the
+    smallest registration containing it) and takes V's pages; the second
+    releases V.  V's release was computed before the first piece, so it
+    was not hurt by it: not an error (the model used to take the end of
+    the first piece as the earliest V's release began)."""
+    t = Trace(False)
+    t.mmap(1, X, 0x40000)
+    V = X + 0x10000
+    t.svm(2, V - PAGE, 4 * PAGE, FINE)                 # W around V's first pages
+    t.svm(2, V - PAGE, 4 * PAGE, [AIP(G)])
+    t.svm(3, V + 3 * PAGE, 2 * PAGE, FINE)             # N in V's middle
+    t.svm(3, V + 3 * PAGE, 2 * PAGE, [AIP(G)])
+    t.svm(1, V, SZ17, FINE)                            # V
+    t.svm(1, V, SZ17, [AIP(G)])
+    t.now += 1e-4
+    t.svm(1, V, 3 * PAGE, v1_revoke([G]), dur=3e-5)   # V's pieces
+    t.svm(1, V + 5 * PAGE, SZ17 - 5 * PAGE, v1_revoke([G]))
+    hurt = [f for f in t.run().findings
+            if f.rule == "svm-over-revoke" and f.severity in ("error", "warning")]
+    assert hurt == []

@@ -86,6 +86,23 @@ struct Proc {
     /// another thread, may still come, even after their range was
     /// registered again
     ended_by_other: VecDeque<CRef>,
+    /// threads whose last call was a revoke: when it was computed at the
+    /// earliest, where its pieces so far began and ended, and the widest
+    /// registration it released: a deregistration's pieces (its range
+    /// minus what others cover, in ascending order) are issued one after
+    /// another but computed together, before the first
+    burst: HashMap<Tid, Burst>,
+    /// the call being replayed was a revoke (its thread's burst goes on)
+    in_burst: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Burst {
+    quiet_from: Option<f64>,
+    start: u64,
+    end: u64,
+    /// the ranges a registration may span for later pieces to be its own
+    reach: (u64, u64),
 }
 
 impl Proc {
@@ -108,6 +125,8 @@ impl Proc {
             seen: Rc::new(RefCell::new(Seen::default())),
             last_end: HashMap::new(),
             ended_by_other: VecDeque::new(),
+            burst: HashMap::new(),
+            in_burst: false,
         }
     }
 

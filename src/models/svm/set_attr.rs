@@ -127,8 +127,26 @@ impl Shared {
                 && released
                     .iter()
                     .all(|c| c.b().kind == ClaimKind::Application));
-        // the runtime computed this call after the thread's previous one
-        let quiet_from = p.last_end.get(&ev.h.tid).copied();
+        // the runtime computed this call after the thread's previous one,
+        // or, for a later piece of one deregistration's revoke (the next
+        // revoke on the thread, after the previous piece, inside one
+        // registration with it), with the first piece
+        let piece = p.burst.get(&ev.h.tid).copied().filter(|b| {
+            kind == EffKind::Revoke
+                && s >= b.end
+                && touched
+                    .iter()
+                    .map(|c| {
+                        let c = c.b();
+                        (c.kind, c.start, c.end)
+                    })
+                    .chain([(ClaimKind::Registration, b.reach.0, b.reach.1)])
+                    .any(|(k, cs, ce)| k == ClaimKind::Registration && cs <= b.start && e <= ce)
+        });
+        let quiet_from = match piece {
+            Some(b) => b.quiet_from,
+            None => p.last_end.get(&ev.h.tid).copied(),
+        };
         let mut losses: Vec<(CRef, Loss)> = Vec::new();
         let mut stale_pre: Vec<(CRef, Option<StaleRes>)> = Vec::new();
         let (taken, cleared) = (&eff.taken, eff.cleared);
@@ -227,6 +245,28 @@ impl Shared {
                     b.release_after = min_time(b.release_after, quiet_from.or(t));
                 }
             }
+        }
+        if kind == EffKind::Revoke {
+            let reach = released
+                .iter()
+                .map(|c| {
+                    let c = c.b();
+                    (c.start, c.end)
+                })
+                .chain(piece.map(|b| b.reach))
+                .max_by_key(|&(a, b)| b - a)
+                .unwrap_or((s, e));
+            let start = piece.map_or(s, |b| b.start);
+            p.burst.insert(
+                ev.h.tid,
+                Burst {
+                    quiet_from,
+                    start,
+                    end: e,
+                    reach,
+                },
+            );
+            p.in_burst = true;
         }
         let after = p.map.set_attr(s, e, &attrs);
         if !taken.is_empty() {
