@@ -183,7 +183,15 @@ fn liveness(rec: &RecRef, victim: &Claim, loss: &Loss, seen: &Seen) -> Live {
     if matches!(live, Live::Window | Live::Unproven) && left_table_first(rec, victim, loss, seen) {
         return Live::Not;
     }
-    if matches!(live, Live::Proven | Live::Window) && maybe_released_before(rec, victim) {
+    if matches!(live, Live::Proven | Live::Window)
+        && (maybe_released_before(rec, victim)
+            || rec
+                .r
+                .borrow()
+                .ambiguous
+                .iter()
+                .any(|c| std::ptr::eq(&*c.b(), victim)))
+    {
         return Live::Unproven;
     }
     live

@@ -466,6 +466,11 @@ pub struct RecData {
     /// the end of its thread's previous call (None: none seen): the
     /// runtime computed this SET_ATTR after it
     pub quiet_from: Option<f64>,
+    /// registrations containing this revoke that it may have released
+    /// (its range minus what others covered) though the model gave it to
+    /// the claim of exactly its range another thread awaited: not proven
+    /// live against it
+    pub ambiguous: Vec<CRef>,
 }
 
 pub struct RecCell {

@@ -55,6 +55,7 @@ impl Shared {
         };
         let touched = p.cover.query(s, e);
         let mut released: Vec<CRef> = Vec::new();
+        let mut ambiguous: Vec<CRef> = Vec::new();
         if kind == EffKind::Revoke {
             if let Some(app) = p.app.get(&(s, e)) {
                 // the program's own NO_ACCESS on exactly its range, which
@@ -72,17 +73,29 @@ impl Shared {
             }
             if !touched.is_empty() {
                 // a revoke of exactly the range of a registration another
-                // revoke released is most likely that one's own, late: it
-                // releases the claims inside it, not the one containing it
+                // revoke released, from another thread than the one that
+                // made the claim containing it, is most likely that
+                // registration's own, late: it releases the claims inside
+                // it, not the one containing it (which it may still have
+                // released: see `ambiguous`)
                 let awaited = !p.reg.contains_key(&(s, e))
                     && p.ended_by_other.iter().any(|c| {
                         let b = c.b();
                         (b.start, b.end) == (s, e)
                     });
-                released.extend(infer_release(s, e, &touched).into_iter().filter(|c| {
-                    let b = c.b();
-                    !awaited || (s <= b.start && b.end <= e)
-                }));
+                for c in infer_release(s, e, &touched) {
+                    let keep = {
+                        let b = c.b();
+                        let inside = s <= b.start && b.end <= e;
+                        let other = b.born.as_ref().is_some_and(|r| r.h.tid != ev.h.tid);
+                        inside || !awaited || !other
+                    };
+                    if keep {
+                        released.push(c);
+                    } else {
+                        ambiguous.push(c);
+                    }
+                }
             }
         }
         if kind == EffKind::Revoke
@@ -193,6 +206,7 @@ impl Shared {
                 stale_pre,
                 unlock: None,
                 quiet_from,
+                ambiguous,
             }),
         });
         if kind == EffKind::Revoke {
@@ -222,7 +236,11 @@ impl Shared {
                 let mut b = c.m();
                 b.release_range = range;
                 b.release_after = quiet_from;
-                if b.kind == ClaimKind::Registration && (b.start, b.end) != (s, e) {
+                // (a revoke of exactly its range from another thread than
+                // the one that made it may be a piece of another's too)
+                let other_thread = b.born.as_ref().is_some_and(|r| r.h.tid != ev.h.tid);
+                if b.kind == ClaimKind::Registration && ((b.start, b.end) != (s, e) || other_thread)
+                {
                     if p.ended_by_other.len() == ENDED_BY_OTHER {
                         p.ended_by_other.pop_front();
                     }
