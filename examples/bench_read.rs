@@ -5,8 +5,8 @@
 
 use _engine::events::Format;
 use _engine::events::{InputInfo, Text};
+use _engine::parse::Builtin;
 use _engine::parse::detect::open_files;
-use _engine::parse::dialect::Builtin;
 use _engine::parse::trace::Trace;
 use _engine::read::lines::CHUNK;
 use _engine::read::lines::CleanLines;

@@ -221,7 +221,7 @@ _RULES_HELP = "Comma-separated rule ids; may be repeated."
 
 
 def input_formats() -> tuple[str, ...]:
-    """The dialects the core reads: its registry's names (src/parse/dialect.rs)."""
+    """The dialects the core reads: its registry's names (src/parse/mod.rs)."""
     from .core import core
 
     return tuple(core().input_formats())

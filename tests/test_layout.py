@@ -144,7 +144,7 @@ def test_read_yields_lines_and_parse_knows_the_dialects():
     registry are parse's."""
     edges = rust_edges()
     reads = [m for m in edges if m[:1] == ("read",)]
-    assert ("read", "open") in reads and ("parse", "dialect") in edges
+    assert ("read", "open") in reads and ("parse", "detect") in edges
     assert ("read", "open") in edges[("parse", "detect")]   # parse uses read
     assert {m: sorted(d for d in edges[m] if d[:1] == ("parse",)) for m in reads} == \
         {m: [] for m in reads}

@@ -4,7 +4,7 @@
 //! opening files asks of the dialects, and [`open_files`], [`open_runs`]
 //! and [`open_named`] open with it.
 
-use super::dialect::{self, Claim, DIALECTS, sniff_order};
+use super::{Claim, DIALECTS, sniff_order};
 use crate::events::Format;
 use crate::read::layout::Layout;
 use crate::read::open::{self, Detect, FileSpec, Runs};
@@ -41,7 +41,7 @@ pub fn detect<S: AsRef<str>>(path: &str, lines: &[S], lay: &Layout) -> Result<Fo
         }
         return Err(input_error(path, "empty (no lines)"));
     }
-    let mut kinds: Vec<Option<Format>> = body.iter().map(|l| dialect::kind(l)).collect();
+    let mut kinds: Vec<Option<Format>> = body.iter().map(|l| super::kind(l)).collect();
     let mut own = vec![false; body.len()];
     for d in DIALECTS {
         if let Some(run) = d.sniff_run {
@@ -86,13 +86,13 @@ pub struct Registry;
 
 impl Detect for Registry {
     fn is_trace(&self, line: &str) -> bool {
-        dialect::is_trace(line)
+        super::is_trace(line)
     }
     fn detect(&self, path: &str, lines: &[String], lay: &Layout) -> Result<Format, InputError> {
         detect(path, lines, lay)
     }
     fn format_of(&self, name: &str) -> Option<Format> {
-        dialect::format_of(name)
+        super::format_of(name)
     }
 }
 

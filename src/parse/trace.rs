@@ -2,7 +2,7 @@
 //!
 //! A dialect plugs in through [`Dialect`] (one parser per file: feed /
 //! finish) and [`Dialects`] (which parser a file gets; the registry's is
-//! dialect.rs's `Builtin`); the reading, the layout clean-up and the
+//! parse/mod.rs's `Builtin`); the reading, the layout clean-up and the
 //! merge are the same for every dialect.
 
 use super::strace::{self, PreCall, SharedTgids};

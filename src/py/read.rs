@@ -1,7 +1,7 @@
 //! The reader's error and its InputInfo as Python sees them.
 
 use crate::events::InputInfo;
-use crate::parse::dialect::DIALECTS;
+use crate::parse::DIALECTS;
 use crate::py::convert::text_to_py;
 use crate::read::InputError;
 use pyo3::create_exception;
@@ -17,7 +17,7 @@ create_exception!(
 );
 
 /// `input_formats() -> list[str]`: the dialects the core reads, as
-/// `--input-format` names them (the registry, src/parse/dialect.rs).
+/// `--input-format` names them (the registry, src/parse/mod.rs).
 #[pyfunction]
 pub fn input_formats() -> Vec<&'static str> {
     DIALECTS.iter().map(|d| d.format.name()).collect()

@@ -1,6 +1,6 @@
 //! A TRACE argument -> its files, each with its format, layout and -ff tid.
 //! Which dialect a line or a file is in is the dialects' business
-//! (parse::dialect): the functions that need it take it as a [`Detect`].
+//! (the registry in parse/mod.rs): the functions that need it take it as a [`Detect`].
 
 use super::compress::{self, Compression};
 use super::layout::{self, DETECT_PREAMBLE, Layout};

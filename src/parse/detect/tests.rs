@@ -2,7 +2,7 @@
 //! claims it.
 
 use super::*;
-use crate::parse::dialect::kind;
+use crate::parse::kind;
 
 #[test]
 fn kinds_of_lines() {

@@ -14,8 +14,8 @@
 
 use super::{Parser, pre_parse};
 use crate::events::{Event, FileId, Format, InputInfo, Text};
+use crate::parse::Builtin;
 use crate::parse::detect::open_files;
-use crate::parse::dialect::Builtin;
 use crate::parse::tokens::{self, props};
 use crate::parse::trace::{Dialect, Dialects, Threads, Trace};
 use crate::read::InputError;

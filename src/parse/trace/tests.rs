@@ -212,8 +212,8 @@ mod ff {
 mod chunked {
     use super::super::Trace;
     use crate::events::*;
+    use crate::parse::Builtin;
     use crate::parse::detect::open_files;
-    use crate::parse::dialect::Builtin;
     use proptest::prelude::*;
 
     /// Lines that meet every case a cut can fall into.

@@ -3,8 +3,8 @@
 //! product calls them.
 
 use crate::events::{FileId, Format, InputInfo, Text};
+use crate::parse::Builtin;
 use crate::parse::detect::open_files;
-use crate::parse::dialect::Builtin;
 use crate::parse::tinygrad;
 use crate::parse::trace::Trace;
 use crate::py::convert::{Files, event_to_py};
