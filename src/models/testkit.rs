@@ -16,13 +16,8 @@ pub fn int_struct(fs: &[(&'static str, i64)]) -> Option<Value> {
     })
 }
 
-/// The ioctl `name` on `fd` with these argument and answer members.
-pub fn ioctl(
-    fd: i32,
-    name: &'static str,
-    arg: &[(&'static str, i64)],
-    out: &[(&'static str, i64)],
-) -> Kind {
+/// The ioctl `name` on `fd` with this argument and answer.
+pub fn ioctl_kind(fd: i32, name: &'static str, arg: Option<Value>, out: Option<Value>) -> Kind {
     let r = kfd::request_by_name(name).expect("a known request");
     Kind::Ioctl(Ioctl {
         fd,
@@ -33,9 +28,23 @@ pub fn ioctl(
         nr: Some(r.nr),
         size: Some(r.size.into()),
         ioctl: Some(name),
-        arg: int_struct(arg),
-        out: int_struct(out),
+        arg,
+        out,
     })
+}
+
+/// The ioctl call `name` on `fd` with these argument and answer members.
+pub fn ioctl(
+    h: Header,
+    fd: i32,
+    name: &'static str,
+    arg: &[(&'static str, i64)],
+    out: &[(&'static str, i64)],
+) -> Event {
+    let k = ioctl_kind(fd, name, int_struct(arg), int_struct(out));
+    let mut ev = Event::new(h, k);
+    ev.name = Cow::Borrowed("ioctl");
+    ev
 }
 
 /// Events of process 300 on one clock (as tests/test_model_handles.py's
@@ -87,9 +96,7 @@ impl T {
         arg: &[(&'static str, i64)],
         out: &[(&'static str, i64)],
     ) -> Event {
-        let mut ev = Event::new(self.h(Some(0)), ioctl(fd, name, arg, out));
-        ev.name = Cow::Borrowed("ioctl");
-        ev
+        ioctl(self.h(Some(0)), fd, name, arg, out)
     }
 
     /// KFD buffer `handle` allocated (2 MiB on GPU 0x1a2b).

@@ -70,9 +70,7 @@ impl B {
         arg: &[(&'static str, i64)],
         out: &[(&'static str, i64)],
     ) -> Event {
-        let mut e = Event::new(self.h(Some(0), None), testkit::ioctl(fd, name, arg, out));
-        e.name = Cow::Borrowed("ioctl");
-        e
+        testkit::ioctl(self.h(Some(0), None), fd, name, arg, out)
     }
 
     /// An ioctl that failed with `err`.
