@@ -146,6 +146,8 @@ class Catalogue:
     tables: list[Table]
     names: dict[str, Names]
     structs: dict[str, Struct]
+    int_fields: list[str] = field(default_factory=list)   # [parse] ints
+    hsa_fields: list[str] = field(default_factory=list)   # [parse] hsa_fields
 
     @property
     def ioctls(self) -> list[Ioctl]:
@@ -154,6 +156,16 @@ class Catalogue:
     @property
     def decoded(self) -> list[Ioctl]:
         return [i for i in self.ioctls if i.decoded]
+
+    def member_labels(self) -> set[str]:
+        """The label of every member of every struct the catalogue declares."""
+        structs = [*self.structs.values(), *(i.struct for i in self.ioctls if i.struct)]
+        return {f.label for s in structs for f in s.fields}
+
+    def field_names(self) -> list[str]:
+        """The member names the parser keeps without a copy: every label and
+        the HSA structs' members, sorted by length, then bytes."""
+        return sorted(self.member_labels() | set(self.hsa_fields), key=lambda n: (len(n), n))
 
     def show_names(self, show: str) -> Names | None:
         kind, _, nid = show.partition(":")
@@ -264,7 +276,32 @@ def load(path: Path | None = None) -> Catalogue:
     unknown = set(extra) - set(seen)
     if unknown:
         raise CatalogueError(f"ioctl.{sorted(unknown)[0]}: in no table")
-    return Catalogue(types, tables, names, structs)
+    cat = Catalogue(types, tables, names, structs)
+    _parse_section(cat, doc.get("parse", {}))
+    return cat
+
+
+# the parser finds a name among those of its length (src/parse/values.rs,
+# FIRST_OF_LEN): lengths up to this
+FIELD_NAME_MAX = 32
+
+
+def _parse_section(cat: Catalogue, d: dict) -> None:
+    if set(d) - {"ints", "hsa_fields"}:
+        raise CatalogueError(f"parse: unknown keys {sorted(set(d) - {'ints', 'hsa_fields'})}")
+    cat.int_fields = list(d.get("ints", []))
+    cat.hsa_fields = list(d.get("hsa_fields", []))
+    labels = cat.member_labels()
+    for n in cat.int_fields:
+        if n not in labels:
+            raise CatalogueError(f"parse.ints: {n} is no struct member")
+    for key, names in (("ints", cat.int_fields), ("hsa_fields", cat.hsa_fields)):
+        if len(set(names)) != len(names):
+            raise CatalogueError(f"parse.{key}: a name twice")
+    for n in cat.field_names():
+        if not 0 < len(n) <= FIELD_NAME_MAX or not n.isidentifier():
+            raise CatalogueError(f"parse: member name {n!r} is no identifier of 1 to "
+                                 f"{FIELD_NAME_MAX} characters")
 
 
 def _ioctl(table, type_, nr, name, dir_, size, d, names, structs) -> Ioctl:
@@ -537,6 +574,14 @@ def render_rust(cat: Catalogue) -> str:
     for io in cat.ioctls:
         if io.struct:
             labels |= {f.label for f in io.struct.fields if f.show or not io.decoded}
+    o += _block("///", "Members a model reads as a number: a decoded struct whose member of one "
+                "of these names holds anything else is malformed.",
+                "pub const INT_FIELDS: &[&str] = &[", [_rs_str(n) for n in cat.int_fields], "];")
+    o += _block("///", "The member names the parser keeps without a copy: every struct member "
+                "of the catalogue and the members of the HSA structs intent calls print, "
+                "sorted by length, then bytes (a search then compares mostly lengths).",
+                "pub const FIELD_NAMES: &[&str] = &[", [_rs_str(n) for n in cat.field_names()],
+                "];")
     o.append("/// The names decoded structs give the catalogue's struct members.")
     o.append("pub mod fields {")
     o += [f"    pub const {lab.upper()}: &str = {_rs_str(lab)};" for lab in sorted(labels)]

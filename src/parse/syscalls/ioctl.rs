@@ -84,26 +84,6 @@ fn decode_request(req_tok: &[u8], path: Option<&[u8]>) -> Request {
     (request, d, t, nr, size, hint, name)
 }
 
-const INT_FIELDS: &[&str] = &[
-    "start_addr",
-    "size",
-    "op",
-    "nattr",
-    "handle",
-    "va_addr",
-    "gpu_id",
-    "flags",
-    "dmabuf_fd",
-    "fd",
-    "fd_flags",
-    "mmap_offset",
-    "n_devices",
-    "n_success",
-    "xnack_enabled",
-    "metadata_size",
-    "offset",
-];
-
 /// syscalls._ioctl_struct: (fields, malformed).  The decoded struct is
 /// kept and trimmed in place (fields dropped, `attrs` entries turned into
 /// pairs) rather than copied into a new one.
@@ -118,7 +98,7 @@ fn ioctl_struct(val: Option<Value>) -> (Option<Value>, bool) {
         } else if k == "device_ids_array" {
             matches!(&*v, Value::List(x) if x.iter().all(is_int))
         } else {
-            !INT_FIELDS.contains(&&**k) || is_int(v)
+            !kfd::INT_FIELDS.contains(&&**k) || is_int(v)
         };
         bad |= !keep;
         keep
