@@ -3,6 +3,7 @@
 //! every other shape; tinygrad reads tinygrad's `IOCTL=1` logs.
 
 pub mod grammar;
+pub mod kfd_args;
 pub mod lex;
 pub mod preload;
 pub mod strace;
