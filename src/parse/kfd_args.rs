@@ -76,6 +76,26 @@ pub fn decode(ls: &LogStruct, tok: &[u8]) -> Option<(Value, Option<Value>)> {
     Some((arg, out))
 }
 
+/// parse_int of `0x` and 1 to 15 hex digits (values::short_int's hex
+/// case: addresses, sizes, handles), else `None` (parse_int decides).
+fn short_hex(t: &[u8]) -> Option<i128> {
+    let d = t.strip_prefix(b"0x")?;
+    if d.is_empty() || d.len() > 15 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in d {
+        let x = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
+        v = v << 4 | u64::from(x);
+    }
+    Some(v.into())
+}
+
 struct Cursor<'a> {
     s: &'a [u8],
     i: usize,
@@ -135,6 +155,15 @@ impl Cursor<'_> {
     /// An element of a flexible array: `{type=…, value=…}` of an SVM
     /// `attrs` is the pair the general way's trim makes of it.
     fn element(&mut self, label: &str, labels: &'static [&'static str]) -> Option<Value> {
+        if label == "attrs" && labels == ["type", "value"] {
+            // the usual element: the pair, with no struct made first
+            self.lit(b"{type=")?;
+            let t = self.scalar()?;
+            self.lit(b", value=")?;
+            let v = self.scalar()?;
+            self.lit(b"}")?;
+            return Some(Value::Pair(Box::new((t, v))));
+        }
         self.lit(b"{")?;
         let mut fields: Vec<(Name, Value)> = Vec::with_capacity(labels.len());
         for (k, &l) in labels.iter().enumerate() {
@@ -156,6 +185,32 @@ impl Cursor<'_> {
     /// A scalar up to the `,`, `}` or `]` that ends it: a number, a symbol
     /// or `A|B` flags every part of which a table knows, or a decorated fd.
     fn scalar(&mut self) -> Option<Value> {
+        // the usual one first: a number or a name of the catalogue up to the
+        // first end byte (either holds no byte that could end it elsewhere,
+        // and no name of the catalogue is NULL or holds a `|`)
+        let rest = &self.s[self.i..];
+        if let Some(n) = memchr::memchr3(b',', b'}', b']', rest) {
+            let text = &rest[..n];
+            let v = match text.first() {
+                Some(b'0'..=b'9' | b'-') => short_hex(text)
+                    .or_else(|| parse_int(text))
+                    .and_then(Value::int),
+                Some(b'A'..=b'Z' | b'a'..=b'z' | b'_') => {
+                    kfd::constant_bytes(text).and_then(|v| Value::int(v.into()))
+                }
+                _ => None,
+            };
+            if v.is_some() {
+                self.i += n;
+                return v;
+            }
+        }
+        self.scalar_slow()
+    }
+
+    /// [`Cursor::scalar`] byte by byte: flags, `NULL`, a decorated fd.
+    #[cold]
+    fn scalar_slow(&mut self) -> Option<Value> {
         let s = self.s;
         let a = self.i;
         let mut j = a;

@@ -254,6 +254,20 @@ fn the_usual_shapes_are_answered() {
 }
 
 #[test]
+fn the_catalogue_names_are_bare_names() {
+    // (Cursor::scalar looks a name up whole, as values::bare_name does)
+    for &(n, _) in kfd::CONSTANT_NAMES {
+        let b = n.as_bytes();
+        assert!(b[0].is_ascii_alphabetic() || b[0] == b'_', "{n}");
+        assert!(
+            b.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_'),
+            "{n}"
+        );
+        assert_ne!(n, "NULL");
+    }
+}
+
+#[test]
 fn each_struct_names_its_members_once() {
     for ls in kfd::LOG_STRUCTS {
         for half in [ls.log_in, ls.log_out] {
