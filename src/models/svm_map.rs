@@ -734,6 +734,8 @@ pub fn mremap_unmaps(
 #[derive(Debug, Clone)]
 pub struct CoverIndex<T: Ord + Clone> {
     pub pieces: PieceMap<Items<T>>,
+    /// the empty set a gap starts from, made once (not one allocation an add)
+    empty: Items<T>,
 }
 
 /// The items on one piece of a [`CoverIndex`]: sorted, each once (a piece
@@ -744,6 +746,7 @@ impl<T: Ord + Clone> Default for CoverIndex<T> {
     fn default() -> Self {
         CoverIndex {
             pieces: PieceMap::new(),
+            empty: Rc::new(Vec::new()),
         }
     }
 }
@@ -762,7 +765,7 @@ impl<T: Ord + Clone> CoverIndex<T> {
     }
 
     pub fn add(&mut self, s: u64, e: u64, item: T) {
-        let empty = Rc::new(Vec::new());
+        let empty = &self.empty;
         let mut last: Option<(Items<T>, Items<T>)> = None;
         self.pieces.update_coalesce(
             s,
@@ -784,7 +787,7 @@ impl<T: Ord + Clone> CoverIndex<T> {
                 last = Some((v.clone(), n.clone()));
                 n
             },
-            Some(&empty),
+            Some(empty),
             |v| v.is_empty(),
         );
     }
