@@ -76,24 +76,32 @@ pub fn decode(ls: &LogStruct, tok: &[u8]) -> Option<(Value, Option<Value>)> {
     Some((arg, out))
 }
 
-/// parse_int of `0x` and 1 to 15 hex digits (values::short_int's hex
-/// case: addresses, sizes, handles), else `None` (parse_int decides).
-fn short_hex(t: &[u8]) -> Option<i128> {
-    let d = t.strip_prefix(b"0x")?;
-    if d.is_empty() || d.len() > 15 {
-        return None;
-    }
+/// The end of the hex digits from `i` and their value (wrapped past 16
+/// digits: the caller takes at most 15).
+fn hex_run(s: &[u8], mut i: usize) -> (usize, u64) {
     let mut v: u64 = 0;
-    for &c in d {
+    while let Some(&c) = s.get(i) {
         let x = match c {
             b'0'..=b'9' => c - b'0',
             b'a'..=b'f' => c - b'a' + 10,
             b'A'..=b'F' => c - b'A' + 10,
-            _ => return None,
+            _ => break,
         };
-        v = v << 4 | u64::from(x);
+        v = v.wrapping_shl(4) | u64::from(x);
+        i += 1;
     }
-    Some(v.into())
+    (i, v)
+}
+
+/// The end of the decimal digits from `i` and their value (wrapped past
+/// 19 digits: the caller takes at most 19).
+fn dec_run(s: &[u8], mut i: usize) -> (usize, u64) {
+    let mut v: u64 = 0;
+    while let Some(&c) = s.get(i).filter(|c| c.is_ascii_digit()) {
+        v = v.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
+        i += 1;
+    }
+    (i, v)
 }
 
 struct Cursor<'a> {
@@ -185,25 +193,45 @@ impl Cursor<'_> {
     /// A scalar up to the `,`, `}` or `]` that ends it: a number, a symbol
     /// or `A|B` flags every part of which a table knows, or a decorated fd.
     fn scalar(&mut self) -> Option<Value> {
-        // the usual one first: a number or a name of the catalogue up to the
-        // first end byte (either holds no byte that could end it elsewhere,
-        // and no name of the catalogue is NULL or holds a `|`)
-        let rest = &self.s[self.i..];
-        if let Some(n) = memchr::memchr3(b',', b'}', b']', rest) {
-            let text = &rest[..n];
-            let v = match text.first() {
-                Some(b'0'..=b'9' | b'-') => short_hex(text)
-                    .or_else(|| parse_int(text))
-                    .and_then(Value::int),
-                Some(b'A'..=b'Z' | b'a'..=b'z' | b'_') => {
-                    kfd::constant_bytes(text).and_then(|v| Value::int(v.into()))
-                }
-                _ => None,
-            };
-            if v.is_some() {
-                self.i += n;
-                return v;
+        // the usual one first: `0x` and hex digits, decimal digits or a name
+        // of the catalogue, each read up to the first byte that is not one
+        // of its own, which must be an end byte (then it is the first end
+        // byte, as the general way finds it; no name of the catalogue is
+        // NULL or holds a `|`)
+        let s = self.s;
+        let a = self.i;
+        let end = |j: usize| matches!(s.get(j), Some(b',' | b'}' | b']'));
+        let usual = match s.get(a) {
+            Some(b'0') if s.get(a + 1) == Some(&b'x') => {
+                let (j, v) = hex_run(s, a + 2);
+                // values::short_int: 1 to 15 digits
+                (end(j) && (1..=15).contains(&(j - a - 2))).then_some((j, Value::Int(v as i64)))
             }
+            Some(b'0'..=b'9') => {
+                let (j, v) = dec_run(s, a);
+                // values::short_int: no leading zero, up to 19 digits
+                let n = j - a;
+                (end(j) && (n == 1 || s[a] != b'0') && n <= 19)
+                    .then(|| Value::int(v.into()))
+                    .flatten()
+                    .map(|v| (j, v))
+            }
+            Some(b'A'..=b'Z' | b'a'..=b'z' | b'_') => {
+                let mut j = a + 1;
+                while j < s.len() && (s[j].is_ascii_alphanumeric() || s[j] == b'_') {
+                    j += 1;
+                }
+                end(j)
+                    .then(|| kfd::constant_bytes(&s[a..j]))
+                    .flatten()
+                    .and_then(|v| Value::int(v.into()))
+                    .map(|v| (j, v))
+            }
+            _ => None,
+        };
+        if let Some((j, v)) = usual {
+            self.i = j;
+            return Some(v);
         }
         self.scalar_slow()
     }
