@@ -65,9 +65,10 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// before `s` ends the walk: one descent into the tree, not two, and
     /// each piece is read there (no second lookup by its start).
     fn walk(&self, s: u64, e: u64) -> Vec<(u64, u64, &V)> {
-        // (a usual walk meets one to three pieces: room for them up front,
-        // not the growth steps of a take_while without a size hint)
-        let mut out = Vec::with_capacity(4);
+        // (a usual walk meets one to five pieces -- update_coalesce's walk
+        // takes a neighbour on each side: room for them up front, not the
+        // growth steps of a take_while without a size hint)
+        let mut out = Vec::with_capacity(8);
         out.extend(self.walk_back(s, e));
         out.reverse();
         out

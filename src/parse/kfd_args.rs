@@ -81,17 +81,32 @@ pub fn decode(ls: &LogStruct, tok: &[u8]) -> Option<(Value, Option<Value>)> {
 fn hex_run(s: &[u8], mut i: usize) -> (usize, u64) {
     let mut v: u64 = 0;
     while let Some(&c) = s.get(i) {
-        let x = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            b'A'..=b'F' => c - b'A' + 10,
-            _ => break,
-        };
+        let x = HEX[c as usize];
+        if x > 15 {
+            break;
+        }
         v = v.wrapping_shl(4) | u64::from(x);
         i += 1;
     }
     (i, v)
 }
+
+/// A byte's value as a hex digit, 0xFF for no digit.
+const HEX: [u8; 256] = {
+    let mut t = [0xFF; 256];
+    let mut c = 0;
+    while c < 10 {
+        t[b'0' as usize + c] = c as u8;
+        c += 1;
+    }
+    let mut c = 0;
+    while c < 6 {
+        t[b'a' as usize + c] = 10 + c as u8;
+        t[b'A' as usize + c] = 10 + c as u8;
+        c += 1;
+    }
+    t
+};
 
 /// The end of the decimal digits from `i` and their value (wrapped past
 /// 19 digits: the caller takes at most 19).
@@ -217,15 +232,12 @@ impl Cursor<'_> {
                     .map(|v| (j, v))
             }
             Some(b'A'..=b'Z' | b'a'..=b'z' | b'_') => {
-                let mut j = a + 1;
-                while j < s.len() && (s[j].is_ascii_alphanumeric() || s[j] == b'_') {
-                    j += 1;
-                }
-                end(j)
-                    .then(|| kfd::constant_bytes(&s[a..j]))
-                    .flatten()
-                    .and_then(|v| Value::int(v.into()))
-                    .map(|v| (j, v))
+                // (a name is long: one search for the end byte, and the
+                // table's lookup of the whole text is its check)
+                memchr::memchr3(b',', b'}', b']', &s[a..]).and_then(|n| {
+                    let v = Value::int(kfd::constant_bytes(&s[a..a + n])?.into())?;
+                    Some((a + n, v))
+                })
             }
             _ => None,
         };
