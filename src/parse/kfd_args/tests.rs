@@ -6,34 +6,11 @@
 
 use super::*;
 use crate::events::{Event, FileId, InputInfo, Kind, Text};
+use crate::parse::fixtures::fixture_logs;
 use crate::parse::strace::Parser;
 use crate::parse::syscalls::general_arg;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::rc::Rc;
-
-/// Every strace and preload fixture log (not tinygrad's), sorted.
-fn fixture_logs() -> Vec<PathBuf> {
-    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                if p.file_name().is_some_and(|n| n != "tinygrad") {
-                    walk(&p, out);
-                }
-            } else if p.extension().is_some_and(|x| x == "log") {
-                out.push(p);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
-        &mut out,
-    );
-    out.sort();
-    assert!(out.len() > 40, "fixtures/ has its logs: {out:?}");
-    out
-}
 
 fn lines_of(p: &Path) -> Vec<String> {
     String::from_utf8_lossy(&std::fs::read(p).unwrap())
