@@ -424,6 +424,35 @@ pub const UDMABUF_CREATE: Key = (TYPE_UDMABUF, 0x42);
 /// UDMABUF_CREATE_LIST
 pub const UDMABUF_CREATE_LIST: Key = (TYPE_UDMABUF, 0x43);
 
+/// The structs the capture library writes in a preload log's ioctl lines, by
+/// (type, nr) and name: the members it writes before the call and those after
+/// the arrow, with their labels, in the log's order (src/parse/kfd_args.rs
+/// reads them).
+pub const LOG_STRUCTS: &[LogStruct] = &[
+    ls(TYPE_KFD, 0x01, "AMDKFD_IOC_GET_VERSION", &[], &[lf("major_version", Shape::Scalar), lf("minor_version", Shape::Scalar)]),
+    ls(TYPE_KFD, 0x02, "AMDKFD_IOC_CREATE_QUEUE", &[lf("ring_base_address", Shape::Scalar), lf("ring_size", Shape::Scalar), lf("gpu_id", Shape::Scalar), lf("queue_type", Shape::Scalar), lf("queue_percentage", Shape::Scalar), lf("queue_priority", Shape::Scalar), lf("write_pointer_address", Shape::Scalar), lf("read_pointer_address", Shape::Scalar), lf("eop_buffer_address", Shape::Scalar), lf("eop_buffer_size", Shape::Scalar), lf("ctx_save_restore_address", Shape::Scalar), lf("ctx_save_restore_size", Shape::Scalar), lf("ctl_stack_size", Shape::Scalar)], &[lf("queue_id", Shape::Scalar), lf("doorbell_offset", Shape::Scalar)]),
+    ls(TYPE_KFD, 0x04, "AMDKFD_IOC_SET_MEMORY_POLICY", &[lf("alternate_aperture_base", Shape::Scalar), lf("alternate_aperture_size", Shape::Scalar), lf("gpu_id", Shape::Scalar), lf("default_policy", Shape::Scalar), lf("alternate_policy", Shape::Scalar)], &[]),
+    ls(TYPE_KFD, 0x08, "AMDKFD_IOC_CREATE_EVENT", &[lf("event_type", Shape::Scalar), lf("auto_reset", Shape::Scalar), lf("node_id", Shape::Scalar), lf("event_page_offset", Shape::Scalar)], &[lf("event_id", Shape::Scalar), lf("event_slot_index", Shape::Scalar), lf("event_trigger_data", Shape::Scalar), lf("event_page_offset", Shape::Scalar)]),
+    ls(TYPE_KFD, 0x09, "AMDKFD_IOC_DESTROY_EVENT", &[lf("event_id", Shape::Scalar)], &[]),
+    ls(TYPE_KFD, 0x14, "AMDKFD_IOC_GET_PROCESS_APERTURES_NEW", &[lf("kfd_process_device_apertures_ptr", Shape::Scalar), lf("num_of_nodes", Shape::Scalar)], &[lf("num_of_nodes", Shape::Scalar)]),
+    ls(TYPE_KFD, 0x15, "AMDKFD_IOC_ACQUIRE_VM", &[lf("drm_fd", Shape::Scalar), lf("gpu_id", Shape::Scalar)], &[]),
+    ls(TYPE_KFD, 0x16, "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU", &[lf("va_addr", Shape::Scalar), lf("size", Shape::Scalar), lf("gpu_id", Shape::Scalar), lf("flags", Shape::Scalar), lf("mmap_offset", Shape::Scalar)], &[lf("handle", Shape::Scalar), lf("mmap_offset", Shape::Scalar)]),
+    ls(TYPE_KFD, 0x17, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", &[lf("handle", Shape::Scalar)], &[]),
+    ls(TYPE_KFD, 0x18, "AMDKFD_IOC_MAP_MEMORY_TO_GPU", &[lf("handle", Shape::Scalar), lf("device_ids_array", Shape::List), lf("n_devices", Shape::Scalar)], &[lf("n_success", Shape::Scalar)]),
+    ls(TYPE_KFD, 0x19, "AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU", &[lf("handle", Shape::Scalar), lf("device_ids_array", Shape::List), lf("n_devices", Shape::Scalar)], &[lf("n_success", Shape::Scalar)]),
+    ls(TYPE_KFD, 0x1C, "AMDKFD_IOC_GET_DMABUF_INFO", &[lf("dmabuf_fd", Shape::Scalar)], &[lf("size", Shape::Scalar), lf("gpu_id", Shape::Scalar), lf("flags", Shape::Scalar)]),
+    ls(TYPE_KFD, 0x1D, "AMDKFD_IOC_IMPORT_DMABUF", &[lf("va_addr", Shape::Scalar), lf("gpu_id", Shape::Scalar), lf("dmabuf_fd", Shape::Scalar)], &[lf("handle", Shape::Scalar)]),
+    ls(TYPE_KFD, 0x20, "AMDKFD_IOC_SVM", &[lf("start_addr", Shape::Scalar), lf("size", Shape::Scalar), lf("op", Shape::Scalar), lf("nattr", Shape::Scalar), lf("attrs", Shape::Structs(&["type", "value"]))], &[lf("attrs", Shape::Structs(&["type", "value"]))]),
+    ls(TYPE_KFD, 0x21, "AMDKFD_IOC_SET_XNACK_MODE", &[lf("xnack_enabled", Shape::Scalar)], &[lf("xnack_enabled", Shape::Scalar)]),
+    ls(TYPE_KFD, 0x24, "AMDKFD_IOC_EXPORT_DMABUF", &[lf("handle", Shape::Scalar), lf("flags", Shape::Scalar)], &[lf("dmabuf_fd", Shape::Scalar)]),
+    ls(TYPE_DRM, 0x09, "DRM_IOCTL_GEM_CLOSE", &[lf("handle", Shape::Scalar)], &[]),
+    ls(TYPE_DRM, 0x2D, "DRM_IOCTL_PRIME_HANDLE_TO_FD", &[lf("handle", Shape::Scalar), lf("flags", Shape::Scalar)], &[lf("fd", Shape::Scalar)]),
+    ls(TYPE_DRM, 0x2E, "DRM_IOCTL_PRIME_FD_TO_HANDLE", &[lf("fd", Shape::Scalar)], &[lf("handle", Shape::Scalar)]),
+    ls(TYPE_DRM, 0x40, "DRM_IOCTL_AMDGPU_GEM_CREATE", &[lf("bo_size", Shape::Scalar), lf("alignment", Shape::Scalar), lf("domains", Shape::Scalar), lf("domain_flags", Shape::Scalar)], &[lf("handle", Shape::Scalar)]),
+    ls(TYPE_DRM, 0x43, "DRM_IOCTL_AMDXDNA_CREATE_BO", &[lf("flags", Shape::Scalar), lf("vaddr", Shape::Scalar), lf("size", Shape::Scalar), lf("type", Shape::Scalar)], &[lf("handle", Shape::Scalar)]),
+    ls(TYPE_DMAHEAP, 0x00, "DMA_HEAP_IOCTL_ALLOC", &[lf("len", Shape::Scalar), lf("fd_flags", Shape::Scalar), lf("heap_flags", Shape::Scalar)], &[lf("fd", Shape::Scalar)]),
+];
+
 /// Members a model reads as a number: a decoded struct whose member of one of
 /// these names holds anything else is malformed.
 pub const INT_FIELDS: &[&str] = &[

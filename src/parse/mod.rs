@@ -5,12 +5,16 @@
 //! file's dialect; trace runs a TRACE argument's files through their
 //! parsers and merges the events.  tokens is the tokenizer of the common
 //! line shapes; strace (with preload's `#` lines), syscalls, values and
-//! grammar parse every other shape; tinygrad reads tinygrad's `IOCTL=1`
-//! logs.  Detection, the input formats of the package
+//! grammar parse every other shape; kfd_args reads the ioctl structs the
+//! capture library writes against the catalogue's labels; tinygrad reads
+//! tinygrad's `IOCTL=1` logs.  Detection, the input formats of the package
 //! (`_engine.input_formats`) and [`Builtin`] all read the list.
 
 pub mod detect;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod grammar;
+pub mod kfd_args;
 pub mod lex;
 pub mod preload;
 pub mod strace;
