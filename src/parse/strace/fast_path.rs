@@ -14,11 +14,13 @@
 
 use super::{Parser, pre_parse};
 use crate::events::{Event, FileId, Format, InputInfo, Span, Text};
+use crate::parse::Builtin;
+use crate::parse::detect::open_files;
 use crate::parse::tokens::{self, props};
+use crate::parse::trace::{Dialect, Dialects, Threads, Trace};
 use crate::read::InputError;
 use crate::read::lines::decode;
-use crate::read::open::{FileSpec, open_files};
-use crate::read::trace::{Builtin, Dialect, Dialects, Threads, Trace};
+use crate::read::open::FileSpec;
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;

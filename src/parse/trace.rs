@@ -1,19 +1,17 @@
 //! One TRACE argument: its files and their merged event stream.
 //!
 //! A dialect plugs in through [`Dialect`] (one parser per file: feed /
-//! finish) and [`Dialects`] (which parser a file
-//! gets); the reading, the layout clean-up and the merge are the same for
-//! every dialect.
+//! finish) and [`Dialects`] (which parser a file gets; the registry's is
+//! parse/mod.rs's `Builtin`); the reading, the layout clean-up and the
+//! merge are the same for every dialect.
 
-use super::chunked::{self, Chunked, Item};
-use super::detect::format_name;
-use super::lines::{CHUNK, CleanLines};
-use super::merge::{Key, Maker, Spill, Stream, bounded_merge};
-use super::open::{FileSpec, is_stream};
-use super::{InputError, input_error};
+use super::strace::{self, PreCall, SharedTgids};
 use crate::events::{Event, FileId, Format, InputInfo, Kind, Span, Text, own};
-use crate::parse::strace::{PreCall, SharedTgids};
-use crate::parse::{strace, tinygrad};
+use crate::read::chunked::{self, Chunked, Item};
+use crate::read::lines::{CHUNK, CleanLines};
+use crate::read::merge::{Key, Maker, Spill, Stream, bounded_merge};
+use crate::read::open::{FileSpec, is_stream};
+use crate::read::{InputError, input_error, open_path};
 use std::cell::Cell;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -49,9 +47,13 @@ pub const MERGE_CHUNK: usize = 64 << 10;
 
 /// A parser of one file of one dialect.
 pub trait Dialect {
-    /// Where the next line fed is in its input (evidence by reference);
-    /// a line fed without it is copied into the events it makes.
-    fn at(&mut self, span: Span);
+    /// Where the next line fed is in its input: the events whose text is
+    /// that line refer to it (evidence by reference, strace::Fed keeps
+    /// the account).  A dialect that ignores it builds its events with
+    /// their text (`Source::kept`): the same evidence, a copy a line.
+    fn at(&mut self, span: Span) {
+        let _ = span;
+    }
     /// The events line `lineno` completes, appended to `out`.
     fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Rc<Event>>);
     /// `feed` with the line's pre-parse from a worker (--jobs), which the
@@ -72,21 +74,6 @@ pub trait Dialect {
     fn info(&mut self) -> &mut InputInfo;
 }
 
-impl Dialect for tinygrad::Parser {
-    fn at(&mut self, span: Span) {
-        tinygrad::Parser::at(self, span)
-    }
-    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Rc<Event>>) {
-        tinygrad::Parser::feed(self, lineno, line, out)
-    }
-    fn finish(&mut self, out: &mut Vec<Rc<Event>>) {
-        tinygrad::Parser::finish(self, out)
-    }
-    fn info(&mut self) -> &mut InputInfo {
-        &mut self.info
-    }
-}
-
 /// What -ff files tell about each other.
 #[derive(Debug, Default, Clone)]
 pub struct Threads {
@@ -96,19 +83,6 @@ pub struct Threads {
     pub handover: Arc<strace::Handover>,
     /// tid -> (the tid whose clone/fork made it, made as a thread)
     pub parent: HashMap<u32, (u32, bool)>,
-}
-
-/// Which parser each file gets.
-pub trait Dialects {
-    /// A parser for `spec` (its tid, and the -ff knowledge when the trace
-    /// has several files), counting into `info`; None: no parser for it.
-    fn parser(
-        &self,
-        spec: &FileSpec,
-        file: FileId,
-        info: InputInfo,
-        threads: Option<&Threads>,
-    ) -> Option<Box<dyn Dialect>>;
 }
 
 impl Dialect for strace::Parser {
@@ -135,28 +109,17 @@ impl Dialect for strace::Parser {
     }
 }
 
-/// Every dialect the core reads.
-pub struct Builtin;
-
-impl Dialects for Builtin {
+/// Which parser each file gets.
+pub trait Dialects {
+    /// A parser for `spec` (its tid, and the -ff knowledge when the trace
+    /// has several files), counting into `info`; None: no parser for it.
     fn parser(
         &self,
         spec: &FileSpec,
         file: FileId,
         info: InputInfo,
         threads: Option<&Threads>,
-    ) -> Option<Box<dyn Dialect>> {
-        Some(match spec.format {
-            Format::Tinygrad => Box::new(tinygrad::Parser::new(file, info)),
-            _ => Box::new(strace::Parser::new(
-                file,
-                info,
-                spec.tid,
-                threads.map(|t| t.tgid_of.clone()),
-                threads.map(|t| t.handover.clone()),
-            )),
-        })
-    }
+    ) -> Option<Box<dyn Dialect>>;
 }
 
 /// "a strace", "an …".
@@ -173,7 +136,7 @@ fn article(fmt: &str) -> String {
 pub struct FileEvents {
     /// None while `chunked` reads the lines
     lines: Option<CleanLines>,
-    chunked: Option<Chunked>,
+    chunked: Option<Chunked<PreCall>>,
     /// a read error the chunked reading met, after the events before it
     failed: Option<InputError>,
     /// where the chunk count goes
@@ -191,7 +154,7 @@ pub struct FileEvents {
 
 impl FileEvents {
     /// One batch of the chunked reading through the parser.
-    fn feed_batch(&mut self, c: &mut Chunked) {
+    fn feed_batch(&mut self, c: &mut Chunked<PreCall>) {
         let Some(mut b) = c.next_batch() else {
             // only after an end or an error, which ended the reading
             self.finished = true;
@@ -381,7 +344,7 @@ impl<D: Dialects + 'static> Trace<D> {
                 &spec.path,
                 &format!(
                     "the {} dialect is not ported to Rust yet",
-                    format_name(spec.format)
+                    spec.format.name()
                 ),
             ));
         };
@@ -394,7 +357,14 @@ impl<D: Dialects + 'static> Trace<D> {
         let lines = CleanLines::new(r, &spec.path, spec.layout.clone(), self.max_line, chunk)
             .by_reference(refer);
         let (lines, chunked) = if jobs > 1 {
-            match Chunked::new(lines, &spec.path, fid, jobs, self.batch_lines) {
+            match Chunked::new(
+                lines,
+                &spec.path,
+                fid,
+                jobs,
+                self.batch_lines,
+                strace::pre_parse,
+            ) {
                 Ok(c) => (None, Some(c)),
                 Err(lines) => (Some(lines), None),
             }
@@ -412,7 +382,7 @@ impl<D: Dialects + 'static> Trace<D> {
             done: false,
             finished: false,
             path: spec.path.clone(),
-            fmt: format_name(spec.format),
+            fmt: spec.format.name(),
             idx: i,
             infos: self.infos.clone(),
         })
@@ -531,7 +501,7 @@ pub fn ff_threads<D: Dialects + ?Sized>(
             continue;
         }
         let mut info = InputInfo::new(Text::from(f.path.as_str()));
-        let r = super::open_path(&f.path)?;
+        let r = open_path(&f.path)?;
         let Some(mut p) = dialects.parser(f, FileId(0), info.clone(), None) else {
             continue;
         };
@@ -630,3 +600,8 @@ pub fn parents_first(files: &[FileSpec], parent: &HashMap<u32, (u32, bool)>) -> 
     }
     order
 }
+
+#[cfg(test)]
+mod evidence_tests;
+#[cfg(test)]
+mod tests;
