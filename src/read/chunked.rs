@@ -160,11 +160,13 @@ pub struct Chunked {
 
 fn work(file: FileId, jobs: Receiver<Batch>, done: SyncSender<Batch>) {
     for mut b in jobs {
+        // (a resumed line is joined with its entry when the batch has both)
+        let mut st = strace::PreState::default();
         b.pre = b
             .items
             .iter()
             .map(|it| match *it {
-                Item::Line(n, s, e) => strace::pre_parse(file, n, b.line(s, e)),
+                Item::Line(n, s, e) => strace::pre_parse_in(&mut st, file, n, b.line(s, e)),
                 _ => None,
             })
             .collect();
