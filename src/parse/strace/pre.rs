@@ -158,29 +158,9 @@ pub fn pre_parse_in<'a>(
             return Some(join(st, file, lineno, line, o, r, half));
         }
     }
-    let Res {
-        ret,
-        err,
-        rpath,
-        dur,
-        ..
-    } = outcome_of(r.outcome.as_ref())?;
-    let args = r.args;
-    let (has_dur, has_rpath) = (dur.is_some(), rpath.is_some());
-    let built = build_call(
-        file,
-        r.name,
-        args,
-        ret,
-        err,
-        rpath,
-        lineno,
-        None,
-        Some(r.time),
-        dur,
-        line,
-        false,
-    );
+    let res = outcome_of(r.outcome.as_ref())?;
+    let place = (lineno, None, r.time, None);
+    let (built, has_dur, has_rpath) = build_res(file, r.name, r.args, res, place, line);
     Some(PreCall::Call(PreBuilt {
         tid: r.tid,
         time: r.time,
@@ -217,37 +197,22 @@ fn join<'a>(
     r: tokens::Scanned<'a>,
     half: Box<tokens::Spans>,
 ) -> PreCall {
-    let Some(Res {
-        ret,
-        err,
-        rpath,
-        dur,
-        ..
-    }) = outcome_of(r.outcome.as_ref())
-    else {
+    let Some(res) = outcome_of(r.outcome.as_ref()) else {
         return PreCall::Half(half);
     };
-    let (has_dur, has_rpath) = (dur.is_some(), rpath.is_some());
     let args = pending::join_args(Some(o.args.iter().map(|a| &a[..])), r.args);
-    let dur = dur.or(Some((r.time - o.time).max(0.0)));
     st.joined.clear();
     st.joined.extend_from_slice(o.text);
     st.joined.extend_from_slice(" … ".as_bytes());
     st.joined.extend_from_slice(line);
-    let built = build_call(
-        file,
-        r.name,
-        args,
-        ret,
-        err,
-        rpath,
+    // a resumed call without -T's duration lasted from entry to return
+    let place = (
         o.line,
         Some(lineno),
-        Some(o.time),
-        dur,
-        &st.joined,
-        false,
+        o.time,
+        Some((r.time - o.time).max(0.0)),
     );
+    let (built, has_dur, has_rpath) = build_res(file, r.name, args, res, place, &st.joined);
     if built.unparsed {
         return PreCall::Half(half);
     }
@@ -260,4 +225,43 @@ fn join<'a>(
         built,
         half,
     })
+}
+
+/// [`build_call`] of a scanned call with its result: the event (not
+/// partial) and whether the result had a duration and a decorated path.
+/// `place`: its first line, the resumed line, its time, and the duration
+/// when the result gives none.
+fn build_res(
+    file: FileId,
+    name: &str,
+    args: Vec<Cow<'_, [u8]>>,
+    res: Res,
+    place: (u64, Option<u64>, f64, Option<f64>),
+    text: &[u8],
+) -> (Built<Event>, bool, bool) {
+    let Res {
+        ret,
+        err,
+        rpath,
+        dur,
+        ..
+    } = res;
+    let (line, end_line, t, otherwise) = place;
+    let flags = (dur.is_some(), rpath.is_some());
+    let dur = dur.or(otherwise);
+    let built = build_call(
+        file,
+        name,
+        args,
+        ret,
+        err,
+        rpath,
+        line,
+        end_line,
+        Some(t),
+        dur,
+        text,
+        false,
+    );
+    (built, flags.0, flags.1)
 }
