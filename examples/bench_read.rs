@@ -5,10 +5,11 @@
 
 use _engine::events::Format;
 use _engine::events::{InputInfo, Text};
+use _engine::parse::Builtin;
+use _engine::parse::detect::open_files;
+use _engine::parse::trace::Trace;
 use _engine::read::lines::CHUNK;
 use _engine::read::lines::CleanLines;
-use _engine::read::open::open_files;
-use _engine::read::trace::{Builtin, Trace};
 use std::time::Instant;
 
 fn main() {

@@ -95,6 +95,9 @@ def history(path: str, input_format: str | None = None,
 def table_of_events(events: Sequence[Event]) -> Columns: ...
 
 
+def input_formats() -> list[str]: ...   # the dialects' names, as --input-format takes them
+
+
 class RuleEntry(TypedDict):
     """One rule of the catalogue (src/rules.rs); rocrtrace/rules.py's Rule."""
     id: str

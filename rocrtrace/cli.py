@@ -25,7 +25,6 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 # Each choice list once: the options below, their --help text and the
 # validation all read these.
-INPUT_FORMATS = ("strace", "preload", "tinygrad")
 CAPTURE_METHODS = ("preload", "strace")
 HISTORY_FORMATS = ("text", "json")            # stats, show, rules
 DIFF_FORMATS = ("text", "json", "markdown")
@@ -221,8 +220,31 @@ def cli(ctx):
 _RULES_HELP = "Comma-separated rule ids; may be repeated."
 
 
+def input_formats() -> tuple[str, ...]:
+    """The dialects the core reads: its registry's names (src/parse/mod.rs)."""
+    from .core import core
+
+    return tuple(core().input_formats())
+
+
+class _CoreChoice(click.Choice):
+    """A choice list the core holds, asked for when an option first needs it
+    (not at import: `rocrtrace --help` and `--version` do not load the core)."""
+
+    def __init__(self, load):
+        self._load = load
+        self._choices = None
+        self.case_sensitive = True
+
+    @property
+    def choices(self):
+        if self._choices is None:
+            self._choices = self._load()
+        return self._choices
+
+
 def _input_format_option(fn):
-    return click.option("--input-format", type=click.Choice(INPUT_FORMATS),
+    return click.option("--input-format", type=_CoreChoice(input_formats),
                         help="Force the input format instead of detecting it.")(fn)
 
 

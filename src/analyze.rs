@@ -10,9 +10,11 @@ use crate::models::common::Names;
 use crate::models::fds::FdModel;
 use crate::models::handles::{HandleModel, Options as HandleOptions};
 use crate::models::svm::{Options as SvmOptions, SvmModel};
+use crate::parse::Builtin;
+use crate::parse::detect::{open_files, open_named, open_runs};
+use crate::parse::trace::Trace;
 use crate::read::InputError;
-use crate::read::open::{Runs, open_files, open_named, open_runs};
-use crate::read::trace::{Builtin, Trace};
+use crate::read::open::Runs;
 use crate::replay::{Facts, Programs};
 use crate::table::EventTable;
 use std::rc::Rc;
@@ -54,7 +56,7 @@ impl Default for Options {
             jobs: 1,
             batch_lines: crate::read::chunked::BATCH_LINES,
             min_bytes: crate::read::chunked::MIN_BYTES,
-            max_open: crate::read::trace::open_budget(),
+            max_open: crate::parse::trace::open_budget(),
         }
     }
 }

@@ -549,6 +549,18 @@ pub enum Format {
     Tinygrad,
 }
 
+impl Format {
+    /// Its name, as `--input-format` and messages spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Unknown => "unknown",
+            Format::Strace => "strace",
+            Format::Preload => "preload",
+            Format::Tinygrad => "tinygrad",
+        }
+    }
+}
+
 /// How many unparsed lines [`InputInfo`] keeps as samples, and how many
 /// characters of each (events.InputInfo.add_unparsed).
 pub const UNPARSED_SAMPLES: usize = 20;

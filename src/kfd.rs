@@ -68,6 +68,63 @@ const fn e(nr: u8, name: &'static str, dir: u8, size: u16) -> Entry {
     }
 }
 
+/// How the capture library writes a member of a decoded struct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// one number, symbol, `A|B` flags or decorated fd
+    Scalar,
+    /// `[e, ...]`: the array a pointer member points to, of scalars
+    List,
+    /// `[{l=v, ...}, ...]`: a flexible array of structs with these labels
+    Structs(&'static [&'static str]),
+}
+
+/// A member the capture library writes: its label and shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogField {
+    pub label: &'static str,
+    pub shape: Shape,
+}
+
+const fn lf(label: &'static str, shape: Shape) -> LogField {
+    LogField { label, shape }
+}
+
+/// A struct the capture library writes for an ioctl: `{log_in...}` before
+/// the call, ` => {log_out...}` after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogStruct {
+    pub type_: u8,
+    pub nr: u8,
+    pub name: &'static str,
+    pub log_in: &'static [LogField],
+    pub log_out: &'static [LogField],
+}
+
+const fn ls(
+    type_: u8,
+    nr: u8,
+    name: &'static str,
+    log_in: &'static [LogField],
+    log_out: &'static [LogField],
+) -> LogStruct {
+    LogStruct {
+        type_,
+        nr,
+        name,
+        log_in,
+        log_out,
+    }
+}
+
+/// The struct the capture library writes for the ioctl (type, nr) the
+/// catalogue names `name` (DRM driver numbers are shared between drivers).
+pub fn log_struct(type_: u8, nr: u8, name: &str) -> Option<&'static LogStruct> {
+    LOG_STRUCTS
+        .iter()
+        .find(|x| x.nr == nr && x.type_ == type_ && x.name == name)
+}
+
 include!("kfd_catalogue.rs");
 
 fn find(table: &[Entry], nr: u8) -> Option<&Entry> {

@@ -47,7 +47,7 @@ mod _engine {
         analyze, analyze_calls, analyze_events, event_batches, events_table, history,
     };
     #[pymodule_export]
-    use crate::py::read::ReadError;
+    use crate::py::read::{ReadError, input_formats};
     #[pymodule_export]
     use crate::py::rules::rule_catalogue;
     #[pymodule_export]

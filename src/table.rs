@@ -508,6 +508,7 @@ pub fn attr_shape(attrs: &[Value]) -> String {
 mod tests {
     use super::*;
     use crate::events::{Header, Ioctl};
+    use crate::models::testkit::{int_struct as fields, ioctl_kind};
 
     fn svm_ioctl(arg: Option<Value>, size: u64) -> Event {
         Event::new(
@@ -594,12 +595,6 @@ mod tests {
         assert_eq!((t.whole.null[0], t.whole.values[1]), (true, 1));
     }
 
-    /// A decoded struct of integer fields; none when there are no fields.
-    fn fields(fs: &[(&'static str, i64)]) -> Option<Value> {
-        (!fs.is_empty())
-            .then(|| Value::Struct(fs.iter().map(|&(k, v)| (k.into(), Value::Int(v))).collect()))
-    }
-
     /// A call of the catalogue's ioctl `name` on fd 3; `err`: it failed.
     fn ioctl_event(
         name: &'static str,
@@ -607,26 +602,12 @@ mod tests {
         out: Option<Value>,
         err: Option<&'static str>,
     ) -> Event {
-        let r = kfd::request_by_name(name).expect("a known request");
-        Event::new(
-            Header {
-                ret: Some(if err.is_some() { -1 } else { 0 }),
-                err: err.map(Into::into),
-                ..Default::default()
-            },
-            Kind::Ioctl(Ioctl {
-                fd: 3,
-                path: None,
-                request: None,
-                dir: Some(r.dir),
-                type_: Some(r.type_),
-                nr: Some(r.nr),
-                size: Some(r.size.into()),
-                ioctl: Some(name),
-                arg,
-                out,
-            }),
-        )
+        let h = Header {
+            ret: Some(if err.is_some() { -1 } else { 0 }),
+            err: err.map(Into::into),
+            ..Default::default()
+        };
+        Event::new(h, ioctl_kind(3, name, arg, out))
     }
 
     #[test]

@@ -77,6 +77,10 @@ def test_check_names_a_stale_file_and_regenerating_fixes_it(tmp_path, monkeypatc
      "ioctl.AMDKFD_IOC_GET_PROCESS_APERTURES_NEW: members end at 16, the struct is 24 bytes"),
     ('out_if = ["op", "KFD_IOCTL_SVM_OP_GET_ATTR"]', 'out_if = ["op", "KFD_IOCTL_SVM_ATTR_ACCESS"]',
      "ioctl.AMDKFD_IOC_SVM: out_if KFD_IOCTL_SVM_ATTR_ACCESS is no value of op"),
+    ('  "start_addr", "size", "op",', '  "start_adr", "size", "op",',
+     "parse.ints: start_adr is no struct member"),
+    ('"permissions", "agent_handle"]', '"permissions", "agent handle"]',
+     "parse: member name 'agent handle' is no identifier of 1 to 32 characters"),
 ])
 def test_a_fault_is_one_line_naming_the_ioctl(tmp_path, monkeypatch, capsys, old, new, message):
     text = gen.SOURCE.read_text()

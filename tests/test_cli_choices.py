@@ -28,7 +28,7 @@ def test_the_options_take_the_lists():
     for name, cmd in cli.cli.commands.items():
         for p in cmd.params:
             if isinstance(p, click.Option) and "--input-format" in p.opts:
-                assert tuple(p.type.choices) == cli.INPUT_FORMATS, name
+                assert tuple(p.type.choices) == cli.input_formats(), name
             if isinstance(p, click.Option) and "--fail-on" in p.opts:
                 assert tuple(p.type.choices) == config.FAIL_ON, name
     events = _option(cli.cli.commands["events"], "--format")
@@ -58,5 +58,5 @@ def test_the_man_page_names_every_format():
     fmt_par = page.split(r".BI \-\-format " + '" FMT', 1)[1].split(".TP", 1)[0]
     for fmt in FORMATS:
         assert re.search(rf"^\.BI? {fmt}(?:: FILE)?$", fmt_par, re.M), fmt
-    for fmt in cli.INPUT_FORMATS:
+    for fmt in cli.input_formats():
         assert fmt in page

@@ -138,6 +138,19 @@ def test_the_rust_core_has_no_module_cycle():
     assert _cycles(edges) == []
 
 
+def test_read_yields_lines_and_parse_knows_the_dialects():
+    """read/ imports nothing of parse/ (which dialect a line is in reaches it
+    as open::Detect and chunked::PreParse); detection and the dialect
+    registry are parse's."""
+    edges = rust_edges()
+    reads = [m for m in edges if m[:1] == ("read",)]
+    assert ("read", "open") in reads and ("parse", "detect") in edges
+    assert ("read", "open") in edges[("parse", "detect")]   # parse uses read
+    assert {m: sorted(d for d in edges[m] if d[:1] == ("parse",)) for m in reads} == \
+        {m: [] for m in reads}
+    assert not (ROOT / "src/read/detect.rs").exists()
+
+
 def test_the_python_package_has_no_import_cycle():
     edges = python_edges()
     assert ("rocrtrace", "tables") in edges[("rocrtrace", "cli")] or \

@@ -131,6 +131,34 @@ def test_shared_pins_give_no_false_alarm(tmp_path, seed, flags):
         assert _pages(f) <= damage, f
 
 
+@pytest.mark.parametrize("seed", SCHEDULES)
+@pytest.mark.parametrize("flags", [("mixed", "v1", "poll"), ("mixed", "v1", "intent"),
+                                   ("mixed", "poll")],
+                         ids=["v1-poll", "v1-intent", "correct-poll"])
+def test_mixed_pins_give_no_false_alarm(tmp_path, seed, flags):
+    """Pins of every shape (pointers inside pages, 32 bytes to 16 pages:
+    neighbours sharing pages, pins enclosing pins, pins starting in one
+    page) on a runtime computing its revokes as #6699 does (`v1`: keyed by
+    the first page, a grown extent, the walk that skips an enclosing
+    registration further left, all issued late) or correctly.  The v1
+    runtime hurts pins in use by itself, late or not; no error or warning
+    may be anything but real damage.  Soaking these modes found false
+    errors the 17-page slots never showed, all one reading without intent
+    calls: the revoke the model took as a claim's release was another
+    claim's (one enclosing it, one of exactly a neighbour's range, a tie,
+    a later piece of one deregistration), while the claim's own late
+    revoke, computed on a quiet thread before the hurting call, came
+    later: its release may have begun before the call (a note).  After
+    the fixes, 360 runs of 12 flag sets: no false error or warning, 48% of
+    the damaged pages reported as errors or warnings, all but 3.5% at
+    least as notes (3 runs; the one examined: pins with identical page
+    ranges, one claim, the limit the coverage names), so only precision
+    is asserted here."""
+    data, damage = _run(tmp_path, "late", seed, *flags)
+    for f in _svm(data, "error", "warning"):
+        assert _pages(f) <= damage, f
+
+
 @pytest.mark.parametrize("seed", SCHEDULES[:2])
 @pytest.mark.parametrize("intent", [(), ("intent",)], ids=["ioctls", "intent"])
 def test_ordered_revokes_are_clean(tmp_path, seed, intent):

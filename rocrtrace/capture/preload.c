@@ -4,6 +4,16 @@
  * Writes the preload-log dialect (docs/preload-log.md): the lines
  * `strace -f -ttt -T -y -k` would print, with KFD/DRM ioctl structs decoded.
  *
+ * Why one file of this size: it is one translation unit on purpose.  Every
+ * function but the interposed entry points is static, so nothing of the
+ * library's own can bind to, or be bound by, a symbol of the traced program
+ * or of the libraries it loads (a preloaded library's globals are looked up
+ * first), and `rocrtrace capture` builds it on the user's machine with one
+ * cc call from the installed package.  Its sections: the log window and
+ * record writer, the stack walker, the catalogue-driven struct decoders
+ * (ioctl_table.h, generated), the fd and process bookkeeping (fork,
+ * vfork, exec, exit snapshots), and the interposers.
+ *
  * Rules this file lives by (what LD_PRELOAD tracers learned the hard way):
  *  - hooks never allocate or lock: records are formatted by hand into a stack
  *    buffer and written as ONE unit (< 4096 bytes): one reservation and copy

@@ -305,3 +305,6 @@ fn ioctl_or_export(ev: &Event) -> String {
         _ => "export".to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests;

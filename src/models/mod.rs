@@ -10,3 +10,5 @@ pub mod svm;
 pub mod svm_build;
 pub mod svm_map;
 pub mod svm_records;
+#[cfg(test)]
+pub mod testkit;

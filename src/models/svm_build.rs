@@ -183,7 +183,32 @@ fn liveness(rec: &RecRef, victim: &Claim, loss: &Loss, seen: &Seen) -> Live {
     if matches!(live, Live::Window | Live::Unproven) && left_table_first(rec, victim, loss, seen) {
         return Live::Not;
     }
+    if matches!(live, Live::Proven | Live::Window)
+        && (maybe_released_before(rec, victim)
+            || rec
+                .r
+                .borrow()
+                .ambiguous
+                .iter()
+                .any(|c| std::ptr::eq(&*c.b(), victim)))
+    {
+        return Live::Unproven;
+    }
     live
+}
+
+/// True when a revoke inside the victim's range that the model gave to
+/// another claim (a late one, or a tie) was computed before `rec` landed:
+/// it may have been the victim's own release.
+fn maybe_released_before(rec: &RecRef, victim: &Claim) -> bool {
+    let d = rec.r.borrow();
+    let Some(landed) = d.event.h.end() else {
+        return false;
+    };
+    victim
+        .maybe_release
+        .iter()
+        .any(|&(after, seq)| seq != d.event.h.seq && after < landed - EPS)
 }
 
 /// True when `rec`, a release revoke of a runtime that subtracts its other
@@ -320,7 +345,7 @@ fn liveness_by_windows(rec: &RecRef, victim: &Claim) -> Live {
         }
     }
     let Some(latest) = victim.release_began else {
-        return Live::Proven; // never released in the trace
+        return Live::Proven; // never released in the trace (but see maybe_released_before)
     };
     if latest < began - EPS {
         Live::Not

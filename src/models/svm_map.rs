@@ -65,9 +65,10 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// before `s` ends the walk: one descent into the tree, not two, and
     /// each piece is read there (no second lookup by its start).
     fn walk(&self, s: u64, e: u64) -> Vec<(u64, u64, &V)> {
-        // (a usual walk meets one to three pieces: room for them up front,
-        // not the growth steps of a take_while without a size hint)
-        let mut out = Vec::with_capacity(4);
+        // (a usual walk meets one to five pieces -- update_coalesce's walk
+        // takes a neighbour on each side: room for them up front, not the
+        // growth steps of a take_while without a size hint)
+        let mut out = Vec::with_capacity(8);
         out.extend(self.walk_back(s, e));
         out.reverse();
         out
@@ -734,6 +735,8 @@ pub fn mremap_unmaps(
 #[derive(Debug, Clone)]
 pub struct CoverIndex<T: Ord + Clone> {
     pub pieces: PieceMap<Items<T>>,
+    /// the empty set a gap starts from, made once (not one allocation an add)
+    empty: Items<T>,
 }
 
 /// The items on one piece of a [`CoverIndex`]: sorted, each once (a piece
@@ -744,6 +747,7 @@ impl<T: Ord + Clone> Default for CoverIndex<T> {
     fn default() -> Self {
         CoverIndex {
             pieces: PieceMap::new(),
+            empty: Rc::new(Vec::new()),
         }
     }
 }
@@ -762,7 +766,7 @@ impl<T: Ord + Clone> CoverIndex<T> {
     }
 
     pub fn add(&mut self, s: u64, e: u64, item: T) {
-        let empty = Rc::new(Vec::new());
+        let empty = &self.empty;
         let mut last: Option<(Items<T>, Items<T>)> = None;
         self.pieces.update_coalesce(
             s,
@@ -784,7 +788,7 @@ impl<T: Ord + Clone> CoverIndex<T> {
                 last = Some((v.clone(), n.clone()));
                 n
             },
-            Some(&empty),
+            Some(empty),
             |v| v.is_empty(),
         );
     }

@@ -262,6 +262,11 @@ pub struct Claim {
     /// the page range of the revoke that released it: what the runtime
     /// still counted when it computed that revoke
     pub release_range: Option<(u64, u64)>,
+    /// (earliest computation, seq) of the revokes inside its range
+    /// that the model gave to another claim while it lived, the two
+    /// computed earliest: any may have been its own release (minus the
+    /// pages others covered), if none is seen
+    pub maybe_release: Vec<(f64, u64)>,
     /// the (gpus, flags) of the SET_ATTR that made it, how many SET_ATTRs
     /// of that shape registered its range while it lived (identical grants
     /// replace each other in `grants`), and when the latest one began
@@ -372,6 +377,7 @@ impl Claim {
             release_began: None,
             release_after: None,
             release_range: None,
+            maybe_release: Vec::new(),
             born_shape: None,
             joins: Vec::new(),
             unlocked: false,
@@ -460,6 +466,11 @@ pub struct RecData {
     /// the end of its thread's previous call (None: none seen): the
     /// runtime computed this SET_ATTR after it
     pub quiet_from: Option<f64>,
+    /// registrations containing this revoke that it may have released
+    /// (its range minus what others covered) though the model gave it to
+    /// the claim of exactly its range another thread awaited: not proven
+    /// live against it
+    pub ambiguous: Vec<CRef>,
 }
 
 pub struct RecCell {

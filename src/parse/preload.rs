@@ -8,6 +8,12 @@ use crate::parse::strace::{Parser, cut_text};
 use crate::parse::values::{decoration_path, parse_int, split_ws, strip};
 use std::borrow::Cow;
 
+/// A preload log's header line (detection's test; the rest of the log is
+/// strace's grammar with these `#` lines).
+pub fn sniff(line: &str) -> bool {
+    line.starts_with("# rocrtrace-log")
+}
+
 fn s(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }

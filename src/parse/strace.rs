@@ -14,8 +14,9 @@
 //! Its parts, by concept: the split calls waiting for their resumed line
 //! (pending.rs), which process a line is of (pids.rs), `-k` frames
 //! (frames.rs), strace's own messages and the lines they cut
-//! (diagnostics.rs), a call's event from its text (build.rs), and the
-//! state-free pre-parse of `--jobs` workers (pre.rs).
+//! (diagnostics.rs), a call's event from its text (build.rs), the
+//! state-free pre-parse of `--jobs` workers (pre.rs), and detection's
+//! sniff of a strace line (sniff.rs).
 
 use crate::events::*;
 use crate::ordered::Ordered;
@@ -37,13 +38,17 @@ mod frames;
 mod pending;
 mod pids;
 mod pre;
+mod sniff;
 
 pub use build::{Built, Place, build_call};
 use pending::joined_args;
 pub use pending::{Inflight, Pending};
 pub use pids::{Handover, SharedTgids, Tgids};
 use pre::outcome_of;
-pub use pre::{PreBuilt, PreCall, PreEntry, PreJoined, PreState, pre_parse, pre_parse_in};
+pub use pre::{
+    PreBuilt, PreCall, PreEntry, PreJoined, PreState, pre_parse, pre_parse_batch, pre_parse_in,
+};
+pub use sniff::{looks_like_trace_line, sniff, summary_table_lines};
 
 pub const TEXT_MAX: usize = 300;
 const UNFINISHED: &[u8] = b"<unfinished ...>";

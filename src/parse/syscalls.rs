@@ -19,6 +19,8 @@ mod ioctl;
 mod tables;
 
 use intent::intent;
+#[cfg(test)]
+pub(crate) use ioctl::general_arg;
 use ioctl::ioctl;
 pub use tables::{CLONE_FILES, CLONE_THREAD, CLONE_VFORK, CLONE_VM};
 use tables::{

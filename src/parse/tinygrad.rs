@@ -10,6 +10,8 @@
 
 use crate::events::{Event, FileId, Header, InputInfo, Ioctl, Kind, Name, Text, Value, errno};
 use crate::kfd;
+use crate::parse::trace::{Dialect, Threads};
+use crate::read::open::FileSpec;
 use crate::read::pytext::{self, py_regex};
 use regex::{Captures, Regex};
 use std::borrow::Cow;
@@ -442,6 +444,37 @@ fn svm_done(ev: &mut Event) {
         let attrs = arg.get("attrs").cloned().unwrap_or(Value::List(Vec::new()));
         io.out = Some(Value::Struct(vec![(Cow::Borrowed("attrs"), attrs)]));
     }
+}
+
+static SNIFF: LazyLock<Regex> = LazyLock::new(|| {
+    py_regex(r"\A(?:%s*-?\d+(?:\.\d+)? ms \+%s*-?\d+(?:\.\d+)? ms : |ioctl idir=)")
+});
+
+/// A tinygrad line (detection's test): a timed line or an `ioctl idir=`.
+pub fn sniff(line: &str) -> bool {
+    SNIFF.is_match(line)
+}
+
+impl Dialect for Parser {
+    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Rc<Event>>) {
+        Parser::feed(self, lineno, line, out)
+    }
+    fn finish(&mut self, out: &mut Vec<Rc<Event>>) {
+        Parser::finish(self, out)
+    }
+    fn info(&mut self) -> &mut InputInfo {
+        &mut self.info
+    }
+}
+
+/// The parser of one tinygrad file (the registry's constructor).
+pub fn dialect(
+    _: &FileSpec,
+    file: FileId,
+    info: InputInfo,
+    _: Option<&Threads>,
+) -> Box<dyn Dialect> {
+    Box::new(Parser::new(file, info))
 }
 
 /// Does a line have one of the shapes (tinygrad.looks_like_line)?

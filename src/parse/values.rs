@@ -12,7 +12,7 @@
 //! usual decoded struct in values/quick.rs.
 
 use crate::events::{Name, Text, Value};
-use crate::kfd;
+use crate::kfd::{self, FIELD_NAMES};
 pub(crate) use crate::parse::lex::char_end;
 use crate::parse::lex::utf8_width;
 pub use crate::parse::lex::{all_but, at, skip};
@@ -777,50 +777,6 @@ const FIRST_OF_LEN: [u8; 33] = {
     t[0] = NO_NAME;
     t
 };
-
-/// The fields of the structs the capture library and strace decode, sorted
-/// by length, then bytes (a search then compares mostly lengths).
-const FIELD_NAMES: &[&str] = &[
-    "fd",
-    "op",
-    "len",
-    "size",
-    "type",
-    "attrs",
-    "flags",
-    "memfd",
-    "nattr",
-    "vaddr",
-    "value",
-    "drm_fd",
-    "gpu_id",
-    "handle",
-    "offset",
-    "anon_fd",
-    "bo_size",
-    "va_addr",
-    "event_id",
-    "fd_flags",
-    "queue_id",
-    "attribute",
-    "dmabuf_fd",
-    "n_devices",
-    "n_success",
-    "event_type",
-    "start_addr",
-    "mmap_offset",
-    "permissions",
-    "agent_handle",
-    "num_of_nodes",
-    "major_version",
-    "metadata_size",
-    "minor_version",
-    "xnack_enabled",
-    "device_ids_array",
-    "ring_base_address",
-    "alternate_aperture_base",
-    "kfd_process_device_apertures_ptr",
-];
 
 /// Dict-style keys: a repeated key keeps its first place, the last value.
 fn dict_of<'k>(fields: impl Iterator<Item = (&'k [u8], Value)>) -> Vec<(Name, Value)> {

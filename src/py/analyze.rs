@@ -376,7 +376,7 @@ pub fn analyze_calls<'py>(
     let results: Vec<Result<(Report, CallTable), InputError>> = py.detach(|| {
         let mut out = Vec::new();
         for p in &paths {
-            let runs = match crate::read::open::open_runs(p, o.input_format.as_deref()) {
+            let runs = match crate::parse::detect::open_runs(p, o.input_format.as_deref()) {
                 Ok(r) => r,
                 Err(e) => {
                     out.push(Err(e));
@@ -433,7 +433,7 @@ pub fn events_table<'py>(
         let mut infos = Vec::new();
         for p in &paths {
             // run by run: each run's events in its own order
-            let runs = crate::read::open::open_runs(p, input_format.as_deref())?;
+            let runs = crate::parse::detect::open_runs(p, input_format.as_deref())?;
             for files in runs.runs {
                 let names: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
                 let trace = o.trace(p, files);
@@ -496,7 +496,7 @@ pub fn event_batches<'py>(
         for p in &paths {
             // run by run: each run's events in its own order
             let runs =
-                crate::read::open::open_runs(p, input_format.as_deref()).map_err(Stop::Input)?;
+                crate::parse::detect::open_runs(p, input_format.as_deref()).map_err(Stop::Input)?;
             for files in runs.runs {
                 let names: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
                 let trace = o.trace(p, files);

@@ -1,9 +1,9 @@
 //! The reader's error and its InputInfo as Python sees them.
 
 use crate::events::InputInfo;
+use crate::parse::DIALECTS;
 use crate::py::convert::text_to_py;
 use crate::read::InputError;
-use crate::read::detect::format_name;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -16,6 +16,13 @@ create_exception!(
     "An input the Rust reader cannot read or recognize; str() is inputs.InputError's line."
 );
 
+/// `input_formats() -> list[str]`: the dialects the core reads, as
+/// `--input-format` names them (the registry, src/parse/mod.rs).
+#[pyfunction]
+pub fn input_formats() -> Vec<&'static str> {
+    DIALECTS.iter().map(|d| d.format.name()).collect()
+}
+
 pub fn err(e: InputError) -> PyErr {
     ReadError::new_err(e.0)
 }
@@ -25,7 +32,7 @@ pub fn info_to_py<'py>(py: Python<'py>, i: &InputInfo) -> PyResult<Bound<'py, Py
     let m = py.import("rocrtrace.events")?;
     let kw = PyDict::new(py);
     kw.set_item("file", text_to_py(py, i.file.as_bytes())?)?;
-    kw.set_item("format", format_name(i.format))?;
+    kw.set_item("format", i.format.name())?;
     kw.set_item("lines", i.lines)?;
     kw.set_item("events", i.events)?;
     kw.set_item("unparsed", i.unparsed)?;

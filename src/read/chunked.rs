@@ -1,6 +1,7 @@
 //! `--jobs N` on one file: its lines are read in batches (chunks),
-//! each batch's state-free parse ([`strace::pre_parse`]: tokenizing, the
-//! syscall's normalized event) runs on one of N worker threads, and the
+//! each batch's state-free parse (the dialect's pre-parse, strace's
+//! `pre_parse`: tokenizing, the syscall's normalized event) runs on one of
+//! N worker threads, and the
 //! batches come back in order for the parser's state-dependent rest (pids,
 //! split calls, held events, frames) and the replay on this thread.
 //!
@@ -19,7 +20,6 @@
 use super::InputError;
 use super::lines::CleanLines;
 use crate::events::{FileId, InputInfo, Text};
-use crate::parse::strace::{self, PreCall};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::{self, JoinHandle};
 
@@ -49,15 +49,20 @@ pub enum Item {
 }
 
 /// A run of items and, once a worker had it, each line's pre-parse.
-#[derive(Debug, Default)]
-pub struct Batch {
+#[derive(Debug)]
+pub struct Batch<P> {
     pub text: String,
     pub items: Vec<Item>,
     /// per item (None: not a complete call, or not a line)
-    pub pre: Vec<Option<PreCall>>,
+    pub pre: Vec<Option<P>>,
 }
 
-impl Batch {
+/// A worker's pre-parse of one batch: per item, what of each line needs no
+/// parser state (the dialect may carry state from line to line within the
+/// batch: strace joins a resumed line with its entry there).
+pub type PreParse<P> = fn(FileId, &Batch<P>) -> Vec<Option<P>>;
+
+impl<P> Batch<P> {
     pub fn line(&self, start: u32, end: u32) -> &str {
         &self.text[start as usize..end as usize]
     }
@@ -112,13 +117,13 @@ impl Reader {
         items.push(Item::Counts(Box::new(d)));
     }
 
-    fn batch(&mut self) -> Batch {
+    fn batch<P>(&mut self) -> Batch<P> {
         let mut b = Batch {
             items: Vec::with_capacity(self.batch_lines + 2),
             // the last batch's size: growing the text from empty was a
             // fifth of this thread's work (reallocations and copies)
             text: String::with_capacity(self.text_size),
-            ..Batch::default()
+            pre: Vec::new(),
         };
         while !self.done && b.items.len() < self.batch_lines && b.text.len() < BATCH_BYTES {
             let got = self.lines.next(&mut self.scratch);
@@ -149,8 +154,8 @@ impl Reader {
 
 /// The batches of one file, read on a thread of their own, pre-parsed by
 /// worker threads, handed out in file order.
-pub struct Chunked {
-    from: Vec<Receiver<Batch>>,
+pub struct Chunked<P> {
+    from: Vec<Receiver<Batch<P>>>,
     threads: Vec<JoinHandle<()>>,
     got: usize,
     ended: bool,
@@ -158,18 +163,9 @@ pub struct Chunked {
     pub chunks: u64,
 }
 
-fn work(file: FileId, jobs: Receiver<Batch>, done: SyncSender<Batch>) {
+fn work<P>(file: FileId, pre: PreParse<P>, jobs: Receiver<Batch<P>>, done: SyncSender<Batch<P>>) {
     for mut b in jobs {
-        // (a resumed line is joined with its entry when the batch has both)
-        let mut st = strace::PreState::default();
-        b.pre = b
-            .items
-            .iter()
-            .map(|it| match *it {
-                Item::Line(n, s, e) => strace::pre_parse_in(&mut st, file, n, b.line(s, e)),
-                _ => None,
-            })
-            .collect();
+        b.pre = pre(file, &b);
         if done.send(b).is_err() {
             return;
         }
@@ -178,11 +174,11 @@ fn work(file: FileId, jobs: Receiver<Batch>, done: SyncSender<Batch>) {
 
 /// Batch k to worker k mod n; each worker's queue holds one, so the
 /// reading stays a few batches ahead of the parse.
-fn read(
+fn read<P>(
     lines: Receiver<CleanLines>,
     blank: InputInfo,
     batch_lines: usize,
-    to: Vec<SyncSender<Batch>>,
+    to: Vec<SyncSender<Batch<P>>>,
 ) {
     let Ok(lines) = lines.recv() else { return };
     let mut r = Reader {
@@ -204,10 +200,11 @@ fn read(
     }
 }
 
-impl Chunked {
-    /// A reader thread and `jobs` workers over `lines` (the file `file`'s);
-    /// the lines back when no thread can be started (the caller then
-    /// parses on its own).
+impl<P: Send + 'static> Chunked<P> {
+    /// A reader thread and `jobs` workers over `lines` (the file `file`'s),
+    /// each worker running `pre` on the lines of its batches; the lines
+    /// back when no thread can be started (the caller then parses on its
+    /// own).
     #[allow(clippy::result_large_err)] // once per file
     pub fn new(
         lines: CleanLines,
@@ -215,6 +212,7 @@ impl Chunked {
         file: FileId,
         jobs: usize,
         batch_lines: usize,
+        pre: PreParse<P>,
     ) -> Result<Self, CleanLines> {
         let mut to = Vec::new();
         let mut from = Vec::new();
@@ -224,7 +222,7 @@ impl Chunked {
             let (dtx, drx) = sync_channel(1);
             let spawned = thread::Builder::new()
                 .name(format!("rocrtrace-parse-{i}"))
-                .spawn(move || work(file, jrx, dtx));
+                .spawn(move || work(file, pre, jrx, dtx));
             match spawned {
                 Ok(h) => {
                     threads.push(h);
@@ -263,7 +261,7 @@ impl Chunked {
 
     /// The next batch in file order, its lines pre-parsed; None after the
     /// batch that held the end (or the read error).
-    pub fn next_batch(&mut self) -> Option<Batch> {
+    pub fn next_batch(&mut self) -> Option<Batch<P>> {
         if self.ended {
             return None;
         }
@@ -278,7 +276,7 @@ impl Chunked {
     }
 }
 
-impl Drop for Chunked {
+impl<P> Drop for Chunked<P> {
     fn drop(&mut self) {
         // nobody takes results: the workers end, then the reader
         self.from.clear();

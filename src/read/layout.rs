@@ -2,7 +2,7 @@
 //! line, and an
 //! indentation or `> ` quoting on every line, removed before parsing.
 //!
-//! Which line is a trace line is the dialects' business (detect.rs), so the
+//! Which line is a trace line is the dialects' business (parse/mod.rs), so the
 //! functions that need it take it as `is_trace`.
 
 use super::lines::{ReadInfo, decode};

@@ -1,11 +1,12 @@
 //! Bytes to lines: open a path or any reader,
 //! decompress by magic bytes, split on `\n` into decoded lines with the
 //! over-long, CRLF and last-line counts, and find and remove a file's layout
-//! (preamble, indentation, `> ` quoting).
+//! (preamble, indentation, `> ` quoting).  Which dialect a line is in, and
+//! what its lines mean, is parse's: read asks it through
+//! [`open::Detect`] and [`chunked::PreParse`], and imports nothing of it.
 
 pub mod chunked;
 pub mod compress;
-pub mod detect;
 pub mod layout;
 pub mod lines;
 pub mod merge;
@@ -13,7 +14,6 @@ pub mod open;
 pub mod pyglob;
 pub mod pytext;
 pub mod spill;
-pub mod trace;
 
 #[cfg(test)]
 mod tests;

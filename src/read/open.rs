@@ -1,7 +1,8 @@
 //! A TRACE argument -> its files, each with its format, layout and -ff tid.
+//! Which dialect a line or a file is in is the dialects' business
+//! (the registry in parse/mod.rs): the functions that need it take it as a [`Detect`].
 
 use super::compress::{self, Compression};
-use super::detect::{self, DETECT_LINES};
 use super::layout::{self, DETECT_PREAMBLE, Layout};
 use super::lines::decode;
 use super::pytext;
@@ -14,6 +15,18 @@ use std::path::Path;
 
 /// Detection reads at most this much of a file.
 pub const DETECT_BYTES: usize = 8 << 20;
+/// Detection looks at this many non-blank lines.
+pub const DETECT_LINES: usize = 50;
+
+/// What opening a file asks of the dialects.
+pub trait Detect {
+    /// Does this (cleaned) line belong to a dialect?
+    fn is_trace(&self, line: &str) -> bool;
+    /// The dialect of a file from its first lines and their layout.
+    fn detect(&self, path: &str, lines: &[String], lay: &Layout) -> Result<Format, InputError>;
+    /// The dialect a `--input-format` name forces.
+    fn format_of(&self, name: &str) -> Option<Format>;
+}
 const HEAD_READ: usize = 1 << 16;
 const HEAD_LONG: usize = 1 << 20;
 
@@ -171,7 +184,12 @@ pub struct Head {
 /// DETECT_BYTES.  `first`: the size of the first read (an uncompressed
 /// file's MAGIC_LEN bytes, replayed after the compression check, come back
 /// as a read of their own).
-pub fn head(path: &str, r: &mut dyn Read, first: Option<usize>) -> Result<Head, InputError> {
+pub fn head(
+    path: &str,
+    r: &mut dyn Read,
+    first: Option<usize>,
+    det: &dyn Detect,
+) -> Result<Head, InputError> {
     let mut first = first;
     let mut read = |r: &mut dyn Read| {
         let n = first.take().unwrap_or(HEAD_READ);
@@ -235,8 +253,8 @@ pub fn head(path: &str, r: &mut dyn Read, first: Option<usize>) -> Result<Head, 
             if ln.ends_with('\r') {
                 ln.pop();
             }
-            let counts = !pytext::is_blank(&ln)
-                && detect::kind(ln.trim_start_matches([' ', '\t', '>'])).is_some();
+            let counts =
+                !pytext::is_blank(&ln) && det.is_trace(ln.trim_start_matches([' ', '\t', '>']));
             if ln.len() > HEAD_LONG {
                 ln = pytext::head_chars(&ln, HEAD_LONG).to_string();
             }
@@ -310,13 +328,17 @@ fn py_repr(s: &str) -> String {
 /// The files of one TRACE argument, detected.
 /// `input_format`: None or "auto" detects; a forced format skips detection
 /// only.
-pub fn open_files(arg: &str, input_format: Option<&str>) -> Result<Vec<FileSpec>, InputError> {
+pub fn open_files(
+    arg: &str,
+    input_format: Option<&str>,
+    det: &dyn Detect,
+) -> Result<Vec<FileSpec>, InputError> {
     let paths = expand(arg)?;
     let forced = input_format.filter(|f| *f != "auto");
     let several = paths.len() > 1;
     let mut files = Vec::new();
     for path in paths {
-        files.push(open_one(path, forced, several)?.0);
+        files.push(open_one(path, forced, several, det)?.0);
     }
     Ok(files)
 }
@@ -344,6 +366,7 @@ fn open_one(
     path: String,
     forced: Option<&str>,
     several: bool,
+    det: &dyn Detect,
 ) -> Result<(FileSpec, Option<(u32, u32)>), InputError> {
     let streaming = is_stream(&path);
     if !streaming && fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
@@ -362,14 +385,14 @@ fn open_one(
     };
     let (mut stream, compressed) = open_kind(&path, raw)?;
     let first = (!compressed).then_some(compress::MAGIC_LEN);
-    let h = head(&path, stream.as_mut(), first)?;
+    let h = head(&path, stream.as_mut(), first, det)?;
     if h.data.is_empty() && h.lead_blank == 0 {
         return Err(input_error(&path, "empty"));
     }
-    let mut lay = layout::layout(&h.lines, &detect::is_trace);
+    let mut lay = layout::layout(&h.lines, &|l| det.is_trace(l));
     let format = match forced {
-        Some(f) => detect::format_of(f).unwrap_or(Format::Unknown),
-        None => detect::detect(&path, &h.lines, &lay)?,
+        Some(f) => det.format_of(f).unwrap_or(Format::Unknown),
+        None => det.detect(&path, &h.lines, &lay)?,
     };
     if h.lead_blank > 0 {
         // the skipped blank lines come before the head's lines
@@ -475,10 +498,14 @@ fn join_by_parent(runs: &mut [Vec<FileSpec>], ids: &[Option<(u32, u32)>]) {
 /// [`open_files`] split into runs; a file a directory or glob expanded to
 /// that cannot be opened or recognized is skipped (unless no file there
 /// is a trace: then the first error).
-pub fn open_runs(arg: &str, input_format: Option<&str>) -> Result<Runs, InputError> {
+pub fn open_runs(
+    arg: &str,
+    input_format: Option<&str>,
+    det: &dyn Detect,
+) -> Result<Runs, InputError> {
     let paths = expand(arg)?;
     let expanded = paths.len() > 1 || paths.first().is_some_and(|p| p != arg);
-    let (runs, mut errors) = group_runs(paths, input_format, expanded);
+    let (runs, mut errors) = group_runs(paths, input_format, expanded, det);
     match runs {
         Some(r) if errors.is_empty() => Ok(r),
         Some(_) | None => Err(errors.swap_remove(0)),
@@ -492,8 +519,9 @@ pub fn open_runs(arg: &str, input_format: Option<&str>) -> Result<Runs, InputErr
 pub fn open_named(
     paths: Vec<String>,
     input_format: Option<&str>,
+    det: &dyn Detect,
 ) -> (Option<Runs>, Vec<InputError>) {
-    group_runs(paths, input_format, false)
+    group_runs(paths, input_format, false, det)
 }
 
 /// Whether a command-line argument names one file of a run (PREFIX.N) as
@@ -510,6 +538,7 @@ fn group_runs(
     paths: Vec<String>,
     input_format: Option<&str>,
     expanded: bool,
+    det: &dyn Detect,
 ) -> (Option<Runs>, Vec<InputError>) {
     let forced = input_format.filter(|f| *f != "auto");
     let mut errors = Vec::new();
@@ -531,7 +560,7 @@ fn group_runs(
     let mut ids: Vec<Option<(u32, u32)>> = vec![None; sizes.len()];
     let mut skipped = Vec::new();
     for (path, &k) in paths.iter().zip(&of) {
-        match open_one(path.clone(), forced, sizes[k] > 1) {
+        match open_one(path.clone(), forced, sizes[k] > 1, det) {
             Ok((f, id)) => {
                 runs[k].push(f);
                 ids[k] = if sizes[k] == 1 { id } else { None };

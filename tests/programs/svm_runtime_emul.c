@@ -3,7 +3,7 @@
  * (../shared/data/real-v1), reproduced on the fake KFD with schedules of our
  * own, with the program's own record of what each revoke really hit.
  *
- *   svm_runtime_emul MODE SEED [poll] [app] [intent] [shared]
+ *   svm_runtime_emul MODE SEED [poll] [app] [intent] [shared] [mixed] [v1]
  *
  * The runtime keeps its registrations in a table under a mutex, like the
  * #6699 code: register = SET_ATTR [SET_FLAGS COHERENT, CLR_FLAGS
@@ -37,6 +37,18 @@
  *            SET_ATTR is shaped like a registration (COHERENT and
  *            ACCESS_IN_PLACE in one call), makes half of it coarse, and ends
  *            it with NO_ACCESS on exactly its range
+ *   mixed    the slots' geometry is drawn from SEED instead: pointers at
+ *            page starts or inside pages, sizes from 32 bytes to 16 pages,
+ *            so pins share pages, enclose each other, start in the same
+ *            page or cover the same pages
+ *   v1       the revoke is computed the way the #6699 code computes it
+ *            (bugs included): registrations keyed by their first page, a
+ *            second registration there grows the extent (and joins the
+ *            refcount), the last deregistration revokes the extent minus
+ *            the registrations met by a walk that starts at the nearest
+ *            registration to its left: one that encloses it from further
+ *            left is skipped.  Without v1 every other registration's pages
+ *            are left out (a correct runtime).
  *
  * Oracle: pins go in use (after their map) and out of use (before their
  * deregistration) under a truth mutex, and every revoke lands under it, so
@@ -79,10 +91,35 @@ static struct { uintptr_t s, e; int ref; } reg[64];
 static int nreg;
 static int in_use[NSLOT], busy[NSLOT];
 
-static uintptr_t slot_s(int i) { return ((uintptr_t)base + 0x10 + (uintptr_t)i * 0x10010) & ~(PAGE - 1); }
-static uintptr_t slot_e(int i) {
-  return ((uintptr_t)base + 0x10 + (uintptr_t)i * 0x10010 + 65536 + PAGE - 1) & ~(PAGE - 1);
+static int mixed_mode, v1_mode;
+/* each slot's pointer (offset into base) and size: by default consecutive
+ * malloc(65536) chunks, drawn from the seed with `mixed` */
+static uintptr_t slot_off[NSLOT];
+static size_t slot_len[NSLOT];
+#define ARENA_PAGES 40
+static void layout(unsigned seed) {
+  static const size_t sizes[] = {0x20, 0x800, 0x1000, 0x1800, 0x3000, 0x8000, 0x10000};
+  static const uintptr_t in_page[] = {0, 0x10, 0x800, 0xff0};
+  for (int i = 0; i < NSLOT; i++) {
+    if (!mixed_mode) {
+      slot_off[i] = 0x10 + (uintptr_t)i * 0x10010;
+      slot_len[i] = 65536;
+      continue;
+    }
+    size_t len = sizes[rand_r(&seed) % 7];
+    int dup;
+    do {   /* one pointer per slot: ROCr keys its locks by pointer */
+      uintptr_t pg = rand_r(&seed) % (ARENA_PAGES - 17);
+      slot_off[i] = pg * PAGE + in_page[rand_r(&seed) % 4];
+      dup = 0;
+      for (int j = 0; j < i; j++) dup |= slot_off[j] == slot_off[i];
+    } while (dup);
+    slot_len[i] = len;
+  }
 }
+static uintptr_t lock_ptr(int i) { return (uintptr_t)base + slot_off[i]; }
+static uintptr_t slot_s(int i) { return lock_ptr(i) & ~(PAGE - 1); }
+static uintptr_t slot_e(int i) { return (lock_ptr(i) + slot_len[i] + PAGE - 1) & ~(PAGE - 1); }
 
 static int svm(uintptr_t s, uintptr_t e, uint32_t op, int n, struct attr *a) {
   struct svm x = {s, e - s, op, (uint32_t)n, {{0}}};
@@ -92,12 +129,20 @@ static int svm(uintptr_t s, uintptr_t e, uint32_t op, int n, struct attr *a) {
   return 0;
 }
 
+/* the registration a range belongs to: its exact range, or (v1) its first page */
+static int reg_find(uintptr_t s, uintptr_t e) {
+  int i;
+  for (i = 0; i < nreg && !(reg[i].s == s && (v1_mode || reg[i].e == e)); i++) ;
+  return i;
+}
+
 static void rt_register(uintptr_t s, uintptr_t e) {
   pthread_mutex_lock(&rt);
-  int i;
-  for (i = 0; i < nreg && !(reg[i].s == s && reg[i].e == e); i++) ;
-  if (i < nreg) reg[i].ref++;
-  else reg[nreg++] = (typeof(reg[0])){s, e, 1};
+  int i = reg_find(s, e);
+  if (i < nreg) {
+    reg[i].ref++;
+    if (reg[i].e < e) reg[i].e = e;     /* v1: the extent only grows */
+  } else reg[nreg++] = (typeof(reg[0])){s, e, 1};
   pthread_mutex_unlock(&rt);
   struct attr a[2] = {{A_SET, F_COH}, {A_CLR, F_EXT}};
   svm(s, e, 0, 2, a);
@@ -108,17 +153,39 @@ static void rt_map(uintptr_t s, uintptr_t e) {
   svm(s, e, 0, 1, a);
 }
 
-/* [s, e) minus every other registration's pages: at most two pieces here */
-static int survivors_cut(uintptr_t s, uintptr_t e, uintptr_t out[2][2]) {
-  uintptr_t lo = s, hi = e;
+#define MAXPIECES (NSLOT + 2)
+/* [s, e) minus the pages of the registrations `keep` says survive, in
+ * pieces; the registrations are not sorted, so every piece is checked */
+static int subtract(uintptr_t s, uintptr_t e, int (*keep)(int, uintptr_t), uintptr_t out[MAXPIECES][2]) {
+  int n = 1;
+  out[0][0] = s; out[0][1] = e;
   for (int i = 0; i < nreg; i++) {
-    if (reg[i].e <= s || reg[i].s >= e) continue;
-    if (reg[i].s <= lo && reg[i].e > lo) lo = reg[i].e;
-    if (reg[i].e >= hi && reg[i].s < hi) hi = reg[i].s;
+    if (!keep(i, s)) continue;
+    for (int k = 0; k < n; k++) {
+      uintptr_t a = out[k][0], b = out[k][1];
+      if (reg[i].e <= a || reg[i].s >= b) continue;
+      if (reg[i].s > a && reg[i].e < b) {          /* inside: two pieces */
+        out[k][1] = reg[i].s;
+        out[n][0] = reg[i].e; out[n][1] = b; n++;
+      } else if (reg[i].s > a) out[k][1] = reg[i].s;
+      else if (reg[i].e < b) out[k][0] = reg[i].e;
+      else { out[k][0] = out[n - 1][0]; out[k][1] = out[n - 1][1]; n--; k--; }
+    }
   }
-  if (lo >= hi) return 0;
-  out[0][0] = lo; out[0][1] = hi;
-  return 1;
+  return n;
+}
+static int every(int i, uintptr_t s) { (void)i; (void)s; return 1; }
+/* v1's walk: from the registration with the greatest first page left of
+ * s (or the first one right of it when there is none) rightwards */
+static int walked(int i, uintptr_t s) {
+  uintptr_t left = 0;
+  int any = 0;
+  for (int j = 0; j < nreg; j++)
+    if (reg[j].s < s && (!any || reg[j].s > left)) { left = reg[j].s; any = 1; }
+  return any ? reg[i].s >= left : 1;
+}
+static int survivors_cut(uintptr_t s, uintptr_t e, uintptr_t out[MAXPIECES][2]) {
+  return subtract(s, e, v1_mode ? walked : every, out);
 }
 
 /* the revoke lands: the oracle notes the pins in use it takes pages from */
@@ -134,12 +201,13 @@ static void land(uintptr_t s, uintptr_t e) {
 
 /* hold: called between computing the revoke and issuing it (the forced race) */
 static void rt_deregister(uintptr_t s, uintptr_t e, unsigned *seed, void (*hold)(void)) {
-  uintptr_t pieces[2][2];
+  uintptr_t pieces[MAXPIECES][2];
   int n = 0, i;
   if (mode_ordered) pthread_mutex_lock(&tm);
   pthread_mutex_lock(&rt);
-  for (i = 0; i < nreg && !(reg[i].s == s && reg[i].e == e); i++) ;
+  i = reg_find(s, e);
   if (i < nreg && --reg[i].ref == 0) {
+    e = reg[i].e;                       /* v1: the grown extent */
     reg[i] = reg[--nreg];
     if (!mode_silent) n = survivors_cut(s, e, pieces);
   }
@@ -175,7 +243,6 @@ static __thread void (*t_hold)(void);
  * land on a pin the oracle no longer counts as in use (the trace's rule:
  * a pin is in use until its unlock begins) */
 static __thread int t_holds_tm;
-static uintptr_t lock_ptr(int i) { return (uintptr_t)base + 0x10 + (uintptr_t)i * 0x10010; }
 static uintptr_t page_down(uintptr_t a) { return a & ~(PAGE - 1); }
 static uintptr_t page_up(uintptr_t a) { return (a + PAGE - 1) & ~(PAGE - 1); }
 
@@ -201,7 +268,10 @@ int hsa_amd_memory_unlock(void *host_ptr) {
     t_holds_tm = 0;
     pthread_mutex_unlock(&tm);
   }
-  rt_deregister(page_down(p), page_up(p + LOCK_SIZE), t_seed, t_hold);
+  size_t len = LOCK_SIZE;              /* the runtime remembers each lock's size */
+  for (int i = 0; i < NSLOT; i++)
+    if (lock_ptr(i) == p) len = slot_len[i];
+  rt_deregister(page_down(p), page_up(p + len), t_seed, t_hold);
   return 0;
 }
 
@@ -210,7 +280,7 @@ static void pin(int i) {
   if (intent_mode) {
     hsa_agent_t gpu = {GPU};
     void *ap;
-    hsa_amd_memory_lock((void *)lock_ptr(i), LOCK_SIZE, &gpu, 1, &ap);
+    hsa_amd_memory_lock((void *)lock_ptr(i), slot_len[i], &gpu, 1, &ap);
   } else {
     rt_register(slot_s(i), slot_e(i));
     rt_map(slot_s(i), slot_e(i));
@@ -334,7 +404,7 @@ int emul_main(int argc, char **argv) {
 #else
 int main(int argc, char **argv) {
 #endif
-  if (argc < 3) { fprintf(stderr, "usage: %s late|ordered|silent SEED [poll] [app] [intent] [shared]\n", argv[0]); return 2; }
+  if (argc < 3) { fprintf(stderr, "usage: %s late|ordered|silent SEED [poll] [app] [intent] [shared] [mixed] [v1]\n", argv[0]); return 2; }
   mode_late = !strcmp(argv[1], "late");
   mode_ordered = !strcmp(argv[1], "ordered");
   mode_silent = !strcmp(argv[1], "silent");
@@ -344,7 +414,10 @@ int main(int argc, char **argv) {
     app_mode |= !strcmp(argv[i], "app");
     intent_mode |= !strcmp(argv[i], "intent");
     shared_mode |= !strcmp(argv[i], "shared");
+    mixed_mode |= !strcmp(argv[i], "mixed");
+    v1_mode |= !strcmp(argv[i], "v1");
   }
+  layout(seed0 * 31u + 7u);
 #ifndef EMUL_LIB
   if (intent_mode) { fprintf(stderr, "%s: intent needs the library build (-DEMUL_LIB)\n", argv[0]); return 2; }
 #endif
@@ -352,6 +425,7 @@ int main(int argc, char **argv) {
   kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
   if (kfd < 0) { perror("/dev/kfd"); return 2; }
   size_t len = (NSLOT + 1) * 0x10010 + PAGE;
+  if (len < ARENA_PAGES * PAGE) len = ARENA_PAGES * PAGE;
   base = aligned_alloc(PAGE, (len + PAGE - 1) & ~(PAGE - 1));
   memset(base, 0, len);
   pin(0);

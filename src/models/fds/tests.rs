@@ -1,5 +1,8 @@
 use super::*;
-use crate::events::{Close, CloseRange, Exit, FdCreate, SetCloexec};
+use crate::events::{Close, CloseRange, Exec, Exit, FdCreate, FdSnapshot, SetCloexec, When};
+use crate::models::testkit;
+
+const O_CLOEXEC: i64 = 0o2000000;
 
 fn kp(p: &str) -> &'static str {
     kind_of_path(Some(p.as_bytes())).as_str()
@@ -58,6 +61,64 @@ impl B {
             flags: 0,
         };
         Event::new(self.h(Some(0), None), Kind::CloseRange(k))
+    }
+
+    fn ioctl(
+        &mut self,
+        fd: i32,
+        name: &'static str,
+        arg: &[(&'static str, i64)],
+        out: &[(&'static str, i64)],
+    ) -> Event {
+        testkit::ioctl(self.h(Some(0), None), fd, name, arg, out)
+    }
+
+    /// An ioctl that failed with `err`.
+    fn ioctl_err(
+        &mut self,
+        fd: i32,
+        name: &'static str,
+        arg: &[(&'static str, i64)],
+        err: &'static str,
+    ) -> Event {
+        let mut e = self.ioctl(fd, name, arg, &[]);
+        (e.h.ret, e.h.err) = (Some(-1), Some(Cow::Borrowed(err)));
+        e
+    }
+
+    /// KFD buffer `handle` exported as dma-buf fd `fd`.
+    fn export(&mut self, kfd_fd: i32, handle: i64, fd: i64) -> Event {
+        self.ioctl(
+            kfd_fd,
+            "AMDKFD_IOC_EXPORT_DMABUF",
+            &[("handle", handle), ("flags", O_CLOEXEC)],
+            &[("dmabuf_fd", fd)],
+        )
+    }
+
+    fn snapshot(&mut self, when: When, fds: &[(i32, &str)]) -> Event {
+        let fds = fds.iter().map(|&(fd, p)| (fd, p.into())).collect();
+        Event::new(
+            self.h(None, None),
+            Kind::FdSnapshot(FdSnapshot { when, fds }),
+        )
+    }
+
+    fn exec(&mut self) -> Event {
+        let k = Exec {
+            path: Some("/bin/true".into()),
+        };
+        Event::new(self.h(Some(0), None), Kind::Exec(k))
+    }
+
+    fn clone_(&mut self, child: u32, share_files: bool) -> Event {
+        let k = crate::events::Clone {
+            child: Some(child),
+            thread: false,
+            share_files,
+            flags: 0,
+        };
+        Event::new(self.h(Some(child.into()), None), Kind::Clone(k))
     }
 
     fn exit(&mut self) -> Event {
@@ -793,3 +854,6 @@ fn a_thread_cloned_without_clone_files_or_unsharing_by_close_range_has_its_own_t
     }
     assert_eq!(m.lookup(Some(100), 3).expect("open").origin, "open");
 }
+
+// uses, leaks and creators (their struct's fds), by concept
+mod uses_and_leaks;

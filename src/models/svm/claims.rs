@@ -71,6 +71,7 @@ impl Shared {
             b.release_began = None;
             b.release_after = None;
             b.release_range = None;
+            b.maybe_release.clear();
             (b.pages.clone(), b.kind, (b.start, b.end))
         };
         for (s, e) in pages {

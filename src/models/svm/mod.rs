@@ -80,6 +80,29 @@ struct Proc {
     seen: Rc<RefCell<Seen>>,
     /// each thread's last call's end, in completion order
     last_end: HashMap<Tid, f64>,
+    /// the latest registration claims a revoke of another range released
+    /// (one that enclosed them, or the smallest one containing it): their
+    /// own revoke (their range minus what others covered), issued late by
+    /// another thread, may still come, even after their range was
+    /// registered again
+    ended_by_other: VecDeque<CRef>,
+    /// threads whose last call was a revoke: when it was computed at the
+    /// earliest, where its pieces so far began and ended, and the widest
+    /// registration it released: a deregistration's pieces (its range
+    /// minus what others cover, in ascending order) are issued one after
+    /// another but computed together, before the first
+    burst: HashMap<Tid, Burst>,
+    /// the call being replayed was a revoke (its thread's burst goes on)
+    in_burst: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Burst {
+    quiet_from: Option<f64>,
+    start: u64,
+    end: u64,
+    /// the ranges a registration may span for later pieces to be its own
+    reach: (u64, u64),
 }
 
 impl Proc {
@@ -101,6 +124,9 @@ impl Proc {
             legacy: false,
             seen: Rc::new(RefCell::new(Seen::default())),
             last_end: HashMap::new(),
+            ended_by_other: VecDeque::new(),
+            burst: HashMap::new(),
+            in_burst: false,
         }
     }
 

@@ -149,10 +149,13 @@ impl SvmModel {
         self.cur = Some(ev.clone());
         self.feed_one(ev);
         self.cur = None;
-        if let Some(end) = ev.h.end()
-            && let Some((_, p)) = self.procs.get_mut(&ev.h.pid)
-        {
-            p.last_end.insert(ev.h.tid, end);
+        if let Some((_, p)) = self.procs.get_mut(&ev.h.pid) {
+            if let Some(end) = ev.h.end() {
+                p.last_end.insert(ev.h.tid, end);
+            }
+            if !std::mem::take(&mut p.in_burst) {
+                p.burst.remove(&ev.h.tid);
+            }
         }
     }
 

@@ -5,6 +5,8 @@
 use super::*;
 
 const RECENT: usize = 256;
+/// registration claims released by another's revoke kept for their own
+const ENDED_BY_OTHER: usize = 64;
 
 impl Shared {
     fn effect(&mut self, attrs: &[Attr]) -> Rc<Effect> {
@@ -53,6 +55,7 @@ impl Shared {
         };
         let touched = p.cover.query(s, e);
         let mut released: Vec<CRef> = Vec::new();
+        let mut ambiguous: Vec<CRef> = Vec::new();
         if kind == EffKind::Revoke {
             if let Some(app) = p.app.get(&(s, e)) {
                 // the program's own NO_ACCESS on exactly its range, which
@@ -69,7 +72,30 @@ impl Shared {
                 }
             }
             if !touched.is_empty() {
-                released.extend(infer_release(s, e, &touched));
+                // a revoke of exactly the range of a registration another
+                // revoke released, from another thread than the one that
+                // made the claim containing it, is most likely that
+                // registration's own, late: it releases the claims inside
+                // it, not the one containing it (which it may still have
+                // released: see `ambiguous`)
+                let awaited = !p.reg.contains_key(&(s, e))
+                    && p.ended_by_other.iter().any(|c| {
+                        let b = c.b();
+                        (b.start, b.end) == (s, e)
+                    });
+                for c in infer_release(s, e, &touched) {
+                    let keep = {
+                        let b = c.b();
+                        let inside = s <= b.start && b.end <= e;
+                        let other = b.born.as_ref().is_some_and(|r| r.h.tid != ev.h.tid);
+                        inside || !awaited || !other
+                    };
+                    if keep {
+                        released.push(c);
+                    } else {
+                        ambiguous.push(c);
+                    }
+                }
             }
         }
         if kind == EffKind::Revoke
@@ -114,8 +140,26 @@ impl Shared {
                 && released
                     .iter()
                     .all(|c| c.b().kind == ClaimKind::Application));
-        // the runtime computed this call after the thread's previous one
-        let quiet_from = p.last_end.get(&ev.h.tid).copied();
+        // the runtime computed this call after the thread's previous one,
+        // or, for a later piece of one deregistration's revoke (the next
+        // revoke on the thread, after the previous piece, inside one
+        // registration with it), with the first piece
+        let piece = p.burst.get(&ev.h.tid).copied().filter(|b| {
+            kind == EffKind::Revoke
+                && s >= b.end
+                && touched
+                    .iter()
+                    .map(|c| {
+                        let c = c.b();
+                        (c.kind, c.start, c.end)
+                    })
+                    .chain([(ClaimKind::Registration, b.reach.0, b.reach.1)])
+                    .any(|(k, cs, ce)| k == ClaimKind::Registration && cs <= b.start && e <= ce)
+        });
+        let quiet_from = match piece {
+            Some(b) => b.quiet_from,
+            None => p.last_end.get(&ev.h.tid).copied(),
+        };
         let mut losses: Vec<(CRef, Loss)> = Vec::new();
         let mut stale_pre: Vec<(CRef, Option<StaleRes>)> = Vec::new();
         let (taken, cleared) = (&eff.taken, eff.cleared);
@@ -162,8 +206,28 @@ impl Shared {
                 stale_pre,
                 unlock: None,
                 quiet_from,
+                ambiguous,
             }),
         });
+        if kind == EffKind::Revoke {
+            // a revoke inside a registration's range that released another
+            // claim (the smallest one containing it, one of exactly its
+            // range, a tie, or claims inside it) may have been that
+            // registration's own, minus the pages others covered: its
+            // release may have begun when this one was computed
+            if let Some(t) = ev.h.time {
+                let after = quiet_from.unwrap_or(t);
+                for c in touched.iter().filter(|c| !released.contains(c)) {
+                    let mut b = c.m();
+                    if b.kind == ClaimKind::Registration && b.start <= s && e <= b.end {
+                        let m = &mut b.maybe_release;
+                        m.push((after, ev.h.seq));
+                        m.sort_by(|x, y| x.0.total_cmp(&y.0));
+                        m.truncate(2);
+                    }
+                }
+            }
+        }
         for c in &released {
             if c.b().live {
                 let pre = rec.r.borrow().pre(c);
@@ -172,7 +236,55 @@ impl Shared {
                 let mut b = c.m();
                 b.release_range = range;
                 b.release_after = quiet_from;
+                // (a revoke of exactly its range from another thread than
+                // the one that made it may be a piece of another's too)
+                let other_thread = b.born.as_ref().is_some_and(|r| r.h.tid != ev.h.tid);
+                if b.kind == ClaimKind::Registration && ((b.start, b.end) != (s, e) || other_thread)
+                {
+                    if p.ended_by_other.len() == ENDED_BY_OTHER {
+                        p.ended_by_other.pop_front();
+                    }
+                    p.ended_by_other.push_back(c.clone());
+                }
             }
+        }
+        if kind == EffKind::Revoke {
+            // a revoke inside the range of a registration that another
+            // revoke released (one enclosing it, or the smallest one
+            // containing it) may be its own, minus what others covered,
+            // computed when this thread's previous call ended and issued
+            // late: its release may have begun then (whatever this one
+            // releases besides)
+            let t = ev.h.time;
+            for c in p.ended_by_other.iter().filter(|c| !released.contains(c)) {
+                let mut b = c.m();
+                if !b.live && b.start <= s && e <= b.end {
+                    b.release_began = min_time(b.release_began, t);
+                    b.release_after = min_time(b.release_after, quiet_from.or(t));
+                }
+            }
+        }
+        if kind == EffKind::Revoke {
+            let reach = released
+                .iter()
+                .map(|c| {
+                    let c = c.b();
+                    (c.start, c.end)
+                })
+                .chain(piece.map(|b| b.reach))
+                .max_by_key(|&(a, b)| b - a)
+                .unwrap_or((s, e));
+            let start = piece.map_or(s, |b| b.start);
+            p.burst.insert(
+                ev.h.tid,
+                Burst {
+                    quiet_from,
+                    start,
+                    end: e,
+                    reach,
+                },
+            );
+            p.in_burst = true;
         }
         let after = p.map.set_attr(s, e, &attrs);
         if !taken.is_empty() {
@@ -513,4 +625,12 @@ fn loss_of(
         hi: hi.unwrap_or(0),
         npages: n,
     })
+}
+
+/// The earlier of two times, either of which may be unknown.
+fn min_time(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
 }

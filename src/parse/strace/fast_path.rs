@@ -14,13 +14,15 @@
 
 use super::{Parser, PreState, pre_parse, pre_parse_in};
 use crate::events::{Event, FileId, Format, InputInfo, Text};
+use crate::parse::Builtin;
+use crate::parse::detect::open_files;
 use crate::parse::tokens::{self, props};
+use crate::parse::trace::{Dialect, Dialects, Threads, Trace};
 use crate::read::InputError;
 use crate::read::lines::decode;
-use crate::read::open::{FileSpec, open_files};
-use crate::read::trace::{Builtin, Dialect, Dialects, Threads, Trace};
+use crate::read::open::FileSpec;
 use proptest::prelude::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::rc::Rc;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -154,29 +156,7 @@ fn same_each_and_all(what: &str, lines: &[String], counts: &mut Counts) {
 
 // --- the fixtures ------------------------------------------------------
 
-/// Every fixture log the strace parser reads (not tinygrad's), sorted.
-fn fixture_logs() -> Vec<PathBuf> {
-    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                if p.file_name().is_some_and(|n| n != "tinygrad") {
-                    walk(&p, out);
-                }
-            } else if p.extension().is_some_and(|x| x == "log") {
-                out.push(p);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
-        &mut out,
-    );
-    out.sort();
-    assert!(out.len() > 40, "fixtures/ has its logs: {out:?}");
-    out
-}
+use crate::parse::fixtures::fixture_logs;
 
 /// A file's lines as they are, the newline (and a CR before it) dropped.
 fn raw_lines(p: &Path) -> Vec<String> {

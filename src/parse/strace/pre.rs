@@ -2,6 +2,7 @@
 //! depend on the parser's state, worked out on other threads.
 
 use super::*;
+use crate::read::chunked::{Batch, Item};
 
 /// The part of a line the compiled tokenizer takes that does not depend
 /// on the parser's state (--jobs: worked out on other threads, in any
@@ -108,6 +109,20 @@ pub(super) fn outcome_of(o: Option<&tokens::Outcome<'_>>) -> Option<Res> {
 /// call's scan; None for every other line (feed then does all the work).
 pub fn pre_parse(file: FileId, lineno: u64, text: &str) -> Option<PreCall> {
     pre_parse_in(&mut PreState::default(), file, lineno, text)
+}
+
+/// A --jobs worker's pre-parse of one batch (read::chunked::PreParse):
+/// its lines in order, a resumed line joined with its entry when the batch
+/// had it.
+pub fn pre_parse_batch(file: FileId, b: &Batch<PreCall>) -> Vec<Option<PreCall>> {
+    let mut st = PreState::default();
+    b.items
+        .iter()
+        .map(|it| match *it {
+            Item::Line(n, s, e) => pre_parse_in(&mut st, file, n, b.line(s, e)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// [`pre_parse`] of the lines of one batch, in order, with what the

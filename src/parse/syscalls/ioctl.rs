@@ -2,6 +2,7 @@
 //! KFD/DRM catalogue, and the argument struct checked and trimmed.
 
 use super::*;
+use crate::parse::kfd_args;
 
 /// (request, dir, type, nr, size, hint, name) of a request argument.
 type Request = (
@@ -84,26 +85,6 @@ fn decode_request(req_tok: &[u8], path: Option<&[u8]>) -> Request {
     (request, d, t, nr, size, hint, name)
 }
 
-const INT_FIELDS: &[&str] = &[
-    "start_addr",
-    "size",
-    "op",
-    "nattr",
-    "handle",
-    "va_addr",
-    "gpu_id",
-    "flags",
-    "dmabuf_fd",
-    "fd",
-    "fd_flags",
-    "mmap_offset",
-    "n_devices",
-    "n_success",
-    "xnack_enabled",
-    "metadata_size",
-    "offset",
-];
-
 /// syscalls._ioctl_struct: (fields, malformed).  The decoded struct is
 /// kept and trimmed in place (fields dropped, `attrs` entries turned into
 /// pairs) rather than copied into a new one.
@@ -118,7 +99,7 @@ fn ioctl_struct(val: Option<Value>) -> (Option<Value>, bool) {
         } else if k == "device_ids_array" {
             matches!(&*v, Value::List(x) if x.iter().all(is_int))
         } else {
-            !INT_FIELDS.contains(&&**k) || is_int(v)
+            !kfd::INT_FIELDS.contains(&&**k) || is_int(v)
         };
         bad |= !keep;
         keep
@@ -144,6 +125,21 @@ fn attr_pairs(v: &mut Value) -> bool {
         *a = pair;
     }
     true
+}
+
+/// (arg, out, a field was dropped) of an ioctl's struct argument the
+/// general way: the value tree, then trimmed by [`ioctl_struct`].
+pub(crate) fn general_arg(atok: &[u8]) -> (Option<Value>, Option<Value>, bool) {
+    let (arg, out) = match parse_value(atok) {
+        Value::Pair(p) => {
+            let (a, o) = *p;
+            (Some(a), Some(o))
+        }
+        v => (Some(v), None),
+    };
+    let (a, bad_a) = ioctl_struct(arg);
+    let (o, bad_o) = ioctl_struct(out);
+    (a, o, bad_a || bad_o)
 }
 
 fn svm_ok(arg: &Value) -> bool {
@@ -210,24 +206,20 @@ pub(super) fn ioctl(call: &mut Call<'_>) -> Kind {
         .arg(2)
         .filter(|a| a.starts_with(b"{") || a.starts_with(b"["))
     {
-        match parse_value(atok) {
-            Value::Pair(p) => {
-                let (a, o) = *p;
-                arg = Some(a);
-                out = Some(o);
-            }
-            v => arg = Some(v),
-        }
-        let (a, bad_a) = ioctl_struct(arg);
-        let (o, bad_o) = ioctl_struct(out);
-        arg = a;
-        out = o;
+        // the capture library's struct of this ioctl, read against the
+        // catalogue's labels, else the general way
+        let typed = kfd_args::layout(t, nr, ioctl).and_then(|ls| kfd_args::decode(ls, atok));
+        let bad;
+        (arg, out, bad) = match typed {
+            Some((a, o)) => (Some(a), o, false),
+            None => general_arg(atok),
+        };
         // a field of another subsystem's struct (GPIO's flags=A|B, a
         // udmabuf's memfd) that is no number where a KFD or DRM field of the
         // same name is one is dropped, not a bad line: the call stays an
         // ioctl on its fd with its result (issue 33)
         let ours = matches!(t, Some(kfd::TYPE_KFD | kfd::TYPE_DRM));
-        if (bad_a || bad_o) && ours {
+        if bad && ours {
             call.malformed = true;
         }
         let svm = (t, nr) == (Some(kfd::SVM.0), Some(kfd::SVM.1));

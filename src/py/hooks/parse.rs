@@ -1,7 +1,7 @@
 //! `parse_lines`: the strace/preload parser on lines from Python, for the
 //! tests of the parser alone (tests/test_engine_parse.py and others).
 
-use crate::events::{FileId, Format, InputInfo, Text};
+use crate::events::{FileId, InputInfo, Text};
 use crate::parse::strace::{Parser, SharedTgids};
 use crate::py::convert::{Files, event_to_py, text_from_py, text_to_py};
 use pyo3::exceptions::PyValueError;
@@ -13,13 +13,7 @@ use std::collections::HashMap;
 fn info_to_py<'py>(py: Python<'py>, info: &InputInfo) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("file", text_to_py(py, &info.file.0)?)?;
-    let fmt = match info.format {
-        Format::Unknown => "unknown",
-        Format::Strace => "strace",
-        Format::Preload => "preload",
-        Format::Tinygrad => "tinygrad",
-    };
-    d.set_item("format", fmt)?;
+    d.set_item("format", info.format.name())?;
     d.set_item("lines", info.lines)?;
     d.set_item("events", info.events)?;
     d.set_item("unparsed", info.unparsed)?;

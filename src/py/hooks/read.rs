@@ -3,15 +3,16 @@
 //! product calls them.
 
 use crate::events::{FileId, Format, InputInfo, Text};
+use crate::parse::Builtin;
+use crate::parse::detect::open_files;
 use crate::parse::tinygrad;
+use crate::parse::trace::Trace;
 use crate::py::convert::{Files, event_to_py};
 use crate::py::read::{err, info_to_py};
 use crate::read::InputError;
-use crate::read::detect::format_name;
 use crate::read::lines::CHUNK;
 use crate::read::lines::CleanLines;
-use crate::read::open::{FileSpec, open_files};
-use crate::read::trace::{Builtin, Trace};
+use crate::read::open::FileSpec;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
@@ -114,7 +115,7 @@ pub fn read_input<'py>(
     for f in got.map_err(err)? {
         let d = PyDict::new(py);
         d.set_item("path", &f.path)?;
-        d.set_item("format", format_name(f.format))?;
+        d.set_item("format", f.format.name())?;
         d.set_item("tid", f.tid)?;
         d.set_item("first", f.first)?;
         d.set_item("prefix", &f.prefix)?;

@@ -1,19 +1,17 @@
 //! One TRACE argument: its files and their merged event stream.
 //!
 //! A dialect plugs in through [`Dialect`] (one parser per file: feed /
-//! finish) and [`Dialects`] (which parser a file
-//! gets); the reading, the layout clean-up and the merge are the same for
-//! every dialect.
+//! finish) and [`Dialects`] (which parser a file gets; the registry's is
+//! parse/mod.rs's `Builtin`); the reading, the layout clean-up and the
+//! merge are the same for every dialect.
 
-use super::chunked::{self, Chunked, Item};
-use super::detect::format_name;
-use super::lines::{CHUNK, CleanLines};
-use super::merge::{Key, Maker, Spill, Stream, bounded_merge};
-use super::open::FileSpec;
-use super::{InputError, input_error};
+use super::strace::{self, PreCall, SharedTgids};
 use crate::events::{Event, FileId, Format, InputInfo, Kind, Text, own};
-use crate::parse::strace::{PreCall, SharedTgids};
-use crate::parse::{strace, tinygrad};
+use crate::read::chunked::{self, Chunked, Item};
+use crate::read::lines::{CHUNK, CleanLines};
+use crate::read::merge::{Key, Maker, Spill, Stream, bounded_merge};
+use crate::read::open::FileSpec;
+use crate::read::{InputError, input_error, open_path};
 use std::cell::Cell;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -69,18 +67,6 @@ pub trait Dialect {
     fn info(&mut self) -> &mut InputInfo;
 }
 
-impl Dialect for tinygrad::Parser {
-    fn feed(&mut self, lineno: u64, line: &str, out: &mut Vec<Rc<Event>>) {
-        tinygrad::Parser::feed(self, lineno, line, out)
-    }
-    fn finish(&mut self, out: &mut Vec<Rc<Event>>) {
-        tinygrad::Parser::finish(self, out)
-    }
-    fn info(&mut self) -> &mut InputInfo {
-        &mut self.info
-    }
-}
-
 /// What -ff files tell about each other.
 #[derive(Debug, Default, Clone)]
 pub struct Threads {
@@ -90,19 +76,6 @@ pub struct Threads {
     pub handover: Arc<strace::Handover>,
     /// tid -> (the tid whose clone/fork made it, made as a thread)
     pub parent: HashMap<u32, (u32, bool)>,
-}
-
-/// Which parser each file gets.
-pub trait Dialects {
-    /// A parser for `spec` (its tid, and the -ff knowledge when the trace
-    /// has several files), counting into `info`; None: no parser for it.
-    fn parser(
-        &self,
-        spec: &FileSpec,
-        file: FileId,
-        info: InputInfo,
-        threads: Option<&Threads>,
-    ) -> Option<Box<dyn Dialect>>;
 }
 
 impl Dialect for strace::Parser {
@@ -126,28 +99,17 @@ impl Dialect for strace::Parser {
     }
 }
 
-/// Every dialect the core reads.
-pub struct Builtin;
-
-impl Dialects for Builtin {
+/// Which parser each file gets.
+pub trait Dialects {
+    /// A parser for `spec` (its tid, and the -ff knowledge when the trace
+    /// has several files), counting into `info`; None: no parser for it.
     fn parser(
         &self,
         spec: &FileSpec,
         file: FileId,
         info: InputInfo,
         threads: Option<&Threads>,
-    ) -> Option<Box<dyn Dialect>> {
-        Some(match spec.format {
-            Format::Tinygrad => Box::new(tinygrad::Parser::new(file, info)),
-            _ => Box::new(strace::Parser::new(
-                file,
-                info,
-                spec.tid,
-                threads.map(|t| t.tgid_of.clone()),
-                threads.map(|t| t.handover.clone()),
-            )),
-        })
-    }
+    ) -> Option<Box<dyn Dialect>>;
 }
 
 /// "a strace", "an …".
@@ -164,7 +126,7 @@ fn article(fmt: &str) -> String {
 pub struct FileEvents {
     /// None while `chunked` reads the lines
     lines: Option<CleanLines>,
-    chunked: Option<Chunked>,
+    chunked: Option<Chunked<PreCall>>,
     /// a read error the chunked reading met, after the events before it
     failed: Option<InputError>,
     /// where the chunk count goes
@@ -182,7 +144,7 @@ pub struct FileEvents {
 
 impl FileEvents {
     /// One batch of the chunked reading through the parser.
-    fn feed_batch(&mut self, c: &mut Chunked) {
+    fn feed_batch(&mut self, c: &mut Chunked<PreCall>) {
         let Some(mut b) = c.next_batch() else {
             // only after an end or an error, which ended the reading
             self.finished = true;
@@ -364,7 +326,7 @@ impl<D: Dialects + 'static> Trace<D> {
                 &spec.path,
                 &format!(
                     "the {} dialect is not ported to Rust yet",
-                    format_name(spec.format)
+                    spec.format.name()
                 ),
             ));
         };
@@ -376,7 +338,14 @@ impl<D: Dialects + 'static> Trace<D> {
         };
         let lines = CleanLines::new(r, &spec.path, spec.layout.clone(), self.max_line, chunk);
         let (lines, chunked) = if jobs > 1 {
-            match Chunked::new(lines, &spec.path, fid, jobs, self.batch_lines) {
+            match Chunked::new(
+                lines,
+                &spec.path,
+                fid,
+                jobs,
+                self.batch_lines,
+                strace::pre_parse_batch,
+            ) {
                 Ok(c) => (None, Some(c)),
                 Err(lines) => (Some(lines), None),
             }
@@ -394,7 +363,7 @@ impl<D: Dialects + 'static> Trace<D> {
             done: false,
             finished: false,
             path: spec.path.clone(),
-            fmt: format_name(spec.format),
+            fmt: spec.format.name(),
             idx: i,
             infos: self.infos.clone(),
         })
@@ -513,7 +482,7 @@ pub fn ff_threads<D: Dialects + ?Sized>(
             continue;
         }
         let mut info = InputInfo::new(Text::from(f.path.as_str()));
-        let r = super::open_path(&f.path)?;
+        let r = open_path(&f.path)?;
         let Some(mut p) = dialects.parser(f, FileId(0), info.clone(), None) else {
             continue;
         };
@@ -612,3 +581,6 @@ pub fn parents_first(files: &[FileSpec], parent: &HashMap<u32, (u32, bool)>) -> 
     }
     order
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,271 @@
+//! The typed decoders against the general way: every fixture log parsed
+//! with them and without them gives the same events and counts, and every
+//! one-byte mutation of each struct the catalogue describes (and of each
+//! argument the fixtures hold) that [`decode`] still answers is answered as
+//! the general way answers it.
+
+use super::*;
+use crate::events::{Event, FileId, InputInfo, Kind, Text};
+use crate::parse::fixtures::fixture_logs;
+use crate::parse::strace::Parser;
+use crate::parse::syscalls::general_arg;
+use std::path::Path;
+use std::rc::Rc;
+
+fn lines_of(p: &Path) -> Vec<String> {
+    String::from_utf8_lossy(&std::fs::read(p).unwrap())
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The events and counts of `lines` through one parser.
+fn parse(lines: &[String]) -> (Vec<Event>, InputInfo) {
+    let mut p = Parser::new(
+        FileId(0),
+        InputInfo::new(Text::from("t.log")),
+        None,
+        None,
+        None,
+    );
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        p.feed_text(i as u64 + 1, l, &mut out);
+    }
+    p.finish(&mut out);
+    (out.into_iter().map(Rc::unwrap_or_clone).collect(), p.info)
+}
+
+#[test]
+fn fixtures_parse_alike_with_and_without_the_typed_decoders() {
+    let before = taken();
+    let mut ioctls = 0;
+    for p in fixture_logs() {
+        let lines = lines_of(&p);
+        let typed = parse(&lines);
+        let general = general_only(|| parse(&lines));
+        let what = p.display();
+        assert_eq!(typed.0.len(), general.0.len(), "{what}: events");
+        for (k, (t, g)) in typed.0.iter().zip(&general.0).enumerate() {
+            assert_eq!(t, g, "{what}: event {k}");
+            ioctls += usize::from(matches!(t.kind, Kind::Ioctl(_)));
+        }
+        assert_eq!(typed.1, general.1, "{what}: counts");
+    }
+    // the comparison is worth something only if the decoders ran
+    let n = taken() - before;
+    assert!(n > 1000 && ioctls > 1000, "{n} of {ioctls} ioctls decoded");
+}
+
+/// The argument tokens of the fixtures' decoded ioctls, with the struct
+/// each is of: the text from the third argument to the `)` before ` = `.
+fn fixture_arguments() -> Vec<(&'static LogStruct, String)> {
+    let mut out = Vec::new();
+    for p in fixture_logs() {
+        for l in lines_of(&p) {
+            let Some(k) = l.find(" ioctl(") else { continue };
+            let rest = &l[k + 7..];
+            let Some(b) = rest.find(", {") else { continue };
+            let Some(e) = rest.rfind(") = ") else {
+                continue;
+            };
+            let Some(a) = rest[..b].rfind(", ") else {
+                continue;
+            };
+            let name = &rest[a + 2..b];
+            let Some(ls) = kfd::LOG_STRUCTS.iter().find(|x| x.name == name) else {
+                continue;
+            };
+            if b + 2 < e {
+                out.push((ls, rest[b + 2..e].to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// One argument of each struct, every member written the ways the capture
+/// library writes it (and the ways it does not: a decorated fd anywhere,
+/// flags with a number, a negative number, a bare name no table knows).
+fn made_arguments() -> Vec<(&'static LogStruct, String)> {
+    const SCALARS: &[&str] = &[
+        "0x1a2b",
+        "7",
+        "-1",
+        "KFD_IOCTL_SVM_OP_SET_ATTR",
+        "KFD_IOC_ALLOC_MEM_FLAGS_VRAM|KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE|0x100",
+        "9</dmabuf:>",
+        "3</dev/dri/renderD128<char 226:128>>",
+        "NULL",
+        "NO_SUCH_NAME",
+        "0xffffffffffffffff",
+    ];
+    let half = |members: &[LogField], k: usize| -> String {
+        let body: Vec<String> = members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let v = SCALARS[(i + k) % SCALARS.len()];
+                let v = match m.shape {
+                    Shape::Scalar => v.to_owned(),
+                    Shape::List => format!("[{v}, 0x2]"),
+                    Shape::Structs(labels) => {
+                        let e: Vec<String> = labels
+                            .iter()
+                            .enumerate()
+                            .map(|(j, l)| format!("{l}={}", SCALARS[(j + 3) % 5]))
+                            .collect();
+                        format!("[{{{}}}, {{{}}}]", e.join(", "), e.join(", "))
+                    }
+                };
+                format!("{}={v}", m.label)
+            })
+            .collect();
+        format!("{{{}}}", body.join(", "))
+    };
+    let mut out = Vec::new();
+    for ls in kfd::LOG_STRUCTS {
+        for k in 0..SCALARS.len() {
+            let mut t = half(ls.log_in, k);
+            out.push((ls, t.clone()));
+            if !ls.log_out.is_empty() {
+                t.push_str(" => ");
+                t.push_str(&half(ls.log_out, k + 1));
+                out.push((ls, t));
+            }
+        }
+    }
+    out
+}
+
+/// `tok` and every text one byte away from it (a byte dropped, or one of
+/// the bytes that matter to either way put in before it).
+fn mutations(tok: &str) -> Vec<String> {
+    const PUT: &[u8] = b" ,=|<>.{}[]-x0_\"/*(A";
+    let b = tok.as_bytes();
+    let mut out = vec![tok.to_owned()];
+    for i in 0..=b.len() {
+        if i < b.len() {
+            let mut m = b.to_vec();
+            m.remove(i);
+            out.push(String::from_utf8_lossy(&m).into_owned());
+        }
+        for &c in PUT {
+            let mut m = b.to_vec();
+            m.insert(i, c);
+            out.push(String::from_utf8_lossy(&m).into_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn mutated_arguments_decode_as_the_general_way() {
+    let fixtures = fixture_arguments();
+    assert!(fixtures.len() > 500, "{} fixture arguments", fixtures.len());
+    // the fixtures' arguments repeat: one of each text
+    let mut seen = std::collections::HashSet::new();
+    let (mut answered, mut compared) = (0u64, 0u64);
+    for (ls, tok) in made_arguments().into_iter().chain(fixtures) {
+        if !seen.insert((ls.name, tok.clone())) {
+            continue;
+        }
+        for m in mutations(&tok) {
+            compared += 1;
+            let Some((a, o)) = decode(ls, m.as_bytes()) else {
+                continue;
+            };
+            answered += 1;
+            assert_eq!(
+                (Some(a), o, false),
+                general_arg(m.as_bytes()),
+                "{}: {m}",
+                ls.name
+            );
+        }
+    }
+    eprintln!("{answered} of {compared} texts answered by the typed decoders");
+    assert!(
+        answered > 10_000 && answered * 4 < compared,
+        "{answered} of {compared}"
+    );
+}
+
+#[test]
+fn the_usual_shapes_are_answered() {
+    let svm = kfd::log_struct(kfd::SVM.0, kfd::SVM.1, "AMDKFD_IOC_SVM").unwrap();
+    let tok = "{start_addr=0x7f3a005c6000, size=0x11000, op=KFD_IOCTL_SVM_OP_SET_ATTR, nattr=2, \
+               attrs=[{type=KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, value=0x1a2b}, \
+               {type=KFD_IOCTL_SVM_ATTR_SET_FLAGS, value=KFD_IOCTL_SVM_FLAG_COHERENT}]}";
+    let (a, o) = decode(svm, tok.as_bytes()).unwrap();
+    assert_eq!(o, None);
+    assert_eq!(a.get("size"), Some(&Value::Int(0x11000)));
+    let pair = |t: i64, v: i64| Value::Pair(Box::new((Value::Int(t), Value::Int(v))));
+    assert_eq!(
+        a.get("attrs"),
+        Some(&Value::List(vec![pair(3, 0x1a2b), pair(5, 2)]))
+    );
+    let export = kfd::log_struct(
+        kfd::EXPORT_DMABUF.0,
+        kfd::EXPORT_DMABUF.1,
+        "AMDKFD_IOC_EXPORT_DMABUF",
+    )
+    .unwrap();
+    let tok = "{handle=0x1a2b00000001, flags=O_CLOEXEC} => {dmabuf_fd=9</dmabuf:>}";
+    let (a, o) = decode(export, tok.as_bytes()).unwrap();
+    assert_eq!(a.get("flags"), Some(&Value::Int(0o2000000)));
+    assert_eq!(o.unwrap().get("dmabuf_fd"), Some(&Value::Int(9)));
+    // what the general way keeps as text, or trims, is left to it
+    for tok in [
+        "{handle=0x1, flags=NO_SUCH_FLAG}",
+        "{handle=0x1,flags=O_CLOEXEC}",
+        "{flags=O_CLOEXEC, handle=0x1}",
+        "{handle=\"x\", flags=0}",
+        "{handle=0x1, flags=O_CLOEXEC} => {dmabuf_fd=9</dmabuf:>}x",
+    ] {
+        assert_eq!(decode(export, tok.as_bytes()), None, "{tok}");
+    }
+    // off: nothing is answered
+    assert!(general_only(|| layout(Some(kfd::SVM.0), Some(kfd::SVM.1), Some(svm.name))).is_none());
+    assert!(layout(Some(kfd::SVM.0), Some(kfd::SVM.1), Some(svm.name)).is_some());
+}
+
+#[test]
+fn the_catalogue_names_are_bare_names() {
+    // (Cursor::scalar looks a name up whole, as values::bare_name does)
+    for &(n, _) in kfd::CONSTANT_NAMES {
+        let b = n.as_bytes();
+        assert!(b[0].is_ascii_alphabetic() || b[0] == b'_', "{n}");
+        assert!(
+            b.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_'),
+            "{n}"
+        );
+        assert_ne!(n, "NULL");
+    }
+}
+
+#[test]
+fn each_struct_names_its_members_once() {
+    for ls in kfd::LOG_STRUCTS {
+        for half in [ls.log_in, ls.log_out] {
+            for (i, m) in half.iter().enumerate() {
+                assert!(
+                    half[..i].iter().all(|x| x.label != m.label),
+                    "{}: {} twice",
+                    ls.name,
+                    m.label
+                );
+                if let Shape::Structs(labels) = m.shape {
+                    for (j, l) in labels.iter().enumerate() {
+                        assert!(
+                            !labels[..j].contains(l),
+                            "{}.{}: {l} twice",
+                            ls.name,
+                            m.label
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
