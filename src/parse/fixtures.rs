@@ -1,5 +1,5 @@
-//! Test support: the fixture logs the parse tests read (strace/fast_path.rs
-//! has the same walk; it can use this one).
+//! Test support: the fixture logs the parse tests read (kfd_args', the
+//! strace fast path's).
 
 use std::path::{Path, PathBuf};
 

@@ -45,7 +45,9 @@ use pending::joined_args;
 pub use pending::{Inflight, Pending};
 pub use pids::{Handover, SharedTgids, Tgids};
 use pre::outcome_of;
-pub use pre::{PreBuilt, PreCall, pre_parse};
+pub use pre::{
+    PreBuilt, PreCall, PreEntry, PreJoined, PreState, pre_parse, pre_parse_batch, pre_parse_in,
+};
 pub use sniff::{looks_like_trace_line, sniff, summary_table_lines};
 
 const UNFINISHED: &[u8] = b"<unfinished ...>";
@@ -208,6 +210,9 @@ pub struct Parser {
     /// lines the fast path took (tests: that it ran, or did not)
     #[cfg(test)]
     pub(crate) taken: u64,
+    /// resumed lines whose event a worker joined (tests: that it ran)
+    #[cfg(test)]
+    pub(crate) worker_joined: u64,
 }
 
 impl Parser {
@@ -253,6 +258,8 @@ impl Parser {
             fast: true,
             #[cfg(test)]
             taken: 0,
+            #[cfg(test)]
+            worker_joined: 0,
         }
     }
 
@@ -371,6 +378,10 @@ impl Parser {
         }
         let parsed = match (pre, text) {
             (Some(PreCall::Call(p)), _) if self.fast => self.apply_pre(lineno, line, p),
+            (Some(PreCall::Entry(e)), _) if self.fast => self.apply_entry(e),
+            (Some(PreCall::Joined(j)), Some(text)) if self.fast => {
+                self.apply_joined(lineno, line, text, j)
+            }
             // line_text with the scan it would make
             (Some(PreCall::Half(h)), Some(text)) if self.fast => self
                 .scanned(lineno, line, h.scanned(text))
@@ -697,6 +708,54 @@ impl Parser {
         true
     }
 
+    /// The state-dependent rest of an unfinished call [`pre_parse`] took:
+    /// what `scanned` and `start` do around making its pending half.
+    fn apply_entry(&mut self, e: &mut PreEntry) -> bool {
+        let Some(p) = e.pending.take() else {
+            return false;
+        };
+        #[cfg(test)]
+        {
+            self.taken += 1;
+        }
+        self.info.has_time = true;
+        self.last_time = Some(e.time);
+        let tid = self.who(Some(e.tid));
+        let mut p = p;
+        p.whole = true;
+        self.start_pending(p, tid);
+        true
+    }
+
+    /// A resumed line a worker joined with the entry it made
+    /// ([`PreJoined`]): its event when that entry is the call waiting for
+    /// the thread, else the line's half alone, as `scanned` takes it.
+    fn apply_joined(&mut self, lineno: u64, line: &[u8], text: &str, j: &mut PreJoined) -> bool {
+        let tid = self.scanned_head(j.time, j.dur, j.rpath, j.tid);
+        if !self
+            .inflight
+            .get(tid)
+            .is_some_and(|p| p.whole && p.line == j.entry_line)
+        {
+            let r = j.half.scanned(text);
+            let res = outcome_of(r.outcome.as_ref()).expect("the worker read it");
+            self.scanned_rest(lineno, line, r, res, tid);
+            return true;
+        }
+        #[cfg(test)]
+        {
+            self.taken += 1;
+            self.worker_joined += 1;
+        }
+        // what take and finish_resumed do around the event
+        self.inflight_pop(tid);
+        let pid = self.tgid_of(tid);
+        if let Some(ev) = self.apply_built(j.entry_line, line, j.built.placed(), pid, tid) {
+            self.after_call(ev, tid);
+        }
+        true
+    }
+
     /// What building a call's event counted, into info; the event gets its
     /// pid and tid.
     #[inline(always)]
@@ -731,15 +790,34 @@ impl Parser {
     /// number does not fit (the general path then decides).
     fn scanned(&mut self, lineno: u64, line: &[u8], r: tokens::Scanned<'_>) -> Option<bool> {
         let res = outcome_of(r.outcome.as_ref())?;
+        let tid = self.scanned_head(r.time, res.dur.is_some(), res.rpath.is_some(), r.tid);
+        self.scanned_rest(lineno, line, r, res, tid);
+        Some(true)
+    }
+
+    /// What every line the tokenizer took counts, and its thread.
+    #[inline(always)]
+    fn scanned_head(&mut self, time: f64, dur: bool, rpath: bool, tid: u32) -> Option<u32> {
         self.info.has_time = true;
-        self.last_time = Some(r.time);
-        if res.dur.is_some() {
+        self.last_time = Some(time);
+        if dur {
             self.info.has_durations = true;
         }
-        if res.rpath.is_some() {
+        if rpath {
             self.info.has_decorations = true;
         }
-        let tid = self.who(Some(r.tid));
+        self.who(Some(tid))
+    }
+
+    /// [`Parser::scanned`] once its head is done.
+    fn scanned_rest(
+        &mut self,
+        lineno: u64,
+        line: &[u8],
+        r: tokens::Scanned<'_>,
+        res: Res,
+        tid: Option<u32>,
+    ) {
         let args = r.args;
         match r.kind {
             ScanKind::Call => {
@@ -760,7 +838,6 @@ impl Parser {
         {
             self.taken += 1;
         }
-        Some(true)
     }
 
     #[allow(clippy::too_many_arguments)]

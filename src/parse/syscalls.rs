@@ -140,7 +140,49 @@ fn int_of(tok: Option<&[u8]>, table: Option<Names>, default: i128) -> i128 {
     if let (Some(fd), _) = fd_of(Some(tok)) {
         return fd;
     }
-    parse_flags(tok, table).unwrap_or(default)
+    flags_of(tok, table).unwrap_or(default)
+}
+
+/// Recent flag tokens (`PROT_READ|PROT_WRITE`) and their value in a table
+/// (its place and length), direct-mapped by the token's hash: a trace
+/// repeats a handful of flag sets, and [`parse_flags`] looks each name up
+/// in its table one by one.
+type FlagCache = Vec<Option<(usize, usize, Box<[u8]>, Option<i128>)>>;
+
+thread_local! {
+    static FLAGS: std::cell::RefCell<FlagCache> = const { std::cell::RefCell::new(Vec::new()) };
+}
+const FLAG_CACHE: usize = 64;
+/// The longest token the cache keeps (a longer one is parsed each time).
+const FLAG_TOKEN_MAX: usize = 256;
+
+/// [`parse_flags`], remembered for recent tokens.
+fn flags_of(tok: &[u8], table: Option<Names>) -> Option<i128> {
+    if tok.len() > FLAG_TOKEN_MAX {
+        return parse_flags(tok, table);
+    }
+    let (tp, tl) = table.map_or((0, 0), |t| (t.as_ptr() as usize, t.len()));
+    use std::hash::BuildHasher;
+    let slot = foldhash::fast::FixedState::default().hash_one((tp, tok)) as usize % FLAG_CACHE;
+    let hit = FLAGS.with(|c| {
+        c.borrow()
+            .get(slot)
+            .and_then(Option::as_ref)
+            .filter(|(p, l, k, _)| (*p, *l) == (tp, tl) && **k == *tok)
+            .map(|e| e.3)
+    });
+    if let Some(v) = hit {
+        return v;
+    }
+    let v = parse_flags(tok, table);
+    FLAGS.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.is_empty() {
+            c.resize(FLAG_CACHE, None);
+        }
+        c[slot] = Some((tp, tl, tok.into(), v));
+    });
+    v
 }
 
 fn is_digit_or_minus(c: u8) -> bool {

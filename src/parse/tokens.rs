@@ -470,10 +470,47 @@ fn fixed(int: Option<u64>, frac: Option<u64>, k: usize) -> Option<f64> {
     (n < 1 << 53 && k < POW10.len()).then(|| n as f64 / POW10[k])
 }
 
+/// `s[i..]`'s `\d{width}\.\d{6}` followed by no digit, the shapes strace
+/// prints most (`-ttt`'s time: ten digits; `-T`'s duration: one): where it
+/// ends and its value, what [`fixed`] makes of it (so from_str's), read in
+/// two words of eight digits instead of a digit at a time.  None: another
+/// shape (or a value past 2^53 microseconds), for [`seconds`].
+fn usec(s: &[u8], i: usize, width: usize) -> Option<(usize, f64)> {
+    let int = match width {
+        1 if at(s, i).is_ascii_digit() => u64::from(s[i] - b'0'),
+        10 => {
+            let hi = eight_digits(s.get(i..i + 8)?.try_into().unwrap())?;
+            let lo = eight_digits([
+                b'0',
+                b'0',
+                b'0',
+                b'0',
+                b'0',
+                b'0',
+                at(s, i + 8),
+                at(s, i + 9),
+            ])?;
+            hi * 100 + lo
+        }
+        _ => return None,
+    };
+    let dot = i + width;
+    if at(s, dot) != b'.' || at(s, dot + 7).is_ascii_digit() {
+        return None;
+    }
+    let f = s.get(dot + 1..dot + 7)?;
+    let frac = eight_digits([b'0', b'0', f[0], f[1], f[2], f[3], f[4], f[5]])?;
+    let n = int * 1_000_000 + frac;
+    (n < 1 << 53).then(|| (dot + 7, n as f64 / POW10[6]))
+}
+
 /// `s[i..]`'s `\d+(\.\d*)?`, which the caller knows starts with a digit:
 /// where it ends and its value (from_str's).
 fn seconds(line: &str, i: usize) -> (usize, Option<f64>) {
     let s = line.as_bytes();
+    if let Some((e, v)) = usec(s, i, if at(s, i + 1) == b'.' { 1 } else { 10 }) {
+        return (e, Some(v));
+    }
     let (e, int) = digit_run(s, i);
     let (e, v) = if at(s, e) == b'.' {
         let (f, frac) = digit_run(s, e + 1);
@@ -609,15 +646,30 @@ pub fn scan_line(line: &str) -> Option<Scanned<'_>> {
     let digit = |i: usize| at(s, i).is_ascii_digit();
 
     // the common prefix: (\d{1,7}) +(?:(\d{9,}\.\d+)|(\d\d):(\d\d):(\d\d\.\d+)) (?=[\w<+-])
-    let mut k = skip(s, 0, |c| c.is_ascii_digit());
-    if k == 0 || k > 7 || at(s, k) != b' ' {
+    // the tid's value as its digits are read (at most seven: it fits)
+    let mut k = 0;
+    let mut tid = 0u32;
+    while k < n && s[k].is_ascii_digit() {
+        if k == 7 {
+            return None;
+        }
+        tid = tid * 10 + u32::from(s[k] - b'0');
+        k += 1;
+    }
+    if k == 0 || at(s, k) != b' ' {
         return None;
     }
-    let tid: u32 = line[..k].parse().ok()?;
     k = skip(s, k, |c| c == b' ');
     let t0 = k;
-    k = skip(s, k, |c| c.is_ascii_digit());
-    let time = if k - t0 >= 9 && at(s, k) == b'.' && digit(k + 1) {
+    let fast = usec(s, t0, 10);
+    if fast.is_none() {
+        k = skip(s, k, |c| c.is_ascii_digit());
+    }
+    // -ttt's usual ten digits and six: read at once
+    let time = if let Some((e, v)) = fast {
+        k = e;
+        v
+    } else if k - t0 >= 9 && at(s, k) == b'.' && digit(k + 1) {
         let (e, v) = seconds(line, t0);
         k = e;
         v?

@@ -363,7 +363,7 @@ impl<D: Dialects + 'static> Trace<D> {
                 fid,
                 jobs,
                 self.batch_lines,
-                strace::pre_parse,
+                strace::pre_parse_batch,
             ) {
                 Ok(c) => (None, Some(c)),
                 Err(lines) => (Some(lines), None),

@@ -58,9 +58,10 @@ pub struct Batch<P> {
     pub pre: Vec<Option<P>>,
 }
 
-/// A worker's pre-parse of one line (file, line number, text, where the
-/// line is in its input): what of it needs no parser state.
-pub type PreParse<P> = fn(FileId, u64, &str, Span) -> Option<P>;
+/// A worker's pre-parse of one batch: per item, what of each line needs no
+/// parser state (the dialect may carry state from line to line within the
+/// batch: strace joins a resumed line with its entry there).
+pub type PreParse<P> = fn(FileId, &Batch<P>) -> Vec<Option<P>>;
 
 impl<P> Batch<P> {
     pub fn line(&self, start: u32, end: u32) -> &str {
@@ -165,14 +166,7 @@ pub struct Chunked<P> {
 
 fn work<P>(file: FileId, pre: PreParse<P>, jobs: Receiver<Batch<P>>, done: SyncSender<Batch<P>>) {
     for mut b in jobs {
-        b.pre = b
-            .items
-            .iter()
-            .map(|it| match *it {
-                Item::Line(n, s, e, at) => pre(file, n, b.line(s, e), at),
-                _ => None,
-            })
-            .collect();
+        b.pre = pre(file, &b);
         if done.send(b).is_err() {
             return;
         }

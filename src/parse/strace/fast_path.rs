@@ -12,7 +12,7 @@
 //! tokens/props.rs, and explicit regression lines.  PROPTEST_RNG_SEED fixes
 //! the generated examples (.ci/run sets it), PROPTEST_CASES scales them.
 
-use super::{Parser, pre_parse};
+use super::{Parser, PreState, pre_parse, pre_parse_in};
 use crate::events::{Event, FileId, Format, InputInfo, Span, Text};
 use crate::parse::Builtin;
 use crate::parse::detect::open_files;
@@ -22,15 +22,19 @@ use crate::read::InputError;
 use crate::read::lines::decode;
 use crate::read::open::FileSpec;
 use proptest::prelude::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::rc::Rc;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Way {
     /// `feed_text`, as the reader feeds a line
     Fast,
-    /// `feed_pre` with the line's [`pre_parse`], as --jobs feeds it
+    /// `feed_pre` with the lines' [`pre_parse_in`] as one batch, as
+    /// --jobs feeds them (split calls joined on the worker)
     Pre,
+    /// `feed_pre` with each line's [`pre_parse`] alone (a batch's first
+    /// line: a resumed half is the parser's thread's to join)
+    PreAlone,
     /// `feed_text` to a parser without the fast path
     General,
 }
@@ -42,6 +46,7 @@ struct Run {
     events: Vec<(usize, Event)>,
     info: InputInfo,
     taken: u64,
+    joined: u64,
 }
 
 fn parse(lines: &[String], way: Way) -> Run {
@@ -58,8 +63,10 @@ fn parse(lines: &[String], way: Way) -> Run {
     let mut out = Vec::new();
     let mut events = Vec::new();
     // each line where it would be in a file of them: every way refers to
-    // the same lines (evidence by reference)
+    // the same lines (evidence by reference); the lines as one worker's
+    // batch (Way::Pre), or each its own
     let mut off = 0u64;
+    let mut st = PreState::default();
     for (i, l) in lines.iter().enumerate() {
         let n = i as u64 + 1;
         let at = Span {
@@ -69,7 +76,12 @@ fn parse(lines: &[String], way: Way) -> Run {
         off += l.len() as u64 + 1;
         p.at(at);
         match way {
-            Way::Pre => p.feed_pre(n, l, pre_parse(FileId(0), n, l, at).as_mut(), &mut out),
+            Way::Pre => p.feed_pre(
+                n,
+                l,
+                pre_parse_in(&mut st, FileId(0), n, l, at).as_mut(),
+                &mut out,
+            ),
             _ => p.feed_text(n, l, &mut out),
         }
         events.extend(out.drain(..).map(|e| (i, Rc::unwrap_or_clone(e))));
@@ -80,6 +92,7 @@ fn parse(lines: &[String], way: Way) -> Run {
         events,
         info: p.info,
         taken: p.taken,
+        joined: p.worker_joined,
     }
 }
 
@@ -92,6 +105,8 @@ struct Counts {
     taken: u64,
     /// lines the pre-parse took
     pre_taken: u64,
+    /// resumed lines whose event a worker joined (Way::Pre)
+    joined: u64,
 }
 
 /// The three ways give the same events and counts for `lines`.
@@ -101,7 +116,7 @@ fn same(what: &str, lines: &[String], counts: &mut Counts) {
         general.taken, 0,
         "{what}: the general parser took a line fast"
     );
-    for way in [Way::Fast, Way::Pre] {
+    for way in [Way::Fast, Way::Pre, Way::PreAlone] {
         let got = parse(lines, way);
         let at = |n: usize| lines.get(n).map_or("(the end of the file)", |s| s.as_str());
         for (k, (g, f)) in general.events.iter().zip(&got.events).enumerate() {
@@ -126,6 +141,10 @@ fn same(what: &str, lines: &[String], counts: &mut Counts) {
             Way::Fast => counts.taken += got.taken,
             _ => counts.pre_taken += got.taken,
         }
+        match way {
+            Way::Pre => counts.joined += got.joined,
+            _ => assert_eq!(got.joined, 0, "{what}: {way:?} joined on a worker"),
+        }
     }
     counts.lines += lines.len() as u64;
     counts.events += general.events.len() as u64;
@@ -145,29 +164,7 @@ fn same_each_and_all(what: &str, lines: &[String], counts: &mut Counts) {
 
 // --- the fixtures ------------------------------------------------------
 
-/// Every fixture log the strace parser reads (not tinygrad's), sorted.
-fn fixture_logs() -> Vec<PathBuf> {
-    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                if p.file_name().is_some_and(|n| n != "tinygrad") {
-                    walk(&p, out);
-                }
-            } else if p.extension().is_some_and(|x| x == "log") {
-                out.push(p);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
-        &mut out,
-    );
-    out.sort();
-    assert!(out.len() > 40, "fixtures/ has its logs: {out:?}");
-    out
-}
+use crate::parse::fixtures::fixture_logs;
 
 /// A file's lines as they are, the newline (and a CR before it) dropped.
 fn raw_lines(p: &Path) -> Vec<String> {
@@ -252,7 +249,10 @@ fn fixtures_parse_alike_both_ways() {
     }
     eprintln!("fixtures: {files} files, {counts:?}");
     // the comparison is worth something only if the fast path ran
-    assert!(counts.taken > 1000 && counts.pre_taken > 500, "{counts:?}");
+    assert!(
+        counts.taken > 1000 && counts.pre_taken > 500 && counts.joined > 0,
+        "{counts:?}"
+    );
 }
 
 // --- generated lines ---------------------------------------------------
@@ -318,6 +318,60 @@ proptest! {
         all.push(format!("#+ 4242 2 {}", &line[k..]));
         same("continued soup", &all, &mut Counts::default());
     }
+}
+
+/// Halves of split calls and what may come between them (another entry of
+/// the thread, a resumed line of another name or with the kernel's `=>`,
+/// an orphan, a process's end, a superseding exec, a line the fast path
+/// refuses), for the worker's join of a resumed line with its entry
+/// ([`super::PreJoined`]) against the parser's own.
+const SPLIT_LINES: &[&str] = &[
+    "4242  1764435600.000026 ioctl(3</dev/kfd<char 238:0>>, AMDKFD_IOC_WAIT_EVENTS, 0x7f02aa3300b <unfinished ...>",
+    "4243  1764435600.000030 ioctl(3</dev/kfd<char 238:0>>, _IOC(_IOC_READ|_IOC_WRITE, 0x4b, 0x20, 0x38), 0x7ffc <unfinished ...>",
+    "4242  1764435600.000131 <... ioctl resumed>) = 0 <0.000131>",
+    "4243  1764435600.000140 <... ioctl resumed>) = -1 EINTR (Interrupted system call) <0.000002>",
+    "4242  1764435600.000150 <... ioctl resumed>) = 0",
+    "4243  1764435600.000160 <... read resumed>\"ab\", 16) = 2 <0.000001>",
+    "4242  1764435600.000170 read(5</tmp/f>, <unfinished ...>",
+    "4242  1764435600.000180 <... read resumed>\"xy\", 16) = 2 <0.000009>",
+    "4244  1764435600.000190 clone3({flags=CLONE_VM|CLONE_THREAD, exit_signal=0, stack=0x7f, stack_size=0x1000}, 88 <unfinished ...>",
+    "4245  1764435600.000200 close(4) = 0",
+    "4244  1764435600.000210 <... clone3 resumed> => {parent_tid=[4245]}, 88) = 4245",
+    "4243  1764435600.000220 openat(AT_FDCWD, \"/dev/kfd\", O_RDWR <unfinished ...>",
+    "4243  1764435600.000230 <... openat resumed>) = 6</dev/kfd<char 238:0>> <0.000010>",
+    "4243  1764435600.000240 <... openat resumed>) = 99999999999999999999999999999999999999999",
+    "4242  1764435600.000250 +++ exited with 0 +++",
+    "4244  1764435600.000260 execve(\"/bin/true\", [\"true\"], 0x7ffd /* 1 var */ <unfinished ...>",
+    "4242  1764435600.000270 <... execve resumed>) = 0",
+    "4245  1764435600.000280 mmap(NULL, 4096, PROT_READ, MAP_SHARED, 3</dev/kfd>, 0 <unfinished ...>",
+    "4245  1764435600.000290 <... mmap resumed>) = 0x7f0000000000 <0.000004>",
+    "4245  1764435600.000300 <... mmap resumed>) = 0x7f0000000000 <unfinished ...>",
+    "4242 1764435600.000310 ioctl(3, 0xc0184b20 <unfinished ...>",
+    "4242 1764435600.000320 <... ioctl resumed>, 0x7ffc) = 0",
+];
+
+proptest! {
+    /// Split calls in any order, as one batch of a worker and each line
+    /// alone: the events the parser makes of them.
+    #[test]
+    fn split_calls_parse_alike_all_ways(
+        lines in prop::collection::vec(prop::sample::select(SPLIT_LINES), 1..24),
+    ) {
+        let lines: Vec<String> = lines.into_iter().map(str::to_owned).collect();
+        same("split calls", &lines, &mut Counts::default());
+    }
+}
+
+/// The worker joins a resumed line with the entry of its batch, and the
+/// parser takes its event only when that entry is the one waiting.
+#[test]
+fn split_calls_join_on_the_worker() {
+    let all: Vec<String> = SPLIT_LINES.iter().map(|s| s.to_string()).collect();
+    let mut counts = Counts::default();
+    same_each_and_all("split calls", &all, &mut counts);
+    // entries 0/2, 1/3, 6/7, 8/10, 11/12, 15/16 (another tid's execve:
+    // the parser's), 17/18, 20/21 are pairs the batch has
+    assert!(counts.joined >= 6, "{counts:?}");
 }
 
 /// Lines the fast path must take, each alone and all in a row, so the soups

@@ -22,11 +22,15 @@ pub struct Pending {
     pub time: Option<f64>,
     pub pid: Option<u32>,
     pub tid: Option<u32>,
+    /// made by a worker from line `line` alone and waiting as made
+    /// ([`Parser::apply_entry`]): a worker that joined it with its resumed
+    /// line made the event the parser would ([`super::pre::PreJoined`])
+    pub(super) whole: bool,
 }
 
 impl Pending {
     #[allow(clippy::too_many_arguments)]
-    fn new<'a>(
+    pub(super) fn new<'a>(
         name: &str,
         text: &[u8],
         at: Span,
@@ -55,6 +59,7 @@ impl Pending {
             time,
             pid,
             tid,
+            whole: false,
         }
     }
 
@@ -170,6 +175,16 @@ impl Inflight {
     }
 }
 
+/// The name an unfinished call waits under: clone3 by its number (strace
+/// before it knew the name) is clone3.
+pub(super) fn entry_name(name: &str) -> &str {
+    if name == "syscall_0x1b3" || name == "syscall_435" {
+        "clone3"
+    } else {
+        name
+    }
+}
+
 fn is_clone_name(n: &str) -> bool {
     matches!(
         n,
@@ -184,10 +199,18 @@ pub(super) fn joined_args<'a>(
     p: Option<&'a Pending>,
     cont: Vec<Cow<'a, [u8]>>,
 ) -> Vec<Cow<'a, [u8]>> {
-    let mut args: Vec<Cow<'a, [u8]>> = match p {
-        Some(p) => {
-            let mut a = Vec::with_capacity(p.arg_ends.len() + cont.len());
-            a.extend(p.args().map(Cow::Borrowed));
+    join_args(p.map(Pending::args), cont)
+}
+
+/// [`joined_args`] of an entry's arguments, wherever they are kept.
+pub(super) fn join_args<'a>(
+    entry: Option<impl ExactSizeIterator<Item = &'a [u8]>>,
+    cont: Vec<Cow<'a, [u8]>>,
+) -> Vec<Cow<'a, [u8]>> {
+    let mut args: Vec<Cow<'a, [u8]>> = match entry {
+        Some(e) => {
+            let mut a = Vec::with_capacity(e.len() + cont.len());
+            a.extend(e.map(Cow::Borrowed));
             a
         }
         None => Vec::with_capacity(cont.len()),
@@ -253,11 +276,15 @@ impl Parser {
         tid: Option<u32>,
         t: Option<f64>,
     ) {
-        let name = if name == "syscall_0x1b3" || name == "syscall_435" {
-            "clone3"
-        } else {
-            name
-        };
+        let at = self.fed.span_of(line);
+        let p = Pending::new(entry_name(name), line, at, args, lineno, t, None, None);
+        self.start_pending(p, tid);
+    }
+
+    /// An unfinished call's pending half (made by [`Pending::new`] with
+    /// its tid and pid unknown, maybe on a worker: [`pre_parse`]) waits for
+    /// its resumed line; a call the tid had waiting is left unfinished.
+    pub(super) fn start_pending(&mut self, mut p: Pending, tid: Option<u32>) {
         let pid = self.tgid_of(tid);
         if let Some(old) = self.inflight_pop(tid) {
             self.info.unfinished += 1;
@@ -281,8 +308,8 @@ impl Parser {
                 self.emit(ev);
             }
         }
-        let at = self.fed.span_of(line);
-        let p = Pending::new(name, line, at, args, lineno, t, pid, tid);
+        p.pid = pid;
+        p.tid = tid;
         self.inflight.push(tid, p);
         self.fresh = Some(tid);
     }

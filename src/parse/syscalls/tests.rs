@@ -133,3 +133,40 @@ fn clone_flags_of_forms() {
     let c = call("clone3", &["0x7ffc", "88"], None);
     assert_eq!(clone_flags(&c), THREAD_GUESS);
 }
+
+/// flags_of (the cache) gives parse_flags' value for each token and table,
+/// also for one token asked of two tables, again and again, and for tokens
+/// that share slots (more tokens than the cache has).
+#[test]
+fn flag_cache_is_parse_flags() {
+    let tables = [
+        None,
+        Some(tables::MMAP_NAMES),
+        Some(tables::CLOSE_RANGE_NAMES),
+    ];
+    let mut toks: Vec<String> = [
+        "PROT_READ|PROT_WRITE",
+        "MAP_PRIVATE|MAP_ANONYMOUS",
+        "CLOSE_RANGE_CLOEXEC",
+        "MAP_SHARED|0x100",
+        "1<<3|PROT_EXEC",
+        "NOT_A_FLAG",
+        "PROT_READ /* comment */",
+        "",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    toks.extend((0..200).map(|i| format!("MAP_FIXED|{i:#x}")));
+    toks.push("PROT_READ|".repeat(40));
+    for round in 0..3 {
+        for t in &toks {
+            for table in tables {
+                assert_eq!(
+                    flags_of(t.as_bytes(), table),
+                    parse_flags(t.as_bytes(), table),
+                    "{t:?} round {round}"
+                );
+            }
+        }
+    }
+}

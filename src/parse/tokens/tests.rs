@@ -385,6 +385,25 @@ fn seconds_are_from_str() {
         }
         texts.push(t);
     }
+    // usec()'s shapes (`d.dddddd`, ten digits and six) with random digits
+    // and what follows them, and their near misses (a digit more or less)
+    let mut y: u64 = 7;
+    for _ in 0..20000 {
+        y = lcg(y);
+        let mut d = y;
+        let mut digits = |k: usize| -> String {
+            (0..k)
+                .map(|_| {
+                    d = lcg(d);
+                    char::from(b'0' + ((d >> 33) % 10) as u8)
+                })
+                .collect()
+        };
+        let int = [1, 10, 9, 11, 2][(y >> 5) as usize % 5];
+        let frac = [6, 6, 6, 5, 7][(y >> 9) as usize % 5];
+        let after = ["", " ", ">", "1", ".", "x"][(y >> 13) as usize % 6];
+        texts.push(format!("{}.{}{after}", digits(int), digits(frac)));
+    }
     for t in &texts {
         let b = t.as_bytes();
         let mut e = b.iter().take_while(|c| c.is_ascii_digit()).count();
