@@ -12,7 +12,7 @@
 //! tokens/props.rs, and explicit regression lines.  PROPTEST_RNG_SEED fixes
 //! the generated examples (.ci/run sets it), PROPTEST_CASES scales them.
 
-use super::{Parser, PreState, pre_parse, pre_parse_in};
+use super::{Parser, PreState, pre_parse_in};
 use crate::events::{Event, FileId, Format, InputInfo, Span, Text};
 use crate::parse::Builtin;
 use crate::parse::detect::open_files;

@@ -237,8 +237,7 @@ fn join<'a>(
         o.time,
         Some((r.time - o.time).max(0.0)),
     );
-    let (built, has_dur, has_rpath) =
-        build_res(file, r.name, args, res, place, &st.joined, src);
+    let (built, has_dur, has_rpath) = build_res(file, r.name, args, res, place, &st.joined, src);
     if built.unparsed {
         return PreCall::Half(half);
     }
