@@ -6,6 +6,7 @@ the library's added cost as a fraction of strace's.
 
     python benchmarks/bench_capture.py [N] [RUNS]
 """
+
 from __future__ import annotations
 
 import os
@@ -59,9 +60,10 @@ def main() -> None:
         res["preload"] = measure([prog, str(n)], run.preload_env(os.path.join(tmp, "a"), 0), runs)
         res["preload+stack8"] = measure([prog, str(n)], run.preload_env(os.path.join(tmp, "b"), 8), runs)
         if shutil.which("strace"):
-            sn = max(n // 20, 1000)   # strace is slow: fewer calls, same per-call figure
-            res["strace -f"] = measure(["strace", "-f", "-o", os.path.join(tmp, "s"), "-ttt", "-T", "-yy",
-                                        prog, str(sn)], None, runs)
+            sn = max(n // 20, 1000)  # strace is slow: fewer calls, same per-call figure
+            res["strace -f"] = measure(
+                ["strace", "-f", "-o", os.path.join(tmp, "s"), "-ttt", "-T", "-yy", prog, str(sn)], None, runs
+            )
     bare = res["bare"]
     print(f"ioctl loop, N={n}, median of {runs} runs")
     print(f"{'mode':<16}{'ns/call':>10}{'added ns':>10}")

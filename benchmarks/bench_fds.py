@@ -9,6 +9,7 @@ Rust first, outside the timing): fed by reference, each kept event copied,
 and as shared Rc<Event>s.  Prints events/s and us/event of both and the
 findings.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,10 @@ def main() -> None:
                     f.write(line + "\n")
             events, _ = _engine.trace_events(str(path))
             n, rs, rc, found = _engine.time_fd_models(events, a.repeat)
-            print(f"{kind}: {n} events; feed(&Event) {n / rs:,.0f} ev/s ({rs / n * 1e6:.3f} us/ev); "
-                  f"feed_rc {n / rc:,.0f} ev/s ({rc / n * 1e6:.3f} us/ev); findings {found}")
+            print(
+                f"{kind}: {n} events; feed(&Event) {n / rs:,.0f} ev/s ({rs / n * 1e6:.3f} us/ev); "
+                f"feed_rc {n / rc:,.0f} ev/s ({rc / n * 1e6:.3f} us/ev); findings {found}"
+            )
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ whose test_growth.py checks what they give at CI's sizes):
   ff-files     `strace -ff` with N/5 children, a file each, merged with a
                bounded number of files open (was > 600 s, 610 MB at 10^5)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,12 +37,18 @@ from pathlib import Path
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import growth_traces as g  # noqa: E402
 
-HEAD = ("# rocrtrace-log 1\n# pid=100 ppid=1 exe=/bin/x page_size=4096 start=1.0\n"
-        '100   1.000000 openat(AT_FDCWD, "/dev/kfd", O_RDWR|O_CLOEXEC) = 3</dev/kfd> <0.000010>\n')
-SET = ("100   {t:.6f} ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, {{start_addr=0x7e0000000000, "
-       "size=0x4000, op=KFD_IOCTL_SVM_OP_SET_ATTR, nattr={n}, attrs=[{attrs}]}}) = 0 <0.000005>\n")
-FINE_IP = ("{type=KFD_IOCTL_SVM_ATTR_SET_FLAGS, value=KFD_IOCTL_SVM_FLAG_COHERENT}, "
-           "{type=KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, value=0x1a2b}")
+HEAD = (
+    "# rocrtrace-log 1\n# pid=100 ppid=1 exe=/bin/x page_size=4096 start=1.0\n"
+    '100   1.000000 openat(AT_FDCWD, "/dev/kfd", O_RDWR|O_CLOEXEC) = 3</dev/kfd> <0.000010>\n'
+)
+SET = (
+    "100   {t:.6f} ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, {{start_addr=0x7e0000000000, "
+    "size=0x4000, op=KFD_IOCTL_SVM_OP_SET_ATTR, nattr={n}, attrs=[{attrs}]}}) = 0 <0.000005>\n"
+)
+FINE_IP = (
+    "{type=KFD_IOCTL_SVM_ATTR_SET_FLAGS, value=KFD_IOCTL_SVM_FLAG_COHERENT}, "
+    "{type=KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, value=0x1a2b}"
+)
 IP = "{type=KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, value=0x1a2b}"
 
 
@@ -85,8 +92,13 @@ def measure(path: Path, runs: int = 2) -> tuple[float, float]:
     best, peak = float("inf"), 0.0
     for _ in range(runs):
         t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-c", _CHILD, str(path)], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, check=False, text=True)
+        r = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            check=False,
+            text=True,
+        )
         best = min(best, time.perf_counter() - t0)
         peak = max(peak, float(r.stdout.split()[-1]) / 1024)
     return best, peak
@@ -112,9 +124,11 @@ def main() -> int:
             extra = ""
             if name == "fds-live":
                 extra = f"  {(m2 - m1) * 2**20 / (n2 - n1):.0f} bytes per live fd"
-            print(f"{name:12} {n1:>8} {t1:7.2f} s {m1:7.1f} MB | {n2:>8} {t2:7.2f} s "
-                  f"{m2:7.1f} MB | time x{t2 / t1:.2f}  memory x{m2 / m1:.2f}{extra}",
-                  flush=True)
+            print(
+                f"{name:12} {n1:>8} {t1:7.2f} s {m1:7.1f} MB | {n2:>8} {t2:7.2f} s "
+                f"{m2:7.1f} MB | time x{t2 / t1:.2f}  memory x{m2 / m1:.2f}{extra}",
+                flush=True,
+            )
     return 0
 
 

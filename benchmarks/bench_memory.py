@@ -13,6 +13,7 @@ largest size to the smallest: flat means <= 1.10x.  `diff` compares the trace
 with itself (two passes over two inputs).  Traces come from gen_traces.py
 into --workdir, kept between runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,17 +66,21 @@ def main(argv=None):
             for cmd in a.commands.split(","):
                 m = measure([*rocrtrace, *COMMANDS[cmd](path)], 1)
                 rows.append((kind, n, cmd, m["tree_mb"], m["wall"]))
-                print(f"{kind:<13} {lines:>11,} lines  {cmd:<8} peak RSS {m['tree_mb']:7.1f} MB"
-                      f"  {m['wall']:8.1f} s", flush=True)
+                print(
+                    f"{kind:<13} {lines:>11,} lines  {cmd:<8} peak RSS {m['tree_mb']:7.1f} MB  {m['wall']:8.1f} s",
+                    flush=True,
+                )
     print()
-    print(f"{'input':<13} {'command':<8} " + " ".join(f"{n:>12,}" for n in sizes)
-          + "   ratio   <= 64 MB")
+    print(f"{'input':<13} {'command':<8} " + " ".join(f"{n:>12,}" for n in sizes) + "   ratio   <= 64 MB")
     for kind in a.kinds.split(","):
         for cmd in a.commands.split(","):
             mb = [r[3] for n in sizes for r in rows if r[:3] == (kind, n, cmd)]
             ratio = mb[-1] / mb[0]
-            print(f"{kind:<13} {cmd:<8} " + " ".join(f"{x:9.1f} MB" for x in mb)
-                  + f"   {ratio:5.2f}x  {'yes' if max(mb) <= 64 else 'no'}")
+            print(
+                f"{kind:<13} {cmd:<8} "
+                + " ".join(f"{x:9.1f} MB" for x in mb)
+                + f"   {ratio:5.2f}x  {'yes' if max(mb) <= 64 else 'no'}"
+            )
 
 
 if __name__ == "__main__":

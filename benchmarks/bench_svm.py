@@ -13,6 +13,7 @@ read by the core.  The clock is the model's CPU time in
 rocrtrace._engine.time_svm_model (the events are converted to Rust first,
 outside it).  Prints events/s, SET_ATTR/s and the findings.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parent / "tests"))   # vocab.py: the event constructors
+sys.path.insert(0, str(HERE.parent / "tests"))  # vocab.py: the event constructors
 sys.path.insert(0, str(HERE))
 
 from rocrtrace import _engine, kfd  # noqa: E402
@@ -48,19 +49,25 @@ def stream(n: int, live: int, intents: bool, seed: int = 7):
         return e
 
     def svm(tid, start, size, attrs, op=kfd.SVM_OP_SET_ATTR, out=None):
-        return ev(Ioctl, tid, type=kfd.TYPE_KFD, nr=0x20, fd=3,
-                  arg={"start_addr": start, "size": size, "op": op, "nattr": len(attrs),
-                       "attrs": attrs}, out=out)
+        return ev(
+            Ioctl,
+            tid,
+            type=kfd.TYPE_KFD,
+            nr=0x20,
+            fd=3,
+            arg={"start_addr": start, "size": size, "op": op, "nattr": len(attrs), "attrs": attrs},
+            out=out,
+        )
 
     yield ProcessInfo(pid=1, tid=1, time=t, page_size=PAGE)
-    slots = [None] * live          # slot -> (ptr, tid)
+    slots = [None] * live  # slot -> (ptr, tid)
     count = 0
     aip = [(kfd.ATTR_ACCESS_IN_PLACE, g) for g in GPUS]
     reg = aip + [(kfd.ATTR_SET_FLAGS, kfd.FLAG_COHERENT), (kfd.ATTR_CLR_FLAGS, 0x80)]
     while count < n:
         i = rnd.randrange(live)
         tid = 2 + i % 4
-        chunk = BASE + i * 0x10010          # 64 KiB + header: neighbours share a page
+        chunk = BASE + i * 0x10010  # 64 KiB + header: neighbours share a page
         a = chunk & ~(PAGE - 1)
         b = (chunk + 0x10010 + PAGE - 1) & ~(PAGE - 1)
         if slots[i] is None:
@@ -71,9 +78,16 @@ def stream(n: int, live: int, intents: bool, seed: int = 7):
             yield svm(tid, a, b - a, aip)
             count += 2
             if intents:
-                yield Intent(pid=1, tid=tid, time=t0, dur=t - t0, seq=s0, ret=0,
-                             name="hsa_amd_memory_lock", args={"host_ptr": chunk,
-                                                               "size": 0x10010})
+                yield Intent(
+                    pid=1,
+                    tid=tid,
+                    time=t0,
+                    dur=t - t0,
+                    seq=s0,
+                    ret=0,
+                    name="hsa_amd_memory_lock",
+                    args={"host_ptr": chunk, "size": 0x10010},
+                )
                 t += 1e-6
             slots[i] = chunk
         else:
@@ -87,14 +101,27 @@ def stream(n: int, live: int, intents: bool, seed: int = 7):
                 yield svm(tid, lo, hi - lo, [(kfd.ATTR_NO_ACCESS, g) for g in GPUS])
                 count += 1
             if intents:
-                yield Intent(pid=1, tid=tid, time=t0, dur=t - t0, seq=s0, ret=0,
-                             name="hsa_amd_memory_unlock", args={"host_ptr": chunk})
+                yield Intent(
+                    pid=1,
+                    tid=tid,
+                    time=t0,
+                    dur=t - t0,
+                    seq=s0,
+                    ret=0,
+                    name="hsa_amd_memory_unlock",
+                    args={"host_ptr": chunk},
+                )
                 t += 1e-6
             slots[i] = None
         if rnd.random() < 0.02:
-            yield svm(1, a, b - a, [(kfd.ATTR_ACCESS, GPUS[0])], op=kfd.SVM_OP_GET_ATTR,
-                      out={"attrs": [(kfd.ATTR_ACCESS_IN_PLACE if slots[i] else
-                                      kfd.ATTR_NO_ACCESS, GPUS[0])]})
+            yield svm(
+                1,
+                a,
+                b - a,
+                [(kfd.ATTR_ACCESS, GPUS[0])],
+                op=kfd.SVM_OP_GET_ATTR,
+                out={"attrs": [(kfd.ATTR_ACCESS_IN_PLACE if slots[i] else kfd.ATTR_NO_ACCESS, GPUS[0])]},
+            )
 
 
 def model_time(events, repeat: int = 3) -> tuple[float, int]:
@@ -111,10 +138,15 @@ def model_time(events, repeat: int = 3) -> tuple[float, int]:
 def report(label: str, events, repeat: int) -> None:
     el, found = model_time(events, repeat)
     n = len(events)
-    sets = sum(1 for e in events if kind(e) == "Ioctl" and e.nr == 0x20
-               and isinstance(e.arg, dict) and e.arg.get("op") == kfd.SVM_OP_SET_ATTR)
-    print(f"{label}: {n} events ({sets} SET_ATTR) in {el:.3f} s CPU: {n / el:,.0f} events/s, "
-          f"{sets / el:,.0f} SET_ATTR/s; findings {found}")
+    sets = sum(
+        1
+        for e in events
+        if kind(e) == "Ioctl" and e.nr == 0x20 and isinstance(e.arg, dict) and e.arg.get("op") == kfd.SVM_OP_SET_ATTR
+    )
+    print(
+        f"{label}: {n} events ({sets} SET_ATTR) in {el:.3f} s CPU: {n / el:,.0f} events/s, "
+        f"{sets / el:,.0f} SET_ATTR/s; findings {found}"
+    )
 
 
 def main(argv=None) -> None:
@@ -122,12 +154,12 @@ def main(argv=None) -> None:
     ap.add_argument("n", nargs="?", type=int, default=200_000)
     ap.add_argument("--live", type=int, default=512)
     ap.add_argument("--intents", action="store_true")
-    ap.add_argument("--trace", type=int, default=0, metavar="LINES",
-                    help="also time gen_traces.py's preload log of LINES lines")
+    ap.add_argument(
+        "--trace", type=int, default=0, metavar="LINES", help="also time gen_traces.py's preload log of LINES lines"
+    )
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args(argv)
-    report(f"stream (live {a.live}{', intents' if a.intents else ''})",
-           list(stream(a.n, a.live, a.intents)), a.repeat)
+    report(f"stream (live {a.live}{', intents' if a.intents else ''})", list(stream(a.n, a.live, a.intents)), a.repeat)
     if a.trace:
         import gen_traces
 

@@ -15,6 +15,7 @@ measures the analyzer, not the size of its report.
     python benchmarks/gen_traces.py strace 1000000 out.log
     python benchmarks/gen_traces.py preload 1000000 out.log
 """
+
 from __future__ import annotations
 
 import random
@@ -42,11 +43,20 @@ def strace_lines(n: int, seed: int = 1):
     out = []
     emitted = 0
     w = out.append
-    w("4242  %.6f execve(\"./gpu-app\", [\"./gpu-app\"], 0x7ffd9fa3aa18 /* 35 vars */) = 0 <0.000300>" % clk.tick())
-    w("4242  %.6f openat(AT_FDCWD</work>, \"/dev/kfd\", O_RDWR|O_CLOEXEC) = 3</dev/kfd<char 238:0>> <0.000020>" % clk.tick())
-    w("4242  %.6f openat(AT_FDCWD</work>, \"/dev/dri/renderD128\", O_RDWR|O_CLOEXEC) = 4</dev/dri/renderD128<char 226:128>> <0.000020>" % clk.tick())
+    w('4242  %.6f execve("./gpu-app", ["./gpu-app"], 0x7ffd9fa3aa18 /* 35 vars */) = 0 <0.000300>' % clk.tick())
+    w(
+        '4242  %.6f openat(AT_FDCWD</work>, "/dev/kfd", O_RDWR|O_CLOEXEC) = 3</dev/kfd<char 238:0>> <0.000020>'
+        % clk.tick()
+    )
+    w(
+        '4242  %.6f openat(AT_FDCWD</work>, "/dev/dri/renderD128", O_RDWR|O_CLOEXEC) = 4</dev/dri/renderD128<char 226:128>> <0.000020>'
+        % clk.tick()
+    )
     for t in tids[1:]:
-        w("4242  %.6f clone3({flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM|CLONE_SETTLS|CLONE_PARENT_SETTID|CLONE_CHILD_CLEARTID, child_tid=0x7f7e2ee5f990, parent_tid=0x7f7e2ee5f990, exit_signal=0, stack=0x7f7e2e65f000, stack_size=0x7fff80, tls=0x7f7e2ee5f6c0} => {parent_tid=[%d]}, 88) = %d <0.000050>" % (clk.tick(), t, t))
+        w(
+            "4242  %.6f clone3({flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM|CLONE_SETTLS|CLONE_PARENT_SETTID|CLONE_CHILD_CLEARTID, child_tid=0x7f7e2ee5f990, parent_tid=0x7f7e2ee5f990, exit_signal=0, stack=0x7f7e2e65f000, stack_size=0x7fff80, tls=0x7f7e2ee5f6c0} => {parent_tid=[%d]}, 88) = %d <0.000050>"
+            % (clk.tick(), t, t)
+        )
     emitted = len(out)
     yield from out
     waiting: dict[int, float] = {}
@@ -61,25 +71,51 @@ def strace_lines(n: int, seed: int = 1):
             yield "%-5d %.6f <... ioctl resumed>) = 0 <%.6f>" % (tid, now, now - start)
         elif r < 0.25:
             waiting[tid] = now
-            yield "%-5d %.6f ioctl(3</dev/kfd<char 238:0>>, AMDKFD_IOC_WAIT_EVENTS, 0x7f%09x <unfinished ...>" % (tid, now, rnd.getrandbits(32))
+            yield "%-5d %.6f ioctl(3</dev/kfd<char 238:0>>, AMDKFD_IOC_WAIT_EVENTS, 0x7f%09x <unfinished ...>" % (
+                tid,
+                now,
+                rnd.getrandbits(32),
+            )
         elif r < 0.45:
             size = rnd.choice((0x20, 0x28, 0x30, 0x38))
-            yield "%-5d %.6f ioctl(3</dev/kfd<char 238:0>>, _IOC(_IOC_READ|_IOC_WRITE, 0x4b, 0x20, %#x), 0x7ffc%08x) = 0 <0.000041>" % (tid, now, size, rnd.getrandbits(32))
+            yield (
+                "%-5d %.6f ioctl(3</dev/kfd<char 238:0>>, _IOC(_IOC_READ|_IOC_WRITE, 0x4b, 0x20, %#x), 0x7ffc%08x) = 0 <0.000041>"
+                % (tid, now, size, rnd.getrandbits(32))
+            )
         elif r < 0.55:
-            yield "%-5d %.6f ioctl(3</dev/kfd<char 238:0>>, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, 0x7ffc%08x) = 0 <0.000120>" % (tid, now, rnd.getrandbits(32))
+            yield (
+                "%-5d %.6f ioctl(3</dev/kfd<char 238:0>>, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, 0x7ffc%08x) = 0 <0.000120>"
+                % (tid, now, rnd.getrandbits(32))
+            )
         elif r < 0.65:
-            yield "%-5d %.6f ioctl(4</dev/dri/renderD128<char 226:128>>, DRM_IOCTL_AMDGPU_GEM_VA, 0x7ffc%08x) = 0 <0.000030>" % (tid, now, rnd.getrandbits(32))
+            yield (
+                "%-5d %.6f ioctl(4</dev/dri/renderD128<char 226:128>>, DRM_IOCTL_AMDGPU_GEM_VA, 0x7ffc%08x) = 0 <0.000030>"
+                % (tid, now, rnd.getrandbits(32))
+            )
         elif r < 0.75:
             fd = fdnext
             fdnext = 10 + (fdnext - 9) % 50
-            yield "%-5d %.6f openat(AT_FDCWD</work>, \"/sys/class/kfd/kfd/topology/nodes/1/properties\", O_RDONLY) = %d</sys/devices/virtual/kfd/kfd/topology/nodes/1/properties> <0.000015>" % (tid, now, fd)
-            yield "%-5d %.6f read(%d</sys/devices/virtual/kfd/kfd/topology/nodes/1/properties>, \"cpu_cores_count 0\\nsimd_count 256\\n\"..., 4096) = 1432 <0.000009>" % (tid, clk.tick(), fd)
-            yield "%-5d %.6f close(%d</sys/devices/virtual/kfd/kfd/topology/nodes/1/properties>) = 0 <0.000004>" % (tid, clk.tick(), fd)
+            yield (
+                '%-5d %.6f openat(AT_FDCWD</work>, "/sys/class/kfd/kfd/topology/nodes/1/properties", O_RDONLY) = %d</sys/devices/virtual/kfd/kfd/topology/nodes/1/properties> <0.000015>'
+                % (tid, now, fd)
+            )
+            yield (
+                '%-5d %.6f read(%d</sys/devices/virtual/kfd/kfd/topology/nodes/1/properties>, "cpu_cores_count 0\\nsimd_count 256\\n"..., 4096) = 1432 <0.000009>'
+                % (tid, clk.tick(), fd)
+            )
+            yield "%-5d %.6f close(%d</sys/devices/virtual/kfd/kfd/topology/nodes/1/properties>) = 0 <0.000004>" % (
+                tid,
+                clk.tick(),
+                fd,
+            )
             emitted += 2
         elif r < 0.87:
             addr = 0x7F0000000000 + rnd.randrange(1 << 20) * PAGE
             maps.append(addr)
-            yield "%-5d %.6f mmap(NULL, 2097152, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = %#x <0.000011>" % (tid, now, addr)
+            yield (
+                "%-5d %.6f mmap(NULL, 2097152, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = %#x <0.000011>"
+                % (tid, now, addr)
+            )
         elif maps:
             addr = maps.pop(rnd.randrange(len(maps)))
             yield "%-5d %.6f munmap(%#x, 2097152) = 0 <0.000020>" % (tid, now, addr)
@@ -97,9 +133,10 @@ def strace_lines(n: int, seed: int = 1):
 
 def _svm_line(tid, t, start, size, attrs, dur=0.000041):
     body = ", ".join("{type=%s, value=%s}" % a for a in attrs)
-    return ("%-5d %.6f ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, {start_addr=%#x, size=%#x, "
-            "op=KFD_IOCTL_SVM_OP_SET_ATTR, nattr=%d, attrs=[%s]}) = 0 <%.6f>"
-            % (tid, t, start, size, len(attrs), body, dur))
+    return (
+        "%-5d %.6f ioctl(3</dev/kfd>, AMDKFD_IOC_SVM, {start_addr=%#x, size=%#x, "
+        "op=KFD_IOCTL_SVM_OP_SET_ATTR, nattr=%d, attrs=[%s]}) = 0 <%.6f>" % (tid, t, start, size, len(attrs), body, dur)
+    )
 
 
 def preload_lines(n: int, seed: int = 2):
@@ -117,12 +154,14 @@ def preload_lines(n: int, seed: int = 2):
     yield "# fd 3 /dev/kfd"
     emitted = 7
     base = 0x7F3A00000000
-    arena = 4096            # pages in the arena
-    yield "%-5d %.6f mmap(%#x, %d, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_FIXED, -1, 0) = %#x <0.000010>" % (
-        tids[0], clk.tick(), base, arena * PAGE, base)
+    arena = 4096  # pages in the arena
+    yield (
+        "%-5d %.6f mmap(%#x, %d, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_FIXED, -1, 0) = %#x <0.000010>"
+        % (tids[0], clk.tick(), base, arena * PAGE, base)
+    )
     emitted += 1
-    live: dict[int, tuple[int, int]] = {}   # ptr -> (first page, last page+1)
-    pages: dict[int, int] = {}              # page -> live registrations on it
+    live: dict[int, tuple[int, int]] = {}  # ptr -> (first page, last page+1)
+    pages: dict[int, int] = {}  # page -> live registrations on it
     handle = 0x1A2B00000001
     while emitted < n - 3:
         tid = rnd.choice(tids)
@@ -136,12 +175,24 @@ def preload_lines(n: int, seed: int = 2):
             p0 = (ptr & ~(PAGE - 1)) // PAGE
             p1 = (ptr + size + PAGE - 1) // PAGE
             t = clk.tick()
-            yield _svm_line(tid, t + 0.000002, p0 * PAGE, (p1 - p0) * PAGE, [
-                ("KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE", "%#x" % GPU),
-                ("KFD_IOCTL_SVM_ATTR_SET_FLAGS", "KFD_IOCTL_SVM_FLAG_COHERENT"),
-                ("KFD_IOCTL_SVM_ATTR_CLR_FLAGS", "KFD_IOCTL_SVM_FLAG_EXT_COHERENT")])
+            yield _svm_line(
+                tid,
+                t + 0.000002,
+                p0 * PAGE,
+                (p1 - p0) * PAGE,
+                [
+                    ("KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE", "%#x" % GPU),
+                    ("KFD_IOCTL_SVM_ATTR_SET_FLAGS", "KFD_IOCTL_SVM_FLAG_COHERENT"),
+                    ("KFD_IOCTL_SVM_ATTR_CLR_FLAGS", "KFD_IOCTL_SVM_FLAG_EXT_COHERENT"),
+                ],
+            )
             yield "%-5d %.6f hsa_amd_memory_lock(%#x, %#x, [0x5612a0], 1, [%#x]) = 0 <0.000060>" % (
-                tid, t, ptr, size, ptr)
+                tid,
+                t,
+                ptr,
+                size,
+                ptr,
+            )
             clk.tick(0.00007)
             live[ptr] = (p0, p1)
             for p in range(p0, p1):
@@ -155,7 +206,7 @@ def preload_lines(n: int, seed: int = 2):
             t = clk.tick()
             runs = []
             p = p0
-            while p < p1:           # revoke only the pages nobody else registered
+            while p < p1:  # revoke only the pages nobody else registered
                 if pages[p]:
                     p += 1
                     continue
@@ -165,8 +216,9 @@ def preload_lines(n: int, seed: int = 2):
                 runs.append((p, q))
                 p = q
             for a, b in runs:
-                yield _svm_line(tid, t + 0.000002, a * PAGE, (b - a) * PAGE, [
-                    ("KFD_IOCTL_SVM_ATTR_NO_ACCESS", "%#x" % GPU)])
+                yield _svm_line(
+                    tid, t + 0.000002, a * PAGE, (b - a) * PAGE, [("KFD_IOCTL_SVM_ATTR_NO_ACCESS", "%#x" % GPU)]
+                )
                 emitted += 1
             for p in range(p0, p1):
                 if not pages[p]:
@@ -176,18 +228,27 @@ def preload_lines(n: int, seed: int = 2):
             emitted += 1
         elif r < 0.93:
             t = clk.tick()
-            yield ("%-5d %.6f ioctl(3</dev/kfd>, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, {va_addr=0, size=0x200000, "
-                   "gpu_id=%#x, flags=KFD_IOC_ALLOC_MEM_FLAGS_VRAM|KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, mmap_offset=0} "
-                   "=> {handle=%#x, mmap_offset=0x100000000}) = 0 <0.000100>" % (tid, t, GPU, handle))
-            yield ("%-5d %.6f ioctl(3</dev/kfd>, AMDKFD_IOC_EXPORT_DMABUF, {handle=%#x, flags=O_CLOEXEC} "
-                   "=> {dmabuf_fd=9</dmabuf:>}) = 0 <0.000020>" % (tid, clk.tick(), handle))
+            yield (
+                "%-5d %.6f ioctl(3</dev/kfd>, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, {va_addr=0, size=0x200000, "
+                "gpu_id=%#x, flags=KFD_IOC_ALLOC_MEM_FLAGS_VRAM|KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, mmap_offset=0} "
+                "=> {handle=%#x, mmap_offset=0x100000000}) = 0 <0.000100>" % (tid, t, GPU, handle)
+            )
+            yield (
+                "%-5d %.6f ioctl(3</dev/kfd>, AMDKFD_IOC_EXPORT_DMABUF, {handle=%#x, flags=O_CLOEXEC} "
+                "=> {dmabuf_fd=9</dmabuf:>}) = 0 <0.000020>" % (tid, clk.tick(), handle)
+            )
             yield "%-5d %.6f close(9</dmabuf:>) = 0 <0.000003>" % (tid, clk.tick())
-            yield ("%-5d %.6f ioctl(3</dev/kfd>, AMDKFD_IOC_FREE_MEMORY_OF_GPU, {handle=%#x}) = 0 <0.000030>"
-                   % (tid, clk.tick(), handle))
+            yield (
+                "%-5d %.6f ioctl(3</dev/kfd>, AMDKFD_IOC_FREE_MEMORY_OF_GPU, {handle=%#x}) = 0 <0.000030>"
+                % (tid, clk.tick(), handle)
+            )
             handle += 1
             emitted += 4
         else:
-            yield "%-5d %.6f ioctl(3</dev/kfd>, AMDKFD_IOC_WAIT_EVENTS, 0x7ffc12345678) = 0 <0.000200>" % (tid, clk.tick())
+            yield "%-5d %.6f ioctl(3</dev/kfd>, AMDKFD_IOC_WAIT_EVENTS, 0x7ffc12345678) = 0 <0.000200>" % (
+                tid,
+                clk.tick(),
+            )
             emitted += 1
     yield "# fd-snapshot exit"
     yield "# fd 3 /dev/kfd"
@@ -203,12 +264,19 @@ def time_of_day(line: str) -> str:
     if not m:
         return line
     secs = int(m.group(2)) % 86400
-    return "%s%02d:%02d:%02d.%s %s" % (m.group(1), secs // 3600, secs // 60 % 60, secs % 60,
-                                       m.group(3), line[m.end():])
+    return "%s%02d:%02d:%02d.%s %s" % (
+        m.group(1),
+        secs // 3600,
+        secs // 60 % 60,
+        secs % 60,
+        m.group(3),
+        line[m.end() :],
+    )
 
 
 def main(argv):
     import argparse
+
     ap = argparse.ArgumentParser(description="Write a deterministic GPU-program trace.")
     ap.add_argument("kind", choices=["strace", "preload"])
     ap.add_argument("lines", type=int, help="number of lines")

@@ -9,6 +9,7 @@ else cProfile, which sees only the Python front: symbolization, reports).
 
 The traces come from gen_traces.py (deterministic), written to --workdir.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,16 +34,18 @@ def split(path: str) -> None:
     read and the parse, so their difference is no replay time)."""
     from rocrtrace import _engine
 
-    Path(path).read_bytes()         # the page cache warm for both
+    Path(path).read_bytes()  # the page cache warm for both
     t0 = time.perf_counter()
     _, infos = _engine.events_table([path])
     t1 = time.perf_counter()
     _engine.analyze([path])
     t2 = time.perf_counter()
     n = sum(i.events for i in infos)
-    print(f"{n:,} events: read+parse+table (events) {t1 - t0:.2f} s "
-          f"({(t1 - t0) / n * 1e6:.2f} us/event), read+parse+replay (analyze) "
-          f"{t2 - t1:.2f} s ({(t2 - t1) / n * 1e6:.2f} us/event)")
+    print(
+        f"{n:,} events: read+parse+table (events) {t1 - t0:.2f} s "
+        f"({(t1 - t0) / n * 1e6:.2f} us/event), read+parse+replay (analyze) "
+        f"{t2 - t1:.2f} s ({(t2 - t1) / n * 1e6:.2f} us/event)"
+    )
 
 
 def top_pyspy(path: str, top: int) -> bool:
@@ -50,10 +53,30 @@ def top_pyspy(path: str, top: int) -> bool:
     if spy is None:
         return False
     with tempfile.NamedTemporaryFile(suffix=".txt") as raw:
-        r = subprocess.run([spy, "record", "--native", "-o", raw.name, "-f", "raw", "-r", "250",
-                            "--",
-                            sys.executable, "-m", "rocrtrace", "analyze", "--fail-on", "never",
-                            "--no-progress", path], capture_output=True, text=True)
+        r = subprocess.run(
+            [
+                spy,
+                "record",
+                "--native",
+                "-o",
+                raw.name,
+                "-f",
+                "raw",
+                "-r",
+                "250",
+                "--",
+                sys.executable,
+                "-m",
+                "rocrtrace",
+                "analyze",
+                "--fail-on",
+                "never",
+                "--no-progress",
+                path,
+            ],
+            capture_output=True,
+            text=True,
+        )
         if r.returncode != 0:
             # e.g. ptrace refused, or another py-spy attached: say so, use cProfile
             why = (r.stderr.strip().splitlines() or ["no message"])[-1]
@@ -94,8 +117,7 @@ def main(argv=None) -> None:
         Path(a.workdir).mkdir(parents=True, exist_ok=True)
         path = str(Path(a.workdir) / f"{a.kind}-{a.lines}.log")
         if not Path(path).exists():
-            subprocess.run([sys.executable, str(HERE / "gen_traces.py"), a.kind,
-                            str(a.lines), path], check=True)
+            subprocess.run([sys.executable, str(HERE / "gen_traces.py"), a.kind, str(a.lines), path], check=True)
     split(path)
     if not top_pyspy(path, a.top):
         top_cprofile(path, a.top)

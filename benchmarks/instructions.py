@@ -15,6 +15,7 @@ line) / (N - 1): interpreter start-up, imports and the report cancel out.
 instructions next to run.py's ratio in lines/s (instructions are not time:
 grep's are vector instructions, ours mostly scalar ones).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,7 @@ ANALYZE = "import sys, rocrtrace._engine as e; e.analyze([sys.argv[1]])"
 
 # mimalloc's entry points: a call to one of them from outside mimalloc is
 # one allocation (the extension's allocator, src/alloc.rs, calls these)
-ALLOC_FNS = {"mi_malloc", "mi_zalloc", "mi_malloc_aligned", "mi_zalloc_aligned",
-             "mi_realloc", "mi_realloc_aligned"}
+ALLOC_FNS = {"mi_malloc", "mi_zalloc", "mi_malloc_aligned", "mi_zalloc_aligned", "mi_realloc", "mi_realloc_aligned"}
 
 
 def allocations(out: str) -> int:
@@ -64,9 +64,11 @@ def instructions(cmd: list[str], ok=(0,), allocs: list[int] | None = None) -> in
     made are appended to `allocs` when given."""
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "cg.%p"
-        r = subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes",
-                            f"--callgrind-out-file={out}", *cmd],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={out}", *cmd],
+            capture_output=True,
+            text=True,
+        )
         if r.returncode not in ok:
             sys.exit(f"instructions.py: {cmd[0]} failed under valgrind:\n{r.stderr[-2000:]}")
         total = 0
@@ -94,34 +96,40 @@ def first_lines(path: Path, n: int, into: Path) -> Path:
 def per_line(kind: str, n: int, workdir: Path, core: str | None = None) -> None:
     path = workdir / f"{kind}-{n}.log"
     if not path.exists():
-        subprocess.run([sys.executable, str(HERE / "gen_traces.py"), kind, str(n), str(path)],
-                       check=True)
+        subprocess.run([sys.executable, str(HERE / "gen_traces.py"), kind, str(n), str(path)], check=True)
     # a preload log must keep its header lines to be one
     head = first_lines(path, 16 if kind == "preload" else 1, workdir / f"{kind}-head.log")
     lines = sum(1 for _ in open(path, "rb"))
     hlines = sum(1 for _ in open(head, "rb"))
     py = [core] if core else [sys.executable, "-c", ANALYZE]
     allocs: list[int] = []
-    ours = (instructions([*py, str(path)], allocs=allocs)
-            - instructions([*py, str(head)], allocs=allocs)) / (lines - hlines)
+    ours = (instructions([*py, str(path)], allocs=allocs) - instructions([*py, str(head)], allocs=allocs)) / (
+        lines - hlines
+    )
     per_alloc = (allocs[0] - allocs[1]) / (lines - hlines)
     grep_cmd = [shutil.which("grep") or "grep", "-c", "ioctl"]
-    grep = (instructions([*grep_cmd, str(path)], (0, 1))
-            - instructions([*grep_cmd, str(head)], (0, 1))) / (lines - hlines)
-    print(f"{kind:<8} {lines:>9,} lines  analyze {ours:10,.0f} instructions/line   "
-          f"grep -c ioctl {grep:8,.1f}/line   ratio {grep / ours:.4f}   "
-          f"allocations {per_alloc:.2f}/line", flush=True)
+    grep = (instructions([*grep_cmd, str(path)], (0, 1)) - instructions([*grep_cmd, str(head)], (0, 1))) / (
+        lines - hlines
+    )
+    print(
+        f"{kind:<8} {lines:>9,} lines  analyze {ours:10,.0f} instructions/line   "
+        f"grep -c ioctl {grep:8,.1f}/line   ratio {grep / ours:.4f}   "
+        f"allocations {per_alloc:.2f}/line",
+        flush=True,
+    )
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, default=200_000, help="strace trace lines (0: skip)")
-    ap.add_argument("--preload-lines", type=int, default=100_000,
-                    help="preload trace lines (0: skip)")
+    ap.add_argument("--preload-lines", type=int, default=100_000, help="preload trace lines (0: skip)")
     ap.add_argument("--workdir", default=str(ROOT / "out" / "bench"))
-    ap.add_argument("--core", metavar="BINARY",
-                    help="count this binary (target/release/examples/analyze_bench: the core "
-                    "without Python) instead of the extension under the interpreter")
+    ap.add_argument(
+        "--core",
+        metavar="BINARY",
+        help="count this binary (target/release/examples/analyze_bench: the core "
+        "without Python) instead of the extension under the interpreter",
+    )
     a = ap.parse_args(argv)
     if not shutil.which("valgrind"):
         sys.exit("instructions.py: needs valgrind (apt-get install valgrind)")

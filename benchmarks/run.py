@@ -8,6 +8,7 @@ Prints one line per measurement (median of --runs) and the ratios the
 performance issue sets targets for.  Traces are generated deterministically
 by gen_traces.py into --workdir (kept between runs).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,15 +76,17 @@ print(json.dumps({"rc": p.returncode, "wall": el,
 def measure(cmd, runs):
     res = []
     for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", MEASURE, *cmd], capture_output=True,
-                             text=True, check=True).stdout
+        out = subprocess.run([sys.executable, "-c", MEASURE, *cmd], capture_output=True, text=True, check=True).stdout
         res.append(json.loads(out))
     bad = [r for r in res if r["rc"] not in (0, 1)]
     if bad:
         raise SystemExit(f"{cmd[0]} failed: rc={bad[0]['rc']} {bad[0]['err']}")
-    return {"wall": statistics.median(r["wall"] for r in res),
-            "rss_mb": max(r["rss_mb"] for r in res),
-            "tree_mb": max(max(r["tree_mb"], r["rss_mb"]) for r in res), "runs": len(res)}
+    return {
+        "wall": statistics.median(r["wall"] for r in res),
+        "rss_mb": max(r["rss_mb"] for r in res),
+        "tree_mb": max(max(r["tree_mb"], r["rss_mb"]) for r in res),
+        "runs": len(res),
+    }
 
 
 def generate(kind, n, workdir, tt=False):
@@ -102,8 +105,9 @@ def count_lines(path):
 
 
 def events_of(path, rocrtrace):
-    out = subprocess.run([*rocrtrace, "analyze", "--format", "json", "--fail-on", "never",
-                          str(path)], capture_output=True, text=True)
+    out = subprocess.run(
+        [*rocrtrace, "analyze", "--format", "json", "--fail-on", "never", str(path)], capture_output=True, text=True
+    )
     return json.loads(out.stdout)["summary"]["events"]
 
 
@@ -113,8 +117,9 @@ def others_venv(workdir):
     py = venv / "bin" / "python"
     if not py.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "stracetools==1.0.0",
-                        "strace-process-tree==1.5.3"], check=True)
+        subprocess.run(
+            [str(py), "-m", "pip", "install", "-q", "stracetools==1.0.0", "strace-process-tree==1.5.3"], check=True
+        )
     return py
 
 
@@ -149,8 +154,10 @@ print(len(evs))
 
 def report(name, lines, m, floor=None):
     lps = lines / m["wall"]
-    s = (f"{name:<44} {m['wall']:8.2f} s  {lps:12,.0f} lines/s  peak RSS {m['rss_mb']:6.1f} MB"
-         f" (all processes {m['tree_mb']:6.1f} MB)  [median of {m['runs']}]")
+    s = (
+        f"{name:<44} {m['wall']:8.2f} s  {lps:12,.0f} lines/s  peak RSS {m['rss_mb']:6.1f} MB"
+        f" (all processes {m['tree_mb']:6.1f} MB)  [median of {m['runs']}]"
+    )
     if floor:
         s += f"  {m['wall'] / floor:7.1f}x wc -l"
     print(s, flush=True)
@@ -167,10 +174,8 @@ def main(argv=None):
     ap.add_argument("--sizes", default="1000000,10000000")
     ap.add_argument("--preload-size", type=int, default=1000000)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--jobs", default="1,2",
-                    help="comma-separated --jobs values to time analyze with")
-    ap.add_argument("--others", action="store_true",
-                    help="also time stracetools and strace-process-tree (own venv)")
+    ap.add_argument("--jobs", default="1,2", help="comma-separated --jobs values to time analyze with")
+    ap.add_argument("--others", action="store_true", help="also time stracetools and strace-process-tree (own venv)")
     ap.add_argument("--workdir", default=str(ROOT / "out" / "bench"))
     a = ap.parse_args(argv)
     workdir = Path(a.workdir)
@@ -178,21 +183,21 @@ def main(argv=None):
     rocrtrace = [sys.executable, "-m", "rocrtrace"]
     jobs = [int(x) for x in a.jobs.split(",")]
     best = max(jobs)
-    targets = []            # (what, figure, target, met)
+    targets = []  # (what, figure, target, met)
 
     import importlib.util
 
     # rocrtrace runs as `python -m rocrtrace` with this very Python: its
     # dependencies must be installed for it (the venv's, not the system's)
-    missing = [m for m in ("click", "tabulate", "pandas", "pyarrow", "elftools")
-               if importlib.util.find_spec(m) is None]
+    missing = [m for m in ("click", "tabulate", "pandas", "pyarrow", "elftools") if importlib.util.find_spec(m) is None]
     if missing:
-        sys.exit(f"benchmarks/run.py: rocrtrace's dependencies ({', '.join(missing)}) are not "
-                 f"installed for {sys.executable}; run it with the Python rocrtrace is "
-                 "installed for, e.g. .venv/bin/python benchmarks/run.py")
+        sys.exit(
+            f"benchmarks/run.py: rocrtrace's dependencies ({', '.join(missing)}) are not "
+            f"installed for {sys.executable}; run it with the Python rocrtrace is "
+            "installed for, e.g. .venv/bin/python benchmarks/run.py"
+        )
     version = subprocess.run([*rocrtrace, "--version"], capture_output=True, text=True)
-    print(f"{version.stdout.strip()}, python {sys.version.split()[0]}, "
-          f"{os.cpu_count()} cpus", flush=True)
+    print(f"{version.stdout.strip()}, python {sys.version.split()[0]}, {os.cpu_count()} cpus", flush=True)
     subprocess.run([*rocrtrace, "--help"], capture_output=True)
     helps = []
     for _ in range(5):
@@ -210,18 +215,23 @@ def main(argv=None):
         floor = measure(["wc", "-l", str(path)], a.runs)["wall"]
         grep = measure(["grep", "-c", "ioctl", str(path)], a.runs)["wall"]
         pyfloor = measure([sys.executable, "-c", PYFLOOR, str(path)], a.runs)
-        print(f"--- strace -f -o -ttt -T -yy, {lines:,} lines, "
-              f"{path.stat().st_size / 1e6:,.0f} MB")
+        print(f"--- strace -f -o -ttt -T -yy, {lines:,} lines, {path.stat().st_size / 1e6:,.0f} MB")
         print(f"{'wc -l':<44} {floor:8.3f} s  {lines / floor:12,.0f} lines/s")
         print(f"{'grep -c ioctl':<44} {grep:8.3f} s  {lines / grep:12,.0f} lines/s")
         report("python floor (1 regex + 1 object per line)", lines, pyfloor, floor)
         for j in jobs:
             m = measure(analyze_cmd(rocrtrace, path, j), a.runs)
             lps = report(f"rocrtrace analyze --jobs {j}", lines, m, floor)
-            print(f"{'':<44} {lps / (lines / grep):12.4f} of grep -c's lines/s, "
-                  f"{lps / (lines / pyfloor['wall']):.3f} of the python floor")
-            figures[(n, j)] = {"lines_per_s": lps, "rss_mb": m["tree_mb"], "wall": m["wall"],
-                               "of_grep": lps / (lines / grep)}
+            print(
+                f"{'':<44} {lps / (lines / grep):12.4f} of grep -c's lines/s, "
+                f"{lps / (lines / pyfloor['wall']):.3f} of the python floor"
+            )
+            figures[(n, j)] = {
+                "lines_per_s": lps,
+                "rss_mb": m["tree_mb"],
+                "wall": m["wall"],
+                "of_grep": lps / (lines / grep),
+            }
         if n <= 2_000_000:
             evs = events_of(path, rocrtrace)
             w = figures[(n, best)]["wall"]
@@ -231,18 +241,18 @@ def main(argv=None):
     for j, want in ((1, 0.25), (2, 0.4)):
         if (big, j) in figures:
             r = figures[(big, j)]["of_grep"]
-            targets.append((f"analyze --jobs {j}, {big:,} strace lines", f"{r:.4f} of grep -c",
-                            f">= {want} of grep -c", r >= want))
+            targets.append(
+                (f"analyze --jobs {j}, {big:,} strace lines", f"{r:.4f} of grep -c", f">= {want} of grep -c", r >= want)
+            )
     rss = max(f["rss_mb"] for f in figures.values())
-    targets.append(("peak RSS of analyze, all processes", f"{rss:.1f} MB", "<= 64 MB",
-                    rss <= 64))
+    targets.append(("peak RSS of analyze, all processes", f"{rss:.1f} MB", "<= 64 MB", rss <= 64))
     if len(sizes) > 1:
         for j in jobs:
             lo, hi = figures[(sizes[0], j)]["rss_mb"], figures[(big, j)]["rss_mb"]
-            print(f"peak RSS --jobs {j}, {big:,} vs {sizes[0]:,} lines: {hi:.1f} / {lo:.1f} MB"
-                  f" = {hi / lo:.2f}x")
-            targets.append((f"RSS {big:,} / {sizes[0]:,} lines, --jobs {j}",
-                            f"{hi / lo:.2f}x", "<= 1.10x", hi / lo <= 1.10))
+            print(f"peak RSS --jobs {j}, {big:,} vs {sizes[0]:,} lines: {hi:.1f} / {lo:.1f} MB = {hi / lo:.2f}x")
+            targets.append(
+                (f"RSS {big:,} / {sizes[0]:,} lines, --jobs {j}", f"{hi / lo:.2f}x", "<= 1.10x", hi / lo <= 1.10)
+            )
 
     if a.preload_size:
         path = generate("preload", a.preload_size, workdir)
@@ -258,10 +268,10 @@ def main(argv=None):
             print(f"{'':<44} {lps / (lines / grep):12.4f} of grep -c's lines/s")
             if j == 1:
                 r = lps / (lines / grep)
-                targets.append(("analyze --jobs 1, preload log with SVM", f"{r:.4f} of grep -c",
-                                ">= 0.10 of grep -c", r >= 0.10))
-        targets.append(("peak RSS of analyze, preload", f"{prss:.1f} MB", "<= 64 MB",
-                        prss <= 64))
+                targets.append(
+                    ("analyze --jobs 1, preload log with SVM", f"{r:.4f} of grep -c", ">= 0.10 of grep -c", r >= 0.10)
+                )
+        targets.append(("peak RSS of analyze, preload", f"{prss:.1f} MB", "<= 64 MB", prss <= 64))
 
     if a.others:
         n = sizes[0]
@@ -269,19 +279,20 @@ def main(argv=None):
         path = generate("strace", n, workdir, tt=True)
         lines = count_lines(path)
         print(f"--- strace -f -o -tt (stracetools' format), {lines:,} lines")
-        ours = max(report(f"rocrtrace analyze --jobs {j}", lines,
-                          measure(analyze_cmd(rocrtrace, path, j), a.runs)) for j in jobs)
-        theirs = report("stracetools 1.0.0 parse_file", lines,
-                        measure([str(py), "-c", STRACETOOLS, str(path)], max(1, a.runs // 2)))
+        ours = max(
+            report(f"rocrtrace analyze --jobs {j}", lines, measure(analyze_cmd(rocrtrace, path, j), a.runs))
+            for j in jobs
+        )
+        theirs = report(
+            "stracetools 1.0.0 parse_file", lines, measure([str(py), "-c", STRACETOOLS, str(path)], max(1, a.runs // 2))
+        )
         print(f"rocrtrace / stracetools: {ours / theirs:.1f}x lines/s")
-        targets.append(("vs stracetools (same -tt log)", f"{ours / theirs:.1f}x", ">= 100x",
-                        ours / theirs >= 100))
-        tree = report("strace-process-tree 1.5.3", lines,
-                      measure([str(py.parent / "strace-process-tree"), str(path)], a.runs))
-        print(f"rocrtrace / strace-process-tree: {ours / tree:.2f}x lines/s "
-              "(it reads only process lifetimes)")
-        targets.append(("vs strace-process-tree (same log)", f"{ours / tree:.1f}x", ">= 10x",
-                        ours / tree >= 10))
+        targets.append(("vs stracetools (same -tt log)", f"{ours / theirs:.1f}x", ">= 100x", ours / theirs >= 100))
+        tree = report(
+            "strace-process-tree 1.5.3", lines, measure([str(py.parent / "strace-process-tree"), str(path)], a.runs)
+        )
+        print(f"rocrtrace / strace-process-tree: {ours / tree:.2f}x lines/s (it reads only process lifetimes)")
+        targets.append(("vs strace-process-tree (same log)", f"{ours / tree:.1f}x", ">= 10x", ours / tree >= 10))
 
     print("--- targets (issue 16)")
     w = max(len(t[0]) for t in targets)

@@ -15,6 +15,7 @@ its count on the trace's first line, so interpreter start-up and imports
 cancel out.  Chunking is forced on (the core
 chunks only files of 2 MiB and more by default).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,17 +29,30 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-ANALYZE = ("import sys, rocrtrace._engine as e; "
-           "e.analyze([sys.argv[1]], jobs=int(sys.argv[2]), chunking=(1 << 16, 1 << 10))")
+ANALYZE = (
+    "import sys, rocrtrace._engine as e; e.analyze([sys.argv[1]], jobs=int(sys.argv[2]), chunking=(1 << 16, 1 << 10))"
+)
 
 
 def per_thread(path: Path, jobs: int) -> dict[int, int]:
     """Ir per thread (callgrind's thread number) of the core analyzing `path`."""
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "cg.out"
-        r = subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
-                            f"--callgrind-out-file={out}", sys.executable, "-c", ANALYZE,
-                            str(path), str(jobs)], capture_output=True, text=True)
+        r = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--separate-threads=yes",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                "-c",
+                ANALYZE,
+                str(path),
+                str(jobs),
+            ],
+            capture_output=True,
+            text=True,
+        )
         if r.returncode:
             raise SystemExit(f"callgrind failed: {r.stderr[-500:]}")
         counts = {}
@@ -79,9 +93,12 @@ def main(argv=None):
         workers = (sum(full.values()) - full[1]) - (sum(base.values()) - base[1])
         total = main_ir + workers
         share = main_ir / total
-        print(f"{kind} {n:,} lines, --jobs {a.jobs}: main thread {main_ir / n:,.0f} instr/line, "
-              f"other threads {workers / n:,.0f} instr/line: serial share {share:.1%}, "
-              f"at most {1 / share:.2f}x on any number of cores", flush=True)
+        print(
+            f"{kind} {n:,} lines, --jobs {a.jobs}: main thread {main_ir / n:,.0f} instr/line, "
+            f"other threads {workers / n:,.0f} instr/line: serial share {share:.1%}, "
+            f"at most {1 / share:.2f}x on any number of cores",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ A run, from a strace source tree (`apt-get source strace`):
 STRACE_REAL may be another strace than the tree's own: the strace of one
 release run over the tests of another (the tests still fail where the two
 print differently; the logs are what counts here)."""
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,11 @@ def find_logs(build: str) -> list[list[str]]:
         for d in sorted(os.listdir(tpath)):
             dpath = os.path.join(tpath, d)
             if d.endswith(".dir") and os.path.isdir(dpath):
-                files = sorted(os.path.join(dpath, f) for f in os.listdir(dpath)
-                               if LOG_NAME.match(f) and os.path.isfile(os.path.join(dpath, f)))
+                files = sorted(
+                    os.path.join(dpath, f)
+                    for f in os.listdir(dpath)
+                    if LOG_NAME.match(f) and os.path.isfile(os.path.join(dpath, f))
+                )
                 if files:
                     groups.append(files)
     return groups
@@ -76,8 +80,7 @@ def ff_group(files: list[str]) -> list[str]:
     base = min(files, key=len)
     if re.fullmatch(r".+\.\d+", base) and all(re.fullmatch(r".+\.\d+", f) for f in files):
         return files
-    return [f for f in files if f == base or (f.startswith(base + ".")
-                                              and f[len(base) + 1:].isdigit())]
+    return [f for f in files if f == base or (f.startswith(base + ".") and f[len(base) + 1 :].isdigit())]
 
 
 def not_a_trace(path: str) -> str | None:
@@ -99,9 +102,12 @@ def rocrtrace_cmd(given: str | None) -> list[str]:
 
 
 def run(cmd: list[str], files: list[str]) -> tuple[int, dict | None, str]:
-    p = subprocess.run([*cmd, "analyze", "--format", "json", "--fail-on", "never",
-                        "--jobs", "1", *files], capture_output=True, text=True,
-                       errors="replace")
+    p = subprocess.run(
+        [*cmd, "analyze", "--format", "json", "--fail-on", "never", "--jobs", "1", *files],
+        capture_output=True,
+        text=True,
+        errors="replace",
+    )
     doc = None
     if p.returncode in (0, 1):
         try:
@@ -136,8 +142,7 @@ def main() -> int:
     cmd = rocrtrace_cmd(a.rocrtrace)
     groups = find_logs(a.build)
     empty = [f for g in groups for f in g if os.path.getsize(f) == 0]
-    others = {f: why for g in groups for f in g
-              if os.path.getsize(f) > 0 and (why := not_a_trace(f))}
+    others = {f: why for g in groups for f in g if os.path.getsize(f) > 0 and (why := not_a_trace(f))}
     groups = [[f for f in g if os.path.getsize(f) > 0 and f not in others] for g in groups]
     groups = [g for g in groups if g]
     per_file: dict[str, dict] = {}
@@ -150,9 +155,12 @@ def main() -> int:
             if f["rule"] == "trace-unparsed" and "samples" in f.get("details", {}):
                 samples[f["file"]] += [s["line"] for s in f["details"]["samples"]]
         for i in doc["inputs"]:
-            per_file[i["file"]] = {"lines": i["lines"], "events": i["events"],
-                                   "unparsed": i["unparsed"],
-                                   "sample_lines": samples.get(i["file"], [])}
+            per_file[i["file"]] = {
+                "lines": i["lines"],
+                "events": i["events"],
+                "unparsed": i["unparsed"],
+                "sample_lines": samples.get(i["file"], []),
+            }
 
     batch: list[list[str]] = []
 
@@ -208,8 +216,10 @@ def main() -> int:
                     examples.setdefault(s, f"{f}:{ln}: {text}")
                     out_lines.append(f"{f}:{ln}: {text}")
     share = 100.0 * unparsed / lines if lines else 0.0
-    print(f"logs: {len(per_file)} read, {len(rejected)} rejected, {len(crashed)} crashed, "
-          f"{len(empty)} empty (left out), {len(others)} no trace (left out)")
+    print(
+        f"logs: {len(per_file)} read, {len(rejected)} rejected, {len(crashed)} crashed, "
+        f"{len(empty)} empty (left out), {len(others)} no trace (left out)"
+    )
     print(f"lines: {lines}, unparsed: {unparsed} ({share:.4f}%)")
     print(f"logs with unparsed lines: {sum(1 for r in per_file.values() if r['unparsed'])}")
     for f, why in sorted(others.items()):
@@ -224,10 +234,21 @@ def main() -> int:
             print(f"  {k:6d}  {s}\n          {examples[s][:400]}")
     if a.json:
         with open(a.json, "w") as fh:
-            json.dump({"logs": len(per_file), "lines": lines, "unparsed": unparsed,
-                       "rejected": rejected, "crashed": crashed, "empty": empty,
-                       "no_trace": others,
-                       "files": per_file}, fh, indent=1, sort_keys=True)
+            json.dump(
+                {
+                    "logs": len(per_file),
+                    "lines": lines,
+                    "unparsed": unparsed,
+                    "rejected": rejected,
+                    "crashed": crashed,
+                    "empty": empty,
+                    "no_trace": others,
+                    "files": per_file,
+                },
+                fh,
+                indent=1,
+                sort_keys=True,
+            )
     if a.lines:
         with open(a.lines, "w") as fh:
             fh.write("".join(x + "\n" for x in out_lines))

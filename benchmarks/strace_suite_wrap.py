@@ -18,6 +18,7 @@ strace as its child instead: an orphaned watcher would be strace's child.
 
 STRACE_REAL may be a command line (split on spaces), e.g. a loader and the
 binary.  Without STRACE_SUITE_ARCHIVE the wrapper only execs strace."""
+
 from __future__ import annotations
 
 import glob
@@ -36,7 +37,7 @@ def output_name(args: list[str]) -> str | None:
         if a in ("-o", "--output"):
             return args[i + 1] if i + 1 < len(args) else None
         if a.startswith("--output="):
-            return a[len("--output="):]
+            return a[len("--output=") :]
         if a.startswith("-o") and not a.startswith("--"):
             return a[2:]
     return None
@@ -56,7 +57,7 @@ def candidates(out: str, cwd: str) -> list[str]:
     """The -o file and its -ff siblings (`NAME.PID`) as they are now (not a
     `NAME.err` the test's shell wrote strace's stderr to)."""
     path = out if os.path.isabs(out) else os.path.join(cwd, out)
-    ff = [f for f in glob.glob(glob.escape(path) + ".*") if f[len(path) + 1:].isdigit()]
+    ff = [f for f in glob.glob(glob.escape(path) + ".*") if f[len(path) + 1 :].isdigit()]
     return [f for f in [path, *ff] if os.path.isfile(f)]
 
 

@@ -10,6 +10,7 @@ The catalogue is checked first: unique names and numbers, member layouts
 that tile their struct by C's natural alignment, log fields that exist and
 can be shown, name tables that exist; a fault is one line naming the ioctl.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,7 +31,7 @@ MARKDOWN = ROOT / "docs" / "preload-log.md"
 MAN = ROOT / "man" / "rocrtrace-log.5"
 
 DIRS = {"none": 0, "W": 1, "R": 2, "RW": 3}
-SCALARS = {"u32": (4, 4), "s32": (4, 4), "u64": (8, 8)}   # size, alignment
+SCALARS = {"u32": (4, 4), "s32": (4, 4), "u64": (8, 8)}  # size, alignment
 SHOWS = ("hex", "dec", "fd", "ptr")
 
 
@@ -40,10 +41,11 @@ class CatalogueError(ValueError):
 
 # --- the catalogue ---------------------------------------------------------------
 
+
 @dataclass
 class Names:
     id: str
-    kind: str                       # enum, flags, const
+    kind: str  # enum, flags, const
     doc: str
     values: list[tuple[int, str]]
     consts: tuple[str, str] | None  # (prefix, replacement) for the model constants
@@ -62,17 +64,17 @@ class Names:
 class Field:
     name: str
     off: int
-    type: str                       # u32, s32, u64, or STRUCT[] (a flexible array)
-    show: str | None = None         # hex, dec, fd, ptr, enum:X, flags:X (None: never shown)
+    type: str  # u32, s32, u64, or STRUCT[] (a flexible array)
+    show: str | None = None  # hex, dec, fd, ptr, enum:X, flags:X (None: never shown)
     label: str = ""
-    view: str | None = None         # "out": the answer half of a union over other members
-    count: str | None = None        # ptr and flexible arrays: the member with the count
-    max: int = 0                    # ... of which at most this many are shown
-    array: str | None = None        # ptr: the element type
-    elem: str | None = None         # ptr: the element's show
-    elem_label: str | None = None   # ptr: what the docs call an element
-    by: str | None = None           # the show follows this member's value ...
-    cases: dict[int, str] = field(default_factory=dict)   # ... value -> show
+    view: str | None = None  # "out": the answer half of a union over other members
+    count: str | None = None  # ptr and flexible arrays: the member with the count
+    max: int = 0  # ... of which at most this many are shown
+    array: str | None = None  # ptr: the element type
+    elem: str | None = None  # ptr: the element's show
+    elem_label: str | None = None  # ptr: what the docs call an element
+    by: str | None = None  # the show follows this member's value ...
+    cases: dict[int, str] = field(default_factory=dict)  # ... value -> show
 
     @property
     def flexible(self) -> str | None:
@@ -87,7 +89,7 @@ class Field:
 class Struct:
     name: str
     fields: list[Field]
-    size: int = 0                   # fixed part (up to a flexible array)
+    size: int = 0  # fixed part (up to a flexible array)
 
     def get(self, name: str) -> Field:
         for f in self.fields:
@@ -114,7 +116,7 @@ class Ioctl:
     struct: Struct | None = None
     log_in: list[str] | None = None
     log_out: list[str] = field(default_factory=list)
-    out_if: tuple[str, int, str] | None = None   # member, value, constant name
+    out_if: tuple[str, int, str] | None = None  # member, value, constant name
     note: str = ""
 
     @property
@@ -146,8 +148,8 @@ class Catalogue:
     tables: list[Table]
     names: dict[str, Names]
     structs: dict[str, Struct]
-    int_fields: list[str] = field(default_factory=list)   # [parse] ints
-    hsa_fields: list[str] = field(default_factory=list)   # [parse] hsa_fields
+    int_fields: list[str] = field(default_factory=list)  # [parse] ints
+    hsa_fields: list[str] = field(default_factory=list)  # [parse] hsa_fields
 
     @property
     def ioctls(self) -> list[Ioctl]:
@@ -177,14 +179,37 @@ def _align(n: int, a: int) -> int:
 
 
 def _field(where: str, d: dict, names: dict[str, Names]) -> Field:
-    extra = set(d) - {"name", "off", "type", "show", "label", "view", "count", "max", "array",
-                      "elem", "elem_label", "by", "cases"}
+    extra = set(d) - {
+        "name",
+        "off",
+        "type",
+        "show",
+        "label",
+        "view",
+        "count",
+        "max",
+        "array",
+        "elem",
+        "elem_label",
+        "by",
+        "cases",
+    }
     if extra:
         raise CatalogueError(f"{where}: unknown keys {sorted(extra)}")
-    f = Field(name=d["name"], off=d["off"], type=d["type"], show=d.get("show"),
-              label=d.get("label", d["name"]), view=d.get("view"), count=d.get("count"),
-              max=d.get("max", 0), array=d.get("array"), elem=d.get("elem"),
-              elem_label=d.get("elem_label"), by=d.get("by"))
+    f = Field(
+        name=d["name"],
+        off=d["off"],
+        type=d["type"],
+        show=d.get("show"),
+        label=d.get("label", d["name"]),
+        view=d.get("view"),
+        count=d.get("count"),
+        max=d.get("max", 0),
+        array=d.get("array"),
+        elem=d.get("elem"),
+        elem_label=d.get("elem_label"),
+        by=d.get("by"),
+    )
     where = f"{where}.{f.name}"
     if not f.flexible and f.type not in SCALARS:
         raise CatalogueError(f"{where}: type {f.type!r} is none of {sorted(SCALARS)} or S[]")
@@ -195,15 +220,14 @@ def _field(where: str, d: dict, names: dict[str, Names]) -> Field:
                 raise CatalogueError(f"{where}: show {f.show!r} names no {kind} table")
         elif f.show not in SHOWS or nid:
             raise CatalogueError(f"{where}: show {f.show!r} is unknown")
-    if f.show == "ptr" and not (f.type == "u64" and f.array in SCALARS and f.elem in SHOWS
-                                and f.count and f.max > 0):
+    if f.show == "ptr" and not (f.type == "u64" and f.array in SCALARS and f.elem in SHOWS and f.count and f.max > 0):
         raise CatalogueError(f"{where}: a ptr needs type u64, array, elem, count and max")
     if f.flexible and not (f.count and f.max > 0):
         raise CatalogueError(f"{where}: a flexible array needs count and max")
     if "cases" in d:
         if not f.by:
             raise CatalogueError(f"{where}: cases without by")
-        f.cases = dict(d["cases"])   # names resolved in _layout, once the struct is known
+        f.cases = dict(d["cases"])  # names resolved in _layout, once the struct is known
     return f
 
 
@@ -215,7 +239,7 @@ def _layout(where: str, s: Struct, size: int | None) -> None:
         if f.view:
             continue
         if f.flexible:
-            if f is not s.fields[-1] and any(not g.view for g in s.fields[s.fields.index(f) + 1:]):
+            if f is not s.fields[-1] and any(not g.view for g in s.fields[s.fields.index(f) + 1 :]):
                 raise CatalogueError(f"{where}.{f.name}: a flexible array must be last")
             continue
         w, a = SCALARS[f.type]
@@ -246,8 +270,7 @@ def load(path: Path | None = None) -> Catalogue:
             seen_const[n] = nid
         if d["kind"] == "enum" and sorted(v for v, _ in vals) != list(range(len(vals))):
             raise CatalogueError(f"names.{nid}: an enum's values are 0..n-1")
-        names[nid] = Names(nid, d["kind"], d.get("doc", ""), vals,
-                           tuple(d["consts"]) if "consts" in d else None)
+        names[nid] = Names(nid, d["kind"], d.get("doc", ""), vals, tuple(d["consts"]) if "consts" in d else None)
 
     structs: dict[str, Struct] = {}
     for sname, d in doc.get("struct", {}).items():
@@ -269,10 +292,8 @@ def load(path: Path | None = None) -> Catalogue:
             if any(i.nr == nr for i in ioctls):
                 raise CatalogueError(f"{name}: nr {nr:#x} twice in table {t['id']}")
             seen[name] = t["id"]
-            ioctls.append(_ioctl(t["id"], t["type"], nr, name, dir_, size, extra.get(name, {}),
-                                 names, structs))
-        tables.append(Table(t["id"], t["type"], t.get("doc", ""), t.get("header", ""),
-                            t.get("device"), ioctls))
+            ioctls.append(_ioctl(t["id"], t["type"], nr, name, dir_, size, extra.get(name, {}), names, structs))
+        tables.append(Table(t["id"], t["type"], t.get("doc", ""), t.get("header", ""), t.get("device"), ioctls))
     unknown = set(extra) - set(seen)
     if unknown:
         raise CatalogueError(f"ioctl.{sorted(unknown)[0]}: in no table")
@@ -300,16 +321,25 @@ def _parse_section(cat: Catalogue, d: dict) -> None:
             raise CatalogueError(f"parse.{key}: a name twice")
     for n in cat.field_names():
         if not 0 < len(n) <= FIELD_NAME_MAX or not n.isidentifier():
-            raise CatalogueError(f"parse: member name {n!r} is no identifier of 1 to "
-                                 f"{FIELD_NAME_MAX} characters")
+            raise CatalogueError(f"parse: member name {n!r} is no identifier of 1 to {FIELD_NAME_MAX} characters")
 
 
 def _ioctl(table, type_, nr, name, dir_, size, d, names, structs) -> Ioctl:
     keys = {"key", "old_sizes", "aliases", "struct", "fields", "log_in", "log_out", "out_if", "note"}
     if set(d) - keys:
         raise CatalogueError(f"ioctl.{name}: unknown keys {sorted(set(d) - keys)}")
-    io = Ioctl(table, type_, nr, name, dir_, size, d.get("key"), list(d.get("old_sizes", [])),
-               dict(d.get("aliases", {})), note=d.get("note", ""))
+    io = Ioctl(
+        table,
+        type_,
+        nr,
+        name,
+        dir_,
+        size,
+        d.get("key"),
+        list(d.get("old_sizes", [])),
+        dict(d.get("aliases", {})),
+        note=d.get("note", ""),
+    )
     if "fields" in d:
         s = Struct(d.get("struct", name), [_field(f"ioctl.{name}", f, names) for f in d["fields"]])
         _layout(f"ioctl.{name}", s, size)
@@ -332,8 +362,9 @@ def _ioctl(table, type_, nr, name, dir_, size, d, names, structs) -> Ioctl:
             need = [f] + ([io.struct.get(f.count)] if f.count else [])
             for g in need:
                 if not g.flexible and g.off + g.width > io.fixed:
-                    raise CatalogueError(f"ioctl.{name}: {g.name} lies beyond the {io.fixed} bytes "
-                                         "every decoded size has")
+                    raise CatalogueError(
+                        f"ioctl.{name}: {g.name} lies beyond the {io.fixed} bytes every decoded size has"
+                    )
         if "out_if" in d:
             member, const = d["out_if"]
             f = io.struct.get(member)
@@ -371,6 +402,7 @@ def _resolve(where: str, s: Struct, f: Field, names, structs) -> None:
 
 # --- the capture library: rocrtrace/capture/ioctl_table.h ------------------------
 
+
 def _cstr(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -394,14 +426,17 @@ class _CWriter:
     def __init__(self, cat: Catalogue):
         self.cat = cat
         self.out: list[str] = []
-        self.arrays: dict[str, str] = {}   # what an array holds -> its name
+        self.arrays: dict[str, str] = {}  # what an array holds -> its name
 
     def named(self, prefix: str, key: str, ctype: str, rows: list[str]) -> str:
         """A static array of `rows` (made once per key), by name."""
         if key not in self.arrays:
             cname = f"RT_{prefix}_{sum(k.startswith(prefix) for k in self.arrays)}"
-            self.out.append(f"/* {key.partition(' ')[2]} */\nstatic const struct {ctype} {cname}[] = {{\n"
-                            + "".join(f"  {r},\n" for r in rows) + "};")
+            self.out.append(
+                f"/* {key.partition(' ')[2]} */\nstatic const struct {ctype} {cname}[] = {{\n"
+                + "".join(f"  {r},\n" for r in rows)
+                + "};"
+            )
             self.arrays[key] = cname
         return self.arrays[key]
 
@@ -412,14 +447,11 @@ class _CWriter:
             sub = self.cat.structs[f.flexible]
             rows = [self.field(sub, g) for g in sub.fields if g.show]
             elem = self.named("ELEM", f"ELEM struct {sub.name}", "rt_field", rows)
-            parts.append(f".show = RT_TAIL, .elem = {elem}, .nelem = {len(rows)}, "
-                         f".elem_size = {sub.size}")
+            parts.append(f".show = RT_TAIL, .elem = {elem}, .nelem = {len(rows)}, .elem_size = {sub.size}")
         elif f.show == "ptr":
             e = Field(name="", off=0, type=f.array, show=f.elem)
-            elem = self.named("ELEM", f"ELEM {f.array} shown {f.elem}", "rt_field",
-                              [self.field(s, e, label=False)])
-            parts.append(f".width = 8, .show = RT_PTR, .elem = {elem}, .nelem = 1, "
-                         f".elem_size = {SCALARS[f.array][0]}")
+            elem = self.named("ELEM", f"ELEM {f.array} shown {f.elem}", "rt_field", [self.field(s, e, label=False)])
+            parts.append(f".width = 8, .show = RT_PTR, .elem = {elem}, .nelem = 1, .elem_size = {SCALARS[f.array][0]}")
         else:
             kind, names = _c_show(f.show, f.type)
             parts.append(f".width = {f.width}, .show = {kind}{names}")
@@ -439,20 +471,23 @@ class _CWriter:
 def render_c(cat: Catalogue) -> str:
     w = _CWriter(cat)
     out = w.out
-    out.append("/* generated by catalogue/generate.py from catalogue/ioctls.toml: do not edit.\n"
-               " * The capture library's ioctl catalogue: per (type, nr) the name and size,\n"
-               " * and for the ioctls it decodes the fields it writes before (in) and after\n"
-               " * (out) the call; preload.c walks them (struct rt_field). */")
+    out.append(
+        "/* generated by catalogue/generate.py from catalogue/ioctls.toml: do not edit.\n"
+        " * The capture library's ioctl catalogue: per (type, nr) the name and size,\n"
+        " * and for the ioctls it decodes the fields it writes before (in) and after\n"
+        " * (out) the call; preload.c walks them (struct rt_field). */"
+    )
     for nid, t in cat.names.items():
         if t.kind == "flags":
             rows = "".join(f"  {{0x{v:x}ULL, {_cstr(n)}}},\n" for v, n in t.values)
-            out.append(f"/* {t.doc} */\nstatic const struct rt_flag RT_{nid}[] = {{\n{rows}"
-                       "  {0, 0}\n};")
+            out.append(f"/* {t.doc} */\nstatic const struct rt_flag RT_{nid}[] = {{\n{rows}  {{0, 0}}\n}};")
         elif t.kind == "enum":
             rows = "".join(f"  [{v}] = {_cstr(n)},\n" for v, n in sorted(t.values))
-            out.append(f"/* {t.doc} */\nstatic const char *const RT_{nid}_NAMES[{len(t.values)}] = "
-                       f"{{\n{rows}}};\nstatic const struct rt_enum RT_{nid} = "
-                       f"{{{len(t.values)}, RT_{nid}_NAMES}};")
+            out.append(
+                f"/* {t.doc} */\nstatic const char *const RT_{nid}_NAMES[{len(t.values)}] = "
+                f"{{\n{rows}}};\nstatic const struct rt_enum RT_{nid} = "
+                f"{{{len(t.values)}, RT_{nid}_NAMES}};"
+            )
     copy_max, ptr_max = 8, 8
     for io in cat.decoded:
         s = io.struct
@@ -473,12 +508,18 @@ def render_c(cat: Catalogue) -> str:
         for f in s.fields:
             if f.show == "ptr":
                 ptr_max = max(ptr_max, f.max * SCALARS[f.array][0])
-        parts = [f".fixed = {io.fixed}", f".in = {lists[0]}, .nin = {len(io.log_in)}",
-                 f".out = {lists[1]}, .nout = {len(io.log_out)}"]
+        parts = [
+            f".fixed = {io.fixed}",
+            f".in = {lists[0]}, .nin = {len(io.log_in)}",
+            f".out = {lists[1]}, .nout = {len(io.log_out)}",
+        ]
         if tail:
             idx = io.log_in.index(tail.name) if tail.name in io.log_in else None
-            parts.append(f".tail = &{cname}_IN[{idx}]" if idx is not None else
-                         f".tail = &{cname}_OUT[{io.log_out.index(tail.name)}]")
+            parts.append(
+                f".tail = &{cname}_IN[{idx}]"
+                if idx is not None
+                else f".tail = &{cname}_OUT[{io.log_out.index(tail.name)}]"
+            )
         if io.out_if:
             member, val, const = io.out_if
             parts.append(f".out_if_off = {s.get(member).off}, .out_if_val = {val} /* {const} */")
@@ -491,19 +532,26 @@ def render_c(cat: Catalogue) -> str:
             old = ", ".join(str(x) for x in io.old_sizes) if io.decoded else ""
             nold = len(io.old_sizes) if io.decoded else 0
             dec = f", .dec = &RT_DEC_{io.name}" if io.decoded else ""
-            rows.append(f"  [0x{io.nr:02x}] = {{{_cstr(io.name)}, {io.size}"
-                        + (f", .old_sizes = {{{old}}}, .nold = {nold}" if nold else "") + dec + "},\n")
-        out.append(f"/* {t.doc} */\nstatic const struct rt_ioc RT_{t.id}[256] = {{\n"
-                   + "".join(rows) + "};")
+            rows.append(
+                f"  [0x{io.nr:02x}] = {{{_cstr(io.name)}, {io.size}"
+                + (f", .old_sizes = {{{old}}}, .nold = {nold}" if nold else "")
+                + dec
+                + "},\n"
+            )
+        out.append(f"/* {t.doc} */\nstatic const struct rt_ioc RT_{t.id}[256] = {{\n" + "".join(rows) + "};")
     if max(len(io.old_sizes) for io in cat.decoded) > 2:
         raise CatalogueError("struct rt_ioc holds at most two old sizes")
-    out.insert(1, f"/* the largest copy of a struct (with its flexible array) and of the\n"
-               f" * array a pointer field points to */\n#define RT_COPY_MAX {copy_max}\n"
-               f"#define RT_PTR_COPY_MAX {ptr_max}")
+    out.insert(
+        1,
+        f"/* the largest copy of a struct (with its flexible array) and of the\n"
+        f" * array a pointer field points to */\n#define RT_COPY_MAX {copy_max}\n"
+        f"#define RT_PTR_COPY_MAX {ptr_max}",
+    )
     return "\n\n".join(out) + "\n"
 
 
 # --- the core: src/kfd_catalogue.rs ---------------------------------------------
+
 
 def _rs_str(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -514,7 +562,7 @@ def _rs_int(v: int) -> str:
         return f"0x{v:02X}"
     h = f"{v:X}"
     h = "0" * (-len(h) % 4) + h
-    return "0x" + "_".join(h[i:i + 4] for i in range(0, len(h), 4))
+    return "0x" + "_".join(h[i : i + 4] for i in range(0, len(h), 4))
 
 
 def _block(comment: str, doc: str, head: str, rows: list[str], tail: str) -> list[str]:
@@ -524,16 +572,20 @@ def _block(comment: str, doc: str, head: str, rows: list[str], tail: str) -> lis
 
 
 ALIASES_DOC = "Names strace tables of older kernels print for another size of an ioctl."
-STRACE_SIZES_DOC = ("strace names a code only on an exact match, so a name tells the size it was "
-                    "built for: the names whose size differs between headers, with the sizes "
-                    "they were printed for (the newest last).")
+STRACE_SIZES_DOC = (
+    "strace names a code only on an exact match, so a name tells the size it was "
+    "built for: the names whose size differs between headers, with the sizes "
+    "they were printed for (the newest last)."
+)
 CONSTANTS_DOC = "Every symbolic value a decoded struct may show, by name."
 
 
-LOG_STRUCTS_DOC = ("The structs the capture library writes in a preload log's ioctl lines, by "
-                   "(type, nr) and name: the members it writes before the call and those after the "
-                   "arrow, with their labels, in the log's order (src/parse/kfd_args.rs reads "
-                   "them).")
+LOG_STRUCTS_DOC = (
+    "The structs the capture library writes in a preload log's ioctl lines, by "
+    "(type, nr) and name: the members it writes before the call and those after the "
+    "arrow, with their labels, in the log's order (src/parse/kfd_args.rs reads "
+    "them)."
+)
 
 
 def _rs_log_field(cat: Catalogue, s: Struct, member: str) -> str:
@@ -550,50 +602,90 @@ def _rs_log_field(cat: Catalogue, s: Struct, member: str) -> str:
 
 
 def _rs_log_struct(cat: Catalogue, io: Ioctl) -> str:
-    halves = ["&[" + ", ".join(_rs_log_field(cat, io.struct, m) for m in ms) + "]"
-              for ms in (io.log_in, io.log_out)]
-    return (f"ls(TYPE_{io.type}, 0x{io.nr:02X}, {_rs_str(io.name)}, {halves[0]}, {halves[1]})")
+    halves = ["&[" + ", ".join(_rs_log_field(cat, io.struct, m) for m in ms) + "]" for ms in (io.log_in, io.log_out)]
+    return f"ls(TYPE_{io.type}, 0x{io.nr:02X}, {_rs_str(io.name)}, {halves[0]}, {halves[1]})"
 
 
 def render_rust(cat: Catalogue) -> str:
-    o = ["// generated by catalogue/generate.py from catalogue/ioctls.toml: do not edit.",
-         "// Included by src/kfd.rs: the ioctl tables, the symbolic values and the keys",
-         "// of the ioctls the models interpret.", ""]
+    o = [
+        "// generated by catalogue/generate.py from catalogue/ioctls.toml: do not edit.",
+        "// Included by src/kfd.rs: the ioctl tables, the symbolic values and the keys",
+        "// of the ioctls the models interpret.",
+        "",
+    ]
     for tid, (v, doc) in cat.types.items():
         o += [f"/// {doc}", f"pub const TYPE_{tid}: u8 = 0x{v:02X};"]
     o.append("")
     for t in cat.tables:
-        o += _block("///", t.doc + ".", f"pub const {t.id}: &[Entry] = &[",
-                    [f"e(0x{io.nr:02X}, {_rs_str(io.name)}, {DIRS[io.dir]}, {io.size})"
-                     for io in t.ioctls], "];")
-    o += _block("///", "Every table with its type.", "pub const TABLES: &[(u8, &[Entry])] = &[",
-                [f"(TYPE_{t.type}, {t.id})" for t in cat.tables], "];")
-    o += _block("///", ALIASES_DOC, "pub const ALIASES: &[(&str, Request)] = &[",
-                [f"({_rs_str(alias)}, Request {{ dir: {DIRS[io.dir]}, type_: TYPE_{io.type}, "
-                 f"nr: 0x{io.nr:02X}, size: {size} }})"
-                 for io in cat.ioctls for alias, size in io.aliases.items()], "];")
-    o += _block("///", STRACE_SIZES_DOC, "pub const STRACE_NAME_SIZES: &[(&str, &[u16])] = &[",
-                [f"({_rs_str(io.name)}, &[{', '.join(str(x) for x in [*io.old_sizes, io.size])}])"
-                 for io in cat.ioctls if io.old_sizes], "];")
+        o += _block(
+            "///",
+            t.doc + ".",
+            f"pub const {t.id}: &[Entry] = &[",
+            [f"e(0x{io.nr:02X}, {_rs_str(io.name)}, {DIRS[io.dir]}, {io.size})" for io in t.ioctls],
+            "];",
+        )
+    o += _block(
+        "///",
+        "Every table with its type.",
+        "pub const TABLES: &[(u8, &[Entry])] = &[",
+        [f"(TYPE_{t.type}, {t.id})" for t in cat.tables],
+        "];",
+    )
+    o += _block(
+        "///",
+        ALIASES_DOC,
+        "pub const ALIASES: &[(&str, Request)] = &[",
+        [
+            f"({_rs_str(alias)}, Request {{ dir: {DIRS[io.dir]}, type_: TYPE_{io.type}, "
+            f"nr: 0x{io.nr:02X}, size: {size} }})"
+            for io in cat.ioctls
+            for alias, size in io.aliases.items()
+        ],
+        "];",
+    )
+    o += _block(
+        "///",
+        STRACE_SIZES_DOC,
+        "pub const STRACE_NAME_SIZES: &[(&str, &[u16])] = &[",
+        [
+            f"({_rs_str(io.name)}, &[{', '.join(str(x) for x in [*io.old_sizes, io.size])}])"
+            for io in cat.ioctls
+            if io.old_sizes
+        ],
+        "];",
+    )
     for nid, t in cat.names.items():
         o += [f"pub const {cname}: u32 = {_rs_int(v)};" for cname, v in t.model_consts()]
         if t.kind == "const":
             o.append("")
         else:
             ty = "u32" if t.kind == "enum" else "u64"
-            o += _block("///", t.doc, f"pub const {nid}_NAMES: &[({ty}, &str)] = &[",
-                        [f"({_rs_int(v)}, {_rs_str(n)})" for v, n in t.values], "];")
-    o += _block("///", CONSTANTS_DOC, "pub const CONSTANT_NAMES: &[(&str, u64)] = &[",
-                [f"({_rs_str(n)}, {_rs_int(v)})" for t in cat.names.values() for v, n in t.values],
-                "];")
-    o += ["// --- the (type, nr) of the ioctls the models interpret", "",
-          "pub type Key = (u8, u8);", ""]
+            o += _block(
+                "///",
+                t.doc,
+                f"pub const {nid}_NAMES: &[({ty}, &str)] = &[",
+                [f"({_rs_int(v)}, {_rs_str(n)})" for v, n in t.values],
+                "];",
+            )
+    o += _block(
+        "///",
+        CONSTANTS_DOC,
+        "pub const CONSTANT_NAMES: &[(&str, u64)] = &[",
+        [f"({_rs_str(n)}, {_rs_int(v)})" for t in cat.names.values() for v, n in t.values],
+        "];",
+    )
+    o += ["// --- the (type, nr) of the ioctls the models interpret", "", "pub type Key = (u8, u8);", ""]
     for io in cat.ioctls:
         if io.key:
             o += [f"/// {io.name}", f"pub const {io.key}: Key = (TYPE_{io.type}, 0x{io.nr:02X});"]
     o.append("")
-    o += _block("///", LOG_STRUCTS_DOC, "pub const LOG_STRUCTS: &[LogStruct] = &[",
-                [_rs_log_struct(cat, io) for io in cat.decoded], "];")
+    o += _block(
+        "///",
+        LOG_STRUCTS_DOC,
+        "pub const LOG_STRUCTS: &[LogStruct] = &[",
+        [_rs_log_struct(cat, io) for io in cat.decoded],
+        "];",
+    )
     # what a decoded struct may hold: the members the capture library writes,
     # and every member of the structs it leaves to other decoders (strace's,
     # tinygrad's)
@@ -601,14 +693,23 @@ def render_rust(cat: Catalogue) -> str:
     for io in cat.ioctls:
         if io.struct:
             labels |= {f.label for f in io.struct.fields if f.show or not io.decoded}
-    o += _block("///", "Members a model reads as a number: a decoded struct whose member of one "
-                "of these names holds anything else is malformed.",
-                "pub const INT_FIELDS: &[&str] = &[", [_rs_str(n) for n in cat.int_fields], "];")
-    o += _block("///", "The member names the parser keeps without a copy: every struct member "
-                "of the catalogue and the members of the HSA structs intent calls print, "
-                "sorted by length, then bytes (a search then compares mostly lengths).",
-                "pub const FIELD_NAMES: &[&str] = &[", [_rs_str(n) for n in cat.field_names()],
-                "];")
+    o += _block(
+        "///",
+        "Members a model reads as a number: a decoded struct whose member of one "
+        "of these names holds anything else is malformed.",
+        "pub const INT_FIELDS: &[&str] = &[",
+        [_rs_str(n) for n in cat.int_fields],
+        "];",
+    )
+    o += _block(
+        "///",
+        "The member names the parser keeps without a copy: every struct member "
+        "of the catalogue and the members of the HSA structs intent calls print, "
+        "sorted by length, then bytes (a search then compares mostly lengths).",
+        "pub const FIELD_NAMES: &[&str] = &[",
+        [_rs_str(n) for n in cat.field_names()],
+        "];",
+    )
     o.append("/// The names decoded structs give the catalogue's struct members.")
     o.append("pub mod fields {")
     o += [f"    pub const {lab.upper()}: &str = {_rs_str(lab)};" for lab in sorted(labels)]
@@ -617,6 +718,7 @@ def render_rust(cat: Catalogue) -> str:
 
 
 # --- the package: the generated part of rocrtrace/kfd.py ---------------------------
+
 
 def _py_int(v: int) -> str:
     return f"0x{v:02X}" if v < 0x10000 else f"0x{v:08X}"
@@ -641,26 +743,45 @@ def render_python(cat: Catalogue) -> str:
     o = [f"TYPE_{tid} = 0x{v:02X}  # {doc}" for tid, (v, doc) in cat.types.items()]
     o += ["", "# (type, nr) -> (canonical name, dir, struct size of the newest header)"]
     for t in cat.tables:
-        o += _block("#", t.doc, f"{t.id} = {{", [f"0x{io.nr:02X}: ({_py_str(io.name)}, "
-                                                  f"{DIRS[io.dir]}, {io.size})" for io in t.ioctls],
-                    "}")[:-1]
+        o += _block(
+            "#",
+            t.doc,
+            f"{t.id} = {{",
+            [f"0x{io.nr:02X}: ({_py_str(io.name)}, {DIRS[io.dir]}, {io.size})" for io in t.ioctls],
+            "}",
+        )[:-1]
     o += _block("#", "", "TABLES = [", [f"(TYPE_{t.type}, {t.id})" for t in cat.tables], "]")
-    o += _block("#", ALIASES_DOC + " name -> (dir, type, nr, size)", "ALIASES = {",
-                [f"{_py_str(alias)}: ({DIRS[io.dir]}, TYPE_{io.type}, 0x{io.nr:02X}, {size})"
-                 for io in cat.ioctls for alias, size in io.aliases.items()], "}")
-    o += _block("#", STRACE_SIZES_DOC, "STRACE_NAME_SIZES = {",
-                [f"{_py_str(io.name)}: {tuple([*io.old_sizes, io.size])!r}"
-                 for io in cat.ioctls if io.old_sizes], "}")
+    o += _block(
+        "#",
+        ALIASES_DOC + " name -> (dir, type, nr, size)",
+        "ALIASES = {",
+        [
+            f"{_py_str(alias)}: ({DIRS[io.dir]}, TYPE_{io.type}, 0x{io.nr:02X}, {size})"
+            for io in cat.ioctls
+            for alias, size in io.aliases.items()
+        ],
+        "}",
+    )
+    o += _block(
+        "#",
+        STRACE_SIZES_DOC,
+        "STRACE_NAME_SIZES = {",
+        [f"{_py_str(io.name)}: {tuple([*io.old_sizes, io.size])!r}" for io in cat.ioctls if io.old_sizes],
+        "}",
+    )
     for nid, t in cat.names.items():
         o += [f"{cname} = {_py_int(v)}" for cname, v in t.model_consts()]
         if t.kind == "const":
             o.append("")
         else:
-            o += _block("#", t.doc, f"{nid}_NAMES = {{",
-                        [f"{_py_int(v)}: {_py_str(n)}" for v, n in t.values], "}")
-    o += _block("#", CONSTANTS_DOC, "CONSTANTS: dict[str, int] = {",
-                [f"{_py_str(n)}: {_py_int(v)}" for t in cat.names.values() for v, n in t.values],
-                "}")
+            o += _block("#", t.doc, f"{nid}_NAMES = {{", [f"{_py_int(v)}: {_py_str(n)}" for v, n in t.values], "}")
+    o += _block(
+        "#",
+        CONSTANTS_DOC,
+        "CONSTANTS: dict[str, int] = {",
+        [f"{_py_str(n)}: {_py_int(v)}" for t in cat.names.values() for v, n in t.values],
+        "}",
+    )
     o.append("# (type, nr) of the ioctls the models interpret")
     o += [f"{io.key} = (TYPE_{io.type}, 0x{io.nr:02X})" for io in cat.ioctls if io.key]
     o.append("")
@@ -670,15 +791,21 @@ def render_python(cat: Catalogue) -> str:
         fout = [io.struct.get(m).label for m in io.log_out]
         row = f"{_py_str(io.name)}: ({_py_strs(fin, 0)}, {_py_strs(fout, 0)})"
         if len(row) > 94:
-            row = (f"{_py_str(io.name)}: (\n        {_py_strs(fin, 8)},\n"
-                   f"        {_py_strs(fout, 8)},\n    )")
+            row = f"{_py_str(io.name)}: (\n        {_py_strs(fin, 8)},\n        {_py_strs(fout, 8)},\n    )"
         rows.append(row)
-    o += _block("#", "The ioctls the capture library decodes: name -> (fields written before the "
-                "call, fields written after ` => `).", "DECODED = {", rows, "}")[:-1]
+    o += _block(
+        "#",
+        "The ioctls the capture library decodes: name -> (fields written before the "
+        "call, fields written after ` => `).",
+        "DECODED = {",
+        rows,
+        "}",
+    )[:-1]
     return "\n".join(o) + "\n"
 
 
 # --- the docs: docs/preload-log.md and man/rocrtrace-log.5 -------------------------
+
 
 def _doc_field(cat: Catalogue, f: Field, ell: str) -> str:
     if f.flexible:

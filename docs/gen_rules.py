@@ -11,6 +11,7 @@ the markers is left as it is.  ``--check`` rewrites nothing and exits 1,
 naming each file that disagrees with the catalogue (tests/test_rules.py runs
 it).  Run it after changing a rule's id, severity or summary.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,15 +60,15 @@ def regenerate(text: str, begin: str, end: str, lines: list[str], name: str) -> 
     pattern = re.compile(re.escape(begin) + r"\n.*?" + re.escape(end) + r"\n", re.S)
     found = pattern.findall(text)
     if len(found) != 1:
-        sys.exit(f"{name}: expected one block between {begin!r} and {end!r}, "
-                 f"found {len(found)}")
+        sys.exit(f"{name}: expected one block between {begin!r} and {end!r}, found {len(found)}")
     return pattern.sub(lambda _m: "\n".join([begin, *lines, end]) + "\n", text)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", action="store_true",
-                    help="rewrite nothing; exit 1 if a file disagrees with the catalogue")
+    ap.add_argument(
+        "--check", action="store_true", help="rewrite nothing; exit 1 if a file disagrees with the catalogue"
+    )
     args = ap.parse_args(argv)
     stale = []
     for name, (begin, end, make) in TARGETS.items():
@@ -80,8 +81,7 @@ def main(argv=None) -> int:
         if not args.check:
             path.write_text(new)
     if args.check and stale:
-        print(f"out of date with src/rules.rs: {', '.join(stale)} "
-              "(run python docs/gen_rules.py)", file=sys.stderr)
+        print(f"out of date with src/rules.rs: {', '.join(stale)} (run python docs/gen_rules.py)", file=sys.stderr)
         return 1
     for name in stale:
         print(f"wrote {name}")

@@ -6,6 +6,7 @@ that the module holds exactly these names (plus, in a build with the
 Each analysis returns one report per run (runs are kept apart); an input error raises
 ReadError (or, with ``keep_going``, becomes a report ``{"error": message}``).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence, TypedDict
@@ -19,7 +20,6 @@ from .findings import Finding
 # ("float", values) or ("text", int32 codes, categories); see src/table.rs.
 Column = tuple[Any, ...]
 Columns = dict[str, Column]
-
 
 class Report(TypedDict):
     """One run's analysis."""
@@ -45,71 +45,81 @@ class Report(TypedDict):
     # analyze_calls only: the perfetto report's call columns
     calls: NotRequired[Columns]
 
-
 class ErrorReport(TypedDict):
     """A run that could not be read (keep_going=True)."""
 
     error: str
 
-
 class ReadError(Exception):
     """An input the reader cannot read or recognize; str() is the one-line message."""
 
-
-def analyze(paths: Sequence[str], input_format: str | None = None, max_line: int = ...,
-            all_fds: bool = False, table: bool = False, jobs: int = 1,
-            progress: Callable[..., Any] | None = None,
-            chunking: tuple[int, int] | None = None,
-            keep_going: bool = False) -> list[Report | ErrorReport]: ...
-
-
-def analyze_calls(paths: Sequence[str], input_format: str | None = None, max_line: int = ...,
-                  all_fds: bool = False, table: bool = False, jobs: int = 1,
-                  chunking: tuple[int, int] | None = None,
-                  keep_going: bool = False) -> list[Report | ErrorReport]: ...
-
-
-def analyze_events(path: str, on_event: Callable[[Event], Any], input_format: str | None = None,
-                   max_line: int = ..., all_fds: bool = False, table: bool = False,
-                   jobs: int = 1,
-                   chunking: tuple[int, int] | None = None) -> Report | list[Report]: ...
-
-
-def events_table(paths: Sequence[str], input_format: str | None = None, max_line: int = ...,
-                 jobs: int = 1,
-                 chunking: tuple[int, int] | None = None) -> tuple[Columns, list[InputInfo]]: ...
-
-
-def event_batches(paths: Sequence[str], on_batch: Callable[[Columns], Any],
-                  input_format: str | None = None, max_line: int = ..., jobs: int = 1,
-                  chunking: tuple[int, int] | None = None,
-                  batch_rows: int = 65536) -> list[InputInfo]: ...
-
-
-def history(path: str, input_format: str | None = None,
-            watch_fd: tuple[int | None, int] | None = None,
-            watch_addr: Sequence[int | None] | None = None,
-            ) -> tuple[list[tuple[Event, str, Any]], list[InputInfo]]: ...
-
-
+def analyze(
+    paths: Sequence[str],
+    input_format: str | None = None,
+    max_line: int = ...,
+    all_fds: bool = False,
+    table: bool = False,
+    jobs: int = 1,
+    progress: Callable[..., Any] | None = None,
+    chunking: tuple[int, int] | None = None,
+    keep_going: bool = False,
+) -> list[Report | ErrorReport]: ...
+def analyze_calls(
+    paths: Sequence[str],
+    input_format: str | None = None,
+    max_line: int = ...,
+    all_fds: bool = False,
+    table: bool = False,
+    jobs: int = 1,
+    chunking: tuple[int, int] | None = None,
+    keep_going: bool = False,
+) -> list[Report | ErrorReport]: ...
+def analyze_events(
+    path: str,
+    on_event: Callable[[Event], Any],
+    input_format: str | None = None,
+    max_line: int = ...,
+    all_fds: bool = False,
+    table: bool = False,
+    jobs: int = 1,
+    chunking: tuple[int, int] | None = None,
+) -> Report | list[Report]: ...
+def events_table(
+    paths: Sequence[str],
+    input_format: str | None = None,
+    max_line: int = ...,
+    jobs: int = 1,
+    chunking: tuple[int, int] | None = None,
+) -> tuple[Columns, list[InputInfo]]: ...
+def event_batches(
+    paths: Sequence[str],
+    on_batch: Callable[[Columns], Any],
+    input_format: str | None = None,
+    max_line: int = ...,
+    jobs: int = 1,
+    chunking: tuple[int, int] | None = None,
+    batch_rows: int = 65536,
+) -> list[InputInfo]: ...
+def history(
+    path: str,
+    input_format: str | None = None,
+    watch_fd: tuple[int | None, int] | None = None,
+    watch_addr: Sequence[int | None] | None = None,
+) -> tuple[list[tuple[Event, str, Any]], list[InputInfo]]: ...
 def table_of_events(events: Sequence[Event]) -> Columns: ...
-
-
-def input_formats() -> list[str]: ...   # the dialects' names, as --input-format takes them
-
+def input_formats() -> list[str]: ...  # the dialects' names, as --input-format takes them
 
 class RuleEntry(TypedDict):
     """One rule of the catalogue (src/rules.rs); rocrtrace/rules.py's Rule."""
+
     id: str
-    severity: str           # the default: "error", "warning" or "note"
+    severity: str  # the default: "error", "warning" or "note"
     summary: str
     help: str
     example: str
     fix: str
 
-
 def rule_catalogue() -> list[RuleEntry]: ...
-
 
 # The `hooks` feature adds (tests and benchmarks only; the package build has none):
 # hooks: FdModels, parse_lines, parse_tinygrad_lines, read_input, roundtrip_events,

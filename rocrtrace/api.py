@@ -14,6 +14,7 @@ that cannot be read or recognized raises :class:`InputError` when it is the
 only one; among several it is listed in ``Report.errors`` (the CLI's exit
 2).  Nothing heavy is imported until ``analyze`` is called.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,7 @@ Severity = Literal["error", "warning", "note"]
 FailOn = Literal["error", "warning", "note", "never"]
 PathArg = Union[str, "os.PathLike[str]"]
 
-__all__ = ["analyze", "Report", "Finding", "Evidence", "Subject", "Frame", "Input",
-           "Coverage", "InputError"]
+__all__ = ["analyze", "Report", "Finding", "Evidence", "Subject", "Frame", "Input", "Coverage", "InputError"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Frame:
     function: str | None = None
     source: str | None = None
     line: int | None = None
-    label: str = ""          # as the text report prints it
+    label: str = ""  # as the text report prints it
 
 
 @dataclass(frozen=True)
@@ -54,9 +54,9 @@ class Evidence:
     line: int
     pid: int | None
     tid: int | None
-    time: float | None       # entry time, seconds
-    duration: float | None   # seconds
-    call: str                # the trace's whole text of the call, never cut
+    time: float | None  # entry time, seconds
+    duration: float | None  # seconds
+    call: str  # the trace's whole text of the call, never cut
     note: str = ""
     stack: tuple[Frame, ...] = ()
 
@@ -69,7 +69,7 @@ class Subject:
 
     kind: str
     start: int | None = None
-    end: int | None = None           # exclusive
+    end: int | None = None  # exclusive
     gpu_ids: tuple[int, ...] = ()
     fd: int | None = None
     fd_kind: str | None = None
@@ -82,7 +82,7 @@ class Finding:
     rule: str
     severity: Severity
     message: str
-    file: str | None          # the trace file and line of the offending call
+    file: str | None  # the trace file and line of the offending call
     line: int | None
     pid: int | None
     tid: int | None
@@ -122,8 +122,8 @@ class Report:
     inputs: tuple[Input, ...]
     coverage: Coverage
     fail_on: FailOn = "error"
-    suppressed: tuple[Finding, ...] = ()       # by the baseline
-    errors: tuple[str, ...] = ()               # inputs that could not be read
+    suppressed: tuple[Finding, ...] = ()  # by the baseline
+    errors: tuple[str, ...] = ()  # inputs that could not be read
     _result: Any = field(default=None, repr=False, compare=False, hash=False)
 
     @property
@@ -145,11 +145,20 @@ class Report:
         return render(self._result, fmt, **opts)  # type: ignore[no-any-return]
 
 
-def analyze(paths: PathArg | Iterable[PathArg], *, input_format: str | None = None,
-            enable: Iterable[str] | None = None, disable: Iterable[str] = (),
-            fail_on: FailOn = "error", severity: Mapping[str, Severity] | None = None,
-            baseline: PathArg | None = None, all_fds: bool = False, jobs: int = 1,
-            debug_dirs: Iterable[PathArg] = (), source_root: PathArg | None = None) -> Report:
+def analyze(
+    paths: PathArg | Iterable[PathArg],
+    *,
+    input_format: str | None = None,
+    enable: Iterable[str] | None = None,
+    disable: Iterable[str] = (),
+    fail_on: FailOn = "error",
+    severity: Mapping[str, Severity] | None = None,
+    baseline: PathArg | None = None,
+    all_fds: bool = False,
+    jobs: int = 1,
+    debug_dirs: Iterable[PathArg] = (),
+    source_root: PathArg | None = None,
+) -> Report:
     """Analyze the traces ``paths`` (files, directories, globs, ``-``) as
     ``rocrtrace analyze`` does; the keyword options are its options."""
     from . import engine
@@ -157,8 +166,7 @@ def analyze(paths: PathArg | Iterable[PathArg], *, input_format: str | None = No
     from .config import FAIL_ON, SEVERITIES, apply_severities
     from .rules import RULES
 
-    names = [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else \
-        [os.fspath(p) for p in paths]
+    names = [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
     chosen = set(enable) if enable is not None else set(RULES)
     chosen -= set(disable)
     unknown = sorted((chosen | set(disable) | set(severity or ())) - set(RULES))
@@ -169,12 +177,19 @@ def analyze(paths: PathArg | Iterable[PathArg], *, input_format: str | None = No
     bad = {s for s in (severity or {}).values() if s not in SEVERITIES}
     if bad:
         raise ValueError(f"severities must be {', '.join(SEVERITIES)}, not {sorted(bad)}")
-    result = engine.analyze(names, input_format=input_format, enabled=chosen,
-                            debug_dirs=[os.fspath(d) for d in debug_dirs], fail_on=fail_on,
-                            all_fds=all_fds, jobs=jobs, keep_going=True)
+    result = engine.analyze(
+        names,
+        input_format=input_format,
+        enabled=chosen,
+        debug_dirs=[os.fspath(d) for d in debug_dirs],
+        fail_on=fail_on,
+        all_fds=all_fds,
+        jobs=jobs,
+        keep_going=True,
+    )
     try:
         check_recognized(result.inputs, input_format)
-    except Exception as e:     # the CLI's UsageFail: one line, the user's to fix
+    except Exception as e:  # the CLI's UsageFail: one line, the user's to fix
         raise InputError(str(getattr(e, "message", e))) from None
     if severity:
         apply_severities(result.findings, dict(severity))
@@ -185,19 +200,25 @@ def analyze(paths: PathArg | Iterable[PathArg], *, input_format: str | None = No
     root = os.fspath(source_root) if source_root is not None else None
     return Report(
         findings=tuple(_finding(f, root) for f in result.sorted_findings()),
-        inputs=tuple(Input(i.file, i.format, i.lines, i.events, i.unparsed)
-                     for i in result.inputs),
-        coverage=Coverage(*(tuple(result.coverage.get(k) or ())
-                            for k in ("shows", "cannot_show", "advice"))),
+        inputs=tuple(Input(i.file, i.format, i.lines, i.events, i.unparsed) for i in result.inputs),
+        coverage=Coverage(*(tuple(result.coverage.get(k) or ()) for k in ("shows", "cannot_show", "advice"))),
         fail_on=fail_on,
         suppressed=tuple(_finding(f, root) for f in result.suppressed),
         errors=tuple(result.errors),
-        _result=result)
+        _result=result,
+    )
 
 
 def _frame(fr: Any) -> Frame:
-    return Frame(module=fr.module, offset=fr.addr, symbol=fr.symbol, function=fr.function,
-                 source=fr.source, line=fr.source_line, label=fr.label())
+    return Frame(
+        module=fr.module,
+        offset=fr.addr,
+        symbol=fr.symbol,
+        function=fr.function,
+        source=fr.source,
+        line=fr.source_line,
+        label=fr.label(),
+    )
 
 
 def _subject(s: Mapping[str, Any] | None) -> Subject:
@@ -205,12 +226,16 @@ def _subject(s: Mapping[str, Any] | None) -> Subject:
 
     s = s or {}
     fd = s.get("fd")
-    return Subject(kind=str(s.get("kind", "")), start=to_int(s.get("start")),
-                   end=to_int(s.get("end")),
-                   gpu_ids=tuple(g for g in (to_int(x) for x in s.get("gpu_ids") or ())
-                                 if g is not None),
-                   fd=fd if isinstance(fd, int) else None, fd_kind=s.get("fd_kind"),
-                   handle=to_int(s.get("handle")), file=s.get("file"))
+    return Subject(
+        kind=str(s.get("kind", "")),
+        start=to_int(s.get("start")),
+        end=to_int(s.get("end")),
+        gpu_ids=tuple(g for g in (to_int(x) for x in s.get("gpu_ids") or ()) if g is not None),
+        fd=fd if isinstance(fd, int) else None,
+        fd_kind=s.get("fd_kind"),
+        handle=to_int(s.get("handle")),
+        file=s.get("file"),
+    )
 
 
 def _finding(f: Any, root: str | None) -> Finding:
@@ -218,14 +243,34 @@ def _finding(f: Any, root: str | None) -> Finding:
 
     file, line = primary_location(f, root)
     return Finding(
-        rule=f.rule, severity=f.severity, message=f.message, file=f.file, line=f.line,
-        pid=f.pid, tid=f.tid, time=f.time, subject=_subject(f.subject),
-        evidence=tuple(Evidence(role=ev.role, file=ev.event.file, line=ev.event.line,
-                                pid=ev.event.pid, tid=ev.event.tid, time=ev.event.time,
-                                duration=ev.event.dur, call=ev.event.text, note=ev.note or "",
-                                stack=tuple(_frame(fr) for fr in ev.event.stack))
-                       for ev in f.evidence),
-        stack=tuple(_frame(fr) for fr in f.stack), fingerprint=f.fingerprint, cause=f.cause,
+        rule=f.rule,
+        severity=f.severity,
+        message=f.message,
+        file=f.file,
+        line=f.line,
+        pid=f.pid,
+        tid=f.tid,
+        time=f.time,
+        subject=_subject(f.subject),
+        evidence=tuple(
+            Evidence(
+                role=ev.role,
+                file=ev.event.file,
+                line=ev.event.line,
+                pid=ev.event.pid,
+                tid=ev.event.tid,
+                time=ev.event.time,
+                duration=ev.event.dur,
+                call=ev.event.text,
+                note=ev.note or "",
+                stack=tuple(_frame(fr) for fr in ev.event.stack),
+            )
+            for ev in f.evidence
+        ),
+        stack=tuple(_frame(fr) for fr in f.stack),
+        fingerprint=f.fingerprint,
+        cause=f.cause,
         program=f.program,
         location=f"{file}:{line}" if file and line is not None else file,
-        details=dict(f.details or {}))
+        details=dict(f.details or {}),
+    )

@@ -15,6 +15,7 @@ File format (JSON)::
 ``occurrence`` may be left out of a hand-written entry: it then matches every
 occurrence of the fingerprint.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,10 +46,14 @@ class Entry:
         return self.expires is not None and self.expires < today
 
     def to_dict(self) -> dict:
-        return {"fingerprint": self.fingerprint, "occurrence": self.occurrence,
-                "rule": self.rule, "message": self.message,
-                "justification": self.justification,
-                "expires": self.expires.isoformat() if self.expires else None}
+        return {
+            "fingerprint": self.fingerprint,
+            "occurrence": self.occurrence,
+            "rule": self.rule,
+            "message": self.message,
+            "justification": self.justification,
+            "expires": self.expires.isoformat() if self.expires else None,
+        }
 
     def __str__(self) -> str:
         return self.describe()
@@ -68,9 +73,9 @@ class Baseline:
 class Applied:
     """What applying a baseline did, for the CLI to print."""
 
-    suppressed: list = field(default_factory=list)     # findings moved
+    suppressed: list = field(default_factory=list)  # findings moved
     expired: list[Entry] = field(default_factory=list)  # entries past their date
-    unused: list[Entry] = field(default_factory=list)   # entries that matched nothing
+    unused: list[Entry] = field(default_factory=list)  # entries that matched nothing
 
     def __iter__(self):
         """Iterating gives the expired entries: what a gate must warn about."""
@@ -82,12 +87,15 @@ class Applied:
             # rule and message are text a trace (or the baseline's author)
             # wrote: shown, never obeyed (no newline to start a workflow
             # command, no escape sequence for the terminal)
-            out.append(f"baseline entry expired on {e.expires.isoformat()}, no longer "
-                       f"suppresses: {printable(e.describe())} {printable(e.message)}"
-                       .rstrip())
+            out.append(
+                f"baseline entry expired on {e.expires.isoformat()}, no longer "
+                f"suppresses: {printable(e.describe())} {printable(e.message)}".rstrip()
+            )
         if self.unused:
-            out.append(f"{len(self.unused)} baseline entries matched no finding "
-                       "(fixed? rewrite the baseline with --write-baseline)")
+            out.append(
+                f"{len(self.unused)} baseline entries matched no finding "
+                "(fixed? rewrite the baseline with --write-baseline)"
+            )
         return out
 
 
@@ -96,8 +104,7 @@ def occurrences(findings) -> dict[int, int]:
     fingerprint in the same trace file, in trace order."""
     seen: dict[tuple, int] = {}
     occ: dict[int, int] = {}
-    for f in sorted(findings, key=lambda f: (f.file or "", f.line or 0,
-                                             getattr(f.event, "seq", 0), f.rule)):
+    for f in sorted(findings, key=lambda f: (f.file or "", f.line or 0, getattr(f.event, "seq", 0), f.rule)):
         k = (f.file, f.fingerprint)
         seen[k] = seen.get(k, 0) + 1
         occ[id(f)] = seen[k]
@@ -115,15 +122,22 @@ def write_baseline(path: str, result, previous: Baseline | None = None) -> int:
     for f in everything:
         key = (f.fingerprint, occ[id(f)])
         if key in entries:
-            continue      # the same (fingerprint, n) in another trace file
+            continue  # the same (fingerprint, n) in another trace file
         prev = old.get(key) or old.get((f.fingerprint, None))
-        entries[key] = Entry(f.fingerprint, occ[id(f)], f.rule, f.message,
-                             prev.justification if prev else "",
-                             prev.expires if prev else None)
-    doc = {"schema": BASELINE_SCHEMA,
-           "entries": [e.to_dict() for e in sorted(entries.values(),
-                                                    key=lambda e: (e.rule, e.fingerprint,
-                                                                   e.occurrence or 0))]}
+        entries[key] = Entry(
+            f.fingerprint,
+            occ[id(f)],
+            f.rule,
+            f.message,
+            prev.justification if prev else "",
+            prev.expires if prev else None,
+        )
+    doc = {
+        "schema": BASELINE_SCHEMA,
+        "entries": [
+            e.to_dict() for e in sorted(entries.values(), key=lambda e: (e.rule, e.fingerprint, e.occurrence or 0))
+        ],
+    }
     text = json.dumps(doc, indent=2) + "\n"
     # Whole or not at all (a CI job killed mid-write must not leave a
     # truncated baseline that later fails every run), and never over what is
@@ -151,27 +165,23 @@ def load_baseline(path: str) -> Baseline:
     except OSError as e:
         raise BaselineError(f"baseline {shown}: cannot read: {e.strerror or e}") from None
     if len(raw) > MAX_BYTES:
-        raise BaselineError(f"baseline {shown}: larger than {MAX_BYTES >> 20} MiB: "
-                            "not a baseline")
+        raise BaselineError(f"baseline {shown}: larger than {MAX_BYTES >> 20} MiB: not a baseline")
     try:
         doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise BaselineError(f"baseline {shown}: not UTF-8 text") from None
     except json.JSONDecodeError as e:
-        raise BaselineError(f"baseline {shown}: not JSON (line {e.lineno} column {e.colno}: "
-                            f"{e.msg})") from None
+        raise BaselineError(f"baseline {shown}: not JSON (line {e.lineno} column {e.colno}: {e.msg})") from None
     except RecursionError:
         raise BaselineError(f"baseline {shown}: JSON nested too deeply") from None
     except ValueError as e:
         # e.g. an integer of thousands of digits (int_max_str_digits)
-        raise BaselineError(f"baseline {shown}: not a usable JSON value "
-                            f"({printable(str(e)[:80])})") from None
+        raise BaselineError(f"baseline {shown}: not a usable JSON value ({printable(str(e)[:80])})") from None
     path = shown
     if not isinstance(doc, dict):
         raise BaselineError(f"baseline {path}: expected a JSON object")
     if doc.get("schema") != BASELINE_SCHEMA:
-        raise BaselineError(f"baseline {path}: schema is {doc.get('schema')!r}, expected "
-                            f"{BASELINE_SCHEMA!r}")
+        raise BaselineError(f"baseline {path}: schema is {doc.get('schema')!r}, expected {BASELINE_SCHEMA!r}")
     raw = doc.get("entries")
     if not isinstance(raw, list):
         raise BaselineError(f"baseline {path}: 'entries' must be a list")
@@ -198,8 +208,9 @@ def _entry(path: str, n: int, e) -> Entry:
         except ValueError:
             exp = None
         if exp is None:
-            raise BaselineError(f"{where}: 'expires' must be a date YYYY-MM-DD or null, "
-                                f"not {printable(repr(e.get('expires'))[:80])}")
+            raise BaselineError(
+                f"{where}: 'expires' must be a date YYYY-MM-DD or null, not {printable(repr(e.get('expires'))[:80])}"
+            )
     return Entry(fp, occ, str(e.get("rule", "")), str(e.get("message", "")), just, exp)
 
 
@@ -223,9 +234,10 @@ def apply_baseline(result, baseline: Baseline, today: date | None = None) -> App
             keep.append(f)
             continue
         used.add(id(e))
-        f.details = {**(f.details or {}),
-                     "baseline": {"justification": e.justification,
-                                  "expires": e.expires.isoformat() if e.expires else None}}
+        f.details = {
+            **(f.details or {}),
+            "baseline": {"justification": e.justification, "expires": e.expires.isoformat() if e.expires else None},
+        }
         applied.suppressed.append(f)
     result.findings = keep
     result.suppressed.extend(applied.suppressed)

@@ -6,6 +6,7 @@ above it, 2 usage error or unreadable input, 3 internal error.  click's own
 exit 1 (ClickException, Abort, uncaught exceptions) must never leak through,
 so the group runs with standalone_mode=False and ``main`` maps everything.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,11 +27,11 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 # Each choice list once: the options below, their --help text and the
 # validation all read these.
 CAPTURE_METHODS = ("preload", "strace")
-HISTORY_FORMATS = ("text", "json")            # stats, show, rules
+HISTORY_FORMATS = ("text", "json")  # stats, show, rules
 DIFF_FORMATS = ("text", "json", "markdown")
 
 
-EXIT_INTERRUPTED = 130      # 128 + SIGINT, as a shell reports a Ctrl-C
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
 
 
 class UsageFail(click.ClickException):
@@ -45,11 +46,14 @@ class UsageFail(click.ClickException):
         return printable(self.message)
 
 
-_JOBS_HELP = ("Use N threads: several TRACE arguments are analyzed in parallel; one "
-              "trace's strace or preload file of 2 MiB or more (or standard input) is "
-              "parsed in chunks on N threads.  The result is exactly that of --jobs 1.")
-_TABLE_JOBS_HELP = ("Parse each strace or preload file of 2 MiB or more (or standard input) "
-                    "in chunks on N threads (the same {}).")
+_JOBS_HELP = (
+    "Use N threads: several TRACE arguments are analyzed in parallel; one "
+    "trace's strace or preload file of 2 MiB or more (or standard input) is "
+    "parsed in chunks on N threads.  The result is exactly that of --jobs 1."
+)
+_TABLE_JOBS_HELP = (
+    "Parse each strace or preload file of 2 MiB or more (or standard input) in chunks on N threads (the same {})."
+)
 
 
 def _parse_format_specs(specs, default_out):
@@ -65,8 +69,7 @@ def _parse_format_specs(specs, default_out):
         out.append((fmt, path))
     bare_stdout = [f for f, p in out if p is None]
     if len(bare_stdout) > 1:
-        raise UsageFail("several formats would go to standard output: give each a file "
-                        "(--format FMT:FILE)")
+        raise UsageFail("several formats would go to standard output: give each a file (--format FMT:FILE)")
     for _, path in out:
         check_output_path(path)
     from .report import check_formats
@@ -106,7 +109,7 @@ def _rereadable(path: str) -> bool:
     try:
         mode = os.stat(path).st_mode
     except OSError:
-        return True             # a glob, or missing: the core says which
+        return True  # a glob, or missing: the core says which
     return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
 
 
@@ -161,8 +164,9 @@ def check_recognized(infos, input_format=None) -> None:
             if info.unparsed_samples:
                 ln, text = info.unparsed_samples[0]
                 sample = f" (line {ln}: {text[:60]!r})"
-            raise UsageFail(f"{info.file}: no line parses{forced} as a trace event: "
-                            f"{info.unparsed} line(s) unparsed{sample}")
+            raise UsageFail(
+                f"{info.file}: no line parses{forced} as a trace event: {info.unparsed} line(s) unparsed{sample}"
+            )
 
 
 def _check_rules(ids):
@@ -190,8 +194,14 @@ def _print_version(ctx, _param, value):
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
-              callback=_print_version, help="Show the version and exit.")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 @click.pass_context
 def cli(ctx):
     """Replay strace and preload traces of ROCm programs against models of SVM
@@ -244,55 +254,88 @@ class _CoreChoice(click.Choice):
 
 
 def _input_format_option(fn):
-    return click.option("--input-format", type=_CoreChoice(input_formats),
-                        help="Force the input format instead of detecting it.")(fn)
+    return click.option(
+        "--input-format", type=_CoreChoice(input_formats), help="Force the input format instead of detecting it."
+    )(fn)
 
 
 def _fail_on_option(what: str):
-    return click.option("--fail-on", type=click.Choice(FAIL_ON), default="error",
-                        show_default=True, help=f"Exit 1 when {what} is at or above this "
-                        "severity.")
+    return click.option(
+        "--fail-on",
+        type=click.Choice(FAIL_ON),
+        default="error",
+        show_default=True,
+        help=f"Exit 1 when {what} is at or above this severity.",
+    )
 
 
 def _format_option(choices, what: str):
-    return click.option("--format", "fmt", type=click.Choice(choices), default=choices[0],
-                        show_default=True, help=f"{what} format.")
+    return click.option(
+        "--format", "fmt", type=click.Choice(choices), default=choices[0], show_default=True, help=f"{what} format."
+    )
 
 
 @cli.command()
 @click.argument("traces", nargs=-1, required=True)
-@click.option("--format", "formats", multiple=True, metavar="FMT[:FILE]",
-              help=f"Report format: {format_help()}. "
-                   "Repeat with :FILE for several outputs in one run.")
+@click.option(
+    "--format",
+    "formats",
+    multiple=True,
+    metavar="FMT[:FILE]",
+    help=f"Report format: {format_help()}. Repeat with :FILE for several outputs in one run.",
+)
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE.")
 @_fail_on_option("a finding that remains")
-@click.option("--enable", multiple=True, metavar="RULE[,RULE…]",
-              help="Report only these rules. " + _RULES_HELP)
-@click.option("--disable", multiple=True, metavar="RULE[,RULE…]",
-              help="Do not report these rules. " + _RULES_HELP)
+@click.option("--enable", multiple=True, metavar="RULE[,RULE…]", help="Report only these rules. " + _RULES_HELP)
+@click.option("--disable", multiple=True, metavar="RULE[,RULE…]", help="Do not report these rules. " + _RULES_HELP)
 @click.option("--baseline", metavar="FILE", help="Suppress findings whose fingerprints FILE lists.")
 @click.option("--write-baseline", metavar="FILE", help="Write the findings' fingerprints to FILE.")
 @_input_format_option
-@click.option("--source-root", metavar="DIR",
-              help="The program's source tree: a finding is located at the first stack frame "
-                   "whose source lies under DIR (default: the current directory).")
-@click.option("--debug-dir", "debug_dirs", multiple=True, metavar="DIR",
-              help="Look for separate debug files (by build-id) under DIR.")
-@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
-              metavar="N", help=_JOBS_HELP)
+@click.option(
+    "--source-root",
+    metavar="DIR",
+    help="The program's source tree: a finding is located at the first stack frame "
+    "whose source lies under DIR (default: the current directory).",
+)
+@click.option(
+    "--debug-dir",
+    "debug_dirs",
+    multiple=True,
+    metavar="DIR",
+    help="Look for separate debug files (by build-id) under DIR.",
+)
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True, metavar="N", help=_JOBS_HELP)
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
-@click.option("-v", "--verbose", is_flag=True,
-              help="Text report: the full diagnosis, coverage and every caveat.")
-@click.option("-q", "--quiet", is_flag=True,
-              help="Text report: one line per finding, nothing else.")
-@click.option("--color/--no-color", default=None,
-              help="Colour the text report (default: on a terminal, unless NO_COLOR is set).")
-@click.option("--all-fds", is_flag=True,
-              help="Also list every fd the program opened and still holds at exit "
-                   "(fd-open-at-exit notes, like valgrind --track-fds).")
-def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_baseline,
-            input_format, source_root, debug_dirs, jobs, no_progress, verbose, quiet, color,
-            all_fds):
+@click.option("-v", "--verbose", is_flag=True, help="Text report: the full diagnosis, coverage and every caveat.")
+@click.option("-q", "--quiet", is_flag=True, help="Text report: one line per finding, nothing else.")
+@click.option(
+    "--color/--no-color", default=None, help="Colour the text report (default: on a terminal, unless NO_COLOR is set)."
+)
+@click.option(
+    "--all-fds",
+    is_flag=True,
+    help="Also list every fd the program opened and still holds at exit "
+    "(fd-open-at-exit notes, like valgrind --track-fds).",
+)
+def analyze(
+    traces,
+    formats,
+    output,
+    fail_on,
+    enable,
+    disable,
+    baseline,
+    write_baseline,
+    input_format,
+    source_root,
+    debug_dirs,
+    jobs,
+    no_progress,
+    verbose,
+    quiet,
+    color,
+    all_fds,
+):
     """Parse TRACE..., replay it and report findings (the main job).
 
     TRACE is a file, '-' (stdin), a directory or a glob (strace -ff files or
@@ -317,8 +360,17 @@ def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_b
     enabled -= set(disable)
 
     events_sink = _event_sink(specs)
-    result = _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs,
-                           progress=not no_progress, sink=events_sink, all_fds=all_fds)
+    result = _run_analysis(
+        traces,
+        input_format,
+        enabled,
+        debug_dirs,
+        fail_on,
+        jobs,
+        progress=not no_progress,
+        sink=events_sink,
+        all_fds=all_fds,
+    )
     check_recognized(result.inputs, input_format)
     conf = click.get_current_context().find_root().obj
     if conf is not None and conf.severity:
@@ -338,8 +390,7 @@ def analyze(traces, formats, output, fail_on, enable, disable, baseline, write_b
     for fmt, path in specs:
         opts = {"enabled": enabled, "cwd": source_root}
         if fmt == "text":
-            opts.update(color=_use_color(color, path), verbose=verbose, quiet=quiet,
-                        width=_terminal_width(path))
+            opts.update(color=_use_color(color, path), verbose=verbose, quiet=quiet, width=_terminal_width(path))
         if fmt == "perfetto":
             opts["events"] = events_sink
         _emit(render(result, fmt, **opts), path)
@@ -362,7 +413,7 @@ def _event_sink(specs):
 
 
 _CORE_RUNNING = False
-_CORE_JOBS = None           # the queue of the one thread the core runs on
+_CORE_JOBS = None  # the queue of the one thread the core runs on
 
 
 def _in_core(fn, *args, **kwargs):
@@ -409,16 +460,24 @@ def _in_core(fn, *args, **kwargs):
     return box.pop("value")
 
 
-def _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs, progress,
-                  sink=None, all_fds=False):
+def _run_analysis(traces, input_format, enabled, debug_dirs, fail_on, jobs, progress, sink=None, all_fds=False):
     from . import engine
 
     bar = _progress_hook(traces) if progress and sys.stderr.isatty() else None
     try:
-        return _in_core(engine.analyze, list(traces), input_format=input_format,
-                        enabled=enabled, debug_dirs=debug_dirs, fail_on=fail_on,
-                        all_fds=all_fds, jobs=jobs, on_event=sink, progress=bar,
-                        keep_going=True)
+        return _in_core(
+            engine.analyze,
+            list(traces),
+            input_format=input_format,
+            enabled=enabled,
+            debug_dirs=debug_dirs,
+            fail_on=fail_on,
+            all_fds=all_fds,
+            jobs=jobs,
+            on_event=sink,
+            progress=bar,
+            keep_going=True,
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -437,11 +496,11 @@ class _Progress:
         self.start = time.monotonic()
         self.delay = delay
         self.shown = False
-        self.width = 0              # the length of the line last drawn
+        self.width = 0  # the length of the line last drawn
         self.out = out
-        self.size: dict = {}        # file -> bytes
-        self.lines: dict = {}       # file -> estimated lines
-        self.reached: dict = {}     # file -> last line seen
+        self.size: dict = {}  # file -> bytes
+        self.lines: dict = {}  # file -> estimated lines
+        self.reached: dict = {}  # file -> last line seen
         for path in files:
             est = _estimate_lines(path)
             if est is not None:
@@ -469,8 +528,7 @@ class _Progress:
     def fraction(self) -> float | None:
         if not self.size:
             return None
-        done = sum(self.size[f] * min(1.0, self.reached.get(f, 0) / self.lines[f])
-                   for f in self.size)
+        done = sum(self.size[f] * min(1.0, self.reached.get(f, 0) / self.lines[f]) for f in self.size)
         return done / sum(self.size.values())
 
     def render(self, el: float) -> str:
@@ -516,18 +574,33 @@ def _progress_hook(traces):
         try:
             files.extend(expand(t))
         except InputError:
-            pass        # the analysis itself reports it
+            pass  # the analysis itself reports it
     return _Progress(files)
 
 
 @cli.command()
-@click.option("--method", type=click.Choice(CAPTURE_METHODS), default=CAPTURE_METHODS[0],
-              show_default=True, help="Capture with the preload library or with strace.")
-@click.option("-o", "--output", "prefix", metavar="PREFIX",
-              help="Log file prefix: one file per process, PREFIX.PID (strace: per "
-                   "thread, PREFIX.TID); its directory is created.")
-@click.option("--stack-depth", type=click.IntRange(0, 64), default=0, show_default=True,
-              help="Record N stack frames per call (0: off).")
+@click.option(
+    "--method",
+    type=click.Choice(CAPTURE_METHODS),
+    default=CAPTURE_METHODS[0],
+    show_default=True,
+    help="Capture with the preload library or with strace.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "prefix",
+    metavar="PREFIX",
+    help="Log file prefix: one file per process, PREFIX.PID (strace: per "
+    "thread, PREFIX.TID); its directory is created.",
+)
+@click.option(
+    "--stack-depth",
+    type=click.IntRange(0, 64),
+    default=0,
+    show_default=True,
+    help="Record N stack frames per call (0: off).",
+)
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 def capture(method, prefix, stack_depth, cmd):
     """Run CMD and write a trace that 'analyze' reads (use '--' before CMD).
@@ -537,8 +610,9 @@ def capture(method, prefix, stack_depth, cmd):
     from .capture.run import CaptureError, capture as run_capture
 
     try:
-        return run_capture(list(cmd), method=method, prefix=prefix, stack_depth=stack_depth,
-                           echo=lambda msg: click.echo(msg, err=True))
+        return run_capture(
+            list(cmd), method=method, prefix=prefix, stack_depth=stack_depth, echo=lambda msg: click.echo(msg, err=True)
+        )
     except CaptureError as e:
         raise UsageFail(str(e)) from None
 
@@ -548,8 +622,15 @@ def capture(method, prefix, stack_depth, cmd):
 @_format_option(TABLE_FORMATS, "Table")
 @click.option("-o", "--output", metavar="FILE", help="Write the table to FILE.")
 @_input_format_option
-@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
-              metavar="N", help=_TABLE_JOBS_HELP.format("events"))
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help=_TABLE_JOBS_HELP.format("events"),
+)
 def events(traces, fmt, output, input_format, jobs):
     """The normalized event table of TRACE... (one row per event)."""
     from . import engine
@@ -563,14 +644,13 @@ def events(traces, fmt, output, input_format, jobs):
     # batch by batch (one batch in memory), into a temporary file
     # that becomes the output only once every input was read (an input error
     # leaves no half table behind)
-    spool = tempfile.TemporaryFile(mode="w+b" if fmt == "parquet" else "w+",
-                                   **({} if fmt == "parquet" else {"encoding": "utf-8",
-                                                                   "newline": ""}))
+    spool = tempfile.TemporaryFile(
+        mode="w+b" if fmt == "parquet" else "w+", **({} if fmt == "parquet" else {"encoding": "utf-8", "newline": ""})
+    )
     with spool:
         writer = EventsWriter(fmt, spool)
         try:
-            infos = _in_core(engine.event_batches, list(traces), writer.write,
-                             input_format=input_format, jobs=jobs)
+            infos = _in_core(engine.event_batches, list(traces), writer.write, input_format=input_format, jobs=jobs)
             writer.close()
         except TableError as e:
             raise UsageFail(str(e)) from None
@@ -585,8 +665,15 @@ def events(traces, fmt, output, input_format, jobs):
 @_format_option(HISTORY_FORMATS, "Output")
 @click.option("-o", "--output", metavar="FILE", help="Write the statistics to FILE.")
 @_input_format_option
-@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
-              metavar="N", help=_TABLE_JOBS_HELP.format("counts"))
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help=_TABLE_JOBS_HELP.format("counts"),
+)
 def stats(traces, fmt, output, input_format, jobs):
     """Counts, errors, sizes and latency percentiles per ioctl and SVM attribute shape."""
     from . import engine
@@ -594,8 +681,7 @@ def stats(traces, fmt, output, input_format, jobs):
 
     check_output_path(output)
     acc = StatsAcc()
-    infos = _in_core(engine.event_batches, list(traces), acc.add, input_format=input_format,
-                     jobs=jobs)
+    infos = _in_core(engine.event_batches, list(traces), acc.add, input_format=input_format, jobs=jobs)
     check_recognized(infos, input_format)
     _emit(render_stats(acc.tables(), fmt), output)
     return EXIT_CLEAN
@@ -632,9 +718,13 @@ def show(trace, addr, fd, pid, fmt, output, input_format):
     watch_addr = _parse_addr(addr) if addr else None
     if watch_addr is not None and pid is not None:
         watch_addr = (*watch_addr, pid)
-    hist, infos = _in_core(engine.history, trace, input_format=input_format,
-                                 watch_fd=(pid, fd) if fd is not None else None,
-                                 watch_addr=watch_addr)
+    hist, infos = _in_core(
+        engine.history,
+        trace,
+        input_format=input_format,
+        watch_fd=(pid, fd) if fd is not None else None,
+        watch_addr=watch_addr,
+    )
     check_recognized(infos, input_format)
     subject = f"--addr {addr}" if addr else f"--fd {fd}"
     _emit(render_history(hist, subject, fmt, pid=pid), output)
@@ -706,19 +796,20 @@ def rules(rule_ids, fmt):
         out = []
         for r in chosen:
             out.append(f"{r.id} ({r.severity}): {r.summary}")
-            out += ["", *textwrap.wrap(r.help, 78, initial_indent="  ",
-                                       subsequent_indent="  ")]
+            out += ["", *textwrap.wrap(r.help, 78, initial_indent="  ", subsequent_indent="  ")]
             for label, text in (("example", r.example), ("fix", r.fix)):
-                out += ["", f"  {label}:", *textwrap.wrap(
-                    text, 78, initial_indent="    ", subsequent_indent="    ")]
+                out += ["", f"  {label}:", *textwrap.wrap(text, 78, initial_indent="    ", subsequent_indent="    ")]
             out.append("")
         _emit("\n".join(out), None)
         return EXIT_CLEAN
     from tabulate import tabulate
 
     rows = [(r.id, r.severity, r.summary) for r in chosen]
-    _emit(tabulate(rows, headers=("rule", "severity", "fires when"))
-          + "\n\n'rocrtrace rules RULE' explains one, with an example and the fix.", None)
+    _emit(
+        tabulate(rows, headers=("rule", "severity", "fires when"))
+        + "\n\n'rocrtrace rules RULE' explains one, with an example and the fix.",
+        None,
+    )
     return EXIT_CLEAN
 
 
@@ -733,8 +824,7 @@ def _internal_error(exc: BaseException) -> int:
     with os.fdopen(fd, "w") as fh:
         fh.write(f"rocrtrace {__version__}\nargv: {sys.argv!r}\n\n")
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=fh)
-    _say(f"rocrtrace: internal error: {type(exc).__name__}: {exc} "
-         f"(traceback written to {path})")
+    _say(f"rocrtrace: internal error: {type(exc).__name__}: {exc} (traceback written to {path})")
     return EXIT_INTERNAL
 
 
@@ -807,21 +897,25 @@ def _known_errors() -> tuple:
     errs: list[type] = []
     try:
         from .paths import InputError
+
         errs.append(InputError)
     except ImportError:
         pass
     try:
         from .baseline import BaselineError
+
         errs.append(BaselineError)
     except ImportError:
         pass
     try:
         from .report import MissingDependency
+
         errs.append(MissingDependency)
     except ImportError:
         pass
     try:
         from .output import OutputError
+
         errs.append(OutputError)
     except ImportError:
         pass

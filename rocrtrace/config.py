@@ -16,6 +16,7 @@ only supplies click's defaults (``default_map``).
 A table that cannot be read or holds an unknown key or value is a usage
 error (one line, exit 2), as a bad option is.
 """
+
 from __future__ import annotations
 
 import os
@@ -105,8 +106,7 @@ def load(start: str | os.PathLike | None = None) -> Config:
         raise ConfigError(f"{f}: [tool.rocrtrace] must be a table")
     unknown = [k for k in t if k not in KEYS]
     if unknown:
-        raise ConfigError(f"{f}: [tool.rocrtrace] unknown key {unknown[0]!r} "
-                          f"(known: {', '.join(KEYS)})")
+        raise ConfigError(f"{f}: [tool.rocrtrace] unknown key {unknown[0]!r} (known: {', '.join(KEYS)})")
     c = Config(path=f)
     if "fail-on" in t:
         if t["fail-on"] not in FAIL_ON:
@@ -128,8 +128,7 @@ def load(start: str | os.PathLike | None = None) -> Config:
         if rule not in RULES:
             raise ConfigError(f"{f}: [tool.rocrtrace.severity] unknown rule {rule!r}")
         if s not in SEVERITIES:
-            raise ConfigError(f"{f}: [tool.rocrtrace.severity] {rule} must be one of "
-                              f"{', '.join(SEVERITIES)}")
+            raise ConfigError(f"{f}: [tool.rocrtrace.severity] {rule} must be one of {', '.join(SEVERITIES)}")
         c.severity[rule] = s
     return c
 

@@ -1,6 +1,7 @@
 """Loading the compiled core, rocrtrace._engine: engine.py drives it, and
 rules.py reads the rule catalogue from it.  Apart from the engine so that the
 catalogue loads without the modules the engine's results need."""
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,9 @@ def core():
     try:
         from . import _engine
     except ImportError as e:
-        raise InputError(f"rocrtrace: the compiled core rocrtrace._engine does not load ({e}): "
-                         "reinstall with 'pip install .'") from None
+        raise InputError(
+            f"rocrtrace: the compiled core rocrtrace._engine does not load ({e}): reinstall with 'pip install .'"
+        ) from None
     finally:
         for k in added:
             del os.environ[k]

@@ -12,6 +12,7 @@ shows.  Symbolization and fingerprints stay here: they read ELF files
 Input problems are raised as ``InputError`` (exit 2, one line); anything
 else is a bug (exit 3).
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -28,19 +29,24 @@ def _skipped_note(message: str):
 
     text = message.removeprefix("rocrtrace: ")
     path = text.split(": ", 1)[0]
-    return Finding(rule="trace-unparsed", message=f"skipped {text}", event=None,
-                   subject={"kind": "input", "file": path}, key=("skipped",), file=path,
-                   details={"skipped": text})
+    return Finding(
+        rule="trace-unparsed",
+        message=f"skipped {text}",
+        event=None,
+        subject={"kind": "input", "file": path},
+        key=("skipped",),
+        file=path,
+        details={"skipped": text},
+    )
 
 
 def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult:
     from .coverage import coverage, input_findings
-    from .findings import (Programs, assign_fingerprints, number_collisions,
-                           symbolize_findings, symbolize_messages)
+    from .findings import Programs, assign_fingerprints, number_collisions, symbolize_findings, symbolize_messages
 
     result = AnalysisResult(fail_on=fail_on)
     limits: list[str] = []
-    runtime: list[str] = []   # the SVM runtime's behaviour (coverage only)
+    runtime: list[str] = []  # the SVM runtime's behaviour (coverage only)
     facts = TraceFacts()
     tables = []
     for rep in reports:
@@ -77,10 +83,20 @@ def _result(reports: list[dict], enabled, debug_dirs, fail_on) -> AnalysisResult
     return result
 
 
-def analyze(paths: list[str], *, input_format: str | None = None, enabled=None,
-            debug_dirs=(), fail_on: str = "error", all_fds: bool = False, jobs: int = 1,
-            on_event: Callable | None = None, progress: Callable | None = None,
-            table: bool = False, keep_going: bool = False) -> AnalysisResult:
+def analyze(
+    paths: list[str],
+    *,
+    input_format: str | None = None,
+    enabled=None,
+    debug_dirs=(),
+    fail_on: str = "error",
+    all_fds: bool = False,
+    jobs: int = 1,
+    on_event: Callable | None = None,
+    progress: Callable | None = None,
+    table: bool = False,
+    keep_going: bool = False,
+) -> AnalysisResult:
     """Replay every trace with its own models (the runs of one argument
     apart); findings symbolized and fingerprinted.  ``keep_going``:
     an input that cannot be read goes to ``result.errors`` and the others
@@ -94,9 +110,9 @@ def analyze(paths: list[str], *, input_format: str | None = None, enabled=None,
     eng = core()
     try:
         if hasattr(on_event, "add_columns"):
-            reports = eng.analyze_calls(list(paths), input_format=input_format,
-                                        all_fds=all_fds, table=table, jobs=jobs,
-                                        keep_going=keep_going)
+            reports = eng.analyze_calls(
+                list(paths), input_format=input_format, all_fds=all_fds, table=table, jobs=jobs, keep_going=keep_going
+            )
             for rep in reports:
                 if "calls" in rep:
                     on_event.add_columns(rep.pop("calls"))
@@ -104,17 +120,24 @@ def analyze(paths: list[str], *, input_format: str | None = None, enabled=None,
             reports = []
             for p in paths:
                 try:
-                    got = eng.analyze_events(p, on_event, input_format=input_format,
-                                             all_fds=all_fds, table=table, jobs=jobs)
+                    got = eng.analyze_events(
+                        p, on_event, input_format=input_format, all_fds=all_fds, table=table, jobs=jobs
+                    )
                 except eng.ReadError as e:
                     if not keep_going:
                         raise
                     got = {"error": str(e)}
                 reports.extend(got if isinstance(got, list) else [got])
         else:
-            reports = eng.analyze(list(paths), input_format=input_format, all_fds=all_fds,
-                                  table=table, jobs=jobs, progress=progress,
-                                  keep_going=keep_going)
+            reports = eng.analyze(
+                list(paths),
+                input_format=input_format,
+                all_fds=all_fds,
+                table=table,
+                jobs=jobs,
+                progress=progress,
+                keep_going=keep_going,
+            )
     except eng.ReadError as e:
         raise InputError(str(e)) from None
     if reports and all("error" in r for r in reports):
@@ -135,8 +158,9 @@ def events_frame(paths: list[str], *, input_format: str | None = None, jobs: int
     return frame_from_columns(cols), infos
 
 
-def event_batches(paths: list[str], on_batch, *, input_format: str | None = None,
-                  jobs: int = 1, batch_rows: int = 16384):
+def event_batches(
+    paths: list[str], on_batch, *, input_format: str | None = None, jobs: int = 1, batch_rows: int = 16384
+):
     """Hand the event table of all traces to ``on_batch(batch)`` (a
     tables.Batch) ``batch_rows`` rows at a time (what events_frame gives, in
     pieces, without pandas); returns their InputInfos.  An exception in
@@ -145,8 +169,9 @@ def event_batches(paths: list[str], on_batch, *, input_format: str | None = None
 
     eng = core()
     try:
-        return eng.event_batches(list(paths), lambda cols: on_batch(Batch(cols)),
-                                 input_format=input_format, jobs=jobs, batch_rows=batch_rows)
+        return eng.event_batches(
+            list(paths), lambda cols: on_batch(Batch(cols)), input_format=input_format, jobs=jobs, batch_rows=batch_rows
+        )
     except eng.ReadError as e:
         raise InputError(str(e)) from None
 
@@ -156,7 +181,6 @@ def history(path: str, *, input_format: str | None = None, watch_fd=None, watch_
     pid]), the InputInfos): what `rocrtrace show` renders."""
     eng = core()
     try:
-        return eng.history(path, input_format=input_format, watch_fd=watch_fd,
-                           watch_addr=watch_addr)
+        return eng.history(path, input_format=input_format, watch_fd=watch_fd, watch_addr=watch_addr)
     except eng.ReadError as e:
         raise InputError(str(e)) from None

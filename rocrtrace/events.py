@@ -24,6 +24,7 @@ Conventions every parser follows:
   struct's field names, enumerations and flags resolved to their integer
   values (``op=KFD_IOCTL_SVM_OP_SET_ATTR`` becomes ``0``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -63,8 +64,7 @@ class Frame:
         return where
 
     def to_dict(self) -> dict:
-        d = {"module": self.module, "symbol": self.symbol,
-             "offset": None if self.addr is None else f"{self.addr:#x}"}
+        d = {"module": self.module, "symbol": self.symbol, "offset": None if self.addr is None else f"{self.addr:#x}"}
         if self.function:
             d["function"] = self.function
         if self.source:
@@ -78,19 +78,19 @@ class Frame:
 # Fields every event has, with their defaults.
 HEADER: dict[str, Any] = {
     "file": "-",
-    "line": 0,            # 1-based line of the entry (or only) line
-    "end_line": None,     # line of the ``resumed`` half, if split
-    "seq": 0,             # order of emission within its input
+    "line": 0,  # 1-based line of the entry (or only) line
+    "end_line": None,  # line of the ``resumed`` half, if split
+    "seq": 0,  # order of emission within its input
     "pid": None,
     "tid": None,
     "time": None,
     "dur": None,
     "ret": None,
     "err": None,
-    "stack": (),          # tuple[Frame, ...]
-    "text": "",           # the source line(s), whole, for evidence (read back by the core)
-    "partial": False,     # resumed half without its entry, or cut short
-    "injected": False,    # strace made the result up (-e inject, -e fault): not replayed
+    "stack": (),  # tuple[Frame, ...]
+    "text": "",  # the source line(s), whole, for evidence (read back by the core)
+    "partial": False,  # resumed half without its entry, or cut short
+    "injected": False,  # strace made the result up (-e inject, -e fault): not replayed
 }
 
 # The vocabulary's schema: each kind's own fields and their defaults, in the
@@ -104,8 +104,16 @@ KINDS: dict[str, dict[str, Any]] = {
     # ...  ``origin``: open, dup, recvmsg, pidfd_getfd, or the syscall name.
     # dup2/dup3: ``replace`` (the target is closed first if open), ``new_fd``
     # the number asked for (also when it failed).
-    "FdCreate": {"name": "openat", "origin": "open", "fds": (), "paths": (),
-                 "cloexec": False, "src_fd": None, "replace": False, "new_fd": None},
+    "FdCreate": {
+        "name": "openat",
+        "origin": "open",
+        "fds": (),
+        "paths": (),
+        "cloexec": False,
+        "src_fd": None,
+        "replace": False,
+        "new_fd": None,
+    },
     "Close": {"name": "close", "fd": -1, "path": None},
     # close_range(first, last, flags) and closefrom(first) (last = ~0U);
     # flags: CLOSE_RANGE_UNSHARE 2, CLOSE_RANGE_CLOEXEC 4
@@ -119,20 +127,27 @@ KINDS: dict[str, dict[str, Any]] = {
     # ``out`` what the kernel wrote (None when only a pointer is shown).  SVM
     # attributes: (type, value) int pairs under arg["attrs"]; MAP/UNMAP
     # device_ids_array: a list of gpu_ids.
-    "Ioctl": {"name": "ioctl", "fd": -1, "path": None, "request": None, "dir": None,
-              "type": None, "nr": None, "size": None, "ioctl": None, "arg": None,
-              "out": None},
+    "Ioctl": {
+        "name": "ioctl",
+        "fd": -1,
+        "path": None,
+        "request": None,
+        "dir": None,
+        "type": None,
+        "nr": None,
+        "size": None,
+        "ioctl": None,
+        "arg": None,
+        "out": None,
+    },
     # mmap/mmap2: ``ret`` is the mapped address, ``addr`` the hint (None: NULL)
-    "Mmap": {"name": "mmap", "addr": None, "length": 0, "prot": 0, "flags": 0, "fd": -1,
-             "path": None, "offset": 0},
+    "Mmap": {"name": "mmap", "addr": None, "length": 0, "prot": 0, "flags": 0, "fd": -1, "path": None, "offset": 0},
     "Munmap": {"name": "munmap", "addr": 0, "length": 0},
     # ``ret`` is the new address; the old range is unmapped on success
-    "Mremap": {"name": "mremap", "old_addr": 0, "old_len": 0, "new_len": 0, "flags": 0,
-               "new_addr": None},
+    "Mremap": {"name": "mremap", "old_addr": 0, "old_len": 0, "new_len": 0, "flags": 0, "new_addr": None},
     # fork, vfork, clone, clone3: ``ret`` (and ``child``) is the new tid;
     # ``thread``: CLONE_THREAD, ``share_files``: CLONE_FILES
-    "Clone": {"name": "clone", "child": None, "thread": False, "share_files": False,
-              "flags": 0},
+    "Clone": {"name": "clone", "child": None, "thread": False, "share_files": False, "flags": 0},
     # execve/execveat: on success (ret == 0) cloexec fds are gone
     "Exec": {"name": "execve", "path": None},
     # a thread or the whole process (``whole``: exit_group, the leader's
@@ -144,8 +159,7 @@ KINDS: dict[str, dict[str, Any]] = {
     # the open fds (fd -> path) at ``when``: start or exit
     "FdSnapshot": {"name": "fd-snapshot", "when": "start", "fds": dict},
     # an executable mapping: lets the symbolizer find the module's file
-    "ModuleMap": {"name": "map", "start": 0, "end_addr": 0, "offset": 0, "perms": "",
-                  "module": "", "build_id": None},
+    "ModuleMap": {"name": "map", "start": 0, "end_addr": 0, "offset": 0, "perms": "", "module": "", "build_id": None},
     # a runtime library call logged for intent (hsa_amd_memory_lock ...):
     # its arguments by name, and what it returned through pointers
     "Intent": {"name": "", "args": dict, "outs": dict},
@@ -197,7 +211,7 @@ class Event:
         missing = object()
         return all(getattr(self, k) == getattr(other, k, missing) for k in FIELDS[kind])
 
-    __hash__ = None     # mutable, as the dataclasses were
+    __hash__ = None  # mutable, as the dataclasses were
 
     def __repr__(self) -> str:
         return f"{self.event}(" + ", ".join(f"{k}={v!r}" for k, v in self.fields().items()) + ")"
@@ -233,14 +247,20 @@ def event_record(ev: Event) -> dict[str, Any]:
     """A flat dict of one event for tables (events/stats/diff)."""
     kind = ev.event
     rec: dict[str, Any] = {
-        "file": ev.file, "line": ev.line, "seq": ev.seq, "pid": ev.pid,
-        "tid": ev.tid, "time": ev.time, "dur": ev.dur,
-        "event": kind, "name": getattr(ev, "name", ""),
-        "ret": ev.ret, "err": ev.err,
+        "file": ev.file,
+        "line": ev.line,
+        "seq": ev.seq,
+        "pid": ev.pid,
+        "tid": ev.tid,
+        "time": ev.time,
+        "dur": ev.dur,
+        "event": kind,
+        "name": getattr(ev, "name", ""),
+        "ret": ev.ret,
+        "err": ev.err,
     }
     if kind == "Ioctl":
-        rec.update(fd=ev.fd, ioctl=ev.ioctl, type=ev.type, nr=ev.nr,
-                   size=ev.size, request=ev.request)
+        rec.update(fd=ev.fd, ioctl=ev.ioctl, type=ev.type, nr=ev.nr, size=ev.size, request=ev.request)
     elif kind in ("Close", "SetCloexec"):
         rec["fd"] = ev.fd
     elif kind == "FdCreate":
@@ -256,15 +276,15 @@ class InputInfo:
     coverage sections and the trace-unparsed / trace-incomplete findings."""
 
     file: str
-    format: str = "unknown"       # strace | preload | tinygrad
+    format: str = "unknown"  # strace | preload | tinygrad
     lines: int = 0
     events: int = 0
     unparsed: int = 0
-    unparsed_samples: list = field(default_factory=list)   # [(line, text)], first 20
-    too_long: int = 0             # over-long lines skipped (counted in unparsed)
-    unfinished: int = 0           # calls that never completed (no result)
-    orphans: int = 0              # resumed halves with no entry
-    injected: int = 0             # results strace made up (-e inject, -e fault): not replayed
+    unparsed_samples: list = field(default_factory=list)  # [(line, text)], first 20
+    too_long: int = 0  # over-long lines skipped (counted in unparsed)
+    unfinished: int = 0  # calls that never completed (no result)
+    orphans: int = 0  # resumed halves with no entry
+    injected: int = 0  # results strace made up (-e inject, -e fault): not replayed
     detached: int = 0
     has_pids: bool = False
     has_time: bool = False
@@ -273,12 +293,12 @@ class InputInfo:
     has_decorations: bool = False
     decoded_structs: bool = False  # ioctl structs decoded (preload logs)
     intent_calls: bool = False
-    exit_seen: bool = False        # a process-exit line / '# exit' was seen
-    ends_mid_line: bool = False    # last line had no newline
-    header: dict = field(default_factory=dict)   # preload '#' metadata
-    preamble: int = 0             # lines before the first trace line, skipped
-    layout: str = ""              # indentation/quoting removed ("indented by 4 column(s)")
-    crlf: bool = False            # CRLF line ends (the \r is dropped)
+    exit_seen: bool = False  # a process-exit line / '# exit' was seen
+    ends_mid_line: bool = False  # last line had no newline
+    header: dict = field(default_factory=dict)  # preload '#' metadata
+    preamble: int = 0  # lines before the first trace line, skipped
+    layout: str = ""  # indentation/quoting removed ("indented by 4 column(s)")
+    crlf: bool = False  # CRLF line ends (the \r is dropped)
 
     def add_unparsed(self, line: int, text: str) -> None:
         self.unparsed += 1
@@ -286,5 +306,10 @@ class InputInfo:
             self.unparsed_samples.append((line, text[:200]))
 
     def to_dict(self) -> dict:
-        return {"file": self.file, "format": self.format, "lines": self.lines,
-                "events": self.events, "unparsed": self.unparsed}
+        return {
+            "file": self.file,
+            "format": self.format,
+            "lines": self.lines,
+            "events": self.events,
+            "unparsed": self.unparsed,
+        }

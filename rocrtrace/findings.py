@@ -1,4 +1,5 @@
 """Findings: what the models conclude, with the events that prove it."""
+
 from __future__ import annotations
 
 import hashlib
@@ -23,15 +24,21 @@ LAST_OF = "the last of "
 class Evidence:
     """One event that makes a finding true, and its role in the story."""
 
-    role: str            # e.g. "this close", "previous close", "created by"
+    role: str  # e.g. "this close", "previous close", "created by"
     event: Event
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         ev = self.event
         return {
-            "role": self.role, "file": ev.file, "line": ev.line, "pid": ev.pid,
-            "tid": ev.tid, "time": ev.time, "call": ev.text, "note": self.note,
+            "role": self.role,
+            "file": ev.file,
+            "line": ev.line,
+            "pid": ev.pid,
+            "tid": ev.tid,
+            "time": ev.time,
+            "call": ev.text,
+            "note": self.note,
             "stack": [f.to_dict() for f in ev.stack],
         }
 
@@ -40,20 +47,20 @@ class Evidence:
 class Finding:
     rule: str
     message: str
-    event: Event | None                 # the offending event (None: whole input)
+    event: Event | None  # the offending event (None: whole input)
     subject: dict[str, Any]
     evidence: list[Evidence] = field(default_factory=list)
-    severity: str = ""                  # defaults to the rule's
+    severity: str = ""  # defaults to the rule's
     cause: str | None = None
     # Stable ingredients of the fingerprint: what, not run-specific values
     # (no pids, fd numbers, absolute addresses, times).
     key: tuple = ()
     details: dict[str, Any] = field(default_factory=dict)
-    file: str | None = None             # for findings with no event
+    file: str | None = None  # for findings with no event
     line: int | None = None
     fingerprint: str = ""
-    base_fingerprint: str = ""          # before collision numbering
-    program: str = ""                   # executable name, when the trace names it
+    base_fingerprint: str = ""  # before collision numbering
+    program: str = ""  # executable name, when the trace names it
 
     def __post_init__(self) -> None:
         if not self.severity:
@@ -82,9 +89,15 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         d = {
-            "rule": self.rule, "severity": self.severity, "message": self.message,
-            "file": self.file, "line": self.line, "pid": self.pid, "tid": self.tid,
-            "time": self.time, "subject": self.subject,
+            "rule": self.rule,
+            "severity": self.severity,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+            "pid": self.pid,
+            "tid": self.tid,
+            "time": self.time,
+            "subject": self.subject,
             "evidence": [e.to_dict() for e in self.evidence],
             "stack": [f.to_dict() for f in self.stack],
             "fingerprint": self.fingerprint,
@@ -113,8 +126,7 @@ def stack_signature(stack, depth: int = 4) -> tuple[str, ...]:
 
 
 def _text(x) -> str:
-    return str(x).encode("utf-8", "surrogatepass").decode("utf-8", "replace") \
-        if isinstance(x, str) else str(x)
+    return str(x).encode("utf-8", "surrogatepass").decode("utf-8", "replace") if isinstance(x, str) else str(x)
 
 
 def _digest(parts) -> str:
@@ -126,8 +138,9 @@ def _digest(parts) -> str:
 
 def fingerprint(f: Finding, program: str = "") -> str:
     """The finding's identity without run-specific values."""
-    return _digest([FINGERPRINT_SCHEME, program, f.rule, *map(str, f.key),
-                    *evidence_signature(f), *stack_signature(f.stack)])
+    return _digest(
+        [FINGERPRINT_SCHEME, program, f.rule, *map(str, f.key), *evidence_signature(f), *stack_signature(f.stack)]
+    )
 
 
 # Numbers that change from run to run inside otherwise stable paths:
@@ -190,8 +203,13 @@ class Programs:
             self.exe[ev.pid] = ev.exe
         elif name == "Exec" and ev.ret == 0 and getattr(ev, "path", None):
             self.exe[ev.pid] = ev.path
-        elif name == "Clone" and ev.ret is not None and ev.ret > 0 \
-                and not getattr(ev, "thread", False) and ev.pid in self.exe:
+        elif (
+            name == "Clone"
+            and ev.ret is not None
+            and ev.ret > 0
+            and not getattr(ev, "thread", False)
+            and ev.pid in self.exe
+        ):
             self.exe.setdefault(ev.ret, self.exe[ev.pid])
 
     def finish(self) -> None:
@@ -219,9 +237,10 @@ def number_collisions(findings) -> None:
     with the same ingredients (in trace order) gets n mixed in.  The first
     keeps the plain digest, so adding a finding elsewhere changes nothing."""
     seen: dict[str, int] = {}
-    order = sorted(findings, key=lambda f: (f.file or "", f.line or 0,
-                                            getattr(f.event, "seq", 0) if f.event else 0,
-                                            f.rule, f.message))
+    order = sorted(
+        findings,
+        key=lambda f: (f.file or "", f.line or 0, getattr(f.event, "seq", 0) if f.event else 0, f.rule, f.message),
+    )
     for f in order:
         base = f.base_fingerprint or f.fingerprint
         f.base_fingerprint = base
@@ -252,8 +271,7 @@ def _raw_label(fr) -> str:
     symbolizer named its function and source line (events.Frame.label)."""
     where = fr.module
     if fr.symbol:
-        where += f"({fr.symbol}" + (f"+{fr.sym_offset:#x}" if fr.sym_offset is not None
-                                    else "") + ")"
+        where += f"({fr.symbol}" + (f"+{fr.sym_offset:#x}" if fr.sym_offset is not None else "") + ")"
     if fr.addr is not None:
         where += f" [{fr.addr:#x}]"
     return where

@@ -1,4 +1,5 @@
 """`rocrtrace show`: the history the models recorded for one fd or page range."""
+
 from __future__ import annotations
 
 import json
@@ -13,11 +14,27 @@ def _row(entry):
 def render_history(history, subject: str, fmt: str = "text", pid=None) -> str:
     rows = [_row(e) for e in history if pid is None or e[0].pid in (pid, None)]
     if fmt == "json":
-        return json.dumps({"subject": subject, "events": [
-            {"file": ev.file, "line": ev.line, "pid": ev.pid, "tid": ev.tid, "time": ev.time,
-             "call": ev.text, "what": desc, "state": state,
-             "stack": [f.to_dict() for f in ev.stack]}
-            for ev, desc, state in rows]}, indent=2, default=str)
+        return json.dumps(
+            {
+                "subject": subject,
+                "events": [
+                    {
+                        "file": ev.file,
+                        "line": ev.line,
+                        "pid": ev.pid,
+                        "tid": ev.tid,
+                        "time": ev.time,
+                        "call": ev.text,
+                        "what": desc,
+                        "state": state,
+                        "stack": [f.to_dict() for f in ev.stack],
+                    }
+                    for ev, desc, state in rows
+                ],
+            },
+            indent=2,
+            default=str,
+        )
     if not rows:
         return f"nothing in this trace touches {subject}\n"
     from .report.common import printable
@@ -26,10 +43,18 @@ def render_history(history, subject: str, fmt: str = "text", pid=None) -> str:
     out = [f"history of {subject}: {len(rows)} event(s)", ""]
     for ev, desc, state in rows:
         when = f"t={ev.time:.6f}" if ev.time is not None else ""
-        out.append(" ".join(x for x in (f"{printable(ev.file)}:{ev.line}",
-                                        f"pid {ev.pid}" if ev.pid is not None else "",
-                                        f"tid {ev.tid}" if ev.tid is not None else "",
-                                        when) if x))
+        out.append(
+            " ".join(
+                x
+                for x in (
+                    f"{printable(ev.file)}:{ev.line}",
+                    f"pid {ev.pid}" if ev.pid is not None else "",
+                    f"tid {ev.tid}" if ev.tid is not None else "",
+                    when,
+                )
+                if x
+            )
+        )
         out.append(f"    {call_text(ev, 240, concise=False)}")
         out.append(f"    -> {printable(desc)}")
         out += ["       " + ln for ln in state_lines(state)]

@@ -13,6 +13,7 @@ step summary), written so that a path can never be turned against the user
 
 Every problem is an ``OutputError``: one line, exit 2.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,14 @@ class OutputError(Exception):
 
 
 # The tool's own streams by the names a shell user writes them.
-_STREAMS = {"/dev/stdout": 1, "/dev/stderr": 2, "/dev/fd/1": 1, "/dev/fd/2": 2,
-            "/proc/self/fd/1": 1, "/proc/self/fd/2": 2}
+_STREAMS = {
+    "/dev/stdout": 1,
+    "/dev/stderr": 2,
+    "/dev/fd/1": 1,
+    "/dev/fd/2": 2,
+    "/proc/self/fd/1": 1,
+    "/proc/self/fd/2": 2,
+}
 
 
 _FD_PATH = re.compile(r"^/(?:dev/fd|proc/self/fd)/(\d{1,9})$")
@@ -90,8 +97,11 @@ def check(path: str | None, what: str = "output") -> None:
     except OSError as e:
         raise _fail(what, path, e.strerror or str(e)) from None
     if stat.S_ISLNK(st.st_mode):
-        raise _fail(what, path, "it is a symbolic link (rocrtrace never follows one for a "
-                                "file it writes: give the target's path)")
+        raise _fail(
+            what,
+            path,
+            "it is a symbolic link (rocrtrace never follows one for a file it writes: give the target's path)",
+        )
     why = _kind(st.st_mode)
     if why:
         raise _fail(what, path, why)
@@ -112,11 +122,13 @@ def _open_fd(path: str, what: str, append: bool = False) -> int:
         import errno
 
         if e.errno == errno.ELOOP:
-            raise _fail(what, path, "it is a symbolic link (rocrtrace never follows one for "
-                                    "a file it writes: give the target's path)") from None
+            raise _fail(
+                what,
+                path,
+                "it is a symbolic link (rocrtrace never follows one for a file it writes: give the target's path)",
+            ) from None
         if e.errno == errno.ENXIO:
-            raise _fail(what, path, "it is a FIFO (a named pipe would block the run; "
-                                    "write to a file)") from None
+            raise _fail(what, path, "it is a FIFO (a named pipe would block the run; write to a file)") from None
         raise _fail(what, path, e.strerror or str(e)) from None
     try:
         st = os.fstat(fd)
@@ -139,8 +151,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def write(path: str | None, data: str | bytes, what: str = "output",
-          append: bool = False) -> None:
+def write(path: str | None, data: str | bytes, what: str = "output", append: bool = False) -> None:
     """Write ``data`` (text as UTF-8, bytes as they are) to ``path``."""
     if isinstance(data, str):
         # backslashreplace: a report never crashes on a byte the trace held
@@ -167,8 +178,7 @@ def write(path: str | None, data: str | bytes, what: str = "output",
             raise
         except OSError as e:
             name = "standard output" if fd_no == 1 else "standard error"
-            raise OutputError(f"rocrtrace: cannot write {what} to {name}: "
-                              f"{e.strerror or e}") from None
+            raise OutputError(f"rocrtrace: cannot write {what} to {name}: {e.strerror or e}") from None
         return
     fd = _open_fd(path, what, append=append)
     try:
@@ -198,7 +208,7 @@ def replace(path: str, data: str | bytes, what: str = "output") -> None:
     except OSError as e:
         raise _fail(what, path, e.strerror or str(e)) from None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        write(path, data, what)       # a character device, checked above
+        write(path, data, what)  # a character device, checked above
         return
     d = os.path.dirname(os.path.abspath(path))
     try:

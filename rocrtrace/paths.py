@@ -1,6 +1,7 @@
 """The trace arguments on the command line: what each names (a file, a
 directory of -ff files, a glob, stdin) and the one-line error when it names
 nothing readable.  The reading itself is the core's (rocrtrace._engine)."""
+
 from __future__ import annotations
 
 import glob as globmod
@@ -15,8 +16,7 @@ def _err(path: str, why: str) -> InputError:
     return InputError(f"rocrtrace: {path}: {why}")
 
 
-_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"),
-          (b"\x28\xb5\x2f\xfd", "zstd"))
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"), (b"\x28\xb5\x2f\xfd", "zstd"))
 
 
 def compression_of(head: bytes) -> str | None:
@@ -50,8 +50,7 @@ def expand(arg: str) -> list[str]:
             names = sorted(os.listdir(arg))
         except OSError as e:
             raise _err(arg, e.strerror or "cannot list") from None
-        paths = [os.path.join(arg, n) for n in names
-                 if not n.startswith(".") and os.path.isfile(os.path.join(arg, n))]
+        paths = [os.path.join(arg, n) for n in names if not n.startswith(".") and os.path.isfile(os.path.join(arg, n))]
         if not paths:
             raise _err(arg, "empty directory")
         return paths

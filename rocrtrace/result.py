@@ -1,4 +1,5 @@
 """The result of one analysis: what reporters render."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -16,8 +17,7 @@ class AnalysisResult:
     inputs: list[InputInfo] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     # coverage: what this input could and could not show, and how to see more
-    coverage: dict[str, list[str]] = field(
-        default_factory=lambda: {"shows": [], "cannot_show": [], "advice": []})
+    coverage: dict[str, list[str]] = field(default_factory=lambda: {"shows": [], "cannot_show": [], "advice": []})
     suppressed: list[Finding] = field(default_factory=list)
     fail_on: str = "error"
     # what coverage was built from, so that results of traces analyzed apart
@@ -66,8 +66,7 @@ class AnalysisResult:
 
     def sorted_findings(self) -> list[Finding]:
         """Most severe first, then by input order."""
-        return sorted(self.findings,
-                      key=lambda f: (-SEVERITY_RANK[f.severity], f.file or "", f.line or 0, f.rule))
+        return sorted(self.findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.file or "", f.line or 0, f.rule))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,9 +91,12 @@ class TraceFacts:
         ioctl = getattr(ev, "ioctl", None)
         if ioctl == "AMDKFD_IOC_SVM":
             self.svm_ioctls += 1
-        if ioctl and ioctl.startswith(("AMDKFD_", "DRM_", "AMDGPU_", "AMDXDNA_")) or \
-                "/dev/kfd" in (getattr(ev, "path", None) or "") or \
-                "/dev/dri/" in (getattr(ev, "path", None) or ""):
+        if (
+            ioctl
+            and ioctl.startswith(("AMDKFD_", "DRM_", "AMDGPU_", "AMDXDNA_"))
+            or "/dev/kfd" in (getattr(ev, "path", None) or "")
+            or "/dev/dri/" in (getattr(ev, "path", None) or "")
+        ):
             self.gpu_calls += 1
 
     def finish(self) -> None:
@@ -108,10 +110,12 @@ class TraceFacts:
         """Caveats about SVM only where the input has SVM calls; the strace
         warning that SVM cannot be analyzed only for a program that used a
         GPU at all."""
+
         def keep(item: str) -> bool:
             if item.startswith("SVM:") or "intent calls" in item:
                 return self.svm_ioctls > 0
             if "SVM" in item:
                 return self.gpu_calls > 0
             return True
+
         return {k: v if k == "shows" else [x for x in v if keep(x)] for k, v in cov.items()}

@@ -4,6 +4,7 @@ what each means, an example and the fix.
 The catalogue itself is declared once, in the core (src/rules.rs), and read
 from it here; nothing in Python lists rules.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
@@ -19,10 +20,10 @@ SEVERITY_RANK = {"error": 3, "warning": 2, "note": 1, "never": 99}
 class Rule:
     id: str
     severity: str
-    summary: str    # one line: what fires it
-    help: str       # what it means, when it fires, the severity's exceptions
-    example: str    # what it looks like in a trace
-    fix: str        # the one-line help: of the text report
+    summary: str  # one line: what fires it
+    help: str  # what it means, when it fires, the severity's exceptions
+    example: str  # what it looks like in a trace
+    fix: str  # the one-line help: of the text report
 
 
 class _Catalogue(Mapping[str, Rule]):

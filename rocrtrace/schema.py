@@ -26,6 +26,7 @@ the same meaning and type everywhere:
 ``FINDING_COLUMNS`` and ``EVENT_COLUMNS`` are the lists; ``docs/tables.md``
 is written from them (tests check it).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ TABLE_FORMATS = ("csv", "jsonl", "parquet")
 @dataclass(frozen=True)
 class Column:
     name: str
-    type: str      # string, int64, uint64, bool, time, duration, list<uint64>, evidence, stack
+    type: str  # string, int64, uint64, bool, time, duration, list<uint64>, evidence, stack
     doc: str
 
 
@@ -51,7 +52,7 @@ _WHERE = (
 
 # One evidence event inside a finding row (the ``evidence`` column's items).
 EVIDENCE_FIELDS = (
-    Column("role", "string", "what the event is to the finding (\"previous close\")"),
+    Column("role", "string", 'what the event is to the finding ("previous close")'),
     *_WHERE,
     Column("call", "string", "the call's whole text as the trace has it, never cut"),
     Column("note", "string", "a remark on this event, or empty"),
@@ -65,8 +66,7 @@ FINDING_COLUMNS = (
     Column("message", "string", "what is wrong, one paragraph"),
     Column("cause", "string", "svm-over-revoke's cause, when it can be told"),
     Column("program", "string", "executable name, when the trace names it"),
-    Column("location", "string", "SOURCE:LINE where the stack has the program's frame, "
-                                 "else TRACE:LINE"),
+    Column("location", "string", "SOURCE:LINE where the stack has the program's frame, else TRACE:LINE"),
     Column("location_file", "string", "the file of location"),
     Column("location_line", "int64", "the line of location"),
     Column("location_function", "string", "the function at location, when symbolized"),
@@ -78,8 +78,11 @@ FINDING_COLUMNS = (
     Column("fd_kind", "string", "fd: dmabuf, kfd, drm-render, sync_file, other …"),
     Column("handle", "uint64", "handle: the buffer handle"),
     Column("call", "string", "the offending call's whole text"),
-    Column("evidence", "evidence", "the events that prove the finding, in order, each "
-                                   "with role, file, line, pid, tid, time, call, note"),
+    Column(
+        "evidence",
+        "evidence",
+        "the events that prove the finding, in order, each with role, file, line, pid, tid, time, call, note",
+    ),
     Column("stack", "stack", "the offending call's stack, innermost first, one label a frame"),
     Column("suppressed", "bool", "suppressed by --baseline: those rows come last"),
 )
@@ -102,19 +105,25 @@ EVENT_COLUMNS = (
     Column("length", "uint64", "mmap length"),
     Column("op", "string", "AMDKFD_IOC_SVM: the operation"),
     Column("nattr", "int64", "AMDKFD_IOC_SVM: the number of attributes"),
-    Column("attr_shape", "string", "AMDKFD_IOC_SVM: attribute types and counts "
-                                   "(NO_ACCESS×1+CLR_FLAGS×2)"),
+    Column("attr_shape", "string", "AMDKFD_IOC_SVM: attribute types and counts (NO_ACCESS×1+CLR_FLAGS×2)"),
 )
 
 FINDING_NAMES = tuple(c.name for c in FINDING_COLUMNS)
 EVENT_NAMES = tuple(c.name for c in EVENT_COLUMNS)
 
 # pandas' nullable dtypes of the scalar types
-_PANDAS = {"string": "string", "int64": "Int64", "uint64": "UInt64", "bool": "boolean",
-           "time": "Float64", "duration": "Float64"}
+_PANDAS = {
+    "string": "string",
+    "int64": "Int64",
+    "uint64": "UInt64",
+    "bool": "boolean",
+    "time": "Float64",
+    "duration": "Float64",
+}
 
 
 # --- values ----------------------------------------------------------------------
+
 
 def seconds_to_us(t: float | None) -> int | None:
     """Seconds as integer microseconds (a timestamp's or a duration's
@@ -124,14 +133,21 @@ def seconds_to_us(t: float | None) -> int | None:
 
 # --- arrow (Parquet) ------------------------------------------------------------
 
+
 def arrow_type(pa, type_: str):
     """The Arrow type of a column type."""
     if type_ == "evidence":
         return pa.list_(pa.struct([(c.name, arrow_type(pa, c.type)) for c in EVIDENCE_FIELDS]))
-    simple = {"string": pa.string(), "int64": pa.int64(), "uint64": pa.uint64(),
-              "bool": pa.bool_(), "time": pa.timestamp("us", tz="UTC"),
-              "duration": pa.duration("us"), "list<uint64>": pa.list_(pa.uint64()),
-              "stack": pa.list_(pa.string())}
+    simple = {
+        "string": pa.string(),
+        "int64": pa.int64(),
+        "uint64": pa.uint64(),
+        "bool": pa.bool_(),
+        "time": pa.timestamp("us", tz="UTC"),
+        "duration": pa.duration("us"),
+        "list<uint64>": pa.list_(pa.uint64()),
+        "stack": pa.list_(pa.string()),
+    }
     return simple[type_]
 
 
@@ -141,11 +157,22 @@ def arrow_schema(columns=FINDING_COLUMNS):
     fields = [pa.field(c.name, arrow_type(pa, c.type)) for c in columns]
     # pandas reads integer columns with nulls as its nullable dtypes (not
     # float64) when the file says so: the metadata DataFrame.to_parquet writes
-    meta = {"index_columns": [], "column_indexes": [], "columns": [
-        {"name": c.name, "field_name": c.name, "pandas_type": _pandas_type(c.type),
-         "numpy_type": _PANDAS.get(c.type, "object"), "metadata": None}
-        for c in columns if c.type in ("int64", "uint64", "bool")],
-        "pandas_version": "2.0.0"}
+    meta = {
+        "index_columns": [],
+        "column_indexes": [],
+        "columns": [
+            {
+                "name": c.name,
+                "field_name": c.name,
+                "pandas_type": _pandas_type(c.type),
+                "numpy_type": _PANDAS.get(c.type, "object"),
+                "metadata": None,
+            }
+            for c in columns
+            if c.type in ("int64", "uint64", "bool")
+        ],
+        "pandas_version": "2.0.0",
+    }
     import json
 
     return pa.schema(fields, metadata={b"pandas": json.dumps(meta).encode()})
@@ -163,8 +190,7 @@ def arrow_value(type_: str, v):
     if type_ in ("time", "duration"):
         return seconds_to_us(v)
     if type_ == "evidence":
-        return [{c.name: arrow_value(c.type, e.get(c.name)) for c in EVIDENCE_FIELDS}
-                for e in v]
+        return [{c.name: arrow_value(c.type, e.get(c.name)) for c in EVIDENCE_FIELDS} for e in v]
     return v
 
 
@@ -176,6 +202,7 @@ def arrow_table(rows: list[dict], columns=FINDING_COLUMNS):
 
 
 # --- pandas ----------------------------------------------------------------------
+
 
 def pandas_dtypes(columns=FINDING_COLUMNS) -> dict[str, str]:
     """``pandas.read_csv(..., dtype=pandas_dtypes())``: the scalar columns in
@@ -212,8 +239,7 @@ def _typed(pd, json, type_: str, vals: list):
     if type_ in ("time", "duration"):
         return pd.array([None if v is None else float(v) for v in vals], dtype="Float64")
     if type_ == "bool":
-        return pd.array([None if v is None else v in (True, "True") for v in vals],
-                        dtype="boolean")
+        return pd.array([None if v is None else v in (True, "True") for v in vals], dtype="boolean")
     if type_ == "string":
         return pd.array([None if v is None else str(v) for v in vals], dtype="string")
     # lists: JSON text in a CSV cell
@@ -222,17 +248,24 @@ def _typed(pd, json, type_: str, vals: list):
 
 # --- the documentation ------------------------------------------------------------
 
+
 def markdown() -> str:
     """docs/tables.md: the columns of both tables."""
-    out = ["# Table columns", "",
-           "Written from `rocrtrace/schema.py` (`python -m rocrtrace.schema > docs/tables.md`); "
-           "the CSV, JSONL and Parquet outputs of `analyze` (findings) and of `rocrtrace "
-           "events` (events) have exactly these columns, in this order.", "",
-           *(_doc_paragraphs()), ""]
-    for title, cols in (("Findings (`analyze --format csv`, `jsonl`, `parquet:FILE`)",
-                         FINDING_COLUMNS),
-                        ("Evidence items (the `evidence` column)", EVIDENCE_FIELDS),
-                        ("Events (`rocrtrace events`)", EVENT_COLUMNS)):
+    out = [
+        "# Table columns",
+        "",
+        "Written from `rocrtrace/schema.py` (`python -m rocrtrace.schema > docs/tables.md`); "
+        "the CSV, JSONL and Parquet outputs of `analyze` (findings) and of `rocrtrace "
+        "events` (events) have exactly these columns, in this order.",
+        "",
+        *(_doc_paragraphs()),
+        "",
+    ]
+    for title, cols in (
+        ("Findings (`analyze --format csv`, `jsonl`, `parquet:FILE`)", FINDING_COLUMNS),
+        ("Evidence items (the `evidence` column)", EVIDENCE_FIELDS),
+        ("Events (`rocrtrace events`)", EVENT_COLUMNS),
+    ):
         out += [f"## {title}", "", "| column | type | meaning |", "|---|---|---|"]
         out += [f"| `{c.name}` | {c.type} | {c.doc} |" for c in cols]
         out.append("")
@@ -246,6 +279,7 @@ def _doc_paragraphs() -> list[str]:
 
 # --- JSON schemas -------------------------------------------------------------------
 
+
 def report_schema() -> dict:
     """The JSON report's schema (``--format json``), as the package
     ships it: ``rocrtrace/schemas/report.schema.json``."""
@@ -257,12 +291,23 @@ def report_schema() -> dict:
 
 def _json_type(type_: str) -> dict:
     if type_ == "evidence":
-        return {"type": "array", "items": {
-            "type": "object", "additionalProperties": False,
-            "required": [c.name for c in EVIDENCE_FIELDS],
-            "properties": {c.name: _json_type(c.type) for c in EVIDENCE_FIELDS}}}
-    simple = {"string": "string", "int64": "integer", "uint64": "integer", "bool": "boolean",
-              "time": "number", "duration": "number"}
+        return {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": [c.name for c in EVIDENCE_FIELDS],
+                "properties": {c.name: _json_type(c.type) for c in EVIDENCE_FIELDS},
+            },
+        }
+    simple = {
+        "string": "string",
+        "int64": "integer",
+        "uint64": "integer",
+        "bool": "boolean",
+        "time": "number",
+        "duration": "number",
+    }
     if type_ in simple:
         t: dict = {"type": [simple[type_], "null"]}
         if type_ == "uint64":
@@ -274,10 +319,13 @@ def _json_type(type_: str) -> dict:
 
 def row_schema(columns=FINDING_COLUMNS) -> dict:
     """A JSON schema (2020-12) of one JSONL row of the table, from the columns."""
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "type": "object", "additionalProperties": False,
-            "required": [c.name for c in columns],
-            "properties": {c.name: _json_type(c.type) for c in columns}}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "additionalProperties": False,
+        "required": [c.name for c in columns],
+        "properties": {c.name: _json_type(c.type) for c in columns},
+    }
 
 
 if __name__ == "__main__":

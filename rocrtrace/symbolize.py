@@ -11,6 +11,7 @@ Nothing here may raise on a bad module: a trace symbolized on another machine
 routinely names files that are missing, replaced by an update (build-id
 mismatch), stripped, or not ELF at all.  Such frames stay as they came.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,17 @@ from .events import Frame
 SYSTEM_DEBUG_DIR = "/usr/lib/debug"
 
 # Errors a damaged or foreign file can make pyelftools (or the OS) throw.
-_READ_ERRORS = (OSError, ELFError, ValueError, KeyError, IndexError,
-                AttributeError, TypeError, AssertionError, EOFError)
+_READ_ERRORS = (
+    OSError,
+    ELFError,
+    ValueError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    TypeError,
+    AssertionError,
+    EOFError,
+)
 
 
 def _open_elf(path: str):
@@ -65,7 +75,7 @@ def _debuglink(elf) -> tuple[str, int] | None:
     name = data.split(b"\0", 1)[0].decode("utf-8", "replace")
     # The CRC sits after the NUL-terminated name, padded to 4 bytes.
     at = (len(name) + 1 + 3) & ~3
-    crc = int.from_bytes(data[at:at + 4], elf.little_endian and "little" or "big")
+    crc = int.from_bytes(data[at : at + 4], elf.little_endian and "little" or "big")
     return name, crc
 
 
@@ -89,7 +99,7 @@ class _LineTable:
     """
 
     addrs: list = field(default_factory=list)
-    rows: list = field(default_factory=list)   # (file, line, end_sequence)
+    rows: list = field(default_factory=list)  # (file, line, end_sequence)
 
     def lookup(self, vaddr: int):
         i = bisect_right(self.addrs, vaddr) - 1
@@ -112,12 +122,12 @@ class _Module:
         for seg in main[1].iter_segments():
             if seg["p_type"] == "PT_LOAD":
                 self.loads.append((seg["p_offset"], seg["p_filesz"], seg["p_vaddr"]))
-        self._syms = None           # (sorted starts, [(start, end, name)])
+        self._syms = None  # (sorted starts, [(start, end, name)])
         self._sym_by_name = None
-        self._dwarf = False         # False = not tried yet, None = none
+        self._dwarf = False  # False = not tried yet, None = none
         self._aranges = None
-        self._cu_tables = {}        # CU offset -> _LineTable
-        self._all_lines = None      # fallback index over every CU
+        self._cu_tables = {}  # CU offset -> _LineTable
+        self._all_lines = None  # fallback index over every CU
 
     def close(self):
         for fh, _ in self._pairs:
@@ -186,8 +196,11 @@ class _Module:
             # The debug file, when there is one, is the complete source.
             for _, elf in reversed(self._pairs):
                 try:
-                    if elf.has_dwarf_info() and elf.get_section_by_name(".debug_info") is not None \
-                            and elf.get_section_by_name(".debug_info")["sh_type"] != "SHT_NOBITS":
+                    if (
+                        elf.has_dwarf_info()
+                        and elf.get_section_by_name(".debug_info") is not None
+                        and elf.get_section_by_name(".debug_info")["sh_type"] != "SHT_NOBITS"
+                    ):
                         self._dwarf = elf.get_dwarf_info()
                         self._aranges = self._dwarf.get_aranges()
                         break
@@ -207,8 +220,7 @@ class _Module:
                     st = entry.state
                     if st is None:
                         continue
-                    rows.append((st.address, 0 if st.end_sequence else 1,
-                                 names.get(st.file), st.line, st.end_sequence))
+                    rows.append((st.address, 0 if st.end_sequence else 1, names.get(st.file), st.line, st.end_sequence))
             rows.sort(key=lambda r: (r[0], r[1]))
             table.addrs = [r[0] for r in rows]
             table.rows = [(r[2], r[3], r[4]) for r in rows]
@@ -240,8 +252,7 @@ def _file_names(lp, cu) -> dict:
     """file index -> path as addr2line prints it (directory joined)."""
     header = lp.header
     version = header["version"]
-    dirs = [d.decode("utf-8", "replace") if isinstance(d, bytes) else d
-            for d in header["include_directory"]]
+    dirs = [d.decode("utf-8", "replace") if isinstance(d, bytes) else d for d in header["include_directory"]]
     top = cu.get_top_DIE()
     comp_dir = top.attributes.get("DW_AT_comp_dir")
     comp_dir = comp_dir.value.decode("utf-8", "replace") if comp_dir else ""
@@ -409,8 +420,7 @@ class Symbolizer:
 
 # The kernel returns from a signal handler through these (x86-64 glibc and
 # musl, the vDSO's own names on other architectures).
-_TRAMPOLINES = ("__restore_rt", "__restore", "__kernel_rt_sigreturn", "__kernel_sigreturn",
-                "__vdso_rt_sigreturn")
+_TRAMPOLINES = ("__restore_rt", "__restore", "__kernel_rt_sigreturn", "__kernel_sigreturn", "__vdso_rt_sigreturn")
 
 
 def is_signal_trampoline(frame: Frame) -> bool:
@@ -420,5 +430,4 @@ def is_signal_trampoline(frame: Frame) -> bool:
 
 def _has_full_debug(elf) -> bool:
     sec = elf.get_section_by_name(".debug_info")
-    return sec is not None and sec["sh_type"] != "SHT_NOBITS" and \
-        elf.get_section_by_name(".debug_line") is not None
+    return sec is not None and sec["sh_type"] != "SHT_NOBITS" and elf.get_section_by_name(".debug_line") is not None

@@ -14,6 +14,7 @@ The pandas frames of the same tables (frame_from_columns, events_frame,
 stats, StatsAcc.result) stay for the library API and the tests; they import
 pandas when called, and accept frames where they accept batches.
 """
+
 from __future__ import annotations
 
 import csv
@@ -35,9 +36,10 @@ from .schema import EVENT_COLUMNS, EVENT_NAMES, TABLE_FORMATS
 ORDER = EVENT_NAMES
 PERCENTILES = (0.5, 0.9, 0.99)
 _ATTR_SHORT = {v: n.removeprefix("KFD_IOCTL_SVM_ATTR_") for v, n in kfd.ATTR_NAMES.items()}
-_KIND = {c.name: ("float" if c.type in ("time", "duration")
-                  else "int" if c.type in ("int64", "uint64") else "text")
-         for c in EVENT_COLUMNS}
+_KIND = {
+    c.name: ("float" if c.type in ("time", "duration") else "int" if c.type in ("int64", "uint64") else "text")
+    for c in EVENT_COLUMNS
+}
 
 
 def attr_shape(attrs) -> str:
@@ -64,6 +66,7 @@ def _storable(text):
 # outside int64)]); floats: ("float", float64 values, NaN = missing); text:
 # ("text", int32 codes, -1 = missing, [category]).
 
+
 def int_list(col) -> list:
     """An int column's values, None where missing."""
     _, raw, mask, wide = col
@@ -84,7 +87,7 @@ def text_list(col, convert=None) -> list:
     """A text column's values, None where missing (``convert`` applied to
     each category)."""
     _, codes, cats = col
-    cats = [*(map(convert, cats) if convert else cats), None]    # code -1: missing
+    cats = [*(map(convert, cats) if convert else cats), None]  # code -1: missing
     return list(map(cats.__getitem__, array("i", codes)))
 
 
@@ -144,12 +147,10 @@ def _columns_of_frame(df) -> dict:
                     wide.append((row, v))
             out[name] = ("int", ints.tobytes(), bytes(v is None for v in vals), wide)
         elif kind == "float":
-            out[name] = ("float", array("d", (float("nan") if v is None else float(v)
-                                               for v in vals)).tobytes())
+            out[name] = ("float", array("d", (float("nan") if v is None else float(v) for v in vals)).tobytes())
         else:
             index: dict = {}
-            codes = array("i", (-1 if v is None else index.setdefault(v, len(index))
-                                for v in vals))
+            codes = array("i", (-1 if v is None else index.setdefault(v, len(index)) for v in vals))
             out[name] = ("text", codes.tobytes(), list(index))
     return out
 
@@ -177,6 +178,7 @@ def _batches(table) -> list[Batch]:
 
 
 # --- pandas frames (the library API; imports pandas) -----------------------------
+
 
 def events_frame(events: Iterable):
     """The event table of events already in hand (rocrtrace.events
@@ -219,6 +221,7 @@ def frame_from_columns(cols: dict):
 
 # --- csv and jsonl -----------------------------------------------------------------
 
+
 class TableError(ValueError):
     """A table request the user can fix (format, missing pyarrow)."""
 
@@ -248,8 +251,7 @@ def _cells(col, fmt: str, prefix: str = "") -> list[str]:
     if kind == "text":
         _, codes, cats = col
         text = [_storable(c) for c in cats]
-        cells = [prefix + c for c in (*map(_csv_text if fmt == "csv" else json.dumps, text),
-                                      null)]
+        cells = [prefix + c for c in (*map(_csv_text if fmt == "csv" else json.dumps, text), null)]
         return list(map(cells.__getitem__, array("i", codes)))
     vals = int_list(col) if kind == "int" else float_list(col)
     conv = repr
@@ -260,8 +262,7 @@ def _cells(col, fmt: str, prefix: str = "") -> list[str]:
         conv = _json_float
     distinct = set(vals)
     # -0.0 == 0.0 as a key, but they print apart
-    if (2 * len(distinct) <= len(vals) or None in distinct) and (
-            kind == "int" or 0.0 not in distinct):
+    if (2 * len(distinct) <= len(vals) or None in distinct) and (kind == "int" or 0.0 not in distinct):
         memo = {v: prefix + (null if v is None else conv(v)) for v in distinct}
         return list(map(memo.__getitem__, vals))
     if None in distinct:
@@ -289,14 +290,15 @@ def table_text(batch: Batch, fmt: str, header: bool = True) -> str:
 
 # --- parquet (pyarrow only) --------------------------------------------------------
 
+
 def _need_pyarrow():
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise ParquetUnavailable(
-            "parquet output needs pyarrow: pip install pyarrow "
-            "(or choose --format csv or jsonl)") from None
+            "parquet output needs pyarrow: pip install pyarrow (or choose --format csv or jsonl)"
+        ) from None
     return pa, pq
 
 
@@ -308,8 +310,10 @@ def _validity(pa, missing) -> object:
     present = bytes(missing).translate(_FLIP)
     present += bytes(-len(present) % 8)
     # eight 0/1 bytes, little-endian, gathered into one byte's bits
-    bits = bytes(((int.from_bytes(present[i:i + 8], "little") * 0x0102040810204080) >> 56)
-                 & 0xFF for i in range(0, len(present), 8))
+    bits = bytes(
+        ((int.from_bytes(present[i : i + 8], "little") * 0x0102040810204080) >> 56) & 0xFF
+        for i in range(0, len(present), 8)
+    )
     return pa.py_buffer(bits)
 
 
@@ -321,9 +325,11 @@ def _string_array(pa, texts: list):
     offsets = array("i", [0])
     for d in data:
         offsets.append(offsets[-1] + len(d))
-    return pa.Array.from_buffers(pa.string(), len(texts),
-                                 [_validity(pa, bytes(t is None for t in texts)),
-                                  pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
+    return pa.Array.from_buffers(
+        pa.string(),
+        len(texts),
+        [_validity(pa, bytes(t is None for t in texts)), pa.py_buffer(offsets), pa.py_buffer(b"".join(data))],
+    )
 
 
 def _arrow_column(pa, c, col, n: int):
@@ -340,10 +346,10 @@ def _arrow_column(pa, c, col, n: int):
         try:
             us = array("q", (0 if v != v else round(v * 1e6) for v in vals))
         except (OverflowError, ValueError):
-            raise TableError(f"an event's {c.name} does not fit Parquet's microseconds; "
-                             "choose --format csv or jsonl") from None
-        arr = pa.Array.from_buffers(t, n, [_validity(pa, bytes(v != v for v in vals)),
-                                           pa.py_buffer(us)])
+            raise TableError(
+                f"an event's {c.name} does not fit Parquet's microseconds; choose --format csv or jsonl"
+            ) from None
+        arr = pa.Array.from_buffers(t, n, [_validity(pa, bytes(v != v for v in vals)), pa.py_buffer(us)])
         if c.type == "time":
             return arr, ("datetimetz", "datetime64[us]", {"timezone": "UTC"})
         return arr, ("object", "timedelta64[us]", None)
@@ -351,19 +357,16 @@ def _arrow_column(pa, c, col, n: int):
         _, raw, mask, wide = col
         if wide:
             vals = int_list(col)
-            return (_string_array(pa, [None if v is None else str(v) for v in vals]),
-                    ("unicode", "string", None))
+            return (_string_array(pa, [None if v is None else str(v) for v in vals]), ("unicode", "string", None))
         if c.type == "uint64" and n and min(array("q", raw)) < 0:
             t = pa.int64()
-        return (pa.Array.from_buffers(t, n, [_validity(pa, mask), pa.py_buffer(raw)]),
-                (str(t), "Int64", None))
+        return (pa.Array.from_buffers(t, n, [_validity(pa, mask), pa.py_buffer(raw)]), (str(t), "Int64", None))
     _, codes, cats = col
     idx = array("i", codes)
-    idx_arr = pa.Array.from_buffers(pa.int32(), n, [
-        _validity(pa, bytes(map((-1).__eq__, idx))),
-        pa.py_buffer(array("i", (max(i, 0) for i in idx)))])
-    return (_string_array(pa, [_storable(x) for x in cats]).take(idx_arr),
-            ("unicode", "string", None))
+    idx_arr = pa.Array.from_buffers(
+        pa.int32(), n, [_validity(pa, bytes(map((-1).__eq__, idx))), pa.py_buffer(array("i", (max(i, 0) for i in idx)))]
+    )
+    return (_string_array(pa, [_storable(x) for x in cats]).take(idx_arr), ("unicode", "string", None))
 
 
 def _pandas_version() -> str:
@@ -385,16 +388,21 @@ def arrow_batch(batch: Batch):
         arr, (ptype, ntype, md) = _arrow_column(pa, c, batch.cols[c.name], batch.rows)
         arrays.append(arr)
         fields.append(pa.field(c.name, arr.type))
-        meta.append({"name": c.name, "field_name": c.name, "pandas_type": ptype,
-                     "numpy_type": ntype, "metadata": md})
-    doc = {"index_columns": [], "column_indexes": [], "columns": meta, "attributes": {},
-           "creator": {"library": "pyarrow", "version": pa.__version__},
-           "pandas_version": _pandas_version()}
+        meta.append({"name": c.name, "field_name": c.name, "pandas_type": ptype, "numpy_type": ntype, "metadata": md})
+    doc = {
+        "index_columns": [],
+        "column_indexes": [],
+        "columns": meta,
+        "attributes": {},
+        "creator": {"library": "pyarrow", "version": pa.__version__},
+        "pandas_version": _pandas_version(),
+    }
     schema = pa.schema(fields, metadata={b"pandas": json.dumps(doc).encode("utf8")})
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
 # --- writing the event table ---------------------------------------------------------
+
 
 def _empty_columns() -> dict:
     """The core's columns of an empty table (src/py/table.rs)."""
@@ -427,14 +435,14 @@ class EventsWriter:
         pa, pq = _need_pyarrow()
         table = arrow_batch(batch)
         if self._pq is None:
-            self._pq = pq.ParquetWriter(sys.stdout.buffer if self.out == "-" else self.out,
-                                        table.schema)
+            self._pq = pq.ParquetWriter(sys.stdout.buffer if self.out == "-" else self.out, table.schema)
         elif table.schema != self._pq.schema:
             try:
                 table = table.cast(self._pq.schema)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as e:
-                raise TableError(f"an event value does not fit its Parquet column ({e}); "
-                                 "choose --format csv or jsonl") from None
+                raise TableError(
+                    f"an event value does not fit its Parquet column ({e}); choose --format csv or jsonl"
+                ) from None
         self._pq.write_table(table)
 
     def close(self) -> None:
@@ -473,10 +481,12 @@ def write_events(table, fmt: str, out, header: bool = True) -> None:
 
 # --- stats -------------------------------------------------------------------
 
+
 @dataclass
 class Table:
     """One stats table: its columns, its rows (None where missing) and the
     pandas dtypes of its frame (StatsAcc.result)."""
+
     columns: list[str]
     rows: list[list] = field(default_factory=list)
     dtypes: dict = field(default_factory=dict)
@@ -578,8 +588,7 @@ class _CountAcc:
         self.counts.update(keys)
 
     def table(self) -> Table:
-        rows = sorted(([*k, n] for k, n in self.counts.items()),
-                      key=lambda r: _order(r[:-1], r[-1]))
+        rows = sorted(([*k, n] for k, n in self.counts.items()), key=lambda r: _order(r[:-1], r[-1]))
         dtypes = {k: "Int64" if _KIND[k] == "int" else "string" for k in self.keys}
         return Table(self.keys + [self.name], rows, {**dtypes, self.name: "int64"})
 
@@ -595,10 +604,14 @@ class StatsAcc:
     gives for the whole table, float for float."""
 
     def __init__(self):
-        self.acc = {"ioctls": _PerAcc(["ioctl"]), "svm_shapes": _PerAcc(["op", "attr_shape"]),
-                    "errors": _CountAcc(["ioctl", "err"]), "sizes": _CountAcc(["ioctl", "size"]),
-                    "threads": _CountAcc(["tid", "ioctl"], "calls"),
-                    "syscalls": _PerAcc(["name"])}
+        self.acc = {
+            "ioctls": _PerAcc(["ioctl"]),
+            "svm_shapes": _PerAcc(["op", "attr_shape"]),
+            "errors": _CountAcc(["ioctl", "err"]),
+            "sizes": _CountAcc(["ioctl", "size"]),
+            "threads": _CountAcc(["tid", "ioctl"], "calls"),
+            "syscalls": _PerAcc(["name"]),
+        }
 
     def add(self, table) -> None:
         b = Batch.of(table)
@@ -618,17 +631,22 @@ class StatsAcc:
         # struct: the shape is told from the size field's attribute count)
         svm = [o is not None or n is not None for o, n in zip(op, nattr)]
         acc["svm_shapes"].add(
-            [("?" if o is None else o,
-              s if s is not None else "?" if n is None else f"nattr={n} (not decoded)")
-             for o, n, s in compress(zip(op, nattr, shape), svm)],
-            list(compress(err, svm)), list(compress(dur, svm)))
+            [
+                ("?" if o is None else o, s if s is not None else "?" if n is None else f"nattr={n} (not decoded)")
+                for o, n, s in compress(zip(op, nattr, shape), svm)
+            ],
+            list(compress(err, svm)),
+            list(compress(dur, svm)),
+        )
         acc["errors"].add([k for k in zip(ioctl, err) if k[1] is not None])
         acc["sizes"].add([k for k in zip(ioctl, size) if k[1] is not None])
         acc["threads"].add(list(zip(tid, ioctl)))
         calls = [e not in _NOT_CALLS for e in event]
-        acc["syscalls"].add(list(zip(compress(b.values("name"), calls))),
-                            list(compress(b.values("err"), calls)),
-                            list(compress(b.values("dur"), calls)))
+        acc["syscalls"].add(
+            list(zip(compress(b.values("name"), calls))),
+            list(compress(b.values("err"), calls)),
+            list(compress(b.values("dur"), calls)),
+        )
 
     def tables(self) -> dict[str, Table]:
         return {k: a.table() for k, a in self.acc.items()}
@@ -668,9 +686,9 @@ def _slices(df):
     io_ = df[df["event"] == "Ioctl"]
     svm = io_[io_["op"].notna() | io_["nattr"].notna()].copy()
     svm["op"] = svm["op"].fillna("?")
-    svm["attr_shape"] = svm["attr_shape"].fillna(
-        svm["nattr"].map(lambda n: f"nattr={n} (not decoded)", na_action="ignore")
-    ).fillna("?")
+    svm["attr_shape"] = (
+        svm["attr_shape"].fillna(svm["nattr"].map(lambda n: f"nattr={n} (not decoded)", na_action="ignore")).fillna("?")
+    )
     calls = df[~df["event"].isin(list(_NOT_CALLS))]
     return io_, svm, calls
 
@@ -711,15 +729,25 @@ def render_stats(st: dict, fmt: str = "text") -> str:
     """The stats tables (plain tables or pandas frames) as text or JSON."""
     st = {k: _plain_table(v) for k, v in st.items()}
     if fmt == "json":
-        return json.dumps({k: [{c: _json_value(v) for c, v in zip(t.columns, r)}
-                               for r in t.rows] for k, t in st.items()}, indent=2) + "\n"
+        return (
+            json.dumps(
+                {k: [{c: _json_value(v) for c, v in zip(t.columns, r)} for r in t.rows] for k, t in st.items()},
+                indent=2,
+            )
+            + "\n"
+        )
     if fmt != "text":
         raise ValueError(f"unknown stats format {fmt!r} (choose text or json)")
     from tabulate import tabulate
 
-    titles = {"ioctls": "ioctls (by type, nr)", "svm_shapes": "AMDKFD_IOC_SVM attribute shapes",
-              "errors": "ioctl errors by errno", "sizes": "ioctl request sizes",
-              "threads": "ioctls per thread", "syscalls": "other calls"}
+    titles = {
+        "ioctls": "ioctls (by type, nr)",
+        "svm_shapes": "AMDKFD_IOC_SVM attribute shapes",
+        "errors": "ioctl errors by errno",
+        "sizes": "ioctl request sizes",
+        "threads": "ioctls per thread",
+        "syscalls": "other calls",
+    }
     out = []
     for key, title in titles.items():
         t = st.get(key)
@@ -732,14 +760,14 @@ def render_stats(st: dict, fmt: str = "text") -> str:
 
 # --- diff --------------------------------------------------------------------
 
+
 def describe_shape(shape: str) -> str:
     """A plain-language name for an SVM attribute shape."""
     parts = dict(p.rsplit("×", 1) for p in shape.split("+") if "×" in p)
     kinds = set(parts)
     n = int(parts.get("NO_ACCESS", 0) or 0)
     if "NO_ACCESS" in kinds and kinds <= {"NO_ACCESS", "CLR_FLAGS"}:
-        return ("a per-GPU NO_ACCESS revoke" if n == 1
-                else f"a NO_ACCESS revoke of {n} GPUs")
+        return "a per-GPU NO_ACCESS revoke" if n == 1 else f"a NO_ACCESS revoke of {n} GPUs"
     if "ACCESS_IN_PLACE" in kinds and kinds <= {"ACCESS_IN_PLACE", "SET_FLAGS", "CLR_FLAGS"}:
         return "an ACCESS_IN_PLACE grant"
     if kinds and kinds <= {"SET_FLAGS", "CLR_FLAGS"}:
@@ -760,8 +788,9 @@ def _mix(a, b, keys: list[str]) -> list[dict]:
     rows = []
     for k in sorted(set(ca) | set(cb), key=lambda k: tuple(str(x) for x in k)):
         if ca.get(k, 0) != cb.get(k, 0):
-            rows.append({**dict(zip(keys, k)), "a": ca.get(k, 0), "b": cb.get(k, 0),
-                         "delta": cb.get(k, 0) - ca.get(k, 0)})
+            rows.append(
+                {**dict(zip(keys, k)), "a": ca.get(k, 0), "b": cb.get(k, 0), "delta": cb.get(k, 0) - ca.get(k, 0)}
+            )
     return rows
 
 
@@ -789,7 +818,8 @@ def diff_of_stats(sa: dict, a_findings, sb: dict, b_findings) -> dict:
     shapes = _mix(sa["svm_shapes"], sb["svm_shapes"], ["op", "attr_shape"])
     only_a, only_b = _only(a_findings, b_findings), _only(b_findings, a_findings)
     return {
-        "ioctls": ioctls, "svm_shapes": shapes,
+        "ioctls": ioctls,
+        "svm_shapes": shapes,
         "only_in_a": [f.to_dict() for f in only_a],
         "only_in_b": [f.to_dict() for f in only_b],
         "lines": _lines(ioctls, shapes, only_a, only_b),
@@ -799,7 +829,9 @@ def diff_of_stats(sa: dict, a_findings, sb: dict, b_findings) -> dict:
 def _phrase(rows, side: str) -> str:
     return " and ".join(
         f"{describe_shape(r['attr_shape']) if r['op'] == 'SET_ATTR' else r['op']} "
-        f"({r['attr_shape']}, {r[side]} call{'' if r[side] == 1 else 's'})" for r in rows)
+        f"({r['attr_shape']}, {r[side]} call{'' if r[side] == 1 else 's'})"
+        for r in rows
+    )
 
 
 def _lines(ioctls, shapes, only_a, only_b) -> list[str]:
@@ -808,12 +840,10 @@ def _lines(ioctls, shapes, only_a, only_b) -> list[str]:
         # the biggest change reads first
         new = sorted((r for r in shapes if r[other] == 0), key=lambda r: -r[side])
         if new:
-            out.append(f"{side.upper()} sends {_phrase(new, side)} that {other.upper()} "
-                       "does not")
+            out.append(f"{side.upper()} sends {_phrase(new, side)} that {other.upper()} does not")
     for r in shapes:
         if r["a"] and r["b"]:
-            out.append(f"{r['op']} {r['attr_shape']}: A {r['a']} calls, B {r['b']} "
-                       f"({r['delta']:+d})")
+            out.append(f"{r['op']} {r['attr_shape']}: A {r['a']} calls, B {r['b']} ({r['delta']:+d})")
     for r in ioctls:
         if not r["a"]:
             out.append(f"B issues {r['ioctl']} ({r['b']} calls) that A does not")
@@ -824,8 +854,7 @@ def _lines(ioctls, shapes, only_a, only_b) -> list[str]:
     for name, fs in (("A", only_a), ("B", only_b)):
         by_rule = Counter(f.rule for f in fs)
         if by_rule:
-            out.append(f"findings only in {name}: "
-                       + ", ".join(f"{n} {r}" for r, n in sorted(by_rule.items())))
+            out.append(f"findings only in {name}: " + ", ".join(f"{n} {r}" for r, n in sorted(by_rule.items())))
     if not out:
         out.append("A and B issue the same ioctl mix and have the same findings")
     return out
@@ -847,14 +876,13 @@ def render_diff(d: dict, fmt: str = "text", names: tuple[str, str] | None = None
         out += [f"- {md(x)}" for x in d["lines"]] + [""]
         for key, title in (("ioctls", "ioctl mix"), ("svm_shapes", "SVM attribute shapes")):
             if d[key]:
-                out += [f"#### {title}", "", tabulate(d[key], headers="keys", tablefmt="github"),
-                        ""]
-        for key, title in (("only_in_a", "Findings only in A"), ("only_in_b",
-                                                                  "Findings only in B")):
+                out += [f"#### {title}", "", tabulate(d[key], headers="keys", tablefmt="github"), ""]
+        for key, title in (("only_in_a", "Findings only in A"), ("only_in_b", "Findings only in B")):
             if d[key]:
                 out += [f"#### {title}", ""]
-                out += [f"- {f['severity']} `{f['rule']}`: {md(f['message'])} "
-                        f"({md(f['file'])}:{f['line']})" for f in d[key]]
+                out += [
+                    f"- {f['severity']} `{f['rule']}`: {md(f['message'])} ({md(f['file'])}:{f['line']})" for f in d[key]
+                ]
                 out.append("")
         return "\n".join(out).rstrip("\n") + "\n"
     if fmt != "text":
@@ -863,13 +891,14 @@ def render_diff(d: dict, fmt: str = "text", names: tuple[str, str] | None = None
 
     out = [f"A = {printable(names[0])}", f"B = {printable(names[1])}", ""] if names else []
     out += [printable(x) for x in d["lines"]]
-    for key, title in (("ioctls", "ioctl mix (A vs B)"),
-                       ("svm_shapes", "SVM attribute shapes (A vs B)")):
+    for key, title in (("ioctls", "ioctl mix (A vs B)"), ("svm_shapes", "SVM attribute shapes (A vs B)")):
         if d[key]:
             out += ["", title, tabulate(d[key], headers="keys")]
     for key, title in (("only_in_a", "findings only in A"), ("only_in_b", "findings only in B")):
         if d[key]:
             out += ["", title]
-            out += [f"  {f['severity']} {f['rule']}: {printable(f['message'])} "
-                    f"({printable(f['file'])}:{f['line']})" for f in d[key]]
+            out += [
+                f"  {f['severity']} {f['rule']}: {printable(f['message'])} ({printable(f['file'])}:{f['line']})"
+                for f in d[key]
+            ]
     return "\n".join(out) + "\n"

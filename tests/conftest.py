@@ -12,6 +12,7 @@ so a CI script's ``cmd &``) inherits SIGINT ignored, and an ignored signal
 stays ignored across fork and exec, so a program that raises SIGINT would
 not die of it (a handler, unlike SIG_IGN, is reset to the default by exec).
 """
+
 import os
 import signal
 
@@ -23,8 +24,9 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # too_slow measures how fast examples are generated: on a loaded or slower
 # machine it fails a run that would pass (the tests set deadline=None for the
 # same reason)
-settings.register_profile("ci", derandomize=True, database=None, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci", derandomize=True, database=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.register_profile("dev", print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
@@ -36,10 +38,13 @@ def pytest_sessionstart(session):
     try:
         from rocrtrace import _engine
     except ImportError:
-        return      # the tests that need the core say so themselves
+        return  # the tests that need the core say so themselves
     if not hasattr(_engine, "run_svm_model"):
         import pytest
 
-        pytest.exit("rocrtrace._engine was built without the test entry points: rebuild with "
-                    "`MATURIN_PEP517_ARGS='--features hooks' pip install -e '.[test]'` or "
-                    "`maturin develop --features hooks` (bash .ci/run does)", returncode=2)
+        pytest.exit(
+            "rocrtrace._engine was built without the test entry points: rebuild with "
+            "`MATURIN_PEP517_ARGS='--features hooks' pip install -e '.[test]'` or "
+            "`maturin develop --features hooks` (bash .ci/run does)",
+            returncode=2,
+        )

@@ -5,6 +5,7 @@ history and an fd number's occupant read between events.
 Events cross into Rust and back, so a finding's evidence holds copies of
 the events fed, never the objects themselves: ``same(a, b)`` is the test's
 ``a is b`` (the builders give every event its own line and seq)."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -72,7 +73,8 @@ def svm_run(events, watch=None, xnack=None, clean_start=True) -> SimpleNamespace
     """The core's SVM model over events (in the order given): findings,
     limits, history rows (event, what, state) and counts."""
     findings, limits, history, counts = _engine.run_svm_model(
-        events, watch_addr=watch, xnack=xnack, clean_start=clean_start)
+        events, watch_addr=watch, xnack=xnack, clean_start=clean_start
+    )
     return SimpleNamespace(findings=findings, limits=limits, history=history, counts=counts)
 
 
@@ -81,8 +83,7 @@ def end(ev) -> float:
     return ev.time + (ev.dur or 0.0)
 
 
-def trace_events(path: str, *, input_format: str | None = None, max_line: int = 1 << 20,
-                 max_open: int = 64):
+def trace_events(path: str, *, input_format: str | None = None, max_line: int = 1 << 20, max_open: int = 64):
     """(every event of one TRACE argument in replay order, its InputInfos) as
     the core reads and parses it; an input it cannot read is InputError.  One
     Python record per event, through the core's test entry point."""

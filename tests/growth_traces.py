@@ -14,16 +14,21 @@ and prints the ratios.
   fds-live   N files opened and held: memory per live fd
   ff-files   `strace -ff -o DIR/t`: a parent and N children, one file each
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
 
-THREAD = ("{pid} {t} clone3({{flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|"
-          "CLONE_SYSVSEM|CLONE_SETTLS|CLONE_PARENT_SETTID|CLONE_CHILD_CLEARTID, "
-          "exit_signal=0, tls=0x7f0000001000}}, 88) = {c}\n")
-FORK = ("{pid} {t} clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|"
-        "SIGCHLD, child_tidptr=0x7f0000002000) = {c}\n")
+THREAD = (
+    "{pid} {t} clone3({{flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|"
+    "CLONE_SYSVSEM|CLONE_SETTLS|CLONE_PARENT_SETTID|CLONE_CHILD_CLEARTID, "
+    "exit_signal=0, tls=0x7f0000001000}}, 88) = {c}\n"
+)
+FORK = (
+    "{pid} {t} clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|"
+    "SIGCHLD, child_tidptr=0x7f0000002000) = {c}\n"
+)
 OPEN = '{pid} {t} openat(AT_FDCWD, "/etc/hosts", O_RDONLY|O_CLOEXEC) = {fd}\n'
 CLOSE = "{pid} {t} close({fd}) = 0\n"
 ROOT = 1000
@@ -92,8 +97,7 @@ def sweeps(path: Path, n: int) -> None:
 def fds_live(path: Path, n: int) -> None:
     with _trace(path) as (f, t):
         for i in range(n):
-            f.write(f'{ROOT} {t()} openat(AT_FDCWD, "/data/part-{i:08d}.bin", '
-                    f"O_RDONLY|O_CLOEXEC) = {3 + i}\n")
+            f.write(f'{ROOT} {t()} openat(AT_FDCWD, "/data/part-{i:08d}.bin", O_RDONLY|O_CLOEXEC) = {3 + i}\n')
 
 
 def ff_files(dir_: Path, n: int) -> Path:
@@ -102,8 +106,10 @@ def ff_files(dir_: Path, n: int) -> Path:
     t = _Clock()
     parent = [f'{t()} execve("/bin/x", ["x"], 0x7ffc0000 /* 1 var */) = 0\n']
     for i in range(n):
-        parent.append(f"{t()} clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|"
-                      f"CLONE_CHILD_SETTID|SIGCHLD, child_tidptr=0x7f0000002000) = {ROOT + 1 + i}\n")
+        parent.append(
+            f"{t()} clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|"
+            f"CLONE_CHILD_SETTID|SIGCHLD, child_tidptr=0x7f0000002000) = {ROOT + 1 + i}\n"
+        )
     for i in range(n):
         with (dir_ / f"t.{ROOT + 1 + i}").open("w") as f:
             f.write(f'{t()} openat(AT_FDCWD, "/etc/hosts", O_RDONLY|O_CLOEXEC) = 3\n')
@@ -114,5 +120,4 @@ def ff_files(dir_: Path, n: int) -> Path:
     return dir_
 
 
-WRITERS = {"tids": tids, "children": children, "close-bad": close_bad, "sweeps": sweeps,
-           "fds-live": fds_live}
+WRITERS = {"tids": tids, "children": children, "close-bad": close_bad, "sweeps": sweeps, "fds-live": fds_live}

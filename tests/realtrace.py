@@ -1,4 +1,5 @@
 """Helpers for tests that run real programs under the real strace."""
+
 from __future__ import annotations
 
 import glob
@@ -47,11 +48,9 @@ def run_strace(options: list[str], program: str, args: list[str], tmpdir) -> lis
     cmd = ["strace"] + opts + ["--", exe] + list(args)
     if stderr_capture:
         with open(log, "wb") as err:
-            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=tmpdir,
-                           timeout=60)
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=tmpdir, timeout=60)
         return [log]
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmpdir,
-                   timeout=60)
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmpdir, timeout=60)
     if "-ff" in opts:
         return sorted(glob.glob(log + ".*"))
     return [log]

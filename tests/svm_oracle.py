@@ -9,6 +9,7 @@ boundaries (head and tail keep their attributes), a range they leave equal
 is left whole, PREFETCH_LOC always counts as a change, munmap forgets pages
 and splits what it cuts, nothing ever merges.  ``rows`` renders the ranges
 as `rocrtrace show --addr` prints the model's pieces."""
+
 from __future__ import annotations
 
 import itertools
@@ -17,13 +18,10 @@ from rocrtrace import kfd
 
 PAGE = 0x1000
 # (access by gpu, flags known set, flags known clear, preferred, prefetch, granularity)
-DEFAULT = ((), kfd.DEFAULT_SVM_FLAGS, ~kfd.DEFAULT_SVM_FLAGS & 0xFFFFFFFF, 0xFFFFFFFF,
-           0xFFFFFFFF, 9)
-ACCESS_NAMES = {kfd.ATTR_ACCESS: "ACCESS", kfd.ATTR_ACCESS_IN_PLACE: "ACCESS_IN_PLACE",
-                kfd.ATTR_NO_ACCESS: "NO_ACCESS"}
+DEFAULT = ((), kfd.DEFAULT_SVM_FLAGS, ~kfd.DEFAULT_SVM_FLAGS & 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 9)
+ACCESS_NAMES = {kfd.ATTR_ACCESS: "ACCESS", kfd.ATTR_ACCESS_IN_PLACE: "ACCESS_IN_PLACE", kfd.ATTR_NO_ACCESS: "NO_ACCESS"}
 # the kernel header's flag names without KFD_IOCTL_SVM_FLAG_, in bit order
-FLAG_SHORT = {bit: name.removeprefix("KFD_IOCTL_SVM_FLAG_")
-              for bit, name in sorted(kfd.SVM_FLAG_NAMES.items())}
+FLAG_SHORT = {bit: name.removeprefix("KFD_IOCTL_SVM_FLAG_") for bit, name in sorted(kfd.SVM_FLAG_NAMES.items())}
 
 
 def oracle_apply(state, attrs):
@@ -67,7 +65,7 @@ class Oracle:
             else:
                 new = oracle_apply(self.state[p], attrs)
                 if new != self.state[p] or prefetch:
-                    nid = next(self.ids)      # the part inside [s, e) becomes its own range
+                    nid = next(self.ids)  # the part inside [s, e) becomes its own range
                     for i in range(p, q):
                         self.rid[i], self.state[i] = nid, new
             p = q
@@ -114,14 +112,16 @@ class Oracle:
         """The ranges as `show --addr` states them (the history's "pieces")."""
         out = []
         for s, e, (access, fs, fc, pref, pf, gran) in self.pieces():
-            out.append({
-                "range": f"{base + s * PAGE:#x}-{base + e * PAGE:#x}",
-                "access": {f"{g:#x}": ACCESS_NAMES[t] for g, t in access} or "default",
-                "flags": kfd.flag_names(fs, FLAG_SHORT),
-                "flags_clear": kfd.flag_names(fc & 0xFF, FLAG_SHORT),
-                "preferred": f"{pref:#x}",
-                "prefetch": f"{pf:#x}",
-                # newer kernels clamp to 0x3f, older ones do not: past it unknown
-                "granularity": gran if gran <= 0x3F else None,
-            })
+            out.append(
+                {
+                    "range": f"{base + s * PAGE:#x}-{base + e * PAGE:#x}",
+                    "access": {f"{g:#x}": ACCESS_NAMES[t] for g, t in access} or "default",
+                    "flags": kfd.flag_names(fs, FLAG_SHORT),
+                    "flags_clear": kfd.flag_names(fc & 0xFF, FLAG_SHORT),
+                    "preferred": f"{pref:#x}",
+                    "prefetch": f"{pf:#x}",
+                    # newer kernels clamp to 0x3f, older ones do not: past it unknown
+                    "granularity": gran if gran <= 0x3F else None,
+                }
+            )
         return out or "no SVM range"

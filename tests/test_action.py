@@ -2,6 +2,7 @@
 locally as GitHub runs it: INPUT_* variables, $GITHUB_OUTPUT,
 $GITHUB_STEP_SUMMARY, the rocrtrace on PATH.  (Installing from a wheel is
 checked by tests/test_readme.py with the wheel the README's recipe builds.)"""
+
 from __future__ import annotations
 
 import json
@@ -25,11 +26,13 @@ def _action(tmp_path, **inputs):
     out.unlink(missing_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "GITHUB_"))}
     env.update({f"INPUT_{k.upper()}": str(v) for k, v in inputs.items()})
-    env.update(GITHUB_OUTPUT=str(out), GITHUB_STEP_SUMMARY=str(summary),
-               GITHUB_ACTION_PATH=str(ROOT),
-               PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
-    p = subprocess.run(["bash", str(RUN)], cwd=tmp_path, env=env, capture_output=True,
-                       text=True, timeout=300)
+    env.update(
+        GITHUB_OUTPUT=str(out),
+        GITHUB_STEP_SUMMARY=str(summary),
+        GITHUB_ACTION_PATH=str(ROOT),
+        PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    )
+    p = subprocess.run(["bash", str(RUN)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     outputs = dict(line.split("=", 1) for line in out.read_text().splitlines()) if out.exists() else {}
     return p, outputs, summary
 
@@ -43,8 +46,9 @@ def test_action_yml_runs_the_step_and_gates_on_its_code():
     assert steps[0]["id"] == "analyze"
     # every input reaches the step as INPUT_*, or decides a step
     for name in a["inputs"]:
-        assert (f"INPUT_{name.upper().replace('-', '_')}" in steps[0]["env"]
-                or any(f"inputs.{name}" in s.get("if", "") for s in steps)), name
+        assert f"INPUT_{name.upper().replace('-', '_')}" in steps[0]["env"] or any(
+            f"inputs.{name}" in s.get("if", "") for s in steps
+        ), name
     assert steps[1]["uses"].startswith("github/codeql-action/upload-sarif@")
     assert "always()" in steps[1]["if"] and "always()" in steps[2]["if"]
     assert "exit-code" in a["outputs"]
@@ -55,7 +59,7 @@ def test_findings_annotate_fill_the_summary_and_fail(tmp_path):
     d.mkdir()
     shutil.copy(BUGGY, d)
     p, outputs, summary = _action(tmp_path, traces="traces", fail_on="error")
-    assert p.returncode == 0, p.stderr          # analyze ran: the action's last step fails
+    assert p.returncode == 0, p.stderr  # analyze ran: the action's last step fails
     assert outputs["exit-code"] == "1"
     assert "::error file=" in p.stdout and "svm-over-revoke" in p.stdout
     sarif = json.loads((tmp_path / "rocrtrace.sarif").read_text())
@@ -65,8 +69,7 @@ def test_findings_annotate_fill_the_summary_and_fail(tmp_path):
 
 
 def test_clean_traces_pass_and_options_reach_analyze(tmp_path):
-    p, outputs, _ = _action(tmp_path, traces=str(CLEAN), sarif="out/r.sarif",
-                            args="--fail-on never")
+    p, outputs, _ = _action(tmp_path, traces=str(CLEAN), sarif="out/r.sarif", args="--fail-on never")
     # --fail-on never given in args comes last and wins (click keeps the last)
     assert outputs["exit-code"] == "0", p.stdout + p.stderr
     assert (tmp_path / "out" / "r.sarif").exists()
@@ -83,8 +86,6 @@ def test_bad_input_is_exit_2_and_a_missing_wheel_says_so(tmp_path):
 
 def test_by_hand_the_script_exits_with_analyze_code(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "GITHUB_"))}
-    env.update(INPUT_TRACES=str(BUGGY),
-               PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
-    p = subprocess.run(["bash", str(RUN)], cwd=tmp_path, env=env, capture_output=True,
-                       text=True, timeout=300)
+    env.update(INPUT_TRACES=str(BUGGY), PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+    p = subprocess.run(["bash", str(RUN)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 1, p.stderr

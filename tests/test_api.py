@@ -2,6 +2,7 @@
 Report`` with findings as frozen dataclasses, scripted as a triage would
 be, checked against the CLI's JSON report of the same traces; the example
 script type-checks with mypy --strict and a wrong use does not."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,9 +24,13 @@ TAIL = "value=KFD_IOCTL_SVM_FLAG_EXT_COHERENT}]}) = 0 <0.000010>"
 
 
 def cli_json(*args) -> dict:
-    r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", *map(str, args),
-                        "--format", "json"], cwd=ROOT, capture_output=True, timeout=120,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    r = subprocess.run(
+        [sys.executable, "-m", "rocrtrace", "analyze", *map(str, args), "--format", "json"],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert r.returncode in (0, 1), r.stderr
     return json.loads(r.stdout)
 
@@ -43,13 +48,10 @@ def test_a_scripted_triage():
     assert dc.location == f"{VMM.relative_to(ROOT)}:27" or dc.location == f"{VMM}:27"
     # SVM: addresses are ints, the revoking call whole
     (ov,) = report.by_rule("svm-over-revoke")
-    assert (ov.subject.start, ov.subject.end, ov.subject.gpu_ids) == (
-        0x7e0000003000, 0x7e0000004000, (0x1a2b,))
+    assert (ov.subject.start, ov.subject.end, ov.subject.gpu_ids) == (0x7E0000003000, 0x7E0000004000, (0x1A2B,))
     assert ov.cause == "enclosing-range"
-    assert any(e.call.endswith(TAIL) and e.time is not None and e.duration == 1e-05
-               for e in ov.evidence)
-    assert report.coverage.cannot_show and all(isinstance(x, str)
-                                               for x in report.coverage.shows)
+    assert any(e.call.endswith(TAIL) and e.time is not None and e.duration == 1e-05 for e in ov.evidence)
+    assert report.coverage.cannot_show and all(isinstance(x, str) for x in report.coverage.shows)
     # frozen: a script cannot change a finding under the report
     with pytest.raises(dataclasses.FrozenInstanceError):
         dc.severity = "note"  # type: ignore[misc]
@@ -58,10 +60,12 @@ def test_a_scripted_triage():
 def test_the_api_and_the_cli_agree():
     report = rocrtrace.analyze([C1, VMM])
     doc = cli_json(C1, VMM)
-    assert [(f.rule, f.severity, f.fingerprint, f.line) for f in report.findings] == \
-        [(f["rule"], f["severity"], f["fingerprint"], f["line"]) for f in doc["findings"]]
-    assert [e.call for f in report.findings for e in f.evidence] == \
-        [e["call"] for f in doc["findings"] for e in f["evidence"]]
+    assert [(f.rule, f.severity, f.fingerprint, f.line) for f in report.findings] == [
+        (f["rule"], f["severity"], f["fingerprint"], f["line"]) for f in doc["findings"]
+    ]
+    assert [e.call for f in report.findings for e in f.evidence] == [
+        e["call"] for f in doc["findings"] for e in f["evidence"]
+    ]
     assert json.loads(report.render("json"))["findings"] == doc["findings"]
 
 
@@ -72,9 +76,12 @@ def test_options_are_the_cli_options(tmp_path):
     low = rocrtrace.analyze(VMM, severity={"fd-double-close": "note"}, fail_on="error")
     assert low.by_rule("fd-double-close")[0].severity == "note" and low.failed  # use-after-close
     bl = tmp_path / "bl.json"
-    r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", str(VMM), "--fail-on",
-                        "never", "--write-baseline", str(bl)], cwd=ROOT, capture_output=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    r = subprocess.run(
+        [sys.executable, "-m", "rocrtrace", "analyze", str(VMM), "--fail-on", "never", "--write-baseline", str(bl)],
+        cwd=ROOT,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert r.returncode == 0, r.stderr
     quiet = rocrtrace.analyze(VMM, baseline=bl)
     assert quiet.findings == () and len(quiet.suppressed) == 3 and not quiet.failed
@@ -100,26 +107,37 @@ def test_the_package_is_typed():
 
 def _mypy(path: Path) -> subprocess.CompletedProcess:
     pytest.importorskip("mypy")
-    return subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-                           "--cache-dir", os.devnull, str(path)], capture_output=True,
-                          text=True, timeout=600, cwd=path.parent)
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=path.parent,
+    )
 
 
 def test_the_example_type_checks_and_runs(tmp_path):
     example = ROOT / "examples/triage.py"
     r = _mypy(example)
     assert r.returncode == 0, r.stdout + r.stderr
-    run = subprocess.run([sys.executable, str(example), str(VMM)], capture_output=True,
-                         text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    run = subprocess.run(
+        [sys.executable, str(example), str(VMM)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert run.returncode == 1 and "fd 6 (dmabuf) closed twice" in run.stdout
 
 
 def test_a_wrong_use_does_not_type_check(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("import rocrtrace\n"
-                   "r = rocrtrace.analyze('t.log')\n"
-                   "n: int = r.findings[0].subject.fd\n"      # Optional[int]
-                   "s: str = r.findings[0].evidence[0].line\n")
+    bad.write_text(
+        "import rocrtrace\n"
+        "r = rocrtrace.analyze('t.log')\n"
+        "n: int = r.findings[0].subject.fd\n"  # Optional[int]
+        "s: str = r.findings[0].evidence[0].line\n"
+    )
     r = _mypy(bad)
     assert r.returncode == 1
     assert "bad.py:3: error" in r.stdout and "bad.py:4: error" in r.stdout
@@ -131,8 +149,14 @@ def test_the_readme_snippet_runs(tmp_path):
     traces = tmp_path / "traces"
     traces.mkdir()
     (traces / VMM.name).write_bytes(VMM.read_bytes())
-    r = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True,
-                       text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    r = subprocess.run(
+        [sys.executable, "-c", block],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert r.returncode == 0, r.stderr
     assert "dmabuf" in r.stdout and "close(" in r.stdout
     assert "error[fd-double-close]" in (tmp_path / "triage.html").read_text()

@@ -1,5 +1,6 @@
 """Baselines: written from a result, read back, applied; expiry honoured;
 bad files refused with one clear line."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,14 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import report_samples as S  # noqa: E402
 
-from rocrtrace.baseline import (BASELINE_SCHEMA, BaselineError, apply_baseline,  # noqa: E402
-                                load_baseline, occurrences, write_baseline)
+from rocrtrace.baseline import (
+    BASELINE_SCHEMA,
+    BaselineError,
+    apply_baseline,  # noqa: E402
+    load_baseline,
+    occurrences,
+    write_baseline,
+)
 
 
 def test_round_trip_suppresses_everything_and_the_gate_passes(tmp_path):
@@ -27,7 +34,7 @@ def test_round_trip_suppresses_everything_and_the_gate_passes(tmp_path):
         assert set(e) >= {"fingerprint", "rule", "message", "justification", "expires"}
         assert e["justification"] == "" and e["expires"] is None
 
-    again = S.sample_result()           # a new run of the same program
+    again = S.sample_result()  # a new run of the same program
     applied = apply_baseline(again, load_baseline(str(path)))
     assert again.findings == [] and len(again.suppressed) == 5
     assert not again.failed() and again.summary()["suppressed"] == 5
@@ -37,7 +44,7 @@ def test_round_trip_suppresses_everything_and_the_gate_passes(tmp_path):
 def test_identical_leaks_at_one_site_stay_distinct(tmp_path):
     r = S.sample_result()
     leaks = [f for f in r.findings if f.rule == "fd-leak"]
-    assert leaks[0].fingerprint == leaks[1].fingerprint    # same site, different fds
+    assert leaks[0].fingerprint == leaks[1].fingerprint  # same site, different fds
     occ = occurrences(r.findings)
     assert sorted(occ[id(f)] for f in leaks) == [1, 2]
 
@@ -89,8 +96,11 @@ def test_rewriting_keeps_justifications(tmp_path):
     apply_baseline(r, old)
     write_baseline(str(path), r, previous=old)
     new = json.loads(path.read_text())["entries"]
-    kept = [e for e in new if e["fingerprint"] == doc["entries"][0]["fingerprint"]
-            and e["occurrence"] == doc["entries"][0]["occurrence"]]
+    kept = [
+        e
+        for e in new
+        if e["fingerprint"] == doc["entries"][0]["fingerprint"] and e["occurrence"] == doc["entries"][0]["occurrence"]
+    ]
     assert kept[0]["justification"] == "upstream bug ROCm/ROCR-Runtime#123"
     assert kept[0]["expires"] == "2099-01-01"
     assert len(new) == 5
@@ -100,23 +110,29 @@ def test_hand_written_entry_without_occurrence_matches_all(tmp_path):
     r = S.sample_result()
     fp = [f for f in r.findings if f.rule == "fd-leak"][0].fingerprint
     path = tmp_path / "b.json"
-    path.write_text(json.dumps({"schema": BASELINE_SCHEMA,
-                                "entries": [{"fingerprint": fp, "justification": "x"}]}))
+    path.write_text(json.dumps({"schema": BASELINE_SCHEMA, "entries": [{"fingerprint": fp, "justification": "x"}]}))
     apply_baseline(r, load_baseline(str(path)))
     assert sorted(f.rule for f in r.suppressed) == ["fd-leak", "fd-leak"]
 
 
-@pytest.mark.parametrize("content, words", [
-    ("{not json", "not JSON"),
-    ("[]", "expected a JSON object"),
-    ('{"schema": "other/v9", "entries": []}', "schema"),
-    ('{"schema": "rocrtrace-baseline/v1", "entries": {}}', "'entries' must be a list"),
-    ('{"schema": "rocrtrace-baseline/v1", "entries": [{"fingerprint": 5}]}', "entry 1"),
-    ('{"schema": "rocrtrace-baseline/v1", "entries": [{"fingerprint": "abcdef0123",'
-     ' "expires": "next week"}]}', "'expires' must be a date"),
-    ('{"schema": "rocrtrace-baseline/v1", "entries": [{"fingerprint": "abcdef0123",'
-     ' "occurrence": 0}]}', "'occurrence'"),
-])
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        ("{not json", "not JSON"),
+        ("[]", "expected a JSON object"),
+        ('{"schema": "other/v9", "entries": []}', "schema"),
+        ('{"schema": "rocrtrace-baseline/v1", "entries": {}}', "'entries' must be a list"),
+        ('{"schema": "rocrtrace-baseline/v1", "entries": [{"fingerprint": 5}]}', "entry 1"),
+        (
+            '{"schema": "rocrtrace-baseline/v1", "entries": [{"fingerprint": "abcdef0123", "expires": "next week"}]}',
+            "'expires' must be a date",
+        ),
+        (
+            '{"schema": "rocrtrace-baseline/v1", "entries": [{"fingerprint": "abcdef0123", "occurrence": 0}]}',
+            "'occurrence'",
+        ),
+    ],
+)
 def test_bad_files_give_one_clear_line(tmp_path, content, words):
     path = tmp_path / "b.json"
     path.write_text(content)
@@ -192,12 +208,11 @@ def test_a_baseline_of_one_double_close_does_not_hide_a_second_site(tmp_path, st
     write_baseline(str(bl), known)
     later = analyze([two])
     fps = [f.fingerprint for f in later.findings if f.rule == "fd-double-close"]
-    assert len(fps) == len(set(fps)) == 2        # two sites, two fingerprints
+    assert len(fps) == len(set(fps)) == 2  # two sites, two fingerprints
     apply_baseline(later, load_baseline(str(bl)))
     assert [f.rule for f in later.findings] == ["fd-double-close"]
     assert len(later.suppressed) == 1
     if stacks:
         line_b = next(n for n, t in enumerate(TWO_SITES_C.splitlines(), 1) if "SITE_B" in t)
-        frames = [fr for fr in later.findings[0].stack if fr.source and
-                  fr.source.endswith("two.c")]
+        frames = [fr for fr in later.findings[0].stack if fr.source and fr.source.endswith("two.c")]
         assert frames[0].source_line == line_b

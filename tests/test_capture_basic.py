@@ -1,5 +1,6 @@
 """Capture library basics: header, fd snapshots, exit status, the protected
 log fd, build-ids, stack frames, and the strace method."""
+
 from __future__ import annotations
 
 import glob
@@ -141,7 +142,7 @@ def test_calls_on_the_log_fd_number_behave_as_without_capture(tmp_path, prog, wh
     assert log.lines[-1] == "# exit status=7"
     d = [e for e in log.events if e.name == "dup2"]
     assert len(d) == 1 and (d[0].errno == "EBADF") == (where >= 0)
-    assert log.events[-1].name == "ioctl"   # still logging after the moves
+    assert log.events[-1].name == "ioctl"  # still logging after the moves
 
 
 def test_capture_api_exit_status_and_listing(tmp_path, prog):
@@ -162,11 +163,10 @@ def test_capture_api_exit_status_and_listing(tmp_path, prog):
 @pytest.mark.skipif(not shutil.which("strace"), reason="strace not installed")
 def test_strace_method_writes_prefix_pid_files(tmp_path, prog):
     out = []
-    rc = run.capture(["sh", "-c", f"{prog}; exit 9"], method="strace",
-                     prefix=str(tmp_path / "st"), echo=out.append)
+    rc = run.capture(["sh", "-c", f"{prog}; exit 9"], method="strace", prefix=str(tmp_path / "st"), echo=out.append)
     assert rc == 9
     files = sorted(tmp_path.glob("st.*"))
-    assert len(files) == 2 and not (tmp_path / "st").exists()   # sh and the program
+    assert len(files) == 2 and not (tmp_path / "st").exists()  # sh and the program
     assert [ln.strip() for ln in out[1:]] == [str(f) for f in sorted(files, key=lambda f: (len(str(f)), str(f)))]
     text = "".join(f.read_text() for f in files)
     assert "AMDKFD_IOC_GET_VERSION" in text or "0xc0084b01" in text
@@ -196,8 +196,20 @@ int main(void) {
 }
 """)
     exe = cbuild.build(src, "capture_fdcalls")
-    calls = {"socketpair", "sendmsg", "recvmsg", "socket", "accept4", "accept", "dup2", "dup3",
-             "fcntl", "dup", "close", "close_range"}
+    calls = {
+        "socketpair",
+        "sendmsg",
+        "recvmsg",
+        "socket",
+        "accept4",
+        "accept",
+        "dup2",
+        "dup3",
+        "fcntl",
+        "dup",
+        "close",
+        "close_range",
+    }
 
     def seen(trace):
         log = tmp_path / f"{trace[:5]}.log"
@@ -239,22 +251,27 @@ def test_capture_keeps_an_ignored_sigint_ignored(tmp_path):
     inherits it ignored, as without capture: raise(SIGINT) does not kill it."""
     sig = cbuild.build(run_path("capture_signals"), "capture_signals")
     plain = subprocess.run([str(sig), "int"], preexec_fn=_ignore_sigint, timeout=60)
-    code = ("import sys; from rocrtrace.capture import run\n"
-            "sys.exit(run.capture([sys.argv[1], 'int'], prefix=sys.argv[2], echo=None))\n")
-    cap = subprocess.run([sys.executable, "-c", code, str(sig), str(tmp_path / "i")],
-                         preexec_fn=_ignore_sigint, timeout=60)
-    assert plain.returncode == cap.returncode == 1     # raise() returned; main returns 1
+    code = (
+        "import sys; from rocrtrace.capture import run\n"
+        "sys.exit(run.capture([sys.argv[1], 'int'], prefix=sys.argv[2], echo=None))\n"
+    )
+    cap = subprocess.run(
+        [sys.executable, "-c", code, str(sig), str(tmp_path / "i")], preexec_fn=_ignore_sigint, timeout=60
+    )
+    assert plain.returncode == cap.returncode == 1  # raise() returned; main returns 1
     log = logread.read(next(tmp_path.glob("i.*")))
     assert log.lines[-1] == "# exit status=1"
 
 
 def _ignore_sigint():
     import signal
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def run_path(name):
     from pathlib import Path
+
     return Path(__file__).parent / "programs" / f"{name}.c"
 
 
@@ -286,6 +303,7 @@ def test_stack_frames(tmp_path, prog, depth):
         # the caller frame lies in the program's text: offset inside an r-xp map of it
         assert any(obj == str(prog) for obj, _ in ioctl.frames)
         off = [o for obj, o in ioctl.frames if obj == str(prog)][0]
-        sym = subprocess.run(["addr2line", "-f", "-e", str(prog), hex(off)],
-                             capture_output=True, text=True).stdout.split()[0]
+        sym = subprocess.run(
+            ["addr2line", "-f", "-e", str(prog), hex(off)], capture_output=True, text=True
+        ).stdout.split()[0]
         assert sym == "main"

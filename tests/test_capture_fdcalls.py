@@ -3,6 +3,7 @@ every libc name of the calls logged when they fail with EBADF, and every
 call that makes an fd without open().  Each program runs three times: plain,
 under the real capture library, and (where strace is installed) under a real
 strace; the library's lines must be strace's lines."""
+
 from __future__ import annotations
 
 import re
@@ -34,8 +35,7 @@ def captured(tmp_path, argv):
 
 def straced(tmp_path, argv):
     out = tmp_path / "strace.txt"
-    subprocess.run(["strace", "-y", "-o", str(out)] + argv, capture_output=True, text=True,
-                   timeout=60, check=True)
+    subprocess.run(["strace", "-y", "-o", str(out)] + argv, capture_output=True, text=True, timeout=60, check=True)
     return out.read_text().splitlines()
 
 
@@ -49,10 +49,38 @@ def norm(line: str) -> str:
     return re.sub(r"fdmake-\d+", "fdmake-N", line)
 
 
-BADFD_NAMES = ["read", "read", "read", "write", "write", "pread64", "pread64", "pread64", "pread64",
-               "pread64", "pwrite64", "pwrite64", "pwrite64", "readv", "writev", "lseek", "lseek",
-               "lseek", "newfstatat", "newfstatat", "fstat", "fstat", "newfstatat", "newfstatat",
-               "newfstatat", "newfstatat", "statx", "sendmsg", "recvmsg", "ioctl"]
+BADFD_NAMES = [
+    "read",
+    "read",
+    "read",
+    "write",
+    "write",
+    "pread64",
+    "pread64",
+    "pread64",
+    "pread64",
+    "pread64",
+    "pwrite64",
+    "pwrite64",
+    "pwrite64",
+    "readv",
+    "writev",
+    "lseek",
+    "lseek",
+    "lseek",
+    "newfstatat",
+    "newfstatat",
+    "fstat",
+    "fstat",
+    "newfstatat",
+    "newfstatat",
+    "newfstatat",
+    "newfstatat",
+    "statx",
+    "sendmsg",
+    "recvmsg",
+    "ioctl",
+]
 
 
 def test_every_libc_name_of_the_ebadf_calls_is_logged(tmp_path):
@@ -72,7 +100,7 @@ def test_every_libc_name_of_the_ebadf_calls_is_logged(tmp_path):
     minus.remove("newfstatat")
     minus.remove("newfstatat")
     assert [e.name for e in bad] == minus + BADFD_NAMES
-    assert [e.args.split(",")[0] for e in bad[:len(minus)]] == ["-1"] * len(minus)
+    assert [e.args.split(",")[0] for e in bad[: len(minus)]] == ["-1"] * len(minus)
     evs, infos = trace_events(str(f))
     assert infos[0].unparsed == 0
     assert len([e for e in evs if e.err == "EBADF"]) == len(bad)
@@ -87,9 +115,26 @@ def test_ebadf_lines_are_stracess_lines(tmp_path):
     assert ours == theirs
 
 
-MADE = ["pipe", "pipe", "pipe2", "pipe2", "socket", "socketpair", "socketpair", "accept", "accept4",
-        "eventfd", "memfd_create", "timerfd_create", "signalfd", "epoll_create", "epoll_create1",
-        "inotify_init", "inotify_init1", "F_DUPFD_CLOEXEC"]
+MADE = [
+    "pipe",
+    "pipe",
+    "pipe2",
+    "pipe2",
+    "socket",
+    "socketpair",
+    "socketpair",
+    "accept",
+    "accept4",
+    "eventfd",
+    "memfd_create",
+    "timerfd_create",
+    "signalfd",
+    "epoll_create",
+    "epoll_create1",
+    "inotify_init",
+    "inotify_init1",
+    "F_DUPFD_CLOEXEC",
+]
 
 
 def test_fds_made_without_open_are_fd_creations(tmp_path):
@@ -110,12 +155,22 @@ def test_fds_made_without_open_are_fd_creations(tmp_path):
     # the listening and the two connecting sockets of the accept set-up come before accept
     assert created == want[:7] + [3, 4, 5] + want[7:]
     origins = {e.name: e.origin for e in made}
-    assert origins == {"pipe2": "pipe", "socket": "socket", "socketpair": "socketpair",
-                       "accept": "accept", "accept4": "accept", "eventfd2": "eventfd",
-                       "memfd_create": "memfd_create", "timerfd_create": "timerfd_create",
-                       "signalfd4": "signalfd", "epoll_create": "epoll_create",
-                       "epoll_create1": "epoll_create", "inotify_init": "inotify_init",
-                       "inotify_init1": "inotify_init", "fcntl": "dup"}
+    assert origins == {
+        "pipe2": "pipe",
+        "socket": "socket",
+        "socketpair": "socketpair",
+        "accept": "accept",
+        "accept4": "accept",
+        "eventfd2": "eventfd",
+        "memfd_create": "memfd_create",
+        "timerfd_create": "timerfd_create",
+        "signalfd4": "signalfd",
+        "epoll_create": "epoll_create",
+        "epoll_create1": "epoll_create",
+        "inotify_init": "inotify_init",
+        "inotify_init1": "inotify_init",
+        "fcntl": "dup",
+    }
     # every fd made is closed again: nothing is left open at exit that was not there at start
     log = logread.read(f)
     assert set(log.snapshots["exit"]) == set(log.snapshots["start"])
@@ -125,9 +180,21 @@ def test_fds_made_without_open_are_fd_creations(tmp_path):
 def test_fd_creation_lines_are_stracess_lines(tmp_path):
     argv = [str(build("capture_fdmake"))]
     _, _, f = captured(tmp_path, argv)
-    calls = ("pipe2(", "socket(", "socketpair(", "accept(", "accept4(", "eventfd2(", "memfd_create(",
-             "timerfd_create(", "signalfd4(", "epoll_create(", "epoll_create1(", "inotify_init(",
-             "inotify_init1(")
+    calls = (
+        "pipe2(",
+        "socket(",
+        "socketpair(",
+        "accept(",
+        "accept4(",
+        "eventfd2(",
+        "memfd_create(",
+        "timerfd_create(",
+        "signalfd4(",
+        "epoll_create(",
+        "epoll_create1(",
+        "inotify_init(",
+        "inotify_init1(",
+    )
     ours = [norm(ln) for ln in logread.read(f).lines if not ln.startswith("#")]
     ours = [ln for ln in ours if ln.startswith(calls)]
     theirs = [norm(re.sub(r"^\d+ +", "", ln)) for ln in straced(tmp_path, argv)]
@@ -136,6 +203,7 @@ def test_fd_creation_lines_are_stracess_lines(tmp_path):
 
 
 # --- whole paths (issue 37) ---------------------------------------------------
+
 
 def test_fd_decorations_carry_whole_paths(tmp_path):
     """A path of about 3,000 bytes (with a `<` the decoration escapes):
@@ -152,8 +220,14 @@ def test_fd_decorations_carry_whole_paths(tmp_path):
     inherited = __import__("os").open(long, __import__("os").O_RDWR | __import__("os").O_CREAT, 0o600)
     try:
         env = run.preload_env(str(tmp_path / "p"))
-        p = subprocess.run([str(build("capture_longpath")), long], capture_output=True, text=True,
-                           timeout=60, env=env, pass_fds=(inherited,))
+        p = subprocess.run(
+            [str(build("capture_longpath")), long],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            pass_fds=(inherited,),
+        )
     finally:
         __import__("os").close(inherited)
     assert p.returncode == 0, p.stderr
@@ -178,6 +252,7 @@ def test_fd_decorations_carry_whole_paths(tmp_path):
 
 # --- the same calls through syscall(2) ---------------------------------------
 
+
 def test_ebadf_calls_and_fd_creations_through_syscall2(tmp_path):
     """read … recvmsg, ioctl through syscall(2) on fd -1 and a closed fd
     (24 EBADF lines), and pipe2/socket/eventfd2/memfd_create through it:
@@ -188,14 +263,25 @@ def test_ebadf_calls_and_fd_creations_through_syscall2(tmp_path):
     assert cap.stdout == plain.stdout
     log = logread.read(f)
     assert not log.bad
-    names = ["read", "write", "pread64", "pwrite64", "readv", "writev", "lseek", "fstat",
-             "newfstatat", "sendmsg", "recvmsg", "ioctl"]
+    names = [
+        "read",
+        "write",
+        "pread64",
+        "pwrite64",
+        "readv",
+        "writev",
+        "lseek",
+        "fstat",
+        "newfstatat",
+        "sendmsg",
+        "recvmsg",
+        "ioctl",
+    ]
     assert [e.name for e in log.events if e.errno == "EBADF"] == names * 2
     evs, infos = trace_events(str(f))
     assert infos[0].unparsed == 0
     made = {e.name: e.origin for e in evs if getattr(e, "origin", None) and e.name != "openat"}
-    assert made == {"pipe2": "pipe", "socket": "socket", "eventfd2": "eventfd",
-                    "memfd_create": "memfd_create"}
+    assert made == {"pipe2": "pipe", "socket": "socket", "eventfd2": "eventfd", "memfd_create": "memfd_create"}
     if shutil.which("strace"):
         keep = re.compile(r"EBADF|^(pipe2|socket|eventfd2|memfd_create)\(")
         ours = [norm(ln) for ln in log.lines if not ln.startswith("#")]

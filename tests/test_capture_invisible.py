@@ -2,6 +2,7 @@
 at any RLIMIT_NOFILE, with or without the right to raise it, the program
 gets every number it would get without capture.  Each program runs plain
 and under the real library, and what it saw must be the same."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,9 @@ from rocrtrace.capture import run
 from coremodels import trace_events
 
 PROGRAMS = Path(__file__).parent / "programs"
-needs_prlimit = pytest.mark.skipif(shutil.which("prlimit") is None or shutil.which("setpriv") is None,
-                                   reason="needs prlimit and setpriv")
+needs_prlimit = pytest.mark.skipif(
+    shutil.which("prlimit") is None or shutil.which("setpriv") is None, reason="needs prlimit and setpriv"
+)
 
 
 def build(name: str) -> Path:
@@ -46,11 +48,9 @@ def test_the_programs_fd_numbers_stay_free(tmp_path, limits, mode):
     /proc/self/fd lists.  Before: under 64:64 57 files instead of 60, and a
     listing found and closed the library's three fds."""
     argv = limited(limits) + [str(build("capture_fdlimit")), mode]
-    plain = subprocess.run(argv + [str(tmp_path / "plain.txt")], capture_output=True, text=True,
-                           timeout=120)
+    plain = subprocess.run(argv + [str(tmp_path / "plain.txt")], capture_output=True, text=True, timeout=120)
     env = run.preload_env(str(tmp_path / "p"))
-    cap = subprocess.run(argv + [str(tmp_path / "cap.txt")], capture_output=True, text=True,
-                         timeout=120, env=env)
+    cap = subprocess.run(argv + [str(tmp_path / "cap.txt")], capture_output=True, text=True, timeout=120, env=env)
     assert plain.returncode == cap.returncode == 0, cap.stderr
     seen = (tmp_path / "cap.txt").read_text()
     assert seen == (tmp_path / "plain.txt").read_text()
@@ -60,11 +60,11 @@ def test_the_programs_fd_numbers_stay_free(tmp_path, limits, mode):
     assert logs and all(lg.lines[-1] == "# exit status=0" for lg in logs)
     for lg in logs:
         assert not lg.bad
-        assert not [ln for ln in lg.lines if ln.startswith("# capture-fds")]   # no fd held
+        assert not [ln for ln in lg.lines if ln.startswith("# capture-fds")]  # no fd held
         bad_closes = [e for e in lg.events if e.errno == "EBADF" and e.name == "close"]
-        if mode == "listing":      # it closed only what was its own
+        if mode == "listing":  # it closed only what was its own
             assert bad_closes == []
-        if mode == "top":          # only its own second closes failed
+        if mode == "top":  # only its own second closes failed
             assert len(bad_closes) == 2
 
 
@@ -131,8 +131,9 @@ def test_without_a_log_window_the_log_says_where_its_fds_are(tmp_path):
     back to holding fds and says where (`# capture-fds`), so the report can
     tell whether the program could meet them."""
     env = run.preload_env(str(tmp_path / "p"))
-    p = subprocess.run(["prlimit", "--as=40000000", str(build("capture_fdmake"))], env=env,
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        ["prlimit", "--as=40000000", str(build("capture_fdmake"))], env=env, capture_output=True, text=True, timeout=60
+    )
     assert p.returncode == 0, p.stderr
     (f,) = tmp_path.glob("p.*")
     log = logread.read(f)
@@ -181,8 +182,7 @@ def test_a_program_unmapping_the_log_window_keeps_its_memory(tmp_path):
     again; the log says where it stopped and ends there, whole."""
     prefix = str(tmp_path / "p")
     env = run.preload_env(prefix)
-    p = subprocess.run([str(build("capture_unmapwin")), prefix], env=env, capture_output=True,
-                       text=True, timeout=60)
+    p = subprocess.run([str(build("capture_unmapwin")), prefix], env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout == "found 1\nbad bytes 0\n"
     (f,) = tmp_path.glob("p.*")
@@ -192,9 +192,8 @@ def test_a_program_unmapping_the_log_window_keeps_its_memory(tmp_path):
     # its memory where the window was: nothing of the log reached it (the
     # program checked), not even the exit lines written after its munmap
     _, infos = trace_events(str(f))
-    assert infos[0].unparsed == 0 and not infos[0].exit_seen   # read as cut short
-    plain = subprocess.run([str(build("capture_unmapwin")), prefix], capture_output=True, text=True,
-                           timeout=60)
+    assert infos[0].unparsed == 0 and not infos[0].exit_seen  # read as cut short
+    plain = subprocess.run([str(build("capture_unmapwin")), prefix], capture_output=True, text=True, timeout=60)
     assert plain.stdout == "found 0\n"
 
 

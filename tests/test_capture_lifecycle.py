@@ -1,5 +1,6 @@
 """Capture across exec, fork+exec, vfork children, and HSA intent calls;
 a fake-device scenario whose fds come from inside ioctls."""
+
 from __future__ import annotations
 
 import re
@@ -49,7 +50,7 @@ def test_exec_continues_the_same_file(tmp_path):
     p = subprocess.run([str(prog)], env=run.preload_env(str(prefix)), capture_output=True, text=True)
     assert p.returncode == 5
     files = sorted(tmp_path.glob("ex.*"))
-    assert len(files) == 2            # the vfork child writes its own file
+    assert len(files) == 2  # the vfork child writes its own file
     logs = [logread.read(f) for f in files]
     log = next(lg for lg in logs if "# exec /nonexistent/prog" in lg.lines)
     child = next(lg for lg in logs if lg is not log)
@@ -69,10 +70,10 @@ def test_exec_continues_the_same_file(tmp_path):
     closes_before = [e for e in log.events if e.name == "close" and e.line < execs[1] + 1]
     assert closes_before == []
     # after the exec: a new header, maps and start snapshot without the CLOEXEC fd
-    after = lines[execs[1] + 1:]
+    after = lines[execs[1] + 1 :]
     assert after[0].startswith("# pid=") and "exe=" + str(prog) in after[0]
     start = after.index("# fd-snapshot start")
-    snap = [ln for ln in after[start + 1:] if ln.startswith("# fd ")]
+    snap = [ln for ln in after[start + 1 :] if ln.startswith("# fd ")]
     assert any(ln.endswith("/dev/null") for ln in snap)
     assert not any(ln.endswith("/dev/zero") for ln in snap)
     assert lines[-1] == "# exit status=5"
@@ -130,8 +131,8 @@ def test_intent_calls_forwarded_and_logged(tmp_path):
     assert lock.args == "0x7f3a1c201230, 0x11000, [0x5612a0, 0x5612b0], 2, [0x7f3a1c201230]"
     assert lock.result == "0"
     inner = ev["ioctl"]
-    assert inner.line < lock.line                      # written at return ...
-    assert lock.time <= inner.time <= lock.time + lock.dur + 1e-6   # ... with the entry time
+    assert inner.line < lock.line  # written at return ...
+    assert lock.time <= inner.time <= lock.time + lock.dur + 1e-6  # ... with the entry time
     assert inner.tid == lock.tid
     assert ev["hsa_amd_memory_unlock"].args == "0" and ev["hsa_amd_memory_unlock"].result == "0x1001"
     exp = ev["hsa_amd_portable_export_dmabuf"]
@@ -176,17 +177,23 @@ def test_fake_device_scenario_and_ioctl_created_fds(tmp_path):
     p = devns.run([sys.executable, str(script)], prefix=tmp_path / "sc")
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-3000:]
     files = sorted(tmp_path.glob("sc.*"), key=lambda f: f.stat().st_size)
-    assert len(files) == 2             # parent and the forked child
+    assert len(files) == 2  # parent and the forked child
     child, parent = (logread.read(f) for f in files)
     text = "\n".join(parent.lines)
-    m = re.search(r"AMDKFD_IOC_EXPORT_DMABUF, \{handle=0x1a2b00000000, flags=O_CLOEXEC\} => "
-                  r"\{dmabuf_fd=(\d+)</memfd:dmabuf>\(deleted\)\}\) = 0", text)
+    m = re.search(
+        r"AMDKFD_IOC_EXPORT_DMABUF, \{handle=0x1a2b00000000, flags=O_CLOEXEC\} => "
+        r"\{dmabuf_fd=(\d+)</memfd:dmabuf>\(deleted\)\}\) = 0",
+        text,
+    )
     assert m, text[-3000:]
     fd = m[1]
     assert re.search(rf"DRM_IOCTL_PRIME_FD_TO_HANDLE, \{{fd={fd}<[^>]*>\(deleted\)\}} => \{{handle=0x1\}}", text)
     assert re.search(rf"close\({fd}</memfd:dmabuf>\(deleted\)\) = 0", text)
-    assert re.search(r"DRM_IOCTL_AMDXDNA_CREATE_BO, \{flags=0, vaddr=0, size=0x1000, type=AMDXDNA_BO_SHARE\} "
-                     r"=> \{handle=0x1\}\) = 0", text)
+    assert re.search(
+        r"DRM_IOCTL_AMDXDNA_CREATE_BO, \{flags=0, vaddr=0, size=0x1000, type=AMDXDNA_BO_SHARE\} "
+        r"=> \{handle=0x1\}\) = 0",
+        text,
+    )
     assert len(re.findall(r"DRM_IOCTL_GEM_CLOSE, \{handle=0x1\}\) = -1 EINVAL", text)) == 2
     # GET_VERSION is decoded: no input fields, so a failed one shows {}
     assert re.search(r"AMDKFD_IOC_GET_VERSION, \{\}\) = -1 EBADF", "\n".join(child.lines))
@@ -196,6 +203,7 @@ def test_fake_device_scenario_and_ioctl_created_fds(tmp_path):
 @pytest.mark.skipif(not devns.available(), reason="needs root and unshare")
 def test_project_parser_reads_capture_output(tmp_path):
     from coremodels import trace_events
+
     root = Path(__file__).parent.parent
     script = tmp_path / "s.py"
     script.write_text(SCENARIO % {"tests": str(Path(__file__).parent), "root": str(root)})

@@ -4,6 +4,7 @@ themselves, log files are never opened through a planted symlink, fatal
 signals are named, and calls failing with EBADF are logged.  Every test runs
 a real program from tests/programs/capture_*.c under the real library,
 usually next to the same run without it."""
+
 from __future__ import annotations
 
 import platform
@@ -45,6 +46,7 @@ def library_paths(log: logread.Log) -> list[str]:
 
 
 # --- the library's fds -------------------------------------------------------
+
 
 @pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs prlimit")
 @pytest.mark.parametrize("limits", ["1024:4096", "4096:4096"])
@@ -91,8 +93,9 @@ def test_raw_close_and_reuse_of_the_log_number_gets_no_records(tmp_path, limits)
     own = tmp_path / "own.dat"
     pre = ["prlimit", f"--nofile={limits}"] if limits else []
     env = run.preload_env(str(tmp_path / "p"))
-    p = subprocess.run(pre + [str(build("capture_rawclose")), str(own)], capture_output=True,
-                       text=True, env=env, timeout=60)
+    p = subprocess.run(
+        pre + [str(build("capture_rawclose")), str(own)], capture_output=True, text=True, env=env, timeout=60
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout == "own file bytes=0\n" and own.stat().st_size == 0
     (f,) = tmp_path.glob("p.*")
@@ -113,6 +116,7 @@ def test_exit_snapshot_never_holds_a_low_fd(tmp_path):
 
 
 # --- children ----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("mode", ["fork", "clone3", "vfork", "posix_spawn"])
 def test_every_child_writes_its_own_records(tmp_path, mode):
@@ -142,12 +146,11 @@ def test_every_child_writes_its_own_records(tmp_path, mode):
         assert int(ev.result) == child_pid
     if mode == "clone3":
         assert "exit_signal=SIGCHLD" in parent.events[names.index("clone3")].args
-    if mode == "posix_spawn":   # the child's image after exec: `true`
+    if mode == "posix_spawn":  # the child's image after exec: `true`
         assert child.header["exe"].endswith("/true") and child.lines[-1] == "# exit status=0"
         return
     # the child: open, close, the double close's EBADF, its exit status
-    assert [(e.name, e.errno) for e in child.events] == [("openat", None), ("close", None),
-                                                         ("close", "EBADF")]
+    assert [(e.name, e.errno) for e in child.events] == [("openat", None), ("close", None), ("close", "EBADF")]
     assert child.lines[-1] == "# exit status=3"
     assert child.snapshots["start"] and "exit" in child.snapshots
 
@@ -166,14 +169,18 @@ def test_openat2_is_logged_like_openat(tmp_path):
 
 # --- log files ---------------------------------------------------------------
 
+
 def _in_pid_ns(argv, env):
     """Run argv as pid 1 of a new pid namespace (so its log is PREFIX.1)."""
-    return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc"] + argv, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc"] + argv, env=env, capture_output=True, text=True, timeout=60
+    )
 
 
-needs_ns = pytest.mark.skipif(shutil.which("unshare") is None or not hasattr(__import__("os"), "geteuid")
-                              or __import__("os").geteuid() != 0, reason="needs root and unshare")
+needs_ns = pytest.mark.skipif(
+    shutil.which("unshare") is None or not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,
+    reason="needs root and unshare",
+)
 
 
 @needs_ns
@@ -190,13 +197,12 @@ def test_log_is_never_opened_through_a_planted_name(tmp_path, plant, who):
     else:
         name.hardlink_to(victim)
     env = run.preload_env(str(tmp_path / "p"))
-    argv = [str(build("capture_badfd"))] if who == "process" else \
-        [str(build("capture_children")), who.split()[0]]
+    argv = [str(build("capture_badfd"))] if who == "process" else [str(build("capture_children")), who.split()[0]]
     p = _in_pid_ns(argv, env)
     assert p.returncode == 0, p.stderr
-    assert victim.read_text() == "precious\n"          # neither truncated nor appended to
+    assert victim.read_text() == "precious\n"  # neither truncated nor appended to
     assert (name.is_symlink()) == (plant == "symlink")
-    if who != "process":      # the parent still wrote its own log
+    if who != "process":  # the parent still wrote its own log
         assert logread.read(tmp_path / "p.1").lines[-1] == "# exit status=0"
 
 
@@ -212,9 +218,19 @@ def test_stale_log_of_a_reused_pid_is_replaced(tmp_path):
 
 # --- signals -----------------------------------------------------------------
 
-@pytest.mark.parametrize("mode,sig", [("segv", "SIGSEGV"), ("abort", "SIGABRT"), ("term", "SIGTERM"),
-                                      ("bus", "SIGBUS"), ("reraise", "SIGSEGV"),
-                                      ("altstack", "SIGTERM"), ("int", "SIGINT")])
+
+@pytest.mark.parametrize(
+    "mode,sig",
+    [
+        ("segv", "SIGSEGV"),
+        ("abort", "SIGABRT"),
+        ("term", "SIGTERM"),
+        ("bus", "SIGBUS"),
+        ("reraise", "SIGSEGV"),
+        ("altstack", "SIGTERM"),
+        ("int", "SIGINT"),
+    ],
+)
 def test_fatal_signal_is_named_and_the_death_is_the_same(tmp_path, mode, sig):
     plain, cap, files = both(tmp_path, [build("capture_signals"), mode])
     assert plain.returncode == cap.returncode < 0
@@ -238,15 +254,20 @@ def test_the_programs_own_dispositions_are_untouched(tmp_path, mode):
 
 def test_a_log_without_exit_says_how_it_can_happen(tmp_path):
     from rocrtrace.coverage import input_findings
+
     prog = build("capture_signals")
     env = run.preload_env(str(tmp_path / "p"))
-    proc = subprocess.Popen([str(prog), "bus"], env=env)   # SIGBUS: named in the log
+    proc = subprocess.Popen([str(prog), "bus"], env=env)  # SIGBUS: named in the log
     assert proc.wait(timeout=60) == -7
     (f,) = tmp_path.glob("p.*")
     # a log that just stops: what SIGKILL leaves
     cut = tmp_path / "cut.log"
-    cut.write_text("\n".join(ln for ln in f.read_text().splitlines()
-                             if not ln.startswith("# exit") and "fd-snapshot exit" not in ln) + "\n")
+    cut.write_text(
+        "\n".join(
+            ln for ln in f.read_text().splitlines() if not ln.startswith("# exit") and "fd-snapshot exit" not in ln
+        )
+        + "\n"
+    )
     findings = []
     for path in (f, cut):
         _, infos = trace_events(str(path))
@@ -258,16 +279,31 @@ def test_a_log_without_exit_says_how_it_can_happen(tmp_path):
 
 # --- calls that matter when they fail on a bad fd ----------------------------
 
+
 def test_calls_failing_with_ebadf_are_logged(tmp_path):
     plain, cap, files = both(tmp_path, [build("capture_badfd")])
     assert plain.returncode == cap.returncode == 0
-    assert cap.stdout == plain.stdout          # results and errno unchanged
+    assert cap.stdout == plain.stdout  # results and errno unchanged
     log = logread.read(files[0])
     assert not log.bad
     bad = [(e.name, e.errno) for e in log.events if e.errno]
     # fstat: the newfstatat(fd, "", ..., AT_EMPTY_PATH) glibc >= 2.33 issues, as strace shows it
-    assert bad == [(n, "EBADF") for n in ("read", "write", "pread64", "pwrite64", "readv", "writev",
-                                          "lseek", "newfstatat", "sendmsg", "recvmsg", "ioctl")]
+    assert bad == [
+        (n, "EBADF")
+        for n in (
+            "read",
+            "write",
+            "pread64",
+            "pwrite64",
+            "readv",
+            "writev",
+            "lseek",
+            "newfstatat",
+            "sendmsg",
+            "recvmsg",
+            "ioctl",
+        )
+    ]
     (w,) = [e for e in log.events if e.name == "write"]
     assert w.args == '3, "hello", 5'
     # successful ones are not logged

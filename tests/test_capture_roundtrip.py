@@ -1,6 +1,7 @@
 """Round trip: every struct the capture library decodes reads back to exactly
 the values the program passed (and, after success, the values the fake
 kernel wrote), for random values, through real ioctls on real fds."""
+
 from __future__ import annotations
 
 import json
@@ -65,38 +66,73 @@ u32 = st.integers(0, 2**32 - 1)
 fdv = st.integers(0, 2**31 - 1)
 page = st.integers(1, 2**35).map(lambda p: p * 4096)
 attr = st.tuples(st.integers(0, 9), u32)
-get_attr = st.one_of(st.tuples(st.sampled_from([0, 1, 5, 6, 7]), u32),
-                     st.tuples(st.just(2), st.sampled_from(GPUS)))
+get_attr = st.one_of(st.tuples(st.sampled_from([0, 1, 5, 6, 7]), u32), st.tuples(st.just(2), st.sampled_from(GPUS)))
 
 
 def case():
     return st.one_of(
-        st.builds(lambda a, s, op, at: {"kind": "svm", "f": {"start_addr": a, "size": s, "op": op, "attrs": at}},
-                  u64, u64, st.integers(0, 3), st.lists(attr, max_size=8)),
+        st.builds(
+            lambda a, s, op, at: {"kind": "svm", "f": {"start_addr": a, "size": s, "op": op, "attrs": at}},
+            u64,
+            u64,
+            st.integers(0, 3),
+            st.lists(attr, max_size=8),
+        ),
         st.builds(lambda h, fl: {"kind": "export", "f": {"handle": h, "flags": fl}}, u64, u32),
         st.builds(lambda v, g, d: {"kind": "import", "f": {"va_addr": v, "gpu_id": g, "dmabuf_fd": d}}, u64, u32, fdv),
         st.builds(lambda d: {"kind": "info", "f": {"dmabuf_fd": d}}, fdv),
-        st.builds(lambda v, s, g, fl, mo: {"kind": "alloc", "f": {"va_addr": v, "size": s, "gpu_id": g, "flags": fl,
-                                                                   "mmap_offset": mo}},
-                  u64, u64, st.one_of(u32, st.sampled_from(GPUS)), u32, u64),
+        st.builds(
+            lambda v, s, g, fl, mo: {
+                "kind": "alloc",
+                "f": {"va_addr": v, "size": s, "gpu_id": g, "flags": fl, "mmap_offset": mo},
+            },
+            u64,
+            u64,
+            st.one_of(u32, st.sampled_from(GPUS)),
+            u32,
+            u64,
+        ),
         st.builds(lambda h: {"kind": "free", "f": {"handle": h}}, u64),
-        st.builds(lambda k, h, ids: {"kind": k, "f": {"handle": h, "ids": ids}},
-                  st.sampled_from(["map", "unmap"]), u64, st.lists(u32, min_size=1, max_size=8)),
+        st.builds(
+            lambda k, h, ids: {"kind": k, "f": {"handle": h, "ids": ids}},
+            st.sampled_from(["map", "unmap"]),
+            u64,
+            st.lists(u32, min_size=1, max_size=8),
+        ),
         st.builds(lambda h, fl: {"kind": "h2f", "dev": "render", "f": {"handle": h, "flags": fl}}, u32, u32),
         st.builds(lambda d: {"kind": "f2h", "dev": "render", "f": {"fd": d}}, fdv),
         st.builds(lambda h: {"kind": "gemclose", "dev": "render", "f": {"handle": h}}, u32),
-        st.builds(lambda fl, v, s, t: {"kind": "xdna", "dev": "accel", "f": {"flags": fl, "vaddr": v, "size": s,
-                                                                              "type": t}},
-                  st.one_of(st.just(0), u64), u64, u64, st.integers(0, 6)),
-        st.builds(lambda s, a, d, df: {"kind": "gemcreate", "dev": "render",
-                                       "f": {"bo_size": s, "alignment": a, "domains": d, "domain_flags": df}},
-                  u64, u64, u64, u64),
-        st.builds(lambda ln, ff, hf: {"kind": "heap", "f": {"len": ln, "fd_flags": ff, "heap_flags": hf}},
-                  u64, u32, u64),
+        st.builds(
+            lambda fl, v, s, t: {"kind": "xdna", "dev": "accel", "f": {"flags": fl, "vaddr": v, "size": s, "type": t}},
+            st.one_of(st.just(0), u64),
+            u64,
+            u64,
+            st.integers(0, 6),
+        ),
+        st.builds(
+            lambda s, a, d, df: {
+                "kind": "gemcreate",
+                "dev": "render",
+                "f": {"bo_size": s, "alignment": a, "domains": d, "domain_flags": df},
+            },
+            u64,
+            u64,
+            u64,
+            u64,
+        ),
+        st.builds(
+            lambda ln, ff, hf: {"kind": "heap", "f": {"len": ln, "fd_flags": ff, "heap_flags": hf}}, u64, u32, u64
+        ),
         # successes, so the `=>` half is exercised: valid allocations and GET_ATTR queries
-        st.builds(lambda s, g, fl: {"kind": "alloc", "f": {"va_addr": 0, "size": s, "gpu_id": g, "flags": fl,
-                                                            "mmap_offset": 0}},
-                  page, st.sampled_from(GPUS), st.sampled_from([1, 2, 0x80000002, 0x10])),
+        st.builds(
+            lambda s, g, fl: {
+                "kind": "alloc",
+                "f": {"va_addr": 0, "size": s, "gpu_id": g, "flags": fl, "mmap_offset": 0},
+            },
+            page,
+            st.sampled_from(GPUS),
+            st.sampled_from([1, 2, 0x80000002, 0x10]),
+        ),
     )
 
 
@@ -120,9 +156,18 @@ def check_in(c, got):
             assert n(got[name]) == v, (name, got[name], v)
 
 
-OUT_FIELDS = {"export": ["dmabuf_fd"], "import": ["handle"], "info": ["size", "gpu_id", "flags"],
-              "alloc": ["handle", "mmap_offset"], "map": ["n_success"], "unmap": ["n_success"],
-              "h2f": ["fd"], "f2h": ["handle"], "xdna": ["handle"], "heap": ["fd"]}
+OUT_FIELDS = {
+    "export": ["dmabuf_fd"],
+    "import": ["handle"],
+    "info": ["size", "gpu_id", "flags"],
+    "alloc": ["handle", "mmap_offset"],
+    "map": ["n_success"],
+    "unmap": ["n_success"],
+    "h2f": ["fd"],
+    "f2h": ["handle"],
+    "xdna": ["handle"],
+    "heap": ["fd"],
+}
 
 
 def check_out(c, res, out):
@@ -155,7 +200,7 @@ def joined(path: Path) -> Path:
             continue
         parts = pend.setdefault(m[1], [])
         assert int(m[2]) == len(parts) + 1, ln
-        parts.append(ln[m.end():])
+        parts.append(ln[m.end() :])
         if not m[3]:
             out.append("".join(pend.pop(m[1])))
     assert not pend
@@ -180,8 +225,12 @@ def run_cases(tmp_path, cases):
     assert len(files) == 1
     log = logread.read(joined(files[0]))
     assert not log.bad
-    ioctls = [e for e in log.events if e.name == "ioctl" and
-              e.args.split(",")[0].split("<", 1)[-1].startswith(("/dev/kfd>", "/dev/dri/", "/dev/accel/"))]
+    ioctls = [
+        e
+        for e in log.events
+        if e.name == "ioctl"
+        and e.args.split(",")[0].split("<", 1)[-1].startswith(("/dev/kfd>", "/dev/dri/", "/dev/accel/"))
+    ]
     return results, ioctls
 
 
@@ -218,6 +267,7 @@ def test_large_nattr_is_continued_not_cut(tmp_path):
     assert "nattr=300" in ev.args and ev.args.count("{type=") == 256 and ev.args.endswith(", ...]}")
     assert ev.errno == "EFAULT"
     from coremodels import trace_events
+
     evs, infos = trace_events(str(next(tmp_path.glob("rt.*"))))
     assert infos[0].unparsed == 0
     (svm,) = [e for e in evs if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
@@ -228,16 +278,17 @@ def test_continued_record_keeps_its_stack_frames(tmp_path):
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM % {"tests": str(TESTS), "root": str(ROOT)})
     data = tmp_path / "cases.json"
-    data.write_text(json.dumps([{"kind": "svm", "f": {"start_addr": 0x1000, "size": 0x1000, "op": 0,
-                                                       "attrs": [[6, 0xFF]] * 300}}]))
-    p = devns.run([sys.executable, str(prog), str(data)], prefix=tmp_path / "rt", gpus=GPUS,
-                  stack_depth=4)
+    data.write_text(
+        json.dumps([{"kind": "svm", "f": {"start_addr": 0x1000, "size": 0x1000, "op": 0, "attrs": [[6, 0xFF]] * 300}}])
+    )
+    p = devns.run([sys.executable, str(prog), str(data)], prefix=tmp_path / "rt", gpus=GPUS, stack_depth=4)
     assert p.returncode == 0, p.stderr[-3000:]
     (f,) = tmp_path.glob("rt.*")
     lines = f.read_text().splitlines()
     last = max(i for i, ln in enumerate(lines) if ln.startswith("#+ "))
-    assert lines[last + 1].startswith(" > ")       # the frames follow the last piece
+    assert lines[last + 1].startswith(" > ")  # the frames follow the last piece
     from coremodels import trace_events
+
     evs, infos = trace_events(str(f))
     (svm,) = [e for e in evs if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
     assert len(svm.stack) >= 1 and infos[0].unparsed == 0
@@ -253,8 +304,9 @@ def test_continuation_with_a_piece_missing_is_unparsed(tmp_path):
     lines = src.read_text().splitlines()
     second = next(i for i, ln in enumerate(lines) if ln.startswith("#+ ") and ln.split()[2] == "2+")
     broken = tmp_path / "broken.log"
-    broken.write_text("\n".join(lines[:second] + lines[second + 1:]) + "\n")
+    broken.write_text("\n".join(lines[:second] + lines[second + 1 :]) + "\n")
     from coremodels import trace_events
+
     evs, infos = trace_events(str(broken))
     assert not [e for e in evs if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
     assert infos[0].unparsed >= 2
@@ -289,6 +341,7 @@ def test_continued_records_between_other_threads_parse_the_same_chunked(tmp_path
     lines = f.read_text().splitlines()
     assert all(len(ln) < 4096 for ln in lines)
     from coremodels import trace_events
+
     evs, infos = trace_events(str(f))
     assert infos[0].unparsed == 0
     svm = [e for e in evs if e.name == "ioctl" and e.type == 0x4B and e.nr == 0x20]
@@ -300,8 +353,10 @@ def test_continued_records_between_other_threads_parse_the_same_chunked(tmp_path
     while i < len(spliced):
         if spliced[i].startswith("#+ ") and spliced[i].split()[2] == "1+":
             tid = spliced[i].split()[1]
-            j = next((k for k in range(i + 1, len(spliced)) if spliced[k][:1].isdigit()
-                      and spliced[k].split()[0] != tid), None)
+            j = next(
+                (k for k in range(i + 1, len(spliced)) if spliced[k][:1].isdigit() and spliced[k].split()[0] != tid),
+                None,
+            )
             if j is not None:
                 spliced.insert(i + 1, spliced.pop(j))
         i += 1
@@ -312,5 +367,6 @@ def test_continued_records_between_other_threads_parse_the_same_chunked(tmp_path
     assert len([e for e in evs if e.name == "ioctl" and e.nr == 0x20]) == 40
     assert infos[0].unparsed == 0
     import test_chunked
+
     for path in (f, mixed):
         test_chunked._check_all(str(path), ks=(1, 3, 50), both=False)

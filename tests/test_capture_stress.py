@@ -1,6 +1,7 @@
 """Stress: 8 threads x 10,000 intercepted calls, randomly interleaved, with a
 fork in the middle.  Every call appears exactly once, in the right file, on
 its own unbroken line, and errno is what the program would see without us."""
+
 from __future__ import annotations
 
 import re
@@ -104,21 +105,20 @@ def ids_of(log):
 def test_threads_fork_every_call_once(tmp_path):
     prog = cbuild.build(PROG, "capture_stress")
     prefix = str(tmp_path / "st")
-    p = subprocess.run([str(prog)], env=run.preload_env(prefix), capture_output=True, text=True,
-                       timeout=120)
+    p = subprocess.run([str(prog)], env=run.preload_env(prefix), capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     files = sorted(tmp_path.glob("st.*"), key=lambda f: f.stat().st_size)
     assert len(files) == 2
     child, parent = (logread.read(f) for f in files)
     for log in (child, parent):
-        assert not log.bad, log.bad[:3]          # no torn or merged lines
+        assert not log.bad, log.bad[:3]  # no torn or merged lines
         assert log.lines[-1] == "# exit status=0"
         assert all(len(ln) < 4096 for ln in log.lines)
     assert child.header["ppid"] == parent.header["pid"]
     seen, tids = ids_of(parent)
     assert set(seen.values()) == {1}
     assert set(seen) == {(t, i) for t in range(THREADS) for i in range(CALLS)}
-    assert all(len(v) == 1 for v in tids.values())            # one tid per thread
+    assert all(len(v) == 1 for v in tids.values())  # one tid per thread
     assert len(set().union(*tids.values())) == THREADS
     cseen, ctids = ids_of(child)
     assert set(cseen) == {(9, i) for i in range(CHILD_CALLS)} and set(cseen.values()) == {1}

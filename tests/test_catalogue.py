@@ -7,6 +7,7 @@ and every ioctl the catalogue says the capture library decodes comes out of a
 real capture with exactly its declared fields, in order, holding the values
 the program passed.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -33,7 +34,7 @@ INCLUDE = Path("/usr/include")
 def _load_generator():
     spec = importlib.util.spec_from_file_location("rocrtrace_catalogue_generate", GEN)
     mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod   # (dataclasses look their module up)
+    sys.modules[spec.name] = mod  # (dataclasses look their module up)
     spec.loader.exec_module(mod)
     return mod
 
@@ -44,9 +45,9 @@ CAT = gen.load()
 
 # --- generated files -------------------------------------------------------------
 
+
 def test_generated_files_are_current():
-    r = subprocess.run([sys.executable, str(GEN), "--check"], capture_output=True, text=True,
-                       cwd=ROOT, timeout=120)
+    r = subprocess.run([sys.executable, str(GEN), "--check"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
 
 
@@ -62,26 +63,47 @@ def test_check_names_a_stale_file_and_regenerating_fixes_it(tmp_path, monkeypatc
     assert gen.main(["--check"]) == 0
 
 
-@pytest.mark.parametrize("old,new,message", [
-    ('{ name = "gpu_id", off = 36, type = "u32", show = "hex" },\n  { name = "queue_type"',
-     '{ name = "gpu_id", off = 40, type = "u32", show = "hex" },\n  { name = "queue_type"',
-     "ioctl.AMDKFD_IOC_CREATE_QUEUE.gpu_id: offset 40, C puts it at 36"),
-    ('log_out = ["dmabuf_fd"]\n\n# --- DRM', 'log_out = ["dma_fd"]\n\n# --- DRM',
-     "ioctl.AMDKFD_IOC_EXPORT_DMABUF: log field 'dma_fd' is no member"),
-    ('show = "enum:QUEUE_TYPE"', 'show = "enum:QUEUE_KIND"',
-     "ioctl.AMDKFD_IOC_CREATE_QUEUE.queue_type: show 'enum:QUEUE_KIND' names no enum table"),
-    ('[0x03, "AMDKFD_IOC_DESTROY_QUEUE", "RW", 8]', '[0x03, "AMDKFD_IOC_GET_VERSION", "RW", 8]',
-     "AMDKFD_IOC_GET_VERSION: in tables KFD and KFD"),
-    ('[0x14, "AMDKFD_IOC_GET_PROCESS_APERTURES_NEW", "RW", 16]',
-     '[0x14, "AMDKFD_IOC_GET_PROCESS_APERTURES_NEW", "RW", 24]',
-     "ioctl.AMDKFD_IOC_GET_PROCESS_APERTURES_NEW: members end at 16, the struct is 24 bytes"),
-    ('out_if = ["op", "KFD_IOCTL_SVM_OP_GET_ATTR"]', 'out_if = ["op", "KFD_IOCTL_SVM_ATTR_ACCESS"]',
-     "ioctl.AMDKFD_IOC_SVM: out_if KFD_IOCTL_SVM_ATTR_ACCESS is no value of op"),
-    ('  "start_addr", "size", "op",', '  "start_adr", "size", "op",',
-     "parse.ints: start_adr is no struct member"),
-    ('"permissions", "agent_handle"]', '"permissions", "agent handle"]',
-     "parse: member name 'agent handle' is no identifier of 1 to 32 characters"),
-])
+@pytest.mark.parametrize(
+    "old,new,message",
+    [
+        (
+            '{ name = "gpu_id", off = 36, type = "u32", show = "hex" },\n  { name = "queue_type"',
+            '{ name = "gpu_id", off = 40, type = "u32", show = "hex" },\n  { name = "queue_type"',
+            "ioctl.AMDKFD_IOC_CREATE_QUEUE.gpu_id: offset 40, C puts it at 36",
+        ),
+        (
+            'log_out = ["dmabuf_fd"]\n\n# --- DRM',
+            'log_out = ["dma_fd"]\n\n# --- DRM',
+            "ioctl.AMDKFD_IOC_EXPORT_DMABUF: log field 'dma_fd' is no member",
+        ),
+        (
+            'show = "enum:QUEUE_TYPE"',
+            'show = "enum:QUEUE_KIND"',
+            "ioctl.AMDKFD_IOC_CREATE_QUEUE.queue_type: show 'enum:QUEUE_KIND' names no enum table",
+        ),
+        (
+            '[0x03, "AMDKFD_IOC_DESTROY_QUEUE", "RW", 8]',
+            '[0x03, "AMDKFD_IOC_GET_VERSION", "RW", 8]',
+            "AMDKFD_IOC_GET_VERSION: in tables KFD and KFD",
+        ),
+        (
+            '[0x14, "AMDKFD_IOC_GET_PROCESS_APERTURES_NEW", "RW", 16]',
+            '[0x14, "AMDKFD_IOC_GET_PROCESS_APERTURES_NEW", "RW", 24]',
+            "ioctl.AMDKFD_IOC_GET_PROCESS_APERTURES_NEW: members end at 16, the struct is 24 bytes",
+        ),
+        (
+            'out_if = ["op", "KFD_IOCTL_SVM_OP_GET_ATTR"]',
+            'out_if = ["op", "KFD_IOCTL_SVM_ATTR_ACCESS"]',
+            "ioctl.AMDKFD_IOC_SVM: out_if KFD_IOCTL_SVM_ATTR_ACCESS is no value of op",
+        ),
+        ('  "start_addr", "size", "op",', '  "start_adr", "size", "op",', "parse.ints: start_adr is no struct member"),
+        (
+            '"permissions", "agent_handle"]',
+            '"permissions", "agent handle"]',
+            "parse: member name 'agent handle' is no identifier of 1 to 32 characters",
+        ),
+    ],
+)
 def test_a_fault_is_one_line_naming_the_ioctl(tmp_path, monkeypatch, capsys, old, new, message):
     text = gen.SOURCE.read_text()
     assert text.count(old) == 1, old
@@ -108,6 +130,7 @@ def test_the_package_reads_the_catalogue():
 
 # --- the kernel's own headers ---------------------------------------------------
 
+
 def _header_program() -> tuple[str, int]:
     """A C program of _Static_asserts, one per fact an installed uapi header
     can confirm, and how many there are."""
@@ -126,8 +149,10 @@ def _header_program() -> tuple[str, int]:
         for io in t.ioctls:
             if re.search(rf"#define\s+{io.name}\b", text):
                 sizes = " || ".join(f"_IOC_SIZE({io.name}) == {s}" for s in [io.size, *io.old_sizes])
-                asserts.append(f"_IOC_TYPE({io.name}) == {type_} && _IOC_NR({io.name}) == {io.nr} && "
-                               f"_IOC_DIR({io.name}) == {gen.DIRS[io.dir]} && ({sizes})")
+                asserts.append(
+                    f"_IOC_TYPE({io.name}) == {type_} && _IOC_NR({io.name}) == {io.nr} && "
+                    f"_IOC_DIR({io.name}) == {gen.DIRS[io.dir]} && ({sizes})"
+                )
             if io.struct and re.search(rf"struct\s+{io.struct.name}\s*\{{", text):
                 structs[io.struct.name] = (io.struct, [io.size, *io.old_sizes])
         for s in CAT.structs.values():
@@ -143,14 +168,14 @@ def _header_program() -> tuple[str, int]:
         asserts.append(" || ".join(f"sizeof(struct {name}) == {n}" for n in sizes))
         for f in s.fields:
             if f.view or f.name not in members:
-                continue   # another union member, or a member newer than this header
+                continue  # another union member, or a member newer than this header
             asserts.append(f"offsetof(struct {name}, {f.name}) == {f.off}")
             if not f.flexible:
                 asserts.append(f"sizeof(((struct {name} *)0)->{f.name}) == {f.width}")
     for t in CAT.names.values():
         for v, n in t.values:
             if n.startswith("O_") or re.search(rf"\b{n}\b", alltext):
-                asserts.append(f"(unsigned){n} == {v}u")   # (1 << 31) is an int
+                asserts.append(f"(unsigned){n} == {v}u")  # (1 << 31) is an int
     lines += [f'_Static_assert({a}, "{a.replace(chr(34), "")}");' for a in asserts]
     return "\n".join(lines) + "\n", len(asserts)
 
@@ -167,8 +192,7 @@ def test_layouts_numbers_and_names_match_the_installed_uapi_headers(tmp_path):
         # nothing it declares: the kernel types stand in
         (tmp_path / "drm").mkdir()
         (tmp_path / "drm" / "drm.h").write_text("#include <linux/types.h>\n#include <linux/ioctl.h>\n")
-    r = subprocess.run([cc, "-fsyntax-only", "-idirafter", str(tmp_path), str(src)],
-                       capture_output=True, text=True)
+    r = subprocess.run([cc, "-fsyntax-only", "-idirafter", str(tmp_path), str(src)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-4000:]
     # linux/kfd_ioctl.h alone confirms its ioctls' numbers and the decoded
     # structs' members: far more than a handful of facts
@@ -200,7 +224,7 @@ PACK = {"u32": "<I", "s32": "<i", "u64": "<Q"}
 
 def _value(r: random.Random, f, names) -> int:
     if f.type == "s32":
-        return r.choice([-1, 0, 1, r.randrange(-2**31, 2**31)])
+        return r.choice([-1, 0, 1, r.randrange(-(2**31), 2**31)])
     top = 2 ** (8 * f.width)
     if f.show and f.show.startswith("enum:") and r.random() < 0.7:
         return r.randrange(len(names[f.show[5:]].values))
@@ -213,7 +237,7 @@ def _case(r: random.Random, io, slot: int) -> tuple[dict, dict]:
     """One call of `io` with random member values: (the program's case, the
     value the log must show per in-field label)."""
     s = io.struct
-    base = ARENA + slot * 0x1000          # the struct; arrays it points to 0x800 on
+    base = ARENA + slot * 0x1000  # the struct; arrays it points to 0x800 on
     buf = bytearray(io.size)
     vals: dict[str, object] = {}
     counts = {f.count for f in s.fields if f.count}
@@ -227,15 +251,17 @@ def _case(r: random.Random, io, slot: int) -> tuple[dict, dict]:
     for f in s.fields:
         if f.show == "ptr":
             n = vals[f.count]
-            elems = [r.randrange(2 ** 32) for _ in range(n)]
+            elems = [r.randrange(2**32) for _ in range(n)]
             at = 0 if r.random() < 0.2 else base + 0x800
             struct.pack_into("<Q", buf, f.off, at)
             mem.append((base + 0x800, b"".join(struct.pack(PACK[f.array], e) for e in elems).hex()))
             vals[f.name] = None if not at else elems
         elif f.flexible:
             sub = CAT.structs[f.flexible]
-            elems = [{g.name: (r.randrange(10) if g.name == "type" else _value(r, g, CAT.names))
-                      for g in sub.fields} for _ in range(vals[f.count])]
+            elems = [
+                {g.name: (r.randrange(10) if g.name == "type" else _value(r, g, CAT.names)) for g in sub.fields}
+                for _ in range(vals[f.count])
+            ]
             for e in elems:
                 eb = bytearray(sub.size)
                 for g in sub.fields:
@@ -248,8 +274,7 @@ def _case(r: random.Random, io, slot: int) -> tuple[dict, dict]:
     mem.insert(0, (base, bytes(buf).hex()))
     fd = {"AMDXDNA": "accel", "KFD": "kfd"}.get(io.table, "render")
     req = kfd.ioc(gen.DIRS[io.dir], CAT.types[io.type][0], io.nr, size)
-    shown = {s.get(m).label: _signed(vals[m]) if s.get(m).show == "fd" else vals[m]
-             for m in io.log_in}
+    shown = {s.get(m).label: _signed(vals[m]) if s.get(m).show == "fd" else vals[m] for m in io.log_in}
     return {"fd": fd, "req": req, "mem": mem, "at": base}, shown
 
 
@@ -299,13 +324,11 @@ def test_every_decoded_ioctl_writes_its_declared_fields(tmp_path):
     p = devns.run([sys.executable, str(prog), str(data)], prefix=tmp_path / "rt", fake=False)
     assert p.returncode == 0, p.stderr[-3000:]
     (log,) = tmp_path.glob("rt.*")
-    evs = [e for e in logread.read(log).events if e.name == "ioctl"
-           and re.match(r"\d+</dev/(kfd|dri/|accel/)", e.args)]
+    evs = [e for e in logread.read(log).events if e.name == "ioctl" and re.match(r"\d+</dev/(kfd|dri/|accel/)", e.args)]
     assert len(evs) == len(want)
     for ev, (name, shown) in zip(evs, want):
         req, got_in, got_out = logread.ioctl_struct(ev.args)
         assert req == name and got_out is None and ev.errno == "ENOTTY", ev.args
         _check_shown(name, got_in, shown)
-    core = [e.ioctl for e in _engine.trace_events(str(log))[0]
-            if kind(e) == "Ioctl" and e.ioctl in kfd.DECODED]
+    core = [e.ioctl for e in _engine.trace_events(str(log))[0] if kind(e) == "Ioctl" and e.ioctl in kfd.DECODED]
     assert core == [name for name, _ in want]

@@ -5,6 +5,7 @@ same order, the same InputInfo, findings and event table -- on the fixture
 corpus, generated benchmark traces, real strace logs and hand-made edge
 cases, with cuts after every line (a chunk of one line), after every few
 lines, and at the default size."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,12 +22,14 @@ import realtrace
 from rocrtrace import _engine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CORPUS = sorted(glob.glob(os.path.join(ROOT, "fixtures", "strace", "**", "*.log"), recursive=True)
-                + glob.glob(os.path.join(ROOT, "fixtures", "scenarios", "**", "*.log"),
-                            recursive=True))
+CORPUS = sorted(
+    glob.glob(os.path.join(ROOT, "fixtures", "strace", "**", "*.log"), recursive=True)
+    + glob.glob(os.path.join(ROOT, "fixtures", "scenarios", "**", "*.log"), recursive=True)
+)
 
 
 # --- comparing a chunked run with the one-thread run -------------------------
+
 
 def _plain(v):
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
@@ -49,9 +52,16 @@ def _run(path, jobs=1, chunking=None, input_format=None, max_line=1 << 20):
     evidence, limits, facts, programs, maps, the event table) and the
     chunk count of one analysis."""
     seen: list = []
-    rep = _engine.analyze_events(path, lambda ev: seen.append(repr(ev)),
-                                 input_format=input_format, max_line=max_line, all_fds=True,
-                                 table=True, jobs=jobs, chunking=chunking)
+    rep = _engine.analyze_events(
+        path,
+        lambda ev: seen.append(repr(ev)),
+        input_format=input_format,
+        max_line=max_line,
+        all_fds=True,
+        table=True,
+        jobs=jobs,
+        chunking=chunking,
+    )
     chunks = rep.pop("chunks")
     out = {k: _plain(v) for k, v in rep.items() if k != "findings"}
     out["findings"] = [_finding(f) for f in rep["findings"]]
@@ -79,11 +89,12 @@ def _same(path, lines, jobs=2, input_format=None, max_line=1 << 20) -> int:
     b_evs, b_rep, chunks = _run(path, jobs, (lines, 0), input_format, max_line)
     assert chunks > 0, "the chunked path did not run"
     if a_evs != b_evs:
-        i = next((i for i, (x, y) in enumerate(zip(a_evs, b_evs)) if x != y),
-                 min(len(a_evs), len(b_evs)))
-        pytest.fail(f"{path} chunks of {lines}: event {i} differs\n"
-                    f"one thread: {a_evs[i] if i < len(a_evs) else None}\n"
-                    f"chunked:    {b_evs[i] if i < len(b_evs) else None}")
+        i = next((i for i, (x, y) in enumerate(zip(a_evs, b_evs)) if x != y), min(len(a_evs), len(b_evs)))
+        pytest.fail(
+            f"{path} chunks of {lines}: event {i} differs\n"
+            f"one thread: {a_evs[i] if i < len(a_evs) else None}\n"
+            f"chunked:    {b_evs[i] if i < len(b_evs) else None}"
+        )
     for k in a_rep:
         assert a_rep[k] == b_rep[k], (path, lines, k)
     return chunks
@@ -102,6 +113,7 @@ def _check_all(path, sizes=(1, 2, 3, 7, 50), ks=None, both=None, **kw) -> int:
 
 # --- the fixture corpus --------------------------------------------------------
 
+
 def test_corpus_is_there():
     assert len(CORPUS) >= 50
 
@@ -114,14 +126,18 @@ def test_corpus_file(path):
 
 # --- generated benchmark traces ------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     d = tmp_path_factory.mktemp("gen")
     out = {}
     for kind in ("strace", "preload"):
         p = str(d / f"{kind}.log")
-        subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "gen_traces.py"),
-                        kind, "20000", p], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, os.path.join(ROOT, "benchmarks", "gen_traces.py"), kind, "20000", p],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         out[kind] = p
     return out
 
@@ -149,19 +165,24 @@ def test_cli_jobs_on_one_file(tmp_path, generated):
     """The whole command: --jobs 2 cuts one file over 2 MiB with the default
     chunk size and prints exactly what --jobs 1 prints."""
     path = str(tmp_path / "big.log")
-    subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "gen_traces.py"),
-                    "strace", "30000", path], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, os.path.join(ROOT, "benchmarks", "gen_traces.py"), "strace", "30000", path],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     assert os.path.getsize(path) > 2 << 20
     assert _engine.analyze([path], jobs=2)[0]["chunks"] > 1
 
     def cli(*args):
-        r = subprocess.run([sys.executable, "-m", "rocrtrace", *args], capture_output=True,
-                           text=True, cwd=ROOT)
+        r = subprocess.run([sys.executable, "-m", "rocrtrace", *args], capture_output=True, text=True, cwd=ROOT)
         assert r.returncode in (0, 1), r.stderr
         return r.stdout
 
-    for cmd in (["analyze", "--format", "json", "--no-progress"], ["events", "--format", "csv"],
-                ["stats", "--format", "json"]):
+    for cmd in (
+        ["analyze", "--format", "json", "--no-progress"],
+        ["events", "--format", "csv"],
+        ["stats", "--format", "json"],
+    ):
         one = cli(*cmd, path, "--jobs", "1")
         two = cli(*cmd, path, "-j", "2")
         assert one == two, cmd
@@ -174,9 +195,23 @@ def test_a_pipe_is_chunked_too(generated):
 
     def cli(jobs):
         with open(path, "rb") as f:
-            r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "--format",
-                                "json", "--no-progress", "--jobs", str(jobs), "-"], stdin=f,
-                               capture_output=True, cwd=ROOT)
+            r = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "rocrtrace",
+                    "analyze",
+                    "--format",
+                    "json",
+                    "--no-progress",
+                    "--jobs",
+                    str(jobs),
+                    "-",
+                ],
+                stdin=f,
+                capture_output=True,
+                cwd=ROOT,
+            )
         assert r.returncode in (0, 1), r.stderr
         return r.stdout
 
@@ -243,10 +278,13 @@ def real_logs(tmp_path_factory):
             logs[f"{mode}-{name}"] = realtrace.run_strace(opts, "fdops", [mode], sub)[0]
     script = d / "threads.py"
     script.write_text(PY_THREADS)
-    log = d / "py-threads.log"          # clones, futexes split across threads
-    subprocess.run(["strace", "-f", "-tt", "-T", "-yy", "-o", str(log), sys.executable, "-S",
-                    str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   timeout=60)
+    log = d / "py-threads.log"  # clones, futexes split across threads
+    subprocess.run(
+        ["strace", "-f", "-tt", "-T", "-yy", "-o", str(log), sys.executable, "-S", str(script)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=60,
+    )
     logs["py-threads"] = str(log)
     return logs
 
@@ -256,7 +294,7 @@ def test_real_strace_logs(real_logs):
     for name, path in sorted(real_logs.items()):
         _check_all(path, sizes=(1, 3, 50) if name.startswith("py-") else (1, 2, 3, 7, 50))
         resumed += open(path, "rb").read().count(b" resumed>")
-    assert resumed > 10             # split calls, cut between their halves
+    assert resumed > 10  # split calls, cut between their halves
 
 
 # --- hand-made edge cases ------------------------------------------------------
@@ -302,24 +340,28 @@ size=0x1000,
 # exit status=0
 """
 
-MESSY = (b"\x1b[33mioctl\x1b[0m(3, AMDKFD_IOC_GET_VERSION, 0x7ffd) = -1 ENOTTY\r\n"
-         b"\r\n"
-         b"10 read(3, \"\\xff\", 1) = 1 <0.000001>\n"
-         b"10 write(1, \"\xff\xfe bytes\", 8 <unfinished ...>\n"
-         b"\n"
-         b"11 close(5) = 0\n"
-         + ("11 openat(AT_FDCWD, \"/tmp/" + "\u20ac" * 90 + "\", O_RDONLY) = 6\n").encode()
-         + b"11 " + b"x" * 400 + b"\n"
-         b"10 <... write resumed>) = 8\n"
-         b"# not a preload line\n"
-         b"10 clone(child_stack=NULL, flags=CLONE_VM|CLONE_THREAD <unfinished ...>\n"
-         b"12 read(4, \"\", 1) = 0\n"
-         b"10 <... clone resumed>) = 12\n"
-         b"12 close(4strace: Process 13 attached\n"
-         b") = 0\n"
-         b"13 exit_group(1) = ?\n"
-         b"13 +++ exited with 1 +++\n"
-         b"10 futex(0x1, FUTEX_WAIT, 0, NULL")
+MESSY = (
+    b"\x1b[33mioctl\x1b[0m(3, AMDKFD_IOC_GET_VERSION, 0x7ffd) = -1 ENOTTY\r\n"
+    b"\r\n"
+    b'10 read(3, "\\xff", 1) = 1 <0.000001>\n'
+    b'10 write(1, "\xff\xfe bytes", 8 <unfinished ...>\n'
+    b"\n"
+    b"11 close(5) = 0\n"
+    + ('11 openat(AT_FDCWD, "/tmp/' + "\u20ac" * 90 + '", O_RDONLY) = 6\n').encode()
+    + b"11 "
+    + b"x" * 400
+    + b"\n"
+    b"10 <... write resumed>) = 8\n"
+    b"# not a preload line\n"
+    b"10 clone(child_stack=NULL, flags=CLONE_VM|CLONE_THREAD <unfinished ...>\n"
+    b'12 read(4, "", 1) = 0\n'
+    b"10 <... clone resumed>) = 12\n"
+    b"12 close(4strace: Process 13 attached\n"
+    b") = 0\n"
+    b"13 exit_group(1) = ?\n"
+    b"13 +++ exited with 1 +++\n"
+    b"10 futex(0x1, FUTEX_WAIT, 0, NULL"
+)
 
 
 @pytest.mark.parametrize("name", ["late_frames", "preload", "messy"])
@@ -328,8 +370,7 @@ def test_edge_cases(tmp_path, name):
     another line, preload '#' blocks, and a mess of ANSI colour, CRLF,
     invalid UTF-8, empty and over-long lines, a line cut by a diagnostic
     and no final newline: cut after every line."""
-    data = {"late_frames": LATE_FRAMES.encode(), "preload": PRELOAD.encode(),
-            "messy": MESSY}[name]
+    data = {"late_frames": LATE_FRAMES.encode(), "preload": PRELOAD.encode(), "messy": MESSY}[name]
     path = tmp_path / f"{name}.log"
     path.write_bytes(data)
     for max_line in (300, 1 << 20):
@@ -337,14 +378,26 @@ def test_edge_cases(tmp_path, name):
 
 
 def _soup(rnd: random.Random, sources: list, n: int) -> bytes:
-    extra = [b"", b" > /lib/libc.so.6(read+0x10) [0x1234]", b"# fd 5 /dev/kfd",
-             b"# fd-snapshot exit", b"\x1b[33m\x1b[0m", b"garbage \xff line", b"x" * 300,
-             b"strace: Process 77 attached", b"77 +++ exited with 0 +++",
-             b"78 +++ superseded by execve in pid 77 +++", b"77 exit_group(0) = ?",
-             b"1 set_tid_address(0x7f) = 77", b"77 <... read resumed>\"x\", 1) = 1",
-             b"77 read(3, <unfinished ...>", b"78 clone(child_stack=NULL, "
-             b"flags=CLONE_VM|CLONE_THREAD <unfinished ...>", b"78 <... clone resumed>) = 79",
-             b"79 write(1, \"a\", 1) = 1", b"  0.000100 close(3) = 0"]
+    extra = [
+        b"",
+        b" > /lib/libc.so.6(read+0x10) [0x1234]",
+        b"# fd 5 /dev/kfd",
+        b"# fd-snapshot exit",
+        b"\x1b[33m\x1b[0m",
+        b"garbage \xff line",
+        b"x" * 300,
+        b"strace: Process 77 attached",
+        b"77 +++ exited with 0 +++",
+        b"78 +++ superseded by execve in pid 77 +++",
+        b"77 exit_group(0) = ?",
+        b"1 set_tid_address(0x7f) = 77",
+        b'77 <... read resumed>"x", 1) = 1',
+        b"77 read(3, <unfinished ...>",
+        b"78 clone(child_stack=NULL, flags=CLONE_VM|CLONE_THREAD <unfinished ...>",
+        b"78 <... clone resumed>) = 79",
+        b'79 write(1, "a", 1) = 1',
+        b"  0.000100 close(3) = 0",
+    ]
     lines: list = []
     while len(lines) < n:
         if rnd.random() < 0.15:
@@ -352,7 +405,7 @@ def _soup(rnd: random.Random, sources: list, n: int) -> bytes:
         else:
             src = rnd.choice(sources)
             i = rnd.randrange(len(src))
-            lines.extend(src[i:i + rnd.randrange(1, 30)])
+            lines.extend(src[i : i + rnd.randrange(1, 30)])
     data = b"\n".join(lines)
     if rnd.random() < 0.3:
         data = data.replace(b"\n", b"\r\n")
@@ -372,11 +425,11 @@ def test_random_line_soups(tmp_path):
         path.write_bytes(_soup(rnd, sources, rnd.randrange(5, 300)))
         max_line = rnd.choice([200, 1 << 20])
         for lines in (1, rnd.randrange(2, 40)):
-            _same(str(path), lines, jobs=rnd.choice([2, 3]), input_format="strace",
-                  max_line=max_line)
+            _same(str(path), lines, jobs=rnd.choice([2, 3]), input_format="strace", max_line=max_line)
 
 
 # --- what is read in chunks ----------------------------------------------------
+
 
 def test_compressed_and_broken_inputs(tmp_path):
     """A compressed file is read in chunks as it decompresses; a stream that

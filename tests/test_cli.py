@@ -1,5 +1,6 @@
 """The CLI contract: exit codes 0/1/2/3 exactly, one-line errors
 naming the file, never a bare traceback."""
+
 from __future__ import annotations
 
 import gzip
@@ -20,21 +21,24 @@ ROOT = Path(__file__).resolve().parent.parent
 def run(*args, stdin=None, env=None):
     e = dict(os.environ)
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "rocrtrace", *args], cwd=ROOT, input=stdin,
-                          capture_output=True, env=e, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "rocrtrace", *args], cwd=ROOT, input=stdin, capture_output=True, env=e, timeout=120
+    )
 
 
 DOUBLE_CLOSE = (
-    "100   1700000000.000100 openat(AT_FDCWD, \"/dev/null\", O_RDWR) = 3</dev/null> <0.000010>\n"
+    '100   1700000000.000100 openat(AT_FDCWD, "/dev/null", O_RDWR) = 3</dev/null> <0.000010>\n'
     "100   1700000000.000200 close(3</dev/null>) = 0 <0.000005>\n"
     "100   1700000000.000300 close(3) = -1 EBADF (Bad file descriptor) <0.000004>\n"
     "100   1700000000.000400 exit_group(0) = ?\n"
-    "100   +++ exited with 0 +++\n")
+    "100   +++ exited with 0 +++\n"
+)
 CLEAN = (
-    "100   1700000000.000100 openat(AT_FDCWD, \"/dev/null\", O_RDWR) = 3</dev/null> <0.000010>\n"
+    '100   1700000000.000100 openat(AT_FDCWD, "/dev/null", O_RDWR) = 3</dev/null> <0.000010>\n'
     "100   1700000000.000200 close(3</dev/null>) = 0 <0.000005>\n"
     "100   1700000000.000400 exit_group(0) = ?\n"
-    "100   +++ exited with 0 +++\n")
+    "100   +++ exited with 0 +++\n"
+)
 
 
 def one_line(stderr: bytes) -> str:
@@ -79,8 +83,7 @@ def test_stdin_and_gzip(tmp_path):
     assert run("analyze", str(gz)).returncode == 1
 
 
-@pytest.mark.parametrize("content", [b"", os.urandom(4096), b"\x00" * 100,
-                                     b"\xff\xfe not a log \x80\x81\n" * 10])
+@pytest.mark.parametrize("content", [b"", os.urandom(4096), b"\x00" * 100, b"\xff\xfe not a log \x80\x81\n" * 10])
 def test_unrecognized_input_exit_2_one_line(tmp_path, content):
     p = tmp_path / "junk.bin"
     p.write_bytes(content)
@@ -110,15 +113,22 @@ def test_internal_error_exit_3_without_traceback(tmp_path):
     # A bug is simulated by making the report renderer explode.
     bad = tmp_path / "bad.log"
     bad.write_text(CLEAN)
-    code = ("import rocrtrace.report as r\n"
-            "def boom(*a, **k): raise RuntimeError('simulated bug')\n"
-            "r.render = boom\n"
-            "import sys; sys.argv=['rocrtrace','analyze',%r]\n"
-            "from rocrtrace.cli import main; main()\n") % str(bad)
+    code = (
+        "import rocrtrace.report as r\n"
+        "def boom(*a, **k): raise RuntimeError('simulated bug')\n"
+        "r.render = boom\n"
+        "import sys; sys.argv=['rocrtrace','analyze',%r]\n"
+        "from rocrtrace.cli import main; main()\n"
+    ) % str(bad)
     crash_dir = tmp_path / "crashes"
     crash_dir.mkdir()
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, timeout=60,
-                       env={**os.environ, "ROCRTRACE_CRASH_DIR": str(crash_dir)})
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "ROCRTRACE_CRASH_DIR": str(crash_dir)},
+    )
     assert r.returncode == 3
     line = one_line(r.stderr)
     assert "internal error" in line and "traceback written to" in line
@@ -140,9 +150,12 @@ def test_help_is_fast():
     r = run("--help")
     assert r.returncode == 0
     # measured, not asserted as a benchmark: just guard against importing pandas
-    assert b"pandas" not in subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "rocrtrace", "--help"], cwd=ROOT,
-        capture_output=True).stderr
+    assert (
+        b"pandas"
+        not in subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "rocrtrace", "--help"], cwd=ROOT, capture_output=True
+        ).stderr
+    )
     assert time.monotonic() - t < 30
 
 
@@ -199,6 +212,7 @@ def test_whole_file_findings_have_no_line(tmp_path):
 
 # --- the gate never passes on garbage, bad paths are the user's --------
 
+
 def test_forced_format_that_does_not_fit_is_exit_2(tmp_path):
     p = tmp_path / "text.txt"
     p.write_text("hello world\nthis is text\n")
@@ -223,8 +237,7 @@ def test_bad_output_paths_are_exit_2_before_any_work(tmp_path, opt):
     r = run("analyze", str(log), *args)
     assert r.returncode == 2
     assert "/nonexistent/dir" in one_line(r.stderr)
-    r = run("analyze", str(log), *(args[:-1] + [str(tmp_path)]) if len(args) == 2 else
-            [opt + str(tmp_path)])
+    r = run("analyze", str(log), *(args[:-1] + [str(tmp_path)]) if len(args) == 2 else [opt + str(tmp_path)])
     assert r.returncode == 2 and "directory" in one_line(r.stderr)
 
 
@@ -245,6 +258,7 @@ def test_unwritable_baseline_is_exit_2(tmp_path):
         ro.chmod(0o700)
     from rocrtrace.baseline import BaselineError, write_baseline
     from rocrtrace.result import AnalysisResult
+
     with pytest.raises(BaselineError):
         write_baseline(str(tmp_path / "missing" / "b.json"), AnalysisResult())
 
@@ -255,8 +269,8 @@ def test_diff_gates_on_findings_only_in_b(tmp_path):
     bad.write_text(DOUBLE_CLOSE)
     r = run("diff", str(good), str(bad))
     assert r.returncode == 1 and b"findings only in B: 1 fd-double-close" in r.stdout
-    assert run("diff", str(bad), str(good)).returncode == 0      # B fixed it
-    assert run("diff", str(bad), str(bad)).returncode == 0       # nothing new
+    assert run("diff", str(bad), str(good)).returncode == 0  # B fixed it
+    assert run("diff", str(bad), str(bad)).returncode == 0  # nothing new
     assert run("diff", "--fail-on", "never", str(good), str(bad)).returncode == 0
     out = tmp_path / "d.json"
     r = run("diff", "--format", "json", "-o", str(out), str(good), str(bad))
@@ -320,8 +334,7 @@ def test_no_color_and_quiet(tmp_path):
 
 
 def test_show_addr_renders_tables_not_python_reprs():
-    r = run("show", "fixtures/scenarios/c1-enclosing-range/v1-buggy-explicit.log",
-            "--addr", "0x7e0000003000")
+    r = run("show", "fixtures/scenarios/c1-enclosing-range/v1-buggy-explicit.log", "--addr", "0x7e0000003000")
     assert r.returncode == 0
     out = r.stdout.decode()
     assert "pieces:" in out and "claims:" in out and "range " in out
@@ -332,12 +345,13 @@ def test_show_addr_renders_tables_not_python_reprs():
 
 INVALID_UTF8 = (
     b'100 1700000000.000100 openat(AT_FDCWD, "/tmp/\xff\xfeA", O_RDONLY) = 3</tmp/\xff\xfeA>'
-    b' <0.000010>\n > /tmp/bin/pr\xffog(main+0x10) [0x1130]\n'
-    b'100 1700000000.000200 close(3</tmp/\xff\xfeA>) = 0 <0.000005>\n'
-    b' > /tmp/bin/pr\xffog(main+0x20) [0x1140]\n'
-    b'100 1700000000.000300 close(3) = -1 EBADF (Bad file descriptor) <0.000004>\n'
-    b' > /tmp/bin/pr\xffog(main+0x30) [0x1150]\n'
-    b'100 1700000000.000400 exit_group(0) = ?\n100 +++ exited with 0 +++\n')
+    b" <0.000010>\n > /tmp/bin/pr\xffog(main+0x10) [0x1130]\n"
+    b"100 1700000000.000200 close(3</tmp/\xff\xfeA>) = 0 <0.000005>\n"
+    b" > /tmp/bin/pr\xffog(main+0x20) [0x1140]\n"
+    b"100 1700000000.000300 close(3) = -1 EBADF (Bad file descriptor) <0.000004>\n"
+    b" > /tmp/bin/pr\xffog(main+0x30) [0x1150]\n"
+    b"100 1700000000.000400 exit_group(0) = ?\n100 +++ exited with 0 +++\n"
+)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -347,13 +361,20 @@ def test_invalid_utf8_in_paths_and_frames_reaches_every_format_escaped(tmp_path,
     out = tmp_path / f"out.{fmt}"
     crashes = tmp_path / "crashes"
     crashes.mkdir()
-    r = run("analyze", str(log), "--format", f"{fmt}:{out}", "--write-baseline",
-            str(tmp_path / "b.json"), env={"ROCRTRACE_CRASH_DIR": str(crashes)})
+    r = run(
+        "analyze",
+        str(log),
+        "--format",
+        f"{fmt}:{out}",
+        "--write-baseline",
+        str(tmp_path / "b.json"),
+        env={"ROCRTRACE_CRASH_DIR": str(crashes)},
+    )
     assert r.returncode == 1, r.stderr
     assert not list(crashes.iterdir())
     data = out.read_bytes()
     if fmt not in BINARY_FORMATS:
-        text = data.decode("utf-8")          # valid UTF-8 throughout
+        text = data.decode("utf-8")  # valid UTF-8 throughout
         assert "\\xff" in text or "\\\\xff" in text or "\\udcff" in text, text[:300]
     # and the baseline written from it suppresses the same finding again
     r = run("analyze", str(log), "--baseline", str(tmp_path / "b.json"))
@@ -367,14 +388,20 @@ def test_jobs_over_several_traces_gives_the_sequential_report(tmp_path):
     import json
 
     root = Path(__file__).resolve().parent.parent
-    logs = [str(root / "fixtures" / "scenarios" / "c1-enclosing-range" / "v1-buggy-explicit.log"),
-            str(root / "fixtures" / "strace" / "colour.log"),
-            str(root / "fixtures" / "scenarios" / "xdna-gem-close" / "2515-buggy-explicit.log")]
+    logs = [
+        str(root / "fixtures" / "scenarios" / "c1-enclosing-range" / "v1-buggy-explicit.log"),
+        str(root / "fixtures" / "strace" / "colour.log"),
+        str(root / "fixtures" / "scenarios" / "xdna-gem-close" / "2515-buggy-explicit.log"),
+    ]
     out = []
     for j in ("1", "2"):
-        r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "-j", j, "--format",
-                            "json", "--fail-on", "never", *logs], capture_output=True, text=True,
-                           cwd=root, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-m", "rocrtrace", "analyze", "-j", j, "--format", "json", "--fail-on", "never", *logs],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            timeout=120,
+        )
         assert r.returncode == 0, r.stderr
         out.append(json.loads(r.stdout))
     assert out[0]["coverage"] == out[1]["coverage"]
@@ -387,10 +414,11 @@ def test_allocator_options_stay_out_of_the_environment():
     program (capture) never inherits them, and a user's own setting wins."""
     import subprocess as sp
 
-    code = ("import os; os.environ['MIMALLOC_PURGE_DELAY'] = '7'; "
-            "from rocrtrace import engine; engine.core(); "
-            "print(sorted((k, v) for k, v in os.environ.items() if k.startswith('MIMALLOC')))")
+    code = (
+        "import os; os.environ['MIMALLOC_PURGE_DELAY'] = '7'; "
+        "from rocrtrace import engine; engine.core(); "
+        "print(sorted((k, v) for k, v in os.environ.items() if k.startswith('MIMALLOC')))"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("MIMALLOC")}
-    out = sp.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                 timeout=60, check=True).stdout
+    out = sp.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True).stdout
     assert out.strip() == "[('MIMALLOC_PURGE_DELAY', '7')]"

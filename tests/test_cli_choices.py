@@ -1,6 +1,7 @@
 """Each choice list of the CLI is defined once (cli.py, report._FORMATS,
 schema.TABLE_FORMATS, config.FAIL_ON) and --help, validation and the man
 page follow it: a new format cannot be accepted but undocumented."""
+
 from __future__ import annotations
 
 import re

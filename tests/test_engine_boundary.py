@@ -2,6 +2,7 @@
 declares what the package calls, and the module holds exactly that (plus the
 test and benchmark entry points of the ``hooks`` feature, which .ci/run
 builds and the package build leaves out)."""
+
 from __future__ import annotations
 
 import ast
@@ -18,8 +19,11 @@ STUB = Path(rocrtrace.__file__).with_name("_engine.pyi")
 def _declared():
     tree = ast.parse(STUB.read_text())
     names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    types = {n.name for n in tree.body if isinstance(n, ast.ClassDef)
-             and any(getattr(b, "id", "") == "TypedDict" for b in n.bases)}
+    types = {
+        n.name
+        for n in tree.body
+        if isinstance(n, ast.ClassDef) and any(getattr(b, "id", "") == "TypedDict" for b in n.bases)
+    }
     hooks = set()
     for line in STUB.read_text().splitlines():
         if line.startswith("# hooks:"):
@@ -45,7 +49,7 @@ def test_stub_signatures_match_the_core():
         stub = [a.arg for a in fn.args.args]
         assert stub == list(sig.parameters), (fn.name, stub, list(sig.parameters))
         defaults = fn.args.defaults
-        params = list(sig.parameters.values())[len(stub) - len(defaults):]
+        params = list(sig.parameters.values())[len(stub) - len(defaults) :]
         for p, d in zip(params, defaults):
             assert p.default is not inspect.Parameter.empty, (fn.name, p.name)
             if isinstance(d, ast.Constant) and d.value is not Ellipsis:

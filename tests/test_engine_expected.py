@@ -2,6 +2,7 @@
 (tests/engine/expected.py): every fixture through analyze (JSON, --all-fds),
 events (CSV) and show; the generated traces by digest, and --jobs 2 equal to
 --jobs 1 on those past the chunking threshold."""
+
 from __future__ import annotations
 
 import shutil
@@ -24,8 +25,7 @@ def at_root(monkeypatch):
 
 def test_every_fixture_has_expected_output():
     assert len(FIXTURES) > 60
-    have = {str(p.relative_to(expected.EXPECTED))[:-len(".out")]
-            for p in expected.EXPECTED.rglob("*.out")}
+    have = {str(p.relative_to(expected.EXPECTED))[: -len(".out")] for p in expected.EXPECTED.rglob("*.out")}
     assert have == set(FIXTURES)
 
 
@@ -45,7 +45,7 @@ def test_a_changed_byte_is_a_difference(tmp_path, monkeypatch):
     shutil.copy(expected.EXPECTED / (path + ".out"), copy)
     data = copy.read_bytes()
     i = data.index(b'"findings"')
-    copy.write_bytes(data[:i] + b'"Findings"' + data[i + len(b'"findings"'):])
+    copy.write_bytes(data[:i] + b'"Findings"' + data[i + len(b'"findings"') :])
     monkeypatch.setattr(expected, "EXPECTED", tmp_path)
     diffs = expected.check_fixture(path)
     assert len(diffs) >= 1 and all("analyze" in d for d in diffs), diffs

@@ -11,6 +11,7 @@ same `show --fd` history rows.
 (The real programs of test_fd_idioms.py and test_rocm_real.py are judged
 there, on their expected findings; the lead's committed expected outputs
 cover the fixtures' reports.)"""
+
 from __future__ import annotations
 
 import glob
@@ -68,8 +69,8 @@ def check(path: str) -> None:
         m = fed(events, all_fds=all_fds)
         mine = [*m.findings, *m.handle_findings]
         # analyze lists the fd model's, the handle model's, then the SVM model's
-        assert [fview(f) for f in rep["findings"][:len(mine)]] == [fview(f) for f in mine]
-        assert all(f.rule.startswith("svm-") for f in rep["findings"][len(mine):])
+        assert [fview(f) for f in rep["findings"][: len(mine)]] == [fview(f) for f in mine]
+        assert all(f.rule.startswith("svm-") for f in rep["findings"][len(mine) :])
         COUNTS["findings"] += len(mine)
     for fd in watch_fds(mine):
         rows, _ = _engine.history(path, watch_fd=(None, fd))
@@ -111,9 +112,11 @@ def test_the_doors_differ_when_the_events_do(tmp_path):
     """The comparison can fail: a trace with one close dropped from the
     events fed is not what the file gives."""
     path = tmp_path / "t.log"
-    path.write_text('100 openat(AT_FDCWD, "/etc/hosts", O_RDONLY) = 3\n'
-                    "100 close(3) = 0\n"
-                    "100 close(3) = -1 EBADF (Bad file descriptor)\n")
+    path.write_text(
+        '100 openat(AT_FDCWD, "/etc/hosts", O_RDONLY) = 3\n'
+        "100 close(3) = 0\n"
+        "100 close(3) = -1 EBADF (Bad file descriptor)\n"
+    )
     events, _ = _engine.trace_events(str(path))
     (rep,) = _engine.analyze([str(path)])
     assert [f.rule for f in rep["findings"]] == ["fd-double-close"]

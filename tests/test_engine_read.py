@@ -4,6 +4,7 @@ errors, and the tinygrad events read back to the values a generator wrote
 (tinygrad's printing, extra/hip_gpu_driver/hip_ioctl.py).  A compressed
 file, a pipe, a FIFO and stdin read as the file itself does; the dialect's
 parser fed the lines gives what the reader gives for the file."""
+
 from __future__ import annotations
 
 import bz2
@@ -24,14 +25,17 @@ from vocab import kind
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 TINYGRAD = sorted((FIXTURES / "tinygrad").glob("*.log"))
-ALL_LOGS = sorted(p for p in FIXTURES.rglob("*") if p.is_file()
-                  and p.suffix in (".log", ".gz", ".xz", ".bz2", ".txt"))
+ALL_LOGS = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".log", ".gz", ".xz", ".bz2", ".txt"))
 
-GOOD = (b"100   1795973828.954411 openat(AT_FDCWD, \"/dev/null\", O_RDWR) = 3 <0.000010>\n"
-        b"100   1795973828.954511 close(3) = 0 <0.000003>\n")
-TG = (b"   1.25 ms +   0.02 ms :  0 = AMDKFD_IOC_ALLOC_MEMORY_OF_GPU va_addr:0x1000 "
-      b"size:0x2000 handle:0x7 mmap_offset:0x9 gpu_id:0x1A2B flags:0x4\n"
-      b"ioctl idir=3 size=24 itype=75 nr=32 fd=3 ret=0 /dev/kfd\n")
+GOOD = (
+    b'100   1795973828.954411 openat(AT_FDCWD, "/dev/null", O_RDWR) = 3 <0.000010>\n'
+    b"100   1795973828.954511 close(3) = 0 <0.000003>\n"
+)
+TG = (
+    b"   1.25 ms +   0.02 ms :  0 = AMDKFD_IOC_ALLOC_MEMORY_OF_GPU va_addr:0x1000 "
+    b"size:0x2000 handle:0x7 mmap_offset:0x9 gpu_id:0x1A2B flags:0x4\n"
+    b"ioctl idir=3 size=24 itype=75 nr=32 fd=3 ret=0 /dev/kfd\n"
+)
 GOOD_LINES = GOOD.decode().splitlines()
 TG_LINES = TG.decode().splitlines()
 
@@ -58,9 +62,23 @@ def without_names(files):
 
 
 def vars_of(info) -> dict:
-    return {k: getattr(info, k) for k in (
-        "file", "format", "lines", "events", "unparsed", "unparsed_samples", "too_long",
-        "preamble", "layout", "crlf", "ends_mid_line", "header")}
+    return {
+        k: getattr(info, k)
+        for k in (
+            "file",
+            "format",
+            "lines",
+            "events",
+            "unparsed",
+            "unparsed_samples",
+            "too_long",
+            "preamble",
+            "layout",
+            "crlf",
+            "ends_mid_line",
+            "header",
+        )
+    }
 
 
 def check_tinygrad_accounting(lines, evs, info):
@@ -75,9 +93,10 @@ def check_tinygrad_accounting(lines, evs, info):
 
 def pipe_arg(data: bytes):
     """/dev/fd/N of a pipe a thread writes ``data`` into."""
+
     def make():
         r0, w = os.pipe()
-        r = os.dup2(r0, 200)        # the same /dev/fd/N each time
+        r = os.dup2(r0, 200)  # the same /dev/fd/N each time
         os.close(r0)
 
         def writer():
@@ -86,13 +105,16 @@ def pipe_arg(data: bytes):
                     f.write(data)
                 except BrokenPipeError:
                     pass
+
         th = threading.Thread(target=writer, daemon=True)
         th.start()
 
         def done():
             th.join(10)
             os.close(r)
+
         return f"/dev/fd/{r}", done
+
     return make
 
 
@@ -107,9 +129,11 @@ def fifo_arg(tmp_path: Path, data: bytes):
                     f.write(data)
                 except BrokenPipeError:
                     pass
+
         th = threading.Thread(target=writer, daemon=True)
         th.start()
         return str(fifo), lambda: (th.join(10), fifo.unlink())
+
     return make
 
 
@@ -123,20 +147,24 @@ def read_made(make, fmt=None):
 
 # --- (a) tinygrad ----------------------------------------------------------------
 
+
 def test_tinygrad_lines():
     """Both line shapes, every value as tinygrad printed it."""
     (named, generic), info = _engine.parse_tinygrad_lines("t.log", TG_LINES)
     assert (named.ioctl, named.fd, named.path, named.ret, named.err) == (
-        "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU", -1, "/dev/kfd", 0, None)
+        "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
+        -1,
+        "/dev/kfd",
+        0,
+        None,
+    )
     assert (named.time, named.dur) == (0.00125, 0.00002)
     assert (named.dir, named.type, named.nr, named.size) == (3, 0x4B, 0x16, 40)
     # the kernel's outputs apart from the caller's inputs
     assert named.arg == {"va_addr": 0x1000, "size": 0x2000, "gpu_id": 0x1A2B, "flags": 4}
     assert named.out == {"handle": 7, "mmap_offset": 9}
-    assert (generic.dir, generic.size, generic.type, generic.nr, generic.fd, generic.ret) == (
-        3, 24, 75, 32, 3, 0)
-    assert (generic.ioctl, generic.path, generic.time, generic.arg) == (
-        "AMDKFD_IOC_SVM", "/dev/kfd", None, None)
+    assert (generic.dir, generic.size, generic.type, generic.nr, generic.fd, generic.ret) == (3, 24, 75, 32, 3, 0)
+    assert (generic.ioctl, generic.path, generic.time, generic.arg) == ("AMDKFD_IOC_SVM", "/dev/kfd", None, None)
     assert generic.request == kfd.ioc(3, 75, 32, 24)
     assert (info.lines, info.events, info.unparsed) == (2, 2, 0)
     assert info.has_time and info.has_durations and info.has_decorations and info.decoded_structs
@@ -157,28 +185,63 @@ def test_tinygrad_fixture_lines_are_the_trace(path):
     t_evs, (t_info,) = _engine.trace_events(str(path))
     assert t_evs and [e.seq for e in t_evs] == list(range(len(t_evs)))
     assert evs == t_evs
-    assert (info.lines, info.events, info.unparsed) == (t_info.lines, t_info.events,
-                                                        t_info.unparsed)
+    assert (info.lines, info.events, info.unparsed) == (t_info.lines, t_info.events, t_info.unparsed)
 
 
-
-NAMES = ["AMDKFD_IOC_SVM", "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU", "AMDKFD_IOC_MAP_MEMORY_TO_GPU",
-         "AMDKFD_IOC_GET_VERSION", "AMDKFD_IOC_CREATE_QUEUE", "AMDKFD_IOC_CREATE_QUEUE_OLD",
-         "AMDKFD_IOC_GET_DMABUF_INFO", "AMDKFD_IOC_EXPORT_DMABUF", "AMDKFD_IOC_NOT_A_THING",
-         "AMDKFD_IOC_FREE_MEMORY_OF_GPU", "AMDKFD_IOC_CREATE_EVENT"]
-FIELDS = ["nattr", "op", "start_addr", "size", "handle", "gpu_id", "n_success", "attrs",
-          "queue_id", "flags", "va_addr", "major_version", "x"]
-ATTRS = ["KFD_IOCTL_SVM_ATTR_ACCESS", "KFD_IOCTL_SVM_ATTR_SET_FLAGS", "KFD_IOCTL_SVM_ATTR_BOGUS",
-         "KFD_IOCTL_SVM_ATTR_GRANULARITY", "7", "12", "٣"]
-num = st.one_of(st.integers(0, 99999).map(str),
-                st.tuples(st.integers(-50, 5000), st.integers(0, 999)).map(lambda t: f"{t[0]}.{t[1]:02d}"),
-                st.sampled_from(["١٢.٥", "-0.00", "007"]))
-hexv = st.one_of(st.integers(0, 40).map(hex), st.integers(0, (1 << 64) - 1).map(lambda v: f"0x{v:X}"),
-                 st.integers(0, 255).map(lambda v: "0x" + "0" * 40 + f"{v:x}"))
+NAMES = [
+    "AMDKFD_IOC_SVM",
+    "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
+    "AMDKFD_IOC_MAP_MEMORY_TO_GPU",
+    "AMDKFD_IOC_GET_VERSION",
+    "AMDKFD_IOC_CREATE_QUEUE",
+    "AMDKFD_IOC_CREATE_QUEUE_OLD",
+    "AMDKFD_IOC_GET_DMABUF_INFO",
+    "AMDKFD_IOC_EXPORT_DMABUF",
+    "AMDKFD_IOC_NOT_A_THING",
+    "AMDKFD_IOC_FREE_MEMORY_OF_GPU",
+    "AMDKFD_IOC_CREATE_EVENT",
+]
+FIELDS = [
+    "nattr",
+    "op",
+    "start_addr",
+    "size",
+    "handle",
+    "gpu_id",
+    "n_success",
+    "attrs",
+    "queue_id",
+    "flags",
+    "va_addr",
+    "major_version",
+    "x",
+]
+ATTRS = [
+    "KFD_IOCTL_SVM_ATTR_ACCESS",
+    "KFD_IOCTL_SVM_ATTR_SET_FLAGS",
+    "KFD_IOCTL_SVM_ATTR_BOGUS",
+    "KFD_IOCTL_SVM_ATTR_GRANULARITY",
+    "7",
+    "12",
+    "٣",
+]
+num = st.one_of(
+    st.integers(0, 99999).map(str),
+    st.tuples(st.integers(-50, 5000), st.integers(0, 999)).map(lambda t: f"{t[0]}.{t[1]:02d}"),
+    st.sampled_from(["١٢.٥", "-0.00", "007"]),
+)
+hexv = st.one_of(
+    st.integers(0, 40).map(hex),
+    st.integers(0, (1 << 64) - 1).map(lambda v: f"0x{v:X}"),
+    st.integers(0, 255).map(lambda v: "0x" + "0" * 40 + f"{v:x}"),
+)
 field = st.one_of(
     st.tuples(st.sampled_from(FIELDS), hexv).map(lambda t: f"{t[0]}:{t[1]}"),
     st.just("attrs:<svm_attribute_Array_2 object at 0x7f00>"),
-    st.just("bad:12"), st.just("x:0xZZ"), st.just("é:0x1"))
+    st.just("bad:12"),
+    st.just("x:0xZZ"),
+    st.just("é:0x1"),
+)
 ret = st.one_of(st.integers(-4095, 1 << 31).map(str), st.sampled_from(["-1", "0", "٠"]))
 space = st.sampled_from(["", " ", "  ", "\t", "\u2003", "\x1c"])
 
@@ -188,21 +251,26 @@ def _named(t):
     return f"{sp}{ms} ms +{sp}{dur} ms : {r} = {name:40s} {' '.join(fields)}{tail}"
 
 
-named = st.tuples(num, num, ret, st.sampled_from(NAMES), st.lists(field, max_size=6), space,
-                  space).map(_named)
-attr = st.tuples(st.integers(0, 4), st.sampled_from(ATTRS),
-                 st.one_of(hexv, st.sampled_from(["0", "17", "012", "00"])), space).map(
-    lambda t: f"{t[0]}: {t[1]:40s}: {t[2]}{t[3]}")
-generic = st.tuples(st.integers(0, 5), st.sampled_from([0, 8, 24, 0x3FFF, 0x4000]),
-                    st.sampled_from([75, 100, 98, 72, 117, 256, 1]), st.integers(0, 260),
-                    st.integers(-2, 1 << 20), st.integers(-4095, 1 << 20),
-                    st.sampled_from(["", " /dev/kfd", " /dev/dri/renderD128", " /dev/accel/accel0",
-                                     " /tmp/x y", "  "]),
-                    st.one_of(st.just(""), st.tuples(num, num).map(lambda t: f"{t[0]} ms +{t[1]} ms : "))
-                    ).map(lambda t: f"{t[7]}ioctl idir={t[0]} size={t[1]} itype={t[2]} nr={t[3]} "
-                                    f"fd={t[4]} ret={t[5]}{t[6]}")
-junk = st.one_of(st.just(""), st.just("   "), st.just("hello from tinygrad"),
-                 st.text(st.characters(blacklist_categories=("Cs",)), max_size=30))
+named = st.tuples(num, num, ret, st.sampled_from(NAMES), st.lists(field, max_size=6), space, space).map(_named)
+attr = st.tuples(
+    st.integers(0, 4), st.sampled_from(ATTRS), st.one_of(hexv, st.sampled_from(["0", "17", "012", "00"])), space
+).map(lambda t: f"{t[0]}: {t[1]:40s}: {t[2]}{t[3]}")
+generic = st.tuples(
+    st.integers(0, 5),
+    st.sampled_from([0, 8, 24, 0x3FFF, 0x4000]),
+    st.sampled_from([75, 100, 98, 72, 117, 256, 1]),
+    st.integers(0, 260),
+    st.integers(-2, 1 << 20),
+    st.integers(-4095, 1 << 20),
+    st.sampled_from(["", " /dev/kfd", " /dev/dri/renderD128", " /dev/accel/accel0", " /tmp/x y", "  "]),
+    st.one_of(st.just(""), st.tuples(num, num).map(lambda t: f"{t[0]} ms +{t[1]} ms : ")),
+).map(lambda t: f"{t[7]}ioctl idir={t[0]} size={t[1]} itype={t[2]} nr={t[3]} fd={t[4]} ret={t[5]}{t[6]}")
+junk = st.one_of(
+    st.just(""),
+    st.just("   "),
+    st.just("hello from tinygrad"),
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=30),
+)
 tg_line = st.one_of(named, attr, attr, generic, junk)
 
 
@@ -210,12 +278,16 @@ def _ms(text: str) -> float:
     return float(text) / 1000.0
 
 
-gen_fields = st.tuples(st.integers(0, 5), st.sampled_from([0, 8, 24, 0x3FFF, 0x4000]),
-                       st.sampled_from([75, 100, 98, 72, 117, 256, 1]), st.integers(0, 260),
-                       st.integers(-2, 1 << 20), st.integers(-4095, 1 << 20),
-                       st.sampled_from(["", " /dev/kfd", " /dev/dri/renderD128",
-                                        " /dev/accel/accel0", " /tmp/x y", "  "]),
-                       st.one_of(st.none(), st.tuples(num, num)))
+gen_fields = st.tuples(
+    st.integers(0, 5),
+    st.sampled_from([0, 8, 24, 0x3FFF, 0x4000]),
+    st.sampled_from([75, 100, 98, 72, 117, 256, 1]),
+    st.integers(0, 260),
+    st.integers(-2, 1 << 20),
+    st.integers(-4095, 1 << 20),
+    st.sampled_from(["", " /dev/kfd", " /dev/dri/renderD128", " /dev/accel/accel0", " /tmp/x y", "  "]),
+    st.one_of(st.none(), st.tuples(num, num)),
+)
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
@@ -227,8 +299,7 @@ def test_tinygrad_generic_lines_read_back(parts):
     lines = []
     for idir, size, itype, nr, fd, ret, path, timed in parts:
         pre = "" if timed is None else f"{timed[0]} ms +{timed[1]} ms : "
-        lines.append(f"{pre}ioctl idir={idir} size={size} itype={itype} nr={nr} fd={fd} "
-                     f"ret={ret}{path}")
+        lines.append(f"{pre}ioctl idir={idir} size={size} itype={itype} nr={nr} fd={fd} ret={ret}{path}")
     evs, info = _engine.parse_tinygrad_lines("t.log", lines)
     check_tinygrad_accounting(lines, evs, info)
     it = iter(evs)
@@ -239,8 +310,7 @@ def test_tinygrad_generic_lines_read_back(parts):
             continue
         ev = next(it)
         assert ev.line == n
-        assert (ev.dir, ev.size, ev.type, ev.nr, ev.fd, ev.ret) == (idir, size, itype, nr, fd,
-                                                                    ret)
+        assert (ev.dir, ev.size, ev.type, ev.nr, ev.fd, ev.ret) == (idir, size, itype, nr, fd, ret)
         assert ev.request == kfd.ioc(idir, itype, nr, size)
         assert ev.err == ("EUNKNOWN" if ret < 0 else None)
         assert ev.path == (path.strip() or None)
@@ -249,7 +319,7 @@ def test_tinygrad_generic_lines_read_back(parts):
         else:
             assert (ev.time, ev.dur) == (_ms(timed[0]), _ms(timed[1]))
     assert next(it, None) is None
-    assert [ln for ln, _ in info.unparsed_samples] == bad[:len(info.unparsed_samples)]
+    assert [ln for ln, _ in info.unparsed_samples] == bad[: len(info.unparsed_samples)]
     assert info.unparsed == len(bad)
 
 
@@ -268,8 +338,7 @@ def test_tinygrad_svm_runs():
     GET_ATTR answer: each call keeps the attribute lines that follow it in
     order, up to its nattr (at most 64 are awaited), and is partial when the
     log lost some; a line out of order ends the call and is unparsed."""
-    head = ("  1.00 ms +  0.10 ms :  0 = AMDKFD_IOC_SVM start_addr:0x1000 size:0x2000 "
-            "op:0x{op} nattr:0x{n}")
+    head = "  1.00 ms +  0.10 ms :  0 = AMDKFD_IOC_SVM start_addr:0x1000 size:0x2000 op:0x{op} nattr:0x{n}"
     rnd = random.Random(5)
     checked = 0
     for _ in range(300):
@@ -297,8 +366,7 @@ def test_tinygrad_svm_runs():
         assert len(evs) == len(want) and info.unparsed == unparsed
         for ev, w in zip(evs, want):
             assert ev.line == w["line"] and ev.ioctl == "AMDKFD_IOC_SVM"
-            assert ev.arg == {"start_addr": 0x1000, "size": 0x2000, "op": w["op"],
-                              "nattr": w["n"], "attrs": w["attrs"]}
+            assert ev.arg == {"start_addr": 0x1000, "size": 0x2000, "op": w["op"], "nattr": w["n"], "attrs": w["attrs"]}
             assert ev.size == 24 + 8 * w["n"] and ev.partial == w["partial"]
             assert ev.out == ({"attrs": w["attrs"]} if w["op"] == kfd.SVM_OP_GET_ATTR else None)
             checked += 1
@@ -307,17 +375,19 @@ def test_tinygrad_svm_runs():
 
 # --- where the core's conventions meet values past its registers ------------------
 
+
 def test_values_beyond_64_bits_are_kept_as_text():
-    line = ("  1.00 ms +  0.10 ms :  0 = AMDKFD_IOC_FREE_MEMORY_OF_GPU handle:0x"
-            + "F" * 20)
+    line = "  1.00 ms +  0.10 ms :  0 = AMDKFD_IOC_FREE_MEMORY_OF_GPU handle:0x" + "F" * 20
     (ev,), _ = _engine.parse_tinygrad_lines("t.log", [line])
     assert ev.arg == {"handle": "0x" + "F" * 20}
 
 
 def test_fd_and_ret_beyond_the_registers_are_unparsed():
-    lines = ["ioctl idir=3 size=24 itype=75 nr=32 fd=99999999999 ret=0",
-             "ioctl idir=3 size=24 itype=75 nr=32 fd=3 ret=99999999999999999999",
-             "  1.00 ms +  0.10 ms : 99999999999999999999 = AMDKFD_IOC_GET_VERSION"]
+    lines = [
+        "ioctl idir=3 size=24 itype=75 nr=32 fd=99999999999 ret=0",
+        "ioctl idir=3 size=24 itype=75 nr=32 fd=3 ret=99999999999999999999",
+        "  1.00 ms +  0.10 ms : 99999999999999999999 = AMDKFD_IOC_GET_VERSION",
+    ]
     evs, info = _engine.parse_tinygrad_lines("t.log", lines)
     assert evs == [] and info.unparsed == 3 and info.lines == 3
 
@@ -325,8 +395,10 @@ def test_fd_and_ret_beyond_the_registers_are_unparsed():
 def test_svm_attr_value_with_a_leading_zero_is_not_an_attr():
     """int("012", 0) refuses it (tinygrad prints hex): no attr line, the SVM
     call lost its attrs."""
-    lines = ["  1.00 ms +  0.10 ms :  0 = AMDKFD_IOC_SVM start_addr:0x1000 size:0x1000 op:0x0 "
-             "nattr:0x1", "0: KFD_IOCTL_SVM_ATTR_ACCESS: 012"]
+    lines = [
+        "  1.00 ms +  0.10 ms :  0 = AMDKFD_IOC_SVM start_addr:0x1000 size:0x1000 op:0x0 nattr:0x1",
+        "0: KFD_IOCTL_SVM_ATTR_ACCESS: 012",
+    ]
     (ev,), info = _engine.parse_tinygrad_lines("t.log", lines)
     assert ev.partial and ev.arg["attrs"] == [] and info.unparsed == 1
     assert info.unparsed_samples == [(2, lines[1])]
@@ -334,39 +406,38 @@ def test_svm_attr_value_with_a_leading_zero_is_not_an_attr():
 
 # --- (b) reading: files, layout, lines, errors ---------------------------------
 
+
 @pytest.mark.parametrize("path", ALL_LOGS, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_every_fixture_reads(path):
     (f,) = read(str(path))
     assert f["error"] is None and f["path"] == str(path)
     head = path.read_bytes()[:15]
-    want = ("tinygrad" if path.parent.name == "tinygrad"
-            else "preload" if head == b"# rocrtrace-log" else "strace")
+    want = "tinygrad" if path.parent.name == "tinygrad" else "preload" if head == b"# rocrtrace-log" else "strace"
     assert f["format"] == want
     nums = [n for n, _ in f["lines"]]
     assert nums == sorted(set(nums)) and nums[0] == f["first"]
     _engine.trace_events(str(path))
 
 
-
 def _shapes():
-    long_first = b"100   write(1, \"" + b"a" * 200000 + b"\"..., 200000) = 200000\n" + GOOD
+    long_first = b'100   write(1, "' + b"a" * 200000 + b'"..., 200000) = 200000\n' + GOOD
     return {
         "good": GOOD,
         "tinygrad": TG,
         "junk-inside": GOOD + b"\xff\xfe\x00garbage\x00\n" + b"caf\xc3 invalid utf8\n" + GOOD + b"100   close(4",
         "hash-preamble": b"".join(b"# header line %d of the strace test suite\n" % i for i in range(500))
-                         + b"$ strace -f ./x\n" + GOOD,
+        + b"$ strace -f ./x\n"
+        + GOOD,
         "indent4": b"".join(b"    " + ln + b"\n" for ln in GOOD.splitlines()),
         "tab": b"".join(b"\t" + ln + b"\n" for ln in GOOD.splitlines()),
         "quoted": b"".join(b"> " + ln + b"\n" for ln in GOOD.splitlines()) + b">\n",
         "quoted2": b"".join(b"> > " + ln + b"\n" for ln in GOOD.splitlines()),
         "pasted": b"Here is my log:\n\n" + b"".join(b"    " + ln + b"\n" for ln in GOOD.splitlines()),
-        "relative": b"     0.000000 openat(AT_FDCWD, \"/x\", O_RDONLY) = 3\n"
-                    b"     0.000034 close(3)                = 0\n",
+        "relative": b'     0.000000 openat(AT_FDCWD, "/x", O_RDONLY) = 3\n     0.000034 close(3)                = 0\n',
         "crlf": GOOD.replace(b"\n", b"\r\n"),
         "crlf-tg": TG.replace(b"\n", b"\r\n") + b"\r",
         "long-first": long_first,
-        "long-mid": GOOD + b"100   write(1, \"" + b"a" * 5000 + b"\", 5000) = 5000\n" + GOOD,
+        "long-mid": GOOD + b'100   write(1, "' + b"a" * 5000 + b'", 5000) = 5000\n' + GOOD,
         "long-2MB-first": b"x" * (2 << 20) + b"\n" + GOOD,
         "long-2MB-first-tail": b"x" * (2 << 20) + b"\n" + GOOD + b"y" * (3 << 20),
         "text": b"hello world\nthis is not a trace\n" * 20,
@@ -391,32 +462,27 @@ READS = {
     "crlf-tg": ("tinygrad", 1, "", False, "", 3, 0, 0, 0, 0, 0, True, True),
     "good": ("strace", 1, "", False, "", 2, 0, 0, 0, 0, 0, False, False),
     "hash-preamble": ("strace", 502, "", False, "", 2, 0, 501, 0, 0, 501, False, False),
-    "indent4": ("strace", 1, "    ", False, "indented by 4 column(s)", 2, 0, 0, 0, 0, 0, False,
-                False),
+    "indent4": ("strace", 1, "    ", False, "indented by 4 column(s)", 2, 0, 0, 0, 0, 0, False, False),
     "junk-inside": ("strace", 1, "", False, "", 7, 0, 0, 0, 0, 0, False, True),
     "long-2MB-first": ("strace", 2, "", False, "", 2, 0, 1, 0, 0, 1, False, False),
     "long-2MB-first-tail": ("strace", 2, "", False, "", 3, 1, 1, 1, 1, 1, False, True),
     "long-first": ("strace", 1, "", False, "", 3, 0, 0, 0, 0, 0, False, False),
     "long-mid": ("strace", 1, "", False, "", 5, 0, 0, 0, 0, 0, False, False),
     "no-newline": ("strace", 1, "", False, "", 1, 0, 0, 0, 0, 0, False, True),
-    "pasted": ("strace", 3, "    ", False, "indented by 4 column(s)", 2, 0, 2, 0, 0, 2, False,
-               False),
+    "pasted": ("strace", 3, "    ", False, "indented by 4 column(s)", 2, 0, 2, 0, 0, 2, False, False),
     "preload": ("preload", 1, "", False, "", 2, 0, 0, 0, 0, 0, False, False),
     "quoted": ("strace", 1, "> ", True, "quoted with '>'", 3, 0, 0, 0, 0, 0, False, False),
     "quoted-tg": ("tinygrad", 1, "> ", True, "quoted with '>'", 2, 0, 0, 0, 0, 0, False, False),
     "quoted2": ("strace", 1, "> > ", True, "quoted with '> >'", 2, 0, 0, 0, 0, 0, False, False),
-    "random": "rocrtrace: D/random.log: not an strace, preload or tinygrad log (first line: "
-              + "\\\\xa5" * 15 + ")",
+    "random": "rocrtrace: D/random.log: not an strace, preload or tinygrad log (first line: " + "\\\\xa5" * 15 + ")",
     "relative": ("strace", 1, "", False, "", 2, 0, 0, 0, 0, 0, False, False),
     "tab": ("strace", 1, "\t", False, "indented by 1 tab(s)", 2, 0, 0, 0, 0, 0, False, False),
-    "text": "rocrtrace: D/text.log: not an strace, preload or tinygrad log (first line: "
-            "hello world)",
+    "text": "rocrtrace: D/text.log: not an strace, preload or tinygrad log (first line: hello world)",
     "tinygrad": ("tinygrad", 1, "", False, "", 2, 0, 0, 0, 0, 0, False, False),
 }
 LONG_AT_1000 = {"long-first", "long-mid"}
 # the shapes whose lines, the layout undone, are GOOD's or TG's
-OF_GOOD = {"good", "crlf", "indent4", "tab", "quoted", "quoted2", "pasted", "hash-preamble",
-           "long-2MB-first"}
+OF_GOOD = {"good", "crlf", "indent4", "tab", "quoted", "quoted2", "pasted", "hash-preamble", "long-2MB-first"}
 OF_TG = {"tinygrad", "crlf-tg", "quoted-tg"}
 
 
@@ -426,9 +492,21 @@ def summary(files, tmp_path):
     (f,) = files
     i = f["info"]
     assert f["error"] is None
-    return (f["format"], f["first"], f["prefix"], f["quote"], f["layout"], len(f["lines"]),
-            sum(ln is None for _, ln in f["lines"]), i.lines, i.unparsed, i.too_long,
-            i.preamble, i.crlf, i.ends_mid_line)
+    return (
+        f["format"],
+        f["first"],
+        f["prefix"],
+        f["quote"],
+        f["layout"],
+        len(f["lines"]),
+        sum(ln is None for _, ln in f["lines"]),
+        i.lines,
+        i.unparsed,
+        i.too_long,
+        i.preamble,
+        i.crlf,
+        i.ends_mid_line,
+    )
 
 
 @pytest.mark.parametrize("name", sorted(SHAPES))
@@ -443,23 +521,23 @@ def test_shapes_read(tmp_path, name, max_line):
     assert summary(got, tmp_path) == want
     if name in OF_GOOD | OF_TG:
         (f,) = got
-        assert [ln for _, ln in f["lines"] if ln] == (GOOD_LINES if name in OF_GOOD
-                                                      else TG_LINES)
+        assert [ln for _, ln in f["lines"] if ln] == (GOOD_LINES if name in OF_GOOD else TG_LINES)
 
 
 def zstd_compress(data: bytes) -> bytes:
     """The zstd CLI's file, in two frames (as `zstd -T`, or two files
     concatenated, write them)."""
     half = len(data) // 2
-    return b"".join(subprocess.run(["zstd", "-q", "-c"], input=part, capture_output=True,
-                                   check=True).stdout for part in (data[:half], data[half:]))
+    return b"".join(
+        subprocess.run(["zstd", "-q", "-c"], input=part, capture_output=True, check=True).stdout
+        for part in (data[:half], data[half:])
+    )
 
 
 @pytest.mark.parametrize("name", ["good", "tinygrad", "pasted", "junk-inside", "crlf"])
 @pytest.mark.parametrize("comp", ["gz", "xz", "bz2", "zst"])
 def test_compressed_reads_as_the_plain_file(tmp_path, name, comp):
-    pack = {"gz": gzip.compress, "xz": lzma.compress, "bz2": bz2.compress,
-            "zst": zstd_compress}[comp]
+    pack = {"gz": gzip.compress, "xz": lzma.compress, "bz2": bz2.compress, "zst": zstd_compress}[comp]
     p = tmp_path / f"{name}.log.{comp}"
     p.write_bytes(pack(SHAPES[name]))
     plain = tmp_path / f"{name}.log"
@@ -467,17 +545,19 @@ def test_compressed_reads_as_the_plain_file(tmp_path, name, comp):
     assert without_names(read(str(p))) == without_names(read(str(plain)))
 
 
-@pytest.mark.parametrize("name", ["good", "tinygrad", "hash-preamble", "long-2MB-first", "text",
-                                  "quoted"])
+@pytest.mark.parametrize("name", ["good", "tinygrad", "hash-preamble", "long-2MB-first", "text", "quoted"])
 def test_pipes_and_fifos_read_as_the_file(tmp_path, name):
     data = SHAPES[name]
     plain = tmp_path / "plain.log"
     plain.write_bytes(data)
     want = without_names(read(str(plain)))
-    if isinstance(want, str):       # the error names what was read
+    if isinstance(want, str):  # the error names what was read
         want = want.split(": ", 2)[2]
-    for got in (read_made(pipe_arg(data)), read_made(pipe_arg(gzip.compress(data))),
-                read_made(fifo_arg(tmp_path, data))):
+    for got in (
+        read_made(pipe_arg(data)),
+        read_made(pipe_arg(gzip.compress(data))),
+        read_made(fifo_arg(tmp_path, data)),
+    ):
         got = without_names(got)
         assert (got.split(": ", 2)[2] if isinstance(got, str) else got) == want
 
@@ -487,8 +567,7 @@ def test_empty_pipe_and_forced_formats(tmp_path):
     assert got.startswith("rocrtrace: /dev/fd/200: ") and "empty" in got
     p = tmp_path / "pasted.log"
     p.write_bytes(SHAPES["pasted"])
-    for fmt, want in (("strace", "strace"), ("tinygrad", "tinygrad"), ("preload", "preload"),
-                      ("auto", "strace")):
+    for fmt, want in (("strace", "strace"), ("tinygrad", "tinygrad"), ("preload", "preload"), ("auto", "strace")):
         (f,) = read(str(p), fmt)
         # a forced format reads the file as detection would: the same layout
         assert (f["format"], f["first"], f["layout"]) == (want, 3, "indented by 4 column(s)")
@@ -500,14 +579,19 @@ def test_errors_are_one_line(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "hidden").mkdir()
     (tmp_path / "hidden" / ".x.log").write_bytes(GOOD)
-    for arg, why in (("nope.log", "no such file or directory"), ("zero.log", "empty file"),
-                     ("d", "empty directory"), ("hidden", "empty directory"),
-                     ("nomatch*.log", "no files match"), ("a[b", "no files match")):
+    for arg, why in (
+        ("nope.log", "no such file or directory"),
+        ("zero.log", "empty file"),
+        ("d", "empty directory"),
+        ("hidden", "empty directory"),
+        ("nomatch*.log", "no files match"),
+        ("a[b", "no files match"),
+    ):
         assert read(str(tmp_path / arg)) == f"rocrtrace: {tmp_path / arg}: {why}"
     unreadable = tmp_path / "secret.log"
     unreadable.write_bytes(GOOD)
     unreadable.chmod(0)
-    if not os.access(unreadable, os.R_OK):       # root reads it anyway
+    if not os.access(unreadable, os.R_OK):  # root reads it anyway
         assert "Permission denied" in read(str(unreadable))
 
 
@@ -517,9 +601,13 @@ def test_corrupt_compressed_is_an_error(tmp_path):
     bad = bytearray(gzip.compress(GOOD * 50))
     bad[12:-8] = b"\xff" * (len(bad) - 20)
     cut = lzma.compress(GOOD * 500)[:-40]
-    for name, data in (("bad.gz", bytes(bad)), ("cut.xz", cut), ("cut.bz2", bz2.compress(GOOD)[:-5]),
-                       ("z.zst", b"\x28\xb5\x2f\xfd\x04\x00" + b"\x00" * 20),
-                       ("cut.zst", zstd_compress(GOOD * 500)[:-30])):
+    for name, data in (
+        ("bad.gz", bytes(bad)),
+        ("cut.xz", cut),
+        ("cut.bz2", bz2.compress(GOOD)[:-5]),
+        ("z.zst", b"\x28\xb5\x2f\xfd\x04\x00" + b"\x00" * 20),
+        ("cut.zst", zstd_compress(GOOD * 500)[:-30]),
+    ):
         p = tmp_path / name
         p.write_bytes(data)
         got = read(str(p))
@@ -532,20 +620,30 @@ def test_directories_globs_and_ff_sets(tmp_path):
     d.mkdir()
     (d / "tr.100").write_bytes(
         b"1.000000 clone3({flags=CLONE_VM|CLONE_FILES|CLONE_THREAD, exit_signal=0} => "
-        b"{parent_tid=[101]}, 88) = 101 <0.000500>\n1.002000 close(3) = 0 <0.000001>\n")
+        b"{parent_tid=[101]}, 88) = 101 <0.000500>\n1.002000 close(3) = 0 <0.000001>\n"
+    )
     (d / "tr.101").write_bytes(b"1.000100 close(4) = 0 <0.000001>\n")
     (d / "tr.102.gz").write_bytes(gzip.compress(b"1.000200 close(5) = 0 <0.000001>\n"))
     (d / "tg.7").write_bytes(TG)
     (d / ".hidden.103").write_bytes(GOOD)
     (d / "sub").mkdir()
-    tg, t100, t101, t102 = (("tg.7", "tinygrad", None), ("tr.100", "strace", 100),
-                            ("tr.101", "strace", 101), ("tr.102.gz", "strace", 102))
+    tg, t100, t101, t102 = (
+        ("tg.7", "tinygrad", None),
+        ("tr.100", "strace", 100),
+        ("tr.101", "strace", 101),
+        ("tr.102.gz", "strace", 102),
+    )
     # a directory: its visible files; a glob: what it matches; a -ff set
     # (NAME.TID files) gives each file its thread
-    for arg, want in ((d, [tg, t100, t101, t102]), (f"{d}/", [tg, t100, t101, t102]),
-                      (f"{d}/tr.*", [t100, t101, t102]), (f"{d}/tr.10[01]", [t100, t101]),
-                      (f"{d}/*", [tg, t100, t101, t102]), (f"{d}/tr.?0?", [t100, t101]),
-                      (f"{d}/.h*", [(".hidden.103", "strace", None)])):
+    for arg, want in (
+        (d, [tg, t100, t101, t102]),
+        (f"{d}/", [tg, t100, t101, t102]),
+        (f"{d}/tr.*", [t100, t101, t102]),
+        (f"{d}/tr.10[01]", [t100, t101]),
+        (f"{d}/*", [tg, t100, t101, t102]),
+        (f"{d}/tr.?0?", [t100, t101]),
+        (f"{d}/.h*", [(".hidden.103", "strace", None)]),
+    ):
         got = [(os.path.relpath(f["path"], d), f["format"], f["tid"]) for f in read(str(arg))]
         assert got == want, arg
 
@@ -563,8 +661,10 @@ def test_tinygrad_files_merge_by_time(tmp_path, max_open):
         lines = []
         for _ in range(rnd.randrange(1, 30)):
             t += rnd.uniform(0, 2)
-            lines.append(f"{t:8.2f} ms +{rnd.uniform(0, 3):7.2f} ms :  0 = "
-                         f"AMDKFD_IOC_FREE_MEMORY_OF_GPU handle:0x{rnd.randrange(99):X}")
+            lines.append(
+                f"{t:8.2f} ms +{rnd.uniform(0, 3):7.2f} ms :  0 = "
+                f"AMDKFD_IOC_FREE_MEMORY_OF_GPU handle:0x{rnd.randrange(99):X}"
+            )
             if rnd.random() < 0.2:
                 lines.append("ioctl idir=3 size=24 itype=75 nr=32 fd=3 ret=0 /dev/kfd")
             if rnd.random() < 0.1:
@@ -578,8 +678,7 @@ def test_tinygrad_files_merge_by_time(tmp_path, max_open):
     last, keys = {}, []
     for e in evs:
         end = None if e.time is None else e.time + (e.dur or 0.0)
-        last[e.file] = max(last.get(e.file, float("-inf")), end if end is not None
-                           else float("-inf"))
+        last[e.file] = max(last.get(e.file, float("-inf")), end if end is not None else float("-inf"))
         keys.append(last[e.file])
     assert keys == sorted(keys)
     for name in {e.file for e in evs}:
@@ -597,22 +696,39 @@ def test_no_line_parses_is_an_error(tmp_path):
     assert str(er.value) == f"rocrtrace: {p}: no line parses as a tinygrad log"
 
 
-_piece = st.sampled_from([
-    b"100   close(3) = 0 <0.000003>", b"     0.000034 close(3)                = 0",
-    b"ioctl idir=3 size=24 itype=75 nr=32 fd=3 ret=0 /dev/kfd",
-    b"   1.25 ms +   0.02 ms :  0 = AMDKFD_IOC_GET_VERSION major_version:0x1",
-    b"# a comment", b"$ strace -f ./x", b"hello", b"", b"   ", b"\xff\xfe", b"caf\xc3\xa9",
-    b"+++ exited with 0 +++", b"--- SIGCHLD {si_signo=SIGCHLD} ---", b"[pid  7] close(1) = 0",
-    b"# rocrtrace-log 1", b"x" * 1500])
+_piece = st.sampled_from(
+    [
+        b"100   close(3) = 0 <0.000003>",
+        b"     0.000034 close(3)                = 0",
+        b"ioctl idir=3 size=24 itype=75 nr=32 fd=3 ret=0 /dev/kfd",
+        b"   1.25 ms +   0.02 ms :  0 = AMDKFD_IOC_GET_VERSION major_version:0x1",
+        b"# a comment",
+        b"$ strace -f ./x",
+        b"hello",
+        b"",
+        b"   ",
+        b"\xff\xfe",
+        b"caf\xc3\xa9",
+        b"+++ exited with 0 +++",
+        b"--- SIGCHLD {si_signo=SIGCHLD} ---",
+        b"[pid  7] close(1) = 0",
+        b"# rocrtrace-log 1",
+        b"x" * 1500,
+    ]
+)
 _prefix = st.sampled_from([b"", b"    ", b"\t", b"> ", b"> > ", b">", b" "])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.function_scoped_fixture])
-@given(pieces=st.lists(st.tuples(_prefix, _piece, st.sampled_from([b"\n", b"\r\n", b"\r\r\n"])),
-                       max_size=30),
-       head=st.lists(_piece, max_size=4), tail=st.sampled_from([b"", b"close(", b"\r"]),
-       max_line=st.sampled_from([1 << 20, 40, 1000]), same=st.booleans())
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(
+    pieces=st.lists(st.tuples(_prefix, _piece, st.sampled_from([b"\n", b"\r\n", b"\r\r\n"])), max_size=30),
+    head=st.lists(_piece, max_size=4),
+    tail=st.sampled_from([b"", b"close(", b"\r"]),
+    max_line=st.sampled_from([1 << 20, 40, 1000]),
+    same=st.booleans(),
+)
 def test_generated_files_read(tmp_path, pieces, head, tail, max_line, same):
     """Any mix of line shapes, prefixes and line ends: one file or a
     one-line error; lines numbered in order; a line given as None only when
@@ -631,8 +747,7 @@ def test_generated_files_read(tmp_path, pieces, head, tail, max_line, same):
     assert nums == sorted(set(nums)) and (not nums or nums[0] >= f["first"])
     nones = sum(ln is None for _, ln in f["lines"])
     assert nones == f["info"].too_long <= f["info"].unparsed
-    assert all(ln is None or len(ln.encode("utf-8", "surrogateescape")) <= max_line
-               for _, ln in f["lines"])
+    assert all(ln is None or len(ln.encode("utf-8", "surrogateescape")) <= max_line for _, ln in f["lines"])
     if nums:
         assert nums[-1] <= data.count(b"\n") + 1
 
@@ -652,10 +767,15 @@ sys.stdout.buffer.write(pickle.dumps(got))
 def test_stdin_reads_as_the_file(tmp_path, name):
     import pickle
     import sys
+
     data = SHAPES[name]
-    r = subprocess.run([sys.executable, "-c", _STDIN_SIDE],
-                       input=gzip.compress(data) if name == "good" else data,
-                       capture_output=True, timeout=120, check=True)
+    r = subprocess.run(
+        [sys.executable, "-c", _STDIN_SIDE],
+        input=gzip.compress(data) if name == "good" else data,
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     got = without_names(pickle.loads(r.stdout))
     plain = tmp_path / "plain.log"
     plain.write_bytes(data)
@@ -677,9 +797,24 @@ def test_tinygrad_trace_from_a_pipe(tmp_path, comp):
     want, want_infos = _engine.trace_events(str(FIXTURES / "tinygrad" / "buffers.log"))
 
     def key(e):
-        return (kind(e), e.line, e.seq, e.time, e.dur, e.ret, e.err, e.fd, e.path, e.request,
-                e.ioctl, e.arg, e.out, e.partial, e.text)
+        return (
+            kind(e),
+            e.line,
+            e.seq,
+            e.time,
+            e.dur,
+            e.ret,
+            e.err,
+            e.fd,
+            e.path,
+            e.request,
+            e.ioctl,
+            e.arg,
+            e.out,
+            e.partial,
+            e.text,
+        )
+
     assert evs and [key(e) for e in evs] == [key(e) for e in want]
     assert {e.file for e in evs} == {arg}
-    assert [vars_of(i) | {"file": 0} for i in infos] == [vars_of(i) | {"file": 0}
-                                                         for i in want_infos]
+    assert [vars_of(i) | {"file": 0} for i in infos] == [vars_of(i) | {"file": 0} for i in want_infos]

@@ -9,6 +9,7 @@ history rows.
 
 (The real ROCm runs of test_rocm_real.py are judged there, on their
 expected findings.)"""
+
 from __future__ import annotations
 
 import sys
@@ -25,7 +26,7 @@ from vocab import kind
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-COMPARED = Counter()   # what was compared, for the report (-s prints it)
+COMPARED = Counter()  # what was compared, for the report (-s prints it)
 
 
 def finding_record(f) -> tuple:
@@ -54,7 +55,7 @@ def check_file(path: str, watches: int = 3):
     got = svm_run(events)
     svm = [f for f in rep["findings"] if f.rule.startswith("svm-")]
     # analyze lists the SVM model's findings last
-    assert rep["findings"][len(rep["findings"]) - len(svm):] == svm
+    assert rep["findings"][len(rep["findings"]) - len(svm) :] == svm
     assert [finding_record(f) for f in got.findings] == [finding_record(f) for f in svm]
     assert got.limits == rep["limits"]
     COMPARED["files"] += 1
@@ -91,7 +92,7 @@ def test_gen_traces_preload(tmp_path):
     path = tmp_path / "preload.log"
     path.write_text("\n".join(gen_traces.preload_lines(20000)) + "\n")
     got = check_file(str(path), watches=1)
-    assert got.counts["set_attr"] > 1000      # the comparison saw SVM churn
+    assert got.counts["set_attr"] > 1000  # the comparison saw SVM churn
 
 
 @pytest.mark.parametrize("intents", [False, True], ids=["inferred", "intents"])
@@ -108,7 +109,9 @@ def test_bench_svm_churn_is_clean(intents, live):
     start = bench_svm.BASE + 3 * 0x10010
     watched = svm_run(events, watch=(start, start + 0x20000))
     assert watched.findings == []
-    on_it = [e for e in events if kind(e) == "Ioctl" and e.arg["start_addr"] < start + 0x20000
-             and e.arg["start_addr"] + e.arg["size"] > start]
-    assert on_it and [ev.line for ev, _, _ in watched.history
-                      if kind(ev) == "Ioctl"] == [e.line for e in on_it]
+    on_it = [
+        e
+        for e in events
+        if kind(e) == "Ioctl" and e.arg["start_addr"] < start + 0x20000 and e.arg["start_addr"] + e.arg["size"] > start
+    ]
+    assert on_it and [ev.line for ev, _, _ in watched.history if kind(ev) == "Ioctl"] == [e.line for e in on_it]

@@ -1,6 +1,7 @@
 """The core's event table (src/table.rs, tables.frame_from_columns) equals
 the table built row by row from the events' records (the Python engine's
 way, kept in tests/engine/rowtable.py) on every fixture's events and on edge values."""
+
 from __future__ import annotations
 
 import sys
@@ -41,14 +42,37 @@ def test_fixture_tables_equal(path):
 
 def test_edge_values():
     evs = [
-        Mmap(file="a\udcff.log", line=1, seq=0, pid=1, tid=1, ret=0xffff800000000000,
-             length=4096, fd=-1),
+        Mmap(file="a\udcff.log", line=1, seq=0, pid=1, tid=1, ret=0xFFFF800000000000, length=4096, fd=-1),
         Close(file="t", line=2, seq=1, pid=None, tid=None, ret=-1, err="EBADF", fd=7),
         FdCreate(file="t", line=3, seq=2, pid=1, tid=1, ret=None, name="dup2", origin="dup"),
-        Ioctl(file="t", line=4, seq=3, pid=1, tid=1, ret=0, fd=3, type=0x4b, nr=0x20, size=40,
-              request=0xc0284b20, ioctl=None),
-        Ioctl(file="t", line=5, seq=4, pid=1, tid=1, ret=0, fd=3, type=0x4b, nr=0x20, size=24,
-              ioctl="AMDKFD_IOC_SVM", arg={"op": 7, "attrs": [(9, 0), (4, 0), (4, 1)]}),
+        Ioctl(
+            file="t",
+            line=4,
+            seq=3,
+            pid=1,
+            tid=1,
+            ret=0,
+            fd=3,
+            type=0x4B,
+            nr=0x20,
+            size=40,
+            request=0xC0284B20,
+            ioctl=None,
+        ),
+        Ioctl(
+            file="t",
+            line=5,
+            seq=4,
+            pid=1,
+            tid=1,
+            ret=0,
+            fd=3,
+            type=0x4B,
+            nr=0x20,
+            size=24,
+            ioctl="AMDKFD_IOC_SVM",
+            arg={"op": 7, "attrs": [(9, 0), (4, 0), (4, 1)]},
+        ),
         Ioctl(file="t", line=6, seq=5, pid=1, tid=1, ret=0, fd=3, ioctl=None),
     ]
     py, rs = both(evs)

@@ -3,6 +3,7 @@ ran it may exit before the next one starts.  With mimalloc v3 as the
 extension's allocator the second thread crashed in mi_thread_init
 (_mi_subproc) once the first had exited; the front's Ctrl-C handling runs
 the core on worker threads, and scripts may use threads of their own."""
+
 import subprocess
 import sys
 import textwrap
@@ -23,8 +24,7 @@ def test_core_on_successive_threads():
             t.join()
         print(got)
     """)
-    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                       timeout=120)
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
     counts = eval(p.stdout.strip())
     assert len(counts) == 4 and len(set(counts)) == 1 and counts[0] > 0

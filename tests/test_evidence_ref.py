@@ -3,6 +3,7 @@ is, and the texts a report cites are read back whole when it is written:
 from a plain file, a compressed one, the files of an -ff set (also when
 they are merged in rounds through spill files), under --jobs; an input
 read once (stdin) keeps the text, also whole."""
+
 from __future__ import annotations
 
 import bz2
@@ -34,9 +35,13 @@ DATA = ("\n".join(LINES) + "\n").encode()
 
 
 def run(*args, stdin: bytes | None = None) -> dict:
-    r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", *map(str, args),
-                        "--format", "json"], input=stdin, capture_output=True, cwd=ROOT,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "rocrtrace", "analyze", *map(str, args), "--format", "json"],
+        input=stdin,
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert r.returncode in (0, 1), r.stderr
     return json.loads(r.stdout)
 
@@ -49,13 +54,19 @@ def calls(doc: dict) -> dict[str, str]:
 def zstd(data: bytes) -> bytes:
     if not shutil.which("zstd"):
         pytest.skip("no zstd command")
-    return subprocess.run(["zstd", "-q", "-c"], input=data, capture_output=True,
-                          check=True).stdout
+    return subprocess.run(["zstd", "-q", "-c"], input=data, capture_output=True, check=True).stdout
 
 
-@pytest.mark.parametrize("name,pack", [
-    ("t.log", bytes), ("t.log.gz", gzip.compress), ("t.log.bz2", bz2.compress),
-    ("t.log.xz", lzma.compress), ("t.log.zst", zstd)])
+@pytest.mark.parametrize(
+    "name,pack",
+    [
+        ("t.log", bytes),
+        ("t.log.gz", gzip.compress),
+        ("t.log.bz2", bz2.compress),
+        ("t.log.xz", lzma.compress),
+        ("t.log.zst", zstd),
+    ],
+)
 def test_evidence_is_read_back_whole(tmp_path, name, pack):
     p = tmp_path / name
     p.write_bytes(pack(DATA))
@@ -81,13 +92,18 @@ def ff_set(d: Path, tids: int) -> dict[tuple[str, int], str]:
     """An -ff set: thread 100 makes threads 101.. (sharing files); each
     new thread opens a file by a long path and closes it, then 100 closes
     the first fd again.  {(file, line): text} of every line."""
-    lines = {100: [f"1.{t:06d} clone3({{flags=CLONE_VM|CLONE_FILES|CLONE_THREAD, "
-                   f"exit_signal=0}} => {{parent_tid=[{t}]}}, 88) = {t} <0.000001>"
-                   for t in range(101, 100 + tids)]}
+    lines = {
+        100: [
+            f"1.{t:06d} clone3({{flags=CLONE_VM|CLONE_FILES|CLONE_THREAD, "
+            f"exit_signal=0}} => {{parent_tid=[{t}]}}, 88) = {t} <0.000001>"
+            for t in range(101, 100 + tids)
+        ]
+    }
     for i, t in enumerate(range(101, 100 + tids)):
-        lines[t] = [f'1.{500 + 10 * i:06d} openat(AT_FDCWD, "{LONG_PATH}{t}", O_RDONLY)'
-                    f" = {3 + i} <0.000001>",
-                    f"1.{501 + 10 * i:06d} close({3 + i}) = 0 <0.000001>"]
+        lines[t] = [
+            f'1.{500 + 10 * i:06d} openat(AT_FDCWD, "{LONG_PATH}{t}", O_RDONLY) = {3 + i} <0.000001>',
+            f"1.{501 + 10 * i:06d} close({3 + i}) = 0 <0.000001>",
+        ]
     lines[100].append("2.000000 close(3) = -1 EBADF (Bad file descriptor) <0.000001>")
     out = {}
     for t, ls in lines.items():
@@ -120,8 +136,12 @@ def test_ff_merge_in_rounds_keeps_every_reference(tmp_path, max_open):
 def test_show_reads_its_rows_back_whole(tmp_path):
     p = tmp_path / "t.log.gz"
     p.write_bytes(gzip.compress(DATA))
-    r = subprocess.run([sys.executable, "-m", "rocrtrace", "show", str(p), "--fd", "3",
-                        "--format", "json"], capture_output=True, cwd=ROOT, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "rocrtrace", "show", str(p), "--fd", "3", "--format", "json"],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert OPEN in [row["call"] for row in json.loads(r.stdout)["events"]]
 
@@ -149,6 +169,5 @@ def test_a_file_changed_before_the_report_gives_a_note(tmp_path):
     (rep,) = _engine.analyze([str(p)], progress=Bar())
     (f,) = [f for f in rep["findings"] if f.rule == "fd-double-close"]
     for e in f.evidence:
-        assert e.event.text == (f"[line {e.event.line} of {p} cannot be read back: "
-                                "it changed since it was read]")
+        assert e.event.text == (f"[line {e.event.line} of {p} cannot be read back: it changed since it was read]")
     assert os.path.getsize(p) > len(DATA)

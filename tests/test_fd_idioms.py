@@ -3,6 +3,7 @@ tests/programs/fdidiom_*.c run under real strace (several option sets) and
 under the real capture library.  Correct idioms give no error or warning
 (a close-all sweep is one note); each buggy mode gives exactly its
 findings."""
+
 from __future__ import annotations
 
 import glob
@@ -28,7 +29,7 @@ OPTION_SETS = {
     "X-raw": ["-f", "-X", "raw", "-o"],
 }
 
-SWEEP = {"fd-bad-fd:note": 1}          # one note per close-all sweep, never more
+SWEEP = {"fd-bad-fd:note": 1}  # one note per close-all sweep, never more
 # (program, mode) -> findings as "rule:severity" -> count, and nothing else
 EXPECTED = {
     ("fdidiom_closeall", "loop"): SWEEP,
@@ -74,16 +75,16 @@ EXPECTED = {
 WRONG_OWNER = {"fd-close-reused:warning": 1, "fd-use-after-close:error": 1}
 # -ff files without timestamps cannot be ordered across threads: the other
 # thread's close cannot be placed before the read, so nothing may be claimed.
-STRACE_OVERRIDES = {("fdidiom_bugs", "threads", "ff-o"): {},
-                    ("fdidiom_bugs", "race", "ff-o"): {},
-                    ("fdidiom_owner", "stack", "k"): WRONG_OWNER,
-                    ("fdidiom_owner", "ebadf", "k"): WRONG_OWNER}
-
+STRACE_OVERRIDES = {
+    ("fdidiom_bugs", "threads", "ff-o"): {},
+    ("fdidiom_bugs", "race", "ff-o"): {},
+    ("fdidiom_owner", "stack", "k"): WRONG_OWNER,
+    ("fdidiom_owner", "ebadf", "k"): WRONG_OWNER,
+}
 
 
 def _counts(res) -> dict:
-    return dict(Counter(f"{f.rule}:{f.severity}" for f in res.findings
-                        if f.rule != "trace-incomplete"))
+    return dict(Counter(f"{f.rule}:{f.severity}" for f in res.findings if f.rule != "trace-incomplete"))
 
 
 def _python_ok() -> bool:
@@ -92,6 +93,7 @@ def _python_ok() -> bool:
 
 def _have_libz() -> bool:
     import ctypes.util
+
     return ctypes.util.find_library("z") is not None
 
 
@@ -106,7 +108,7 @@ def _strace_cases():
     for prog, mode in EXPECTED:
         for opts in OPTION_SETS:
             if prog == "fdidiom_python" and opts == "k":
-                continue          # unwinding python3 costs seconds and shows nothing new
+                continue  # unwinding python3 costs seconds and shows nothing new
             yield pytest.param(prog, mode, opts, id=f"{prog}-{mode}-{opts}")
 
 
@@ -173,8 +175,9 @@ SHELL_SCRIPTS = ["pipeline", "redirect", "jobs"]
 def _no_error(res):
     """A correct program: no error; only a shell's harmless second close
     (one thread, so the number was nobody else's) may be a warning."""
-    bad = [f for f in res.findings if f.severity == "error"
-           or (f.severity == "warning" and f.rule != "fd-double-close")]
+    bad = [
+        f for f in res.findings if f.severity == "error" or (f.severity == "warning" and f.rule != "fd-double-close")
+    ]
     assert not bad, [f.message for f in bad]
     for f in res.findings:
         if f.rule == "fd-double-close":
@@ -233,8 +236,9 @@ def test_fork_child_printed_before_its_clone_result(tmp_path):
     lines.insert(3, lines.pop(5))
     log.write_text("".join(lines))
     again = analyze([str(log)])
-    assert [(f.rule, f.severity, f.message) for f in again.findings] == \
-        [(f.rule, f.severity, f.message) for f in res.findings]
+    assert [(f.rule, f.severity, f.message) for f in again.findings] == [
+        (f.rule, f.severity, f.message) for f in res.findings
+    ]
     # and with the clone result printed only after the child made its pipe
     # and closed it twice (the child 20 ms ahead, seen once in CI)
     lines = FORK_CHILD_FIRST.splitlines(keepends=True)
@@ -324,8 +328,7 @@ def test_a_read_that_held_the_file_across_a_close_does_not_reopen_it(tmp_path):
     del lines[held]
     log.write_text("".join(lines))
     late = analyze([str(log)])
-    assert [f.rule for f in late.findings if f.rule != "trace-incomplete"] == [], \
-        [f.message for f in late.findings]
+    assert [f.rule for f in late.findings if f.rule != "trace-incomplete"] == [], [f.message for f in late.findings]
 
 
 @pytest.mark.skipif(shutil.which("cc") is None or not SHELLS, reason="needs cc and a shell")
@@ -341,20 +344,40 @@ def test_real_shells_captured_raise_no_error(shell, script, tmp_path):
 # Everyday programs nobody here wrote, as installed: correct programs, so
 # no error and no warning but a shell's harmless second close.
 REAL_PROGRAMS = {
-    "node": ["node", "-e", "const fs = require('fs'); fs.writeFileSync('n.txt', 'x'); "
-             "require('child_process').execSync('ls /'); setTimeout(() => {}, 20)"],
+    "node": [
+        "node",
+        "-e",
+        "const fs = require('fs'); fs.writeFileSync('n.txt', 'x'); "
+        "require('child_process').execSync('ls /'); setTimeout(() => {}, 20)",
+    ],
     "java": ["java", "-version"],
-    "perl": ["perl", "-e", "open(my $f, '<', '/etc/passwd'); my @l = <$f>; close $f; "
-             "system('true'); pipe(R, W); close W; close R"],
-    "python-threads": ["python3", "-c", "import threading, subprocess\n"
-                       "def w(): subprocess.run(['true']); open('/etc/hostname').read()\n"
-                       "ts = [threading.Thread(target=w) for _ in range(4)]\n"
-                       "[t.start() for t in ts]; [t.join() for t in ts]"],
+    "perl": [
+        "perl",
+        "-e",
+        "open(my $f, '<', '/etc/passwd'); my @l = <$f>; close $f; system('true'); pipe(R, W); close W; close R",
+    ],
+    "python-threads": [
+        "python3",
+        "-c",
+        "import threading, subprocess\n"
+        "def w(): subprocess.run(['true']); open('/etc/hostname').read()\n"
+        "ts = [threading.Thread(target=w) for _ in range(4)]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]",
+    ],
     "sort-parallel": ["sort", "--parallel=2", "-S", "64K", "/etc/services", "-o", "s.out"],
-    "find-xargs": ["bash", "-c", "find /usr/include/linux -name '*.h' | head -50 | "
-                   "xargs -n 10 grep -l define | sort -u | wc -l"],
-    "gcc": ["gcc", "-O1", "-pthread", "-o", "a.out", os.path.join(
-        os.path.dirname(__file__), "programs", "fdidiom_bugs.c")],
+    "find-xargs": [
+        "bash",
+        "-c",
+        "find /usr/include/linux -name '*.h' | head -50 | xargs -n 10 grep -l define | sort -u | wc -l",
+    ],
+    "gcc": [
+        "gcc",
+        "-O1",
+        "-pthread",
+        "-o",
+        "a.out",
+        os.path.join(os.path.dirname(__file__), "programs", "fdidiom_bugs.c"),
+    ],
 }
 
 
@@ -365,15 +388,20 @@ def test_real_programs_raise_no_error(name, tmp_path):
     if not shutil.which(cmd[0]):
         pytest.skip(f"needs {cmd[0]}")
     log = tmp_path / "trace.log"
-    subprocess.run(["strace", "-f", "-ttt", "-T", "-yy", "-o", str(log), "--", *cmd],
-                   cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   timeout=120)
+    subprocess.run(
+        ["strace", "-f", "-ttt", "-T", "-yy", "-o", str(log), "--", *cmd],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=120,
+    )
     res = analyze([str(log)])
     assert sum(i.unparsed for i in res.inputs) == 0, [i.unparsed_samples for i in res.inputs]
     _no_error(res)
 
 
 # --- what the findings say -------------------------------------------------------------------
+
 
 @pytest.mark.skipif(not have_strace(), reason="needs strace and cc")
 def test_sweep_note_names_the_range_and_counts(tmp_path):
@@ -387,8 +415,7 @@ def test_sweep_note_names_the_range_and_counts(tmp_path):
 
 
 @pytest.mark.skipif(not have_strace() or not _have_libz(), reason="needs strace, cc, libz")
-@pytest.mark.parametrize("mode,why", [("stack", "its call stack"),
-                                      ("ebadf", "later got EBADF")])
+@pytest.mark.parametrize("mode,why", [("stack", "its call stack"), ("ebadf", "later got EBADF")])
 def test_wrong_owner_names_both_incarnations(mode, why, tmp_path):
     paths = run_strace(["-f", "-k", "-yy", "-o"], "fdidiom_owner", [mode], tmp_path)
     (f,) = [f for f in analyze([paths[0]]).findings if f.rule == "fd-close-reused"]
@@ -430,8 +457,7 @@ def test_bounded_close_range_twice_names_the_first(tmp_path):
     assert sorted(f.subject["fd"] for f in found) == [5, 6, 7]
     for f in found:
         assert f.message.startswith("close_range(5, 7) closes fd")
-        assert any(e.role == "previous close" and e.event.name == "close_range"
-                   for e in f.evidence)
+        assert any(e.role == "previous close" and e.event.name == "close_range" for e in f.evidence)
 
 
 @pytest.mark.skipif(not have_strace(), reason="needs strace and cc")
@@ -446,17 +472,17 @@ def test_all_fds_lists_the_fd_held_at_exit(how, tmp_path):
     assert f.rule == "fd-open-at-exit" and f.severity == "note"
     # the dup holds the number; the open made the file it refers to
     assert f.subject["fd"] == 4 and f.event.name in ("openat", "open")
-    assert [(e.role, e.event.name) for e in f.evidence][:2] == [
-        ("created by", f.event.name), ("dup by", "dup")]
+    assert [(e.role, e.event.name) for e in f.evidence][:2] == [("created by", f.event.name), ("dup by", "dup")]
 
 
 # --- the CLI: --all-fds and the rule catalogue ---------------------------------------------------
 
+
 def _rocrtrace(*args):
     import subprocess
     import sys
-    return subprocess.run([sys.executable, "-m", "rocrtrace", *args], capture_output=True,
-                          text=True, timeout=120)
+
+    return subprocess.run([sys.executable, "-m", "rocrtrace", *args], capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.skipif(not have_strace(), reason="needs strace and cc")
@@ -466,7 +492,7 @@ def test_analyze_all_fds_option(tmp_path):
     assert plain.returncode == 0, plain.stdout + plain.stderr
     assert "fd-open-at-exit" not in plain.stdout
     held = _rocrtrace("analyze", "--all-fds", "--format", "json", "--fail-on", "note", log)
-    assert held.returncode == 1, held.stdout + held.stderr    # one note, at --fail-on note
+    assert held.returncode == 1, held.stdout + held.stderr  # one note, at --fail-on note
     assert '"rule": "fd-open-at-exit"' in held.stdout
 
 
@@ -488,8 +514,7 @@ def test_ff_child_whose_tid_sorts_first_is_merged_after_its_fork(tmp_path):
     tids = sorted(int(p.rsplit(".", 1)[1]) for p in paths)
     assert len(tids) == 2
     texts = {t: open(p).read() for t, p in zip(tids, sorted(paths, key=lambda p: int(p.rsplit(".", 1)[1])))}
-    made = [t for t in tids if re.search(rf"^(?:v?fork|clone3?)\(.*= {t}$", "".join(texts.values()),
-                                         re.M)]
+    made = [t for t in tids if re.search(rf"^(?:v?fork|clone3?)\(.*= {t}$", "".join(texts.values()), re.M)]
     (child,) = made
     (parent,) = set(tids) - {child}
     new = {parent: 9999, child: 10000}
@@ -498,7 +523,7 @@ def test_ff_child_whose_tid_sorts_first_is_merged_after_its_fork(tmp_path):
     for t, text in texts.items():
         text = re.sub(rf"\b({parent}|{child})\b", lambda m: str(new[int(m[1])]), text)
         (out / f"trace.log.{new[t]}").write_text(text)
-    assert sorted(os.listdir(out)) == ["trace.log.10000", "trace.log.9999"]   # the child first
+    assert sorted(os.listdir(out)) == ["trace.log.10000", "trace.log.9999"]  # the child first
     for arg in (os.path.join(str(tmp_path), "trace.log.*"), str(out / "trace.log.*")):
         res = analyze([arg])
         assert sum(i.unparsed for i in res.inputs) == 0

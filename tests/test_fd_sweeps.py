@@ -4,6 +4,7 @@ programs of our own (tests/programs/fdidiom_sweeps.c, fdidiom_sweepbugs.c)
 run under real strace with several option sets and under the capture
 library.  Correct programs give at most one note per sweep; each buggy mode
 gives exactly its findings."""
+
 from __future__ import annotations
 
 import glob
@@ -55,8 +56,7 @@ EXPECTED = {
     ("fdidiom_sweepbugs", "interleaved_double"): SWEEP,
     ("fdidiom_sweepbugs", "created_between"): {"fd-double-close:warning": 4},
     # a stale close takes the monitoring thread's fd, whose read gets EBADF
-    ("fdidiom_sweepbugs", "reused_thread"): {"fd-use-after-close:error": 1,
-                                              "fd-close-reused:warning": 1},
+    ("fdidiom_sweepbugs", "reused_thread"): {"fd-use-after-close:error": 1, "fd-close-reused:warning": 1},
     ("fdidiom_sweepbugs", "uac_thread"): {"fd-use-after-close:error": 1},
     # a thread with its own table (unshare(CLONE_FILES)) closes its copy
     # twice: nothing else shares that table, so the second close is harmless
@@ -83,8 +83,7 @@ CAPTURE_OVERRIDES: dict = {}
 
 
 def _counts(res) -> dict:
-    return dict(Counter(f"{f.rule}:{f.severity}" for f in res.findings
-                        if f.rule != "trace-incomplete"))
+    return dict(Counter(f"{f.rule}:{f.severity}" for f in res.findings if f.rule != "trace-incomplete"))
 
 
 def _strace(prog, mode, opts, tmp_path):
@@ -143,13 +142,14 @@ def test_capture(prog, mode, tmp_path):
 
 # --- what the findings say -------------------------------------------------------------------
 
+
 @pytest.mark.skipif(not have_strace(), reason="needs strace and cc")
 def test_interleaved_sweep_is_one_note_over_the_whole_span(tmp_path):
     (f,) = _strace("fdidiom_sweeps", "readlink", "f-o-ttt-T-yy", tmp_path).findings
     assert f.rule == "fd-bad-fd" and f.severity == "note" and "sweep" in f.message
     sweep = f.details["sweep"]
     assert (sweep["first"], sweep["last"], sweep["closes"]) == (3, 1023, 1021)
-    assert sweep["ebadf"] == 1020      # only fd 3 was open
+    assert sweep["ebadf"] == 1020  # only fd 3 was open
 
 
 @pytest.mark.skipif(not have_strace(), reason="needs strace and cc")
@@ -171,8 +171,7 @@ def test_bounded_range_after_sweep_names_5_and_7(tmp_path):
     assert sorted(f.subject["fd"] for f in found) == [5, 7]
     for f in found:
         assert f.message.startswith("close_range(5, 7) closes fd")
-        assert any(e.role == "previous close" and e.event.name == "close_range"
-                   for e in f.evidence)
+        assert any(e.role == "previous close" and e.event.name == "close_range" for e in f.evidence)
 
 
 @pytest.mark.skipif(not have_strace(), reason="needs strace and cc")
@@ -195,7 +194,7 @@ def test_unshared_thread_double_close_names_its_own_close(mode, tmp_path):
     res = _strace("fdidiom_sweepbugs", mode, "f-o-ttt-T-yy", tmp_path)
     (f,) = [f for f in res.findings if f.rule != "trace-incomplete"]
     prev = next(e for e in f.evidence if e.role == "previous close")
-    assert prev.event.tid == f.event.tid       # its own copy, not the main thread's
+    assert prev.event.tid == f.event.tid  # its own copy, not the main thread's
 
 
 @pytest.mark.skipif(not have_strace(), reason="needs strace and cc")

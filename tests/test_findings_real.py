@@ -2,6 +2,7 @@
 under real strace with each option set, analyzed by the real parser and
 models.  Each must yield exactly its expected findings and no others, and
 every log must parse with zero unparsed lines."""
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,8 @@ OPTION_SETS = {
 # mode -> the findings it must produce (rule -> count), and nothing else
 EXPECTED = {
     "double_close": {"fd-double-close": 1},
-    "use_after_close": {"fd-use-after-close": 2},     # read() and ioctl() on the closed fd
-    "threads": {"fd-use-after-close": 1},             # another thread closed it first
+    "use_after_close": {"fd-use-after-close": 2},  # read() and ioctl() on the closed fd
+    "threads": {"fd-use-after-close": 1},  # another thread closed it first
     "emfile": {"fd-exhaustion": 1},
     "dup2": {},
     "close_range": {},
@@ -69,8 +70,7 @@ def test_exact_findings(mode, opts, tmp_path):
 
 
 def test_double_close_evidence_names_both_closes(tmp_path):
-    paths = run_strace(["-f", "-ttt", "-T", "-yy", "-k", "-o"], "fdops", ["double_close"],
-                       tmp_path)
+    paths = run_strace(["-f", "-ttt", "-T", "-yy", "-k", "-o"], "fdops", ["double_close"], tmp_path)
     (f,) = [f for f in _analyze(paths).findings if f.rule == "fd-double-close"]
     roles = " ".join(e.role for e in f.evidence)
     assert "close" in roles

@@ -1,6 +1,7 @@
 """Fingerprints over the whole fixture corpus: no two different
 findings share one, none holds a run-specific value, and a baseline written
 for one program suppresses nothing in another."""
+
 from __future__ import annotations
 
 import glob
@@ -51,15 +52,18 @@ def test_fingerprints_are_stable_across_runs():
 def _renumbered(text: str, delta: int) -> str:
     """The same run with other pids, fd numbers stay (they are part of the
     program's behaviour) but times shift: nothing in a fingerprint moves."""
+
     def pid(m):
         return str(int(m.group(0)) + delta)
+
     text = re.sub(r"(?m)^\d{3,7}(?= )", pid, text)
     text = re.sub(r"pid=\d+", lambda m: f"pid={int(m.group(0)[4:]) + delta}", text)
     return re.sub(r"\b1764\d{6}\.", "1999999999.", text)
 
 
-@pytest.mark.parametrize("name", ["c1-enclosing-range/v1-buggy-explicit.log",
-                                  "vmm-export-double-close/v2-6471-buggy-explicit.log"])
+@pytest.mark.parametrize(
+    "name", ["c1-enclosing-range/v1-buggy-explicit.log", "vmm-export-double-close/v2-6471-buggy-explicit.log"]
+)
 def test_other_pids_and_times_keep_fingerprints(name, tmp_path):
     src = os.path.join(ROOT, "fixtures", "scenarios", name)
     if not os.path.exists(src):
@@ -89,7 +93,7 @@ def test_a_baseline_for_one_program_suppresses_nothing_in_another(tmp_path):
     for path, r in _with_findings():
         text = open(path, encoding="utf-8", errors="surrogateescape").read()
         if not re.search(r"exe=\S|execve\(", text):
-            continue        # a trace that never names its program
+            continue  # a trace that never names its program
         bl = tmp_path / "b.json"
         write_baseline(str(bl), r)
         same = _run([path])
@@ -109,32 +113,40 @@ def test_a_baseline_for_one_program_suppresses_nothing_in_another(tmp_path):
 
 def _double_close(line, frames=()):
     prev = Close(file="t.log", line=1, pid=1, tid=1, fd=3, path="/etc/hostname", ret=0)
-    this = Close(file="t.log", line=line, pid=1, tid=1, fd=3, ret=-1, err="EBADF",
-                 stack=tuple(frames))
-    return Finding(rule="fd-double-close", message="m", event=this,
-                   subject={"kind": "fd", "fd": 3, "fd_kind": "other"},
-                   evidence=[Evidence("previous close", prev), Evidence("this close", this)],
-                   key=("other", "open"))
+    this = Close(file="t.log", line=line, pid=1, tid=1, fd=3, ret=-1, err="EBADF", stack=tuple(frames))
+    return Finding(
+        rule="fd-double-close",
+        message="m",
+        event=this,
+        subject={"kind": "fd", "fd": 3, "fd_kind": "other"},
+        evidence=[Evidence("previous close", prev), Evidence("this close", this)],
+        key=("other", "open"),
+    )
 
 
 def test_call_sites_tell_findings_apart_and_occurrences_number_the_rest():
-    site = lambda n: Frame("/bin/app", symbol="main", addr=0x100 + n,  # noqa: E731
-                           function="main", source="/src/app.c", source_line=n)
+    site = lambda n: Frame(
+        "/bin/app",
+        symbol="main",
+        addr=0x100 + n,  # noqa: E731
+        function="main",
+        source="/src/app.c",
+        source_line=n,
+    )
     a, b = _double_close(5, [site(8)]), _double_close(9, [site(12)])
     c, d = _double_close(5), _double_close(9)
     assign_fingerprints([a, b])
     assign_fingerprints([c, d])
-    assert a.base_fingerprint != b.base_fingerprint       # two call sites
-    assert c.base_fingerprint == d.base_fingerprint       # no stacks: same ingredients
-    assert c.fingerprint != d.fingerprint                 # ... but numbered apart
+    assert a.base_fingerprint != b.base_fingerprint  # two call sites
+    assert c.base_fingerprint == d.base_fingerprint  # no stacks: same ingredients
+    assert c.fingerprint != d.fingerprint  # ... but numbered apart
     # the first of colliding findings keeps the plain digest
     assert c.fingerprint == c.base_fingerprint
 
 
 def test_invalid_utf8_and_surrogates_do_not_break_fingerprints():
     bad = b"/tmp/\xff\xfe-name".decode("utf-8", "surrogateescape")
-    f = _double_close(5, [Frame("/bin/\udcff", symbol="\ud800x", addr=1, source=bad,
-                                source_line=3)])
+    f = _double_close(5, [Frame("/bin/\udcff", symbol="\ud800x", addr=1, source=bad, source_line=3)])
     f.evidence[0].event.path = bad
     assign_fingerprints([f])
     assert re.fullmatch(r"[0-9a-f]{32}", f.fingerprint)
@@ -152,13 +164,15 @@ def test_parallel_run_gives_the_same_fingerprints():
     import subprocess
     import sys
 
-    logs = sorted(glob.glob(os.path.join(ROOT, "fixtures", "scenarios", "xdna-gem-close",
-                                         "*.log")))
+    logs = sorted(glob.glob(os.path.join(ROOT, "fixtures", "scenarios", "xdna-gem-close", "*.log")))
     out = []
     for j in ("1", "2"):
-        r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "-j", j, "--format",
-                            "json", "--fail-on", "never", *logs], capture_output=True,
-                           cwd=ROOT, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-m", "rocrtrace", "analyze", "-j", j, "--format", "json", "--fail-on", "never", *logs],
+            capture_output=True,
+            cwd=ROOT,
+            timeout=120,
+        )
         assert r.returncode == 0, r.stderr
         out.append(sorted(f["fingerprint"] for f in json.loads(r.stdout)["findings"]))
     assert out[0] == out[1] and len(set(out[0])) == len(out[0]) > 4

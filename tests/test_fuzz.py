@@ -1,6 +1,7 @@
 """A short seeded run of the atheris harnesses (tests/fuzz): the parsers and
 the whole pipeline on mutated fixture pieces, no crash.  Longer runs:
 ``python tests/fuzz/run.py parser|pipeline MINUTES``."""
+
 from __future__ import annotations
 
 import os
@@ -25,6 +26,7 @@ def test_short_seeded_fuzz_run(harness, runs, tmp_path):
 
 def test_corpus_is_seeded_from_the_fixtures(tmp_path):
     import common
+
     n = common.write_corpus(str(tmp_path))
     assert n >= 50 and len(os.listdir(tmp_path)) == n
     assert any("tinygrad" in p for p in common.seed_files())

@@ -2,6 +2,7 @@
 at sizes CI affords: what each must give.  How their time and
 memory grow (two sizes, the ratio) is benchmarks/bench_growth.py's, not a
 timed test's."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,14 @@ def cli(*args, limit_fds: int | None = None) -> subprocess.CompletedProcess:
     def lower():
         if limit_fds is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (limit_fds, limit_fds))
-    return subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "--no-progress", *args],
-                          capture_output=True, text=True, preexec_fn=lower, timeout=600)
+
+    return subprocess.run(
+        [sys.executable, "-m", "rocrtrace", "analyze", "--no-progress", *args],
+        capture_output=True,
+        text=True,
+        preexec_fn=lower,
+        timeout=600,
+    )
 
 
 def test_a_repeated_finding_is_one_finding_with_its_count(tmp_path):
@@ -33,8 +40,7 @@ def test_a_repeated_finding_is_one_finding_with_its_count(tmp_path):
     assert (f["rule"], f["severity"], f["line"]) == ("fd-bad-fd", "note", 2)
     assert f["details"]["occurrences"] == 20_000
     assert f["message"].endswith("; 20000 times in all (the first and the last are shown)")
-    assert [(e["role"], e["line"]) for e in f["evidence"]] == [
-        ("this call", 2), ("the last of 20000", 20_001)]
+    assert [(e["role"], e["line"]) for e in f["evidence"]] == [("this call", 2), ("the last of 20000", 20_001)]
     # the count is no part of the fingerprint: once or 20,000 times, the
     # baseline entry that suppresses it is the same
     one = tmp_path / "one.log"
@@ -56,8 +62,10 @@ def test_the_same_sweep_in_every_child_is_one_note(tmp_path):
     assert (f.rule, f.severity, f.details["occurrences"]) == ("fd-bad-fd", "note", 2_000)
     assert f.details["sweep"] == {"closes": 38, "ebadf": 38, "first": 3, "last": 40}
     assert [(e.role, e.event.pid) for e in f.evidence] == [
-        ("first close of the sweep", 1001), ("last close of the sweep", 1001),
-        ("the last of 2000", 3000)]
+        ("first close of the sweep", 1001),
+        ("last close of the sweep", 1001),
+        ("the last of 2000", 3000),
+    ]
 
 
 def test_many_threads_and_children_come_and_go(tmp_path):

@@ -2,6 +2,7 @@
 closes name the fd's path as strace -y does) through the parser and the
 models.  An exported dma-buf fd is imported once and closed after a gap; the
 close is no use of the fd, so the gap runs from the import."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,7 @@ CALLS = (
     "mmap_offset=0} => {handle=0x1a2b00000000, mmap_offset=0x10000000000}) = 0",
     "ioctl(3</dev/kfd>, AMDKFD_IOC_EXPORT_DMABUF, {handle=0x1a2b00000000, flags=O_CLOEXEC} "
     "=> {dmabuf_fd=5</memfd:dmabuf>(deleted)}) = 0",
-    "ioctl(4</dev/dri/renderD128>, DRM_IOCTL_PRIME_FD_TO_HANDLE, "
-    "{fd=5</memfd:dmabuf>(deleted)} => {handle=0x1}) = 0",
+    "ioctl(4</dev/dri/renderD128>, DRM_IOCTL_PRIME_FD_TO_HANDLE, {fd=5</memfd:dmabuf>(deleted)} => {handle=0x1}) = 0",
 )
 
 
@@ -39,10 +39,9 @@ def test_export_closed_after_a_gap(tmp_path, close, gap, held):
     res = analyze([str(log)])
     assert sum(i.unparsed for i in res.inputs) == 0
     found = [f for f in res.findings if f.rule == "fd-held-open"]
-    assert [f.rule for f in res.findings] == [f.rule for f in found], \
-        [f.message for f in res.findings]
+    assert [f.rule for f in res.findings] == [f.rule for f in found], [f.message for f in res.findings]
     if not held:
-        assert found == []          # closed within the threshold (10 s): quiet
+        assert found == []  # closed within the threshold (10 s): quiet
         return
     (f,) = found
     assert f.severity == "note" and f.subject["fd"] == 5

@@ -6,6 +6,7 @@ timeline; the coverage section and the inputs.  A screenshot is taken too.
 
 Outside CI the browser tests skip when chromium is missing; in CI they fail.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,9 +30,13 @@ TAIL = "value=KFD_IOCTL_SVM_FLAG_EXT_COHERENT}]}) = 0 <0.000010>"
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "rocrtrace", *map(str, args)], cwd=ROOT,
-                          capture_output=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.run(
+        [sys.executable, "-m", "rocrtrace", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -48,16 +53,25 @@ def browse(exe: str, page: Path, tmp: Path, *extra: str) -> subprocess.Completed
     """Headless Chromium on a file: URL; no sandbox (root in CI), its own
     profile, no network (every host resolves to nothing)."""
     return subprocess.run(
-        [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         f"--user-data-dir={tmp / 'profile'}", "--host-resolver-rules=MAP * ~NOTFOUND",
-         *extra, page.as_uri()],
-        capture_output=True, timeout=180)
+        [
+            exe,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={tmp / 'profile'}",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            *extra,
+            page.as_uri(),
+        ],
+        capture_output=True,
+        timeout=180,
+    )
 
 
 # --- a small DOM of what Chromium dumped ---------------------------------------------
 
-_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
-         "source", "track", "wbr"}
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
 
 class Node:
@@ -72,9 +86,11 @@ class Node:
         out = []
         for c in self.children:
             if isinstance(c, Node):
-                if (tag is None or c.tag == tag) and \
-                        (cls is None or cls in (c.attrs.get("class") or "").split()) and \
-                        all(c.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items()):
+                if (
+                    (tag is None or c.tag == tag)
+                    and (cls is None or cls in (c.attrs.get("class") or "").split())
+                    and all(c.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items())
+                ):
                     out.append(c)
                 out += c.all(tag, cls, **attrs)
         return out
@@ -120,6 +136,7 @@ def dom(html: str) -> Node:
 
 # --- the page in a browser ------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def page(tmp_path_factory, chromium):
     tmp = tmp_path_factory.mktemp("html")
@@ -131,8 +148,12 @@ def page(tmp_path_factory, chromium):
     shot = tmp / "triage.png"
     s = browse(chromium, out, tmp, f"--screenshot={shot}", "--window-size=1280,2400")
     assert s.returncode == 0, s.stderr[-2000:]
-    return {"dom": dom(dumped.stdout.decode()), "doc": json.loads(js.read_text()),
-            "html": out.read_text(), "shot": shot}
+    return {
+        "dom": dom(dumped.stdout.decode()),
+        "doc": json.loads(js.read_text()),
+        "html": out.read_text(),
+        "shot": shot,
+    }
 
 
 def _section(d: Node, fingerprint: str) -> Node:
@@ -142,7 +163,7 @@ def _section(d: Node, fingerprint: str) -> Node:
 def test_every_finding_is_on_the_page_with_its_headline(page):
     d, doc = page["dom"], page["doc"]
     sections = d.all("section", cls="finding")
-    assert len(sections) == len(doc["findings"]) == 6      # C1 2, VMM 3 (handover, dup, close), race 1
+    assert len(sections) == len(doc["findings"]) == 6  # C1 2, VMM 3 (handover, dup, close), race 1
     for f in doc["findings"]:
         s = _section(d, f["fingerprint"])
         head = " ".join(s.one("h2", cls="headline").text().split())
@@ -162,11 +183,11 @@ def test_evidence_is_shown_whole(page):
         for e in f["evidence"]:
             # the page shows the call without strace's pid and time columns
             # (they have their own column), never cut: the trace line ends it
-            assert any(e["call"].endswith(c) and len(c) > len(e["call"]) - 40 for c in shown), \
-                (f["rule"], e["call"])
+            assert any(e["call"].endswith(c) and len(c) > len(e["call"]) - 40 for c in shown), (f["rule"], e["call"])
     c1 = [f for f in doc["findings"] if f["file"].endswith("v1-buggy-explicit.log")]
-    assert c1 and all(any(p.text().endswith(TAIL) for p in _section(d, f["fingerprint"])
-                          .all("pre", cls="call")) for f in c1)
+    assert c1 and all(
+        any(p.text().endswith(TAIL) for p in _section(d, f["fingerprint"]).all("pre", cls="call")) for f in c1
+    )
 
 
 def test_each_finding_has_a_timeline_of_its_threads(page):
@@ -185,8 +206,7 @@ def test_each_finding_has_a_timeline_of_its_threads(page):
         # the subject's life above the threads
         assert svg.all("text", cls="subject")
     race = [f for f in doc["findings"] if f["file"].endswith("first-commit-buggy-explicit.log")]
-    assert race and len(_section(d, race[0]["fingerprint"]).one("svg")
-                        .all("text", cls="thread")) == 2
+    assert race and len(_section(d, race[0]["fingerprint"]).one("svg").all("text", cls="thread")) == 2
 
 
 def test_coverage_and_inputs(page):
@@ -228,7 +248,9 @@ def test_trace_text_is_text_in_the_browser(tmp_path, chromium):
         f'100 openat(AT_FDCWD, "{EVIL_PATH}", O_RDONLY) = 5\n'
         "100 close(5) = 0\n"
         "100 close(5) = -1 EBADF (Bad file descriptor)\n"
-        "100 exit_group(0) = ?\n", encoding="utf-8")
+        "100 exit_group(0) = ?\n",
+        encoding="utf-8",
+    )
     out = tmp_path / "evil.html"
     r = run("analyze", log, "--format", f"html:{out}")
     assert r.returncode == 1, r.stderr

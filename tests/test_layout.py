@@ -9,6 +9,7 @@ to the longest module it names.  Python: every import of a `rocrtrace`
 module, at any level (a function-level import hides a cycle, it does not
 remove it).
 """
+
 from __future__ import annotations
 
 import ast
@@ -56,7 +57,7 @@ def _cycles(edges: dict) -> list[list]:
 
 
 def _related(a: tuple, b: tuple) -> bool:
-    return a[:len(b)] == b or b[:len(a)] == a
+    return a[: len(b)] == b or b[: len(a)] == a
 
 
 def rust_edges() -> dict:
@@ -115,8 +116,7 @@ def python_edges() -> dict:
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = (pkg_of[:len(pkg_of) - node.level + 1] if node.level
-                        else ())
+                base = pkg_of[: len(pkg_of) - node.level + 1] if node.level else ()
                 mod = tuple(node.module.split(".")) if node.module else ()
                 full = base + mod
                 names = [".".join(full + (a.name,)) for a in node.names] + [".".join(full)]
@@ -134,7 +134,7 @@ def python_edges() -> dict:
 def test_the_rust_core_has_no_module_cycle():
     edges = rust_edges()
     assert ("parse", "values") in edges and ("models", "svm") in edges
-    assert ("parse", "lex") in edges[("parse", "values")]   # the walk sees imports
+    assert ("parse", "lex") in edges[("parse", "values")]  # the walk sees imports
     assert _cycles(edges) == []
 
 
@@ -145,16 +145,16 @@ def test_read_yields_lines_and_parse_knows_the_dialects():
     edges = rust_edges()
     reads = [m for m in edges if m[:1] == ("read",)]
     assert ("read", "open") in reads and ("parse", "detect") in edges
-    assert ("read", "open") in edges[("parse", "detect")]   # parse uses read
-    assert {m: sorted(d for d in edges[m] if d[:1] == ("parse",)) for m in reads} == \
-        {m: [] for m in reads}
+    assert ("read", "open") in edges[("parse", "detect")]  # parse uses read
+    assert {m: sorted(d for d in edges[m] if d[:1] == ("parse",)) for m in reads} == {m: [] for m in reads}
     assert not (ROOT / "src/read/detect.rs").exists()
 
 
 def test_the_python_package_has_no_import_cycle():
     edges = python_edges()
-    assert ("rocrtrace", "tables") in edges[("rocrtrace", "cli")] or \
-        any(("rocrtrace", "tables") in d for d in edges.values())
+    assert ("rocrtrace", "tables") in edges[("rocrtrace", "cli")] or any(
+        ("rocrtrace", "tables") in d for d in edges.values()
+    )
     assert _cycles(edges) == []
 
 

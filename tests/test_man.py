@@ -1,5 +1,6 @@
 """The man pages: every option the CLI shows in --help is documented, and
 both pages are lint-clean for mandoc."""
+
 from __future__ import annotations
 
 import pathlib
@@ -28,8 +29,7 @@ def _commands():
         pytest.skip(f"rocrtrace.cli is not importable yet: {e}")
     import click
 
-    group = next((getattr(cli, n) for n in ("cli", "main") if isinstance(getattr(cli, n, None),
-                                                                        click.Group)), None)
+    group = next((getattr(cli, n) for n in ("cli", "main") if isinstance(getattr(cli, n, None), click.Group)), None)
     if group is None:
         pytest.skip("rocrtrace.cli defines no click group named cli or main")
     yield "", group
@@ -54,13 +54,35 @@ def test_every_cli_option_is_in_the_man_page():
     assert not missing, "documented in --help but not in man/rocrtrace.1: " + ", ".join(missing)
 
 
-@pytest.mark.parametrize("section", ["NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS",
-                                     "INPUTS", "EXIT STATUS", "ENVIRONMENT", "FILES",
-                                     "EXAMPLES", "SEE ALSO"])
+@pytest.mark.parametrize(
+    "section",
+    [
+        "NAME",
+        "SYNOPSIS",
+        "DESCRIPTION",
+        "COMMANDS",
+        "INPUTS",
+        "EXIT STATUS",
+        "ENVIRONMENT",
+        "FILES",
+        "EXAMPLES",
+        "SEE ALSO",
+    ],
+)
 def test_rocrtrace_1_has_sections_in_man_pages_order(section):
     heads = re.findall(r'^\.SH "?([^"\n]+)"?$', (MAN / "rocrtrace.1").read_text(), re.M)
-    order = ["NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "INPUTS", "EXIT STATUS",
-             "ENVIRONMENT", "FILES", "EXAMPLES", "SEE ALSO"]
+    order = [
+        "NAME",
+        "SYNOPSIS",
+        "DESCRIPTION",
+        "COMMANDS",
+        "INPUTS",
+        "EXIT STATUS",
+        "ENVIRONMENT",
+        "FILES",
+        "EXAMPLES",
+        "SEE ALSO",
+    ]
     assert section in heads
     assert [h for h in heads if h in order] == order
 
@@ -71,8 +93,7 @@ def test_exit_status_and_environment_are_complete():
     for code in ("0", "1", "2", "3"):
         assert re.search(rf"^\.B {code}$", exit_part, re.M)
     env = page.split(".SH ENVIRONMENT")[1].split(".SH")[0]
-    for var in ("ROCRTRACE_LOG", "ROCRTRACE_STACK_DEPTH", "ROCRTRACE_CACHE",
-                "GITHUB_STEP_SUMMARY"):
+    for var in ("ROCRTRACE_LOG", "ROCRTRACE_STACK_DEPTH", "ROCRTRACE_CACHE", "GITHUB_STEP_SUMMARY"):
         assert var in env
 
 
@@ -81,7 +102,5 @@ def test_mandoc_lint_clean(page):
     mandoc = shutil.which("mandoc")
     if mandoc is None:
         pytest.skip("mandoc is not installed (CI installs it)")
-    out = subprocess.run([mandoc, "-Tlint", "-W", "style", str(page)], capture_output=True,
-                         text=True)
-    assert out.returncode == 0 and not out.stdout.strip() and not out.stderr.strip(), \
-        out.stdout + out.stderr
+    out = subprocess.run([mandoc, "-Tlint", "-W", "style", str(page)], capture_output=True, text=True)
+    assert out.returncode == 0 and not out.stdout.strip() and not out.stderr.strip(), out.stdout + out.stderr

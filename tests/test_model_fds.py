@@ -1,5 +1,6 @@
 """The core's fd model alone (rocrtrace._engine.FdModels, handles off): pure model
 tests on constructed events (no files)."""
+
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
@@ -7,8 +8,21 @@ from hypothesis import given, settings, strategies as st
 from rocrtrace import kfd
 
 from coremodels import Fds, lines, same
-from vocab import (Clone, Close, CloseRange, Exec, Exit, FdCreate, FdSnapshot, Frame, Intent,
-                   Ioctl, Mmap, SetCloexec, Syscall)
+from vocab import (
+    Clone,
+    Close,
+    CloseRange,
+    Exec,
+    Exit,
+    FdCreate,
+    FdSnapshot,
+    Frame,
+    Intent,
+    Ioctl,
+    Mmap,
+    SetCloexec,
+    Syscall,
+)
 
 O_CLOEXEC = 0o2000000
 
@@ -31,24 +45,39 @@ class B:
 
     def _b(self, pid=None, tid=None, stack=(), **kw):
         self.seq += 1
-        d = dict(file="t.log", line=self.seq, seq=self.seq, time=1000.0 + self.seq * 0.001,
-                 dur=0.00001, pid=self.pid if pid is None else pid,
-                 tid=tid if tid is not None else (self.pid if pid is None else pid),
-                 stack=stack, text=f"event {self.seq}")
+        d = dict(
+            file="t.log",
+            line=self.seq,
+            seq=self.seq,
+            time=1000.0 + self.seq * 0.001,
+            dur=0.00001,
+            pid=self.pid if pid is None else pid,
+            tid=tid if tid is not None else (self.pid if pid is None else pid),
+            stack=stack,
+            text=f"event {self.seq}",
+        )
         d.update(kw)
         return d
 
     def open(self, fd, path="/etc/hosts", cloexec=False, **kw):
-        return FdCreate(name="openat", origin="open", fds=(fd,), paths=(path,), cloexec=cloexec,
-                        **self._b(ret=fd, **kw))
+        return FdCreate(
+            name="openat", origin="open", fds=(fd,), paths=(path,), cloexec=cloexec, **self._b(ret=fd, **kw)
+        )
 
     def dup(self, src, new, **kw):
-        return FdCreate(name="dup", origin="dup", fds=(new,), paths=(None,), src_fd=src,
-                        **self._b(ret=new, **kw))
+        return FdCreate(name="dup", origin="dup", fds=(new,), paths=(None,), src_fd=src, **self._b(ret=new, **kw))
 
     def dup2(self, src, new, cloexec=False, **kw):
-        return FdCreate(name="dup2", origin="dup", fds=(new,), paths=(None,), src_fd=src,
-                        replace=src != new, cloexec=cloexec, **self._b(ret=new, **kw))
+        return FdCreate(
+            name="dup2",
+            origin="dup",
+            fds=(new,),
+            paths=(None,),
+            src_fd=src,
+            replace=src != new,
+            cloexec=cloexec,
+            **self._b(ret=new, **kw),
+        )
 
     def close(self, fd, err=None, path=None, **kw):
         return Close(fd=fd, path=path, **self._b(ret=-1 if err else 0, err=err, **kw))
@@ -58,25 +87,35 @@ class B:
 
     def ioctl(self, fd, name, arg=None, out=None, ret=0, err=None, path=None, **kw):
         d, t, nr, size = kfd.REQUEST_BY_NAME[name]
-        return Ioctl(fd=fd, path=path, request=kfd.ioc(d, t, nr, size), dir=d, type=t, nr=nr,
-                     size=size, ioctl=name, arg=arg, out=out,
-                     **self._b(ret=-1 if err else ret, err=err, **kw))
+        return Ioctl(
+            fd=fd,
+            path=path,
+            request=kfd.ioc(d, t, nr, size),
+            dir=d,
+            type=t,
+            nr=nr,
+            size=size,
+            ioctl=name,
+            arg=arg,
+            out=out,
+            **self._b(ret=-1 if err else ret, err=err, **kw),
+        )
 
     def export(self, kfd_fd, handle, fd, **kw):
-        return self.ioctl(kfd_fd, "AMDKFD_IOC_EXPORT_DMABUF", {"handle": handle, "flags": O_CLOEXEC},
-                          {"dmabuf_fd": fd}, **kw)
+        return self.ioctl(
+            kfd_fd, "AMDKFD_IOC_EXPORT_DMABUF", {"handle": handle, "flags": O_CLOEXEC}, {"dmabuf_fd": fd}, **kw
+        )
 
     def mmap(self, fd, err=None, **kw):
-        return Mmap(fd=fd, length=4096, prot=3, flags=1,
-                    **self._b(ret=-1 if err else 0x7f0000000000, err=err, **kw))
+        return Mmap(fd=fd, length=4096, prot=3, flags=1, **self._b(ret=-1 if err else 0x7F0000000000, err=err, **kw))
 
     def syscall(self, name, fds, err=None, **kw):
-        return Syscall(name=name, fds=tuple(fds), paths=(None,) * len(fds),
-                       **self._b(ret=-1 if err else 0, err=err, **kw))
+        return Syscall(
+            name=name, fds=tuple(fds), paths=(None,) * len(fds), **self._b(ret=-1 if err else 0, err=err, **kw)
+        )
 
     def clone(self, child, thread=False, share_files=False, **kw):
-        return Clone(name="clone", child=child, thread=thread, share_files=share_files,
-                     **self._b(ret=child, **kw))
+        return Clone(name="clone", child=child, thread=thread, share_files=share_files, **self._b(ret=child, **kw))
 
     def exec_(self, **kw):
         return Exec(path="/bin/true", **self._b(ret=0, **kw))
@@ -109,15 +148,26 @@ def assert_key_clean(f):
 
 # --- clean churn -------------------------------------------------------------
 
+
 def test_clean_churn_has_no_findings():
     b = B()
-    evs = [b.snapshot({0: "/dev/pts/0", 1: "/dev/pts/0", 2: "/dev/pts/0"}),
-           b.open(3, "/dev/kfd", cloexec=True), b.open(4, "/dev/dri/renderD128", cloexec=True)]
+    evs = [
+        b.snapshot({0: "/dev/pts/0", 1: "/dev/pts/0", 2: "/dev/pts/0"}),
+        b.open(3, "/dev/kfd", cloexec=True),
+        b.open(4, "/dev/dri/renderD128", cloexec=True),
+    ]
     for i in range(50):
-        evs += [b.export(3, 0x1000 + i, 5), b.ioctl(4, "DRM_IOCTL_PRIME_FD_TO_HANDLE",
-                                                      {"fd": 5}, {"handle": 1}),
-                b.close(5), b.open(5, "/etc/hosts"), b.dup(5, 6), b.dup2(6, 9), b.close(5),
-                b.close(6), b.close_range(9, 20)]
+        evs += [
+            b.export(3, 0x1000 + i, 5),
+            b.ioctl(4, "DRM_IOCTL_PRIME_FD_TO_HANDLE", {"fd": 5}, {"handle": 1}),
+            b.close(5),
+            b.open(5, "/etc/hosts"),
+            b.dup(5, 6),
+            b.dup2(6, 9),
+            b.close(5),
+            b.close(6),
+            b.close_range(9, 20),
+        ]
     evs += [b.exec_(), b.exit()]
     m = run(evs)
     assert m.findings == []
@@ -150,8 +200,7 @@ def test_dup2_onto_open_fd_closes_it_and_keeps_original_creator():
 
 def test_close_range_over_free_numbers_is_not_a_double_close():
     b = B()
-    m = run([b.open(3), b.open(4), b.close(4), b.close_range(3), b.close_range(3),
-             b.close_range(3, 100)])
+    m = run([b.open(3), b.open(4), b.close(4), b.close_range(3), b.close_range(3), b.close_range(3, 100)])
     assert m.findings == []
 
 
@@ -161,19 +210,26 @@ def test_bounded_close_range_over_closed_fds_is_a_double_close_of_each():
     # numbers the trace never saw is a sweep, like an open-ended one
     b = B()
     again = b.close_range(3, 4)
-    m = run([b.open(3), b.open(4), b.close(4), b.close_range(3), again,
-             b.close_range(3, 100)])
+    m = run([b.open(3), b.open(4), b.close(4), b.close_range(3), again, b.close_range(3, 100)])
     assert rules(m) == ["fd-double-close", "fd-double-close"]
     assert sorted(f.subject["fd"] for f in m.findings) == [3, 4]
-    assert all(same(f.event, again) and f.message.startswith("close_range(3, 4) closes fd")
-               for f in m.findings)
+    assert all(same(f.event, again) and f.message.startswith("close_range(3, 4) closes fd") for f in m.findings)
 
 
 def test_close_range_in_a_forked_child_is_a_sweep_not_a_double_close():
     # CPython's subprocess child: close(pipe end), then close_range over the gaps
     b = B()
-    m = run([b.open(3), b.open(4), b.clone(200), b.close(3, pid=200),
-             b.close_range(3, 3, pid=200), b.close_range(5, pid=200), b.exec_(pid=200)])
+    m = run(
+        [
+            b.open(3),
+            b.open(4),
+            b.clone(200),
+            b.close(3, pid=200),
+            b.close_range(3, 3, pid=200),
+            b.close_range(5, pid=200),
+            b.exec_(pid=200),
+        ]
+    )
     assert m.findings == []
 
 
@@ -184,6 +240,7 @@ def test_close_range_of_one_closed_fd_is_a_double_close():
 
 
 # --- fd-double-close -----------------------------------------------------------
+
 
 def test_double_close_three_part_evidence():
     b = B()
@@ -235,10 +292,10 @@ def test_forked_child_close_storm_is_not_reported():
 
 # --- fork, threads -------------------------------------------------------------
 
+
 def test_fork_child_closes_its_copy_parent_keeps_its_own():
     b = B()
-    m = run([b.open(3, "/dev/kfd"), b.export(3, 0x10, 7), b.clone(200),
-             b.close(7, pid=200)], finish=False)
+    m = run([b.open(3, "/dev/kfd"), b.export(3, 0x10, 7), b.clone(200), b.close(7, pid=200)], finish=False)
     assert m.lookup(100, 7) is not None and m.lookup(200, 7) is None
     assert m.lookup(200, 3).origin == "inherited"
     m.feed(b.close(7))
@@ -264,6 +321,7 @@ def test_clone_files_shares_the_table_between_processes():
 
 # --- fd-use-after-close ----------------------------------------------------------
 
+
 def test_use_of_never_seen_fd_says_so():
     b = B()
     m = run([b.mmap(9, err="EBADF")])
@@ -280,8 +338,9 @@ def test_read_ebadf_on_open_fd_may_be_open_mode_not_a_finding():
 
 def test_successful_use_of_unknown_fd_is_unknown_origin():
     b = B()
-    m = run([b.ioctl(5, "DRM_IOCTL_PRIME_FD_TO_HANDLE", {"fd": 9}, {"handle": 1},
-                     path="/dev/dri/renderD128")], finish=False)
+    m = run(
+        [b.ioctl(5, "DRM_IOCTL_PRIME_FD_TO_HANDLE", {"fd": 9}, {"handle": 1}, path="/dev/dri/renderD128")], finish=False
+    )
     assert m.lookup(100, 5).kind == "drm-render" and m.lookup(100, 5).origin == "unknown"
     assert m.lookup(100, 9).origin == "unknown"
     assert m.findings == []
@@ -289,21 +348,34 @@ def test_successful_use_of_unknown_fd_is_unknown_origin():
 
 # --- fd-leak -------------------------------------------------------------------------
 
+
 def test_pre_existing_and_inherited_fds_are_not_leaks():
     b = B()
-    m = run([b.snapshot({0: "/dev/null", 8: "/dmabuf:"}), b.open(3, "/dev/kfd"),
-             b.export(3, 1, 6), b.clone(200), b.exit(pid=200), b.close(6), b.exit()])
+    m = run(
+        [
+            b.snapshot({0: "/dev/null", 8: "/dmabuf:"}),
+            b.open(3, "/dev/kfd"),
+            b.export(3, 1, 6),
+            b.clone(200),
+            b.exit(pid=200),
+            b.close(6),
+            b.exit(),
+        ]
+    )
     assert m.findings == []
 
 
 # --- fd-exhaustion ---------------------------------------------------------------------
 
+
 def test_exhaustion_once_per_process_names_kinds():
     b = B()
     evs = [b.open(3, "/dev/kfd")]
     evs += [b.export(3, 0x100 + i, 4 + i) for i in range(40)]
-    evs += [b.ioctl(3, "AMDKFD_IOC_EXPORT_DMABUF", {"handle": 0x999, "flags": 0}, err="EMFILE"),
-            FdCreate(name="openat", fds=(), paths=(), **b._b(ret=-1, err="EMFILE"))]
+    evs += [
+        b.ioctl(3, "AMDKFD_IOC_EXPORT_DMABUF", {"handle": 0x999, "flags": 0}, err="EMFILE"),
+        FdCreate(name="openat", fds=(), paths=(), **b._b(ret=-1, err="EMFILE")),
+    ]
     m = run(evs, finish=False)
     (f,) = [f for f in m.findings if f.rule == "fd-exhaustion"]
     assert f.subject == {"kind": "process"}
@@ -314,19 +386,29 @@ def test_exhaustion_once_per_process_names_kinds():
 
 # --- fd-close-reused ---------------------------------------------------------------------
 
+
 def test_close_reused_by_stack_evidence():
     b = B()
-    keep = b.ioctl(4, "DRM_IOCTL_PRIME_HANDLE_TO_FD", {"handle": 1, "flags": O_CLOEXEC},
-                   {"fd": 7}, stack=stk("libdrm_amdgpu.so!drmPrimeHandleToFD",
-                                        "libhsakmt.so!hsaKmtHandleExport",
-                                        "libhsa-runtime64.so!CreateShareableHandle"))
+    keep = b.ioctl(
+        4,
+        "DRM_IOCTL_PRIME_HANDLE_TO_FD",
+        {"handle": 1, "flags": O_CLOEXEC},
+        {"fd": 7},
+        stack=stk(
+            "libdrm_amdgpu.so!drmPrimeHandleToFD",
+            "libhsakmt.so!hsaKmtHandleExport",
+            "libhsa-runtime64.so!CreateShareableHandle",
+        ),
+    )
     app_close = b.close(7, stack=stk("app!main"))
     app_open = b.open(7, "/etc/app.conf", stack=stk("app!load_config", "app!main"))
-    rt_close = b.close(7, stack=stk("libhsa-runtime64.so!DestroyMemoryHandle",
-                                    "libhsa-runtime64.so!hsa_amd_vmem_handle_release",
-                                    "app!main"))
-    m = run([b.open(4, "/dev/dri/renderD128"), keep, app_close, app_open, rt_close],
-            finish=False)
+    rt_close = b.close(
+        7,
+        stack=stk(
+            "libhsa-runtime64.so!DestroyMemoryHandle", "libhsa-runtime64.so!hsa_amd_vmem_handle_release", "app!main"
+        ),
+    )
+    m = run([b.open(4, "/dev/dri/renderD128"), keep, app_close, app_open, rt_close], finish=False)
     (f,) = m.findings
     assert f.rule == "fd-close-reused" and same(f.event, rt_close)
     assert f.subject["fd_kind"] == "other"
@@ -335,19 +417,35 @@ def test_close_reused_by_stack_evidence():
 
 def test_close_by_the_new_owner_is_not_close_reused():
     b = B()
-    m = run([b.open(7, "/a", stack=stk("liba!reader")), b.close(7, stack=stk("liba!reader")),
-             b.ioctl(4, "DRM_IOCTL_PRIME_HANDLE_TO_FD", {"handle": 1, "flags": 0}, {"fd": 7},
-                     stack=stk("libhsa-runtime64.so!Export", "app!main")),
-             b.close(7, stack=stk("app!main"))])
+    m = run(
+        [
+            b.open(7, "/a", stack=stk("liba!reader")),
+            b.close(7, stack=stk("liba!reader")),
+            b.ioctl(
+                4,
+                "DRM_IOCTL_PRIME_HANDLE_TO_FD",
+                {"handle": 1, "flags": 0},
+                {"fd": 7},
+                stack=stk("libhsa-runtime64.so!Export", "app!main"),
+            ),
+            b.close(7, stack=stk("app!main")),
+        ]
+    )
     assert [r for r in rules(m) if r != "fd-leak"] == []
 
 
 def test_close_reused_by_later_ebadf_of_the_new_owner():
     b = B()
     rogue = b.close(7, stack=stk("liba!reader_cleanup"))
-    m = run([b.open(7, "/a", stack=stk("liba!reader")), b.close(7, stack=stk("liba!reader")),
-             b.open(7, "/b", stack=stk("libb!logger")), rogue,
-             b.syscall("write", [7], err="EBADF", stack=stk("libb!logger"))])
+    m = run(
+        [
+            b.open(7, "/a", stack=stk("liba!reader")),
+            b.close(7, stack=stk("liba!reader")),
+            b.open(7, "/b", stack=stk("libb!logger")),
+            rogue,
+            b.syscall("write", [7], err="EBADF", stack=stk("libb!logger")),
+        ]
+    )
     got = sorted(rules(m))
     assert got == ["fd-close-reused", "fd-use-after-close"]
     (f,) = [f for f in m.findings if f.rule == "fd-close-reused"]
@@ -356,18 +454,27 @@ def test_close_reused_by_later_ebadf_of_the_new_owner():
 
 def test_no_close_reused_without_stacks():
     b = B()
-    m = run([b.open(7, "/a"), b.close(7), b.open(7, "/b"), b.close(7),
-             b.syscall("write", [7], err="EBADF")])
+    m = run([b.open(7, "/a"), b.close(7), b.open(7, "/b"), b.close(7), b.syscall("write", [7], err="EBADF")])
     assert rules(m) == ["fd-use-after-close"]
 
 
 # --- kinds, history ----------------------------------------------------------------------
 
+
 def test_history_records_every_event_touching_the_watched_fd():
     b = B()
     m = Fds(watch=(None, 7))
-    run([b.open(3, "/dev/kfd"), b.export(3, 0x40, 7), b.syscall("lseek", [7]),
-         b.close(7), b.open(8), b.close(7, err="EBADF")], model=m)
+    run(
+        [
+            b.open(3, "/dev/kfd"),
+            b.export(3, 0x40, 7),
+            b.syscall("lseek", [7]),
+            b.close(7),
+            b.open(8),
+            b.close(7, err="EBADF"),
+        ],
+        model=m,
+    )
     assert len(m.history) == 4
     assert all(isinstance(d, str) for _, d, *_ in m.history)
     assert "EXPORT_DMABUF" in m.history[0][1]
@@ -376,10 +483,8 @@ def test_history_records_every_event_touching_the_watched_fd():
 
 def test_intent_handover_is_named_in_double_close():
     b = B()
-    hand = Intent(name="hsa_amd_vmem_export_shareable_handle", args={"handle": 1},
-                  outs={"dmabuf_fd": 7}, **b._b(ret=0))
-    m = run([b.open(3, "/dev/kfd"), b.export(3, 0x40, 7), hand, b.close(7),
-             b.close(7, err="EBADF")])
+    hand = Intent(name="hsa_amd_vmem_export_shareable_handle", args={"handle": 1}, outs={"dmabuf_fd": 7}, **b._b(ret=0))
+    m = run([b.open(3, "/dev/kfd"), b.export(3, 0x40, 7), hand, b.close(7), b.close(7, err="EBADF")])
     (f,) = m.findings
     assert any(same(e.event, hand) for e in f.evidence)
     assert "handed this fd to its caller" in f.message
@@ -387,16 +492,24 @@ def test_intent_handover_is_named_in_double_close():
 
 def test_setcloexec_and_mode_use():
     b = B()
-    m = run([b.open(3), SetCloexec(fd=3, cloexec=True, **b._b(ret=0)), b.exec_(),
-             SetCloexec(fd=3, cloexec=True, **b._b(ret=-1, err="EBADF"))])
+    m = run(
+        [
+            b.open(3),
+            SetCloexec(fd=3, cloexec=True, **b._b(ret=0)),
+            b.exec_(),
+            SetCloexec(fd=3, cloexec=True, **b._b(ret=-1, err="EBADF")),
+        ]
+    )
     (f,) = m.findings
     assert f.rule == "fd-use-after-close"
 
 
 # --- property: against a brute-force kernel fd table -----------------------------------------
 
-OPS = st.lists(st.tuples(st.sampled_from(["open", "dup", "dup2", "close", "close_range"]),
-                         st.integers(0, 12), st.integers(0, 12)), max_size=60)
+OPS = st.lists(
+    st.tuples(st.sampled_from(["open", "dup", "dup2", "close", "close_range"]), st.integers(0, 12), st.integers(0, 12)),
+    max_size=60,
+)
 
 
 def _simulate(ops, allow_double: bool):
@@ -436,8 +549,9 @@ def _simulate(ops, allow_double: bool):
             # model saw (a bounded range names the fds it means to
             # close); one over numbers that mostly never held one is a sweep
             known = table | closed_once
-            if 2 * sum(n in known for n in range(lo, hi + 1)) > hi - lo + 1 and \
-                    any(lo <= n <= hi and n not in table for n in closed_once):
+            if 2 * sum(n in known for n in range(lo, hi + 1)) > hi - lo + 1 and any(
+                lo <= n <= hi and n not in table for n in closed_once
+            ):
                 if not allow_double:
                     continue
                 doubled = True
@@ -471,14 +585,15 @@ def test_random_sequences_with_double_closes_are_found(ops):
 
 # --- more creators, the boundary chain, bounded memory ------------------------------------------
 
+
 def test_export_import_close_close_chain_names_both_call_sites():
     b = B()
     exp = b.export(3, 0x50, 7, stack=stk("libhsa-runtime64.so!ExportDMABuf"))
-    imp = b.ioctl(3, "AMDKFD_IOC_IMPORT_DMABUF", {"dmabuf_fd": 7, "gpu_id": 1, "va_addr": 0},
-                  {"handle": 0x51})
+    imp = b.ioctl(3, "AMDKFD_IOC_IMPORT_DMABUF", {"dmabuf_fd": 7, "gpu_id": 1, "va_addr": 0}, {"handle": 0x51})
     c1 = b.close(7, stack=stk("app!release_buffer", "app!main"))
-    c2 = b.close(7, err="EBADF", stack=stk("libhsa-runtime64.so!DmaBufClose",
-                                           "libhsa-runtime64.so!DestroyMemoryHandle"))
+    c2 = b.close(
+        7, err="EBADF", stack=stk("libhsa-runtime64.so!DmaBufClose", "libhsa-runtime64.so!DestroyMemoryHandle")
+    )
     m = run([b.open(3, "/dev/kfd"), exp, imp, c1, c2])
     (f,) = m.findings
     assert lines(e.event for e in f.evidence) == lines([exp, imp, c1, c2])
@@ -488,8 +603,7 @@ def test_export_import_close_close_chain_names_both_call_sites():
 
 def test_recvmsg_dmabuf_is_an_import_that_can_leak():
     b = B()
-    got = FdCreate(name="recvmsg", origin="recvmsg", fds=(6,), paths=("/dmabuf:",), src_fd=5,
-                   **b._b(ret=1))
+    got = FdCreate(name="recvmsg", origin="recvmsg", fds=(6,), paths=("/dmabuf:",), src_fd=5, **b._b(ret=1))
     m = run([b.open(5, "socket:[1]"), got, b.exit()])
     (f,) = m.findings
     assert f.rule == "fd-leak" and f.subject["fd_kind"] == "dmabuf"
@@ -497,6 +611,7 @@ def test_recvmsg_dmabuf_is_an_import_that_can_leak():
 
 
 # --- fd ownership: the runtime's stale close of amd-smi's fd ------------------------
+
 
 def bare(*mods):
     """Unsymbolized strace -k frames: 'MODULE() [0xOFF]', libc's wrapper on top."""
@@ -508,19 +623,30 @@ def bare(*mods):
 def _amdsmi_reuse(symbols: bool):
     b = B()
     s = stk if symbols else (lambda *sp: bare(*[x.split("!")[0] for x in sp]))
-    export = b.export(3, 0x60, 7, stack=s("libhsakmt.so.1!hsaKmtExportDMABufHandle",
-                                          "libhsa-runtime64.so.1!ExportDMABuf",
-                                          "libamdhip64.so.6!hipMemExportToShareableHandle"))
+    export = b.export(
+        3,
+        0x60,
+        7,
+        stack=s(
+            "libhsakmt.so.1!hsaKmtExportDMABufHandle",
+            "libhsa-runtime64.so.1!ExportDMABuf",
+            "libamdhip64.so.6!hipMemExportToShareableHandle",
+        ),
+    )
     app_close = b.close(7, stack=s("app!release", "app!main"))
     # amd-smi, called from inside the runtime, opens a sysfs file: number 7 again
-    smi_open = b.open(7, "/sys/class/drm/card0/device/gpu_metrics",
-                      stack=s("libamd_smi.so!amdsmi_get_gpu_metrics_info",
-                              "libhsa-runtime64.so.1!UpdateAgentMetrics", "app!main"))
-    rt_close = b.close(7, stack=s("libhsa-runtime64.so.1!DestroyMemoryHandle",
-                                  "libhsa-runtime64.so.1!hsa_amd_vmem_handle_release",
-                                  "app!main"))
-    m = run([b.exec_(), b.open(3, "/dev/kfd"), export, app_close, smi_open, rt_close],
-            finish=False)
+    smi_open = b.open(
+        7,
+        "/sys/class/drm/card0/device/gpu_metrics",
+        stack=s("libamd_smi.so!amdsmi_get_gpu_metrics_info", "libhsa-runtime64.so.1!UpdateAgentMetrics", "app!main"),
+    )
+    rt_close = b.close(
+        7,
+        stack=s(
+            "libhsa-runtime64.so.1!DestroyMemoryHandle", "libhsa-runtime64.so.1!hsa_amd_vmem_handle_release", "app!main"
+        ),
+    )
+    m = run([b.exec_(), b.open(3, "/dev/kfd"), export, app_close, smi_open, rt_close], finish=False)
     return m, rt_close
 
 
@@ -545,8 +671,7 @@ def test_close_reused_by_the_new_owners_later_ebadf_across_components():
     smi_close = b.close(7, stack=stk("libamd_smi.so!amdsmi_init", "app!main"))
     rt_open = b.open(7, "/sys/b", stack=stk("libhsa-runtime64.so.1!ReadTopology", "app!main"))
     stale = b.close(7, stack=stk("libamd_smi.so!amdsmi_shut_down", "app!main"))
-    rt_read = b.syscall("read", [7], err="EBADF",
-                        stack=stk("libhsa-runtime64.so.1!ReadTopology", "app!main"))
+    rt_read = b.syscall("read", [7], err="EBADF", stack=stk("libhsa-runtime64.so.1!ReadTopology", "app!main"))
     m = run([b.exec_(), smi_open, smi_close, rt_open, stale, rt_read])
     assert sorted(rules(m)) == ["fd-close-reused", "fd-use-after-close"]
     (f,) = [f for f in m.findings if f.rule == "fd-close-reused"]
@@ -557,22 +682,26 @@ def test_close_by_a_caller_of_the_new_owner_is_not_close_reused():
     # the program closes the fd a library handed to it: the new owner's own
     # stack holds the closing function, so nothing can be claimed
     b = B()
-    m = run([b.exec_(), b.export(3, 0x60, 7, stack=stk("libhsa-runtime64.so.1!ExportDMABuf",
-                                                      "app!export_it")),
-             b.close(7, stack=stk("app!export_it")),
-             b.open(7, "/etc/x", stack=stk("libfoo.so!foo_open", "app!use_foo")),
-             b.close(7, stack=stk("app!use_foo"))], finish=False)
+    m = run(
+        [
+            b.exec_(),
+            b.export(3, 0x60, 7, stack=stk("libhsa-runtime64.so.1!ExportDMABuf", "app!export_it")),
+            b.close(7, stack=stk("app!export_it")),
+            b.open(7, "/etc/x", stack=stk("libfoo.so!foo_open", "app!use_foo")),
+            b.close(7, stack=stk("app!use_foo")),
+        ],
+        finish=False,
+    )
     assert rules(m) == []
 
 
 # --- probes, sweeps, negative fds, dup2 attribution ------------------------------
 
+
 def test_dup2_ebadf_with_old_open_is_about_new():
     b = B()
-    d = FdCreate(name="dup2", origin="dup", fds=(), src_fd=0, new_fd=-4, replace=True,
-                 **b._b(ret=-1, err="EBADF"))
-    hi = FdCreate(name="dup2", origin="dup", fds=(), src_fd=3, new_fd=99999, replace=True,
-                  **b._b(ret=-1, err="EBADF"))
+    d = FdCreate(name="dup2", origin="dup", fds=(), src_fd=0, new_fd=-4, replace=True, **b._b(ret=-1, err="EBADF"))
+    hi = FdCreate(name="dup2", origin="dup", fds=(), src_fd=3, new_fd=99999, replace=True, **b._b(ret=-1, err="EBADF"))
     m = run([b.exec_(), b.open(3), d, hi])
     (f,) = m.findings
     assert f.rule == "fd-bad-fd" and same(f.event, d) and f.subject["fd"] == -4
@@ -582,8 +711,7 @@ def test_dup2_ebadf_with_old_open_is_about_new():
 def test_probes_of_closed_fds_are_not_uses():
     b = B()
     evs = [b.exec_(), b.open(3), b.open(4), b.close(3), b.close(4)]
-    evs += [b.syscall(n, [fd], err="EBADF") for n in ("fstat", "newfstatat", "statx", "fcntl")
-            for fd in (3, 4, 5)]
+    evs += [b.syscall(n, [fd], err="EBADF") for n in ("fstat", "newfstatat", "statx", "fcntl") for fd in (3, 4, 5)]
     evs += [b.syscall("read", [3], err="EBADF")]
     m = run(evs)
     (f,) = m.findings
@@ -592,8 +720,7 @@ def test_probes_of_closed_fds_are_not_uses():
 
 def test_negative_fds_are_bad_fd_never_use_after_close():
     b = B()
-    m = run([b.open(3), b.close(-1, err="EBADF"), b.syscall("read", [-1], err="EBADF"),
-             b.mmap(-1, err="EBADF")])
+    m = run([b.open(3), b.close(-1, err="EBADF"), b.syscall("read", [-1], err="EBADF"), b.mmap(-1, err="EBADF")])
     assert rules(m) == ["fd-bad-fd"] * 3
     assert all("not an fd number" in f.message for f in m.findings)
     # close(-1) does nothing (a note); read and mmap of -1 lost their work
@@ -613,8 +740,7 @@ def test_sweep_over_numbers_seen_closed_is_one_note():
 
 def test_a_short_run_of_bad_closes_is_not_a_sweep():
     b = B()
-    m = run([b.exec_(), b.open(3), b.open(4), b.close(3), b.close(4),
-             b.close(3, err="EBADF"), b.close(4, err="EBADF")])
+    m = run([b.exec_(), b.open(3), b.open(4), b.close(3), b.close(4), b.close(3, err="EBADF"), b.close(4, err="EBADF")])
     assert rules(m) == ["fd-double-close", "fd-double-close"]
 
 
@@ -626,17 +752,18 @@ def test_sweeps_are_per_thread_and_end_at_another_call():
         evs.append(b.close(n, err="EBADF", tid=101))
         evs.append(b.close(n, err="EBADF", tid=102))
     evs.append(b.syscall("getpid", [], tid=101))
-    evs.append(b.close(3, err="EBADF", tid=101))   # after the sweep: a real double close
+    evs.append(b.close(3, err="EBADF", tid=101))  # after the sweep: a real double close
     m = run(evs)
-    assert sorted((f.rule, f.severity) for f in m.findings) == [
-        ("fd-bad-fd", "note"), ("fd-double-close", "error")]
+    assert sorted((f.rule, f.severity) for f in m.findings) == [("fd-bad-fd", "note"), ("fd-double-close", "error")]
     # a sweep on each thread: the same note twice, one finding "2 times"
     # (repeats aggregate), the other thread's as its last
     (sweep,) = [f for f in m.findings if f.rule == "fd-bad-fd"]
     assert sweep.details["occurrences"] == 2
     assert [(e.role, e.event.tid) for e in sweep.evidence] == [
-        ("first close of the sweep", 101), ("last close of the sweep", 101),
-        ("the last of 2", 102)]
+        ("first close of the sweep", 101),
+        ("last close of the sweep", 101),
+        ("the last of 2", 102),
+    ]
 
 
 def test_a_huge_sweep_keeps_no_per_close_findings():
@@ -645,7 +772,7 @@ def test_a_huge_sweep_keeps_no_per_close_findings():
     m = Fds()
     for ev in evs:
         m.feed(ev)
-    assert m.findings == []          # retracted at SWEEP_SETTLED, nothing held since
+    assert m.findings == []  # retracted at SWEEP_SETTLED, nothing held since
     m.finish()
     (f,) = m.findings
     assert f.details["sweep"]["closes"] == 5000
@@ -654,8 +781,13 @@ def test_a_huge_sweep_keeps_no_per_close_findings():
 def test_all_fds_lists_what_the_program_opened_and_still_holds():
     b = B()
     mine = b.open(5, "/etc/hosts")
-    evs = [FdSnapshot(when="start", fds={0: "/dev/null", 3: "/tmp/inherited"}, **b._b()),
-           b.open(4, "/dev/kfd"), mine, b.export(4, 0x10, 6), b.exit()]
+    evs = [
+        FdSnapshot(when="start", fds={0: "/dev/null", 3: "/tmp/inherited"}, **b._b()),
+        b.open(4, "/dev/kfd"),
+        mine,
+        b.export(4, 0x10, 6),
+        b.exit(),
+    ]
     m = run(evs, Fds(all_fds=True))
     got = sorted((f.rule, f.subject["fd"]) for f in m.findings)
     assert got == [("fd-leak", 6), ("fd-open-at-exit", 5)]
@@ -671,7 +803,7 @@ def test_read_ebadf_during_another_threads_close_is_a_use_after_close():
     o = b.open(3, "/dev/null")
     close = b.close(3, tid=101)
     rd = b.syscall("read", [3], err="EBADF", tid=102)
-    close.time, close.dur = rd.time - 0.0005, 0.002         # overlaps the read
+    close.time, close.dur = rd.time - 0.0005, 0.002  # overlaps the read
     m = run([b.exec_(), o, rd, close])
     (f,) = m.findings
     assert f.rule == "fd-use-after-close" and same(f.event, rd)
@@ -683,7 +815,7 @@ def test_read_ebadf_then_a_later_close_is_the_open_mode_not_a_finding():
     b = B()
     late = b.close(3, tid=101)
     rd = b.syscall("read", [3], err="EBADF", tid=102)
-    late.time = rd.time + 0.01                                # began after the read ended
+    late.time = rd.time + 0.01  # began after the read ended
     same = b.syscall("read", [4], err="EBADF", tid=101)
     m = run([b.exec_(), b.open(3, "/dev/null"), b.open(4), rd, late, same, b.close(4, tid=101)])
     assert m.findings == []
@@ -708,8 +840,15 @@ def test_racing_close_without_durations_is_ordered_by_lines():
 def test_ebadf_on_an_open_o_path_fd_is_not_a_finding():
     # fchmod/lseek/fsync on an O_PATH fd fail with EBADF: the fd is open
     b = B()
-    m = run([b.exec_(), b.open(3, "/etc"), b.syscall("fchmod", [3], err="EBADF"),
-             b.syscall("lseek", [3], err="EBADF"), b.close(3)])
+    m = run(
+        [
+            b.exec_(),
+            b.open(3, "/etc"),
+            b.syscall("fchmod", [3], err="EBADF"),
+            b.syscall("lseek", [3], err="EBADF"),
+            b.close(3),
+        ]
+    )
     assert m.findings == []
 
 
@@ -719,11 +858,15 @@ def test_a_render_node_libdrm_opened_for_the_runtime_is_the_runtimes():
     render node (fd 5 again), then closes it itself.  libdrm's drmOpen* hand
     the fd to their caller: not a wrong owner."""
     b = B()
-    topo = b.open(5, "/sys/devices/virtual/kfd/kfd/topology/nodes",
-                  stack=stk("libhsakmt.so.1!topology_sysfs_get_nodes", "app!main"))
+    topo = b.open(
+        5,
+        "/sys/devices/virtual/kfd/kfd/topology/nodes",
+        stack=stk("libhsakmt.so.1!topology_sysfs_get_nodes", "app!main"),
+    )
     topo_close = b.close(5, stack=stk("libhsakmt.so.1!topology_sysfs_get_nodes", "app!main"))
-    drm = b.open(5, "/dev/dri/renderD128",
-                 stack=stk("libdrm.so.2!drmOpenRender", "libhsakmt.so.1!hsaKmtOpenKFD", "app!main"))
+    drm = b.open(
+        5, "/dev/dri/renderD128", stack=stk("libdrm.so.2!drmOpenRender", "libhsakmt.so.1!hsaKmtOpenKFD", "app!main")
+    )
     rt_close = b.close(5, stack=stk("libhsakmt.so.1!hsaKmtCloseKFD", "app!main"))
     m = run([b.exec_(), topo, topo_close, drm, rt_close], finish=False)
     assert rules(m) == []

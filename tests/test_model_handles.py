@@ -1,6 +1,7 @@
 """The core's handle and dma-buf models with their fd model (rocrtrace._engine.FdModels):
 the ROCm VMM (hsa_amd_vmem_*) and XDNA buffer-object scenarios, built as event
 streams (no files)."""
+
 from __future__ import annotations
 
 from rocrtrace import kfd
@@ -21,8 +22,7 @@ def stk(*specs):
     return tuple(frames)
 
 
-RT = stk("libhsa-runtime64.so!DestroyMemoryHandle",
-         "libhsa-runtime64.so!hsa_amd_vmem_handle_release", "app!main")
+RT = stk("libhsa-runtime64.so!DestroyMemoryHandle", "libhsa-runtime64.so!hsa_amd_vmem_handle_release", "app!main")
 APP = stk("app!main")
 
 
@@ -40,8 +40,17 @@ class Trace:
 
     def _b(self, stack=(), **kw):
         self.seq += 1
-        d = dict(file="h.log", line=self.seq, seq=self.seq, time=2000.0 + self.seq * 1e-4,
-                 dur=1e-5, pid=self.pid, tid=self.pid, stack=stack, text=f"ev {self.seq}")
+        d = dict(
+            file="h.log",
+            line=self.seq,
+            seq=self.seq,
+            time=2000.0 + self.seq * 1e-4,
+            dur=1e-5,
+            pid=self.pid,
+            tid=self.pid,
+            stack=stack,
+            text=f"ev {self.seq}",
+        )
         d.update(kw)
         return d
 
@@ -55,8 +64,7 @@ class Trace:
     def openf(self, path):
         fd = self.low()
         self.open.add(fd)
-        self._add(FdCreate(name="openat", origin="open", fds=(fd,), paths=(path,), cloexec=True,
-                           **self._b(ret=fd)))
+        self._add(FdCreate(name="openat", origin="open", fds=(fd,), paths=(path,), cloexec=True, **self._b(ret=fd)))
         return fd
 
     def close(self, fd, stack=(), err=None):
@@ -66,9 +74,21 @@ class Trace:
 
     def ioctl(self, fd, name, arg=None, out=None, ret=0, err=None, path=None, stack=()):
         d, t, nr, size = kfd.REQUEST_BY_NAME[name]
-        return self._add(Ioctl(fd=fd, path=path, request=kfd.ioc(d, t, nr, size), dir=d, type=t,
-                               nr=nr, size=size, ioctl=name, arg=arg, out=out,
-                               **self._b(ret=-1 if err else ret, err=err, stack=stack)))
+        return self._add(
+            Ioctl(
+                fd=fd,
+                path=path,
+                request=kfd.ioc(d, t, nr, size),
+                dir=d,
+                type=t,
+                nr=nr,
+                size=size,
+                ioctl=name,
+                arg=arg,
+                out=out,
+                **self._b(ret=-1 if err else ret, err=err, stack=stack),
+            )
+        )
 
     def newfd_ioctl(self, fd, name, arg, field, stack=()):
         nfd = self.low()
@@ -81,17 +101,20 @@ class Trace:
 
     # KFD / DRM helpers
     def alloc(self, kfd_fd, h):
-        self.ioctl(kfd_fd, "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
-                   {"va_addr": 0, "size": 0x200000, "gpu_id": 0x1a2b, "flags": 1},
-                   {"handle": h, "mmap_offset": 0})
+        self.ioctl(
+            kfd_fd,
+            "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
+            {"va_addr": 0, "size": 0x200000, "gpu_id": 0x1A2B, "flags": 1},
+            {"handle": h, "mmap_offset": 0},
+        )
 
     def export(self, kfd_fd, h, stack=()):
-        return self.newfd_ioctl(kfd_fd, "AMDKFD_IOC_EXPORT_DMABUF",
-                                {"handle": h, "flags": O_CLOEXEC}, "dmabuf_fd", stack)
+        return self.newfd_ioctl(
+            kfd_fd, "AMDKFD_IOC_EXPORT_DMABUF", {"handle": h, "flags": O_CLOEXEC}, "dmabuf_fd", stack
+        )
 
     def prime_to_fd(self, drm_fd, h, flags=O_CLOEXEC | DRM_RDWR, stack=()):
-        return self.newfd_ioctl(drm_fd, "DRM_IOCTL_PRIME_HANDLE_TO_FD",
-                                {"handle": h, "flags": flags}, "fd", stack)
+        return self.newfd_ioctl(drm_fd, "DRM_IOCTL_PRIME_HANDLE_TO_FD", {"handle": h, "flags": flags}, "fd", stack)
 
     def fd_to_handle(self, drm_fd, fd, h):
         self.ioctl(drm_fd, "DRM_IOCTL_PRIME_FD_TO_HANDLE", {"fd": fd}, {"handle": h})
@@ -132,6 +155,7 @@ def rules(fds, hm):
 
 # --- VMM V2: the fd-per-handle design -----------------------------------------------------
 
+
 def vmm_v2_create(t, kfd_fd, render, h, g):
     """handle_create (V2): export, import, close, then keep a re-exported fd."""
     t.alloc(kfd_fd, h)
@@ -145,17 +169,17 @@ def vmm_v2_create(t, kfd_fd, render, h, g):
 
 def test_vmm_v2_fd_per_handle_exhausts_the_table():
     # 0-2 std, kfd, render and four others: 1015 numbers left under RLIMIT_NOFILE 1024
-    t = Trace(preopen={0: "/dev/pts/0", 1: "/dev/pts/0", 2: "/dev/pts/0",
-                       5: "/etc/a", 6: "/etc/b", 7: "/etc/c", 8: "/etc/d"})
+    t = Trace(
+        preopen={0: "/dev/pts/0", 1: "/dev/pts/0", 2: "/dev/pts/0", 5: "/etc/a", 6: "/etc/b", 7: "/etc/c", 8: "/etc/d"}
+    )
     kfd_fd = t.openf("/dev/kfd")
     render = t.openf("/dev/dri/renderD128")
     kept = []
     for i in range(1015):
-        kept.append(vmm_v2_create(t, kfd_fd, render, 0x66a400000000 + i, 0x10 + i))
+        kept.append(vmm_v2_create(t, kfd_fd, render, 0x66A400000000 + i, 0x10 + i))
     assert len(t.open) == 1024
-    t.alloc(kfd_fd, 0x66a400100000)
-    t.ioctl(kfd_fd, "AMDKFD_IOC_EXPORT_DMABUF", {"handle": 0x66a400100000, "flags": O_CLOEXEC},
-            err="EMFILE")
+    t.alloc(kfd_fd, 0x66A400100000)
+    t.ioctl(kfd_fd, "AMDKFD_IOC_EXPORT_DMABUF", {"handle": 0x66A400100000, "flags": O_CLOEXEC}, err="EMFILE")
     fds, hm = replay(t.events)
     ex = [f for f in fds.findings if f.rule == "fd-exhaustion"]
     assert len(ex) == 1
@@ -167,8 +191,7 @@ def test_vmm_v2_fd_per_handle_exhausts_the_table():
     assert 0.9 <= peak[0].details["fds_per_allocation"] <= 1.1
     assert "fd-per-handle" in peak[0].message
     # the trace ends without an exit: the kept fds are leak notes, never errors
-    assert not [f for f in all_findings(fds, hm) if f.severity == "error"
-                and f.rule != "fd-exhaustion"]
+    assert not [f for f in all_findings(fds, hm) if f.severity == "error" and f.rule != "fd-exhaustion"]
     assert {f.severity for f in fds.findings if f.rule == "fd-leak"} == {"note"}
 
 
@@ -176,9 +199,8 @@ def test_vmm_v2_export_double_close_across_app_and_runtime():
     t = Trace()
     kfd_fd = t.openf("/dev/kfd")
     render = t.openf("/dev/dri/renderD128")
-    keep = vmm_v2_create(t, kfd_fd, render, 0x66a400000013, 0x21)
-    hand = t.intent("hsa_amd_vmem_export_shareable_handle", {"handle": 0x66a400000013},
-                    {"dmabuf_fd": [keep]})
+    keep = vmm_v2_create(t, kfd_fd, render, 0x66A400000013, 0x21)
+    hand = t.intent("hsa_amd_vmem_export_shareable_handle", {"handle": 0x66A400000013}, {"dmabuf_fd": [keep]})
     app_close = t.close(keep, stack=APP)
     rt_close = t.close(keep, stack=RT, err="EBADF")
     t.exit()
@@ -189,13 +211,12 @@ def test_vmm_v2_export_double_close_across_app_and_runtime():
     roles = [e.role for e in f.evidence]
     # the chain in order: export -> handed to the app -> close -> close
     assert roles[0] == "originally created by"
-    assert roles.index("handed to the caller by") < roles.index("previous close") \
-        < roles.index("this close")
+    assert roles.index("handed to the caller by") < roles.index("previous close") < roles.index("this close")
     assert any(same(e.event, hand) for e in f.evidence)
     assert any(same(e.event, app_close) for e in f.evidence)
     assert "DRM_IOCTL_PRIME_HANDLE_TO_FD" in f.message
     assert "app" in f.message and "DestroyMemoryHandle" in f.message
-    assert "KFD handle 0x66a400000013" in f.message      # the buffer it exports
+    assert "KFD handle 0x66a400000013" in f.message  # the buffer it exports
     assert "may be the culprit" in f.message
 
 
@@ -205,7 +226,7 @@ def test_vmm_v3_fixed_design_has_no_findings():
     r0 = t.openf("/dev/dri/renderD128")
     r1 = t.openf("/dev/dri/renderD129")
     for i in range(64):
-        h, g = 0x66a400000000 + i, 0x10 + i
+        h, g = 0x66A400000000 + i, 0x10 + i
         t.intent("hsa_amd_vmem_handle_create", {"size": 0x200000}, {"memory_handle": h})
         t.alloc(kfd_fd, h)
         f1 = t.export(kfd_fd, h)
@@ -218,7 +239,7 @@ def test_vmm_v3_fixed_design_has_no_findings():
     for i in range(64):
         t.gem_close(r1, 0x900 + i)
         t.gem_close(r0, 0x10 + i)
-        t.ioctl(kfd_fd, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", {"handle": 0x66a400000000 + i})
+        t.ioctl(kfd_fd, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", {"handle": 0x66A400000000 + i})
     t.exit()
     fds, hm = replay(t.events)
     assert all_findings(fds, hm) == []
@@ -226,14 +247,15 @@ def test_vmm_v3_fixed_design_has_no_findings():
 
 # --- VMM V0: per-chunk x per-agent export/import/close --------------------------------------
 
+
 def test_vmm_v0_reexport_is_a_note_only():
     t = Trace()
     kfd_fd = t.openf("/dev/kfd")
     renders = [t.openf(f"/dev/dri/renderD{128 + i}") for i in range(3)]
     for chunk in range(2):
-        h = 0x66a400000100 + chunk
+        h = 0x66A400000100 + chunk
         t.alloc(kfd_fd, h)
-        for agent, r in enumerate(renders):       # vmem_map + set_access per agent
+        for agent, r in enumerate(renders):  # vmem_map + set_access per agent
             f = t.export(kfd_fd, h)
             t.fd_to_handle(r, f, 0x40 + chunk)
             t.close(f)
@@ -251,15 +273,15 @@ def test_vmm_v0_reexport_is_a_note_only():
 
 # --- XDNA -----------------------------------------------------------------------------------------
 
+
 def xdna(t, fixed: bool):
     acc = t.openf("/dev/accel/accel0")
-    t.ioctl(acc, "DRM_IOCTL_AMDXDNA_CREATE_BO", {"flags": 0, "vaddr": 0, "size": 0x1000,
-                                                 "type": 1}, {"handle": 1})
-    x = t.prime_to_fd(acc, 1, flags=DRM_RDWR)            # CreateShareableHandle keeps X
-    t.fd_to_handle(acc, x, 1)                            # import of its own export: same h
+    t.ioctl(acc, "DRM_IOCTL_AMDXDNA_CREATE_BO", {"flags": 0, "vaddr": 0, "size": 0x1000, "type": 1}, {"handle": 1})
+    x = t.prime_to_fd(acc, 1, flags=DRM_RDWR)  # CreateShareableHandle keeps X
+    t.fd_to_handle(acc, x, 1)  # import of its own export: same h
     imp_close = None
     if not fixed:
-        imp_close = t.gem_close(acc, 1, stack=RT)        # imported handle destroyed
+        imp_close = t.gem_close(acc, 1, stack=RT)  # imported handle destroyed
     t.close(x)
     owner_close = t.gem_close(acc, 1, stack=RT, err=None if fixed else "EINVAL")
     t.exit()
@@ -274,8 +296,7 @@ def test_xdna_7660_double_gem_close():
     (f,) = hm.findings
     assert same(f.event, second) and f.subject == {"kind": "handle", "handle": "0x1"}
     roles = {e.role for e in f.evidence}
-    assert {"this free", "previous free", "created by",
-            "import returned the same handle"} <= roles
+    assert {"this free", "previous free", "created by", "import returned the same handle"} <= roles
     assert any(same(e.event, first) for e in f.evidence)
     assert "DRM_IOCTL_AMDXDNA_CREATE_BO" in f.message and "same handle" in f.message
     assert f.key[2] == "self-import"
@@ -293,16 +314,17 @@ def test_xdna_fixed_owns_allocation_has_no_findings():
 
 # --- KFD handles and GEM scoping -----------------------------------------------------------------
 
+
 def test_kfd_double_free_and_ebusy():
     t = Trace()
     k = t.openf("/dev/kfd")
-    t.alloc(k, 0x66a400000001)
-    t.ioctl(k, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", {"handle": 0x66a400000001}, err="EBUSY")
-    t.ioctl(k, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", {"handle": 0x66a400000001})
+    t.alloc(k, 0x66A400000001)
+    t.ioctl(k, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", {"handle": 0x66A400000001}, err="EBUSY")
+    t.ioctl(k, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", {"handle": 0x66A400000001})
     fds, hm = replay(t.events)
     assert hm.findings == []
-    bad = t.ioctl(k, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", {"handle": 0x66a400000001}, err="EINVAL")
-    t.ioctl(k, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", {"handle": 0x66a400000777}, err="EINVAL")
+    bad = t.ioctl(k, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", {"handle": 0x66A400000001}, err="EINVAL")
+    t.ioctl(k, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", {"handle": 0x66A400000777}, err="EINVAL")
     fds, hm = replay(t.events)
     a, b = hm.findings
     assert same(a.event, bad) and "already freed" in a.message
@@ -314,9 +336,9 @@ def test_kfd_double_free_and_ebusy():
 def test_free_accepted_by_the_kernel_is_never_a_double_free():
     t = Trace()
     k = t.openf("/dev/kfd")
-    t.alloc(k, 0x66a400000001)
-    t.ioctl(k, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", {"handle": 0x66a400000001})
-    t.ioctl(k, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", {"handle": 0x66a400000001})
+    t.alloc(k, 0x66A400000001)
+    t.ioctl(k, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", {"handle": 0x66A400000001})
+    t.ioctl(k, "AMDKFD_IOC_FREE_MEMORY_OF_GPU", {"handle": 0x66A400000001})
     fds, hm = replay(t.events)
     assert hm.findings == []
 
@@ -324,7 +346,7 @@ def test_free_accepted_by_the_kernel_is_never_a_double_free():
 def test_gem_handles_are_scoped_per_open_file_description():
     t = Trace()
     r0 = t.openf("/dev/dri/renderD128")
-    r1 = t.openf("/dev/dri/renderD128")       # a second open: its own handle space
+    r1 = t.openf("/dev/dri/renderD128")  # a second open: its own handle space
     for r in (r0, r1):
         t.ioctl(r, "DRM_IOCTL_AMDGPU_GEM_CREATE", {"bo_size": 0x1000}, {"handle": 1})
     t.gem_close(r0, 1)
@@ -336,8 +358,7 @@ def test_gem_handles_are_scoped_per_open_file_description():
     r = t2.openf("/dev/dri/renderD128")
     d = t2.low()
     t2.open.add(d)
-    t2._add(FdCreate(name="dup", origin="dup", fds=(d,), paths=(None,), src_fd=r,
-                     **t2._b(ret=d)))
+    t2._add(FdCreate(name="dup", origin="dup", fds=(d,), paths=(None,), src_fd=r, **t2._b(ret=d)))
     t2.ioctl(r, "DRM_IOCTL_AMDGPU_GEM_CREATE", {"bo_size": 0x1000}, {"handle": 1})
     t2.gem_close(d, 1)
     t2.gem_close(r, 1, err="EINVAL")
@@ -352,7 +373,7 @@ def test_held_open_export_and_short_lived_exports():
     held = t.export(k, 0x100)
     for i in range(10):
         t.alloc(k, 0x200 + i)
-        f = t.export(k, 0x200 + i)            # exported and closed right away: fine
+        f = t.export(k, 0x200 + i)  # exported and closed right away: fine
         t.close(f)
     t.close(held)
     t.exit()
@@ -376,8 +397,8 @@ def test_handles_model_alone_feeds_its_own_fd_model():
 def test_history_notes_the_buffer_behind_a_watched_fd():
     t = Trace()
     k = t.openf("/dev/kfd")
-    t.alloc(k, 0x66a400000005)
-    fd = t.export(k, 0x66a400000005)
+    t.alloc(k, 0x66A400000005)
+    fd = t.export(k, 0x66A400000005)
     t.close(fd)
     m = Fds(watch=(None, fd), handles=True)
     for ev in t.events:

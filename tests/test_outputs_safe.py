@@ -10,6 +10,7 @@ on a user's bad input.
   disk: exit 2, one line;
 * Ctrl-C while the core runs: exit 130 at once, no report.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from rocrtrace.report import BINARY_FORMATS, FORMATS
-from test_cli import DOUBLE_CLOSE   # one strace double close for both files
+from test_cli import DOUBLE_CLOSE  # one strace double close for both files
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,8 +34,9 @@ def run(*args, env=None, timeout=60):
     e = dict(os.environ)
     e.pop("GITHUB_STEP_SUMMARY", None)
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "rocrtrace", *map(str, args)], cwd=ROOT,
-                          capture_output=True, env=e, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "rocrtrace", *map(str, args)], cwd=ROOT, capture_output=True, env=e, timeout=timeout
+    )
 
 
 def one_line(stderr: bytes) -> str:
@@ -54,6 +56,7 @@ def trace(tmp_path):
 
 # --- output paths ------------------------------------------------------------
 
+
 def _args(opt: str, path) -> list:
     if opt.endswith(":"):
         flag, fmt = opt.split()
@@ -61,8 +64,7 @@ def _args(opt: str, path) -> list:
     return [opt, path]
 
 
-@pytest.mark.parametrize("opt", ["-o", "--format json:", "--format perfetto:",
-                                 "--write-baseline"])
+@pytest.mark.parametrize("opt", ["-o", "--format json:", "--format perfetto:", "--write-baseline"])
 def test_symlink_output_is_refused_and_its_target_untouched(tmp_path, trace, opt):
     target = tmp_path / "victim.txt"
     target.write_text("precious\n")
@@ -85,7 +87,7 @@ def test_fifo_output_is_refused_at_once(tmp_path, trace, opt):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     args = _args(opt, fifo)
-    r = run("analyze", trace, *args, timeout=30)     # used to block forever
+    r = run("analyze", trace, *args, timeout=30)  # used to block forever
     assert r.returncode == 2
     assert "FIFO" in one_line(r.stderr)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
@@ -110,8 +112,7 @@ def test_write_baseline_onto_a_device_writes_in_place(tmp_path, trace):
     # the node (/dev/null itself) with a regular 0600 file.
     dev = tmp_path / "null"
     os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))
-    r = run("analyze", trace, "--write-baseline", dev, "--format", "json", "-o",
-            tmp_path / "r.json")
+    r = run("analyze", trace, "--write-baseline", dev, "--format", "json", "-o", tmp_path / "r.json")
     assert r.returncode == 1, r.stderr
     st = os.lstat(dev)
     assert stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 3)
@@ -119,8 +120,7 @@ def test_write_baseline_onto_a_device_writes_in_place(tmp_path, trace):
 
 
 def test_write_baseline_to_stdout_names_the_stream(trace):
-    r = run("analyze", trace, "--write-baseline", "/dev/stdout", "--format", "json",
-            "-o", os.devnull)
+    r = run("analyze", trace, "--write-baseline", "/dev/stdout", "--format", "json", "-o", os.devnull)
     assert r.returncode == 1, r.stderr
     assert json.loads(r.stdout)["schema"] == "rocrtrace-baseline/v1"
 
@@ -136,8 +136,13 @@ def test_write_baseline_keeps_a_regular_files_mode(tmp_path, trace):
 
 def test_report_to_a_full_disk_is_exit_2(trace):
     with open("/dev/full", "wb") as full:
-        r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", str(trace)],
-                           cwd=ROOT, stdout=full, stderr=subprocess.PIPE, timeout=60)
+        r = subprocess.run(
+            [sys.executable, "-m", "rocrtrace", "analyze", str(trace)],
+            cwd=ROOT,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
     assert r.returncode == 2
     assert "No space left" in one_line(r.stderr)
     r = run("analyze", trace, "-o", "/dev/full")
@@ -146,8 +151,9 @@ def test_report_to_a_full_disk_is_exit_2(trace):
 
 
 def test_step_summary_in_a_missing_directory_warns_and_annotates(trace, tmp_path):
-    r = run("analyze", trace, "--format", "github",
-            env={"GITHUB_STEP_SUMMARY": str(tmp_path / "missing" / "summary.md")})
+    r = run(
+        "analyze", trace, "--format", "github", env={"GITHUB_STEP_SUMMARY": str(tmp_path / "missing" / "summary.md")}
+    )
     assert r.returncode == 1, r.stderr
     assert r.stdout.startswith(b"::error ")
     assert "step summary" in one_line(r.stderr)
@@ -160,9 +166,23 @@ HOSTILE = "x\n::error file=a.c,line=1::pwned\x1b]52;c;cHduZWQ=\x07\u202eexe.txt"
 
 def test_expired_baseline_entry_is_escaped_on_stderr(tmp_path, trace):
     bl = tmp_path / "bl.json"
-    bl.write_text(json.dumps({"schema": "rocrtrace-baseline/v1", "entries": [
-        {"fingerprint": "ab" * 16, "occurrence": 1, "rule": HOSTILE, "message": HOSTILE,
-         "justification": "", "expires": "2001-01-01"}]}))
+    bl.write_text(
+        json.dumps(
+            {
+                "schema": "rocrtrace-baseline/v1",
+                "entries": [
+                    {
+                        "fingerprint": "ab" * 16,
+                        "occurrence": 1,
+                        "rule": HOSTILE,
+                        "message": HOSTILE,
+                        "justification": "",
+                        "expires": "2001-01-01",
+                    }
+                ],
+            }
+        )
+    )
     r = run("analyze", trace, "--baseline", bl)
     assert r.returncode == 1
     err = r.stderr.decode()
@@ -202,11 +222,18 @@ def test_csv_formula_with_a_leading_minus_is_neutralized():
 
 # --- bad baselines -----------------------------------------------------------------
 
-@pytest.mark.parametrize("content", [
-    "[" * 100000 + "]" * 100000,
-    '{"schema": "rocrtrace-baseline/v1", "entries": [{"fingerprint": "' + "ab" * 16
-    + '", "occurrence": ' + "9" * 5000 + "}]}",
-])
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "[" * 100000 + "]" * 100000,
+        '{"schema": "rocrtrace-baseline/v1", "entries": [{"fingerprint": "'
+        + "ab" * 16
+        + '", "occurrence": '
+        + "9" * 5000
+        + "}]}",
+    ],
+)
 def test_hostile_baseline_is_exit_2(tmp_path, trace, content):
     bl = tmp_path / "bl.json"
     bl.write_text(content)
@@ -223,17 +250,23 @@ def test_baseline_from_an_endless_device_is_exit_2(trace):
 
 # --- Ctrl-C --------------------------------------------------------------------
 
+
 def test_ctrl_c_stops_the_core_at_once_with_exit_130(tmp_path):
     big = tmp_path / "big.log"
-    line = ("100 1700000000.{:06d} openat(AT_FDCWD, \"/dev/null\", O_RDWR) = 3</dev/null>\n"
-            "100 1700000000.{:06d} close(3</dev/null>) = 0\n")
+    line = (
+        '100 1700000000.{:06d} openat(AT_FDCWD, "/dev/null", O_RDWR) = 3</dev/null>\n'
+        "100 1700000000.{:06d} close(3</dev/null>) = 0\n"
+    )
     with open(big, "w") as fh:
         chunk = "".join(line.format(i % 1000000, i % 1000000) for i in range(100000))
-        for _ in range(30):       # 6M lines: many seconds of replay
+        for _ in range(30):  # 6M lines: many seconds of replay
             fh.write(chunk)
-    p = subprocess.Popen([sys.executable, "-m", "rocrtrace", "analyze", str(big),
-                          "--no-progress"], cwd=ROOT, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "rocrtrace", "analyze", str(big), "--no-progress"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     time.sleep(2.0)
     assert p.poll() is None, "the run ended before the signal: make the trace bigger"
     t0 = time.monotonic()
@@ -241,7 +274,7 @@ def test_ctrl_c_stops_the_core_at_once_with_exit_130(tmp_path):
     out, err = p.communicate(timeout=60)
     took = time.monotonic() - t0
     assert p.returncode == 130, err
-    assert out == b""                     # no report
+    assert out == b""  # no report
     assert b"interrupted" in err
     assert took < 2.0, took
 
@@ -251,9 +284,23 @@ def test_an_open_descriptor_path_is_written_through_the_descriptor(tmp_path, tra
     target = tmp_path / "r.json"
     with open(target, "wb") as fh:
         fd = fh.fileno()
-        r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", str(trace),
-                            "--format", f"json:/dev/fd/{fd}", "-o", os.devnull], cwd=ROOT,
-                           capture_output=True, pass_fds=(fd,), timeout=60)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rocrtrace",
+                "analyze",
+                str(trace),
+                "--format",
+                f"json:/dev/fd/{fd}",
+                "-o",
+                os.devnull,
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            pass_fds=(fd,),
+            timeout=60,
+        )
     assert r.returncode == 1, r.stderr
     assert json.loads(target.read_text())["findings"]
     r = run("analyze", trace, "--format", "json:/dev/fd/77")

@@ -1,5 +1,6 @@
 """Real programs under the real strace, in every option set we can run:
 zero unparsed lines and the exact normalized events of the key calls."""
+
 from __future__ import annotations
 
 import re
@@ -70,8 +71,7 @@ def test_close_range_and_dup(opt, tmp_path):
     evs, _ = trace(OPTION_SETS[opt], "close_range", tmp_path)
     ranges = [(e.first, e.last, e.flags, e.ret) for e in evs if kind(e) == "CloseRange"]
     assert ranges == [(50, 51, 0, 0), (3, 0xFFFFFFFF, 4, 0)]
-    dups = [(e.src_fd, e.fds, e.replace) for e in own(evs) if kind(e) == "FdCreate"
-            and e.origin == "dup"]
+    dups = [(e.src_fd, e.fds, e.replace) for e in own(evs) if kind(e) == "FdCreate" and e.origin == "dup"]
     assert dups == [(3, (50,), True), (3, (51,), True)]
 
 
@@ -85,8 +85,7 @@ def test_threads_grouped(opt, tmp_path):
     close = [e for e in own(evs) if kind(e) == "Close" and e.tid == child]
     assert close and close[0].fd == 3 and close[0].ok and close[0].pid == main
     io = [e for e in evs if kind(e) == "Ioctl"]
-    assert [(e.fd, e.type, e.nr, e.size, e.err, e.tid) for e in io] == \
-        [(3, 0x4B, 0x24, 16, "EBADF", main)]
+    assert [(e.fd, e.type, e.nr, e.size, e.err, e.tid) for e in io] == [(3, 0x4B, 0x24, 16, "EBADF", main)]
     assert io[0].ioctl == "AMDKFD_IOC_EXPORT_DMABUF"
 
 
@@ -104,8 +103,7 @@ def test_fork_child_is_a_process(opt, tmp_path):
 @pytest.mark.parametrize("opt", OPTION_SETS)
 def test_kfd_drm_requests(opt, tmp_path):
     evs, _ = trace(OPTION_SETS[opt], "ioctls", tmp_path)
-    got = [(e.fd, e.type, e.nr, e.size, e.ioctl, e.err) for e in evs if kind(e) == "Ioctl"
-           and e.type in (0x4B, 0x64)]
+    got = [(e.fd, e.type, e.nr, e.size, e.ioctl, e.err) for e in evs if kind(e) == "Ioctl" and e.type in (0x4B, 0x64)]
     assert got == [
         (3, 0x4B, 0x20, 40, "AMDKFD_IOC_SVM", "ENOTTY"),
         (3, 0x4B, 0x24, 16, "AMDKFD_IOC_EXPORT_DMABUF", "ENOTTY"),
@@ -124,28 +122,38 @@ def test_fd_passing_pidfd_memfd(tmp_path):
     evs, infos = trace(["-f", "-o", "-yy", "-ttt", "-T"], "pass", tmp_path)
     mine = own(evs)
     fdc = [(e.origin, e.fds, e.cloexec) for e in mine if kind(e) == "FdCreate"]
-    assert fdc == [("pipe", (3, 4), True), ("socketpair", (5, 6), False),
-                   ("open", (7,), False), ("recvmsg", (8,), True)]
+    assert fdc == [
+        ("pipe", (3, 4), True),
+        ("socketpair", (5, 6), False),
+        ("open", (7,), False),
+        ("recvmsg", (8,), True),
+    ]
     send = [e for e in mine if e.name == "sendmsg"]
     assert send and 7 in send[0].fds
     assert infos[0].has_decorations and infos[0].has_durations and infos[0].has_pids
     evs, _ = trace(["-f", "-o", "-yy"], "pidfd", tmp_path)
-    fdc = [(e.origin, e.fds, e.src_fd, e.cloexec, e.paths) for e in own(evs)
-           if kind(e) == "FdCreate"]
-    assert fdc[1:] == [("pidfd_open", (4,), None, True, (fdc[1][4][0],)),
-                       ("pidfd_getfd", (5,), 3, True, ("/dev/null",)),
-                       ("memfd_create", (6,), None, True, ("/memfd:hsa-queue (deleted)",))]
+    fdc = [(e.origin, e.fds, e.src_fd, e.cloexec, e.paths) for e in own(evs) if kind(e) == "FdCreate"]
+    assert fdc[1:] == [
+        ("pidfd_open", (4,), None, True, (fdc[1][4][0],)),
+        ("pidfd_getfd", (5,), 3, True, ("/dev/null",)),
+        ("memfd_create", (6,), None, True, ("/memfd:hsa-queue (deleted)",)),
+    ]
     kinds = [kind(e) for e in own(evs) if e.name in ("mmap", "mremap", "munmap")]
     assert kinds[-3:] == ["Mmap", "Mremap", "Munmap"]
 
 
 def test_dup_family(tmp_path):
     evs, _ = trace(["-f", "-o", "-y"], "dup2", tmp_path)
-    got = [(e.name, e.src_fd, e.fds, e.cloexec, e.replace) for e in own(evs)
-           if kind(e) == "FdCreate" and e.origin == "dup"]
-    assert got == [("dup2", 3, (4,), False, True), ("dup3", 3, (50,), True, True),
-                   ("fcntl", 3, (60,), False, False), ("fcntl", 3, (70,), True, False),
-                   ("dup", 3, (5,), False, False)]
+    got = [
+        (e.name, e.src_fd, e.fds, e.cloexec, e.replace) for e in own(evs) if kind(e) == "FdCreate" and e.origin == "dup"
+    ]
+    assert got == [
+        ("dup2", 3, (4,), False, True),
+        ("dup3", 3, (50,), True, True),
+        ("fcntl", 3, (60,), False, False),
+        ("fcntl", 3, (70,), True, False),
+        ("dup", 3, (5,), False, False),
+    ]
     sc = [(e.fd, e.cloexec) for e in evs if kind(e) == "SetCloexec"]
     assert sc == [(3, True)]
 
@@ -176,11 +184,15 @@ def test_octal_results(opt, tmp_path):
     """strace prints umask's result in octal (``= 077``): a number, not a
     crash of int(…, 0)."""
     import subprocess
+
     log = tmp_path / "trace.log"
     opts = list(OPTION_SETS[opt])
     opts.insert(opts.index("-o") + 1, str(log))
-    subprocess.run(["strace", *opts, "-e", "trace=umask", "--", "sh", "-c",
-                    "umask 022; umask 077; umask 022"], check=True, timeout=60)
+    subprocess.run(
+        ["strace", *opts, "-e", "trace=umask", "--", "sh", "-c", "umask 022; umask 077; umask 022"],
+        check=True,
+        timeout=60,
+    )
     evs, infos = trace_events(str(log))
     evs = [e for e in evs if e.name == "umask"]
     assert infos[0].unparsed == 0
@@ -226,7 +238,7 @@ def test_value_shapes(opt, tmp_path):
     assert by["ioprio_set"][-1].err == "EINVAL"
     v4l2 = [e for e in by["ioctl"] if kind(e) == "Ioctl" and e.fd == 3]
     assert len(v4l2) == 2 and all(e.err == "ENOTTY" for e in v4l2)
-    if opt == "X-verbose":      # the request as a number: (type, nr) from it
+    if opt == "X-verbose":  # the request as a number: (type, nr) from it
         assert [(e.type, e.nr) for e in v4l2] == [(0x56, 0x05), (0x56, 0x40)]
     else:
         assert [e.ioctl for e in v4l2] == ["VIDIOC_S_FMT", "VIDIOC_TRY_FMT"]
@@ -252,6 +264,7 @@ def test_strace_under_a_relative_name(tmp_path):
     import os
     import shutil
     import subprocess
+
     src = tmp_path / "src"
     work = tmp_path / "a" / "b"
     src.mkdir()
@@ -260,8 +273,9 @@ def test_strace_under_a_relative_name(tmp_path):
     exe = realtrace.compile_program("shapes")
     log = tmp_path / "trace.log"
     with open(log, "wb") as err:
-        subprocess.run(["../../src/strace", "-f", exe, "zsplit"], cwd=work, stderr=err,
-                       stdout=subprocess.DEVNULL, timeout=60)
+        subprocess.run(
+            ["../../src/strace", "-f", exe, "zsplit"], cwd=work, stderr=err, stdout=subprocess.DEVNULL, timeout=60
+        )
     text = log.read_text(errors="replace")
     assert "../../src/strace: Process " in text
     evs, infos = trace_events(str(log))
@@ -278,8 +292,7 @@ def test_ff_exec_from_thread_is_linked(tmp_path):
     merge makes one complete execve, on the leader."""
     paths = realtrace.run_strace(["-ff", "-o"], "shapes", ["thexec"], tmp_path)
     # the leader is the pid strace names, not the lowest tid (pids wrap)
-    (leader,) = {int(m[1]) for p in paths
-                 for m in re.finditer(r"<pid changed to (\d+) ", open(p).read())}
+    (leader,) = {int(m[1]) for p in paths for m in re.finditer(r"<pid changed to (\d+) ", open(p).read())}
     evs, infos = trace_events(str(tmp_path / "trace.log.*"))
     ex = [e for e in evs if e.name == "execve" and e.path == "/bin/true"]
     assert len(ex) == 1 and ex[0].ok and not ex[0].partial and ex[0].end_line
@@ -296,8 +309,7 @@ def _variants(tmp_path, data: bytes) -> dict:
         "crlf": b"".join(ln + b"\r\n" for ln in lines),
         "indent4": b"".join(b"    " + ln + b"\n" for ln in lines),
         "quoted": b"".join(b"> " + ln + b"\n" for ln in lines),
-        "preamble": b"# header from the bug report\n#\nuser@host:~$ strace -f -o t.log ./x\n\n"
-                    + data,
+        "preamble": b"# header from the bug report\n#\nuser@host:~$ strace -f -o t.log ./x\n\n" + data,
     }
     for k, v in forms.items():
         p = tmp_path / f"{k}.log"
@@ -315,10 +327,10 @@ def test_pasted_forms_of_real_logs(opt, tmp_path):
 
     def key(path):
         evs, infos = trace_events(path)
-        evs = [(kind(e), e.name, e.tid, e.pid, e.ret, e.err, e.dur, e.time,
-                len(e.stack)) for e in evs]
+        evs = [(kind(e), e.name, e.tid, e.pid, e.ret, e.err, e.dur, e.time, len(e.stack)) for e in evs]
         assert infos[0].unparsed == 0, (path, infos[0].unparsed_samples)
         return evs, infos[0]
+
     want, _ = key(paths[0])
     for form, path in _variants(tmp_path, data).items():
         got, info = key(path)

@@ -3,6 +3,7 @@ while a trace replays (EventSink.add_columns, src/table.rs CallTable) give
 the same slices, process names and exits as the records of the same
 events fed one at a time (EventSink(ev), the path for events in hand), on
 every fixture and on real strace logs of the fd test programs."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -49,8 +50,9 @@ def test_the_corpus_has_what_the_columns_carry():
         handles |= {(r.handle[0], r.handle[1], r.err is None) for r in b.rows if r.handle}
     assert {"FdCreate", "Close", "Ioctl", "Exit", "Mmap"} <= kinds
     assert procs > 0
-    assert {(op, family, True) for op in ("create", "export", "free")
-            for family in ("KFD", "GEM")} | {("free", "GEM", False)} <= handles
+    assert {(op, family, True) for op in ("create", "export", "free") for family in ("KFD", "GEM")} | {
+        ("free", "GEM", False)
+    } <= handles
 
 
 def test_real_strace_pipes_and_exec(tmp_path):
@@ -69,6 +71,6 @@ def test_real_strace_pipes_and_exec(tmp_path):
         (log,) = run_strace(["-f", "-ttt", "-T", "-yy", "-o"], "fdops", [mode], d)
         a, b = _both(log)
         _same(a, b)
-        pairs += sum(len(r.created) == 2 for r in b.rows)   # pipe2, socketpair
+        pairs += sum(len(r.created) == 2 for r in b.rows)  # pipe2, socketpair
         execs += any(r.name.startswith("exec") for r in b.rows)
     assert pairs >= 2 and execs >= 1

@@ -6,6 +6,7 @@ from a handle's slice to the dma-buf fd an export made of it, a double free
 as an instant on the handle's track, and a handle never freed ending at its
 own run's last timestamp.  Read back with the perfetto package's own trace
 protos (trace_processor_shell cannot be fetched here)."""
+
 from __future__ import annotations
 
 import re
@@ -21,7 +22,7 @@ def _times(line: str) -> tuple[int, int]:
     """(entry, return) of a log line, in ns as the writer rounds them."""
     t = float(re.match(r"\d+\s+(\d+\.\d+)", line).group(1))
     dur = float(re.search(r"<(\d+\.\d+)>$", line).group(1))
-    us = lambda s: int(round(s * 1e6)) * 1000   # noqa: E731
+    us = lambda s: int(round(s * 1e6)) * 1000  # noqa: E731
     return us(t), us(t) + us(dur)
 
 
@@ -35,13 +36,15 @@ def _track(packets, name: str) -> int:
 
 
 def _events(packets, uuid, kind) -> list:
-    return [p for p in packets if p.HasField("track_event")
-            and p.track_event.track_uuid == uuid and p.track_event.type == kind]
+    return [
+        p
+        for p in packets
+        if p.HasField("track_event") and p.track_event.track_uuid == uuid and p.track_event.type == kind
+    ]
 
 
 def _annotations(te) -> dict:
-    return {a.name: a.string_value or [x.string_value for x in a.array_values]
-            for a in te.debug_annotations}
+    return {a.name: a.string_value or [x.string_value for x in a.array_values] for a in te.debug_annotations}
 
 
 def test_gem_handle_of_the_xdna_double_close(tmp_path):
@@ -52,12 +55,12 @@ def test_gem_handle_of_the_xdna_double_close(tmp_path):
     assert "AMDXDNA_CREATE_BO" in lines[7] and "handle=0x1" in lines[7]
     assert "GEM_CLOSE" in lines[15] and lines[15].endswith("= 0 <0.000010>")
     assert all("GEM_CLOSE" in lines[i] and "EINVAL" in lines[i] for i in (18, 21))
-    handles = [td.name for td in tracks(packets).values()
-               if td.name.startswith(("KFD handle", "GEM handle"))]
+    handles = [td.name for td in tracks(packets).values() if td.name.startswith(("KFD handle", "GEM handle"))]
     assert handles == ["GEM handle 0x1 on fd 3"]
     u = _track(packets, "GEM handle 0x1 on fd 3")
-    assert slices(packets, u) == [(_times(lines[7])[1], _times(lines[15])[0],
-                                   "GEM handle 0x1 on fd 3 (DRM_IOCTL_AMDXDNA_CREATE_BO)")]
+    assert slices(packets, u) == [
+        (_times(lines[7])[1], _times(lines[15])[0], "GEM handle 0x1 on fd 3 (DRM_IOCTL_AMDXDNA_CREATE_BO)")
+    ]
     (begin,) = _events(packets, u, TE.TYPE_SLICE_BEGIN)
     notes = _annotations(begin.track_event)
     assert notes["at"] == f"{XDNA}:8"
@@ -66,7 +69,8 @@ def test_gem_handle_of_the_xdna_double_close(tmp_path):
     assert [x.rsplit(":", 1)[1] for x in notes["returned again by"]] == ["13"]
     instants = _events(packets, u, TE.TYPE_INSTANT)
     assert [(p.timestamp, p.track_event.name) for p in instants] == [
-        (_times(lines[i])[0], "error[bo-double-free]") for i in (18, 21)]
+        (_times(lines[i])[0], "error[bo-double-free]") for i in (18, 21)
+    ]
     assert all("already closed" in _annotations(p.track_event)["message"] for p in instants)
     # the handle's slice flows to the two dma-buf fds PRIME_HANDLE_TO_FD made
     flows = list(begin.track_event.flow_ids)
@@ -86,22 +90,29 @@ def test_kfd_and_gem_handles_of_the_vmm_export(tmp_path):
     gem4 = _track(packets, "GEM handle 0x1 on fd 4")
     gem5 = _track(packets, "GEM handle 0x1 on fd 5")
     assert "ALLOC_MEMORY_OF_GPU" in lines[11] and "FREE_MEMORY_OF_GPU" in lines[15]
-    assert slices(packets, kfd) == [(_times(lines[11])[1], _times(lines[15])[0],
-                                     "KFD handle 0x1a2b00000000 (AMDKFD_IOC_ALLOC_MEMORY_OF_GPU)")]
+    assert slices(packets, kfd) == [
+        (_times(lines[11])[1], _times(lines[15])[0], "KFD handle 0x1a2b00000000 (AMDKFD_IOC_ALLOC_MEMORY_OF_GPU)")
+    ]
     # two DRM files, one handle number each: two tracks, each to its own close
     for track, fd, made, closed in ((gem4, 4, 13, 27), (gem5, 5, 19, 28)):
         assert f"ioctl({fd}<" in lines[made] and "PRIME_FD_TO_HANDLE" in lines[made]
         assert f"ioctl({fd}<" in lines[closed] and "GEM_CLOSE" in lines[closed]
         assert slices(packets, track) == [
-            (_times(lines[made])[1], _times(lines[closed])[0],
-             f"GEM handle 0x1 on fd {fd} (DRM_IOCTL_PRIME_FD_TO_HANDLE)")]
+            (
+                _times(lines[made])[1],
+                _times(lines[closed])[0],
+                f"GEM handle 0x1 on fd {fd} (DRM_IOCTL_PRIME_FD_TO_HANDLE)",
+            )
+        ]
     # no double free in this trace: no instant on a handle track
     assert not any(_events(packets, u, TE.TYPE_INSTANT) for u in (kfd, gem4, gem5))
     # the KFD handle's slice flows to fd 6 its export made (line 13), the
     # GEM handle's on fd 4 to fd 6 PRIME_HANDLE_TO_FD made (line 17)
     fd6 = _events(packets, _track(packets, "fd 6"), TE.TYPE_SLICE_BEGIN)
-    assert [p.track_event.name for p in fd6] == ["fd 6 (AMDKFD_IOC_EXPORT_DMABUF)",
-                                                 "fd 6 (DRM_IOCTL_PRIME_HANDLE_TO_FD)"]
+    assert [p.track_event.name for p in fd6] == [
+        "fd 6 (AMDKFD_IOC_EXPORT_DMABUF)",
+        "fd 6 (DRM_IOCTL_PRIME_HANDLE_TO_FD)",
+    ]
     for handle, fd_slice in ((kfd, fd6[0]), (gem4, fd6[1])):
         (begin,) = _events(packets, handle, TE.TYPE_SLICE_BEGIN)
         assert list(begin.track_event.flow_ids) == list(fd_slice.track_event.terminating_flow_ids)
@@ -116,11 +127,11 @@ def test_a_handle_never_freed_ends_at_its_own_runs_end(tmp_path):
     ends at its own run's last timestamp, in its own run's process."""
     text = VMM.read_text()
     unfreed = tmp_path / "unfreed.log"
-    unfreed.write_text("".join(ln for ln in text.splitlines(keepends=True)
-                               if "GEM_CLOSE" not in ln and not ln.startswith("# exit")))
+    unfreed.write_text(
+        "".join(ln for ln in text.splitlines(keepends=True) if "GEM_CLOSE" not in ln and not ln.startswith("# exit"))
+    )
     later = tmp_path / "later.log"
-    later.write_text(re.sub(r"(?m)^(\d+\s+)(\d+)\.",
-                            lambda m: f"{m[1]}{int(m[2]) + 32_000_000}.", text))
+    later.write_text(re.sub(r"(?m)^(\d+\s+)(\d+)\.", lambda m: f"{m[1]}{int(m[2]) + 32_000_000}.", text))
     both = tmp_path / "both"
     both.mkdir()
     shutil.copy(unfreed, both)
@@ -131,8 +142,7 @@ def test_a_handle_never_freed_ends_at_its_own_runs_end(tmp_path):
     tds = tracks(packets)
     gem = {u: td for u, td in tds.items() if td.name.startswith("GEM handle")}
     # two DRM files in each run
-    assert sorted(td.name for td in gem.values()) == ["GEM handle 0x1 on fd 4"] * 2 + \
-        ["GEM handle 0x1 on fd 5"] * 2
+    assert sorted(td.name for td in gem.values()) == ["GEM handle 0x1 on fd 4"] * 2 + ["GEM handle 0x1 on fd 5"] * 2
     ends = {}
     for u, td in gem.items():
         ((begin, end, _),) = slices(packets, u)

@@ -3,6 +3,7 @@
 separate runs that share a pid are separate processes; an SVM
 claim's slice ends within its own run, not at another input's last
 timestamp.  Read back with the perfetto package's own trace protos."""
+
 from __future__ import annotations
 
 import os
@@ -26,17 +27,29 @@ TE = pb.TrackEvent
 
 def perfetto(tmp_path, *inputs) -> list:
     out = tmp_path / "t.pftrace"
-    r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", *map(str, inputs),
-                        "--fail-on", "never", "--format", f"perfetto:{out}"], cwd=ROOT,
-                       capture_output=True, timeout=120,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rocrtrace",
+            "analyze",
+            *map(str, inputs),
+            "--fail-on",
+            "never",
+            "--format",
+            f"perfetto:{out}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert r.returncode == 0, r.stderr
     return list(pb.Trace.FromString(out.read_bytes()).packet)
 
 
 def tracks(packets) -> dict:
-    return {p.track_descriptor.uuid: p.track_descriptor for p in packets
-            if p.HasField("track_descriptor")}
+    return {p.track_descriptor.uuid: p.track_descriptor for p in packets if p.HasField("track_descriptor")}
 
 
 def slices(packets, uuid) -> list[tuple[int, int, str]]:
@@ -67,8 +80,7 @@ def test_the_fd_an_export_ioctl_installed_has_its_lifetime(tmp_path):
     # line 13 exports fd 6, line 15 closes it; line 17 (PRIME) installs fd 6
     # again, line 23 closes it
     got = slices(packets, fd6[0])
-    assert [name for *_, name in got] == ["fd 6 (AMDKFD_IOC_EXPORT_DMABUF)",
-                                          "fd 6 (DRM_IOCTL_PRIME_HANDLE_TO_FD)"]
+    assert [name for *_, name in got] == ["fd 6 (AMDKFD_IOC_EXPORT_DMABUF)", "fd 6 (DRM_IOCTL_PRIME_HANDLE_TO_FD)"]
     assert got[0][1] == _ns(lines[14]) and got[1][1] == _ns(lines[22])
     assert "EXPORT_DMABUF" in lines[12] and "PRIME_HANDLE_TO_FD" in lines[16]
 
@@ -91,18 +103,15 @@ def test_runs_that_share_a_pid_are_separate_processes(tmp_path):
         files = set()
         for p in packets:
             te = p.track_event
-            if p.HasField("track_event") and te.track_uuid == td.uuid \
-                    and te.type == TE.TYPE_SLICE_BEGIN:
-                files |= {a.string_value.rsplit(":", 1)[0] for a in te.debug_annotations
-                          if a.name == "at"}
+            if p.HasField("track_event") and te.track_uuid == td.uuid and te.type == TE.TYPE_SLICE_BEGIN:
+                files |= {a.string_value.rsplit(":", 1)[0] for a in te.debug_annotations if a.name == "at"}
         assert len(files) == 1, files
 
 
 def test_a_claim_ends_within_its_own_run(tmp_path):
     # a second run a year later (times shifted), same pid
     later = tmp_path / "later.log"
-    later.write_text(re.sub(r"(?m)^(\d+\s+)(\d+)\.", lambda m: f"{m[1]}{int(m[2]) + 32_000_000}.",
-                            VMM.read_text()))
+    later.write_text(re.sub(r"(?m)^(\d+\s+)(\d+)\.", lambda m: f"{m[1]}{int(m[2]) + 32_000_000}.", VMM.read_text()))
     packets = perfetto(tmp_path, C1, later)
     c1_last = max(_ns(ln) for ln in C1.read_text().splitlines() if re.match(r"\d+\s+\d", ln))
     svm = [u for u, td in tracks(packets).items() if td.name.startswith("svm [")]

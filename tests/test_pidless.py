@@ -3,6 +3,7 @@
 events, NOPID_MAX in src/parse/strace.rs) as the process of unknown pid, and
 stay that process when a later prefix or getpid names it, so memory stays
 flat and one process is never split in two (issue 36)."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,10 @@ def _log(path, n, named_at=None, by="prefix"):
     for i in range(n):
         if i == named_at:
             if by == "prefix":
-                line("clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD, "
-                     "child_tidptr=0x7f) = 777 <0.000050>")
+                line(
+                    "clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD, "
+                    "child_tidptr=0x7f) = 777 <0.000050>"
+                )
                 line("close(4</tmp/x>) = 0 <0.000005>", pid=777)
                 line("exit_group(0) = ?", pid=777)
                 line("+++ exited with 0 +++", pid=777)
@@ -45,19 +48,23 @@ def _log(path, n, named_at=None, by="prefix"):
     path.write_text("\n".join(out) + "\n")
 
 
-@pytest.mark.parametrize("n,named_at,by", [(2000, 1000, "prefix"), (20000, 10000, "prefix"),
-                                           (20000, 10000, "getpid"), (20000, None, None)])
+@pytest.mark.parametrize(
+    "n,named_at,by", [(2000, 1000, "prefix"), (20000, 10000, "prefix"), (20000, 10000, "getpid"), (20000, None, None)]
+)
 def test_the_unknown_pid_process_stays_one_process(tmp_path, n, named_at, by):
     log = tmp_path / "p.log"
     _log(log, n, named_at, by)
     evs, _ = trace_events(str(log))
     root_pids = {e.pid for e in evs if e.pid != 777}
-    assert len(root_pids) == 1, root_pids        # never split in two
+    assert len(root_pids) == 1, root_pids  # never split in two
     if n > 4096 and named_at is not None:
-        assert root_pids == {None}               # committed before it was named
-    p = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "--format", "json", str(log)],
-                       capture_output=True, text=True, timeout=300)
-    found = [(f["rule"], f["line"]) for f in json.loads(p.stdout)["findings"]
-             if f["severity"] != "note"]
+        assert root_pids == {None}  # committed before it was named
+    p = subprocess.run(
+        [sys.executable, "-m", "rocrtrace", "analyze", "--format", "json", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    found = [(f["rule"], f["line"]) for f in json.loads(p.stdout)["findings"] if f["severity"] != "note"]
     # exactly the real double close at the end, no false finding from a split
     assert found == [("fd-double-close", len(log.read_text().splitlines()))], found

@@ -3,6 +3,7 @@ run (one bad input never stops the others; a non-trace beside the logs is
 skipped with a note), runs kept apart (equal pids of two runs are two
 processes), strace logs with no complete call, and intent arguments in
 strace's struct notation."""
+
 from __future__ import annotations
 
 import json
@@ -22,25 +23,36 @@ SCEN = ROOT / "fixtures" / "scenarios"
 
 
 def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "rocrtrace", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "rocrtrace", *map(str, args)], capture_output=True, text=True, cwd=cwd)
 
 
 def _key(f) -> str:
     d = f.to_dict()
-    return json.dumps({"rule": d["rule"], "severity": d["severity"], "cause": d.get("cause"),
-                       "subject": d["subject"], "file": Path(f.file or "").name,
-                       "line": f.line}, sort_keys=True)
+    return json.dumps(
+        {
+            "rule": d["rule"],
+            "severity": d["severity"],
+            "cause": d.get("cause"),
+            "subject": d["subject"],
+            "file": Path(f.file or "").name,
+            "line": f.line,
+        },
+        sort_keys=True,
+    )
 
 
 # --- strace logs with no complete call ---------------------------------------
 
-@pytest.mark.parametrize("text", [
-    "strace: Process 1234 attached\nstrace: Process 1234 detached\n",
-    "1234  pread64(101</dev/dri/renderD128>, strace: Process 1234 detached\n",
-    "strace: Process 1234 attached\n"
-    "1234  pread64(101</dev/dri/renderD128>, \nstrace: Process 1234 detached\n",
-], ids=["messages", "cut-by-detach", "cut-then-detach"])
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "strace: Process 1234 attached\nstrace: Process 1234 detached\n",
+        "1234  pread64(101</dev/dri/renderD128>, strace: Process 1234 detached\n",
+        "strace: Process 1234 attached\n1234  pread64(101</dev/dri/renderD128>, \nstrace: Process 1234 detached\n",
+    ],
+    ids=["messages", "cut-by-detach", "cut-then-detach"],
+)
 def test_strace_log_with_no_complete_call_is_a_note(tmp_path, text):
     p = tmp_path / "t.log"
     p.write_text(text)
@@ -53,6 +65,7 @@ def test_strace_log_with_no_complete_call_is_a_note(tmp_path, text):
 
 
 # --- several inputs -----------------------------------------------------------
+
 
 def test_a_non_trace_beside_the_logs_is_skipped_with_a_note():
     # issue 35 item 5: the directory holds .expected.json files beside the logs
@@ -95,6 +108,7 @@ def test_a_bad_named_file_does_not_stop_the_others(tmp_path):
 
 # --- runs kept apart -------------------------------------------------------------
 
+
 def _findings(paths):
     res = analyze([str(p) for p in paths])
     return Counter(_key(f) for f in res.findings)
@@ -118,15 +132,17 @@ def test_ff_files_named_one_by_one_are_one_run(tmp_path):
         '100   1.000000 openat(AT_FDCWD, "/dev/null", O_RDWR) = 3 <0.000010>\n'
         "100   1.100000 clone(child_stack=NULL, flags=CLONE_VM|CLONE_FILES|CLONE_THREAD) "
         "= 101 <0.000010>\n"
-        "100   1.400000 read(3, 0x7ffd, 16) = -1 EBADF (Bad file descriptor) <0.000003>\n")
+        "100   1.400000 read(3, 0x7ffd, 16) = -1 EBADF (Bad file descriptor) <0.000003>\n"
+    )
     (tmp_path / "t.101").write_text("101   1.200000 close(3) = 0 <0.000003>\n")
-    (tmp_path / "u.100").write_text('100   0.500000 openat(AT_FDCWD, "/x", O_RDONLY) = 3 <0.1>\n'
-                                    "100   0.600000 close(3) = 0 <0.1>\n")
+    (tmp_path / "u.100").write_text(
+        '100   0.500000 openat(AT_FDCWD, "/x", O_RDONLY) = 3 <0.1>\n100   0.600000 close(3) = 0 <0.1>\n'
+    )
     named = analyze([str(tmp_path / "t.100"), str(tmp_path / "u.100"), str(tmp_path / "t.101")])
     glob = analyze([str(tmp_path / "t.*"), str(tmp_path / "u.100")])
     assert Counter(f.rule for f in named.findings) == Counter(f.rule for f in glob.findings)
     uac = [f for f in named.findings if f.rule == "fd-use-after-close"]
-    assert len(uac) == 1 and uac[0].pid == 100      # the thread's close meets the use
+    assert len(uac) == 1 and uac[0].pid == 100  # the thread's close meets the use
     assert len(named.inputs) == 3
 
 
@@ -135,10 +151,11 @@ def test_one_ff_run_is_still_one_run(tmp_path):
     (tmp_path / "t.100").write_text(
         '100   1.000000 openat(AT_FDCWD, "/dev/null", O_RDWR) = 3 <0.000010>\n'
         "100   1.100000 clone(child_stack=NULL, flags=CLONE_VM|CLONE_FILES|CLONE_THREAD) "
-        "= 101 <0.000010>\n")
+        "= 101 <0.000010>\n"
+    )
     (tmp_path / "t.101").write_text(
-        "101   1.200000 close(3) = 0 <0.000003>\n"
-        "101   1.300000 close(3) = -1 EBADF (Bad file descriptor) <0.000003>\n")
+        "101   1.200000 close(3) = 0 <0.000003>\n101   1.300000 close(3) = -1 EBADF (Bad file descriptor) <0.000003>\n"
+    )
     res = analyze([str(tmp_path)])
     assert len(res.inputs) == 2
     # the thread's close is of its process's fd 3: one table
@@ -150,15 +167,16 @@ def test_one_ff_run_is_still_one_run(tmp_path):
     (other / "u.100").write_text((tmp_path / "t.100").read_text())
     shutil.copy(tmp_path / "t.100", other / "t.100")
     shutil.copy(tmp_path / "t.101", other / "t.101")
-    (other / "u.100").write_text('100   0.500000 openat(AT_FDCWD, "/x", O_RDONLY) = 3 <0.1>\n'
-                                 "100   0.600000 close(3) = 0 <0.1>\n")
-    got = Counter(f.rule for f in analyze([str(other)]).findings
-                  if not f.rule.startswith("trace-"))
+    (other / "u.100").write_text(
+        '100   0.500000 openat(AT_FDCWD, "/x", O_RDONLY) = 3 <0.1>\n100   0.600000 close(3) = 0 <0.1>\n'
+    )
+    got = Counter(f.rule for f in analyze([str(other)]).findings if not f.rule.startswith("trace-"))
     want = Counter(f.rule for f in res.findings if not f.rule.startswith("trace-"))
     assert got == want
 
 
 # --- intent arguments in struct notation --------------------------------------------
+
 
 def _split_args(s: str) -> list[str]:
     out, depth, cur = [], 0, ""
@@ -255,8 +273,7 @@ def test_a_utf8_bom_before_the_preload_header_still_reads_as_preload(tmp_path):
 
 def test_a_utf8_bom_before_an_strace_log(tmp_path):
     p = tmp_path / "bom.log"
-    p.write_bytes(b"\xef\xbb\xbf100   close(3) = 0\n100   close(3) = -1 EBADF (Bad file "
-                  b"descriptor)\n")
+    p.write_bytes(b"\xef\xbb\xbf100   close(3) = 0\n100   close(3) = -1 EBADF (Bad file descriptor)\n")
     res = analyze([str(p)])
     assert [(i.format, i.unparsed, i.events) for i in res.inputs] == [("strace", 0, 2)]
 
@@ -270,12 +287,12 @@ def test_a_trace_after_8_mib_of_blank_lines(tmp_path, blank):
     assert [i.format for i in res.inputs] == ["preload"]
     plain = analyze([str(PRELOAD)])
     assert res.inputs[0].events == plain.inputs[0].events
-    assert Counter((f.rule, f.severity) for f in res.findings) == \
-        Counter((f.rule, f.severity) for f in plain.findings)
+    assert Counter((f.rule, f.severity) for f in res.findings) == Counter((f.rule, f.severity) for f in plain.findings)
     # through a pipe too (the skipped lines are replayed)
     with open(p, "rb") as fh:
-        r = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "-q", "-"], stdin=fh,
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [sys.executable, "-m", "rocrtrace", "analyze", "-q", "-"], stdin=fh, capture_output=True, text=True
+        )
     assert r.returncode in (0, 1), r.stderr
 
 
@@ -294,8 +311,10 @@ def test_a_lost_log_window_is_reported(tmp_path):
     p = tmp_path / "window.log"
     lines = PRELOAD.read_text().splitlines(keepends=True)
     cut = len(lines) // 2
-    p.write_text("".join(lines[:cut]) + "# capture-window-lost the program unmapped or mapped "
-                 "over the log's mapping: no record after this line\n")
+    p.write_text(
+        "".join(lines[:cut]) + "# capture-window-lost the program unmapped or mapped "
+        "over the log's mapping: no record after this line\n"
+    )
     res = analyze([str(p)])
     assert res.inputs[0].unparsed == 0
     notes = [f for f in res.findings if f.rule == "trace-incomplete"]

@@ -8,6 +8,7 @@ is built from this copy and installed into a fresh virtual environment, and
 the action's step (action/run.sh) runs there with that wheel as GitHub would
 run it.
 """
+
 from __future__ import annotations
 
 import glob
@@ -62,8 +63,11 @@ def yaml_runs(text: str) -> list[str]:
                 if m.group(2).strip() == ">":
                     parts = []
                     i += 1
-                    while i < len(lines) and lines[i].startswith(m.group(1) + "  ") and \
-                            not lines[i].strip().startswith("- "):
+                    while (
+                        i < len(lines)
+                        and lines[i].startswith(m.group(1) + "  ")
+                        and not lines[i].strip().startswith("- ")
+                    ):
                         parts.append(lines[i].strip())
                         i += 1
                     out.append(" ".join(parts))
@@ -81,8 +85,9 @@ def repo(tmp_path_factory):
     """A copy of the checkout's tracked files, with the placeholder programs
     and a stand-in ctest on PATH."""
     d = tmp_path_factory.mktemp("readme")
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
-                           check=True).stdout.decode().split("\0")
+    files = (
+        subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    )
     for f in filter(None, files):
         src = ROOT / f
         if src.is_file():
@@ -99,11 +104,13 @@ def repo(tmp_path_factory):
 
 
 def sh(repo, cmd, timeout=600, env=None):
-    env = {**os.environ, **(env or {}),
-           "PATH": f"{repo / '_bin'}:{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    env = {
+        **os.environ,
+        **(env or {}),
+        "PATH": f"{repo / '_bin'}:{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    }
     env.pop("GITHUB_STEP_SUMMARY", None)
-    return subprocess.run(["bash", "-c", cmd], cwd=repo, capture_output=True, text=True,
-                          env=env, timeout=timeout)
+    return subprocess.run(["bash", "-c", cmd], cwd=repo, capture_output=True, text=True, env=env, timeout=timeout)
 
 
 def _shared_target() -> dict[str, str]:
@@ -130,19 +137,22 @@ def test_every_readme_command_is_checked_here():
 
 # --- the checks, one per README command ----------------------------------------
 
+
 def check_quick_start(repo):
     cmd = _find("python3 -m venv .venv")
     if not (shutil.which("cc") and shutil.which("cargo")):
         pytest.skip("needs cargo and a C compiler to build the core")
     r = sh(repo, cmd, timeout=1500, env=_shared_target())
-    if r.returncode != 1 and ("Could not find a version" in r.stderr or
-                              "Failed to establish" in r.stderr):
+    if r.returncode != 1 and ("Could not find a version" in r.stderr or "Failed to establish" in r.stderr):
         pytest.skip("no package index reachable")
-    assert r.returncode == 1, r.stderr[-2000:]     # the example has findings
+    assert r.returncode == 1, r.stderr[-2000:]  # the example has findings
     assert "error[svm-over-revoke]" in r.stdout
     # the package build leaves the core's test entry points out (src/py/hooks/)
-    probe = sh(repo, ".venv/bin/python -c 'import rocrtrace._engine as e; "
-                     "print(hasattr(e, \"analyze\"), hasattr(e, \"run_svm_model\"))'")
+    probe = sh(
+        repo,
+        ".venv/bin/python -c 'import rocrtrace._engine as e; "
+        'print(hasattr(e, "analyze"), hasattr(e, "run_svm_model"))\'',
+    )
     assert probe.stdout.split() == ["True", "False"], probe.stdout + probe.stderr
 
 
@@ -212,7 +222,7 @@ def check_capture_prefix_dir(repo):
     r = sh(repo, _find("rocrtrace capture -o traces/suite -- ./app"))
     assert r.returncode == 0, r.stderr
     assert glob.glob(str(repo / "traces/suite.*"))
-    shutil.rmtree(repo / "traces")      # the CI recipe starts without traces/
+    shutil.rmtree(repo / "traces")  # the CI recipe starts without traces/
 
 
 def check_ci_capture(repo):
@@ -237,8 +247,7 @@ def _workspace(repo) -> Path:
 
 
 def _index_missing(r) -> bool:
-    return r.returncode != 0 and ("Could not find a version" in r.stderr or
-                                  "Failed to establish" in r.stderr)
+    return r.returncode != 0 and ("Could not find a version" in r.stderr or "Failed to establish" in r.stderr)
 
 
 def check_build_wheel(repo):
@@ -246,10 +255,8 @@ def check_build_wheel(repo):
     if not (shutil.which("cc") and shutil.which("cargo")):
         pytest.skip("needs cargo and a C compiler to build the core")
     ws = _workspace(repo)
-    env = {**os.environ, **_shared_target(),
-           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
-    r = subprocess.run(["bash", "-c", cmd], cwd=ws, capture_output=True, text=True, env=env,
-                       timeout=1500)
+    env = {**os.environ, **_shared_target(), "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    r = subprocess.run(["bash", "-c", cmd], cwd=ws, capture_output=True, text=True, env=env, timeout=1500)
     if _index_missing(r):
         pytest.skip("no package index reachable")
     assert r.returncode == 0, r.stderr[-2000:]
@@ -268,22 +275,34 @@ def check_install_wheel(repo):
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ.get('PATH', '')}"}
     env.pop("GITHUB_STEP_SUMMARY", None)
-    r = subprocess.run(["bash", "-c", cmd], cwd=ws, capture_output=True, text=True, env=env,
-                       timeout=900)
+    r = subprocess.run(["bash", "-c", cmd], cwd=ws, capture_output=True, text=True, env=env, timeout=900)
     if _index_missing(r):
         pytest.skip("no package index reachable")
     assert r.returncode == 0, r.stderr[-2000:]
-    probe = subprocess.run([str(venv / "bin" / "python"), "-c",
-                            "import rocrtrace._engine as e; print(hasattr(e, 'run_svm_model'))"],
-                           capture_output=True, text=True, cwd=ws)
+    probe = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import rocrtrace._engine as e; print(hasattr(e, 'run_svm_model'))"],
+        capture_output=True,
+        text=True,
+        cwd=ws,
+    )
     assert probe.stdout.strip() == "False", probe.stderr
     out, summary = ws / "gh-output", ws / "gh-summary.md"
     trace = repo / "fixtures/scenarios/c1-enclosing-range/v1-buggy-explicit.log"
-    env.update(INPUT_TRACES=str(trace), INPUT_WHEEL="wheels/rocrtrace-*.whl",
-               GITHUB_OUTPUT=str(out), GITHUB_STEP_SUMMARY=str(summary),
-               GITHUB_ACTION_PATH=str(ws / "rocrtrace"))
-    r = subprocess.run(["bash", str(ws / "rocrtrace" / "action" / "run.sh")], cwd=ws, env=env,
-                       capture_output=True, text=True, timeout=300)
+    env.update(
+        INPUT_TRACES=str(trace),
+        INPUT_WHEEL="wheels/rocrtrace-*.whl",
+        GITHUB_OUTPUT=str(out),
+        GITHUB_STEP_SUMMARY=str(summary),
+        GITHUB_ACTION_PATH=str(ws / "rocrtrace"),
+    )
+    r = subprocess.run(
+        ["bash", str(ws / "rocrtrace" / "action" / "run.sh")],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert "exit-code=1" in out.read_text()
     assert "::error file=" in r.stdout and "svm-over-revoke" in summary.read_text()

@@ -2,6 +2,7 @@
 way its consumer reads it: JSON and SARIF against their schemas, JUnit with
 an XML parser, CSV with csv, JSONL line by line, GitHub commands as the
 runner parses them."""
+
 from __future__ import annotations
 
 import csv
@@ -40,12 +41,13 @@ def _load(name):
 
 # --- every format ------------------------------------------------------------
 
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_format_renders_results_and_empty_results(fmt, result, tmp_path):
     opts = {"step_summary": str(tmp_path / "summary.md")}
     out = render(result, fmt, **opts)
     empty = render(AnalysisResult(), fmt, **opts)
-    if fmt in ("perfetto", "parquet"):        # binary: bytes that parse back
+    if fmt in ("perfetto", "parquet"):  # binary: bytes that parse back
         assert isinstance(out, bytes) and isinstance(empty, bytes) and len(out) > len(empty)
         return
     assert isinstance(out, str) and out.endswith("\n")
@@ -67,11 +69,15 @@ def test_unknown_format_is_a_clear_error(result):
 
 # --- text ----------------------------------------------------------------------
 
+
 def test_text_is_concise_headlines_then_proof_then_help(result):
     out = render(result, "text")
     lines = out.splitlines()
-    heads = [ln for ln in lines if not ln.startswith(" ") and "[" in ln and "]" in ln
-             and ": " in ln and not ln.startswith(("5 findings",))]
+    heads = [
+        ln
+        for ln in lines
+        if not ln.startswith(" ") and "[" in ln and "]" in ln and ": " in ln and not ln.startswith(("5 findings",))
+    ]
     sevs = [h.split(": ", 1)[1].split("[")[0] for h in heads]
     assert sevs == sorted(sevs, key=["error", "warning", "note"].index)
     # SOURCE:LINE leads where the stack has the program's frame, else TRACE:LINE
@@ -126,6 +132,7 @@ def test_text_colour_only_when_asked(result):
 
 # --- json ----------------------------------------------------------------------
 
+
 def test_json_matches_the_spec_schema(result):
     doc = json.loads(render(result, "json"))
     jsonschema.Draft202012Validator(_load("report.schema.json")).validate(doc)
@@ -158,6 +165,7 @@ def test_json_survives_odd_details(result):
 
 # --- jsonl ---------------------------------------------------------------------
 
+
 def test_jsonl_one_finding_per_line_with_stable_keys(result):
     from rocrtrace.schema import FINDING_NAMES, row_schema
 
@@ -174,6 +182,7 @@ def test_jsonl_one_finding_per_line_with_stable_keys(result):
 
 # --- csv -----------------------------------------------------------------------
 
+
 def test_csv_round_trips(result):
     rows = list(csv.DictReader(io.StringIO(render(result, "csv"))))
     assert len(rows) == len(result.findings)
@@ -183,18 +192,18 @@ def test_csv_round_trips(result):
     assert dc["fd"] == "7" and dc["fd_kind"] == "dmabuf"
     ov = [r for r in rows if r["rule"] == "svm-over-revoke"][0]
     # addresses as unsigned integers, lists as JSON arrays (rocrtrace/schema.py)
-    assert (ov["start"], ov["end"], ov["gpu_ids"]) == (str(0x7f3a1c200000), str(0x7f3a1c210000),
-                                                       "[6699]")
+    assert (ov["start"], ov["end"], ov["gpu_ids"]) == (str(0x7F3A1C200000), str(0x7F3A1C210000), "[6699]")
     assert ov["cause"] == "enclosing-range"
 
 
 def test_csv_defuses_spreadsheet_formulas(result):
-    result.findings[0].message = "=HYPERLINK(\"http://x\")"
+    result.findings[0].message = '=HYPERLINK("http://x")'
     rows = list(csv.DictReader(io.StringIO(render(result, "csv"))))
     assert rows[0]["message"].startswith("'=")
 
 
 # --- junit ---------------------------------------------------------------------
+
 
 def test_junit_suite_per_input_case_per_rule_failure_per_finding(result):
     root = ET.fromstring(render(result, "junit"))
@@ -231,7 +240,7 @@ def test_junit_fail_on_warning_fails_each_leak(result):
 
 def test_junit_escapes_markup_and_control_characters(result):
     out = render(result, "junit")
-    root = ET.fromstring(out)       # would raise on a raw ESC or a bare '<'
+    root = ET.fromstring(out)  # would raise on a raw ESC or a bare '<'
     fail = [f for f in root.iter("failure") if "closed twice" in f.get("message")][0]
     assert '"second" close, a:b, 100% <sure>' in fail.get("message")
     assert "\\x1b[31m" in fail.text
@@ -246,6 +255,7 @@ def test_junit_enabled_rules_only(result):
 
 
 # --- sarif ---------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def sarif_validator():
@@ -264,8 +274,7 @@ def test_sarif_is_valid_2_1_0(result, sarif_validator, tmp_path):
         assert r["shortDescription"]["text"] and r["fullDescription"]["text"]
         # the rule's documentation as GitHub shows it: explanation, example and fix
         cat = RULES[r["id"]]
-        assert r["help"]["text"].split("\n\n") == [cat.help, f"Example: {cat.example}",
-                                                     f"Fix: {cat.fix}"]
+        assert r["help"]["text"].split("\n\n") == [cat.help, f"Example: {cat.example}", f"Fix: {cat.fix}"]
     assert len(run["results"]) == len(result.findings)
     for res in run["results"]:
         assert res["locations"], "code scanning rejects results without a location"
@@ -324,13 +333,18 @@ def test_location_skips_libc_and_runtime_frames_with_sources(tmp_path):
 
     (tmp_path / "sysdeps" / "nptl").mkdir(parents=True)
     (tmp_path / "sysdeps" / "nptl" / "libc_start_call_main.h").write_text("")
-    stack = (Frame("/usr/lib/x86_64-linux-gnu/libc.so.6", symbol="close", addr=0x10,
-                   function="close", source="sysdeps/nptl/libc_start_call_main.h",
-                   source_line=58),
-             Frame("/opt/rocm/lib/libhsa-runtime64.so.1", function="x",
-                   source=str(tmp_path / "runtime.cpp"), source_line=3),
-             Frame("/elsewhere/bin/app", function="main", source="/src/app/main.c",
-                   source_line=8))
+    stack = (
+        Frame(
+            "/usr/lib/x86_64-linux-gnu/libc.so.6",
+            symbol="close",
+            addr=0x10,
+            function="close",
+            source="sysdeps/nptl/libc_start_call_main.h",
+            source_line=58,
+        ),
+        Frame("/opt/rocm/lib/libhsa-runtime64.so.1", function="x", source=str(tmp_path / "runtime.cpp"), source_line=3),
+        Frame("/elsewhere/bin/app", function="main", source="/src/app/main.c", source_line=8),
+    )
     fr, path = location_frame(stack, str(tmp_path))
     assert (fr.function, path, fr.source_line) == ("main", "/src/app/main.c", 8)
     assert runtime_module("/lib64/ld-linux-x86-64.so.2") and runtime_module("libstdc++.so.6")
@@ -361,6 +375,7 @@ def test_sarif_marks_baselined_findings_suppressed(result, sarif_validator):
 
 # --- github --------------------------------------------------------------------
 
+
 def _parse_command(line: str):
     """Split a workflow command the way the runner does."""
     assert line.startswith("::")
@@ -371,8 +386,7 @@ def _parse_command(line: str):
 
 
 def _unescape(s: str) -> str:
-    return (s.replace("%0D", "\r").replace("%0A", "\n").replace("%3A", ":")
-            .replace("%2C", ",").replace("%25", "%"))
+    return s.replace("%0D", "\r").replace("%0A", "\n").replace("%3A", ":").replace("%2C", ",").replace("%25", "%")
 
 
 def test_github_escapes_data_and_properties(result, tmp_path):
@@ -390,7 +404,7 @@ def test_github_escapes_data_and_properties(result, tmp_path):
     assert _unescape(props["title"]) == "fd-double-close (error)"
     msg = _unescape(data)
     assert msg.startswith('fd 7 (dmabuf) closed twice: "second" close, a:b, 100% <sure>')
-    assert "a:b%0A" in msg          # a literal %0A in trace text is not a newline
+    assert "a:b%0A" in msg  # a literal %0A in trace text is not a newline
     # the over-revoke points at the program's source line
     kind, props, _ = _parse_command(cmds[0])
     assert (props["file"], props["line"]) == ("src/sweep.cpp", "42")
@@ -436,6 +450,7 @@ def test_github_no_step_summary_without_env(result, tmp_path, monkeypatch):
 
 # --- markdown ------------------------------------------------------------------
 
+
 def test_markdown_table_rows_and_details(result):
     out = render(result, "markdown")
     rows = [ln for ln in out.splitlines() if ln.startswith("| ") and "`" in ln]
@@ -457,6 +472,7 @@ def test_markdown_code_fence_outlasts_backticks_in_trace(result):
 
 # --- control characters from trace text (issue 14) -----------------------------
 
+
 def _hostile_result():
     """A finding whose decoded path holds a newline and a GitHub workflow
     command, an escape sequence and a C1 control."""
@@ -466,17 +482,20 @@ def _hostile_result():
     from vocab import InputInfo
 
     evil = "/tmp/x\n::warning::pwned\x1b[2J\x9b"
-    c = Close(file="t.log", line=2, pid=1, tid=1, fd=3, path=evil, ret=-1, err="EBADF",
-              text=f"close(3<{evil}>) = -1 EBADF")
-    f = Finding(rule="fd-double-close", message=f"fd 3 ({evil}) closed twice", event=c,
-                subject={"kind": "fd", "fd": 3, "fd_kind": "other"},
-                evidence=[Evidence("this close", c, note=evil)])
-    return AnalysisResult(inputs=[InputInfo(file="t.log", format="strace", lines=2, events=2)],
-                          findings=[f])
+    c = Close(
+        file="t.log", line=2, pid=1, tid=1, fd=3, path=evil, ret=-1, err="EBADF", text=f"close(3<{evil}>) = -1 EBADF"
+    )
+    f = Finding(
+        rule="fd-double-close",
+        message=f"fd 3 ({evil}) closed twice",
+        event=c,
+        subject={"kind": "fd", "fd": 3, "fd_kind": "other"},
+        evidence=[Evidence("this close", c, note=evil)],
+    )
+    return AnalysisResult(inputs=[InputInfo(file="t.log", format="strace", lines=2, events=2)], findings=[f])
 
 
-@pytest.mark.parametrize("fmt", ["csv", "junit", "github", "markdown", "text", "sarif",
-                                 "json", "jsonl", "perfetto"])
+@pytest.mark.parametrize("fmt", ["csv", "junit", "github", "markdown", "text", "sarif", "json", "jsonl", "perfetto"])
 def test_no_control_character_of_trace_text_reaches_any_format(fmt):
     out = render(_hostile_result(), fmt)
     if isinstance(out, bytes):
@@ -487,6 +506,7 @@ def test_no_control_character_of_trace_text_reaches_any_format(fmt):
 
 def test_csv_cells_are_one_line_each():
     import csv as csvmod
+
     out = render(_hostile_result(), "csv")
     rows = list(csvmod.DictReader(io.StringIO(out)))
     assert len(out.splitlines()) == 2 and len(rows) == 1
@@ -502,12 +522,14 @@ def test_svm_caveats_only_for_inputs_with_svm_calls(tmp_path):
     svm = analyze([str(root / "fixtures/scenarios/c1-enclosing-range/v1-buggy-explicit.log")])
     assert sum(x.startswith("SVM:") for x in svm.coverage["cannot_show"]) >= 3
     assert "SVM:" in render(svm, "text", verbose=True)
-    assert "SVM:" not in render(svm, "text")         # caveats are --verbose only
+    assert "SVM:" not in render(svm, "text")  # caveats are --verbose only
     log = tmp_path / "plain.log"
-    log.write_text('100 1700000000.000100 openat(AT_FDCWD, "/etc/hostname", O_RDONLY) = 3'
-                   '</etc/hostname> <0.000010>\n100 1700000000.000200 close(3</etc/hostname>)'
-                   ' = 0 <0.000005>\n100 1700000000.000300 exit_group(0) = ?\n'
-                   '100 +++ exited with 0 +++\n')
+    log.write_text(
+        '100 1700000000.000100 openat(AT_FDCWD, "/etc/hostname", O_RDONLY) = 3'
+        "</etc/hostname> <0.000010>\n100 1700000000.000200 close(3</etc/hostname>)"
+        " = 0 <0.000005>\n100 1700000000.000300 exit_group(0) = ?\n"
+        "100 +++ exited with 0 +++\n"
+    )
     plain = analyze([str(log)])
     text = render(plain, "text", verbose=True)
     assert "SVM" not in text and "intent calls" not in text

@@ -1,6 +1,7 @@
 """Issue 35, the reports' items: evidence never cut (1), the markdown size
 cap (6), a symbolized headline (9), JUnit counts and SARIF order (10), the
 plain install's formats (3) and the small ones (13)."""
+
 from __future__ import annotations
 
 import gzip
@@ -25,8 +26,9 @@ def run(*args, env=None, cwd=ROOT):
     e = dict(os.environ)
     e.pop("GITHUB_STEP_SUMMARY", None)
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "rocrtrace", *map(str, args)], cwd=cwd,
-                          capture_output=True, env=e, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "rocrtrace", *map(str, args)], cwd=cwd, capture_output=True, env=e, timeout=120
+    )
 
 
 def out(*args, **kw) -> str:
@@ -36,6 +38,7 @@ def out(*args, **kw) -> str:
 
 
 # --- 1: evidence is never cut ----------------------------------------------------
+
 
 def _calls(doc_findings):
     return [e["call"] for f in doc_findings for e in f["evidence"]]
@@ -62,8 +65,7 @@ def test_verbose_text_prints_the_call_whole_and_concise_keeps_its_end():
     body = LINE20.split("1764435600.000270 ", 1)[1]
     assert body in verbose
     concise = out("analyze", C1)
-    line = next(ln for ln in concise.splitlines()
-                if "AMDKFD_IOC_SVM" in ln and "nattr=3" in ln)
+    line = next(ln for ln in concise.splitlines() if "AMDKFD_IOC_SVM" in ln and "nattr=3" in ln)
     assert line.rstrip().endswith("value=EXT_COHERENT}]}) = 0 <0.000010>"), line
     assert "[…]" in line
 
@@ -122,11 +124,13 @@ def dclose_log(tmp_path_factory):
     d = tmp_path_factory.mktemp("dclose")
     (d / "dclose.c").write_text(DCLOSE_C)
     prog = d / "dclose"
-    subprocess.run(["cc", "-g", "-O0", "-no-pie", "-o", str(prog), str(d / "dclose.c")],
-                   check=True)
+    subprocess.run(["cc", "-g", "-O0", "-no-pie", "-o", str(prog), str(d / "dclose.c")], check=True)
     log = d / "st.log"
-    subprocess.run(["strace", "-f", "-k", "-yy", "-ttt", "-T", "-e", "trace=openat,close",
-                    "-o", str(log), str(prog)], check=True, capture_output=True)
+    subprocess.run(
+        ["strace", "-f", "-k", "-yy", "-ttt", "-T", "-e", "trace=openat,close", "-o", str(log), str(prog)],
+        check=True,
+        capture_output=True,
+    )
     return d, log
 
 
@@ -149,16 +153,18 @@ def test_messages_name_symbolized_call_sites(dclose_log):
 
 # --- 10: JUnit counts agree; SARIF executionOrder is chronological ------------------
 
+
 def test_junit_failures_count_the_failure_elements(tmp_path):
     log = tmp_path / "twice.log"
     log.write_text(
-        "100 1700000000.000100 openat(AT_FDCWD, \"/dev/null\", O_RDWR) = 3</dev/null>\n"
+        '100 1700000000.000100 openat(AT_FDCWD, "/dev/null", O_RDWR) = 3</dev/null>\n'
         "100 1700000000.000200 close(3</dev/null>) = 0\n"
         "100 1700000000.000300 close(3) = -1 EBADF (Bad file descriptor)\n"
-        "100 1700000000.000400 openat(AT_FDCWD, \"/dev/zero\", O_RDWR) = 4</dev/zero>\n"
+        '100 1700000000.000400 openat(AT_FDCWD, "/dev/zero", O_RDWR) = 4</dev/zero>\n'
         "100 1700000000.000500 close(4</dev/zero>) = 0\n"
         "100 1700000000.000600 close(4) = -1 EBADF (Bad file descriptor)\n"
-        "100 1700000000.000700 exit_group(0) = ?\n100 +++ exited with 0 +++\n")
+        "100 1700000000.000700 exit_group(0) = ?\n100 +++ exited with 0 +++\n"
+    )
     root = ET.fromstring(out("analyze", log, "--format", "junit"))
     fails = list(root.iter("failure"))
     assert len(fails) == 2
@@ -174,8 +180,7 @@ def test_sarif_execution_order_is_chronological():
     for res in doc["runs"][0]["results"]:
         for flow in res.get("codeFlows", []):
             locs = [tl for tf in flow["threadFlows"] for tl in tf["locations"]]
-            times = {tl["executionOrder"]: tl["location"]["physicalLocation"]["region"]
-                     ["startLine"] for tl in locs}
+            times = {tl["executionOrder"]: tl["location"]["physicalLocation"]["region"]["startLine"] for tl in locs}
             order = [times[k] for k in sorted(times)]
             lines = C1.read_text().splitlines()
             stamps = [float(lines[n - 1].split()[1]) for n in order]
@@ -186,13 +191,16 @@ def test_sarif_execution_order_is_chronological():
 
 # --- 6: markdown fits a GitHub comment ------------------------------------------------
 
+
 def _many_double_closes(path, n):
     with open(path, "w") as fh:
         for i in range(n):
             t = 1700000000 + i * 0.001
-            fh.write(f"100 {t:.6f} openat(AT_FDCWD, \"/tmp/f{i}\", O_RDWR) = 3</tmp/f{i}>\n"
-                     f"100 {t + 0.0001:.6f} close(3</tmp/f{i}>) = 0\n"
-                     f"100 {t + 0.0002:.6f} close(3) = -1 EBADF (Bad file descriptor)\n")
+            fh.write(
+                f'100 {t:.6f} openat(AT_FDCWD, "/tmp/f{i}", O_RDWR) = 3</tmp/f{i}>\n'
+                f"100 {t + 0.0001:.6f} close(3</tmp/f{i}>) = 0\n"
+                f"100 {t + 0.0002:.6f} close(3) = -1 EBADF (Bad file descriptor)\n"
+            )
         fh.write("100 1800000000.000000 exit_group(0) = ?\n100 +++ exited with 0 +++\n")
 
 
@@ -222,6 +230,7 @@ def test_markdown_small_report_is_whole_and_plurals_agree(tmp_path):
 
 # --- 3 (part): every format after the plain install -----------------------------------
 
+
 def test_every_format_library_is_a_base_dependency():
     import tomllib
 
@@ -236,18 +245,20 @@ def test_every_format_library_is_a_base_dependency():
 
 def test_a_missing_format_library_fails_before_any_output(tmp_path):
     js = tmp_path / "r.json"
-    code = ("import sys; sys.modules['pyarrow'] = None; sys.modules['pyarrow.parquet'] = None\n"
-            "from rocrtrace.cli import main\n"
-            f"main(['analyze', {str(C1)!r}, '--format', 'json:{js}', "
-            f"'--format', 'parquet:{tmp_path / 'r.parquet'}'])\n")
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                       timeout=60)
+    code = (
+        "import sys; sys.modules['pyarrow'] = None; sys.modules['pyarrow.parquet'] = None\n"
+        "from rocrtrace.cli import main\n"
+        f"main(['analyze', {str(C1)!r}, '--format', 'json:{js}', "
+        f"'--format', 'parquet:{tmp_path / 'r.parquet'}'])\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, timeout=60)
     assert r.returncode == 2
-    assert not js.exists()            # used to be written before the parquet failed
+    assert not js.exists()  # used to be written before the parquet failed
     assert b"pip install ." in r.stderr and b"rocrtrace[" not in r.stderr
 
 
 # --- 13: small ones ------------------------------------------------------------------
+
 
 def test_term_dumb_gets_no_colour(monkeypatch):
     import io
@@ -264,7 +275,7 @@ def test_term_dumb_gets_no_colour(monkeypatch):
     assert _use_color(None, None) is True
     monkeypatch.setenv("TERM", "dumb")
     assert _use_color(None, None) is False
-    assert _use_color(True, None) is True       # --color still wins
+    assert _use_color(True, None) is True  # --color still wins
 
 
 def test_missing_debug_dir_is_a_usage_error(tmp_path):
@@ -286,8 +297,9 @@ def test_short_file_names_in_messages_with_many_files():
     from rocrtrace.report.text import _Names
 
     files = [f"/tmp/run/trace.{i}" for i in range(500)] + ["/a/x.log", "/b/x.log"]
-    names = _Names(types.SimpleNamespace(
-        inputs=[types.SimpleNamespace(file=f) for f in files], findings=[], suppressed=[]))
+    names = _Names(
+        types.SimpleNamespace(inputs=[types.SimpleNamespace(file=f) for f in files], findings=[], suppressed=[])
+    )
     msg = "closed at /tmp/run/trace.7:12 (x) and at /tmp/run/trace.70:4, then /a/x.log:3"
     # unambiguous names shortened, an ambiguous base name kept whole
     assert names.in_text(msg) == "closed at trace.7:12 (x) and at trace.70:4, then /a/x.log:3"

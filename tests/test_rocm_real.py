@@ -9,6 +9,7 @@ kernel structs say, so the expectations rest on what the runtime really did.
 Runs under ``setarch -R`` (no ASLR) so that malloc's placement, and with it
 which pages buffers share, is the same every run.
 """
+
 from __future__ import annotations
 
 import glob
@@ -28,7 +29,7 @@ from fakedev.cbuild import build
 from vocab import kind
 
 HERE = Path(__file__).parent / "rocm"
-PACKAGES = {   # what each piece needs: Debian 12's ROCm 5.2.3 packages
+PACKAGES = {  # what each piece needs: Debian 12's ROCm 5.2.3 packages
     "/usr/include/hsa/hsa_ext_amd.h": "libhsa-runtime-dev",
     "/usr/include/hsakmt.h": "libhsakmt-dev",
     "/usr/bin/rocminfo": "rocminfo",
@@ -58,7 +59,7 @@ EXPECTED = {
     ("hsaops", "lock_neighbours"): {},
     ("hsaops", "lock_svm_neighbour"): {},
     ("hsaops", "lock_threads"): {},
-    ("hsaops", "revoke_locked"): {},     # SVM changes cannot hurt a userptr lock
+    ("hsaops", "revoke_locked"): {},  # SVM changes cannot hurt a userptr lock
     ("hsaops", "pool"): {},
     ("hsaops", "ipc"): {},
     ("kmtops", "register"): {},
@@ -66,14 +67,14 @@ EXPECTED = {
     ("kmtops", "xnack"): {},
     ("kmtops", "events"): {},
     ("kmtops", "queue"): {},
-    ("kmtops", "default_access"): {},   # XNACK off: the grant-less registration had no access
+    ("kmtops", "default_access"): {},  # XNACK off: the grant-less registration had no access
     ("rocminfo", ""): {},
     # misuse the kernel sees
-    ("hsaops", "svm_pool"): {"svm-bad-range": 1},          # SVM on a userptr BO: EADDRINUSE
+    ("hsaops", "svm_pool"): {"svm-bad-range": 1},  # SVM on a userptr BO: EADDRINUSE
     ("hsaops", "bug_revoke_shared"): {"svm-over-revoke": 1},
     ("hsaops", "bug_close_kfd"): {"fd-use-after-close": 2},  # the ALLOC, and its retry
     ("kmtops", "bug_over_revoke"): {"svm-over-revoke": 1},
-    ("kmtops", "bug_over_revoke_twice"): {"svm-over-revoke": 2},   # two fingerprints
+    ("kmtops", "bug_over_revoke_twice"): {"svm-over-revoke": 2},  # two fingerprints
     ("kmtops", "bug_close_kfd"): {"fd-use-after-close": 1},
     # misuse the runtime itself absorbs: no ioctl, nothing a trace can hold against it
     ("hsaops", "bug_double_unlock"): {},
@@ -90,8 +91,7 @@ def topology(tmp_path_factory):
     return devns.write_topology(tmp_path_factory.mktemp("kfd") / "topology")
 
 
-def capture(prog: str, mode: str, topology, tmp_path, stack_depth: int = 0,
-            xnack: bool = False):
+def capture(prog: str, mode: str, topology, tmp_path, stack_depth: int = 0, xnack: bool = False):
     """Run one program in the fake namespace under the capture library;
     (analysis result, parsed events, process result)."""
     if prog == "rocminfo":
@@ -99,9 +99,16 @@ def capture(prog: str, mode: str, topology, tmp_path, stack_depth: int = 0,
     else:
         exe = build(HERE / f"{prog}.c", prog, flags=LIBS[prog])
         cmd = [str(exe), mode]
-    res = devns.run(["setarch", "x86_64", "-R", *cmd], gpus=(devns.ROCM_GPU,), capture=True,
-                    prefix=tmp_path / "log", topology=topology, stack_depth=stack_depth,
-                    timeout=120, xnack=xnack)
+    res = devns.run(
+        ["setarch", "x86_64", "-R", *cmd],
+        gpus=(devns.ROCM_GPU,),
+        capture=True,
+        prefix=tmp_path / "log",
+        topology=topology,
+        stack_depth=stack_depth,
+        timeout=120,
+        xnack=xnack,
+    )
     logs = sorted(glob.glob(str(tmp_path / "log.*")))
     assert logs, res.stderr
     arg = logs[0] if len(logs) == 1 else str(tmp_path / "log.*")
@@ -119,18 +126,17 @@ def judged(res) -> Counter:
     return out
 
 
-@pytest.mark.parametrize("prog,mode", list(EXPECTED), ids=[f"{p}-{m}" if m else p
-                                                          for p, m in EXPECTED])
+@pytest.mark.parametrize("prog,mode", list(EXPECTED), ids=[f"{p}-{m}" if m else p for p, m in EXPECTED])
 def test_exact_findings(prog, mode, topology, tmp_path):
     res, events, proc, logs = capture(prog, mode, topology, tmp_path)
-    assert proc.returncode == 0, proc.stderr          # every call answered as expected
+    assert proc.returncode == 0, proc.stderr  # every call answered as expected
     assert sum(i.unparsed for i in res.inputs) == 0, [i.unparsed_samples for i in res.inputs]
     assert dict(judged(res)) == EXPECTED[(prog, mode)], [f.message for f in res.findings]
     # never two SVM findings on one fingerprint (bug_close_kfd's two
     # identical EBADF ALLOCs are one fd finding "2 times")
     fps = [f.fingerprint for f in res.findings if f.rule.startswith("svm-")]
     assert len(fps) == len(set(fps)), "two findings share a fingerprint"
-    if mode != "bug_close_kfd":                        # that one _exits on purpose
+    if mode != "bug_close_kfd":  # that one _exits on purpose
         for log in logs:
             assert "# exit status=0" in Path(log).read_text()
 
@@ -146,8 +152,7 @@ def _intents(events, name):
 def _inside(ev, outer):
     # both lines give times and durations to the microsecond, each cut: an
     # inner call may seem to end up to a microsecond past its outer call
-    return outer.time <= ev.time <= end(outer) and end(ev) <= end(outer) + 1.5e-6 \
-        and ev.tid == outer.tid
+    return outer.time <= ev.time <= end(outer) and end(ev) <= end(outer) + 1.5e-6 and ev.tid == outer.tid
 
 
 def test_hsa_init_ioctls_are_decoded(topology, tmp_path):
@@ -159,15 +164,16 @@ def test_hsa_init_ioctls_are_decoded(topology, tmp_path):
     assert ap.out == {"num_of_nodes": 1}
     (acq,) = _ioctls(events, 0x15)
     assert acq.arg["gpu_id"] == devns.ROCM_GPU
-    opened = {fd: path for e in events if kind(e) == "FdCreate" and e.time < acq.time
-              for fd, path in zip(e.fds, e.paths)}
-    assert opened[acq.arg["drm_fd"]] == "/dev/dri/renderD128"   # the VM of a render fd
+    opened = {
+        fd: path for e in events if kind(e) == "FdCreate" and e.time < acq.time for fd, path in zip(e.fds, e.paths)
+    }
+    assert opened[acq.arg["drm_fd"]] == "/dev/dri/renderD128"  # the VM of a render fd
     (pol,) = _ioctls(events, 0x04)
     assert pol.arg["gpu_id"] == devns.ROCM_GPU and pol.arg["default_policy"] in (0, 1)
     (xn,) = _ioctls(events, 0x21)
-    assert xn.arg == {"xnack_enabled": -1} and xn.out == {"xnack_enabled": 0}   # a query
+    assert xn.arg == {"xnack_enabled": -1} and xn.out == {"xnack_enabled": 0}  # a query
     evs = _ioctls(events, 0x08)
-    assert [e.arg["event_type"] for e in evs] == [8, 0]         # memory event, then a signal
+    assert [e.arg["event_type"] for e in evs] == [8, 0]  # memory event, then a signal
     assert evs[1].out["event_page_offset"] == 2 << 62
     assert all(e.arg is not None for e in _ioctls(events, 0x16))
 
@@ -178,9 +184,9 @@ def test_create_queue_is_decoded(topology, tmp_path):
     _, events, _, _ = capture("kmtops", "queue", topology, tmp_path)
     (q,) = _ioctls(events, 0x02)
     assert q.size == 96
-    assert q.arg["queue_type"] == 2 and q.arg["gpu_id"] == devns.ROCM_GPU   # COMPUTE_AQL
+    assert q.arg["queue_type"] == 2 and q.arg["gpu_id"] == devns.ROCM_GPU  # COMPUTE_AQL
     assert q.arg["ring_size"] == 0x10000 and q.arg["queue_percentage"] == 100
-    assert q.out["queue_id"] == 0 and q.out["doorbell_offset"] >> 62 == 3   # DOORBELL mmap type
+    assert q.out["queue_id"] == 0 and q.out["doorbell_offset"] >> 62 == 3  # DOORBELL mmap type
 
 
 def test_ipc_needs_a_rocm_only_ioctl(topology, tmp_path):
@@ -206,8 +212,10 @@ def test_lock_is_a_userptr_buffer(topology, tmp_path):
     assert alloc.arg["va_addr"] != lock.args["host_ptr"] & ~0xFFF
     assert not _ioctls(events, 0x20)
     handle = alloc.out["handle"]
-    assert [(e.nr, e.arg["handle"]) for e in events if kind(e) == "Ioctl"
-            and _inside(e, unlock)] == [(0x19, handle), (0x17, handle)]
+    assert [(e.nr, e.arg["handle"]) for e in events if kind(e) == "Ioctl" and _inside(e, unlock)] == [
+        (0x19, handle),
+        (0x17, handle),
+    ]
 
 
 def test_svm_attributes_set_rounds_outward(topology, tmp_path):
@@ -226,13 +234,13 @@ def test_svm_attributes_set_rounds_outward(topology, tmp_path):
         assert rec.arg["start_addr"] == ptr & ~0xFFF
         assert rec.arg["start_addr"] + rec.arg["size"] == (ptr + size + 0xFFF) & ~0xFFF
         shapes.append(rec.arg["attrs"])
-    assert shapes == [[(kfd.ATTR_ACCESS_IN_PLACE, devns.ROCM_GPU),
-                       (kfd.ATTR_SET_FLAGS, kfd.FLAG_COHERENT)],
-                      [(kfd.ATTR_NO_ACCESS, devns.ROCM_GPU)]]
+    assert shapes == [
+        [(kfd.ATTR_ACCESS_IN_PLACE, devns.ROCM_GPU), (kfd.ATTR_SET_FLAGS, kfd.FLAG_COHERENT)],
+        [(kfd.ATTR_NO_ACCESS, devns.ROCM_GPU)],
+    ]
     (get,) = [e for e in svm if e.arg["op"] == kfd.SVM_OP_GET_ATTR]
     # ACCESS_QUERY asks ACCESS, GLOBAL_FLAG asks both flag words
-    assert [t for t, _ in get.arg["attrs"]] == [kfd.ATTR_ACCESS, kfd.ATTR_CLR_FLAGS,
-                                                kfd.ATTR_SET_FLAGS]
+    assert [t for t, _ in get.arg["attrs"]] == [kfd.ATTR_ACCESS, kfd.ATTR_CLR_FLAGS, kfd.ATTR_SET_FLAGS]
     assert get.out["attrs"][0] == (kfd.ATTR_ACCESS_IN_PLACE, devns.ROCM_GPU)
 
 
@@ -276,8 +284,7 @@ def test_destroy_event_names_the_events_create_event_made(topology, tmp_path):
         created = {e.out["event_id"]: e for e in _ioctls(events, 0x08) if e.out}
         destroyed = _ioctls(events, 0x09)
         assert destroyed, prog
-        assert all(e.ioctl == "AMDKFD_IOC_DESTROY_EVENT" and set(e.arg) == {"event_id"}
-                   for e in destroyed)
+        assert all(e.ioctl == "AMDKFD_IOC_DESTROY_EVENT" and set(e.arg) == {"event_id"} for e in destroyed)
         assert sorted(e.arg["event_id"] for e in destroyed) == sorted(created)
         assert all(created[e.arg["event_id"]].time < e.time for e in destroyed)
 
@@ -286,15 +293,14 @@ def test_rocminfo_sees_the_fake_gpu(topology, tmp_path):
     res, events, proc, logs = capture("rocminfo", "", topology, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "gfx1030" in proc.stdout and "*** Done ***" in proc.stdout
-    assert len(logs) > 1          # lsmod, grep: children write their own logs
+    assert len(logs) > 1  # lsmod, grep: children write their own logs
 
 
 def test_main_false_positives_are_gone(topology, tmp_path):
     """The trace that gave one svm-over-revoke and two svm-stale-no-access on
     a correct program (ROCm 5.2 on the fake KFD): with stacks, as people
     capture."""
-    res, events, proc, _ = capture("hsaops", "lock_svm_neighbour", topology, tmp_path,
-                                   stack_depth=8)
+    res, events, proc, _ = capture("hsaops", "lock_svm_neighbour", topology, tmp_path, stack_depth=8)
     assert proc.returncode == 0
     assert judged(res) == Counter()
     assert _ioctls(events, 0x20) and _intents(events, "hsa_amd_memory_lock")

@@ -2,6 +2,7 @@
 rocrtrace/rules.py reads it from the core, the README's and the man page's
 rule lists are generated from it (docs/gen_rules.py), and every rule has a
 fixture under fixtures/rules/<id>/ that fires it (fixtures/rules/generate.py)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -39,21 +40,26 @@ def test_python_names_only_catalogue_rules():
     their rule by id: each such id is one the catalogue has."""
     named = set()
     for py in (ROOT / "rocrtrace").rglob("*.py"):
-        named |= set(re.findall(r"(?<![\w-])rule\s*(?:=|==|!=)\s*\"([a-z]+(?:-[a-z]+)+)\"",
-                                py.read_text()))
+        named |= set(re.findall(r"(?<![\w-])rule\s*(?:=|==|!=)\s*\"([a-z]+(?:-[a-z]+)+)\"", py.read_text()))
     assert named >= {"trace-unparsed", "trace-incomplete"}
     assert named <= set(RULES)
 
 
 def test_rules_command_shows_the_catalogue():
-    r = subprocess.run([sys.executable, "-m", "rocrtrace", "rules", "--format", "json"],
-                       capture_output=True, text=True, timeout=60, check=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "rocrtrace", "rules", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert json.loads(r.stdout) == _engine.rule_catalogue()
 
 
 def test_documents_list_the_catalogue():
-    r = subprocess.run([sys.executable, str(ROOT / "docs" / "gen_rules.py"), "--check"],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "gen_rules.py"), "--check"], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 0, r.stderr
 
 
@@ -80,8 +86,9 @@ FIXTURES = ROOT / "fixtures" / "rules"
 def test_rule_fixtures_are_what_the_generator_writes():
     """Traces and expected reports are generated (fixtures/rules/generate.py)
     and still what rocrtrace reports on them."""
-    r = subprocess.run([sys.executable, str(FIXTURES / "generate.py"), "--check"],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, str(FIXTURES / "generate.py"), "--check"], capture_output=True, text=True, timeout=600
+    )
     assert r.returncode == 0, r.stderr
 
 
@@ -118,5 +125,6 @@ def test_each_fixture_fires_its_rule(log, monkeypatch):
     assert sum(i.unparsed for i in res.inputs) == (rule == "trace-unparsed")
     mine = [(f.line, f.severity, f.message) for f in res.findings if f.rule == rule]
     assert mine, f"{log.name} does not fire {rule}"
-    assert mine == [(f["line"], f["severity"], f["message"])
-                    for f in expected["report"]["findings"] if f["rule"] == rule]
+    assert mine == [
+        (f["line"], f["severity"], f["message"]) for f in expected["report"]["findings"] if f["rule"] == rule
+    ]

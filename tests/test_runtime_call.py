@@ -1,6 +1,7 @@
 """fd and buffer findings name the runtime call they ran inside (issue 35,
 item 11), and a runtime call that hands its caller an fd the trace already
 closed is the bug itself (fd-use-after-close at the handover)."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,12 @@ SC = os.path.join(ROOT, "fixtures", "scenarios")
 
 
 def _findings(rel):
-    p = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "--format", "json",
-                        os.path.join(SC, rel)], capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "rocrtrace", "analyze", "--format", "json", os.path.join(SC, rel)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode in (0, 1), p.stderr
     return json.loads(p.stdout)["findings"]
 
@@ -24,8 +29,10 @@ def test_close_inside_handle_release_names_it():
     dc = fs[27]
     assert dc["rule"] == "fd-double-close"
     assert dc["details"]["runtime_call"] == "hsa_amd_vmem_handle_release"
-    assert dc["message"].endswith("it ran inside hsa_amd_vmem_handle_release at "
-                                  + os.path.join(SC, "vmm-export-double-close", "v2-6471-buggy-explicit.log:30"))
+    assert dc["message"].endswith(
+        "it ran inside hsa_amd_vmem_handle_release at "
+        + os.path.join(SC, "vmm-export-double-close", "v2-6471-buggy-explicit.log:30")
+    )
     inside = [e for e in dc["evidence"] if e["role"] == "inside the runtime call"]
     assert [e["line"] for e in inside] == [30]
     # the app's own dup (line 25) ran inside no runtime call
@@ -41,8 +48,9 @@ def test_stale_fd_handover_is_reported_where_it_happens():
     roles = {e["role"]: e["line"] for e in h["evidence"]}
     assert roles["handed over by"] == 24 and roles["closed by"] == 23 and roles["created by"] == 17
     # the fixed runtime exports a fresh fd each time: no handover finding
-    assert not [f for f in _findings("vmm-export-double-close/v3-7786-fixed-explicit.log")
-                if f["rule"] == "fd-use-after-close"]
+    assert not [
+        f for f in _findings("vmm-export-double-close/v3-7786-fixed-explicit.log") if f["rule"] == "fd-use-after-close"
+    ]
 
 
 def test_without_intent_calls_nothing_is_named():

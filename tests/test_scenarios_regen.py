@@ -4,6 +4,7 @@ Every variant is run again as a real program under the capture library in
 the fake device namespace; the normalized logs and the hand-written expected
 findings must come out byte-identical to the committed files.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,14 +23,16 @@ pytestmark = pytest.mark.skipif(not devns.available(), reason="needs root and un
 
 
 def test_regenerating_gives_identical_files():
-    r = subprocess.run([sys.executable, str(SCN / "generate.py"), "--check"],
-                       capture_output=True, text=True, timeout=900, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, str(SCN / "generate.py"), "--check"], capture_output=True, text=True, timeout=900, cwd=ROOT
+    )
     assert r.returncode == 0, r.stderr[-4000:]
 
 
 def test_every_variant_has_log_and_expectation():
     sys.path.insert(0, str(SCN))
     import scenarios
+
     for sc in scenarios.SCENARIOS.values():
         assert sc.variants, sc.name
         for vname, v in sc.variants.items():

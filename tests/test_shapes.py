@@ -1,5 +1,6 @@
 """Committed fixtures for line shapes strace 6.1 cannot print: regenerate
 them byte-identically and check the key events the parser must produce."""
+
 from __future__ import annotations
 
 import filecmp
@@ -20,8 +21,7 @@ NAMES = sorted(f[:-4] for f in os.listdir(FIX) if f.endswith(".log"))
 
 
 def test_regenerates_identically(tmp_path):
-    subprocess.run([sys.executable, os.path.join(FIX, "gen_shapes.py"), str(tmp_path)],
-                   check=True)
+    subprocess.run([sys.executable, os.path.join(FIX, "gen_shapes.py"), str(tmp_path)], check=True)
     made = sorted(os.listdir(tmp_path))
     committed = sorted(f for f in os.listdir(FIX) if f.endswith((".log", ".json")))
     assert made == committed
@@ -34,8 +34,10 @@ def _value(ev, key):
     if isinstance(v, tuple):
         return [list(x) if isinstance(x, tuple) else x for x in v]
     if isinstance(v, dict):
-        return {str(k): ([list(x) if isinstance(x, tuple) else x for x in val]
-                         if isinstance(val, list) else val) for k, val in v.items()}
+        return {
+            str(k): ([list(x) if isinstance(x, tuple) else x for x in val] if isinstance(val, list) else val)
+            for k, val in v.items()
+        }
     return v
 
 
@@ -56,18 +58,21 @@ def test_shape(name):
             if all(k == "event" or _value(ev, k) == v for k, v in want.items()):
                 break
         else:
-            pytest.fail(f"{name}: no event matching {want}\n" +
-                        "\n".join(repr(e) for e in evs))
+            pytest.fail(f"{name}: no event matching {want}\n" + "\n".join(repr(e) for e in evs))
 
 
 # --- logs as pasted: what reading them took ------------------------------------
 
-@pytest.mark.parametrize("name,preamble,layout,crlf", [
-    ("pasted_preamble", 5, "", False),
-    ("pasted_crlf", 0, "", True),
-    ("pasted_indented", 0, "indented by 4 column(s)", False),
-    ("pasted_quoted", 0, "quoted with '>'", False),
-])
+
+@pytest.mark.parametrize(
+    "name,preamble,layout,crlf",
+    [
+        ("pasted_preamble", 5, "", False),
+        ("pasted_crlf", 0, "", True),
+        ("pasted_indented", 0, "indented by 4 column(s)", False),
+        ("pasted_quoted", 0, "quoted with '>'", False),
+    ],
+)
 def test_pasted_layouts_said_in_coverage(name, preamble, layout, crlf):
     path = os.path.join(FIX, name + ".log")
     res = analyze([path])
@@ -89,8 +94,7 @@ TG_NAMES = sorted(f[:-4] for f in os.listdir(TG) if f.endswith(".log"))
 
 
 def test_tinygrad_fixtures_regenerate_identically(tmp_path):
-    subprocess.run([sys.executable, os.path.join(TG, "gen_tinygrad.py"), str(tmp_path)],
-                   check=True)
+    subprocess.run([sys.executable, os.path.join(TG, "gen_tinygrad.py"), str(tmp_path)], check=True)
     made = sorted(os.listdir(tmp_path))
     assert made == sorted(f for f in os.listdir(TG) if f.endswith((".log", ".json")))
     for f in made:
@@ -109,12 +113,10 @@ def test_tinygrad_events_and_findings(name):
         while i < len(evs):
             ev = evs[i]
             i += 1
-            if kind(ev) == want["event"] and all(
-                    k == "event" or _value(ev, k) == v for k, v in want.items()):
+            if kind(ev) == want["event"] and all(k == "event" or _value(ev, k) == v for k, v in want.items()):
                 break
         else:
-            pytest.fail(f"{name}: no event matching {want}\n" +
-                        "\n".join(repr(e) for e in evs))
+            pytest.fail(f"{name}: no event matching {want}\n" + "\n".join(repr(e) for e in evs))
     res = analyze([path])
     with open(os.path.join(TG, name + ".findings.json")) as f:
         assert sorted({x.rule for x in res.findings}) == json.load(f)
@@ -134,9 +136,9 @@ def test_tinygrad_svm_attrs_need_their_lines(tmp_path):
         "   2.00 ms +   0.01 ms :  0 = AMDKFD_IOC_GET_VERSION                   "
         "major_version:0x1 minor_version:0xE\n"
         "1: KFD_IOCTL_SVM_ATTR_ACCESS               : 0x1a2b\n"
-        "ioctl idir=9 size=24 itype=75 nr=32 fd=3 ret=0 /dev/kfd\n")
+        "ioctl idir=9 size=24 itype=75 nr=32 fd=3 ret=0 /dev/kfd\n"
+    )
     evs, infos = trace_events(str(p))
-    assert [(e.ioctl, e.partial) for e in evs] == [("AMDKFD_IOC_SVM", True),
-                                                    ("AMDKFD_IOC_GET_VERSION", False)]
+    assert [(e.ioctl, e.partial) for e in evs] == [("AMDKFD_IOC_SVM", True), ("AMDKFD_IOC_GET_VERSION", False)]
     assert evs[0].arg["attrs"] == [(2, 0x1A2B)] and evs[0].size == 40
-    assert infos[0].unparsed == 2      # the stray attribute line, the bad idir
+    assert infos[0].unparsed == 2  # the stray attribute line, the bad idir

@@ -4,6 +4,7 @@ give what the whole table gives: the same csv and jsonl bytes, the same
 Parquet frame, the same stats tables float for float (the latency
 percentiles from each group's multiset of durations, computed as pandas
 does)."""
+
 from __future__ import annotations
 
 import glob
@@ -18,16 +19,18 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from rocrtrace import engine
-from rocrtrace.tables import (PERCENTILES, EventsWriter, StatsAcc, _exact_quantiles, _slices,
-                              render_stats, write_events)
+from rocrtrace.tables import PERCENTILES, EventsWriter, StatsAcc, _exact_quantiles, _slices, render_stats, write_events
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRACES = sorted(glob.glob(os.path.join(ROOT, "fixtures", "scenarios", "*", "*.log")))[:12] + \
-    sorted(glob.glob(os.path.join(ROOT, "fixtures", "strace", "*.log")))[:8]
+TRACES = (
+    sorted(glob.glob(os.path.join(ROOT, "fixtures", "scenarios", "*", "*.log")))[:12]
+    + sorted(glob.glob(os.path.join(ROOT, "fixtures", "strace", "*.log")))[:8]
+)
 
 
 # --- the reference: the whole table through pandas' own groupby and quantile,
 # as `stats` computed it before it read batches ---------------------------------
+
 
 def _latency(group) -> dict:
     """p50/p90/p99/max in microseconds, linear interpolation between
@@ -36,8 +39,13 @@ def _latency(group) -> dict:
     if d.empty:
         return {"timed": 0, "p50_us": None, "p90_us": None, "p99_us": None, "max_us": None}
     q = d.quantile(list(PERCENTILES))
-    return {"timed": int(d.size), "p50_us": float(q.iloc[0]), "p90_us": float(q.iloc[1]),
-            "p99_us": float(q.iloc[2]), "max_us": float(d.max())}
+    return {
+        "timed": int(d.size),
+        "p50_us": float(q.iloc[0]),
+        "p90_us": float(q.iloc[1]),
+        "p99_us": float(q.iloc[2]),
+        "max_us": float(d.max()),
+    }
 
 
 def _per(df, keys: list[str]):
@@ -53,8 +61,9 @@ def _per(df, keys: list[str]):
         rows.append(row)
     cols = keys + ["calls", "errors", "timed", "p50_us", "p90_us", "p99_us", "max_us"]
     out = pd.DataFrame(rows, columns=cols)
-    return out.sort_values(["calls"] + keys, ascending=[False] + [True] * len(keys),
-                           kind="stable").reset_index(drop=True)
+    return out.sort_values(["calls"] + keys, ascending=[False] + [True] * len(keys), kind="stable").reset_index(
+        drop=True
+    )
 
 
 def _count(df, keys: list[str], name: str = "count"):
@@ -63,8 +72,7 @@ def _count(df, keys: list[str], name: str = "count"):
     if df.empty:
         return pd.DataFrame(columns=keys + [name])
     out = df.groupby(keys, dropna=False).size().reset_index(name=name)
-    return out.sort_values([name] + keys, ascending=[False] + [True] * len(keys),
-                           kind="stable").reset_index(drop=True)
+    return out.sort_values([name] + keys, ascending=[False] + [True] * len(keys), kind="stable").reset_index(drop=True)
 
 
 def stats(df) -> dict:
@@ -127,8 +135,7 @@ def test_events_parquet_by_batches_reads_as_the_whole_table(tmp_path):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(0, 5_000_000), min_size=1, max_size=400),
-       st.sampled_from([1e-6, 1e-3, 1.0]))
+@given(st.lists(st.integers(0, 5_000_000), min_size=1, max_size=400), st.sampled_from([1e-6, 1e-3, 1.0]))
 def test_exact_quantiles_are_pandas_quantiles(us, scale):
     d = pd.Series([u * scale for u in us], dtype=float) * 1e6
     want = [float(x) for x in d.quantile(list(PERCENTILES))]
@@ -143,12 +150,10 @@ def test_cli_stats_and_diff_read_twice_or_from_stdin_alike(tmp_path):
     rt = [sys.executable, "-m", "rocrtrace"]
     files = subprocess.run(rt + ["diff", "--format", "json", a, b], capture_output=True, text=True)
     with open(a, "rb") as fa:
-        piped = subprocess.run(rt + ["diff", "--format", "json", "-", b], stdin=fa,
-                               capture_output=True, text=True)
+        piped = subprocess.run(rt + ["diff", "--format", "json", "-", b], stdin=fa, capture_output=True, text=True)
     assert files.returncode == piped.returncode == 0, files.stderr + piped.stderr
     x, y = json.loads(files.stdout), json.loads(piped.stdout)
     # the counts: two passes over a file, one pass (the table held) over a pipe
     for k in ("ioctls", "svm_shapes", "lines"):
         assert x[k] == y[k], k
-    assert [(f["rule"], f["line"]) for f in x["only_in_a"]] == \
-        [(f["rule"], f["line"]) for f in y["only_in_a"]]
+    assert [(f["rule"], f["line"]) for f in x["only_in_a"]] == [(f["rule"], f["line"]) for f in y["only_in_a"]]

@@ -2,6 +2,7 @@
 measurement of strace's own test suite.  The wrapper keeps every -o file of
 every strace run (real strace here), the collector counts the lines and the
 unparsed lines of each log and names the logs rocrtrace rejects."""
+
 from __future__ import annotations
 
 import json
@@ -19,9 +20,12 @@ WRAP = os.path.join(ROOT, "benchmarks", "strace_suite_wrap.py")
 
 def _collect(build, *more):
     out = os.path.join(build, "result.json")
-    r = subprocess.run([sys.executable, SUITE, str(build), "--rocrtrace",
-                        f"{sys.executable} -m rocrtrace", "--json", out, *more],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, SUITE, str(build), "--rocrtrace", f"{sys.executable} -m rocrtrace", "--json", out, *more],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     with open(out) as f:
         return r, json.load(f)
 
@@ -44,8 +48,7 @@ def test_counts_lines_unparsed_and_rejected_logs(tmp_path):
     r, doc = _collect(tmp_path)
     assert r.returncode == 1, r.stderr  # a rejected log fails the measurement
     files = doc["files"]
-    assert sorted(os.path.relpath(f, t) for f in files) == [
-        "close.dir/log", "ff.dir/log.101", "ff.dir/log.102"]
+    assert sorted(os.path.relpath(f, t) for f in files) == ["close.dir/log", "ff.dir/log.101", "ff.dir/log.102"]
     assert doc["lines"] == 5 and doc["unparsed"] == 1
     assert files[str(t / "ff.dir" / "log.102")]["unparsed"] == 1
     assert list(doc["rejected"]) == [str(t / "garbage.dir" / "log")]
@@ -57,7 +60,7 @@ def test_counts_lines_unparsed_and_rejected_logs(tmp_path):
 
 def test_the_archive_is_read_when_there_is_one(tmp_path):
     t = tmp_path / "tests"
-    _write(str(t / "a.dir" / "log"), "close(3) = 0\n")   # the last run: ignored
+    _write(str(t / "a.dir" / "log"), "close(3) = 0\n")  # the last run: ignored
     _write(str(t / "strace-logs" / "a.dir" / "1" / "log"), "close(4) = 0\n")
     _write(str(t / "strace-logs" / "a.dir" / "2" / "log"), "close(5) = 0\nclose(6) = 0\n")
     # strace's stderr the test's shell put beside the -o file: not read
@@ -80,18 +83,39 @@ def test_the_wrapper_keeps_every_run_and_its_ff_files(tmp_path):
     archive = tmp_path / "strace-logs"
     env = dict(os.environ, STRACE_REAL=shutil.which("strace"), STRACE_SUITE_ARCHIVE=str(archive))
     for trace in ("getpid", "getppid"):
-        r = subprocess.run([sys.executable, WRAP, "-o", "log", "-e", f"trace={trace}",
-                            sys.executable, "-c", "import os; os.getpid(); os.getppid()"],
-                           cwd=test_dir, env=env, timeout=60)
+        r = subprocess.run(
+            [
+                sys.executable,
+                WRAP,
+                "-o",
+                "log",
+                "-e",
+                f"trace={trace}",
+                sys.executable,
+                "-c",
+                "import os; os.getpid(); os.getppid()",
+            ],
+            cwd=test_dir,
+            env=env,
+            timeout=60,
+        )
         assert r.returncode == 0
     (test_dir / "log.err").write_text("the test's own redirect of strace's stderr\n")
-    r = subprocess.run([sys.executable, WRAP, "-ff", "-o", "log", "-e", "trace=none",
-                        "sh", "-c", "echo x > log.err; true & wait"], cwd=test_dir, env=env,
-                       timeout=60)
+    r = subprocess.run(
+        [sys.executable, WRAP, "-ff", "-o", "log", "-e", "trace=none", "sh", "-c", "echo x > log.err; true & wait"],
+        cwd=test_dir,
+        env=env,
+        timeout=60,
+    )
     assert r.returncode == 0
     # the exit status is strace's
-    bad = subprocess.run([sys.executable, WRAP, "-o", "log", "/nonexistent/program"],
-                         cwd=test_dir, env=env, timeout=60, stderr=subprocess.DEVNULL)
+    bad = subprocess.run(
+        [sys.executable, WRAP, "-o", "log", "/nonexistent/program"],
+        cwd=test_dir,
+        env=env,
+        timeout=60,
+        stderr=subprocess.DEVNULL,
+    )
     assert bad.returncode == 1
     # the watcher copies once strace exited: wait for the copies
     runs = []

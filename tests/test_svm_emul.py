@@ -26,6 +26,7 @@ begun before the revoke ran (no finding: SPEC 4.3), and a lock whose logged
 end fell before its own registration ioctls (clocks read on two cpus of a
 VM), which made the lock look empty.
 """
+
 from __future__ import annotations
 
 import glob
@@ -42,8 +43,7 @@ from fakedev.cbuild import build
 PROG = Path(__file__).parent / "programs" / "svm_runtime_emul.c"
 PAGE = 4096
 
-pytestmark = pytest.mark.skipif(not devns.available(),
-                                reason="needs root and unshare for the fake device namespace")
+pytestmark = pytest.mark.skipif(not devns.available(), reason="needs root and unshare for the fake device namespace")
 
 
 LAUNCHER = "int emul_main(int, char **);\nint main(int c, char **v) { return emul_main(c, v); }\n"
@@ -56,19 +56,27 @@ def _program(intent):
     if not intent:
         return build(PROG, "svm_runtime_emul")
     lib = build(PROG, "libsvm_runtime_emul.so", shared=True, flags=["-DEMUL_LIB"])
-    return build(LAUNCHER, "svm_runtime_emul_intent",
-                 flags=[str(lib), f"-Wl,-rpath,{lib.parent}"])
+    return build(LAUNCHER, "svm_runtime_emul_intent", flags=[str(lib), f"-Wl,-rpath,{lib.parent}"])
 
 
 def _run(tmp_path, mode, seed, *flags):
     exe = _program("intent" in flags)
-    res = devns.run(["setarch", "x86_64", "-R", str(exe), mode, str(seed), *flags],
-                    gpus=(devns.ROCM_GPU,), capture=True, prefix=tmp_path / "log", timeout=180)
+    res = devns.run(
+        ["setarch", "x86_64", "-R", str(exe), mode, str(seed), *flags],
+        gpus=(devns.ROCM_GPU,),
+        capture=True,
+        prefix=tmp_path / "log",
+        timeout=180,
+    )
     assert res.returncode == 0, res.stderr
     logs = sorted(glob.glob(str(tmp_path / "log.*")))
     assert len(logs) == 1, logs
-    p = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "--format", "json", logs[0]],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "rocrtrace", "analyze", "--format", "json", logs[0]],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode in (0, 1), p.stderr
     damage = set()
     for line in res.stdout.splitlines():
@@ -84,25 +92,29 @@ def _pages(f):
 
 
 def _svm(data, *sev):
-    return [f for f in data["findings"]
-            if f["rule"] in ("svm-over-revoke", "svm-coherency-downgrade")
-            and (not sev or f["severity"] in sev)]
+    return [
+        f
+        for f in data["findings"]
+        if f["rule"] in ("svm-over-revoke", "svm-coherency-downgrade") and (not sev or f["severity"] in sev)
+    ]
 
 
 SCHEDULES = [1, 2, 3]
 
 
 @pytest.mark.parametrize("seed", SCHEDULES)
-@pytest.mark.parametrize("flags", [(), ("poll",), ("app",), ("poll", "app"), ("intent",),
-                                   ("poll", "app", "intent")],
-                         ids=["quiet", "poll", "app", "poll-app", "intent", "poll-app-intent"])
+@pytest.mark.parametrize(
+    "flags",
+    [(), ("poll",), ("app",), ("poll", "app"), ("intent",), ("poll", "app", "intent")],
+    ids=["quiet", "poll", "app", "poll-app", "intent", "poll-app-intent"],
+)
 def test_late_revokes(tmp_path, seed, flags):
     data, damage = _run(tmp_path, "late", seed, *flags)
     assert damage, "the forced race always takes a page of a pin in use"
     for f in _svm(data, "error", "warning"):
-        assert _pages(f) <= damage, f          # no false alarm
+        assert _pages(f) <= damage, f  # no false alarm
     reported = set().union(*(_pages(f) for f in _svm(data))) if _svm(data) else set()
-    assert damage <= reported                  # every damage event is reported
+    assert damage <= reported  # every damage event is reported
     if "poll" in flags or "intent" in flags:
         # the forced race's victim read its range back after the revoke
         # landed, or (intent calls) its unlock began after it
@@ -114,8 +126,7 @@ def test_late_revokes(tmp_path, seed, flags):
 
 
 @pytest.mark.parametrize("seed", SCHEDULES)
-@pytest.mark.parametrize("flags", [("poll", "shared"), ("poll", "shared", "intent")],
-                         ids=["shared", "shared-intent"])
+@pytest.mark.parametrize("flags", [("poll", "shared"), ("poll", "shared", "intent")], ids=["shared", "shared-intent"])
 def test_shared_pins_give_no_false_alarm(tmp_path, seed, flags):
     """Two threads may pin the same slot (the runtime's refcount: the first
     pin registers, the last unpin revokes, the others are silent).  A
@@ -132,9 +143,11 @@ def test_shared_pins_give_no_false_alarm(tmp_path, seed, flags):
 
 
 @pytest.mark.parametrize("seed", SCHEDULES)
-@pytest.mark.parametrize("flags", [("mixed", "v1", "poll"), ("mixed", "v1", "intent"),
-                                   ("mixed", "poll")],
-                         ids=["v1-poll", "v1-intent", "correct-poll"])
+@pytest.mark.parametrize(
+    "flags",
+    [("mixed", "v1", "poll"), ("mixed", "v1", "intent"), ("mixed", "poll")],
+    ids=["v1-poll", "v1-intent", "correct-poll"],
+)
 def test_mixed_pins_give_no_false_alarm(tmp_path, seed, flags):
     """Pins of every shape (pointers inside pages, 32 bytes to 16 pages:
     neighbours sharing pages, pins enclosing pins, pins starting in one
@@ -171,6 +184,6 @@ def test_ordered_revokes_are_clean(tmp_path, seed, intent):
 @pytest.mark.parametrize("intent", [(), ("intent",)], ids=["ioctls", "intent"])
 def test_silent_deregistration_gives_notes_only(tmp_path, seed, intent):
     data, damage = _run(tmp_path, "silent", seed, "app", *intent)
-    assert not damage                          # nothing was ever revoked
+    assert not damage  # nothing was ever revoked
     assert not _svm(data, "error", "warning")
     assert "no deregistration revokes" in " ".join(data["coverage"]["shows"])

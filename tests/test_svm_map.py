@@ -5,6 +5,7 @@ rocrtrace._engine.run_svm_model with the whole range watched, each `show
 event; GET_ATTR answers the oracle computes are never a model mismatch, and
 a wrong one is.  (The map's own invariants, its cover index and its size
 are cargo tests: src/models/svm_map/tests.rs.)"""
+
 from __future__ import annotations
 
 from hypothesis import given, settings
@@ -23,26 +24,36 @@ GPUS = [0x11, 0x22, 0x33]
 
 class Events:
     def __init__(self):
-        self.events = [ProcessInfo(pid=1, tid=1, time=1000.0, page_size=PAGE, file="m.log",
-                                   line=1, seq=0)]
+        self.events = [ProcessInfo(pid=1, tid=1, time=1000.0, page_size=PAGE, file="m.log", line=1, seq=0)]
 
     def _ev(self, cls, **kw):
         n = len(self.events)
-        ev = cls(pid=1, tid=1, time=1000.0 + n * 1e-3, dur=1e-5, file="m.log", line=n + 1,
-                 seq=n, **kw)
+        ev = cls(pid=1, tid=1, time=1000.0 + n * 1e-3, dur=1e-5, file="m.log", line=n + 1, seq=n, **kw)
         self.events.append(ev)
         return ev
 
     def svm(self, s, e, attrs, op=kfd.SVM_OP_SET_ATTR, out=None):
-        arg = {"start_addr": X + s * PAGE, "size": (e - s) * PAGE, "op": op,
-               "nattr": len(attrs), "attrs": list(attrs)}
-        return self._ev(Ioctl, type=kfd.TYPE_KFD, nr=0x20, fd=3, ioctl="AMDKFD_IOC_SVM",
-                        arg=arg, out={"attrs": out} if out is not None else None, ret=0,
-                        text=f"ioctl(3, AMDKFD_IOC_SVM, {{start_addr={X + s * PAGE:#x}}})")
+        arg = {"start_addr": X + s * PAGE, "size": (e - s) * PAGE, "op": op, "nattr": len(attrs), "attrs": list(attrs)}
+        return self._ev(
+            Ioctl,
+            type=kfd.TYPE_KFD,
+            nr=0x20,
+            fd=3,
+            ioctl="AMDKFD_IOC_SVM",
+            arg=arg,
+            out={"attrs": out} if out is not None else None,
+            ret=0,
+            text=f"ioctl(3, AMDKFD_IOC_SVM, {{start_addr={X + s * PAGE:#x}}})",
+        )
 
     def munmap(self, s, e):
-        return self._ev(Munmap, addr=X + s * PAGE, length=(e - s) * PAGE, ret=0,
-                        text=f"munmap({X + s * PAGE:#x}, {(e - s) * PAGE:#x}) = 0")
+        return self._ev(
+            Munmap,
+            addr=X + s * PAGE,
+            length=(e - s) * PAGE,
+            ret=0,
+            text=f"munmap({X + s * PAGE:#x}, {(e - s) * PAGE:#x}) = 0",
+        )
 
 
 def replay(ops):
@@ -66,8 +77,7 @@ attr = st.one_of(
     st.tuples(st.sampled_from([0, 1]), st.sampled_from([0, 0x11, 0xFFFFFFFF])),
     st.tuples(st.just(7), st.integers(0, 12)),
 )
-span = st.tuples(st.integers(0, N - 1), st.integers(1, 16)).map(
-    lambda t: (t[0], min(N, t[0] + t[1])))
+span = st.tuples(st.integers(0, N - 1), st.integers(1, 16)).map(lambda t: (t[0], min(N, t[0] + t[1])))
 op = st.one_of(
     st.tuples(st.just("set"), span, st.lists(attr, min_size=1, max_size=4)),
     st.tuples(st.just("unmap"), span, st.just([])),
@@ -107,9 +117,11 @@ def _kernel_access(o: Oracle, s, e, gpu, xnack: bool):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(op, min_size=1, max_size=20),
-       st.lists(st.tuples(span, st.sampled_from(GPUS)), min_size=1, max_size=5),
-       st.booleans())
+@given(
+    st.lists(op, min_size=1, max_size=20),
+    st.lists(st.tuples(span, st.sampled_from(GPUS)), min_size=1, max_size=5),
+    st.booleans(),
+)
 def test_get_attr_answers_of_the_oracle_are_no_mismatch(ops, queries, xnack):
     b, o, _ = replay(ops)
     asked = []

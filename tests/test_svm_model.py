@@ -4,6 +4,7 @@ streams: the ROCm runtime's SVM paths (register, map, deregister, the
 inferred from ioctl shapes) and with lock/unlock intent calls wrapping the
 ioctls on their thread.  Buggy variants must give exactly the expected
 findings, fixed and clean ones none."""
+
 from __future__ import annotations
 
 import pytest
@@ -40,7 +41,7 @@ def CLRF(v):
 
 
 COH, EXT = kfd.FLAG_COHERENT, kfd.FLAG_EXT_COHERENT
-FINE = [SETF(COH), CLRF(EXT)]          # rocm-paths 4.3: COH/EXT of a fine-grained pool
+FINE = [SETF(COH), CLRF(EXT)]  # rocm-paths 4.3: COH/EXT of a fine-grained pool
 COARSE = [CLRF(COH), CLRF(EXT)]
 
 
@@ -58,27 +59,34 @@ class Trace:
 
     def _ev(self, cls, tid, dur=1e-5, at=None, **kw):
         t = self.now if at is None else at
-        ev = cls(pid=self.pid, tid=tid, time=t, dur=dur, file="t.log",
-                 line=len(self.events) + 1, seq=len(self.events), **kw)
+        ev = cls(
+            pid=self.pid, tid=tid, time=t, dur=dur, file="t.log", line=len(self.events) + 1, seq=len(self.events), **kw
+        )
         if at is None:
             self.now = t + dur + 1e-5
         self.events.append(ev)
         return ev
 
-    def svm(self, tid, start, size, attrs, op=kfd.SVM_OP_SET_ATTR, out=None, err=None,
-            at=None, dur=1e-5):
-        arg = {"start_addr": start, "size": size, "op": op, "nattr": len(attrs),
-               "attrs": list(attrs)}
-        return self._ev(Ioctl, tid, dur=dur, at=at, type=kfd.TYPE_KFD, nr=0x20, fd=3,
-                        ioctl="AMDKFD_IOC_SVM", arg=arg,
-                        out={"attrs": out} if out is not None else None,
-                        ret=-1 if err else 0, err=err,
-                        text=f"ioctl(3, AMDKFD_IOC_SVM, {{start_addr={start:#x}, "
-                             f"size={size:#x}, ...}})")
+    def svm(self, tid, start, size, attrs, op=kfd.SVM_OP_SET_ATTR, out=None, err=None, at=None, dur=1e-5):
+        arg = {"start_addr": start, "size": size, "op": op, "nattr": len(attrs), "attrs": list(attrs)}
+        return self._ev(
+            Ioctl,
+            tid,
+            dur=dur,
+            at=at,
+            type=kfd.TYPE_KFD,
+            nr=0x20,
+            fd=3,
+            ioctl="AMDKFD_IOC_SVM",
+            arg=arg,
+            out={"attrs": out} if out is not None else None,
+            ret=-1 if err else 0,
+            err=err,
+            text=f"ioctl(3, AMDKFD_IOC_SVM, {{start_addr={start:#x}, size={size:#x}, ...}})",
+        )
 
     def get_access(self, tid, start, size, gpu, answer):
-        return self.svm(tid, start, size, [ACC(gpu)], op=kfd.SVM_OP_GET_ATTR,
-                        out=[(answer, gpu)])
+        return self.svm(tid, start, size, [ACC(gpu)], op=kfd.SVM_OP_GET_ATTR, out=[(answer, gpu)])
 
     def begin(self, tid, name, **args):
         self.open[(tid, name)] = (self.now, args)
@@ -87,8 +95,7 @@ class Trace:
     def end(self, tid, name, ret=0):
         t, args = self.open.pop((tid, name))
         self.now += 1e-5
-        self._ev(Intent, tid, dur=self.now - t, at=t, name=name, args=args, ret=ret,
-                 text=f"{name}(...) = {ret}")
+        self._ev(Intent, tid, dur=self.now - t, at=t, name=name, args=args, ret=ret, text=f"{name}(...) = {ret}")
 
     # the runtime paths -------------------------------------------------
 
@@ -139,26 +146,30 @@ MODES = pytest.mark.parametrize("explicit", [False, True], ids=["inferred", "exp
 
 # --- C1: enclosing range skipped (V1 bug 2) ------------------------------------
 
+
 @MODES
 @pytest.mark.parametrize("gpus", [[G], GPUS8[:2], GPUS8], ids=["1gpu", "2gpu", "8gpu"])
 @pytest.mark.parametrize("buggy", [True, False], ids=["V1", "fixed"])
 def test_c1_enclosing_range(explicit, gpus, buggy):
     t = Trace(explicit)
     maps = [AIP(g) for g in gpus]
-    t.lock(1, X, 0x8000, FINE, maps)                 # E
-    t.lock(2, X + 0x2000, 0x1000, FINE, maps)        # F, another thread
-    t.lock(1, X + 0x3000, 0x1000, FINE, maps)        # H
+    t.lock(1, X, 0x8000, FINE, maps)  # E
+    t.lock(2, X + 0x2000, 0x1000, FINE, maps)  # F, another thread
+    t.lock(1, X + 0x3000, 0x1000, FINE, maps)  # H
     # V1: the sweep starts at F, never sees E, revokes H's page under E
     t.unlock(1, X + 0x3000, [(X + 0x3000, 0x1000, v1_revoke(gpus))] if buggy else [])
     m = t.run()
     if not buggy:
         assert m.findings == []
         return
-    assert summary(m) == [("svm-coherency-downgrade", "enclosing-range"),
-                          ("svm-over-revoke", "enclosing-range")]
+    assert summary(m) == [("svm-coherency-downgrade", "enclosing-range"), ("svm-over-revoke", "enclosing-range")]
     over = next(f for f in m.findings if f.rule == "svm-over-revoke")
-    assert over.subject == {"kind": "svm-range", "start": hex(X + 0x3000),
-                            "end": hex(X + 0x4000), "gpu_ids": [hex(g) for g in sorted(gpus)]}
+    assert over.subject == {
+        "kind": "svm-range",
+        "start": hex(X + 0x3000),
+        "end": hex(X + 0x4000),
+        "gpu_ids": [hex(g) for g in sorted(gpus)],
+    }
     assert over.details["order"] == "certain"
     assert over.details["victim"]["start"] == hex(X)
     assert over.details["released"][0]["start"] == hex(X + 0x3000)
@@ -182,18 +193,20 @@ def test_c1_fingerprint_ignores_run_values():
         t.lock(1, x + 0x3000, 0x1000, FINE, [AIP(G)])
         t.unlock(1, x + 0x3000, [(x + 0x3000, 0x1000, v1_revoke([G]))])
         return sorted(f.fingerprint for f in t.run().findings)
+
     assert run(1, 1000.0, 0) == run(777, 5e9, 0x10000000)
 
 
 # --- C2: grown extent (V1 bug 1) ------------------------------------------------
 
+
 @MODES
 @pytest.mark.parametrize("buggy", [True, False], ids=["V1", "V3"])
 def test_c2_grown_extent(explicit, buggy):
     t = Trace(explicit)
-    reg = FINE if buggy else [AIP(G)] + FINE          # V3 grants at register
-    t.lock(1, X + 0x10, 0x20, reg, [AIP(G)])           # A: page 0
-    t.lock(1, X + 0x100, 0x7000, reg, [AIP(G)])        # B: same base, pages 0-7
+    reg = FINE if buggy else [AIP(G)] + FINE  # V3 grants at register
+    t.lock(1, X + 0x10, 0x20, reg, [AIP(G)])  # A: page 0
+    t.lock(1, X + 0x100, 0x7000, reg, [AIP(G)])  # B: same base, pages 0-7
     # V1: refcount 2 -> 1, no ioctl; V3: B's extent minus A's page
     t.unlock(1, X + 0x100, [] if buggy else [(X + 0x1000, 0x7000, [NO(G)] + [CLRF(COH)])])
     # the allocator reuses pages 1-7 for data made fine-grained by the application
@@ -203,8 +216,7 @@ def test_c2_grown_extent(explicit, buggy):
     if explicit:
         t.end(2, "hsa_amd_svm_attributes_set")
     # V1: base goes cold -> revoke the grown extent; V3: A's own page only
-    t.unlock(1, X + 0x10, [(X, 0x8000, v1_revoke([G]))] if buggy
-             else [(X, 0x1000, [NO(G)])])
+    t.unlock(1, X + 0x10, [(X, 0x8000, v1_revoke([G]))] if buggy else [(X, 0x1000, [NO(G)])])
     m = t.run()
     if not buggy:
         assert m.findings == []
@@ -221,6 +233,7 @@ def test_c2_grown_extent(explicit, buggy):
 
 # --- C3 / kfdtest SVMApiRegisterReGrant: VA reuse without re-grant -------------
 
+
 @MODES
 @pytest.mark.parametrize("buggy", [True, False], ids=["V1", "V3"])
 def test_c3_regrant(explicit, buggy):
@@ -228,12 +241,11 @@ def test_c3_regrant(explicit, buggy):
     t.mmap(1, X, PAGE)
     reg = FINE if buggy else [AIP(G)] + FINE
     rev = v1_revoke([G]) if buggy else [NO(G)]
-    t.lock(1, X, PAGE, reg)                    # register only: no map
+    t.lock(1, X, PAGE, reg)  # register only: no map
     t.unlock(1, X, [(X, PAGE, rev)])
     t.get_access(1, X, PAGE, G, kfd.ATTR_NO_ACCESS)
-    t.lock(1, X, PAGE, reg)                    # the allocator hands X out again
-    again = t.get_access(1, X, PAGE, G, kfd.ATTR_NO_ACCESS if buggy
-                         else kfd.ATTR_ACCESS_IN_PLACE)
+    t.lock(1, X, PAGE, reg)  # the allocator hands X out again
+    again = t.get_access(1, X, PAGE, G, kfd.ATTR_NO_ACCESS if buggy else kfd.ATTR_ACCESS_IN_PLACE)
     t.unlock(1, X, [(X, PAGE, rev)])
     t.munmap(1, X, PAGE)
     m = t.run()
@@ -243,11 +255,12 @@ def test_c3_regrant(explicit, buggy):
     assert summary(m) == [("svm-stale-no-access", None)]
     f = m.findings[0]
     assert f.subject["gpu_ids"] == [hex(G)]
-    assert any(same(e.event, again) for e in f.evidence)      # GET_ATTR is extra evidence
+    assert any(same(e.event, again) for e in f.evidence)  # GET_ATTR is extra evidence
     assert f.details["get_attr_confirms"]
 
 
 # --- kfdtest SVMApiPartialPageNotRevoked ---------------------------------------
+
 
 @MODES
 @pytest.mark.parametrize("buggy", [True, False], ids=["outward", "inward"])
@@ -255,8 +268,8 @@ def test_partial_page(explicit, buggy):
     t = Trace(explicit)
     t.mmap(1, X, 2 * PAGE)
     grant = [AIP(G)] + FINE
-    t.lock(2, X + 0x800, 0x1000, grant)        # neighbour on pages 0-1
-    t.lock(1, X, 0x10, grant)                  # 16 bytes at the page start
+    t.lock(2, X + 0x800, 0x1000, grant)  # neighbour on pages 0-1
+    t.lock(1, X, 0x10, grant)  # 16 bytes at the page start
     # buggy rounds the revoke outward (page 0), fixed revokes whole pages only (none)
     t.unlock(1, X, [(X, PAGE, [NO(G)])] if buggy else [])
     m = t.run()
@@ -295,11 +308,11 @@ def _race(explicit, order):
     t.lock(1, A_PTR, SZ17, GRANT, [AIP(G)])
     t.now += 1e-3
     t0 = t.now
-    if order == "fixed-b":     # T1's NO_ACCESS completes before T2's grant
+    if order == "fixed-b":  # T1's NO_ACCESS completes before T2's grant
         t.unlock(1, A_PTR, [(A_PTR, SZ17, [NO(G)] + COARSE)])
         t.lock(2, B_PTR, SZ17, GRANT, [AIP(G)])
         return t
-    if order == "fixed-a":     # B inserted before T1 computes: 16 pages revoked
+    if order == "fixed-a":  # B inserted before T1 computes: 16 pages revoked
         t.lock(2, B_PTR, SZ17, GRANT, [AIP(G)])
         t.unlock(1, A_PTR, [(A_PTR, 0x10000, [NO(G)] + COARSE)])
         return t
@@ -311,7 +324,7 @@ def _race(explicit, order):
     if order == "buggy":
         t.svm(2, B_PTR, SZ17, [AIP(G)])
         t.svm(1, A_PTR, SZ17, [NO(G)] + COARSE)
-    else:   # concurrent: the map and the revoke overlap, the map completes first
+    else:  # concurrent: the map and the revoke overlap, the map completes first
         t.svm(2, B_PTR, SZ17, [AIP(G)], at=t.now, dur=4e-5)
         t.svm(1, A_PTR, SZ17, [NO(G)] + COARSE, at=t.now + 1e-5, dur=5e-5)
         t.now += 1e-4
@@ -323,12 +336,15 @@ def _race(explicit, order):
 
 
 @MODES
-@pytest.mark.parametrize("order,cause,certainty", [
-    ("buggy", None, "certain"),
-    ("concurrent", "cross-thread-order", "concurrent"),
-    ("fixed-a", None, None),
-    ("fixed-b", None, None),
-])
+@pytest.mark.parametrize(
+    "order,cause,certainty",
+    [
+        ("buggy", None, "certain"),
+        ("concurrent", "cross-thread-order", "concurrent"),
+        ("fixed-a", None, None),
+        ("fixed-b", None, None),
+    ],
+)
 def test_adjacent_17_page_race(explicit, order, cause, certainty):
     m = _race(explicit, order).run()
     if certainty is None:
@@ -347,20 +363,21 @@ def test_adjacent_17_page_race(explicit, order, cause, certainty):
 
 # --- clr hostUnlock NO_ACCESS before unlock (#6724) ------------------------------
 
+
 @MODES
 @pytest.mark.parametrize("buggy", [True, False], ids=["6724", "7085-revert"])
 def test_clr_no_access_before_unlock(explicit, buggy):
     t = Trace(explicit)
-    a, b, n = X + 0x10, X + 0x10020, 0x10000       # glibc chunks: share page 16
+    a, b, n = X + 0x10, X + 0x10020, 0x10000  # glibc chunks: share page 16
     t.lock(1, a, n, COARSE, [AIP(G)])
     t.lock(2, b, n, COARSE, [AIP(G)])
-    if buggy:   # SetSvmAttrib rounds outward: pages 0-16, page 16 is B's too
+    if buggy:  # SetSvmAttrib rounds outward: pages 0-16, page 16 is B's too
         if explicit:
             t.begin(1, "hsa_amd_svm_attributes_set", ptr=a, size=n)
         t.svm(1, X, 0x11000, [NO(G)])
         if explicit:
             t.end(1, "hsa_amd_svm_attributes_set")
-    t.unlock(1, a, [])                              # V0: unlock issues nothing
+    t.unlock(1, a, [])  # V0: unlock issues nothing
     m = t.run()
     if not buggy:
         assert m.findings == []
@@ -370,6 +387,7 @@ def test_clr_no_access_before_unlock(explicit, buggy):
 
 
 # --- V4: grant at map, revoke only granted GPUs ---------------------------------
+
 
 @MODES
 @pytest.mark.parametrize("revoke_pages", [16, 17])
@@ -385,6 +403,7 @@ def test_v4_revokes_only_granted_gpus(explicit, revoke_pages):
 
 # --- clean paths ----------------------------------------------------------------
 
+
 @MODES
 def test_clean_v0_many_threads(explicit):
     """Baseline runtime: register + map, deregister issues nothing."""
@@ -394,7 +413,7 @@ def test_clean_v0_many_threads(explicit):
         t.lock(1 + i % 3, X + i * 0x10000, SZ17, FINE, [AIP(g) for g in GPUS8[:2]])
     for i in range(6):
         t.unlock(1 + (i + 1) % 3, X + i * 0x10000, [])
-    if explicit:     # unlocked memory may be freed
+    if explicit:  # unlocked memory may be freed
         t.munmap(1, X, 0x80000)
     assert t.run().findings == []
 
@@ -419,10 +438,15 @@ def test_clean_application_managed_range():
     t.svm(1, X, 0x200000, [(kfd.ATTR_PREFERRED_LOC, G), ACC(G), SETF(COH)])
     t.svm(1, X, 0x200000, [(kfd.ATTR_GRANULARITY, 4)])
     t.svm(1, X + 0x100000, 0x1000, [(kfd.ATTR_PREFETCH_LOC, G)])
-    t.svm(1, X, 0x200000, [(kfd.ATTR_PREFERRED_LOC, 0), (kfd.ATTR_SET_FLAGS, 0)],
-          op=kfd.SVM_OP_GET_ATTR, out=[(kfd.ATTR_PREFERRED_LOC, G),
-                                       (kfd.ATTR_SET_FLAGS, kfd.FLAG_HOST_ACCESS | COH)])
-    t.svm(1, X, 0x200000, [NO(G)])     # its own NO_ACCESS on exactly its range
+    t.svm(
+        1,
+        X,
+        0x200000,
+        [(kfd.ATTR_PREFERRED_LOC, 0), (kfd.ATTR_SET_FLAGS, 0)],
+        op=kfd.SVM_OP_GET_ATTR,
+        out=[(kfd.ATTR_PREFERRED_LOC, G), (kfd.ATTR_SET_FLAGS, kfd.FLAG_HOST_ACCESS | COH)],
+    )
+    t.svm(1, X, 0x200000, [NO(G)])  # its own NO_ACCESS on exactly its range
     t.munmap(1, X, 0x200000)
     m = t.run()
     assert m.findings == []
@@ -430,19 +454,19 @@ def test_clean_application_managed_range():
 
 # --- the other rules -------------------------------------------------------------
 
+
 @MODES
 def test_unmap_registered(explicit):
     t = Trace(explicit)
     t.lock(1, X, 0x2000, GRANT, [AIP(G)])
     t.munmap(1, X, 0x1000)
     m = t.run()
-    assert [(f.rule, f.severity) for f in m.findings] == [
-        ("svm-unmap-registered", "warning" if explicit else "note")]
+    assert [(f.rule, f.severity) for f in m.findings] == [("svm-unmap-registered", "warning" if explicit else "note")]
 
 
-@pytest.mark.parametrize("new_len, unmapped", [(0x2000, True), (0x1800, True),
-                                               (0x2001, False), (0x2FFF, False),
-                                               (0x3000, False)])
+@pytest.mark.parametrize(
+    "new_len, unmapped", [(0x2000, True), (0x1800, True), (0x2001, False), (0x2FFF, False), (0x3000, False)]
+)
 def test_mremap_shrink_keeps_the_partial_page(new_len, unmapped):
     # mremap page-aligns both lengths (mm/mremap.c): shrinking three pages to
     # 0x2001 bytes keeps all three mapped, so the lock on the third page is
@@ -460,7 +484,7 @@ def test_unmap_resets_pages_and_ends_claims():
     t.lock(1, X, 0x2000, FINE, [AIP(G)])
     t.munmap(1, X, 0x2000)
     t.mmap(1, X, 0x2000)
-    t.svm(1, X, 0x2000, v1_revoke([G]))     # nothing left to hurt
+    t.svm(1, X, 0x2000, v1_revoke([G]))  # nothing left to hurt
     m = t.run(watch=(X, X + 0x2000))
     assert [f.rule for f in m.findings] == ["svm-unmap-registered"]
     # the munmap forgot both pages: the revoke made one new range, no claim on it
@@ -470,30 +494,37 @@ def test_unmap_resets_pages_and_ends_claims():
 
 def test_bad_range():
     t = Trace(False)
-    t.svm(1, X + 0x10, 0x1000, [AIP(G)])                  # unaligned start
-    t.svm(1, X, 0, [AIP(G)])                              # zero size
-    t.svm(1, X, 0x1000, [AIP(G)], err="EFAULT")           # not mapped
-    t.svm(1, X, 0x2000, [AIP(G)], err="EINTR")            # retried: fine
+    t.svm(1, X + 0x10, 0x1000, [AIP(G)])  # unaligned start
+    t.svm(1, X, 0, [AIP(G)])  # zero size
+    t.svm(1, X, 0x1000, [AIP(G)], err="EFAULT")  # not mapped
+    t.svm(1, X, 0x2000, [AIP(G)], err="EINTR")  # retried: fine
     t.svm(1, X, 0x2000, [AIP(G)])
-    t.svm(1, X, 0x3000, [AIP(G)], err="EAGAIN")           # never retried
+    t.svm(1, X, 0x3000, [AIP(G)], err="EAGAIN")  # never retried
     t.svm(1, X, 0x1000, FINE)
     m = t.run()
     assert [f.rule for f in m.findings] == ["svm-bad-range"] * 4
     whys = [f.key[0] for f in m.findings]
-    assert whys == ["unaligned start", "zero size", "failed with EFAULT",
-                    "failed with EAGAIN and was not retried"]
+    assert whys == ["unaligned start", "zero size", "failed with EFAULT", "failed with EAGAIN and was not retried"]
 
 
 def test_model_mismatch_and_xnack_caution():
     t = Trace(False)
-    t.svm(1, X, 0x2000, FINE)                              # access left at default
-    t.get_access(1, X, 0x2000, G, kfd.ATTR_ACCESS)         # XNACK unknown: no judgement
+    t.svm(1, X, 0x2000, FINE)  # access left at default
+    t.get_access(1, X, 0x2000, G, kfd.ATTR_ACCESS)  # XNACK unknown: no judgement
     t.svm(1, X, 0x1000, [AIP(G)])
-    t.get_access(1, X, 0x1000, G, kfd.ATTR_ACCESS_IN_PLACE)   # agrees
-    t.get_access(1, X, 0x1000, G, kfd.ATTR_NO_ACCESS)         # disagrees
-    t.svm(1, X, 0x2000, [SETF(COH), CLRF(0)], op=kfd.SVM_OP_GET_ATTR,
-          out=[(kfd.ATTR_SET_FLAGS, kfd.FLAG_HOST_ACCESS | COH),
-               (kfd.ATTR_CLR_FLAGS, ~(kfd.FLAG_HOST_ACCESS | COH) & 0xFFFFFFFF)])
+    t.get_access(1, X, 0x1000, G, kfd.ATTR_ACCESS_IN_PLACE)  # agrees
+    t.get_access(1, X, 0x1000, G, kfd.ATTR_NO_ACCESS)  # disagrees
+    t.svm(
+        1,
+        X,
+        0x2000,
+        [SETF(COH), CLRF(0)],
+        op=kfd.SVM_OP_GET_ATTR,
+        out=[
+            (kfd.ATTR_SET_FLAGS, kfd.FLAG_HOST_ACCESS | COH),
+            (kfd.ATTR_CLR_FLAGS, ~(kfd.FLAG_HOST_ACCESS | COH) & 0xFFFFFFFF),
+        ],
+    )
     m = t.run()
     assert [f.rule for f in m.findings] == ["svm-model-mismatch"]
     assert "ACCESS for GPU" in m.findings[0].message
@@ -517,7 +548,7 @@ def test_history_watch():
     t.lock(1, X, 0x8000, FINE, [AIP(G)])
     t.lock(1, X + 0x3000, 0x1000, FINE, [AIP(G)])
     t.unlock(1, X + 0x3000, [(X + 0x3000, 0x1000, v1_revoke([G]))])
-    t.lock(1, X + 0x100000, 0x1000, FINE, [AIP(G)])       # elsewhere: not recorded
+    t.lock(1, X + 0x100000, 0x1000, FINE, [AIP(G)])  # elsewhere: not recorded
     m = t.run(watch=(X + 0x3000, X + 0x3001))
     whats = [w for _, w, _ in m.history]
     # E's register + map + lock, H's register + map + lock, the revoke, the unlock
@@ -543,11 +574,11 @@ def test_partial_page_application_neighbour_then_own_no_access():
     t = Trace(False)
     t.mmap(1, X, 2 * PAGE)
     t.svm(1, X, 2 * PAGE, [ACC(G)])
-    t.svm(1, X, PAGE, COARSE)                         # register 16 bytes (V1)
-    t.svm(1, X, PAGE, v1_revoke([G]))                 # deregister, outward
+    t.svm(1, X, PAGE, COARSE)  # register 16 bytes (V1)
+    t.svm(1, X, PAGE, v1_revoke([G]))  # deregister, outward
     t.get_access(1, X, PAGE, G, kfd.ATTR_NO_ACCESS)
-    t.svm(1, X, 2 * PAGE, [NO(G)])                    # the program ends its range
-    t.svm(1, X, PAGE, COARSE)                         # register the whole page
+    t.svm(1, X, 2 * PAGE, [NO(G)])  # the program ends its range
+    t.svm(1, X, PAGE, COARSE)  # register the whole page
     t.svm(1, X, PAGE, v1_revoke([G]))
     t.get_access(1, X, PAGE, G, kfd.ATTR_NO_ACCESS)
     t.munmap(1, X, 2 * PAGE)
@@ -562,15 +593,15 @@ def test_c3_v4_register_only_never_revoked():
     t = Trace(False)
     t.mmap(1, X, PAGE)
     t.svm(1, X, PAGE, COARSE)
-    t.get_access(1, X, PAGE, G, kfd.ATTR_NO_ACCESS)   # XNACK unknown: not judged
+    t.get_access(1, X, PAGE, G, kfd.ATTR_NO_ACCESS)  # XNACK unknown: not judged
     t.svm(1, X, PAGE, COARSE)
     t.munmap(1, X, PAGE)
     m = t.run()
-    assert [(f.rule, f.severity, f.subject["gpu_ids"]) for f in m.findings] == [
-        ("svm-unmap-registered", "note", [])]
+    assert [(f.rule, f.severity, f.subject["gpu_ids"]) for f in m.findings] == [("svm-unmap-registered", "note", [])]
 
 
 # --- liveness: what the trace proves of a victim --------------------
+
 
 @pytest.mark.parametrize("began_first", [True, False], ids=["unlock-first", "unlock-after"])
 def test_an_unlock_that_began_before_the_revoke_leaves_no_victim(began_first):
@@ -579,8 +610,8 @@ def test_an_unlock_that_began_before_the_revoke_leaves_no_victim(began_first):
     finding.  The same revoke before A's unlock began is an error."""
     t = Trace(True)
     t.mmap(1, X, 4 * PAGE)
-    t.lock(1, X, 2 * PAGE, FINE, [AIP(G)])              # A [X, X+2P)
-    t.lock(2, X + PAGE, 2 * PAGE, FINE, [AIP(G)])       # B [X+P, X+3P): page X+P shared
+    t.lock(1, X, 2 * PAGE, FINE, [AIP(G)])  # A [X, X+2P)
+    t.lock(2, X + PAGE, 2 * PAGE, FINE, [AIP(G)])  # B [X+P, X+3P): page X+P shared
     if began_first:
         t.begin(1, "hsa_amd_memory_unlock", host_ptr=X)
     t.unlock(2, X + PAGE, revokes=[(X + PAGE, 2 * PAGE, v1_revoke([G]))])
@@ -625,7 +656,7 @@ def test_a_silent_runtime_gives_notes():
     for _ in range(2):
         t.svm(1, X, 4 * PAGE, FINE)
         t.svm(1, X, 4 * PAGE, [AIP(G)])
-        t.svm(1, X, 2 * PAGE, COARSE)                   # a half, coarse, later
+        t.svm(1, X, 2 * PAGE, COARSE)  # a half, coarse, later
         t.svm(1, X, 2 * PAGE, [AIP(G)])
     m = t.run()
     hurt = [f for f in m.findings if f.rule == "svm-coherency-downgrade"]
@@ -644,11 +675,14 @@ def shows_subtraction(t, w):
     t.svm(3, w + PAGE, 2 * PAGE, v1_revoke([G]))
 
 
-@pytest.mark.parametrize("case,left", [
-    ("victim-mapped-before-revoke-computed", True),   # the revoke was computed after V left the table
-    ("revoke-may-predate-victim", False),             # computed before V registered: the real race
-    ("runtime-never-subtracts", False),               # no evidence the runtime counts neighbours
-])
+@pytest.mark.parametrize(
+    "case,left",
+    [
+        ("victim-mapped-before-revoke-computed", True),  # the revoke was computed after V left the table
+        ("revoke-may-predate-victim", False),  # computed before V registered: the real race
+        ("runtime-never-subtracts", False),  # no evidence the runtime counts neighbours
+    ],
+)
 def test_a_revoke_computed_after_the_victim_left_the_table(case, left):
     """Liveness read from a release revoke's range, the other way round: a
     runtime that leaves out of its revokes the pages its other registrations
@@ -661,25 +695,24 @@ def test_a_revoke_computed_after_the_victim_left_the_table(case, left):
     note; the range decides."""
     t = Trace(False)
     t.mmap(1, X, 0x40000)
-    V, XA = X + 0x10000, X                             # X [X, X+17P), V [X+16P, X+33P)
+    V, XA = X + 0x10000, X  # X [X, X+17P), V [X+16P, X+33P)
     if case != "runtime-never-subtracts":
         shows_subtraction(t, X + 0x30000)
     if case == "revoke-may-predate-victim":
-        t.svm(1, XA, SZ17, FINE)                        # X registered, mapped by thread 1
+        t.svm(1, XA, SZ17, FINE)  # X registered, mapped by thread 1
         t.svm(1, XA, SZ17, [AIP(G)])
-        t.now += 1e-3                                   # thread 1 computes X's revoke here ...
-        t.svm(2, V, SZ17, FINE)                         # ... V registered and mapped after
+        t.now += 1e-3  # thread 1 computes X's revoke here ...
+        t.svm(2, V, SZ17, FINE)  # ... V registered and mapped after
         t.svm(2, V, SZ17, [AIP(G)])
     else:
-        t.svm(2, V, SZ17, FINE)                         # V registered and mapped first
+        t.svm(2, V, SZ17, FINE)  # V registered and mapped first
         t.svm(2, V, SZ17, [AIP(G)])
         t.now += 1e-3
-        t.svm(1, XA, SZ17, FINE)                        # then X, by thread 1
+        t.svm(1, XA, SZ17, FINE)  # then X, by thread 1
         t.svm(1, XA, SZ17, [AIP(G)])
-    t.svm(1, XA, SZ17, v1_revoke([G]))                  # X's revoke takes the shared page
-    t.svm(2, V, SZ17, v1_revoke([G]))                   # V's own revoke lands later
-    hurt = [f for f in t.run().findings
-            if f.rule in ("svm-over-revoke", "svm-coherency-downgrade")]
+    t.svm(1, XA, SZ17, v1_revoke([G]))  # X's revoke takes the shared page
+    t.svm(2, V, SZ17, v1_revoke([G]))  # V's own revoke lands later
+    hurt = [f for f in t.run().findings if f.rule in ("svm-over-revoke", "svm-coherency-downgrade")]
     if left:
         assert hurt == []
     else:
@@ -695,15 +728,23 @@ def test_a_call_a_microsecond_past_its_intent_is_still_inside():
     own change: no victim (it was two false over-revokes under load)."""
     t = Trace(False)
     t.mmap(1, X, 0x20000)
-    A, B = X, X + 0x8000                                   # share page X+0x8000
+    A, B = X, X + 0x8000  # share page X+0x8000
     for start in (A, B):
         t.begin(1, "hsa_amd_svm_attributes_set", ptr=start + 0x380, size=0x8000)
         t.svm(1, start, 0x9000, [AIP(G), SETF(COH)])
         t.end(1, "hsa_amd_svm_attributes_set")
     t0 = t.now + 1e-4
-    t.svm(1, A, 0x11000, [NO(G)], at=t0, dur=6e-6)          # ends 1 us past the intent
-    t._ev(Intent, 1, dur=5e-6, at=t0, name="hsa_amd_svm_attributes_set",
-          args={"ptr": A + 0x380, "size": 0x10000}, ret=0, text="hsa_amd_svm_attributes_set(...) = 0")
+    t.svm(1, A, 0x11000, [NO(G)], at=t0, dur=6e-6)  # ends 1 us past the intent
+    t._ev(
+        Intent,
+        1,
+        dur=5e-6,
+        at=t0,
+        name="hsa_amd_svm_attributes_set",
+        args={"ptr": A + 0x380, "size": 0x10000},
+        ret=0,
+        text="hsa_amd_svm_attributes_set(...) = 0",
+    )
     t.now = t0 + 1e-4
     assert [f for f in t.run().findings if f.severity != "note"] == []
 
@@ -722,28 +763,28 @@ def test_a_registration_made_since_explains_what_a_release_left_out(case):
     (test_svm_emul, a schedule seen once in CI)."""
     t = Trace(False)
     t.mmap(1, X, 0x40000)
-    V, XA = X + 0x10000, X                             # X [X, X+17P), V [X+16P, X+33P)
+    V, XA = X + 0x10000, X  # X [X, X+17P), V [X+16P, X+33P)
     shows_subtraction(t, X + 0x30000)
     if case == "same-range-pinned-again":
-        t.svm(1, XA, SZ17, FINE)                         # X by thread 1
+        t.svm(1, XA, SZ17, FINE)  # X by thread 1
         t.svm(1, XA, SZ17, [AIP(G)])
-        t.now += 1e-3                                    # X's revoke computed: no V yet
-        t.svm(2, V, SZ17, FINE)                          # V by thread 2
+        t.now += 1e-3  # X's revoke computed: no V yet
+        t.svm(2, V, SZ17, FINE)  # V by thread 2
         t.svm(2, V, SZ17, [AIP(G)])
-        t.svm(1, XA, SZ17, v1_revoke([G]))               # lands on V's first page
-        t.svm(3, XA, SZ17, FINE)                         # X's range pinned again (X')
+        t.svm(1, XA, SZ17, v1_revoke([G]))  # lands on V's first page
+        t.svm(3, XA, SZ17, FINE)  # X's range pinned again (X')
         t.svm(3, XA, SZ17, [AIP(G)])
         t.svm(2, V + PAGE, SZ17 - PAGE, v1_revoke([G]))  # V's release leaves out X''s page
     else:
-        t.svm(3, V, SZ17, FINE)                          # V1 by thread 3
+        t.svm(3, V, SZ17, FINE)  # V1 by thread 3
         t.svm(3, V, SZ17, [AIP(G)])
         t.now += 1e-3
-        t.svm(1, XA, SZ17, FINE)                         # X by thread 1
+        t.svm(1, XA, SZ17, FINE)  # X by thread 1
         t.svm(1, XA, SZ17, [AIP(G)])
-        t.now += 1e-3                                    # V1's release computed (X counted),
-        t.svm(2, V, SZ17, FINE)                          # then X's (V1 gone); V2 comes back
+        t.now += 1e-3  # V1's release computed (X counted),
+        t.svm(2, V, SZ17, FINE)  # then X's (V1 gone); V2 comes back
         t.svm(2, V, SZ17, [AIP(G)])
-        t.svm(1, XA, SZ17, v1_revoke([G]))               # X's revoke: V2's first page
+        t.svm(1, XA, SZ17, v1_revoke([G]))  # X's revoke: V2's first page
         t.svm(3, V + PAGE, SZ17 - PAGE, v1_revoke([G]))  # V1's release lands
     hurt = [f for f in t.run().findings if f.rule == "svm-over-revoke"]
     assert {(f.subject["start"], f.subject["end"]) for f in hurt} == {(hex(V), hex(V + PAGE))}
@@ -760,14 +801,14 @@ def test_a_victim_whose_unlock_began_before_the_revoke_ran_was_not_hurt():
     the revoke's, was the time compared)."""
     t = Trace(True)
     t.mmap(1, X, 0x40000)
-    XP, VP = X + 0x10, X + 0x10020                    # X [X, X+17P), V [X+16P, X+33P)
+    XP, VP = X + 0x10, X + 0x10020  # X [X, X+17P), V [X+16P, X+33P)
     t.lock(1, XP, 0x10000, FINE, [AIP(G)])
-    t.begin(1, "hsa_amd_memory_unlock", host_ptr=XP)   # X's revoke computed here
+    t.begin(1, "hsa_amd_memory_unlock", host_ptr=XP)  # X's revoke computed here
     t.lock(2, VP, 0x10000, FINE, [AIP(G)])
-    t.begin(2, "hsa_amd_memory_unlock", host_ptr=VP)   # V's release begins
-    t.svm(1, X, SZ17, v1_revoke([G]))                  # X's revoke lands on V's first page
+    t.begin(2, "hsa_amd_memory_unlock", host_ptr=VP)  # V's release begins
+    t.svm(1, X, SZ17, v1_revoke([G]))  # X's revoke lands on V's first page
     t.end(1, "hsa_amd_memory_unlock")
-    t.svm(2, X + 16 * PAGE, SZ17, v1_revoke([G]))      # V's, computed after X had left
+    t.svm(2, X + 16 * PAGE, SZ17, v1_revoke([G]))  # V's, computed after X had left
     t.end(2, "hsa_amd_memory_unlock")
     assert [f for f in t.run().findings if f.rule.startswith("svm-")] == []
 
@@ -783,19 +824,26 @@ def test_a_lock_logged_as_ending_before_its_own_ioctls_still_owns_them():
     t.mmap(1, X, 0x40000)
     XP, VP = X + 0x10, X + 0x10020
     t0 = t.now
-    t.svm(1, X, SZ17, FINE, at=t0 + 50e-6, dur=5e-6)          # began after the lock,
-    t.svm(1, X, SZ17, [AIP(G)], at=t0 + 56e-6, dur=4e-6)      # logged after its end
-    t._ev(Intent, 1, dur=11e-6, at=t0, name="hsa_amd_memory_lock",
-          args={"host_ptr": XP, "size": 0x10000}, ret=0, text="hsa_amd_memory_lock(...) = 0")
+    t.svm(1, X, SZ17, FINE, at=t0 + 50e-6, dur=5e-6)  # began after the lock,
+    t.svm(1, X, SZ17, [AIP(G)], at=t0 + 56e-6, dur=4e-6)  # logged after its end
+    t._ev(
+        Intent,
+        1,
+        dur=11e-6,
+        at=t0,
+        name="hsa_amd_memory_lock",
+        args={"host_ptr": XP, "size": 0x10000},
+        ret=0,
+        text="hsa_amd_memory_lock(...) = 0",
+    )
     t.now = t0 + 1e-4
     t.begin(1, "hsa_amd_memory_unlock", host_ptr=XP)
-    t.lock(2, VP, 0x10000, FINE, [AIP(G)])             # V locked after X's revoke was computed
-    t.svm(1, X, SZ17, v1_revoke([G]))                  # lands on V's first page, V in use
+    t.lock(2, VP, 0x10000, FINE, [AIP(G)])  # V locked after X's revoke was computed
+    t.svm(1, X, SZ17, v1_revoke([G]))  # lands on V's first page, V in use
     t.end(1, "hsa_amd_memory_unlock")
     t.unlock(2, VP, [(X + 17 * PAGE, SZ17 - PAGE, v1_revoke([G]))])
     found = [f for f in t.run().findings if f.rule.startswith("svm-")]
-    assert {(f.rule, f.severity) for f in found} == {("svm-over-revoke", "error"),
-                                                      ("svm-coherency-downgrade", "error")}
+    assert {(f.rule, f.severity) for f in found} == {("svm-over-revoke", "error"), ("svm-coherency-downgrade", "error")}
     for f in found:
         assert f.subject["start"] == hex(X + 16 * PAGE)
         assert f"released lock({XP:#x})" in f.message
@@ -815,13 +863,13 @@ def test_a_range_registered_again_after_the_call_is_not_proven_live():
     t.svm(1, X, SZ17, FINE)
     t.svm(1, X, SZ17, [AIP(G)])
     t.now += 1e-3
-    t.svm(2, V, SZ17, FINE)                            # V by thread 2
+    t.svm(2, V, SZ17, FINE)  # V by thread 2
     t.svm(2, V, SZ17, [AIP(G)])
-    t.svm(1, X, SZ17, v1_revoke([G]))                  # X's revoke takes V's first page
-    t.svm(3, V, SZ17, FINE)                            # V's range again, thread 3
+    t.svm(1, X, SZ17, v1_revoke([G]))  # X's revoke takes V's first page
+    t.svm(3, V, SZ17, FINE)  # V's range again, thread 3
     t.svm(3, V, SZ17, [AIP(G)])
     t.now += 1e-3
-    t.svm(3, V, SZ17, v1_revoke([G]))                  # the release the trace shows
+    t.svm(3, V, SZ17, v1_revoke([G]))  # the release the trace shows
     hurt = [f for f in t.run().findings if f.rule == "svm-over-revoke"]
     assert [(f.subject["start"], f.severity) for f in hurt] == [(hex(V), "note")]
 
@@ -838,13 +886,12 @@ def test_an_unlock_does_not_end_a_claim_locked_after_it_began():
     P = X + 0x10
     t.lock(1, P, 0x10000, FINE, [AIP(G)])
     t.begin(1, "hsa_amd_memory_unlock", host_ptr=P)
-    t.svm(1, X, SZ17, v1_revoke([G]))                  # lands before the other lock
-    t.lock(2, P, 0x10000, FINE, [AIP(G)])              # thread 2 locks P again
-    t.end(1, "hsa_amd_memory_unlock")                  # thread 1's line comes now
+    t.svm(1, X, SZ17, v1_revoke([G]))  # lands before the other lock
+    t.lock(2, P, 0x10000, FINE, [AIP(G)])  # thread 2 locks P again
+    t.end(1, "hsa_amd_memory_unlock")  # thread 1's line comes now
     t.now += 1e-3
     t.unlock(2, P, [(X, SZ17, v1_revoke([G]))])
-    assert [f for f in t.run().findings
-            if f.rule.startswith("svm-") and f.severity != "note"] == []
+    assert [f for f in t.run().findings if f.rule.startswith("svm-") and f.severity != "note"] == []
 
 
 def test_a_lock_joining_a_claim_its_only_holder_was_unlocking_is_a_new_claim():
@@ -859,16 +906,15 @@ def test_a_lock_joining_a_claim_its_only_holder_was_unlocking_is_a_new_claim():
     t.mmap(1, X, 0x40000)
     P = X + 0x10
     t.lock(1, P, 0x10000, FINE, [AIP(G)])
-    t.begin(1, "hsa_amd_memory_unlock", host_ptr=P)    # revoke computed here
-    t.lock(2, P, 0x10000, FINE, [AIP(G)])              # a new entry for P
+    t.begin(1, "hsa_amd_memory_unlock", host_ptr=P)  # revoke computed here
+    t.lock(2, P, 0x10000, FINE, [AIP(G)])  # a new entry for P
     t.now += 1e-4
-    t.svm(1, X, SZ17, v1_revoke([G]))                  # lands on thread 2's pin
+    t.svm(1, X, SZ17, v1_revoke([G]))  # lands on thread 2's pin
     t.end(1, "hsa_amd_memory_unlock")
     t.now += 1e-3
     t.unlock(2, P, [(X, SZ17, v1_revoke([G]))])
     hurt = [f for f in t.run().findings if f.rule == "svm-over-revoke"]
-    assert [(f.subject["start"], f.subject["end"], f.severity) for f in hurt] == \
-        [(hex(X), hex(X + SZ17), "error")]
+    assert [(f.subject["start"], f.subject["end"], f.severity) for f in hurt] == [(hex(X), hex(X + SZ17), "error")]
     assert "tid 2" in hurt[0].message or any(e.tid == 2 for e in hurt[0].evidence)
 
 
@@ -885,17 +931,17 @@ def test_a_claim_released_by_an_enclosing_revoke_may_have_left_with_its_own_late
     t = Trace(False)
     t.mmap(1, X, 0x40000)
     V = X + 0x10000
-    t.svm(1, V, 0x2000, FINE)                          # V by thread 1
+    t.svm(1, V, 0x2000, FINE)  # V by thread 1
     t.svm(1, V, 0x2000, [AIP(G)])
     t.now += 1e-4
-    t.svm(2, V - PAGE, 0x2000, FINE)                   # W shares V's first page
+    t.svm(2, V - PAGE, 0x2000, FINE)  # W shares V's first page
     t.svm(2, V - PAGE, 0x2000, [AIP(G)])
-    t.svm(2, V - PAGE, 0x2000, v1_revoke([G]))         # W's revoke takes it
-    t.svm(3, V, 0x11000, FINE)                         # a range enclosing V
+    t.svm(2, V - PAGE, 0x2000, v1_revoke([G]))  # W's revoke takes it
+    t.svm(3, V, 0x11000, FINE)  # a range enclosing V
     t.svm(3, V, 0x11000, [AIP(G)])
-    t.svm(3, V, 0x11000, v1_revoke([G]))               # "releases" V too
+    t.svm(3, V, 0x11000, v1_revoke([G]))  # "releases" V too
     t.now += 1e-4
-    t.svm(1, V, 0x2000, v1_revoke([G]))                # V's own revoke, late
+    t.svm(1, V, 0x2000, v1_revoke([G]))  # V's own revoke, late
     hurt = [f for f in t.run().findings if f.rule == "svm-over-revoke"]
     assert [(f.subject["start"], f.severity) for f in hurt] == [(hex(V), "note")]
 
@@ -912,18 +958,17 @@ def test_a_revoke_of_a_neighbours_exact_range_may_be_the_victims_own():
     t = Trace(False)
     t.mmap(1, X, 0x40000)
     V = X + 0x10000
-    t.svm(1, V, 2 * PAGE, FINE)                        # V by thread 1
+    t.svm(1, V, 2 * PAGE, FINE)  # V by thread 1
     t.svm(1, V, 2 * PAGE, [AIP(G)])
     t.now += 1e-4
-    t.svm(3, V, PAGE, FINE)                            # N: V's first page
+    t.svm(3, V, PAGE, FINE)  # N: V's first page
     t.svm(3, V, PAGE, [AIP(G)])
-    t.svm(4, V + PAGE, 2 * PAGE, FINE)                 # X shares V's second page
+    t.svm(4, V + PAGE, 2 * PAGE, FINE)  # X shares V's second page
     t.svm(4, V + PAGE, 2 * PAGE, [AIP(G)])
-    t.svm(4, V + PAGE, 2 * PAGE, v1_revoke([G]))       # X's revoke takes it
+    t.svm(4, V + PAGE, 2 * PAGE, v1_revoke([G]))  # X's revoke takes it
     t.now += 1e-4
-    t.svm(1, V, PAGE, v1_revoke([G]))                  # exactly N's range
-    hurt = [f for f in t.run().findings
-            if f.rule == "svm-over-revoke" and f.subject["start"] == hex(V + PAGE)]
+    t.svm(1, V, PAGE, v1_revoke([G]))  # exactly N's range
+    hurt = [f for f in t.run().findings if f.rule == "svm-over-revoke" and f.subject["start"] == hex(V + PAGE)]
     assert [f.severity for f in hurt] == ["note"]
 
 
@@ -940,15 +985,14 @@ def test_a_deregistrations_later_piece_was_computed_with_the_first():
     t = Trace(False)
     t.mmap(1, X, 0x40000)
     V = X + 0x10000
-    t.svm(2, V - PAGE, 4 * PAGE, FINE)                 # W around V's first pages
+    t.svm(2, V - PAGE, 4 * PAGE, FINE)  # W around V's first pages
     t.svm(2, V - PAGE, 4 * PAGE, [AIP(G)])
-    t.svm(3, V + 3 * PAGE, 2 * PAGE, FINE)             # N in V's middle
+    t.svm(3, V + 3 * PAGE, 2 * PAGE, FINE)  # N in V's middle
     t.svm(3, V + 3 * PAGE, 2 * PAGE, [AIP(G)])
-    t.svm(1, V, SZ17, FINE)                            # V
+    t.svm(1, V, SZ17, FINE)  # V
     t.svm(1, V, SZ17, [AIP(G)])
     t.now += 1e-4
-    t.svm(1, V, 3 * PAGE, v1_revoke([G]), dur=3e-5)   # V's pieces
+    t.svm(1, V, 3 * PAGE, v1_revoke([G]), dur=3e-5)  # V's pieces
     t.svm(1, V + 5 * PAGE, SZ17 - 5 * PAGE, v1_revoke([G]))
-    hurt = [f for f in t.run().findings
-            if f.rule == "svm-over-revoke" and f.severity in ("error", "warning")]
+    hurt = [f for f in t.run().findings if f.rule == "svm-over-revoke" and f.severity in ("error", "warning")]
     assert hurt == []

@@ -10,6 +10,7 @@ build; the threaded runs' findings that the trace cannot prove (a revoke the
 runtime computed under its lock and issued after a neighbour's) are notes, or
 warnings naming cross-thread-order when the order of two windows is open.
 """
+
 import importlib.util
 import json
 import os
@@ -28,20 +29,18 @@ _spec.loader.exec_module(score)
 
 CASES = score.find_cases(ROOT, None)
 # exact today: found at the exact pages, nothing else at warning or above
-DETERMINISTIC = ["enclosing_skip-v1", "grown_extent-v1", "grown_extent_straddle-v1",
-                 "reuse_stale_xnack-v1"]
+DETERMINISTIC = ["enclosing_skip-v1", "grown_extent-v1", "grown_extent_straddle-v1", "reuse_stale_xnack-v1"]
 
 
 def _name(path):
-    return os.path.basename(path)[:-len("-preload.expect.json")]
+    return os.path.basename(path)[: -len("-preload.expect.json")]
 
 
 def _analyze(path):
     with open(path) as f:
         lab = json.load(f)
     files = [os.path.join(os.path.dirname(path), x) for x in lab["files"]]
-    p = subprocess.run(RT + ["analyze", "--format", "json"] + files, capture_output=True,
-                       text=True, timeout=300)
+    p = subprocess.run(RT + ["analyze", "--format", "json"] + files, capture_output=True, text=True, timeout=300)
     assert p.returncode in (0, 1), p.stderr
     return lab, json.loads(p.stdout)
 
@@ -64,17 +63,20 @@ def test_deterministic_bugs_found_exactly(results, name):
 
 
 def test_control_build_and_clean_programs_have_nothing_at_warning(results):
-    clean = [n for n in results if n.endswith("-v0") or n.startswith(("clean_", "pin17_ordered",
-                                                                      "reuse_regrant_map",
-                                                                      "grown_extent_benign"))]
-    clean.append("mt_stress-v1")         # nothing damaged in that run
+    clean = [
+        n
+        for n in results
+        if n.endswith("-v0") or n.startswith(("clean_", "pin17_ordered", "reuse_regrant_map", "grown_extent_benign"))
+    ]
+    clean.append("mt_stress-v1")  # nothing damaged in that run
     assert len(clean) >= 16
     bad = {n: results[n]["detail"] for n in clean if results[n]["fp"] or results[n]["exp"]}
     assert not bad
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if "mt_stress_preempt-v1" in c
-                                  or "pin17_race-v1" in c or "mt_stress-v1" in c])
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if "mt_stress_preempt-v1" in c or "pin17_race-v1" in c or "mt_stress-v1" in c]
+)
 def test_no_false_error_on_threaded_runs(case):
     """Every error matches a labelled damage event; what does not is at most a
     warning, and names cross-thread-order."""
@@ -138,15 +140,13 @@ def test_statically_linked_runtime_frames_are_not_the_location():
     from rocrtrace.report.common import location_frame
 
     prog = "/work/bin/app"
-    stack = [Frame(prog, addr=0x19500, function="hsakmt_ioctl", source="/src/libhsakmt/src/libhsakmt.c",
-                   source_line=17),
-             Frame(prog, addr=0x11651, function="fmm_unregister_mem_svm_api", source="/src/fmm.c",
-                   source_line=900),
-             Frame(prog, addr=0x17508, function="hsaKmtDeregisterMemory", source="/src/memory.c",
-                   source_line=300),
-             Frame(prog, addr=0x4844, function="worker", source="/work/app.c", source_line=42),
-             Frame(prog, addr=0x45c1, function="_start", source="/src/libhsakmt/src/hsakmtmodel.c",
-                   source_line=1)]
+    stack = [
+        Frame(prog, addr=0x19500, function="hsakmt_ioctl", source="/src/libhsakmt/src/libhsakmt.c", source_line=17),
+        Frame(prog, addr=0x11651, function="fmm_unregister_mem_svm_api", source="/src/fmm.c", source_line=900),
+        Frame(prog, addr=0x17508, function="hsaKmtDeregisterMemory", source="/src/memory.c", source_line=300),
+        Frame(prog, addr=0x4844, function="worker", source="/work/app.c", source_line=42),
+        Frame(prog, addr=0x45C1, function="_start", source="/src/libhsakmt/src/hsakmtmodel.c", source_line=1),
+    ]
     fr, path = location_frame(stack, "/work")
     assert (fr.function, path, fr.source_line) == ("worker", "app.c", 42)
     # no source line anywhere: the first frame outside the runtime

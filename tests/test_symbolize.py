@@ -6,6 +6,7 @@ oracle for function and source line.  The main program is linked -no-pie so
 file offsets and virtual addresses differ and the PT_LOAD conversion is
 really exercised.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,8 @@ from rocrtrace.symbolize import Symbolizer
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(t) for t in ("cc", "strace", "addr2line", "nm", "objcopy", "strip")),
-    reason="needs cc, strace and binutils")
+    reason="needs cc, strace and binutils",
+)
 
 LIB_C = r"""
 #include <unistd.h>
@@ -52,8 +54,10 @@ int main(void)
 """
 
 # ` > /path/mod(sym+0xoff) [0xfileoff]` and the symbol-less forms.
-FRAME_RE = re.compile(r"^ > (?P<mod>[^(]+)\((?P<sym>[^+)]*)(?:\+(?P<off>0x[0-9a-f]+))?\) "
-                      r"\[(?P<addr>0x[0-9a-f]+)\]$")
+FRAME_RE = re.compile(
+    r"^ > (?P<mod>[^(]+)\((?P<sym>[^+)]*)(?:\+(?P<off>0x[0-9a-f]+))?\) "
+    r"\[(?P<addr>0x[0-9a-f]+)\]$"
+)
 
 
 def _run(*cmd, **kw):
@@ -73,16 +77,26 @@ def built(tmp_path_factory):
     lib = str(d / "libprobe.so")
     prog = str(d / "prog")
     _run("cc", "-g", "-O0", "-shared", "-fPIC", "-Wl,--build-id", "-o", lib, str(d / "lib.c"))
-    _run("cc", "-g", "-O0", "-no-pie", "-Wl,--build-id", "-o", prog, str(d / "main.c"),
-         f"-L{d}", "-lprobe", f"-Wl,-rpath,{d}")
+    _run(
+        "cc",
+        "-g",
+        "-O0",
+        "-no-pie",
+        "-Wl,--build-id",
+        "-o",
+        prog,
+        str(d / "main.c"),
+        f"-L{d}",
+        "-lprobe",
+        f"-Wl,-rpath,{d}",
+    )
     log = d / "strace.txt"
     _run("strace", "-k", "-f", "-e", "trace=getpid,getppid", "-o", str(log), prog)
     frames = []
     for line in log.read_text().splitlines():
         m = FRAME_RE.match(line)
         if m:
-            frames.append((m["mod"], m["sym"] or None,
-                           int(m["off"], 16) if m["off"] else None, int(m["addr"], 16)))
+            frames.append((m["mod"], m["sym"] or None, int(m["off"], 16) if m["off"] else None, int(m["addr"], 16)))
     ours = [f for f in frames if f[0] in (prog, lib)]
     assert ours, "strace -k gave no frames in the test modules"
     return {"dir": d, "prog": prog, "lib": lib, "frames": ours}
@@ -101,7 +115,7 @@ def _addr2line(path, vaddr):
     fn, where = _run("addr2line", "-f", "-e", path, hex(vaddr)).stdout.splitlines()[:2]
     where = where.split(" (discriminator")[0]
     src, _, line = where.rpartition(":")
-    if line == "?":          # crt code without debug info (_start)
+    if line == "?":  # crt code without debug info (_start)
         return fn, None, None
     return fn, src, int(line)
 
@@ -127,8 +141,7 @@ def test_frames_name_function_and_line_like_addr2line(built):
 
 def test_strace_symbol_is_kept(built):
     mod, ssym, soff, addr = next(f for f in built["frames"] if f[1] == "inner")
-    f = Symbolizer().symbolize(Frame(module=mod, symbol="weird::name(int)", sym_offset=soff,
-                                     addr=addr))
+    f = Symbolizer().symbolize(Frame(module=mod, symbol="weird::name(int)", sym_offset=soff, addr=addr))
     assert f.function == "weird::name(int)" and f.symbol == "weird::name(int)"
     assert f.source.endswith("main.c")
 
@@ -152,13 +165,11 @@ def test_stripped_copy_with_debug_file_by_build_id(built, tmp_path):
 
     frames = [f for f in built["frames"] if f[0] == prog]
     plain = Symbolizer()
-    helped = Symbolizer(debug_dirs=[str(debug_dir)],
-                        maps=[ModuleMap(module=stripped, build_id=bid)])
+    helped = Symbolizer(debug_dirs=[str(debug_dir)], maps=[ModuleMap(module=stripped, build_id=bid)])
     for _, _, _, addr in frames:
         want = plain.symbolize(Frame(module=prog, addr=addr))
         got = helped.symbolize(Frame(module=stripped, addr=addr))
-        assert (got.function, got.source, got.source_line) == \
-            (want.function, want.source, want.source_line)
+        assert (got.function, got.source, got.source_line) == (want.function, want.source, want.source_line)
     # Without the debug dir the stripped file has no .symtab and no lines.
     bare = Symbolizer().symbolize(Frame(module=stripped, addr=frames[0][3]))
     assert bare.source is None
@@ -182,13 +193,15 @@ def test_unusable_modules_stay_unsymbolized(built, tmp_path):
     trunc = tmp_path / "truncated.so"
     trunc.write_bytes(open(built["prog"], "rb").read()[:200])
     sym = Symbolizer(maps=[ModuleMap(module=built["lib"], build_id="00" * 20)])
-    cases = [Frame(module="/nonexistent/libfoo.so", addr=0x1234),
-             Frame(module=str(junk), addr=0x10),
-             Frame(module=str(trunc), addr=0x1150),
-             Frame(module=str(tmp_path), addr=0x10),         # a directory
-             Frame(module=built["lib"], addr=0x1129),         # build-id mismatch
-             Frame(module=built["prog"], addr=0x7fffffff),    # outside every PT_LOAD
-             Frame(module="", addr=None)]
+    cases = [
+        Frame(module="/nonexistent/libfoo.so", addr=0x1234),
+        Frame(module=str(junk), addr=0x10),
+        Frame(module=str(trunc), addr=0x1150),
+        Frame(module=str(tmp_path), addr=0x10),  # a directory
+        Frame(module=built["lib"], addr=0x1129),  # build-id mismatch
+        Frame(module=built["prog"], addr=0x7FFFFFFF),  # outside every PT_LOAD
+        Frame(module="", addr=None),
+    ]
     for f in cases:
         out = sym.symbolize(f)
         assert out.function is None and out.source is None, f
@@ -247,10 +260,13 @@ def _analyze_json(paths, cwd, *extra):
     import json
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "rocrtrace", "analyze", "--format", "json",
-                          *extra, *paths], capture_output=True, text=True, cwd=cwd,
-                         env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(
-                             os.path.abspath(__file__)))})
+    out = subprocess.run(
+        [sys.executable, "-m", "rocrtrace", "analyze", "--format", "json", *extra, *paths],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))},
+    )
     assert out.returncode == 1, out.stderr
     return json.loads(out.stdout)
 
@@ -260,8 +276,7 @@ def _check_double_close(doc, prog, src):
     prog_frames = lambda st: [fr for fr in st if fr["module"] == prog]  # noqa: E731
     # the offending call's own frame: the second close, then its caller
     lines = [(fr.get("function"), fr.get("line")) for fr in prog_frames(f["stack"])]
-    assert lines[:2] == [("twice", _marker_line(src, "SECOND")),
-                         ("main", _marker_line(src, "CALLER"))], lines
+    assert lines[:2] == [("twice", _marker_line(src, "SECOND")), ("main", _marker_line(src, "CALLER"))], lines
     prev = next(e for e in f["evidence"] if e["role"] == "previous close")
     assert prog_frames(prev["stack"])[0]["line"] == _marker_line(src, "FIRST")
     # addr2line on the return address minus one is the oracle for every frame
@@ -279,8 +294,7 @@ def _vaddr_of(path, off):
 
     with open(path, "rb") as fh:
         for seg in ELFFile(fh).iter_segments():
-            if seg["p_type"] == "PT_LOAD" and seg["p_offset"] <= off < seg["p_offset"] + \
-                    seg["p_filesz"]:
+            if seg["p_type"] == "PT_LOAD" and seg["p_offset"] <= off < seg["p_offset"] + seg["p_filesz"]:
                 return off - seg["p_offset"] + seg["p_vaddr"]
     raise AssertionError(hex(off))
 
@@ -294,31 +308,40 @@ def test_strace_k_call_sites_are_the_calls_lines(dclose, tmp_path):
     other.mkdir()
     doc = _analyze_json([log], str(other))
     f = _check_double_close(doc, prog, DCLOSE_C)
-    text = subprocess.run([os.path.join(os.path.dirname(os.sys.executable), "rocrtrace"),
-                           "analyze", log], capture_output=True, text=True, cwd=str(other),
-                          ).stdout
+    text = subprocess.run(
+        [os.path.join(os.path.dirname(os.sys.executable), "rocrtrace"), "analyze", log],
+        capture_output=True,
+        text=True,
+        cwd=str(other),
+    ).stdout
     head = f"{d}/dclose.c:{_marker_line(DCLOSE_C, 'SECOND')}: error[fd-double-close]"
     assert head in text, text
     assert "libc_start_call_main" not in text.split("\n\n")[0]
     # SARIF and GitHub annotations point at the program's line, not glibc's
     import json
+
     rt = os.path.join(os.path.dirname(os.sys.executable), "rocrtrace")
-    sarif = json.loads(subprocess.run([rt, "analyze", "--format", "sarif", log],
-                                      capture_output=True, text=True, cwd=str(other)).stdout)
+    sarif = json.loads(
+        subprocess.run([rt, "analyze", "--format", "sarif", log], capture_output=True, text=True, cwd=str(other)).stdout
+    )
     (res,) = sarif["runs"][0]["results"]
     phys = res["locations"][0]["physicalLocation"]
     assert phys["artifactLocation"]["uri"] == f"file://{d}/dclose.c"
     assert phys["region"]["startLine"] == _marker_line(DCLOSE_C, "SECOND")
-    gh = subprocess.run([rt, "analyze", "--format", "github", log], capture_output=True,
-                        text=True, cwd=str(d)).stdout
+    gh = subprocess.run([rt, "analyze", "--format", "github", log], capture_output=True, text=True, cwd=str(d)).stdout
     assert gh.startswith(f"::error file=dclose.c,line={_marker_line(DCLOSE_C, 'SECOND')},")
     # --source-root names the tree the location is relative to
-    text = subprocess.run([rt, "analyze", "--source-root", str(d), log], capture_output=True,
-                          text=True, cwd=str(other)).stdout
+    text = subprocess.run(
+        [rt, "analyze", "--source-root", str(d), log], capture_output=True, text=True, cwd=str(other)
+    ).stdout
     assert text.startswith(f"dclose.c:{_marker_line(DCLOSE_C, 'SECOND')}: error[")
     # from the source directory the path is relative to it
-    text = subprocess.run([os.path.join(os.path.dirname(os.sys.executable), "rocrtrace"),
-                           "analyze", log], capture_output=True, text=True, cwd=str(d)).stdout
+    text = subprocess.run(
+        [os.path.join(os.path.dirname(os.sys.executable), "rocrtrace"), "analyze", log],
+        capture_output=True,
+        text=True,
+        cwd=str(d),
+    ).stdout
     assert f"dclose.c:{_marker_line(DCLOSE_C, 'SECOND')}: error[fd-double-close]" in text
     assert f["fingerprint"]
 
@@ -326,17 +349,21 @@ def test_strace_k_call_sites_are_the_calls_lines(dclose, tmp_path):
 def test_preload_capture_call_sites_are_the_calls_lines(dclose, tmp_path):
     d, prog = dclose
     import sys
+
     prefix = str(tmp_path / "cap")
-    subprocess.run([sys.executable, "-m", "rocrtrace", "capture", "--stack-depth", "4", "-o",
-                    prefix, "--", prog], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "rocrtrace", "capture", "--stack-depth", "4", "-o", prefix, "--", prog],
+        check=True,
+        capture_output=True,
+    )
     import glob
+
     logs = sorted(glob.glob(prefix + ".*"))
     assert logs
     # captured from its start with one thread: the second close closed
     # nothing, a warning (strace -e trace=openat,close above shows no execve:
     # seen in part, an error)
-    f = _check_double_close(_analyze_json(logs, str(tmp_path), "--fail-on", "warning"), prog,
-                            DCLOSE_C)
+    f = _check_double_close(_analyze_json(logs, str(tmp_path), "--fail-on", "warning"), prog, DCLOSE_C)
     assert f["severity"] == "warning"
 
 
@@ -346,19 +373,19 @@ def test_signal_frame_address_is_exact(dclose, tmp_path):
     d, prog = dclose
     log = str(tmp_path / "st.log")
     _run("strace", "-k", "-e", "trace=close", "-o", log, prog)
-    first = [m for m in map(FRAME_RE.match, open(log).read().splitlines())
-             if m and m["mod"] == prog and m["sym"] == "twice"][0]
+    first = [
+        m for m in map(FRAME_RE.match, open(log).read().splitlines()) if m and m["mod"] == prog and m["sym"] == "twice"
+    ][0]
     off = int(first["addr"], 16)
     vaddr = _vaddr_of(prog, off)
     exact, call = _addr2line(prog, vaddr), _addr2line(prog, vaddr - 1)
-    assert exact[2] != call[2]      # the return address is on the next line
+    assert exact[2] != call[2]  # the return address is on the next line
     sym = Symbolizer()
     tramp = Frame("/usr/lib/x86_64-linux-gnu/libc.so.6", symbol="__restore_rt", addr=0x10)
     a, b = Frame(module=prog, addr=off), Frame(module=prog, addr=off)
     sym.symbolize_stack((tramp, a))
     sym.symbolize_stack((b,))
-    assert a.source_line == exact[2] and b.source_line == call[2] == \
-        _marker_line(DCLOSE_C, "FIRST")
+    assert a.source_line == exact[2] and b.source_line == call[2] == _marker_line(DCLOSE_C, "FIRST")
 
 
 def test_a_file_that_is_not_the_one_that_ran_gives_no_lines(built):
@@ -367,8 +394,7 @@ def test_a_file_that_is_not_the_one_that_ran_gives_no_lines(built):
     frame keeps strace's name and gets no source line."""
     mod, ssym, soff, addr = next(f for f in built["frames"] if f[1] == "outer")
     inner = next(f for f in built["frames"] if f[1] == "inner")
-    f = Symbolizer().symbolize(Frame(module=mod, symbol="outer", sym_offset=soff,
-                                     addr=inner[3]))
+    f = Symbolizer().symbolize(Frame(module=mod, symbol="outer", sym_offset=soff, addr=inner[3]))
     assert f.function == "outer" and f.source is None and f.source_line is None
     ok = Symbolizer().symbolize(Frame(module=mod, symbol="outer", sym_offset=soff, addr=addr))
     assert ok.source is not None

@@ -4,6 +4,7 @@ and types; the events' tables too, with the same where-and-when columns;
 times are timestamps where the format has the type; addresses are unsigned
 integers; an fd column reads as an integer, not a float.  The JSON report's
 schema ships with the package."""
+
 from __future__ import annotations
 
 import csv
@@ -28,9 +29,13 @@ pd = pytest.importorskip("pandas")
 
 
 def rocrtrace(*args):
-    r = subprocess.run([sys.executable, "-m", "rocrtrace", *map(str, args)], cwd=ROOT,
-                       capture_output=True, timeout=120,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    r = subprocess.run(
+        [sys.executable, "-m", "rocrtrace", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert r.returncode in (0, 1), r.stderr
     return r
 
@@ -39,8 +44,7 @@ def rocrtrace(*args):
 def findings(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tables")
     paths = {fmt: tmp / f"f.{fmt}" for fmt in schema.TABLE_FORMATS}
-    rocrtrace("analyze", C1, VMM, *(x for fmt, p in paths.items()
-                                     for x in ("--format", f"{fmt}:{p}")))
+    rocrtrace("analyze", C1, VMM, *(x for fmt, p in paths.items() for x in ("--format", f"{fmt}:{p}")))
     return paths
 
 
@@ -106,22 +110,33 @@ def test_fd_reads_as_an_integer_in_pandas(findings, events):
 def test_the_three_findings_tables_hold_the_same_values(findings):
     frames = {fmt: schema.read(p) for fmt, p in findings.items()}
     pq_, csv_, js = frames["parquet"], frames["csv"], frames["jsonl"]
-    assert len(pq_) == len(csv_) == len(js) == 5     # C1 2, VMM 3
+    assert len(pq_) == len(csv_) == len(js) == 5  # C1 2, VMM 3
     # times: a timestamp in Parquet, the same instant in seconds elsewhere
     secs = pq_["time"].map(lambda t: t.timestamp())
     assert (abs(secs - csv_["time"].astype(float)) < 1e-6).all()
     assert (csv_["time"] == js["time"]).all()
-    for col in ("file", "line", "pid", "tid", "rule", "fingerprint", "start", "end", "fd",
-                "handle", "message", "location_line"):
-        a, b, c = (list(x[col].astype(object).where(x[col].notna(), None))
-                   for x in (pq_, csv_, js))
+    for col in (
+        "file",
+        "line",
+        "pid",
+        "tid",
+        "rule",
+        "fingerprint",
+        "start",
+        "end",
+        "fd",
+        "handle",
+        "message",
+        "location_line",
+    ):
+        a, b, c = (list(x[col].astype(object).where(x[col].notna(), None)) for x in (pq_, csv_, js))
         assert a == c, col
-        if col != "message":          # CSV escapes control characters
+        if col != "message":  # CSV escapes control characters
             assert a == b, col
     dmabuf = js[js["rule"] == "fd-double-close"].iloc[0]
     assert dmabuf["fd"] == 6 and dmabuf["fd_kind"] == "dmabuf"
     svm = js[js["subject_kind"] == "svm-range"].iloc[0]
-    assert svm["start"] == 0x7e0000003000 and list(svm["gpu_ids"]) == [0x1a2b]
+    assert svm["start"] == 0x7E0000003000 and list(svm["gpu_ids"]) == [0x1A2B]
     # the evidence whole, in every table
     for df in (csv_, js):
         for ev, call in zip(df["evidence"], df["call"]):
@@ -132,8 +147,7 @@ def test_the_three_findings_tables_hold_the_same_values(findings):
 
 def test_jsonl_rows_match_the_row_schema(findings, events):
     jsonschema = pytest.importorskip("jsonschema")
-    for p, cols in ((findings["jsonl"], schema.FINDING_COLUMNS),
-                    (events["jsonl"], schema.EVENT_COLUMNS)):
+    for p, cols in ((findings["jsonl"], schema.FINDING_COLUMNS), (events["jsonl"], schema.EVENT_COLUMNS)):
         check = jsonschema.Draft202012Validator(schema.row_schema(cols))
         for ln in p.read_text().splitlines():
             check.validate(json.loads(ln))
@@ -146,8 +160,7 @@ def test_the_report_schema_ships_with_the_package():
 
     shipped = files("rocrtrace").joinpath("schemas/report.schema.json")
     assert shipped.is_file() and schema.report_schema()["title"]
-    assert Path(rocrtrace.__file__).parent / "schemas" / "report.schema.json" == Path(
-        str(shipped))
+    assert Path(rocrtrace.__file__).parent / "schemas" / "report.schema.json" == Path(str(shipped))
     assert not (ROOT / "tests/schemas/report.schema.json").exists()
 
 

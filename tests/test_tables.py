@@ -1,4 +1,5 @@
 """The core's event table (src/table.rs), stats and diff on constructed events."""
+
 from __future__ import annotations
 
 import io
@@ -13,8 +14,16 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import report_samples as S  # noqa: E402
 
 from rocrtrace import _engine, kfd  # noqa: E402
-from rocrtrace.tables import (TableError, attr_shape, diff, frame_from_columns,  # noqa: E402
-                              render_diff, render_stats, stats, write_events)
+from rocrtrace.tables import (
+    TableError,
+    attr_shape,
+    diff,
+    frame_from_columns,  # noqa: E402
+    render_diff,
+    render_stats,
+    stats,
+    write_events,
+)
 from vocab import Close  # noqa: E402
 
 
@@ -27,19 +36,25 @@ def _latency_events():
     # 100 GET_VERSION calls of 1..100 µs, 3 of them failing; 4 SVM revokes.
     evs = []
     for i in range(1, 101):
-        evs.append(S.ioctl("AMDKFD_IOC_GET_VERSION", 0x01, i, 7 if i % 2 else 8, 1000.0 + i,
-                           i * 1e-6, err="EINTR" if i in (10, 20) else
-                           "EBADF" if i == 30 else None))
+        evs.append(
+            S.ioctl(
+                "AMDKFD_IOC_GET_VERSION",
+                0x01,
+                i,
+                7 if i % 2 else 8,
+                1000.0 + i,
+                i * 1e-6,
+                err="EINTR" if i in (10, 20) else "EBADF" if i == 30 else None,
+            )
+        )
     for i in range(4):
-        evs.append(S.svm(200 + i, 7, 2000.0 + i, 0x7f0000000000, 0x2000, S.REVOKE))
-    evs.append(Close(file=S.TRACE, line=300, pid=4242, tid=7, time=3000.0, ret=0, fd=5,
-                     dur=0.000002))
+        evs.append(S.svm(200 + i, 7, 2000.0 + i, 0x7F0000000000, 0x2000, S.REVOKE))
+    evs.append(Close(file=S.TRACE, line=300, pid=4242, tid=7, time=3000.0, ret=0, fd=5, dur=0.000002))
     return evs
 
 
 def test_attr_shape_counts_in_kernel_order():
-    attrs = [(kfd.ATTR_CLR_FLAGS, 2), (kfd.ATTR_NO_ACCESS, 1), (kfd.ATTR_CLR_FLAGS, 0x80),
-             (kfd.ATTR_NO_ACCESS, 2)]
+    attrs = [(kfd.ATTR_CLR_FLAGS, 2), (kfd.ATTR_NO_ACCESS, 1), (kfd.ATTR_CLR_FLAGS, 0x80), (kfd.ATTR_NO_ACCESS, 2)]
     assert attr_shape(attrs) == "NO_ACCESS×2+CLR_FLAGS×2"
 
 
@@ -57,7 +72,7 @@ def test_events_frame_columns_and_svm_shape():
 
 def test_svm_shape_from_size_when_struct_not_decoded():
     ev = S.svm(1, 1, 1.0, 0x1000, 0x1000, S.REVOKE)
-    ev.arg = None                          # what an strace log gives
+    ev.arg = None  # what an strace log gives
     ev.size = 24 + 8 * 4
     df = events_frame([ev])
     assert df["nattr"].iloc[0] == 4 and df["attr_shape"].isna().iloc[0]
@@ -76,8 +91,7 @@ def test_stats_counts_errors_sizes_and_percentiles():
     assert gv["p99_us"] == pytest.approx(99.01)
     assert gv["max_us"] == pytest.approx(100.0)
     errs = {(r.ioctl, r.err): r.count for r in st["errors"].itertuples()}
-    assert errs == {("AMDKFD_IOC_GET_VERSION", "EINTR"): 2,
-                    ("AMDKFD_IOC_GET_VERSION", "EBADF"): 1}
+    assert errs == {("AMDKFD_IOC_GET_VERSION", "EINTR"): 2, ("AMDKFD_IOC_GET_VERSION", "EBADF"): 1}
     sizes = {(r.ioctl, r.size): r.count for r in st["sizes"].itertuples()}
     assert sizes[("AMDKFD_IOC_SVM", 48)] == 4 and sizes[("AMDKFD_IOC_GET_VERSION", 8)] == 100
     shapes = st["svm_shapes"]
@@ -112,7 +126,7 @@ def test_write_events_csv_jsonl_parquet(tmp_path):
     epoch = S.svm(1, 1, 1764435600.123457, 0x1000, 0x1000, S.REVOKE)
     out = io.StringIO()
     write_events(events_frame([epoch]), "jsonl", out)
-    assert json.loads(out.getvalue())["time"] == 1764435600.123457   # microseconds kept
+    assert json.loads(out.getvalue())["time"] == 1764435600.123457  # microseconds kept
     pytest.importorskip("pyarrow")
     import pandas as pd
 
@@ -141,13 +155,13 @@ def test_parquet_without_pyarrow_names_the_fix(monkeypatch):
 def test_diff_describes_shapes_and_findings():
     a, b = S.ab_events()
     leak = S.leak(30, 9)
-    d = diff(events_frame(a), [S.double_close(), leak], events_frame(b),
-             [S.leak(31, 10), S.leak(32, 11)])
+    d = diff(events_frame(a), [S.double_close(), leak], events_frame(b), [S.leak(31, 10), S.leak(32, 11)])
     lines = d["lines"]
-    assert ("B sends a per-GPU NO_ACCESS revoke (NO_ACCESS×1+CLR_FLAGS×2, 12 calls) and an "
-            "ACCESS_IN_PLACE grant (ACCESS_IN_PLACE×1, 1 call) that A does not") in lines
-    assert ("A sends a NO_ACCESS revoke of 2 GPUs (NO_ACCESS×2+CLR_FLAGS×2, 3 calls) that B "
-            "does not") in lines
+    assert (
+        "B sends a per-GPU NO_ACCESS revoke (NO_ACCESS×1+CLR_FLAGS×2, 12 calls) and an "
+        "ACCESS_IN_PLACE grant (ACCESS_IN_PLACE×1, 1 call) that A does not"
+    ) in lines
+    assert ("A sends a NO_ACCESS revoke of 2 GPUs (NO_ACCESS×2+CLR_FLAGS×2, 3 calls) that B does not") in lines
     assert "AMDKFD_IOC_SVM: A 3 calls, B 13 (+10)" in lines
     shapes = {r["attr_shape"]: (r["a"], r["b"]) for r in d["svm_shapes"]}
     assert shapes["NO_ACCESS×1+CLR_FLAGS×2"] == (0, 12)
@@ -169,11 +183,12 @@ def test_diff_of_identical_traces_says_so():
 
 def test_reporters_and_baseline_do_not_import_pandas():
     # rocrtrace --help must stay fast; pandas costs ~0.3 s to import.
-    code = ("import sys, rocrtrace.baseline, rocrtrace.tables, rocrtrace.report as r\n"
-            "import rocrtrace.report.text, rocrtrace.report.sarif, rocrtrace.report.github\n"
-            "import rocrtrace.report.junit, rocrtrace.report.markdown, rocrtrace.report.csv_\n"
-            "import rocrtrace.report.jsonl\n"
-            "print('pandas' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    code = (
+        "import sys, rocrtrace.baseline, rocrtrace.tables, rocrtrace.report as r\n"
+        "import rocrtrace.report.text, rocrtrace.report.sarif, rocrtrace.report.github\n"
+        "import rocrtrace.report.junit, rocrtrace.report.markdown, rocrtrace.report.csv_\n"
+        "import rocrtrace.report.jsonl\n"
+        "print('pandas' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"

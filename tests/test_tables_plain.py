@@ -4,6 +4,7 @@ Python (rocrtrace/tables.py): they import neither pandas nor numpy, and
 What they write is what pandas wrote when the tables were frames, byte for
 byte: the references here are pandas' own to_csv, to_dict,
 to_json, groupby and Arrow conversion, kept in the tests only."""
+
 from __future__ import annotations
 
 import io
@@ -19,8 +20,17 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from rocrtrace import _engine, engine
-from rocrtrace.tables import (Batch, EventsWriter, StatsAcc, TableError, frame_from_columns,
-                              json_number, render_stats, table_text, write_events)
+from rocrtrace.tables import (
+    Batch,
+    EventsWriter,
+    StatsAcc,
+    TableError,
+    frame_from_columns,
+    json_number,
+    render_stats,
+    table_text,
+    write_events,
+)
 from vocab import Close, FdCreate, Ioctl, Mmap
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,6 +45,7 @@ C1_FIXED = str(FIXTURES / "scenarios/c1-enclosing-range/v4-fixed-explicit.log")
 
 # --- the pandas references (what tables.py did when its tables were frames) -------
 
+
 def pandas_csv(df) -> str:
     return df.to_csv(index=False)
 
@@ -45,22 +56,39 @@ def pandas_jsonl(df) -> str:
             return None
         return v.item() if hasattr(v, "item") else v
 
-    return "".join(json.dumps({k: plain(v) for k, v in rec.items()}) + "\n"
-                   for rec in df.to_dict(orient="records"))
+    return "".join(json.dumps({k: plain(v) for k, v in rec.items()}) + "\n" for rec in df.to_dict(orient="records"))
 
 
 def pandas_render_stats(frames: dict, fmt: str) -> str:
     if fmt == "json":
-        return json.dumps({k: json.loads(v.to_json(orient="records", force_ascii=True))
-                           if len(v) else [] for k, v in frames.items()}, indent=2) + "\n"
+        return (
+            json.dumps(
+                {
+                    k: json.loads(v.to_json(orient="records", force_ascii=True)) if len(v) else []
+                    for k, v in frames.items()
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     from tabulate import tabulate
 
-    titles = {"ioctls": "ioctls (by type, nr)", "svm_shapes": "AMDKFD_IOC_SVM attribute shapes",
-              "errors": "ioctl errors by errno", "sizes": "ioctl request sizes",
-              "threads": "ioctls per thread", "syscalls": "other calls"}
-    out = [f"{title}\n" + tabulate(frames[k].astype(object).where(frames[k].notna(), ""),
-                                   headers="keys", showindex=False, floatfmt=".1f")
-           for k, title in titles.items() if not frames[k].empty]
+    titles = {
+        "ioctls": "ioctls (by type, nr)",
+        "svm_shapes": "AMDKFD_IOC_SVM attribute shapes",
+        "errors": "ioctl errors by errno",
+        "sizes": "ioctl request sizes",
+        "threads": "ioctls per thread",
+        "syscalls": "other calls",
+    }
+    out = [
+        f"{title}\n"
+        + tabulate(
+            frames[k].astype(object).where(frames[k].notna(), ""), headers="keys", showindex=False, floatfmt=".1f"
+        )
+        for k, title in titles.items()
+        if not frames[k].empty
+    ]
     return ("\n\n".join(out) if out else "no events") + "\n"
 
 
@@ -87,21 +115,67 @@ def pandas_arrow(df):
 
 # --- events -----------------------------------------------------------------------
 
+
 def _edge_events():
     """Values at the edges of each column's type: an mmap address above
     int64, an undecodable file name, missing pids, negative and special
     floats, text that CSV must quote."""
     return [
-        Mmap(file="a\udcff.log", line=1, seq=0, pid=1, tid=1, ret=0xffff800000000000,
-             length=4096, fd=-1, time=1764435600.123457, dur=1e-7),
-        Close(file='q"u,o\nte.log', line=2, seq=1, pid=None, tid=None, ret=-1, err="EBADF",
-              fd=7, time=-0.0, dur=0.0),
-        FdCreate(file="t", line=3, seq=2, pid=1, tid=1, ret=None, name="dup2", origin="dup",
-                 time=float("inf"), dur=12345678901234567.0),
-        Ioctl(file="t", line=4, seq=3, pid=1, tid=1, ret=0, fd=3, type=0x4b, nr=0x20, size=40,
-              request=0xc0284b20, ioctl=None, time=0.1 + 0.2, dur=1e-5),
-        Ioctl(file="t", line=5, seq=4, pid=1, tid=1, ret=0, fd=3, type=0x4b, nr=0x20, size=24,
-              ioctl="AMDKFD_IOC_SVM", arg={"op": 7, "attrs": [(9, 0), (4, 0), (4, 1)]}),
+        Mmap(
+            file="a\udcff.log",
+            line=1,
+            seq=0,
+            pid=1,
+            tid=1,
+            ret=0xFFFF800000000000,
+            length=4096,
+            fd=-1,
+            time=1764435600.123457,
+            dur=1e-7,
+        ),
+        Close(file='q"u,o\nte.log', line=2, seq=1, pid=None, tid=None, ret=-1, err="EBADF", fd=7, time=-0.0, dur=0.0),
+        FdCreate(
+            file="t",
+            line=3,
+            seq=2,
+            pid=1,
+            tid=1,
+            ret=None,
+            name="dup2",
+            origin="dup",
+            time=float("inf"),
+            dur=12345678901234567.0,
+        ),
+        Ioctl(
+            file="t",
+            line=4,
+            seq=3,
+            pid=1,
+            tid=1,
+            ret=0,
+            fd=3,
+            type=0x4B,
+            nr=0x20,
+            size=40,
+            request=0xC0284B20,
+            ioctl=None,
+            time=0.1 + 0.2,
+            dur=1e-5,
+        ),
+        Ioctl(
+            file="t",
+            line=5,
+            seq=4,
+            pid=1,
+            tid=1,
+            ret=0,
+            fd=3,
+            type=0x4B,
+            nr=0x20,
+            size=24,
+            ioctl="AMDKFD_IOC_SVM",
+            arg={"op": 7, "attrs": [(9, 0), (4, 0), (4, 1)]},
+        ),
         Ioctl(file="t", line=6, seq=5, pid=1, tid=1, ret=0, fd=3, ioctl=None),
     ]
 
@@ -135,8 +209,7 @@ def test_parquet_is_what_pandas_and_pyarrow_wrote(tmp_path):
     # Parquet's times are int64 microseconds: the finite, in-range edges
     edge = _edge_events()
     edge[2].time, edge[2].dur = 1.5, 2.5e-6
-    for name, cols in (("edge", _engine.table_of_events(edge)),
-                       ("c1", _engine.events_table([C1])[0])):
+    for name, cols in (("edge", _engine.table_of_events(edge)), ("c1", _engine.events_table([C1])[0])):
         mine, ref = tmp_path / f"{name}.parquet", tmp_path / f"{name}-ref.parquet"
         write_events(Batch(cols), "parquet", str(mine))
         pq.write_table(pandas_arrow(frame_from_columns(cols)), str(ref))
@@ -145,13 +218,13 @@ def test_parquet_is_what_pandas_and_pyarrow_wrote(tmp_path):
 
 def test_parquet_time_out_of_range_is_a_usage_error(tmp_path):
     pytest.importorskip("pyarrow")
-    cols = _engine.table_of_events([Close(file="t", line=1, seq=0, pid=1, tid=1, ret=0, fd=3,
-                                          time=1e300)])
+    cols = _engine.table_of_events([Close(file="t", line=1, seq=0, pid=1, tid=1, ret=0, fd=3, time=1e300)])
     with pytest.raises(TableError, match="does not fit"):
         write_events(cols, "parquet", str(tmp_path / "x.parquet"))
 
 
 # --- stats ------------------------------------------------------------------------
+
 
 def _batches(path, rows):
     got = []
@@ -180,10 +253,15 @@ def test_stats_of_edge_rows():
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.one_of(st.floats(allow_nan=False, allow_infinity=False),
-                 st.floats(0, 1e-3), st.floats(1.6e9, 1.9e9),
-                 st.integers(0, 10**7).map(lambda us: us * 1e-6 * 1e6),
-                 st.integers(0, 10**6).map(lambda n: n + 0.5e-10)))
+@given(
+    st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.floats(0, 1e-3),
+        st.floats(1.6e9, 1.9e9),
+        st.integers(0, 10**7).map(lambda us: us * 1e-6 * 1e6),
+        st.integers(0, 10**6).map(lambda n: n + 0.5e-10),
+    )
+)
 def test_json_numbers_are_to_json_numbers(v):
     want = json.loads(pd.Series([v]).to_json(orient="values"))[0]
     got = json_number(v)
@@ -207,22 +285,25 @@ print("exit=%s heavy=%s" % (code, ",".join(heavy) or "-"), file=sys.stderr)
 
 
 def _heavy(args) -> tuple[int, set]:
-    r = subprocess.run([sys.executable, "-c", _WRAP, *args], capture_output=True, text=True,
-                       cwd=ROOT)
+    r = subprocess.run([sys.executable, "-c", _WRAP, *args], capture_output=True, text=True, cwd=ROOT)
     last = r.stderr.strip().splitlines()[-1]
     code, heavy = (x.split("=", 1)[1] for x in last.split())
     return int(code or 0), set() if heavy == "-" else set(heavy.split(","))
 
 
-@pytest.mark.parametrize("args", [
-    ["events", "--format", "csv", C1],
-    ["events", "--format", "jsonl", C1],
-    ["stats", C1],
-    ["stats", "--format", "json", C1],
-    ["diff", C1, C1_FIXED],
-    ["diff", "--format", "json", C1, C1_FIXED],
-    ["diff", "--format", "markdown", C1, C1_FIXED],
-], ids=" ".join)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["events", "--format", "csv", C1],
+        ["events", "--format", "jsonl", C1],
+        ["stats", C1],
+        ["stats", "--format", "json", C1],
+        ["diff", C1, C1_FIXED],
+        ["diff", "--format", "json", C1, C1_FIXED],
+        ["diff", "--format", "markdown", C1, C1_FIXED],
+    ],
+    ids=" ".join,
+)
 def test_events_stats_diff_import_no_pandas_numpy_or_pyarrow(args):
     code, heavy = _heavy(args)
     assert code in (0, 1)
@@ -231,8 +312,7 @@ def test_events_stats_diff_import_no_pandas_numpy_or_pyarrow(args):
 
 def test_events_parquet_imports_pyarrow_but_not_pandas(tmp_path):
     pytest.importorskip("pyarrow")
-    code, heavy = _heavy(["events", "--format", "parquet", "-o", str(tmp_path / "e.parquet"),
-                          C1])
+    code, heavy = _heavy(["events", "--format", "parquet", "-o", str(tmp_path / "e.parquet"), C1])
     assert code == 0
     # pyarrow brings numpy itself when it is installed; pandas it must not
     assert "pyarrow" in heavy and "pandas" not in heavy, heavy

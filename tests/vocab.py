@@ -5,12 +5,14 @@ names; the keywords and defaults of rocrtrace.events.KINDS) and read events
 only through attributes and ``kind(ev)``, so the package's event
 representation can change under them.
 """
+
 from rocrtrace.events import KINDS, Event, Frame, InputInfo, make  # noqa: F401
 
 
 def _constructor(name: str):
     def build(**fields) -> Event:
         return make(name, **fields)
+
     build.__name__ = build.__qualname__ = name
     build.__doc__ = f"A {name} event (fields and defaults: rocrtrace.events.KINDS[{name!r}])."
     return build

@@ -7,6 +7,7 @@ writer and reader can never disagree on a name.  The result is cached per
 (source, header, compiler version) and replaced atomically, so concurrent
 builds in parallel tests are safe.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,10 +18,17 @@ import tempfile
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("preload.c")
-HEADER = SOURCE.with_name("ioctl_table.h")   # included by preload.c from its directory
+HEADER = SOURCE.with_name("ioctl_table.h")  # included by preload.c from its directory
 LIBNAME = "librocrtrace.so"
-CFLAGS = ["-O2", "-fPIC", "-shared", "-ftls-model=initial-exec", "-fvisibility=default",
-          "-Wall", "-Wno-unused-function"]
+CFLAGS = [
+    "-O2",
+    "-fPIC",
+    "-shared",
+    "-ftls-model=initial-exec",
+    "-fvisibility=default",
+    "-Wall",
+    "-Wno-unused-function",
+]
 LIBS = ["-ldl", "-lpthread"]
 
 
@@ -32,14 +40,14 @@ def find_compiler() -> str:
     for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
         if name and shutil.which(name.split()[0]):
             return name
-    raise BuildError("no C compiler found (install gcc or set CC): "
-                     "rocrtrace capture builds its LD_PRELOAD library on first use")
+    raise BuildError(
+        "no C compiler found (install gcc or set CC): rocrtrace capture builds its LD_PRELOAD library on first use"
+    )
 
 
 def _compiler_version(cc: str) -> str:
     try:
-        out = subprocess.run(cc.split() + ["--version"], capture_output=True, text=True,
-                             timeout=30)
+        out = subprocess.run(cc.split() + ["--version"], capture_output=True, text=True, timeout=30)
         return out.stdout.splitlines()[0] if out.stdout else cc
     except (OSError, subprocess.SubprocessError):
         return cc
@@ -53,9 +61,14 @@ def cache_root() -> Path:
     return Path(base) / "rocrtrace"
 
 
-def compile_shared(source: Path, out: Path, cc: str | None = None,
-                   extra_headers: dict[str, str] | None = None,
-                   cflags: list[str] | None = None, libs: list[str] | None = None) -> Path:
+def compile_shared(
+    source: Path,
+    out: Path,
+    cc: str | None = None,
+    extra_headers: dict[str, str] | None = None,
+    cflags: list[str] | None = None,
+    libs: list[str] | None = None,
+) -> Path:
     """Compile one C file to a shared object at `out`, atomically."""
     cc = cc or find_compiler()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -63,11 +76,10 @@ def compile_shared(source: Path, out: Path, cc: str | None = None,
         for name, text in (extra_headers or {}).items():
             Path(tmp, name).write_text(text)
         tmp_out = Path(tmp, out.name)
-        cmd = (cc.split() + (cflags or CFLAGS) + ["-I", tmp, "-o", str(tmp_out), str(source)]
-               + (libs or LIBS))
+        cmd = cc.split() + (cflags or CFLAGS) + ["-I", tmp, "-o", str(tmp_out), str(source)] + (libs or LIBS)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
-            first = (proc.stderr.strip().splitlines() or ["(no output)"])
+            first = proc.stderr.strip().splitlines() or ["(no output)"]
             err = next((ln for ln in first if "error" in ln), first[0])
             raise BuildError(f"compiling {source.name} failed: {err}")
         os.replace(tmp_out, out)

@@ -4,6 +4,7 @@ API for the CLI: ``capture(cmd, method, prefix, stack_depth, echo) -> int``
 returns the program's exit status (128+N when killed by signal N), or raises
 CaptureError with a one-line message for usage problems.
 """
+
 from __future__ import annotations
 
 import glob
@@ -34,15 +35,15 @@ def strace_command(cmd: list[str], prefix: str, stack_depth: int = 0) -> list[st
     if not exe:
         raise CaptureError("strace not found: install strace or use --method preload")
     # -ff: one file per thread, PREFIX.TID (a process's first thread: PREFIX.PID)
-    args = [exe, "-ff", "-o", prefix, "-ttt", "-T", "-yy", "-X", "verbose", "-s", "256",
-            "-e", f"trace={STRACE_TRACE}"]
+    args = [exe, "-ff", "-o", prefix, "-ttt", "-T", "-yy", "-X", "verbose", "-s", "256", "-e", f"trace={STRACE_TRACE}"]
     if stack_depth > 0:
         args.append("-k")
     return args + ["--", *cmd]
 
 
-def preload_env(prefix: str, stack_depth: int = 0, base: dict[str, str] | None = None,
-                extra_preload: list[str] | None = None) -> dict[str, str]:
+def preload_env(
+    prefix: str, stack_depth: int = 0, base: dict[str, str] | None = None, extra_preload: list[str] | None = None
+) -> dict[str, str]:
     """Environment that loads the capture library (prepended to LD_PRELOAD)."""
     env = dict(os.environ if base is None else base)
     try:
@@ -76,8 +77,11 @@ def _existing(prefix: str) -> dict[str, tuple | None]:
 
 def _written(prefix: str, before: dict[str, tuple | None]) -> list[str]:
     """The PREFIX.N files this run created or rewrote (not older ones)."""
-    files = [f for f, st in _existing(prefix).items()
-             if f.rsplit(".", 1)[1].isdigit() and st is not None and before.get(f) != st]
+    files = [
+        f
+        for f, st in _existing(prefix).items()
+        if f.rsplit(".", 1)[1].isdigit() and st is not None and before.get(f) != st
+    ]
     return sorted(files, key=lambda f: (len(f), f))
 
 
@@ -120,7 +124,7 @@ def trim_tail(path: str) -> int:
             if kept:
                 break
         if 0 < end < st.st_size:
-            end += 1          # the newline that ends the last record
+            end += 1  # the newline that ends the last record
         if end < st.st_size:
             os.ftruncate(fd, end)
         return st.st_size - end
@@ -130,8 +134,13 @@ def trim_tail(path: str) -> int:
         os.close(fd)
 
 
-def capture(cmd: list[str], method: str = "preload", prefix: str | None = None,
-            stack_depth: int = 0, echo: Callable[[str], object] | None = print) -> int:
+def capture(
+    cmd: list[str],
+    method: str = "preload",
+    prefix: str | None = None,
+    stack_depth: int = 0,
+    echo: Callable[[str], object] | None = print,
+) -> int:
     """Run `cmd` under capture and return its exit status."""
     if not cmd:
         raise CaptureError("no command given (usage: rocrtrace capture [...] -- CMD ...)")
@@ -151,9 +160,8 @@ def capture(cmd: list[str], method: str = "preload", prefix: str | None = None,
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise CaptureError(f"cannot create the log prefix's directory {parent}: "
-                           f"{e.strerror}") from None
-    prefix = str(Path(prefix).absolute())   # the program may chdir
+        raise CaptureError(f"cannot create the log prefix's directory {parent}: {e.strerror}") from None
+    prefix = str(Path(prefix).absolute())  # the program may chdir
     before = _existing(prefix)
     if method == "strace":
         argv = strace_command(cmd, prefix, stack_depth)

@@ -18,6 +18,7 @@ format does not use are ignored, so the CLI can pass the same set to all:
 Each format lives in its own module, imported on first use: ``rocrtrace
 --help`` must not pay for formats it does not render.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -69,9 +70,11 @@ def need(module: str, extra: str = ""):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise MissingDependency(f"rocrtrace: this format needs {module.split('.')[0]}, "
-                                "a dependency of rocrtrace that is not installed here: "
-                                "reinstall rocrtrace (pip install .)") from None
+        raise MissingDependency(
+            f"rocrtrace: this format needs {module.split('.')[0]}, "
+            "a dependency of rocrtrace that is not installed here: "
+            "reinstall rocrtrace (pip install .)"
+        ) from None
 
 
 def check_formats(formats) -> None:

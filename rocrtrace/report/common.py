@@ -5,6 +5,7 @@ Trace text is untrusted: a program's paths and strings reach the report
 through fd decorations and call text, so every reporter escapes it for its
 own medium; the terminal ones start from :func:`printable`.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,8 +46,7 @@ def printable(text: object, keep_newlines: bool = False) -> str:
     bytes that were not UTF-8 shown the same way.  ``keep_newlines``: line
     breaks (``\\n``, ``\\r``) stay, for a medium that escapes them itself."""
     s = "" if text is None else str(text)
-    s = (_CONTROL_BUT_CR if keep_newlines else _CONTROL).sub(
-        lambda m: f"\\x{ord(m.group()):02x}", s)
+    s = (_CONTROL_BUT_CR if keep_newlines else _CONTROL).sub(lambda m: f"\\x{ord(m.group()):02x}", s)
     s = _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
     s = _SURROGATE.sub(_surrogate, s)
     if not keep_newlines:
@@ -99,8 +99,7 @@ def trace_order(f) -> tuple:
     and line; findings about a whole input last."""
     ev = f.event
     t = ev.time if ev is not None else None
-    return (t is None, t or 0.0, f.file or "", f.line or 0,
-            getattr(ev, "seq", 0) or 0 if ev is not None else 0)
+    return (t is None, t or 0.0, f.file or "", f.line or 0, getattr(ev, "seq", 0) or 0 if ev is not None else 0)
 
 
 def by_rule(findings) -> list[tuple[str, list]]:
@@ -112,9 +111,9 @@ def by_rule(findings) -> list[tuple[str, list]]:
         groups.setdefault(f.rule, []).append(f)
     for fs in groups.values():
         fs.sort(key=trace_order)
-    return sorted(groups.items(),
-                  key=lambda kv: (-max(severity_rank(f.severity) for f in kv[1]),
-                                  trace_order(kv[1][0]), kv[0]))
+    return sorted(
+        groups.items(), key=lambda kv: (-max(severity_rank(f.severity) for f in kv[1]), trace_order(kv[1][0]), kv[0])
+    )
 
 
 def subject_text(subject: dict | None) -> str:
@@ -172,7 +171,8 @@ _RUNTIME_LIB = re.compile(
     r"|lib(?:c|m|pthread|dl|rt|resolv|util|anl|mvec)(?:-[\d.]+)?\.so[^/]*"
     r"|lib(?:stdc\+\+|c\+\+|c\+\+abi|supc\+\+|gcc_s|unwind|atomic)\.so[^/]*"
     r"|lib(?:hsa-runtime64|hsakmt|amdhip64|hiprtc|amd_comgr|drm|drm_amdgpu|amdocl64|OpenCL"
-    r"|rocprofiler[^/]*|roctracer[^/]*|roctx64|rocm_smi64|rocrtrace)\.so[^/]*)$")
+    r"|rocprofiler[^/]*|roctracer[^/]*|roctx64|rocm_smi64|rocrtrace)\.so[^/]*)$"
+)
 
 
 def runtime_module(module: str | None) -> bool:
@@ -186,11 +186,13 @@ def runtime_module(module: str | None) -> bool:
 # libhsakmt): its frames are told by function and source, not by module.
 _RUNTIME_FUNC = re.compile(
     r"^(?:hsakmt_|hsaKmt|fmm_|svm_api_|hsa_(?:amd_)?|_ZN4rocr|_ZN3amd|rocr::|amd::"
-    r"|_start$|__libc_start)")
+    r"|_start$|__libc_start)"
+)
 _RUNTIME_SRC = re.compile(
     r"(?:^|/)(?:libhsakmt|hsakmt|rocr-runtime|hsa-runtime|ROCR-Runtime|ROCT-Thunk-Interface)/"
     r"|(?:^|/)(?:fmm|libhsakmt|openclose|hsakmtmodel|topology|queues|events|memory|svm|rbtree"
-    r"|globals|perfctr|pmc_table|spm|debug|pc_sampling|time|version)\.c$")
+    r"|globals|perfctr|pmc_table|spm|debug|pc_sampling|time|version)\.c$"
+)
 
 
 def runtime_frame(fr) -> bool:
@@ -260,8 +262,10 @@ def primary_location(f, cwd: str | None = None) -> tuple[str | None, int | None]
 
 # The pid / timestamp columns a trace line starts with: the report shows tid
 # and time in their own columns.
-_LEAD = re.compile(r"^(?:\[pid\s+\d+\]\s*|\d+\s+(?=\S))?(?:\d+\.\d+\s+|\d\d:\d\d:\d\d(?:\.\d+)?\s+"
-                   r"|\+\d+\.\d+\s+)?")
+_LEAD = re.compile(
+    r"^(?:\[pid\s+\d+\]\s*|\d+\s+(?=\S))?(?:\d+\.\d+\s+|\d\d:\d\d:\d\d(?:\.\d+)?\s+"
+    r"|\+\d+\.\d+\s+)?"
+)
 # Long KFD enumerator prefixes, dropped in the concise report only.
 _KFD_PREFIX = re.compile(r"\bKFD_IOCTL_SVM_(?:ATTR|FLAG|OP|LOCATION)_")
 # Where a cut may fall: after a separator, so no token is split.
@@ -274,17 +278,17 @@ def cut(text: str, width: int) -> str:
     inside a token) and marked with ``…`` when anything was dropped."""
     if len(text) <= width:
         return text
-    head = text[:width - 1]
+    head = text[: width - 1]
     # after ", " or a space where one is near; else after any separator
     for pattern in (_SPACE, _BOUNDARY):
         cuts = [m.end() for m in pattern.finditer(head)]
         if cuts and cuts[-1] > len(head) * 2 // 3:
-            head = head[:cuts[-1]]
+            head = head[: cuts[-1]]
             break
     else:
         cuts = [m.end() for m in _BOUNDARY.finditer(head)]
         if cuts and cuts[-1] > len(head) // 3:
-            head = head[:cuts[-1]]
+            head = head[: cuts[-1]]
     return head.rstrip() + "…"
 
 
@@ -300,16 +304,16 @@ def elide(text: str, width: int | None) -> str:
         return text
     keep = max(20, width - len(ELIDED))
     head_n = keep * 3 // 5
-    head, tail = text[:head_n], text[len(text) - (keep - head_n):]
-    for pattern in (_SPACE, _BOUNDARY):      # after ", " or a space where one is near
+    head, tail = text[:head_n], text[len(text) - (keep - head_n) :]
+    for pattern in (_SPACE, _BOUNDARY):  # after ", " or a space where one is near
         cuts = [m.end() for m in pattern.finditer(head)]
         if cuts and cuts[-1] > len(head) * 2 // 3:
-            head = head[:cuts[-1]]
+            head = head[: cuts[-1]]
             break
     for pattern in (_SPACE, _BOUNDARY):
         m = pattern.search(tail)
         if m and m.end() < len(tail) // 3:
-            tail = tail[m.end():]
+            tail = tail[m.end() :]
             break
     return head.rstrip() + ELIDED + tail.lstrip()
 
@@ -322,7 +326,7 @@ def call_text(e, width: int | None = None, concise: bool = True) -> str:
         text = _LEAD.sub("", text, count=1)
     if concise:
         text = _KFD_PREFIX.sub("", text)
-        text = re.sub(r" {2,}", " ", text)     # strace's column padding
+        text = re.sub(r" {2,}", " ", text)  # strace's column padding
     text = elide(text.rstrip(), width)
     return printable(text)
 
@@ -342,6 +346,7 @@ def counts_line(summary: dict) -> str:
     def n(k, word):
         c = summary.get(k, 0)
         return f"{c} {word}{'' if c == 1 else 's'}"
+
     return f"{n('errors', 'error')}, {n('warnings', 'warning')}, {n('notes', 'note')}"
 
 
@@ -370,6 +375,7 @@ def finding_lines(f, clean=lambda text: text, evidence_stacks: bool = False) -> 
 
 # --- the findings table (csv, jsonl, parquet: rocrtrace/schema.py) ---------------
 
+
 def _event_cells(e) -> dict:
     return {"file": e.file, "line": e.line, "pid": e.pid, "tid": e.tid, "time": e.time}
 
@@ -387,19 +393,33 @@ def table_row(f, cwd: str | None = None, suppressed: bool = False) -> dict:
         lfile, lline, lfunc = f.file, f.line, None
     fd = subj.get("fd")
     row = {
-        "file": f.file, "line": f.line, "pid": f.pid, "tid": f.tid, "time": f.time,
-        "rule": f.rule, "severity": f.severity, "fingerprint": f.fingerprint,
-        "message": f.message, "cause": f.cause, "program": f.program or None,
+        "file": f.file,
+        "line": f.line,
+        "pid": f.pid,
+        "tid": f.tid,
+        "time": f.time,
+        "rule": f.rule,
+        "severity": f.severity,
+        "fingerprint": f.fingerprint,
+        "message": f.message,
+        "cause": f.cause,
+        "program": f.program or None,
         "location": f"{lfile}:{lline}" if lfile and lline is not None else lfile,
-        "location_file": lfile, "location_line": lline, "location_function": lfunc,
+        "location_file": lfile,
+        "location_line": lline,
+        "location_function": lfunc,
         "subject_kind": subj.get("kind"),
-        "start": to_int(subj.get("start")), "end": to_int(subj.get("end")),
+        "start": to_int(subj.get("start")),
+        "end": to_int(subj.get("end")),
         "gpu_ids": [g for g in (to_int(x) for x in subj.get("gpu_ids") or []) if g is not None],
         "fd": fd if isinstance(fd, int) and not isinstance(fd, bool) else None,
-        "fd_kind": subj.get("fd_kind"), "handle": to_int(subj.get("handle")),
+        "fd_kind": subj.get("fd_kind"),
+        "handle": to_int(subj.get("handle")),
         "call": f.event.text if f.event is not None else None,
-        "evidence": [{"role": ev.role, **_event_cells(ev.event), "call": ev.event.text,
-                      "note": ev.note or None} for ev in f.evidence],
+        "evidence": [
+            {"role": ev.role, **_event_cells(ev.event), "call": ev.event.text, "note": ev.note or None}
+            for ev in f.evidence
+        ],
         "stack": [fr.label() for fr in f.stack],
         "suppressed": suppressed,
     }
@@ -409,5 +429,6 @@ def table_row(f, cwd: str | None = None, suppressed: bool = False) -> dict:
 def table_rows(result, cwd: str | None = None) -> list[dict]:
     """The findings table: the findings most severe first, then those a
     baseline suppressed (``suppressed`` true)."""
-    return ([table_row(f, cwd) for f in result.sorted_findings()]
-            + [table_row(f, cwd, suppressed=True) for f in result.suppressed])
+    return [table_row(f, cwd) for f in result.sorted_findings()] + [
+        table_row(f, cwd, suppressed=True) for f in result.suppressed
+    ]

@@ -1,5 +1,6 @@
 """CSV: the findings table (rocrtrace/schema.py), one row per finding, for
 spreadsheets and pandas (``rocrtrace.schema.read`` reads it back typed)."""
+
 from __future__ import annotations
 
 import csv

@@ -5,6 +5,7 @@ GitHub keeps at most 10 error, 10 warning and 10 notice annotations per step
 first and, when some do not fit, one notice says how many more the report
 holds.  The full table goes to ``$GITHUB_STEP_SUMMARY`` when it is set.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,7 @@ SUMMARY_LIMIT = 1024 * 1024 - 4096
 
 
 def escape_data(s) -> str:
-    return (str(s).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
+    return str(s).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(s) -> str:
@@ -31,8 +32,7 @@ def command(kind: str, message: str, **props) -> str:
     # Every value is shown, never obeyed: control characters and bidi
     # overrides escaped (rocrtrace.report.common.printable), then the
     # workflow-command escapes; the message keeps its own line breaks.
-    ps = ",".join(f"{k}={escape_property(printable(v))}" for k, v in props.items()
-                  if v not in (None, ""))
+    ps = ",".join(f"{k}={escape_property(printable(v))}" for k, v in props.items() if v not in (None, ""))
     text = escape_data(printable(message, keep_newlines=True))
     return f"::{kind}{' ' + ps if ps else ''}::{text}"
 
@@ -73,18 +73,28 @@ def render(result, cwd: str | None = None, step_summary: str | None = None, **_o
     out = []
     for f in shown:
         file, line = primary_location(f, cwd)
-        out.append(command(COMMANDS.get(f.severity, "warning"), _message(f),
-                           file=file, line=line, title=f"{f.rule} ({f.severity})"))
+        out.append(
+            command(
+                COMMANDS.get(f.severity, "warning"), _message(f), file=file, line=line, title=f"{f.rule} ({f.severity})"
+            )
+        )
     if dropped:
-        out.append(command("notice", f"{dropped} more finding{'' if dropped == 1 else 's'} "
-                           "in the report "
-                           "(GitHub shows at most 10 annotations of each level per step)",
-                           title="rocrtrace"))
+        out.append(
+            command(
+                "notice",
+                f"{dropped} more finding{'' if dropped == 1 else 's'} "
+                "in the report "
+                "(GitHub shows at most 10 annotations of each level per step)",
+                title="rocrtrace",
+            )
+        )
     s = result.summary()
-    out.append(f"rocrtrace: {s['findings']} finding{'' if s['findings'] == 1 else 's'} "
-               f"({counts_line(s)}), "
-               f"{s['suppressed']} suppressed; "
-               f"gate {'failed' if s['failed'] else 'passed'} at --fail-on {s['fail_on']}")
+    out.append(
+        f"rocrtrace: {s['findings']} finding{'' if s['findings'] == 1 else 's'} "
+        f"({counts_line(s)}), "
+        f"{s['suppressed']} suppressed; "
+        f"gate {'failed' if s['failed'] else 'passed'} at --fail-on {s['fail_on']}"
+    )
     path = step_summary if step_summary is not None else os.environ.get("GITHUB_STEP_SUMMARY")
     if path:
         try:

@@ -1,4 +1,5 @@
 """The JSON report: ``result.to_dict()`` tagged with its schema."""
+
 from __future__ import annotations
 
 import json

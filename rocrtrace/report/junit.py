@@ -5,6 +5,7 @@ A finding below ``--fail-on`` does not fail its testcase: a JUnit report that
 shows red while the gate passed would contradict the exit code.  Such
 findings are listed in the testcase's <system-out> instead.
 """
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -23,8 +24,9 @@ def xml_text(s) -> str:
 def _body(f) -> str:
     # One logical line each: a newline inside one came from trace text and
     # is shown escaped, so it can never start a line of a CI log.
-    return "\n".join(printable(ln) for ln in [f"{f.severity} {f.rule}: {f.message}",
-                                               *finding_lines(f, clean=printable)])
+    return "\n".join(
+        printable(ln) for ln in [f"{f.severity} {f.rule}: {f.message}", *finding_lines(f, clean=printable)]
+    )
 
 
 def _suites(result) -> list[tuple[str, object, list]]:
@@ -62,16 +64,20 @@ def render(result, rules=None, enabled=None, **_opts) -> str:
             # is its own testcase "RULE #n", so failures= always equals the
             # number of <failure> elements.
             for n, f in enumerate(failing or [None], 1):
-                case = ET.SubElement(suite, "testcase", name=rid if n == 1 else f"{rid} #{n}",
-                                     classname=xml_text(printable(f"rocrtrace.{name}")))
+                case = ET.SubElement(
+                    suite,
+                    "testcase",
+                    name=rid if n == 1 else f"{rid} #{n}",
+                    classname=xml_text(printable(f"rocrtrace.{name}")),
+                )
                 if f is not None:
-                    fail = ET.SubElement(case, "failure", type=f.severity,
-                                         message=xml_text(printable(f"{f.rule}: {f.message}")))
+                    fail = ET.SubElement(
+                        case, "failure", type=f.severity, message=xml_text(printable(f"{f.rule}: {f.message}"))
+                    )
                     fail.text = xml_text(_body(f))
                 if n == 1 and below:
                     out = ET.SubElement(case, "system-out")
-                    out.text = xml_text("\n\n".join(
-                        f"(below --fail-on {result.fail_on})\n{_body(x)}" for x in below))
+                    out.text = xml_text("\n\n".join(f"(below --fail-on {result.fail_on})\n{_body(x)}" for x in below))
         cases = suite.findall("testcase")
         failed_cases = sum(1 for c in cases if c.find("failure") is not None)
         suite.set("tests", str(len(cases)))

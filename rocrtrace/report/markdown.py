@@ -1,12 +1,21 @@
 """Markdown for a PR comment or a job summary: the verdict, a table of the
 findings, and the evidence of each in a collapsible block."""
+
 from __future__ import annotations
 
 import re
 
 from .. import __version__
-from .common import (by_rule, finding_lines, counts_line, location_text, primary_location,
-                     printable, source_frame, subject_text)
+from .common import (
+    by_rule,
+    finding_lines,
+    counts_line,
+    location_text,
+    primary_location,
+    printable,
+    source_frame,
+    subject_text,
+)
 
 # GitHub renders inline HTML and markdown in table cells: escape what would
 # change the structure or inject markup.
@@ -21,8 +30,7 @@ def md(text) -> str:
 
 def html(text) -> str:
     """For inside HTML blocks (<summary>), where markdown escapes would show."""
-    return (printable(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;"))
+    return printable(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
 def code_block(lines: list[str]) -> str:
@@ -38,14 +46,17 @@ def summary_table(result, max_rows: int | None = None, findings=None) -> list[st
     s = result.summary()
     verdict = "failed" if s["failed"] else "passed"
     n_in = len(result.inputs)
-    out = [f"### rocrtrace {__version__}: {verdict} (--fail-on {s['fail_on']})", "",
-           f"{_n(s['findings'], 'finding')} ({counts_line(s)}), {s['suppressed']} suppressed; "
-           f"{_n(n_in, 'input')}, {_n(s['events'], 'event')}, "
-           f"{_n(s['unparsed'], 'unparsed line')}.", ""]
+    out = [
+        f"### rocrtrace {__version__}: {verdict} (--fail-on {s['fail_on']})",
+        "",
+        f"{_n(s['findings'], 'finding')} ({counts_line(s)}), {s['suppressed']} suppressed; "
+        f"{_n(n_in, 'input')}, {_n(s['events'], 'event')}, "
+        f"{_n(s['unparsed'], 'unparsed line')}.",
+        "",
+    ]
     if not result.findings:
         return out
-    out += ["| severity | rule | message | where | subject |",
-            "|---|---|---|---|---|"]
+    out += ["| severity | rule | message | where | subject |", "|---|---|---|---|---|"]
     from .text import _Names
 
     names = _Names(result)
@@ -54,8 +65,7 @@ def summary_table(result, max_rows: int | None = None, findings=None) -> list[st
     out += [_row(f, names) for f in rows]
     left = len(result.findings) - len(rows)
     if left > 0:
-        out.append(f"\n{_n(left, 'more finding')} not shown here: see the full report "
-                   "(--format json or text).")
+        out.append(f"\n{_n(left, 'more finding')} not shown here: see the full report (--format json or text).")
     out.append("")
     return out
 
@@ -64,8 +74,7 @@ def _row(f, names) -> str:
     from .text import first_sentence
 
     msg = names.in_text(first_sentence(f.message))
-    return (f"| {f.severity} | `{f.rule}` | {md(msg)} | {md(_where(f, names))} "
-            f"| {md(subject_text(f.subject))} |")
+    return f"| {f.severity} | `{f.rule}` | {md(msg)} | {md(_where(f, names))} | {md(subject_text(f.subject))} |"
 
 
 def _n(count: int, word: str) -> str:
@@ -75,10 +84,24 @@ def _n(count: int, word: str) -> str:
 def _where(f, names=None) -> str:
     """The program's source line first where the stack has it,
     then the trace line and the process."""
-    trace = location_text(f) if names is None else " ".join(
-        x for x in ((f"{names(f.file)}:{f.line}" if f.file and f.line is not None
-                     else names(f.file) if f.file else "(whole input)"),
-                    f"pid {f.pid}" if f.pid is not None else "") if x)
+    trace = (
+        location_text(f)
+        if names is None
+        else " ".join(
+            x
+            for x in (
+                (
+                    f"{names(f.file)}:{f.line}"
+                    if f.file and f.line is not None
+                    else names(f.file)
+                    if f.file
+                    else "(whole input)"
+                ),
+                f"pid {f.pid}" if f.pid is not None else "",
+            )
+            if x
+        )
+    )
     if source_frame(f.stack):
         file, line = primary_location(f)
         return f"{file}:{line} ({trace})"
@@ -87,8 +110,10 @@ def _where(f, names=None) -> str:
 
 def _details(f) -> str:
     lines = finding_lines(f, evidence_stacks=True)
-    return (f"<details><summary>{f.severity} <code>{f.rule}</code>: {html(f.message)}"
-            f"</summary>\n\n{code_block(lines)}\n\n</details>")
+    return (
+        f"<details><summary>{f.severity} <code>{f.rule}</code>: {html(f.message)}"
+        f"</summary>\n\n{code_block(lines)}\n\n</details>"
+    )
 
 
 # A GitHub comment (and an issue or PR body) holds at most 65,536
@@ -108,11 +133,11 @@ def render(result, max_chars: int | None = MAX_CHARS, **_opts) -> str:
 
         names = _Names(result)
         fixed = len("\n".join(_head(result, [])))
-        budget = max_chars - fixed - 400        # the closing lines, the group headers' slack
+        budget = max_chars - fixed - 400  # the closing lines, the group headers' slack
         shown = []
         used = 0
         for f in ordered:
-            cost = len(_row(f, names)) + 1 + len(blocks[id(f)]) + 1 + 40   # + a group header
+            cost = len(_row(f, names)) + 1 + len(blocks[id(f)]) + 1 + 40  # + a group header
             if used + cost > budget:
                 break
             shown.append(f)
@@ -128,8 +153,10 @@ def render(result, max_chars: int | None = MAX_CHARS, **_opts) -> str:
         out += [blocks[id(f)] for f in mine]
     left = len(ordered) - len(shown)
     if left:
-        out.append(f"**{_n(left, 'more finding')} not shown** (a comment holds at most "
-                   "65,536 characters): see the full report (--format json or text).")
+        out.append(
+            f"**{_n(left, 'more finding')} not shown** (a comment holds at most "
+            "65,536 characters): see the full report (--format json or text)."
+        )
     return "\n".join(out).rstrip("\n") + "\n"
 
 

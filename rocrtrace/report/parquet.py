@@ -2,6 +2,7 @@
 row per finding, for fleets that aggregate many runs (DuckDB, Spark,
 pandas).  Times are timestamps, addresses unsigned integers; rows a
 baseline suppressed come last with ``suppressed`` true."""
+
 from __future__ import annotations
 
 import io
@@ -21,8 +22,7 @@ def _text(s):
 
 def _utf8(row: dict) -> dict:
     out = {k: _text(v) if k in _TEXT else v for k, v in row.items()}
-    out["evidence"] = [{k: _text(v) if isinstance(v, str) else v for k, v in e.items()}
-                       for e in row["evidence"]]
+    out["evidence"] = [{k: _text(v) if isinstance(v, str) else v for k, v in e.items()} for e in row["evidence"]]
     out["stack"] = [_text(s) for s in row["stack"]]
     return out
 

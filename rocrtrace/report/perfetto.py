@@ -24,6 +24,7 @@ here are the picture of the trace, the models stay the judges.  The core hands t
 trace replays (``EventSink.add_columns``, src/table.rs CallTable); events
 in hand (the findings' own, for an API caller) go through ``EventSink(ev)``.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -41,8 +42,8 @@ TEXT_MAX = 300
 class Row:
     pid: int
     tid: int
-    ts: int             # ns
-    dur: int            # ns, >= 1
+    ts: int  # ns
+    dur: int  # ns, >= 1
     name: str
     file: str
     line: int
@@ -53,9 +54,9 @@ class Row:
     path: str | None
     text: str
     seq: int
-    created: tuple = ()     # (fd, path) of each fd a create or an ioctl installed
-    run: int = 0            # which run: runs are separate processes
-    handle: tuple = ()      # (op, family, handle) of an ioctl on a buffer handle
+    created: tuple = ()  # (fd, path) of each fd a create or an ioctl installed
+    run: int = 0  # which run: runs are separate processes
+    handle: tuple = ()  # (op, family, handle) of an ioctl on a buffer handle
 
 
 @dataclass
@@ -63,9 +64,9 @@ class EventSink:
     """Collects what the trace needs of each event while the replay runs."""
 
     rows: list = field(default_factory=list)
-    procs: dict = field(default_factory=dict)      # (run, pid) -> executable
-    ends: dict = field(default_factory=dict)       # (run, pid) -> exit time (ns)
-    runs: int = 0                                  # add_columns calls: one per run
+    procs: dict = field(default_factory=dict)  # (run, pid) -> executable
+    ends: dict = field(default_factory=dict)  # (run, pid) -> exit time (ns)
+    runs: int = 0  # add_columns calls: one per run
     _last_ns: int = 0
     _seq: int = 0
 
@@ -79,7 +80,7 @@ class EventSink:
         if rec["time"] is not None:
             ts = ns(rec["time"])
         else:
-            ts = self._last_ns + 1000      # no timestamps: file order, 1 µs apart
+            ts = self._last_ns + 1000  # no timestamps: file order, 1 µs apart
         self._last_ns = max(self._last_ns, ts)
         if name == "process":
             exe = getattr(ev, "exe", None)
@@ -92,7 +93,7 @@ class EventSink:
             self.procs[(0, pid)] = ev.path
         if rec["event"] == "Exit" and getattr(ev, "whole", False):
             self.ends[(0, pid)] = ts
-        dur = int(round((rec["dur"] or 0) * 1e9))     # small: exact enough
+        dur = int(round((rec["dur"] or 0) * 1e9))  # small: exact enough
         paths = getattr(ev, "paths", None) or ()
         path = paths[0] if paths and isinstance(paths[0], str) else getattr(ev, "path", None)
         self._seq += 1
@@ -100,16 +101,36 @@ class EventSink:
         if rec["event"] == "FdCreate":
             # a pipe or socketpair installs two: each gets its lifetime
             fds = getattr(ev, "fds", None) or ()
-            created = tuple((fd, paths[i] if i < len(paths) and isinstance(paths[i], str)
-                             else None) for i, fd in enumerate(fds) if isinstance(fd, int))
+            created = tuple(
+                (fd, paths[i] if i < len(paths) and isinstance(paths[i], str) else None)
+                for i, fd in enumerate(fds)
+                if isinstance(fd, int)
+            )
         elif rec["event"] == "Ioctl":
             if rec["err"] is None:
                 created = tuple((fd, None) for fd in _ioctl_created(ev))
             handle = _ioctl_handle(ev)
-        self.rows.append(Row(pid, tid, ts, max(dur, 1), rec.get("ioctl") or name,
-                             rec["file"], rec["line"], rec["ret"], rec["err"], rec["event"],
-                             rec.get("fd"), path if isinstance(path, str) else None,
-                             (ev.text or "")[:TEXT_MAX], self._seq, created, 0, handle))
+        self.rows.append(
+            Row(
+                pid,
+                tid,
+                ts,
+                max(dur, 1),
+                rec.get("ioctl") or name,
+                rec["file"],
+                rec["line"],
+                rec["ret"],
+                rec["err"],
+                rec["event"],
+                rec.get("fd"),
+                path if isinstance(path, str) else None,
+                (ev.text or "")[:TEXT_MAX],
+                self._seq,
+                created,
+                0,
+                handle,
+            )
+        )
 
     def add_columns(self, cols: dict) -> None:
         """The calls of one run as the core's columns (src/py/table.rs
@@ -120,9 +141,9 @@ class EventSink:
         self._last_ns = 0
         n = cols["rows"]
         file, event, name, ioctl, err, path, text = (
-            text_list(cols[c]) for c in ("file", "event", "name", "ioctl", "err", "path", "text"))
-        line, pid_, tid_, ret, fd, whole = (
-            int_list(cols[c]) for c in ("line", "pid", "tid", "ret", "fd", "whole"))
+            text_list(cols[c]) for c in ("file", "event", "name", "ioctl", "err", "path", "text")
+        )
+        line, pid_, tid_, ret, fd, whole = (int_list(cols[c]) for c in ("line", "pid", "tid", "ret", "fd", "whole"))
         time, dur_ = float_list(cols["time"]), float_list(cols["dur"])
         created: dict[int, list] = {}
         for row, cfd, cpath in cols["created"]:
@@ -137,18 +158,17 @@ class EventSink:
             if time[i] is not None:
                 ts = ns(time[i])
             else:
-                ts = self._last_ns + 1000      # no timestamps: file order, 1 µs apart
+                ts = self._last_ns + 1000  # no timestamps: file order, 1 µs apart
             self._last_ns = max(self._last_ns, ts)
             if nm == "process":
-                if kind == "ProcessInfo" and path[i]:      # its path column is the exe
+                if kind == "ProcessInfo" and path[i]:  # its path column is the exe
                     self.procs[(run, pid)] = path[i]
                 continue
             if nm in _NOT_CALLS:
                 continue
             # the path column of a Syscall or FdCreate is its first
             # decoration: only a kind's own ``path`` names an executable
-            if nm.startswith("exec") and ret[i] == 0 and path[i] \
-                    and kind not in ("FdCreate", "Syscall", "ProcessInfo"):
+            if nm.startswith("exec") and ret[i] == 0 and path[i] and kind not in ("FdCreate", "Syscall", "ProcessInfo"):
                 self.procs[(run, pid)] = path[i]
             if kind == "Exit" and whole[i]:
                 self.ends[(run, pid)] = ts
@@ -156,9 +176,27 @@ class EventSink:
             self._seq += 1
             made = tuple(created.get(i, ()))
             own = None if kind == "ProcessInfo" else path[i]
-            rows.append(Row(pid, tid, ts, max(dur, 1), ioctl[i] or nm, file[i], line[i],
-                            ret[i], err[i], kind, fd[i], own, (text[i] or "")[:TEXT_MAX],
-                            self._seq, made, run, handles.get(i, ())))
+            rows.append(
+                Row(
+                    pid,
+                    tid,
+                    ts,
+                    max(dur, 1),
+                    ioctl[i] or nm,
+                    file[i],
+                    line[i],
+                    ret[i],
+                    err[i],
+                    kind,
+                    fd[i],
+                    own,
+                    (text[i] or "")[:TEXT_MAX],
+                    self._seq,
+                    made,
+                    run,
+                    handles.get(i, ()),
+                )
+            )
 
 
 # src/table.rs ioctl_created_fds, for events in hand (the columns carry
@@ -239,7 +277,7 @@ def _key(proc: tuple) -> tuple:
 
 
 class _Writer:
-    SEQ = 0x5eed
+    SEQ = 0x5EED
 
     def __init__(self, shown_pid=None):
         from . import need
@@ -296,8 +334,9 @@ class _Writer:
             td.name = printable(name)
         return u
 
-    def slice(self, track: int, ts: int, end: int, name: str, annotations=(), flows=(),
-              category: str = "call", flows_in=()):
+    def slice(
+        self, track: int, ts: int, end: int, name: str, annotations=(), flows=(), category: str = "call", flows_in=()
+    ):
         p = self.packet(ts)
         te = p.track_event
         te.type = te.TYPE_SLICE_BEGIN
@@ -348,7 +387,7 @@ def _nested(rows: list) -> list:
     inside another but outlasts it (clock skew, a call resumed late) is cut
     at the enclosing call's end, as the UI needs."""
     out = []
-    stack: list[int] = []           # end times of open slices
+    stack: list[int] = []  # end times of open slices
     for r in sorted(rows, key=lambda r: (r.ts, -r.dur, r.seq)):
         while stack and stack[-1] <= r.ts:
             stack.pop()
@@ -388,8 +427,7 @@ def render(result, events: EventSink | None = None, cwd: str | None = None, **_o
         if f.time is not None:
             last[run_of[id(f)]] = max(last.get(run_of[id(f)], 0), ns(f.time) + 1)
 
-    keys = {(r.run, r.pid) for r in rows} | {(run_of[id(f)], f.pid) for f in ordered
-                                             if f.pid is not None}
+    keys = {(r.run, r.pid) for r in rows} | {(run_of[id(f)], f.pid) for f in ordered if f.pid is not None}
     shown = _shown_pids(keys)
     w = _Writer(shown.__getitem__)
     for proc in sorted(keys):
@@ -407,10 +445,14 @@ def render(result, events: EventSink | None = None, cwd: str | None = None, **_o
     for (run, pid, tid), rs in sorted(by_thread.items()):
         track = w.thread((run, pid), tid)
         for r, end in _nested(rs):
-            w.slice(track, r.ts, end, r.name,
-                    [("call", printable(r.text)), ("at", f"{r.file}:{r.line}"),
-                     ("ret", r.ret), ("err", r.err)],
-                    flows.get((r.file, r.line), ()))
+            w.slice(
+                track,
+                r.ts,
+                end,
+                r.name,
+                [("call", printable(r.text)), ("at", f"{r.file}:{r.line}"), ("ret", r.ret), ("err", r.err)],
+                flows.get((r.file, r.line), ()),
+            )
 
     held = _handle_lifetimes(rows, ends, last)
     # a dma-buf export's fd slice ends the flow from its handle's slice
@@ -447,18 +489,22 @@ def _export_flow(run: int, seq: int, fd: int) -> int:
 
 
 def _fd_lifetimes(w: _Writer, rows, ends, last: dict, exported=frozenset()) -> None:
-    open_: dict[tuple, tuple] = {}      # (run, pid, fd) -> (start ns, name, row)
+    open_: dict[tuple, tuple] = {}  # (run, pid, fd) -> (start ns, name, row)
 
     def finish(key, end):
         start, name, row = open_.pop(key)
         run, pid, fd = key
-        track = w.named(("fd", *_key((run, pid)), fd), f"fd {fd}",
-                        _uuid("process", *_key((run, pid))))
+        track = w.named(("fd", *_key((run, pid)), fd), f"fd {fd}", _uuid("process", *_key((run, pid))))
         link = (run, row.seq, fd)
-        w.slice(track, start, max(end, start + 1), name,
-                [("opened by", printable(row.text)), ("at", f"{row.file}:{row.line}")],
-                category="fd",
-                flows_in=(_export_flow(*link),) if link in exported else ())
+        w.slice(
+            track,
+            start,
+            max(end, start + 1),
+            name,
+            [("opened by", printable(row.text)), ("at", f"{row.file}:{row.line}")],
+            category="fd",
+            flows_in=(_export_flow(*link),) if link in exported else (),
+        )
 
     for r in sorted(rows, key=lambda r: (r.run, r.ts, r.seq)):
         # an ioctl installs only the fds its struct names (a dma-buf
@@ -469,7 +515,7 @@ def _fd_lifetimes(w: _Writer, rows, ends, last: dict, exported=frozenset()) -> N
                 if not isinstance(fd, int) or fd < 0:
                     continue
                 key = (r.run, r.pid, fd)
-                if key in open_:            # dup2 onto it, or a close we did not see
+                if key in open_:  # dup2 onto it, or a close we did not see
                     finish(key, r.ts)
                 name = path or (f"fd {fd} ({r.name})" if r.kind == "Ioctl" else f"fd {fd}")
                 open_[key] = (r.ts + r.dur, name, r)
@@ -486,16 +532,17 @@ def _fd_lifetimes(w: _Writer, rows, ends, last: dict, exported=frozenset()) -> N
 class _Held:
     """One lifetime of a buffer handle: from the ioctl that made it to the
     free that ended it (or its process's exit, or its run's end)."""
-    family: str             # KFD (per process) or GEM (per DRM file: the fd)
+
+    family: str  # KFD (per process) or GEM (per DRM file: the fd)
     handle: int
-    scope: tuple            # (run, pid) and, for GEM, the DRM fd
-    row: Row                # the creating ioctl (the first export when not seen)
+    scope: tuple  # (run, pid) and, for GEM, the DRM fd
+    row: Row  # the creating ioctl (the first export when not seen)
     start: int
     end: int = 0
-    ended: Row | None = None        # the free that ended it
-    why: str = ""                   # else: "process exit" or "end of run"
-    again: list = field(default_factory=list)      # imports that returned it
-    exports: list = field(default_factory=list)    # (row, fd) dma-buf fds made of it
+    ended: Row | None = None  # the free that ended it
+    why: str = ""  # else: "process exit" or "end of run"
+    again: list = field(default_factory=list)  # imports that returned it
+    exports: list = field(default_factory=list)  # (row, fd) dma-buf fds made of it
 
     @property
     def label(self) -> str:
@@ -513,7 +560,7 @@ def _handle_lifetimes(rows, ends, last: dict) -> list:
     """The buffer handles' lifetimes as the trace shows them, from
     the ioctls' structs (Row.handle), as fd lifetimes are drawn: the
     picture of the trace, not the handle model's judgement."""
-    open_: dict[tuple, _Held] = {}      # (family, scope, handle) -> lifetime
+    open_: dict[tuple, _Held] = {}  # (family, scope, handle) -> lifetime
     done: list[_Held] = []
 
     def finish(key, end, row=None, why=""):
@@ -535,12 +582,12 @@ def _handle_lifetimes(rows, ends, last: dict) -> list:
         op, family, handle = r.handle
         key = (family, _handle_scope(r), handle)
         if op == "create":
-            if key in open_:            # an import of a buffer the file holds
+            if key in open_:  # an import of a buffer the file holds
                 open_[key].again.append(r)
             else:
                 open_[key] = _Held(family, handle, key[1], r, r.ts + r.dur)
         elif op == "export":
-            if key not in open_:        # made before the trace, or by a call not decoded
+            if key not in open_:  # made before the trace, or by a call not decoded
                 open_[key] = _Held(family, handle, key[1], r, r.ts)
             open_[key].exports.extend((r, fd) for fd, _ in r.created)
         elif r.err is None and r.ret is not None and key in open_:
@@ -556,8 +603,7 @@ def _handle_lifetimes(rows, ends, last: dict) -> list:
 
 def _handle_track(w: _Writer, family: str, scope: tuple, handle: int, label: str) -> int:
     proc = scope[:2]
-    return w.named(("handle", family, *_key(proc), *scope[2:], handle), label,
-                   _uuid("process", *_key(proc)))
+    return w.named(("handle", family, *_key(proc), *scope[2:], handle), label, _uuid("process", *_key(proc)))
 
 
 def _draw_handles(w: _Writer, held: list) -> None:
@@ -565,17 +611,26 @@ def _draw_handles(w: _Writer, held: list) -> None:
         track = _handle_track(w, h.family, h.scope, h.handle, h.label)
         made = h.row.handle[0] == "create"
         name = f"{h.label} ({h.row.name if made else 'created before the trace'})"
-        ended = ([("freed by", printable(h.ended.text)),
-                  ("freed at", f"{h.ended.file}:{h.ended.line}")] if h.ended is not None
-                 else [("ended", f"never freed: {h.why}")])
-        w.slice(track, h.start, h.end, name,
-                [("created by" if made else "first seen", printable(h.row.text)),
-                 ("at", f"{h.row.file}:{h.row.line}"), *ended,
-                 ("returned again by", [f"{r.file}:{r.line}" for r in h.again] or None),
-                 ("exported as", [f"fd {fd} at {r.file}:{r.line}" for r, fd in h.exports]
-                  or None)],
-                flows=[_export_flow(r.run, r.seq, fd) for r, fd in h.exports],
-                category="handle")
+        ended = (
+            [("freed by", printable(h.ended.text)), ("freed at", f"{h.ended.file}:{h.ended.line}")]
+            if h.ended is not None
+            else [("ended", f"never freed: {h.why}")]
+        )
+        w.slice(
+            track,
+            h.start,
+            h.end,
+            name,
+            [
+                ("created by" if made else "first seen", printable(h.row.text)),
+                ("at", f"{h.row.file}:{h.row.line}"),
+                *ended,
+                ("returned again by", [f"{r.file}:{r.line}" for r in h.again] or None),
+                ("exported as", [f"fd {fd} at {r.file}:{r.line}" for r, fd in h.exports] or None),
+            ],
+            flows=[_export_flow(r.run, r.seq, fd) for r, fd in h.exports],
+            category="handle",
+        )
 
 
 def _handle_findings(w: _Writer, rows, findings, run_of: dict) -> None:
@@ -595,8 +650,15 @@ def _handle_findings(w: _Writer, rows, findings, run_of: dict) -> None:
         te.track_uuid = _handle_track(w, family, scope, handle, label)
         te.name = f"{f.severity}[{f.rule}]"
         te.categories.extend(["finding", f.severity])
-        _annotate(te, [("message", f.message), ("fingerprint", f.fingerprint),
-                       ("call", printable(r.text)), ("trace", f"{r.file}:{r.line}")])
+        _annotate(
+            te,
+            [
+                ("message", f.message),
+                ("fingerprint", f.fingerprint),
+                ("call", printable(r.text)),
+                ("trace", f"{r.file}:{r.line}"),
+            ],
+        )
 
 
 def _svm_claims(w: _Writer, findings, run_of: dict, last: dict) -> None:
@@ -605,8 +667,7 @@ def _svm_claims(w: _Writer, findings, run_of: dict, last: dict) -> None:
         d = f.details or {}
         run = run_of[id(f)]
         released = d.get("released") or []
-        claims = [("released", c) for c in (released if isinstance(released, list)
-                                            else [released])]
+        claims = [("released", c) for c in (released if isinstance(released, list) else [released])]
         for key in ("victim", "claim"):
             if isinstance(d.get(key), dict):
                 claims.append((key, d[key]))
@@ -617,18 +678,27 @@ def _svm_claims(w: _Writer, findings, run_of: dict, last: dict) -> None:
             start = ns(c["time"])
             # a released claim ends at the call that released it; a victim
             # lives on past the call that hurt it, to its own run's end
-            end = (ns(f.time) if role == "released" and f.time is not None
-                   else last.get(run, start + 1))
+            end = ns(f.time) if role == "released" and f.time is not None else last.get(run, start + 1)
             if ident in seen:
                 continue
             seen.add(ident)
             name = f"svm [{c.get('start')}, {c.get('end')})"
             track = w.named(("svm", *ident), name, _uuid("process", *_key((run, f.pid))))
-            w.slice(track, start, max(end, start + 1), f"{c.get('kind', '')} claim".strip(),
-                    [("range", f"[{c.get('start')}, {c.get('end')})"), ("pages", c.get("pages")),
-                     ("gpus", ", ".join(c.get("gpus") or [])), ("flags", c.get("flags")),
-                     ("at", f"{c.get('file')}:{c.get('line')}"), ("tid", c.get("tid"))],
-                    category="svm")
+            w.slice(
+                track,
+                start,
+                max(end, start + 1),
+                f"{c.get('kind', '')} claim".strip(),
+                [
+                    ("range", f"[{c.get('start')}, {c.get('end')})"),
+                    ("pages", c.get("pages")),
+                    ("gpus", ", ".join(c.get("gpus") or [])),
+                    ("flags", c.get("flags")),
+                    ("at", f"{c.get('file')}:{c.get('line')}"),
+                    ("tid", c.get("tid")),
+                ],
+                category="svm",
+            )
 
 
 def _findings(w: _Writer, findings, run_of: dict, cwd, last: dict) -> None:
@@ -654,15 +724,31 @@ def _findings(w: _Writer, findings, run_of: dict, cwd, last: dict) -> None:
             fn = hit[0].function or hit[0].symbol
             if fn:
                 te.source_location.function_name = printable(fn)
-        evidence = [{"role": ev.role, "file": ev.event.file, "line": ev.event.line,
-                     "tid": ev.event.tid, "time": ev.event.time,
-                     "call": printable(ev.event.text), "note": ev.note or None}
-                    for ev in f.evidence]
-        _annotate(te, [("message", f.message), ("rule", f.rule), ("severity", f.severity),
-                       ("fingerprint", f.fingerprint), ("cause", f.cause),
-                       ("subject", subject_text(f.subject)),
-                       ("trace", f"{f.file}:{f.line}" if f.file else None),
-                       ("evidence", evidence)])
+        evidence = [
+            {
+                "role": ev.role,
+                "file": ev.event.file,
+                "line": ev.event.line,
+                "tid": ev.event.tid,
+                "time": ev.event.time,
+                "call": printable(ev.event.text),
+                "note": ev.note or None,
+            }
+            for ev in f.evidence
+        ]
+        _annotate(
+            te,
+            [
+                ("message", f.message),
+                ("rule", f.rule),
+                ("severity", f.severity),
+                ("fingerprint", f.fingerprint),
+                ("cause", f.cause),
+                ("subject", subject_text(f.subject)),
+                ("trace", f"{f.file}:{f.line}" if f.file else None),
+                ("evidence", evidence),
+            ],
+        )
         te.terminating_flow_ids.extend(_uuid("flow", n, k) for k in range(len(f.evidence)))
 
 
@@ -677,12 +763,19 @@ def summary(data: bytes) -> dict:
     for p in trace.packet:
         if p.HasField("track_descriptor"):
             td = p.track_descriptor
-            kind = ("process" if td.HasField("process") else "thread" if td.HasField("thread")
-                    else "handle" if td.name.startswith(("KFD handle", "GEM handle"))
-                    else td.name.split(" ")[0])
+            kind = (
+                "process"
+                if td.HasField("process")
+                else "thread"
+                if td.HasField("thread")
+                else "handle"
+                if td.name.startswith(("KFD handle", "GEM handle"))
+                else td.name.split(" ")[0]
+            )
             kinds[td.uuid] = kind
-            names[td.uuid] = (td.process.process_name if kind == "process" else
-                              td.thread.thread_name if kind == "thread" else td.name)
+            names[td.uuid] = (
+                td.process.process_name if kind == "process" else td.thread.thread_name if kind == "thread" else td.name
+            )
     out = {"tracks": {}, "slices": {}, "instants": 0, "flows": 0, "instant_names": []}
     for k in kinds.values():
         out["tracks"][k] = out["tracks"].get(k, 0) + 1

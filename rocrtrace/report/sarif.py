@@ -8,6 +8,7 @@ thread, ``executionOrder`` giving the order across threads), the offending
 call's backtrace a stack, and the fingerprint a ``partialFingerprints`` entry
 so alerts keep their identity across runs.
 """
+
 from __future__ import annotations
 
 import os
@@ -65,16 +66,18 @@ def _locations(f, cwd: str) -> tuple[list, list]:
     related = []
     trace = None
     if f.file and f.file != "-":
-        trace = {"physicalLocation": _physical(f.file, f.line, cwd),
-                 "message": {"text": "the offending call in the trace"}}
+        trace = {
+            "physicalLocation": _physical(f.file, f.line, cwd),
+            "message": {"text": "the offending call in the trace"},
+        }
     sf = source_frame(f.stack, cwd)
     if sf:
         fr, rel = sf
-        art = ({"uri": "file://" + quote(rel)} if os.path.isabs(rel)
-               else {"uri": quote(rel), "uriBaseId": "%SRCROOT%"})
-        primary = {"physicalLocation": {"artifactLocation": art,
-                                        "region": {"startLine": int(fr.source_line)}},
-                   "message": {"text": printable(fr.label())}}
+        art = {"uri": "file://" + quote(rel)} if os.path.isabs(rel) else {"uri": quote(rel), "uriBaseId": "%SRCROOT%"}
+        primary = {
+            "physicalLocation": {"artifactLocation": art, "region": {"startLine": int(fr.source_line)}},
+            "message": {"text": printable(fr.label())},
+        }
         if trace:
             trace["id"] = 1
             related.append(trace)
@@ -83,11 +86,9 @@ def _locations(f, cwd: str) -> tuple[list, list]:
     else:
         # A finding about a whole input with no file (stdin): code scanning
         # still needs a location, and a logical one names what it is about.
-        primary = {"logicalLocations": [{"name": subject_text(f.subject) or f.rule,
-                                         "kind": "resource"}]}
+        primary = {"logicalLocations": [{"name": subject_text(f.subject) or f.rule, "kind": "resource"}]}
     if f.subject:
-        primary.setdefault("logicalLocations",
-                           [{"name": subject_text(f.subject), "kind": "resource"}])
+        primary.setdefault("logicalLocations", [{"name": subject_text(f.subject), "kind": "resource"}])
     return [primary], related
 
 
@@ -97,9 +98,15 @@ def _code_flow(f, cwd: str) -> list:
     by_thread: dict = {}
     # executionOrder is the order in time: the models list the
     # offending call first, its causes after it
-    chrono = sorted(f.evidence, key=lambda ev: (
-        ev.event.time if ev.event.time is not None else float("-inf"),
-        ev.event.file or "", ev.event.line or 0, getattr(ev.event, "seq", 0) or 0))
+    chrono = sorted(
+        f.evidence,
+        key=lambda ev: (
+            ev.event.time if ev.event.time is not None else float("-inf"),
+            ev.event.file or "",
+            ev.event.line or 0,
+            getattr(ev.event, "seq", 0) or 0,
+        ),
+    )
     for order, ev in enumerate(chrono, 1):
         e = ev.event
         text = f"{ev.role}: {printable(e.text)}" + (f" ({printable(ev.note)})" if ev.note else "")
@@ -114,8 +121,7 @@ def _code_flow(f, cwd: str) -> list:
             tf["id"] = str(tid)
             tf["message"] = {"text": f"thread {tid}"}
         flows.append(tf)
-    return [{"message": {"text": f"the events that make this {f.rule} true"},
-             "threadFlows": flows}]
+    return [{"message": {"text": f"the events that make this {f.rule} true"}, "threadFlows": flows}]
 
 
 def _result(f, rule_index: dict, cwd: str, suppressed: bool = False) -> dict:
@@ -132,8 +138,9 @@ def _result(f, rule_index: dict, cwd: str, suppressed: bool = False) -> dict:
     if related:
         res["relatedLocations"] = related
     if f.stack:
-        res["stacks"] = [{"message": {"text": "stack of the offending call"},
-                          "frames": [_frame(fr, f.tid, cwd) for fr in f.stack]}]
+        res["stacks"] = [
+            {"message": {"text": "stack of the offending call"}, "frames": [_frame(fr, f.tid, cwd) for fr in f.stack]}
+        ]
     flows = _code_flow(f, cwd)
     if flows:
         res["codeFlows"] = flows
@@ -159,15 +166,17 @@ def _rules(ids) -> list:
         if r is None:
             out.append({"id": rid, "shortDescription": {"text": rid}})
             continue
-        out.append({
-            "id": r.id,
-            "name": "".join(p.capitalize() for p in r.id.split("-")),
-            "shortDescription": {"text": r.summary},
-            "fullDescription": {"text": r.help},
-            "help": {"text": f"{r.help}\n\nExample: {r.example}\n\nFix: {r.fix}"},
-            "defaultConfiguration": {"level": LEVELS[r.severity]},
-            "properties": {"tags": ["rocm", r.id.split("-")[0]]},
-        })
+        out.append(
+            {
+                "id": r.id,
+                "name": "".join(p.capitalize() for p in r.id.split("-")),
+                "shortDescription": {"text": r.summary},
+                "fullDescription": {"text": r.help},
+                "help": {"text": f"{r.help}\n\nExample: {r.example}\n\nFix: {r.fix}"},
+                "defaultConfiguration": {"level": LEVELS[r.severity]},
+                "properties": {"tags": ["rocm", r.id.split("-")[0]]},
+            }
+        )
     return out
 
 
@@ -181,14 +190,17 @@ def document(result, rules=None, cwd: str | None = None, enabled=None) -> dict:
     results = [_result(f, index, cwd) for f in result.sorted_findings()]
     results += [_result(f, index, cwd, suppressed=True) for f in result.suppressed]
     run = {
-        "tool": {"driver": {
-            "name": "rocrtrace", "version": __version__, "semanticVersion": __version__,
-            "rules": _rules(ids),
-        }},
+        "tool": {
+            "driver": {
+                "name": "rocrtrace",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "rules": _rules(ids),
+            }
+        },
         "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + quote(cwd.rstrip("/") + "/")}},
         "invocations": [{"executionSuccessful": True}],
-        "artifacts": [{"location": _uri(i.file, cwd)} for i in result.inputs
-                      if i.file and i.file != "-"],
+        "artifacts": [{"location": _uri(i.file, cwd)} for i in result.inputs if i.file and i.file != "-"],
         "results": results,
         "columnKind": "unicodeCodePoints",
     }

@@ -11,6 +11,7 @@ events (rule, severity, message, file, line, pid, tid, time, subject, cause,
 details, fingerprint; event file, line, tid, time, text, stack), never the
 models or event classes.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,25 +20,24 @@ from tabulate import tabulate
 
 from .. import __version__
 from ..rules import fix_of
-from .common import (by_rule, call_text, counts_line, cut, hexs, location_frame, pages,
-                     printable, source_root, to_int)
+from .common import by_rule, call_text, counts_line, cut, hexs, location_frame, pages, printable, source_root, to_int
 
-_COLORS = {"error": "1;31", "warning": "1;33", "note": "1;36", "bold": "1", "dim": "2",
-           "ok": "32", "help": "1;32"}
+_COLORS = {"error": "1;31", "warning": "1;33", "note": "1;36", "bold": "1", "dim": "2", "ok": "32", "help": "1;32"}
 
 # Plain words for the causes svm-over-revoke names.
 CAUSES = {
-    "shared-page": "the claims meet only on boundary pages: the revoke of one takes "
-                   "the shared page from the other",
+    "shared-page": "the claims meet only on boundary pages: the revoke of one takes the shared page from the other",
     "enclosing-range": "the victim starts left of the revoke and covers it",
     "grown-extent": "the revoke reaches past the claim it releases",
     "cross-thread-order": "the victim was granted on another thread after the revoking "
-                          "deregistration began, or their windows overlap",
+    "deregistration began, or their windows overlap",
 }
 
-CALL_WIDTH = 200           # a call line of the concise report, off a terminal
+CALL_WIDTH = 200  # a call line of the concise report, off a terminal
 VERBOSE_CALL_WIDTH = None  # --verbose: every call whole
-MAX_EVIDENCE = 8           # events per finding in the concise report
+MAX_EVIDENCE = 8  # events per finding in the concise report
+
+
 class _Style:
     def __init__(self, color: bool):
         self.color = color
@@ -57,8 +57,7 @@ def _base_name(path: str) -> str:
     """A trace file's short name: its base name, except for a process
     substitution or an inherited descriptor (``<(zcat log)`` is /dev/fd/63),
     whose number alone would read as a line number ("63:20:")."""
-    if path.startswith(("/dev/fd/", "/proc/self/fd/")) or (
-            path.startswith("/proc/") and "/fd/" in path):
+    if path.startswith(("/dev/fd/", "/proc/self/fd/")) or (path.startswith("/proc/") and "/fd/" in path):
         return path
     return path.rsplit("/", 1)[-1]
 
@@ -79,8 +78,7 @@ class _Names:
         self._long = {p: b for p, b in self.short.items() if p != b}
         # paths with a space or a colon cannot be found as one token: then
         # (and with few files) every path is looked for in the text
-        self._few = len(self._long) <= 32 or any(
-            " " in p or ":" in p for p in self._long)
+        self._few = len(self._long) <= 32 or any(" " in p or ":" in p for p in self._long)
 
     def __call__(self, path) -> str:
         if not path:
@@ -113,8 +111,7 @@ def _when(e) -> str:
 
 def _loc(fr, path) -> str:
     fn = fr.function or fr.symbol
-    where = f"{printable(path)}:{fr.source_line}" if path else printable(
-        fr.module.rsplit("/", 1)[-1])
+    where = f"{printable(path)}:{fr.source_line}" if path else printable(fr.module.rsplit("/", 1)[-1])
     return where + (f" {printable(fn)}" if fn else "")
 
 
@@ -134,11 +131,18 @@ def first_sentence(msg: str) -> str:
     """The message's first sentence: the models' later sentences retell the
     evidence, which the report prints itself."""
     m = re.search(r"(?<=[a-z0-9)\]])\. (?=[A-Z])", msg)
-    return msg[:m.start() + 1] if m else msg
+    return msg[: m.start() + 1] if m else msg
 
 
-def render(result, color: bool = False, verbose: bool = False, quiet: bool = False,
-           cwd: str | None = None, width: int | None = None, **_opts) -> str:
+def render(
+    result,
+    color: bool = False,
+    verbose: bool = False,
+    quiet: bool = False,
+    cwd: str | None = None,
+    width: int | None = None,
+    **_opts,
+) -> str:
     """``width``: the terminal's columns, when the report goes to one; call
     lines are cut to fit it (and to CALL_WIDTH elsewhere)."""
     st = _Style(color)
@@ -171,8 +175,7 @@ def _ordered(result) -> list:
 def _headline(f, st, root, names, full: bool) -> str:
     where, _ = headline_location(f, root, names)
     msg = printable(names.in_text(f.message if full else first_sentence(f.message)))
-    return (st(where + ":", "bold") + " " + st(f"{f.severity}[{f.rule}]", f.severity)
-            + " " + msg)
+    return st(where + ":", "bold") + " " + st(f"{f.severity}[{f.rule}]", f.severity) + " " + msg
 
 
 def _story(f) -> list:
@@ -188,8 +191,7 @@ def _story(f) -> list:
         rows.append((ev.role, ev.event, ev.note))
     if f.event is not None and id(f.event) not in seen:
         rows.append(("the call", f.event, ""))
-    rows.sort(key=lambda r: (r[1].time if r[1].time is not None else float("-inf"),
-                             r[1].file or "", r[1].line or 0))
+    rows.sort(key=lambda r: (r[1].time if r[1].time is not None else float("-inf"), r[1].file or "", r[1].line or 0))
     return rows
 
 
@@ -206,8 +208,7 @@ def _concise_finding(f, st, root, names, shown: set, call_width: int = CALL_WIDT
         out.append(f"  … {len(rows) - MAX_EVIDENCE} more events (--verbose)")
     if f.rule == "trace-unparsed":
         for s in ((f.details or {}).get("samples") or [])[:3]:
-            out.append(f"  {names(f.file)}:{s.get('line')}: "
-                       + printable(cut(str(s.get("text", "")), CALL_WIDTH)))
+            out.append(f"  {names(f.file)}:{s.get('line')}: " + printable(cut(str(s.get("text", "")), CALL_WIDTH)))
     fix = fix_of(f.rule)
     if fix:
         out.append("  " + st("help:", "help") + " " + fix)
@@ -215,8 +216,9 @@ def _concise_finding(f, st, root, names, shown: set, call_width: int = CALL_WIDT
     return out
 
 
-def _event_line(role, e, note, width, names, root, shown: set, call_width: int,
-                ind: str = "  ", concise: bool = True) -> str:
+def _event_line(
+    role, e, note, width, names, root, shown: set, call_width: int, ind: str = "  ", concise: bool = True
+) -> str:
     """``role  file:line tid time  source`` and, indented below it, the call
     (once per report: later mentions say so)."""
     head = f"{ind}{printable(role).ljust(width)}  {names(e.file)}:{e.line}"
@@ -240,20 +242,30 @@ def _summary(result, st, verbose: bool) -> list[str]:
     s = result.summary()
     n_in = len(result.inputs)
     verdict = st("FAILED", "error") if s["failed"] else st("passed", "ok")
-    counts = (f"{s['findings']} finding{'' if s['findings'] == 1 else 's'} "
-              f"({counts_line(s)})" if s["findings"] else "no findings")
-    out = [f"{counts} in {n_in} input{'' if n_in == 1 else 's'} ({s['lines']} lines, "
-           f"{s['events']} events, {s['unparsed']} unparsed)"
-           + (f", {s['suppressed']} suppressed by baseline" if s["suppressed"] else "")
-           + f"; --fail-on {s['fail_on']}: {verdict}"]
+    counts = (
+        f"{s['findings']} finding{'' if s['findings'] == 1 else 's'} ({counts_line(s)})"
+        if s["findings"]
+        else "no findings"
+    )
+    out = [
+        f"{counts} in {n_in} input{'' if n_in == 1 else 's'} ({s['lines']} lines, "
+        f"{s['events']} events, {s['unparsed']} unparsed)"
+        + (f", {s['suppressed']} suppressed by baseline" if s["suppressed"] else "")
+        + f"; --fail-on {s['fail_on']}: {verdict}"
+    ]
     cannot = (result.coverage or {}).get("cannot_show") or []
     if cannot and not verbose:
-        out.append(st(f"{len(cannot)} thing{'' if len(cannot) == 1 else 's'} this input "
-                      "cannot show: --verbose lists them", "dim"))
+        out.append(
+            st(
+                f"{len(cannot)} thing{'' if len(cannot) == 1 else 's'} this input cannot show: --verbose lists them",
+                "dim",
+            )
+        )
     return out
 
 
 # --- verbose ------------------------------------------------------------------
+
 
 def _verbose_top(result, st) -> list[str]:
     out = [st(f"rocrtrace {__version__}", "bold"), ""]
@@ -265,8 +277,7 @@ def _verbose_top(result, st) -> list[str]:
 def _coverage(result, st) -> list[str]:
     cov = result.coverage or {}
     out = []
-    labels = (("shows", "This input shows"), ("cannot_show", "It cannot show"),
-              ("advice", "Advice"))
+    labels = (("shows", "This input shows"), ("cannot_show", "It cannot show"), ("advice", "Advice"))
     if not any(cov.get(k) for k, _ in labels):
         return out
     out.append(st("Coverage", "bold"))
@@ -284,8 +295,7 @@ def _inputs(result, st) -> list[str]:
         return []
     rows = [[printable(i.file), i.format, i.lines, i.events, i.unparsed] for i in result.inputs]
     out = [st("Inputs", "bold")]
-    out += ["  " + ln for ln in tabulate(
-        rows, headers=["file", "format", "lines", "events", "unparsed"]).splitlines()]
+    out += ["  " + ln for ln in tabulate(rows, headers=["file", "format", "lines", "events", "unparsed"]).splitlines()]
     out.append("")
     return out
 
@@ -305,8 +315,7 @@ def _verbose_finding(f, st, root, names, shown: set) -> list[str]:
     if f.event is not None and f.event.text:
         out.append(f"{ind}call: {call_text(f.event, VERBOSE_CALL_WIDTH, concise=False)}")
     if f.cause:
-        out.append(f"{ind}cause: {f.cause}"
-                   + (f" ({CAUSES[f.cause]})" if f.cause in CAUSES else ""))
+        out.append(f"{ind}cause: {f.cause}" + (f" ({CAUSES[f.cause]})" if f.cause in CAUSES else ""))
     out += [ind + ln for ln in _subject_table(f.subject)]
     out += [ind + ln for ln in _details(f, names)]
     rows = _story(f)
@@ -315,8 +324,9 @@ def _verbose_finding(f, st, root, names, shown: set) -> list[str]:
         width = min(max(len(printable(r)) for r, _, _ in rows), 40)
         for role, e, note in rows:
             first = id(e) not in shown
-            out.append(_event_line(role, e, "", width, names, root, shown,
-                                   VERBOSE_CALL_WIDTH, ind=ind + "  ", concise=False))
+            out.append(
+                _event_line(role, e, "", width, names, root, shown, VERBOSE_CALL_WIDTH, ind=ind + "  ", concise=False)
+            )
             if note:
                 out.append(f"{ind}    note: {printable(note)}")
             if first and e is not f.event:
@@ -339,11 +349,14 @@ def _subject_table(subject: dict | None) -> list[str]:
     if kind == "svm-range":
         start, end = to_int(subject.get("start")), to_int(subject.get("end"))
         size = end - start if start is not None and end is not None else None
-        row = [hexs(subject.get("start")), hexs(subject.get("end")),
-               "" if size is None else f"{size:#x}", "" if size is None else pages(size),
-               ", ".join(hexs(g) for g in subject.get("gpu_ids") or []) or "-"]
-        return tabulate([row], headers=["start", "end (excl.)", "size", "pages", "gpus"]
-                        ).splitlines()
+        row = [
+            hexs(subject.get("start")),
+            hexs(subject.get("end")),
+            "" if size is None else f"{size:#x}",
+            "" if size is None else pages(size),
+            ", ".join(hexs(g) for g in subject.get("gpu_ids") or []) or "-",
+        ]
+        return tabulate([row], headers=["start", "end (excl.)", "size", "pages", "gpus"]).splitlines()
     if kind == "fd":
         row = [subject.get("fd"), subject.get("fd_kind") or "-"]
         extra = {k: v for k, v in subject.items() if k not in ("kind", "fd", "fd_kind")}
@@ -367,8 +380,7 @@ def _details(f, names) -> list[str]:
     for key in ("released", "victim", "claim"):
         v = d.get(key)
         claims = v if isinstance(v, list) else [v] if isinstance(v, dict) else []
-        label = {"released": "claim it released", "victim": "live claim it hurt",
-                 "claim": "claim"}[key]
+        label = {"released": "claim it released", "victim": "live claim it hurt", "claim": "claim"}[key]
         for c in claims:
             out.append(f"{label}: {claim_text(c, names)}")
     for k, v in d.items():
@@ -386,8 +398,7 @@ def claim_text(c: dict, names=None) -> str:
     s = f"{c.get('kind', '')} claim".strip()
     if start is not None and end is not None:
         n = c.get("pages")
-        s += f" [{hexs(start)}, {hexs(end)})" + (f" {n} page{'' if n == 1 else 's'}"
-                                                  if isinstance(n, int) else "")
+        s += f" [{hexs(start)}, {hexs(end)})" + (f" {n} page{'' if n == 1 else 's'}" if isinstance(n, int) else "")
     gpus = c.get("gpus") or []
     if gpus:
         s += " gpus " + ", ".join(hexs(g) for g in gpus)
@@ -405,8 +416,7 @@ def plain(v) -> str:
     """details values as a reader wants them: ints as hex when they look like
     addresses, containers flattened, empty parts left out."""
     if isinstance(v, dict):
-        return ", ".join(f"{k} {plain(x)}" for k, x in v.items()
-                         if x not in (None, "", [], {}))
+        return ", ".join(f"{k} {plain(x)}" for k, x in v.items() if x not in (None, "", [], {}))
     if isinstance(v, (list, tuple, set)):
         return ", ".join(plain(x) for x in v)
     if v is None:
@@ -418,4 +428,3 @@ def plain(v) -> str:
     if isinstance(v, float):
         return f"{v:g}"
     return str(v)
-

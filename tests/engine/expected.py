@@ -20,6 +20,7 @@ behaviour, to be read and then written with ``--write``.
     python tests/engine/expected.py            # check; one line per difference
     python tests/engine/expected.py --write    # write what the core prints now
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,9 +55,11 @@ def fixture_inputs() -> list[str]:
     """Fixture logs, relative to the repository (the outputs name them).
     fixtures/rules/ is not among them: each of its traces keeps its own
     expected report beside it (fixtures/rules/generate.py)."""
-    return sorted(str(p.relative_to(ROOT)) for p in FIXTURES.rglob("*")
-                  if p.is_file() and p.suffix in (".log", ".gz", ".xz", ".bz2")
-                  and p.relative_to(FIXTURES).parts[0] != "rules")
+    return sorted(
+        str(p.relative_to(ROOT))
+        for p in FIXTURES.rglob("*")
+        if p.is_file() and p.suffix in (".log", ".gz", ".xz", ".bz2") and p.relative_to(FIXTURES).parts[0] != "rules"
+    )
 
 
 def generated_inputs(work: Path) -> list[str]:
@@ -65,8 +68,9 @@ def generated_inputs(work: Path) -> list[str]:
     for dialect, n in GENERATED:
         name = f"gen-{dialect}-{n}.log"
         if not (work / name).exists():
-            subprocess.run([sys.executable, str(GEN), dialect, str(n), str(work / name)],
-                           check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [sys.executable, str(GEN), dialect, str(n), str(work / name)], check=True, stdout=subprocess.DEVNULL
+            )
         out.append(name)
     return out
 
@@ -85,14 +89,15 @@ PERFETTO_OUT = "{perfetto-out}"
 
 
 def commands(path: str) -> list[list[str]]:
-    cmds = [["analyze", "--format", "json", "--no-progress", path],
-            ["analyze", "--format", "json", "--no-progress", "--all-fds", path],
-            # text: a call cited twice in one report is printed once ("shown above")
-            ["analyze", "--verbose", "--no-progress", "--fail-on", "never", path],
-            ["analyze", "--no-progress", "--fail-on", "never", "--format",
-             f"perfetto:{PERFETTO_OUT}", path],
-            ["events", "--format", "csv", path],
-            ["show", "--fd", "3", "--format", "json", path]]
+    cmds = [
+        ["analyze", "--format", "json", "--no-progress", path],
+        ["analyze", "--format", "json", "--no-progress", "--all-fds", path],
+        # text: a call cited twice in one report is printed once ("shown above")
+        ["analyze", "--verbose", "--no-progress", "--fail-on", "never", path],
+        ["analyze", "--no-progress", "--fail-on", "never", "--format", f"perfetto:{PERFETTO_OUT}", path],
+        ["events", "--format", "csv", path],
+        ["show", "--fd", "3", "--format", "json", path],
+    ]
     addr = _svm_address(path)
     if addr:
         cmds.append(["show", "--addr", f"{addr}:0x10000", "--format", "json", path])
@@ -104,8 +109,7 @@ def run(args: list[str]) -> tuple[int, bytes]:
     an exception that escapes the CLI is a bug, never an expected output."""
     with tempfile.TemporaryDirectory(prefix="rocrtrace-expected-") as tmp:
         pf = os.path.join(tmp, "trace.pftrace")
-        res = CliRunner().invoke(cli, [a.replace(PERFETTO_OUT, pf) for a in args],
-                                 catch_exceptions=True)
+        res = CliRunner().invoke(cli, [a.replace(PERFETTO_OUT, pf) for a in args], catch_exceptions=True)
         written = b""
         if os.path.exists(pf):
             with open(pf, "rb") as f:
@@ -114,9 +118,9 @@ def run(args: list[str]) -> tuple[int, bytes]:
     if exc is not None and not isinstance(exc, SystemExit):
         raise AssertionError(f"rocrtrace {' '.join(args)}: {type(exc).__name__}: {exc}")
     # the version is not behaviour: a release must not rewrite every output
-    out = res.stdout_bytes.replace(f'"version": "{__version__}"'.encode(),
-                                   b'"version": "VERSION"') \
-        .replace(f"rocrtrace {__version__}".encode(), b"rocrtrace VERSION")
+    out = res.stdout_bytes.replace(f'"version": "{__version__}"'.encode(), b'"version": "VERSION"').replace(
+        f"rocrtrace {__version__}".encode(), b"rocrtrace VERSION"
+    )
     return res.exit_code, out + written
 
 
@@ -126,8 +130,7 @@ def render(path: str) -> bytes:
     parts = []
     for args in commands(path):
         code, out = run(args)
-        parts.append(b"=== exit=%d bytes=%d :: %s\n" % (code, len(out), " ".join(args).encode())
-                     + out + b"\n")
+        parts.append(b"=== exit=%d bytes=%d :: %s\n" % (code, len(out), " ".join(args).encode()) + out + b"\n")
     return b"".join(parts)
 
 
@@ -193,10 +196,9 @@ def digests(work: Path) -> tuple[list[str], list[str]]:
             large = os.path.getsize(path) > CHUNKED
             for args in commands(path):
                 if large and any(a.startswith("perfetto:") for a in args):
-                    continue        # minutes to write; the small ones cover it
+                    continue  # minutes to write; the small ones cover it
                 code, out = run(args)
-                lines.append(f"{hashlib.sha256(out).hexdigest()} {len(out)} {code} "
-                             + " ".join(args))
+                lines.append(f"{hashlib.sha256(out).hexdigest()} {len(out)} {code} " + " ".join(args))
                 if large and args[0] in ("analyze", "events"):
                     jargs = args[:-1] + ["--jobs", "2", path]
                     if run(jargs) != (code, out):
@@ -245,8 +247,11 @@ def main(argv=None) -> int:
         inputs = fixture_inputs()
         diffs = [f"{p}: {d}" for p in inputs for d in check_fixture(p)]
     diffs += [f"generated: {d}" for d in check_generated(work)]
-    print("\n".join(diffs + [f"{len(inputs)} fixture(s) + {len(GENERATED)} generated "
-                             f"trace(s), {len(diffs)} difference(s)"]))
+    print(
+        "\n".join(
+            diffs + [f"{len(inputs)} fixture(s) + {len(GENERATED)} generated trace(s), {len(diffs)} difference(s)"]
+        )
+    )
     return 1 if diffs else 0
 
 

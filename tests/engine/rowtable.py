@@ -2,14 +2,14 @@
 Python engine built it, kept as the simple reference the core's columnar
 table (src/table.rs, tables.frame_from_columns) is compared with
 (tests/test_engine_table.py)."""
+
 from __future__ import annotations
 
 from rocrtrace import kfd, tables
 
 # Columns that hold integers or nothing: nullable Int64 keeps them integers
 # in CSV/JSONL/parquet instead of floats with NaN.
-_INT_COLUMNS = ("line", "seq", "pid", "tid", "ret", "fd", "type", "nr", "size", "request",
-                "length", "nattr")
+_INT_COLUMNS = ("line", "seq", "pid", "tid", "ret", "fd", "type", "nr", "size", "request", "length", "nattr")
 OP_NAMES = {kfd.SVM_OP_SET_ATTR: "SET_ATTR", kfd.SVM_OP_GET_ATTR: "GET_ATTR"}
 
 
@@ -26,8 +26,11 @@ def svm_columns(ev) -> dict:
         nattr = len(attrs)
     if nattr is None and ev.size is not None and ev.size >= 24 and (ev.size - 24) % 8 == 0:
         nattr = (ev.size - 24) // 8
-    return {"op": OP_NAMES.get(op, None if op is None else str(op)), "nattr": nattr,
-            "attr_shape": tables.attr_shape(attrs) if attrs else None}
+    return {
+        "op": OP_NAMES.get(op, None if op is None else str(op)),
+        "nattr": nattr,
+        "attr_shape": tables.attr_shape(attrs) if attrs else None,
+    }
 
 
 def ioctl_label(ev) -> str:
@@ -44,9 +47,8 @@ def _nullable_int(col):
     vals = [None if v is None or (isinstance(v, float) and v != v) else int(v) for v in col]
     # Int64 holds signed 64-bit; request codes and addresses fit, but an
     # odd value that does not is kept exact as text rather than wrapped.
-    if any(v is not None and not -2**63 <= v < 2**63 for v in vals):
-        return pd.Series([None if v is None else str(v) for v in vals], dtype="string",
-                         index=col.index)
+    if any(v is not None and not -(2**63) <= v < 2**63 for v in vals):
+        return pd.Series([None if v is None else str(v) for v in vals], dtype="string", index=col.index)
     return pd.array(vals, dtype="Int64")
 
 
@@ -73,4 +75,3 @@ def events_frame_of(events):
     for c in ("file", "event", "name", "err", "ioctl", "op", "attr_shape"):
         df[c] = df[c].astype("string")
     return df
-

@@ -1,5 +1,6 @@
 """Compile test programs and libraries into a per-user cache, atomically
 (parallel test workers may build the same thing at once)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -13,8 +14,7 @@ from rocrtrace.capture.build import cache_root, find_compiler
 HERE = Path(__file__).parent
 
 
-def build(source: str | Path, name: str, shared: bool = False,
-          flags: list[str] | None = None) -> Path:
+def build(source: str | Path, name: str, shared: bool = False, flags: list[str] | None = None) -> Path:
     """Compile C `source` (text or a path) to a cached executable/library."""
     text = Path(source).read_text() if isinstance(source, Path) else source
     flags = list(flags or [])
@@ -24,8 +24,7 @@ def build(source: str | Path, name: str, shared: bool = False,
         flags.append(f"-I{source.parent}")
         headers = "".join(h.read_text() for h in sorted(source.parent.glob("*.h")))
     cc = find_compiler()
-    key = hashlib.sha256((text + headers + " ".join(flags) + cc + str(shared)).encode()) \
-        .hexdigest()[:16]
+    key = hashlib.sha256((text + headers + " ".join(flags) + cc + str(shared)).encode()).hexdigest()[:16]
     out = cache_root() / "test-bin" / key / name
     if out.exists():
         return out

@@ -6,6 +6,7 @@ holds the usual nodes plus /dev/kfd, /dev/dri/renderD128 and
 real device paths, and fakedev.so answers their ioctls like the kernel.
 Needs root (CAP_SYS_ADMIN, mknod), which the test machine has.
 """
+
 from __future__ import annotations
 
 import os
@@ -96,68 +97,152 @@ def write_topology(root: Path, gpu_id: int = ROCM_GPU) -> Path:
     (root / "generation_id").write_text("1\n")
     (root / "system_properties").write_text("platform_oem 0\nplatform_id 0\nplatform_rev 0\n")
     cpu, gpu = root / "nodes" / "0", root / "nodes" / "1"
-    common = {"max_waves_per_simd": 0, "lds_size_in_kb": 0, "gds_size_in_kb": 0,
-              "num_gws": 0, "wave_front_size": 0, "array_count": 0,
-              "simd_arrays_per_engine": 0, "cu_per_simd_array": 0, "simd_per_cu": 0,
-              "max_slots_scratch_cu": 0, "gfx_target_version": 0, "vendor_id": 0,
-              "device_id": 0, "location_id": 0, "domain": 0, "drm_render_minor": 0,
-              "hive_id": 0, "num_sdma_engines": 0, "num_sdma_xgmi_engines": 0,
-              "num_sdma_queues_per_engine": 0, "num_cp_queues": 0,
-              "max_engine_clk_fcompute": 0, "local_mem_size": 0, "fw_version": 0,
-              "capability": 0, "debug_prop": 0, "sdma_fw_version": 0, "unique_id": 0}
-    _props(cpu, {"cpu_cores_count": 2, "simd_count": 0, "mem_banks_count": 1,
-                 "caches_count": 0, "io_links_count": 1, "cpu_core_id_base": 0,
-                 "simd_id_base": 0, **common, "max_engine_clk_ccompute": 2000})
+    common = {
+        "max_waves_per_simd": 0,
+        "lds_size_in_kb": 0,
+        "gds_size_in_kb": 0,
+        "num_gws": 0,
+        "wave_front_size": 0,
+        "array_count": 0,
+        "simd_arrays_per_engine": 0,
+        "cu_per_simd_array": 0,
+        "simd_per_cu": 0,
+        "max_slots_scratch_cu": 0,
+        "gfx_target_version": 0,
+        "vendor_id": 0,
+        "device_id": 0,
+        "location_id": 0,
+        "domain": 0,
+        "drm_render_minor": 0,
+        "hive_id": 0,
+        "num_sdma_engines": 0,
+        "num_sdma_xgmi_engines": 0,
+        "num_sdma_queues_per_engine": 0,
+        "num_cp_queues": 0,
+        "max_engine_clk_fcompute": 0,
+        "local_mem_size": 0,
+        "fw_version": 0,
+        "capability": 0,
+        "debug_prop": 0,
+        "sdma_fw_version": 0,
+        "unique_id": 0,
+    }
+    _props(
+        cpu,
+        {
+            "cpu_cores_count": 2,
+            "simd_count": 0,
+            "mem_banks_count": 1,
+            "caches_count": 0,
+            "io_links_count": 1,
+            "cpu_core_id_base": 0,
+            "simd_id_base": 0,
+            **common,
+            "max_engine_clk_ccompute": 2000,
+        },
+    )
     (cpu / "gpu_id").write_text("0\n")
     (cpu / "name").write_text("\n")
-    _props(cpu / "mem_banks" / "0", {"heap_type": 0, "size_in_bytes": _host_memory(),
-                                     "flags": 0, "width": 64, "mem_clk_max": 1600})
+    _props(
+        cpu / "mem_banks" / "0",
+        {"heap_type": 0, "size_in_bytes": _host_memory(), "flags": 0, "width": 64, "mem_clk_max": 1600},
+    )
     (cpu / "caches").mkdir()
     _props(cpu / "io_links" / "0", _link(0, 1))
     g = dict(common)
-    g.update({"simd_count": 160, "mem_banks_count": 1, "caches_count": 2,
-              "io_links_count": 1, "simd_id_base": 2147487744, "capability": 0x08002280,
-              "max_waves_per_simd": 16, "lds_size_in_kb": 64, "num_gws": 64,
-              "wave_front_size": 32, "array_count": 8, "simd_arrays_per_engine": 2,
-              "cu_per_simd_array": 10, "simd_per_cu": 2, "max_slots_scratch_cu": 32,
-              "gfx_target_version": 100300, "vendor_id": 4098, "device_id": 29631,
-              "location_id": 768, "drm_render_minor": 128, "num_sdma_engines": 2,
-              "num_sdma_queues_per_engine": 6, "num_cp_queues": 8,
-              "max_engine_clk_fcompute": 2500, "local_mem_size": 0, "fw_version": 100,
-              "unique_id": 0x1A2B3C4D5E6F7081, "sdma_fw_version": 50})
-    _props(gpu, {"cpu_cores_count": 0, **g, "cpu_core_id_base": 0,
-                 "max_engine_clk_ccompute": 2000})
+    g.update(
+        {
+            "simd_count": 160,
+            "mem_banks_count": 1,
+            "caches_count": 2,
+            "io_links_count": 1,
+            "simd_id_base": 2147487744,
+            "capability": 0x08002280,
+            "max_waves_per_simd": 16,
+            "lds_size_in_kb": 64,
+            "num_gws": 64,
+            "wave_front_size": 32,
+            "array_count": 8,
+            "simd_arrays_per_engine": 2,
+            "cu_per_simd_array": 10,
+            "simd_per_cu": 2,
+            "max_slots_scratch_cu": 32,
+            "gfx_target_version": 100300,
+            "vendor_id": 4098,
+            "device_id": 29631,
+            "location_id": 768,
+            "drm_render_minor": 128,
+            "num_sdma_engines": 2,
+            "num_sdma_queues_per_engine": 6,
+            "num_cp_queues": 8,
+            "max_engine_clk_fcompute": 2500,
+            "local_mem_size": 0,
+            "fw_version": 100,
+            "unique_id": 0x1A2B3C4D5E6F7081,
+            "sdma_fw_version": 50,
+        }
+    )
+    _props(gpu, {"cpu_cores_count": 0, **g, "cpu_core_id_base": 0, "max_engine_clk_ccompute": 2000})
     (gpu / "gpu_id").write_text(f"{gpu_id}\n")
     (gpu / "name").write_text("gfx1030\n")
-    _props(gpu / "mem_banks" / "0", {"heap_type": 1, "size_in_bytes": 16 << 30,
-                                     "flags": 0, "width": 256, "mem_clk_max": 1000})
+    _props(
+        gpu / "mem_banks" / "0",
+        {"heap_type": 1, "size_in_bytes": 16 << 30, "flags": 0, "width": 256, "mem_clk_max": 1000},
+    )
     # cache type 9 (Data|HSACU): with 5 rocminfo aborts "GPU cache info missing"
     for i, (level, size) in enumerate(((1, 16), (2, 4096))):
-        _props(gpu / "caches" / str(i), {
-            "processor_id_low": 2147487744, "level": level, "size": size,
-            "cache_line_size": 64, "cache_lines_per_tag": 1, "association": 16,
-            "latency": 1, "type": 9, "sibling_map": "1"})
+        _props(
+            gpu / "caches" / str(i),
+            {
+                "processor_id_low": 2147487744,
+                "level": level,
+                "size": size,
+                "cache_line_size": 64,
+                "cache_lines_per_tag": 1,
+                "association": 16,
+                "latency": 1,
+                "type": 9,
+                "sibling_map": "1",
+            },
+        )
     _props(gpu / "io_links" / "0", _link(1, 0))
     return root
 
 
 def _link(src: int, dst: int) -> dict:
-    return {"type": 2, "version_major": 0, "version_minor": 0, "node_from": src,
-            "node_to": dst, "weight": 20, "min_latency": 0, "max_latency": 0,
-            "min_bandwidth": 0, "max_bandwidth": 0, "recommended_transfer_size": 0,
-            "flags": 1}
+    return {
+        "type": 2,
+        "version_major": 0,
+        "version_minor": 0,
+        "node_from": src,
+        "node_to": dst,
+        "weight": 20,
+        "min_latency": 0,
+        "max_latency": 0,
+        "min_bandwidth": 0,
+        "max_bandwidth": 0,
+        "recommended_transfer_size": 0,
+        "flags": 1,
+    }
 
 
 def gpu_env(gpus: Iterable[int]) -> str:
     return ",".join(f"{g:#x}" for g in gpus)
 
 
-def run(cmd: Sequence[str], env: dict[str, str] | None = None,
-        gpus: Iterable[int] = DEFAULT_GPUS, capture: bool = True,
-        prefix: str | os.PathLike | None = None, stack_depth: int = 0,
-        timeout: float | None = 120, xnack: bool = False,
-        topology: str | os.PathLike | None = None, fake: bool = True,
-        **kwargs) -> subprocess.CompletedProcess:
+def run(
+    cmd: Sequence[str],
+    env: dict[str, str] | None = None,
+    gpus: Iterable[int] = DEFAULT_GPUS,
+    capture: bool = True,
+    prefix: str | os.PathLike | None = None,
+    stack_depth: int = 0,
+    timeout: float | None = 120,
+    xnack: bool = False,
+    topology: str | os.PathLike | None = None,
+    fake: bool = True,
+    **kwargs,
+) -> subprocess.CompletedProcess:
     """Run `cmd` in the fake-device namespace.
 
     capture=True preloads the capture library (log files PREFIX.PID) before

@@ -1,6 +1,7 @@
 """Issue real KFD / DRM / accel ioctls from Python with ctypes structs laid
 out like the kernel's (include/uapi/linux/kfd_ioctl.h), through libc's ioctl
 symbol so the preloaded libraries see them."""
+
 from __future__ import annotations
 
 import ctypes
@@ -27,8 +28,8 @@ class SvmAttr(ctypes.Structure):
 
 def svm_struct(nattr: int):
     class SvmArgs(ctypes.Structure):
-        _fields_ = [("start_addr", u64), ("size", u64), ("op", u32), ("nattr", u32),
-                    ("attrs", SvmAttr * nattr)]
+        _fields_ = [("start_addr", u64), ("size", u64), ("op", u32), ("nattr", u32), ("attrs", SvmAttr * nattr)]
+
     return SvmArgs
 
 
@@ -41,13 +42,18 @@ class ImportDmabuf(ctypes.Structure):
 
 
 class GetDmabufInfo(ctypes.Structure):
-    _fields_ = [("size", u64), ("metadata_ptr", u64), ("metadata_size", u32), ("gpu_id", u32),
-                ("flags", u32), ("dmabuf_fd", u32)]
+    _fields_ = [
+        ("size", u64),
+        ("metadata_ptr", u64),
+        ("metadata_size", u32),
+        ("gpu_id", u32),
+        ("flags", u32),
+        ("dmabuf_fd", u32),
+    ]
 
 
 class AllocMemory(ctypes.Structure):
-    _fields_ = [("va_addr", u64), ("size", u64), ("handle", u64), ("mmap_offset", u64),
-                ("gpu_id", u32), ("flags", u32)]
+    _fields_ = [("va_addr", u64), ("size", u64), ("handle", u64), ("mmap_offset", u64), ("gpu_id", u32), ("flags", u32)]
 
 
 class FreeMemory(ctypes.Structure):
@@ -55,8 +61,7 @@ class FreeMemory(ctypes.Structure):
 
 
 class MapMemory(ctypes.Structure):
-    _fields_ = [("handle", u64), ("device_ids_array_ptr", u64), ("n_devices", u32),
-                ("n_success", u32)]
+    _fields_ = [("handle", u64), ("device_ids_array_ptr", u64), ("n_devices", u32), ("n_success", u32)]
 
 
 class AcquireVm(ctypes.Structure):
@@ -180,6 +185,7 @@ def map_memory(fd: int, handle: int, gpus: list[int], unmap=False):
 def anon_pages(n: int, page: int = 4096) -> tuple[int, object]:
     """An mmap'd anonymous range (address, keep-alive object)."""
     import mmap
+
     m = mmap.mmap(-1, n * page)
     buf = (ctypes.c_char * (n * page)).from_buffer(m)
     return ctypes.addressof(buf), (m, buf)

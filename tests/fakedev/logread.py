@@ -3,14 +3,17 @@
 Deliberately separate from the core's parser (src/parse/): the round trip
 must show the writer prints what the program passed, judged by a reader that
 shares no code with it."""
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-EVENT = re.compile(r"^(?P<tid>\d+) {1,5}(?P<sec>\d+)\.(?P<usec>\d{6}) (?P<name>\w+)\((?P<args>.*)\) = "
-                   r"(?P<res>-1 (?P<err>E[A-Z0-9]+) \([^)]*\)|\S+(?: \S+)*?) <(?P<dur>\d+\.\d{6})>$")
+EVENT = re.compile(
+    r"^(?P<tid>\d+) {1,5}(?P<sec>\d+)\.(?P<usec>\d{6}) (?P<name>\w+)\((?P<args>.*)\) = "
+    r"(?P<res>-1 (?P<err>E[A-Z0-9]+) \([^)]*\)|\S+(?: \S+)*?) <(?P<dur>\d+\.\d{6})>$"
+)
 FRAME = re.compile(r"^ > (?P<obj>.*?)\((?P<sym>.*)\) \[0x(?P<off>[0-9a-f]+)\]$")
 
 
@@ -47,7 +50,7 @@ def read(path: str | Path) -> Log:
     maps, meta, events, bad = [], [], [], []
     snaps: dict[str, dict[int, str]] = {}
     cur = "start"
-    pieces: dict[str, tuple[int, int, str]] = {}   # tid -> (first line, last piece, text)
+    pieces: dict[str, tuple[int, int, str]] = {}  # tid -> (first line, last piece, text)
     for i, ln in enumerate(lines, 1):
         if ln.startswith("#+ "):
             # a record over 4 KiB: `#+ TID K+ TEXT` pieces, `#+ TID K TEXT` the last
@@ -69,11 +72,15 @@ def read(path: str | Path) -> Log:
             if body.startswith("pid="):
                 header = dict(kv.split("=", 1) for kv in body.split(" "))
             elif body.startswith("map "):
-                m = re.match(r"map ([0-9a-f]+)-([0-9a-f]+) (\S{4}) ([0-9a-f]{8,}) (.*?)"
-                             r"(?: build-id=([0-9a-f]+))?$", body)
+                m = re.match(
+                    r"map ([0-9a-f]+)-([0-9a-f]+) (\S{4}) ([0-9a-f]{8,}) (.*?)"
+                    r"(?: build-id=([0-9a-f]+))?$",
+                    body,
+                )
                 assert m, ln
-                maps.append(dict(lo=int(m[1], 16), hi=int(m[2], 16), perms=m[3], off=int(m[4], 16),
-                                 path=m[5], build_id=m[6]))
+                maps.append(
+                    dict(lo=int(m[1], 16), hi=int(m[2], 16), perms=m[3], off=int(m[4], 16), path=m[5], build_id=m[6])
+                )
             elif body.startswith("fd-snapshot "):
                 cur = body.split()[1]
                 snaps[cur] = {}
@@ -89,12 +96,23 @@ def read(path: str | Path) -> Log:
             if not m:
                 bad.append(ln)
                 continue
-            events.append(Event(i, int(m["tid"]), int(m["sec"]) + int(m["usec"]) / 1e6, m["name"],
-                                m["args"], m["res"], m["err"], float(m["dur"])))
+            events.append(
+                Event(
+                    i,
+                    int(m["tid"]),
+                    int(m["sec"]) + int(m["usec"]) / 1e6,
+                    m["name"],
+                    m["args"],
+                    m["res"],
+                    m["err"],
+                    float(m["dur"]),
+                )
+            )
     return Log(Path(path), lines, header, maps, snaps, meta, events, bad)
 
 
 # --- struct notation: {a=1, b=[{c=2}], d=X|Y} -------------------------------
+
 
 def _split(s: str) -> list[str]:
     out, depth, cur, i = [], 0, [], 0

@@ -1,5 +1,6 @@
 """Shared parts of the fuzz harnesses: the seed corpus (pieces of the
 committed fixtures) and the exceptions that are an answer, not a crash."""
+
 from __future__ import annotations
 
 import os
@@ -30,7 +31,7 @@ def write_corpus(dest: str) -> int:
         with open(path, "rb") as f:
             lines = f.read().split(b"\n")
         for i in range(0, len(lines), PIECE_LINES):
-            piece = b"\n".join(lines[i:i + PIECE_LINES])[:MAX_LEN]
+            piece = b"\n".join(lines[i : i + PIECE_LINES])[:MAX_LEN]
             if not piece.strip():
                 continue
             with open(os.path.join(dest, f"seed-{n:05d}"), "wb") as out:

@@ -3,6 +3,7 @@ preload, tinygrad), as a file with each format forced and detected, and as
 lines fed to each parser directly.  A ReadError (one line, exit 2 in the
 CLI) is an answer; any other exception, a Rust panic included, is a crash:
 the parsers count what they cannot read instead of raising."""
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 with atheris.instrument_imports(include=["rocrtrace"]):
     from rocrtrace import _engine
 
-_DIR = tempfile.mkdtemp(prefix="rocrtrace-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm")
-                        else None)
+_DIR = tempfile.mkdtemp(prefix="rocrtrace-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
 _PATH = os.path.join(_DIR, "trace.log")
 
 
@@ -34,8 +34,7 @@ def TestOneInput(data: bytes) -> None:
     for fmt in ("strace", "preload"):
         evs, info = _engine.parse_lines(fmt, "fuzz", lines)
         assert info["lines"] == len(lines) and info["events"] == len(evs)
-    evs, info = _engine.parse_tinygrad_lines("fuzz", [ln.encode("utf-8", "replace").decode()
-                                                      for ln in lines])
+    evs, info = _engine.parse_tinygrad_lines("fuzz", [ln.encode("utf-8", "replace").decode() for ln in lines])
     assert info.lines == len(lines) and info.events == len(evs)
 
 

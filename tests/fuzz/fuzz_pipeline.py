@@ -1,6 +1,7 @@
 """atheris harness: bytes as a trace file → the engine (detection, preamble,
 layout) → replay against every model → a text and a JSON report.  An
 InputError (exit 2, one line) is an answer; any other exception is a crash."""
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,7 @@ with atheris.instrument_imports(include=["rocrtrace"]):
     from rocrtrace.paths import InputError
     from rocrtrace.report import render
 
-_DIR = tempfile.mkdtemp(prefix="rocrtrace-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm")
-                        else None)
+_DIR = tempfile.mkdtemp(prefix="rocrtrace-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
 _PATH = os.path.join(_DIR, "trace.log")
 
 

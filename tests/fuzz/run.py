@@ -2,6 +2,7 @@
 strace dictionary:  python tests/fuzz/run.py parser|pipeline [MINUTES]
 Crashes land in tests/fuzz/work/HARNESS/crashes/ (git-ignored); the run
 restarts after a crash until the time is up and prints the crash classes."""
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,9 @@ sys.path.insert(0, HERE)
 import common  # noqa: E402
 
 
-def run(harness: str, seconds: float, seed: int | None = None, runs: int | None = None,
-        workdir: str | None = None) -> tuple[int, dict]:
+def run(
+    harness: str, seconds: float, seed: int | None = None, runs: int | None = None, workdir: str | None = None
+) -> tuple[int, dict]:
     """Fuzz until ``seconds`` have passed (or ``runs`` executions): libFuzzer
     stops at a crash, so it is restarted on the grown corpus until time is
     up.  Returns (executions, {crash class: [inputs]}), a class being the
@@ -38,17 +40,23 @@ def run(harness: str, seconds: float, seed: int | None = None, runs: int | None 
         left = deadline - time.monotonic()
         if left < 1 or (runs is not None and execs >= runs):
             break
-        cmd = [sys.executable, os.path.join(HERE, f"fuzz_{harness}.py"),
-               f"-dict={common.DICT}", f"-max_len={common.MAX_LEN}",
-               f"-max_total_time={max(1, int(left))}", f"-artifact_prefix={crashes}",
-               "-timeout=20", "-rss_limit_mb=3072", "-print_final_stats=1"]
+        cmd = [
+            sys.executable,
+            os.path.join(HERE, f"fuzz_{harness}.py"),
+            f"-dict={common.DICT}",
+            f"-max_len={common.MAX_LEN}",
+            f"-max_total_time={max(1, int(left))}",
+            f"-artifact_prefix={crashes}",
+            "-timeout=20",
+            "-rss_limit_mb=3072",
+            "-print_final_stats=1",
+        ]
         if seed is not None:
             cmd.append(f"-seed={seed + n}")
         if runs is not None:
             cmd.append(f"-runs={runs - execs}")
         cmd.append(corpus)
-        r = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True,
-                           errors="replace")
+        r = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True, errors="replace")
         n += 1
         out = r.stdout + r.stderr
         with open(os.path.join(work, f"run-{n:03d}.log"), "w") as f:
@@ -85,8 +93,11 @@ def main(argv: list[str]) -> int:
 
     if importlib.util.find_spec("atheris") is None:
         # not a crash of rocrtrace: the harness cannot start at all
-        print(f"tests/fuzz/run.py: atheris is not installed for {sys.executable} "
-              "(pip install atheris, or run the venv's python)", file=sys.stderr)
+        print(
+            f"tests/fuzz/run.py: atheris is not installed for {sys.executable} "
+            "(pip install atheris, or run the venv's python)",
+            file=sys.stderr,
+        )
         return 2
     work = os.path.join(HERE, "work", argv[0])
     os.makedirs(work, exist_ok=True)
