@@ -996,3 +996,28 @@ def test_a_deregistrations_later_piece_was_computed_with_the_first():
     t.svm(1, V + 5 * PAGE, SZ17 - 5 * PAGE, v1_revoke([G]))
     hurt = [f for f in t.run().findings if f.rule == "svm-over-revoke" and f.severity in ("error", "warning")]
     assert hurt == []
+
+
+def test_a_revoke_of_an_awaited_range_from_the_claims_own_thread_is_its_release():
+    """A is released by a revoke enclosing it (another thread's), so A's own
+    late revoke, of exactly A's range, is awaited.  V, registered and mapped
+    by thread 1 over A's pages and one more, is deregistered while N covers
+    that last page: thread 1 revokes V minus N, which is exactly A's range.
+    From V's own thread that revoke is V's release, not A's: V is no
+    victim of it (the awaited-range reading made V a certain victim of its
+    own release in the mixed-pin soak)."""
+    t = Trace(False)
+    t.mmap(1, X, 0x40000)
+    A = X + 0x10000
+    t.svm(2, A, 2 * PAGE, FINE)  # A, thread 2
+    t.svm(2, A, 2 * PAGE, [AIP(G)])
+    t.svm(3, A - PAGE, 5 * PAGE, FINE)  # B encloses A
+    t.svm(3, A - PAGE, 5 * PAGE, [AIP(G)])
+    t.svm(3, A - PAGE, 5 * PAGE, v1_revoke([G]))  # releases B, and A inside it
+    t.svm(4, A + 2 * PAGE, PAGE, FINE)  # N
+    t.svm(4, A + 2 * PAGE, PAGE, [AIP(G)])
+    t.svm(1, A, 3 * PAGE, FINE)  # V, thread 1
+    t.svm(1, A, 3 * PAGE, [AIP(G)])
+    t.svm(1, A, 2 * PAGE, v1_revoke([G]))  # V minus N: A's range
+    hurt = [f for f in t.run().findings if f.rule == "svm-over-revoke" and f.severity in ("error", "warning")]
+    assert hurt == []
