@@ -87,8 +87,7 @@ impl Shared {
                     let keep = {
                         let b = c.b();
                         let inside = s <= b.start && b.end <= e;
-                        let other = b.born.as_ref().is_some_and(|r| r.h.tid != ev.h.tid);
-                        inside || !awaited || !other
+                        inside || !awaited || !made_elsewhere(&b, &ev)
                     };
                     if keep {
                         released.push(c);
@@ -210,23 +209,8 @@ impl Shared {
             }),
         });
         if kind == EffKind::Revoke {
-            // a revoke inside a registration's range that released another
-            // claim (the smallest one containing it, one of exactly its
-            // range, a tie, or claims inside it) may have been that
-            // registration's own, minus the pages others covered: its
-            // release may have begun when this one was computed
-            if let Some(t) = ev.h.time {
-                let after = quiet_from.unwrap_or(t);
-                for c in touched.iter().filter(|c| !released.contains(c)) {
-                    let mut b = c.m();
-                    if b.kind == ClaimKind::Registration && b.start <= s && e <= b.end {
-                        let m = &mut b.maybe_release;
-                        m.push((after, ev.h.seq));
-                        m.sort_by(|x, y| x.0.total_cmp(&y.0));
-                        m.truncate(2);
-                    }
-                }
-            }
+            possible_releases(p, &ev, s, e, quiet_from, &touched, &released);
+            record_burst(p, &ev, piece, s, e, quiet_from, &released);
         }
         for c in &released {
             if c.b().live {
@@ -238,8 +222,8 @@ impl Shared {
                 b.release_after = quiet_from;
                 // (a revoke of exactly its range from another thread than
                 // the one that made it may be a piece of another's too)
-                let other_thread = b.born.as_ref().is_some_and(|r| r.h.tid != ev.h.tid);
-                if b.kind == ClaimKind::Registration && ((b.start, b.end) != (s, e) || other_thread)
+                if b.kind == ClaimKind::Registration
+                    && ((b.start, b.end) != (s, e) || made_elsewhere(&b, &ev))
                 {
                     if p.ended_by_other.len() == ENDED_BY_OTHER {
                         p.ended_by_other.pop_front();
@@ -247,44 +231,6 @@ impl Shared {
                     p.ended_by_other.push_back(c.clone());
                 }
             }
-        }
-        if kind == EffKind::Revoke {
-            // a revoke inside the range of a registration that another
-            // revoke released (one enclosing it, or the smallest one
-            // containing it) may be its own, minus what others covered,
-            // computed when this thread's previous call ended and issued
-            // late: its release may have begun then (whatever this one
-            // releases besides)
-            let t = ev.h.time;
-            for c in p.ended_by_other.iter().filter(|c| !released.contains(c)) {
-                let mut b = c.m();
-                if !b.live && b.start <= s && e <= b.end {
-                    b.release_began = min_time(b.release_began, t);
-                    b.release_after = min_time(b.release_after, quiet_from.or(t));
-                }
-            }
-        }
-        if kind == EffKind::Revoke {
-            let reach = released
-                .iter()
-                .map(|c| {
-                    let c = c.b();
-                    (c.start, c.end)
-                })
-                .chain(piece.map(|b| b.reach))
-                .max_by_key(|&(a, b)| b - a)
-                .unwrap_or((s, e));
-            let start = piece.map_or(s, |b| b.start);
-            p.burst.insert(
-                ev.h.tid,
-                Burst {
-                    quiet_from,
-                    start,
-                    end: e,
-                    reach,
-                },
-            );
-            p.in_burst = true;
         }
         let after = p.map.set_attr(s, e, &attrs);
         if !taken.is_empty() {
@@ -633,4 +579,89 @@ fn min_time(a: Option<f64>, b: Option<f64>) -> Option<f64> {
         (Some(x), Some(y)) => Some(x.min(y)),
         (x, y) => x.or(y),
     }
+}
+
+/// What a revoke tells of releases the model did not give it: the live
+/// registrations containing it that it may have released (their range
+/// minus what others covered), and the released ones whose own late
+/// revoke it may be.
+fn possible_releases(
+    p: &mut Proc,
+    ev: &Ev,
+    s: u64,
+    e: u64,
+    quiet_from: Option<f64>,
+    touched: &[CRef],
+    released: &[CRef],
+) {
+    // a revoke inside a registration's range that released another
+    // claim (the smallest one containing it, one of exactly its
+    // range, a tie, or claims inside it) may have been that
+    // registration's own, minus the pages others covered: its
+    // release may have begun when this one was computed
+    if let Some(t) = ev.h.time {
+        let after = quiet_from.unwrap_or(t);
+        for c in touched.iter().filter(|c| !released.contains(c)) {
+            let mut b = c.m();
+            if b.kind == ClaimKind::Registration && b.start <= s && e <= b.end {
+                let m = &mut b.maybe_release;
+                m.push((after, ev.h.seq));
+                m.sort_by(|x, y| x.0.total_cmp(&y.0));
+                m.truncate(2);
+            }
+        }
+    }
+    // a revoke inside the range of a registration that another
+    // revoke released (one enclosing it, or the smallest one
+    // containing it) may be its own, minus what others covered,
+    // computed when this thread's previous call ended and issued
+    // late: its release may have begun then (whatever this one
+    // releases besides)
+    let t = ev.h.time;
+    for c in p.ended_by_other.iter().filter(|c| !released.contains(c)) {
+        let mut b = c.m();
+        if !b.live && b.start <= s && e <= b.end {
+            b.release_began = min_time(b.release_began, t);
+            b.release_after = min_time(b.release_after, quiet_from.or(t));
+        }
+    }
+}
+
+/// The revoke begins a burst of one deregistration's pieces on its thread,
+/// or (`piece`) goes on with one: the next piece keeps when the first was
+/// computed at the earliest.
+fn record_burst(
+    p: &mut Proc,
+    ev: &Ev,
+    piece: Option<Burst>,
+    s: u64,
+    e: u64,
+    quiet_from: Option<f64>,
+    released: &[CRef],
+) {
+    let reach = released
+        .iter()
+        .map(|c| {
+            let c = c.b();
+            (c.start, c.end)
+        })
+        .chain(piece.map(|b| b.reach))
+        .max_by_key(|&(a, b)| b - a)
+        .unwrap_or((s, e));
+    let start = piece.map_or(s, |b| b.start);
+    p.burst.insert(
+        ev.h.tid,
+        Burst {
+            quiet_from,
+            start,
+            end: e,
+            reach,
+        },
+    );
+    p.in_burst = true;
+}
+
+/// True when the claim was made on another thread than `ev`'s.
+fn made_elsewhere(c: &Claim, ev: &Ev) -> bool {
+    c.born.as_ref().is_some_and(|r| r.h.tid != ev.h.tid)
 }
