@@ -68,4 +68,10 @@ mod _engine {
     #[cfg(feature = "hooks")]
     #[pymodule_export]
     use crate::py::hooks::svm::{run_svm_model, time_svm_model};
+
+    #[pymodule_init]
+    fn init(_m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
+        crate::alloc::tune();
+        Ok(())
+    }
 }
