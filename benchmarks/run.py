@@ -152,6 +152,15 @@ print(len(evs))
 """
 
 
+def strace_analyzer():
+    """The Rust `strace-analyzer` (crates.io; `cargo install strace-analyzer`)
+    when it is on PATH or named by $STRACE_ANALYZER, else None."""
+    import shutil
+
+    exe = os.environ.get("STRACE_ANALYZER") or shutil.which("strace-analyzer")
+    return exe if exe and os.access(exe, os.X_OK) else None
+
+
 def report(name, lines, m, floor=None):
     lps = lines / m["wall"]
     s = (
@@ -209,6 +218,7 @@ def main(argv=None):
     targets.append(("rocrtrace --help", f"{help_s:.3f} s", "< 0.15 s", help_s < 0.15))
 
     figures = {}
+    vs_sa = {}  # size -> rocrtrace's best lines/s / strace-analyzer's
     for n in (int(x) for x in a.sizes.split(",")):
         path = generate("strace", n, workdir)
         lines = count_lines(path)
@@ -232,6 +242,15 @@ def main(argv=None):
                 "wall": m["wall"],
                 "of_grep": lps / (lines / grep),
             }
+        sa = strace_analyzer()
+        if sa:
+            # it reads the same -f log (lines with a pid prefix are parsed
+            # as its own; it reports reads and writes per file only)
+            m = measure([sa, str(path)], a.runs)
+            sa_lps = report("strace-analyzer (Rust, crates.io)", lines, m, floor)
+            best_lps = max(figures[(n, j)]["lines_per_s"] for j in jobs)
+            print(f"{'':<44} rocrtrace / strace-analyzer: {best_lps / sa_lps:.2f}x lines/s")
+            vs_sa[n] = best_lps / sa_lps
         if n <= 2_000_000:
             evs = events_of(path, rocrtrace)
             w = figures[(n, best)]["wall"]
@@ -244,6 +263,11 @@ def main(argv=None):
             targets.append(
                 (f"analyze --jobs {j}, {big:,} strace lines", f"{r:.4f} of grep -c", f">= {want} of grep -c", r >= want)
             )
+    if big in vs_sa:
+        r = vs_sa[big]
+        targets.append((f"vs strace-analyzer, {big:,} strace lines", f"{r:.2f}x its lines/s", "> 1x (faster)", r > 1))
+    elif not strace_analyzer():
+        print("(strace-analyzer not on PATH: `cargo install strace-analyzer` to compare with it)")
     rss = max(f["rss_mb"] for f in figures.values())
     targets.append(("peak RSS of analyze, all processes", f"{rss:.1f} MB", "<= 64 MB", rss <= 64))
     if len(sizes) > 1:
