@@ -1021,3 +1021,39 @@ def test_a_revoke_of_an_awaited_range_from_the_claims_own_thread_is_its_release(
     t.svm(1, A, 2 * PAGE, v1_revoke([G]))  # V minus N: A's range
     hurt = [f for f in t.run().findings if f.rule == "svm-over-revoke" and f.severity in ("error", "warning")]
     assert hurt == []
+
+
+def test_an_unlock_whose_pointer_was_locked_again_still_ends_its_claim():
+    """Thread 1 locks P and begins unlocking it (the runtime drops P and
+    computes P's revoke, then is preempted).  Thread 3 locks and unlocks Q,
+    whose range encloses P's pages, twice: each revoke of Q takes P's pages
+    (P had left the runtime's table).  Threads 2 and 4 lock and unlock P
+    and Q anew before the line of thread 3's second unlock is written; then
+    thread 1's late revoke lands and its unlock's line is written.  P's
+    first claim was being released when Q's first revoke ran (its unlock
+    had begun): nothing to report.  The model gave each unlock the
+    pointer's current claim: threads 2 and 4 had made new ones (and their
+    unlocks dropped them), so thread 3's second unlock and thread 1's found
+    none, P's first claim stayed the victim of Q's first revoke and live
+    for good: an error on the emulation's shared pins, where the program's
+    own record shows no damage (the same runs missed real damage the
+    unlocks' revokes did)."""
+    t = Trace(True)
+    t.mmap(1, X, 0x40000)
+    P, Q = X + 2 * PAGE, X + 0x800  # P [2, 5) pages, Q [0, 9)
+    t.lock(1, P, 0x3000, FINE, [AIP(G)])
+    t.begin(1, "hsa_amd_memory_unlock", host_ptr=P)  # P's revoke computed here
+    t.lock(3, Q, 0x8000, FINE, [AIP(G)])
+    t.unlock(3, Q, [(X, 9 * PAGE, v1_revoke([G]))])  # takes P's pages
+    t.lock(3, Q, 0x8000, FINE, [AIP(G)])
+    t.begin(3, "hsa_amd_memory_unlock", host_ptr=Q)
+    t.svm(3, X, 9 * PAGE, v1_revoke([G]))  # and again
+    t.lock(2, P, 0x3000, FINE, [AIP(G)])  # a new entry for P
+    t.unlock(2, P, [(P, 3 * PAGE, v1_revoke([G]))])
+    t.lock(4, Q, 0x8000, FINE, [AIP(G)])  # and for Q
+    t.unlock(4, Q, [(X, 9 * PAGE, v1_revoke([G]))])
+    t.end(3, "hsa_amd_memory_unlock")  # written after threads 2 and 4's calls
+    t.svm(1, P, 3 * PAGE, v1_revoke([G]))  # thread 1's revoke lands late
+    t.end(1, "hsa_amd_memory_unlock")
+    loud = [f for f in t.run().findings if f.rule.startswith("svm-") and f.severity != "note"]
+    assert loud == []

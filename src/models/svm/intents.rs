@@ -128,7 +128,7 @@ impl SvmModel {
                     tc.lock = Some(evr.clone());
                     tc.refcount = 0;
                 }
-                p.by_ptr.insert(ptr, t.clone());
+                p.add_lock(ptr, &t);
                 t
             }
         };
@@ -248,27 +248,17 @@ impl SvmModel {
             }
             return; // a userptr buffer: the handle model sees its FREE
         }
-        let Some(c) = p.by_ptr.get(&ptr).cloned() else {
-            return;
-        };
         if ev.h.ret != Some(0) {
             return;
         }
-        // a claim made by a lock that began after this unlock began is not
-        // this unlock's: the pointer's earlier claim (ended by the revoke
-        // inside this unlock, as inferred) was, and the lock came after the
-        // runtime had dropped it (the line of an unlock is written at its
-        // return, after a lock of the same pointer on another thread)
-        let made_after = c
-            .b()
-            .lock
-            .as_ref()
-            .and_then(|l| l.h.time)
-            .zip(ev.h.time)
-            .is_some_and(|(l, u)| l > u + EPS);
-        if made_after {
+        // the newest claim of the pointer locked before this unlock began,
+        // whichever claim the pointer has now: a lock that began after this
+        // unlock began made a new claim (the runtime had dropped the old
+        // one), and the old one, released meanwhile by a revoke as inferred
+        // (and maybe revived), is this unlock's
+        let Some(c) = p.unlocked_claim(ptr, ev.h.time) else {
             return;
-        }
+        };
         // locks of the pointer that began after this unlock began, while it
         // was the only holder, joined an entry the runtime had already
         // dropped: they are a new claim, and what this unlock's revokes
@@ -438,7 +428,7 @@ impl Shared {
             nb.recompute();
         }
         p.cover.add(s, e, n.clone());
-        p.by_ptr.insert(ptr, n.clone());
+        p.add_lock(ptr, &n);
         n
     }
 

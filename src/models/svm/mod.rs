@@ -68,6 +68,11 @@ struct Proc {
     reg: HashMap<(u64, u64), CRef>,
     app: HashMap<(u64, u64), CRef>,
     by_ptr: HashMap<u64, CRef>,
+    /// per pointer, its claims not unlocked yet, oldest first (at most
+    /// [`LOCKS_PER_PTR`]): an unlock's line, written at its return, may
+    /// come after a later lock of its pointer made the pointer's claim
+    /// another (its own claim was released by inference meanwhile)
+    locks: HashMap<u64, Vec<CRef>>,
     recent: HashMap<Tid, VecDeque<RecRef>>,
     /// pages whose access a deregistration took last
     dereg: PieceMap<bool>,
@@ -105,7 +110,44 @@ struct Burst {
     reach: (u64, u64),
 }
 
+/// Claims kept per pointer for the unlocks still to come: a pointer gets
+/// a new claim only when its last one was released (by inference) before
+/// being unlocked, and each such claim waits here for its unlock.
+const LOCKS_PER_PTR: usize = 8;
+
 impl Proc {
+    /// `c` is now the claim of the lock of `ptr` (a new one).
+    fn add_lock(&mut self, ptr: u64, c: &CRef) {
+        self.by_ptr.insert(ptr, c.clone());
+        let list = self.locks.entry(ptr).or_default();
+        list.retain(|x| !x.b().unlocked);
+        if list.len() == LOCKS_PER_PTR {
+            list.remove(0);
+        }
+        list.push(c.clone());
+    }
+
+    /// The claim an unlock of `ptr` that began at `began` is for: the
+    /// newest of the pointer's claims not unlocked yet whose lock began
+    /// before it (a claim locked after the unlock began is not its own:
+    /// the runtime had dropped the pointer's entry then).
+    fn unlocked_claim(&mut self, ptr: u64, began: Option<f64>) -> Option<CRef> {
+        let list = self.locks.get_mut(&ptr)?;
+        list.retain(|x| !x.b().unlocked);
+        let found = list
+            .iter()
+            .rev()
+            .find(|c| {
+                let locked = c.b().lock.as_ref().and_then(|l| l.h.time);
+                !locked.zip(began).is_some_and(|(l, u)| l > u + EPS)
+            })
+            .cloned();
+        if list.is_empty() {
+            self.locks.remove(&ptr);
+        }
+        found
+    }
+
     fn new(pid: Option<u32>, clean_start: bool, xnack: Option<bool>) -> Self {
         Proc {
             pid,
@@ -115,6 +157,7 @@ impl Proc {
             reg: HashMap::new(),
             app: HashMap::new(),
             by_ptr: HashMap::new(),
+            locks: HashMap::new(),
             recent: HashMap::new(),
             dereg: PieceMap::new(),
             xnack,
