@@ -3,7 +3,7 @@
  * (../shared/data/real-v1), reproduced on the fake KFD with schedules of our
  * own, with the program's own record of what each revoke really hit.
  *
- *   svm_runtime_emul MODE SEED [poll] [app] [intent] [shared] [mixed] [v1]
+ *   svm_runtime_emul MODE SEED [poll] [app] [intent] [shared] [mixed] [v1] [wide]
  *
  * The runtime keeps its registrations in a table under a mutex, like the
  * #6699 code: register = SET_ATTR [SET_FLAGS COHERENT, CLR_FLAGS
@@ -49,6 +49,8 @@
  *            registration to its left: one that encloses it from further
  *            left is skipped.  Without v1 every other registration's pages
  *            are left out (a correct runtime).
+ *   wide     8 worker threads over 14 slots instead of 4 over 8 (more
+ *            pins in use at once, more sharing, more preempted revokes)
  *
  * Oracle: pins go in use (after their map) and out of use (before their
  * deregistration) under a truth mutex, and every revoke lands under it, so
@@ -67,8 +69,9 @@
 
 #define PAGE 4096UL
 #define GPU 0x1a2b
-#define NSLOT 8
-#define NTHR 4
+#define MAXSLOT 14
+#define MAXTHR 8
+static int nslot = 8, nthr = 4;   /* `wide`: 14 and 8 */
 #define ROUNDS 60
 #define A_ACCESS 2
 #define A_IN_PLACE 3
@@ -89,18 +92,18 @@ static pthread_mutex_t tm = PTHREAD_MUTEX_INITIALIZER;   /* the oracle's lock */
 static pthread_mutex_t sl = PTHREAD_MUTEX_INITIALIZER;   /* slot ownership */
 static struct { uintptr_t s, e; int ref; } reg[64];
 static int nreg;
-static int in_use[NSLOT], busy[NSLOT];
+static int in_use[MAXSLOT], busy[MAXSLOT];
 
 static int mixed_mode, v1_mode;
 /* each slot's pointer (offset into base) and size: by default consecutive
  * malloc(65536) chunks, drawn from the seed with `mixed` */
-static uintptr_t slot_off[NSLOT];
-static size_t slot_len[NSLOT];
+static uintptr_t slot_off[MAXSLOT];
+static size_t slot_len[MAXSLOT];
 #define ARENA_PAGES 40
 static void layout(unsigned seed) {
   static const size_t sizes[] = {0x20, 0x800, 0x1000, 0x1800, 0x3000, 0x8000, 0x10000};
   static const uintptr_t in_page[] = {0, 0x10, 0x800, 0xff0};
-  for (int i = 0; i < NSLOT; i++) {
+  for (int i = 0; i < nslot; i++) {
     if (!mixed_mode) {
       slot_off[i] = 0x10 + (uintptr_t)i * 0x10010;
       slot_len[i] = 65536;
@@ -153,7 +156,7 @@ static void rt_map(uintptr_t s, uintptr_t e) {
   svm(s, e, 0, 1, a);
 }
 
-#define MAXPIECES (NSLOT + 2)
+#define MAXPIECES (MAXSLOT + 2)
 /* [s, e) minus the pages of the registrations `keep` says survive, in
  * pieces; the registrations are not sorted, so every piece is checked */
 static int subtract(uintptr_t s, uintptr_t e, int (*keep)(int, uintptr_t), uintptr_t out[MAXPIECES][2]) {
@@ -190,7 +193,7 @@ static int survivors_cut(uintptr_t s, uintptr_t e, uintptr_t out[MAXPIECES][2]) 
 
 /* the revoke lands: the oracle notes the pins in use it takes pages from */
 static void land(uintptr_t s, uintptr_t e) {
-  for (int j = 0; j < NSLOT; j++) {
+  for (int j = 0; j < nslot; j++) {
     if (!in_use[j] || slot_e(j) <= s || slot_s(j) >= e) continue;
     uintptr_t a = slot_s(j) > s ? slot_s(j) : s, b = slot_e(j) < e ? slot_e(j) : e;
     printf("DAMAGE %#lx %#lx\n", (unsigned long)a, (unsigned long)b);
@@ -269,7 +272,7 @@ int hsa_amd_memory_unlock(void *host_ptr) {
     pthread_mutex_unlock(&tm);
   }
   size_t len = LOCK_SIZE;              /* the runtime remembers each lock's size */
-  for (int i = 0; i < NSLOT; i++)
+  for (int i = 0; i < nslot; i++)
     if (lock_ptr(i) == p) len = slot_len[i];
   rt_deregister(page_down(p), page_up(p + len), t_seed, t_hold);
   return 0;
@@ -384,7 +387,7 @@ static void *worker(void *u) {
   for (int r = 0; r < ROUNDS; r++) {
     int i;
     pthread_mutex_lock(&sl);
-    do i = rand_r(&seed) % NSLOT; while (busy[i] >= (shared_mode ? 2 : 1));
+    do i = rand_r(&seed) % nslot; while (busy[i] >= (shared_mode ? 2 : 1));
     busy[i]++;
     pthread_mutex_unlock(&sl);
     pin(i);
@@ -404,7 +407,7 @@ int emul_main(int argc, char **argv) {
 #else
 int main(int argc, char **argv) {
 #endif
-  if (argc < 3) { fprintf(stderr, "usage: %s late|ordered|silent SEED [poll] [app] [intent] [shared] [mixed] [v1]\n", argv[0]); return 2; }
+  if (argc < 3) { fprintf(stderr, "usage: %s late|ordered|silent SEED [poll] [app] [intent] [shared] [mixed] [v1] [wide]\n", argv[0]); return 2; }
   mode_late = !strcmp(argv[1], "late");
   mode_ordered = !strcmp(argv[1], "ordered");
   mode_silent = !strcmp(argv[1], "silent");
@@ -416,6 +419,7 @@ int main(int argc, char **argv) {
     shared_mode |= !strcmp(argv[i], "shared");
     mixed_mode |= !strcmp(argv[i], "mixed");
     v1_mode |= !strcmp(argv[i], "v1");
+    if (!strcmp(argv[i], "wide")) { nslot = MAXSLOT; nthr = MAXTHR; }
   }
   layout(seed0 * 31u + 7u);
 #ifndef EMUL_LIB
@@ -424,19 +428,19 @@ int main(int argc, char **argv) {
   setvbuf(stdout, 0, _IONBF, 0);
   kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
   if (kfd < 0) { perror("/dev/kfd"); return 2; }
-  size_t len = (NSLOT + 1) * 0x10010 + PAGE;
+  size_t len = (nslot + 1) * 0x10010 + PAGE;
   if (len < ARENA_PAGES * PAGE) len = ARENA_PAGES * PAGE;
   base = aligned_alloc(PAGE, (len + PAGE - 1) & ~(PAGE - 1));
   memset(base, 0, len);
   pin(0);
-  pthread_t x, y, t[NTHR];
+  pthread_t x, y, t[MAXTHR];
   pthread_create(&x, 0, t1, 0);
   pthread_create(&y, 0, t2, 0);
   pthread_join(x, 0);
   pthread_join(y, 0);
-  for (int i = 0; i < NTHR; i++)
+  for (int i = 0; i < nthr; i++)
     pthread_create(&t[i], 0, worker, (void *)(uintptr_t)(seed0 * 7919u + (unsigned)i + 1));
-  for (int i = 0; i < NTHR; i++) pthread_join(t[i], 0);
+  for (int i = 0; i < nthr; i++) pthread_join(t[i], 0);
   free(base);
   return 0;
 }
