@@ -200,6 +200,9 @@ pub struct Parser {
     modules: HashMap<Vec<u8>, Arc<str>>,
     /// a split call's two lines, joined for its event's text
     joined: Vec<u8>,
+    /// the last call's argument list, emptied, for the next line's
+    /// ([`tokens::reuse_args`])
+    spare: tokens::Args<'static>,
     /// where the next line fed is (set by [`Parser::at`])
     next_at: Span,
     /// the line being fed
@@ -253,6 +256,7 @@ impl Parser {
             next_id: 1,
             modules: HashMap::new(),
             joined: Vec::new(),
+            spare: Vec::new(),
             next_at: Span::default(),
             fed: Fed::default(),
             fast: true,
@@ -557,7 +561,8 @@ impl Parser {
     fn line_text(&mut self, lineno: u64, line: &[u8], text: Option<&str>) -> bool {
         if self.fast
             && let Some(text) = text.or_else(|| std::str::from_utf8(line).ok())
-            && let Some(r) = tokens::scan_line(text)
+            && let Some(r) =
+                tokens::scan_line_in(text, tokens::reuse_args(std::mem::take(&mut self.spare)))
             && let Some(done) = self.scanned(lineno, line, r)
         {
             return done;
@@ -779,6 +784,9 @@ impl Parser {
         if b.decoded {
             self.info.decoded_structs = true;
         }
+        if b.spare.capacity() > 0 {
+            self.spare = b.spare;
+        }
         let mut ev = b.ev?;
         let e = own(&mut ev);
         e.h.pid = pid;
@@ -824,8 +832,8 @@ impl Parser {
                 self.complete(lineno, line, r.name, args, res, false, tid, Some(r.time))
             }
             ScanKind::Unfinished => {
-                let args = args.iter().map(|a| &a[..]);
-                self.start(lineno, line, r.name, args, tid, Some(r.time));
+                self.start(lineno, line, r.name, args.iter().map(|a| &a[..]), tid, Some(r.time));
+                self.spare = tokens::reuse_args(args);
             }
             ScanKind::Resumed => {
                 let p = self.take(r.name, tid);

@@ -102,6 +102,28 @@ pub struct Scanned<'a> {
 /// rewrites).
 pub type Args<'a> = Vec<Cow<'a, [u8]>>;
 
+/// An argument list done with, emptied, for another line's arguments:
+/// the same allocation with another element lifetime (a list a line was
+/// an allocation and a free a line; the parser keeps the last one and
+/// hands it to [`scan_line_in`]).  A list longer than [`ARGS_KEPT_MAX`]
+/// is dropped instead, so what is kept stays small.
+pub fn reuse_args<'a, 'b>(v: Vec<Cow<'a, [u8]>>) -> Vec<Cow<'b, [u8]>> {
+    if v.capacity() > ARGS_KEPT_MAX {
+        return Vec::new();
+    }
+    let mut v = std::mem::ManuallyDrop::new(v);
+    v.clear();
+    let cap = v.capacity();
+    // SAFETY: the buffer comes from a Vec of the same element type but for
+    // its lifetime (same layout, same allocator), with its capacity, and
+    // it holds no element (cleared above), so nothing of lifetime 'a can
+    // be read through the new vector; the old one is never dropped.
+    unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<Cow<'b, [u8]>>(), 0, cap) }
+}
+
+/// The longest argument list [`reuse_args`] keeps.
+const ARGS_KEPT_MAX: usize = 64;
+
 /// Where a piece of `line` (a slice of it) lies in it.
 fn span_of(line: &str, part: &[u8]) -> (usize, usize) {
     let s = part.as_ptr() as usize - line.as_ptr() as usize;
@@ -375,11 +397,17 @@ fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
 /// The argument scan of `line[pos..n]` for a well-formed list: the stripped
 /// arguments and the index of the closing `)` (`None`: the list never
 /// closes); `None` when the text is outside the well-formed language.
-fn scan_args(line: &str, pos: usize, n: usize) -> Option<(Args<'_>, Option<usize>)> {
+fn scan_args<'a>(
+    line: &'a str,
+    pos: usize,
+    n: usize,
+    mut args: Args<'a>,
+) -> Option<(Args<'a>, Option<usize>)> {
     let s = &line.as_bytes()[..n];
-    // sized once for the six register arguments (pushing onto an empty Vec
-    // went through grow_one for the first and again for the fifth)
-    let mut args = Vec::with_capacity(6);
+    // sized for the six register arguments (pushing onto an empty Vec
+    // went through grow_one for the first and again for the fifth), when
+    // the list handed in is not
+    args.reserve(6);
     let mut j = pos;
     loop {
         let e = well_formed(s, j, MAX_DEPTH, false);
@@ -638,6 +666,11 @@ fn result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
 /// The tokens of a line of the common shapes (see the module's text), or
 /// `None` for the general grammar.
 pub fn scan_line(line: &str) -> Option<Scanned<'_>> {
+    scan_line_in(line, Vec::new())
+}
+
+/// [`scan_line`] with an empty list for the arguments ([`reuse_args`]).
+pub fn scan_line_in<'a>(line: &'a str, args: Args<'a>) -> Option<Scanned<'a>> {
     if !line.is_ascii() {
         return None;
     }
@@ -698,14 +731,20 @@ pub fn scan_line(line: &str) -> Option<Scanned<'_>> {
     }
     let body = k + 1;
     match s[body] {
-        b'<' => resumed(line, body, tid, time),
-        c if is_name_start(c) => call(line, body, tid, time),
+        b'<' => resumed(line, body, tid, time, args),
+        c if is_name_start(c) => call(line, body, tid, time, args),
         _ => None, // +++, ---, a number: the general grammar
     }
 }
 
 /// `<... name resumed>args) = result` from `body`.
-fn resumed(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> {
+fn resumed<'a>(
+    line: &'a str,
+    body: usize,
+    tid: u32,
+    time: f64,
+    args: Args<'a>,
+) -> Option<Scanned<'a>> {
     let s = line.as_bytes();
     let n = s.len();
     if !s[body..].starts_with(b"<... ") {
@@ -723,7 +762,7 @@ fn resumed(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> 
     {
         return None;
     }
-    let (args, close) = scan_args(line, n1 + 9, n)?;
+    let (args, close) = scan_args(line, n1 + 9, n, args)?;
     let close = close?;
     let outcome = result(line, close + 1, n)?;
     Some(Scanned {
@@ -738,7 +777,13 @@ fn resumed(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> 
 }
 
 /// `name(args) = result` or `name(args <unfinished ...>` from `body`.
-fn call(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> {
+fn call<'a>(
+    line: &'a str,
+    body: usize,
+    tid: u32,
+    time: f64,
+    args: Args<'a>,
+) -> Option<Scanned<'a>> {
     let s = line.as_bytes();
     let n = s.len();
     let n1 = skip(s, body + 1, is_name_char);
@@ -760,7 +805,7 @@ fn call(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> {
     if UNFINISHED_CLOSE.find(&s[body..end]).is_some() {
         return None;
     }
-    let (args, close) = scan_args(line, args0, end)?;
+    let (args, close) = scan_args(line, args0, end, args)?;
     let outcome = if unfinished {
         None
     } else {
