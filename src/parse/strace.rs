@@ -832,7 +832,14 @@ impl Parser {
                 self.complete(lineno, line, r.name, args, res, false, tid, Some(r.time))
             }
             ScanKind::Unfinished => {
-                self.start(lineno, line, r.name, args.iter().map(|a| &a[..]), tid, Some(r.time));
+                self.start(
+                    lineno,
+                    line,
+                    r.name,
+                    args.iter().map(|a| &a[..]),
+                    tid,
+                    Some(r.time),
+                );
                 self.spare = tokens::reuse_args(args);
             }
             ScanKind::Resumed => {

@@ -381,9 +381,7 @@ fn open(call: &mut Call<'_>) -> Kind {
     let name: &str = &call.name;
     let (ptok, ftok): (Option<&[u8]>, Option<Cow<'_, [u8]>>) = match name {
         "open" | "creat" => (call.arg(0), call.arg(1).map(Cow::Borrowed)),
-        "openat2" | "openat" | "open_by_handle_at" => {
-            (call.arg(1), call.arg(2).map(Cow::Borrowed))
-        }
+        "openat2" | "openat" | "open_by_handle_at" => (call.arg(1), call.arg(2).map(Cow::Borrowed)),
         _ => (None, Some(Cow::Owned(call.args.join(&b' ')))),
     };
     if path.is_none()

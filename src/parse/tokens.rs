@@ -60,7 +60,27 @@ impl<'a> Number<'a> {
     /// its big integer from [`Number::text`]).
     pub fn value(&self) -> Option<i128> {
         match self.0.strip_prefix("0x") {
+            // (at most 16 hex digits fit a u64: read without i128's parse)
+            Some(hex) if hex.len() <= 16 => u64::from_str_radix(hex, 16).ok().map(i128::from),
             Some(hex) => i128::from_str_radix(hex, 16).ok(),
+            // at most 18 digits: an i64's digit loop, not i128's parse
+            None if self.0.len() <= 18 => {
+                let (neg, digits) = match self.0.strip_prefix('-') {
+                    Some(d) => (true, d),
+                    None => (false, self.0),
+                };
+                if digits.is_empty() {
+                    return None;
+                }
+                let mut v = 0i64;
+                for &c in digits.as_bytes() {
+                    if !c.is_ascii_digit() {
+                        return None;
+                    }
+                    v = v * 10 + i64::from(c - b'0');
+                }
+                Some(i128::from(if neg { -v } else { v }))
+            }
             None => self.0.parse().ok(),
         }
     }
@@ -556,8 +576,60 @@ fn decimal_ok(text: &str) -> bool {
     !(digits.len() > 1 && digits[0] == b'0' && digits.iter().any(|&c| c != b'0'))
 }
 
+/// [`result`]'s answer for the usual result ` = N <S.UUUUUU>` or ` = N`
+/// to the end of the text (N a decimal other than `-1` and without a sign
+/// or a leading zero, or `0x` and hex digits; one digit of seconds), read
+/// straight off; None: another shape, which [`result`] reads the long way.
+/// (props.rs checks the two agree.)
+fn plain_result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
+    let s = &line.as_bytes()[..n];
+    if s.get(pos..pos + 3)? != b" = " {
+        return None;
+    }
+    let v0 = pos + 3;
+    let k = if at(s, v0) == b'0' && at(s, v0 + 1) == b'x' {
+        let k = skip(s, v0 + 2, |c| c.is_ascii_hexdigit());
+        if k == v0 + 2 || k - v0 - 2 > MAX_DIGITS {
+            return None;
+        }
+        k
+    } else {
+        let k = skip(s, v0, |c| c.is_ascii_digit());
+        if k == v0 || k - v0 > MAX_DIGITS || (k - v0 > 1 && s[v0] == b'0') {
+            return None;
+        }
+        k
+    };
+    let mut out = Outcome {
+        ret: Some(Number(&line[v0..k])),
+        err: None,
+        ret_path: None,
+        dur: None,
+    };
+    if k == n {
+        return Some(out);
+    }
+    if n != k + 11 || s[k] != b' ' || s[k + 1] != b'<' || s[n - 1] != b'>' {
+        return None;
+    }
+    let (e, v) = usec(s, k + 2, 1)?;
+    if e != n - 1 {
+        return None;
+    }
+    out.dur = Some(v);
+    Some(out)
+}
+
 /// `Parser._result` on `line[pos..n]`; `None` refuses the line.
 fn result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
+    if let Some(o) = plain_result(line, pos, n) {
+        return Some(o);
+    }
+    result_general(line, pos, n)
+}
+
+/// [`result`] for any shape.
+fn result_general(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
     let s = &line.as_bytes()[..n];
     let mut k = skip(s, pos, is_ws);
     if at(s, k) != b'=' {

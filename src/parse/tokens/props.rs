@@ -396,6 +396,28 @@ proptest! {
         }
     }
 
+    /// The straight reading of the usual result gives what the long one
+    /// gives, on tails of both shapes and near misses of them.
+    #[test]
+    fn plain_results_read_as_the_general_reading(
+        tail in "( ?= ?| = )(0x[0-9a-fA-F]{0,20}|-?[0-9]{0,22}|\\?|0x)(<[^>]{0,6}>)?( ?<[0-9]{0,3}\\.?[0-9]{0,8}>?| <unavailable>| \\(INJECTED\\)| ENOENT \\(x\\)|[ x>]{0,2})",
+    ) {
+        let line = format!("f(3){tail}");
+        if let Some(o) = tokens::plain_result(&line, 4, line.len()) {
+            prop_assert_eq!(Some(o), tokens::result_general(&line, 4, line.len()), "{}", line);
+        }
+    }
+
+    /// A return value's value read the short way is i128's parse of it.
+    #[test]
+    fn number_values_are_the_parse(digits in "-?[0-9]{1,40}|0x[0-9a-fA-F]{0,40}") {
+        let parsed = match digits.strip_prefix("0x") {
+            Some(h) => i128::from_str_radix(h, 16).ok(),
+            None => digits.parse::<i128>().ok(),
+        };
+        prop_assert_eq!(tokens::Number(&digits).value(), parsed);
+    }
+
     #[test]
     fn one_pass_walk_is_the_two_pass_walk(tok in structs()) {
         same_walk(&tok);
