@@ -131,6 +131,15 @@ fn int_of(tok: Option<&[u8]>, table: Option<Names>, default: i128) -> i128 {
     let Some(tok) = tok else {
         return default;
     };
+    // a name first (NULL, PROT_READ|PROT_WRITE): no number and no fd (they
+    // start with a digit or `-`, a comment cut off or not) reads it
+    if tok.first().is_some_and(u8::is_ascii_alphabetic) {
+        return if tok == b"NULL" {
+            0
+        } else {
+            flags_of(tok, table).unwrap_or(default)
+        };
+    }
     if let Some(v) = parse_int(tok) {
         return v;
     }

@@ -408,6 +408,35 @@ proptest! {
         }
     }
 
+    /// The eight-at-a-time skip stops where the byte loop stops, for the
+    /// classes it is used with, from any start.
+    #[test]
+    fn skip_table_is_the_byte_loop(
+        text in "[ -~]{0,40}",
+        start in any::<prop::sample::Index>(),
+        deco in any::<bool>(),
+    ) {
+        let s = text.as_bytes();
+        let i = start.index(s.len() + 1);
+        let class = if deco { &tokens::DECO_PLAIN } else { &tokens::ARG_PLAIN };
+        prop_assert_eq!(
+            tokens::skip_table(s, i, class),
+            tokens::skip(s, i, |c| class[c as usize])
+        );
+    }
+
+    /// The search for `<unfinished ...>)` from its `u` is memmem's.
+    #[test]
+    fn unfinished_close_from_its_u(
+        text in prop::collection::vec(pick(&["<unfinished ...>)", "<unfinished ...>", "u", "<u", "x", "(", ")", " "]), 0..8),
+    ) {
+        let t = text.concat();
+        prop_assert_eq!(
+            tokens::has_unfinished_close(t.as_bytes()),
+            memchr::memmem::find(t.as_bytes(), b"<unfinished ...>)").is_some()
+        );
+    }
+
     /// A return value's value read the short way is i128's parse of it.
     #[test]
     fn number_values_are_the_parse(digits in "-?[0-9]{1,40}|0x[0-9a-fA-F]{0,40}") {
