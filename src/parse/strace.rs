@@ -203,6 +203,8 @@ pub struct Parser {
     /// the last call's argument list, emptied, for the next line's
     /// ([`tokens::reuse_args`])
     spare: tokens::Args<'static>,
+    /// the decorations the last lines' arguments had (the tokenizer's)
+    seen: tokens::Seen,
     /// where the next line fed is (set by [`Parser::at`])
     next_at: Span,
     /// the line being fed
@@ -257,6 +259,7 @@ impl Parser {
             modules: HashMap::new(),
             joined: Vec::new(),
             spare: Vec::new(),
+            seen: tokens::Seen::default(),
             next_at: Span::default(),
             fed: Fed::default(),
             fast: true,
@@ -561,8 +564,11 @@ impl Parser {
     fn line_text(&mut self, lineno: u64, line: &[u8], text: Option<&str>) -> bool {
         if self.fast
             && let Some(text) = text.or_else(|| std::str::from_utf8(line).ok())
-            && let Some(r) =
-                tokens::scan_line_in(text, tokens::reuse_args(std::mem::take(&mut self.spare)))
+            && let Some(r) = tokens::scan_line_in(
+                text,
+                tokens::reuse_args(std::mem::take(&mut self.spare)),
+                &mut self.seen,
+            )
             && let Some(done) = self.scanned(lineno, line, r)
         {
             return done;

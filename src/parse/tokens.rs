@@ -370,10 +370,77 @@ pub fn deco_end(s: &[u8], i: usize) -> Option<usize> {
     None
 }
 
+/// Where [`well_formed`] finds the end of a decoration: [`deco_end`]
+/// itself, or [`Seen`] first.
+trait Decos {
+    fn end(&mut self, s: &[u8], i: usize) -> Option<usize>;
+}
+
+impl Decos for () {
+    #[inline(always)]
+    fn end(&mut self, s: &[u8], i: usize) -> Option<usize> {
+        deco_end(s, i)
+    }
+}
+
+/// The fd decorations the last lines' arguments began with
+/// (`3</dev/kfd<char 238:0>>`): a trace names a few fds with their paths
+/// on most of its lines, and one that starts with a decoration seen before
+/// ends where that one ended ([`deco_end`]'s scan reads no byte past the
+/// `>` that closes it, and none before its `<`), so its bytes are compared
+/// instead of scanned again.  Kept by the parser (and a worker) from line
+/// to line; what it holds changes no scan's result.
+#[derive(Debug, Default)]
+pub struct Seen {
+    decos: [Vec<u8>; 2],
+    /// the slot the next decoration goes to
+    next: usize,
+}
+
+/// The longest decoration [`Seen`] keeps.
+const SEEN_MAX: usize = 96;
+
+impl Decos for Seen {
+    fn end(&mut self, s: &[u8], i: usize) -> Option<usize> {
+        let rest = &s[i..];
+        for d in &self.decos {
+            if !d.is_empty() && rest.starts_with(d) {
+                let k = i + d.len();
+                return Some(if s[k..].starts_with(b"(deleted)") {
+                    k + 9
+                } else {
+                    k
+                });
+            }
+        }
+        let k = deco_end(s, i)?;
+        // the decoration without the `(deleted)` after it (it ends in `>`)
+        let e = if s[k - 1] == b')' { k - 9 } else { k };
+        if e - i <= SEEN_MAX {
+            let d = &mut self.decos[self.next];
+            d.clear();
+            d.extend_from_slice(&s[i..e]);
+            self.next ^= 1;
+        }
+        Some(k)
+    }
+}
+
 /// End of the possessive match of `(?:atom|nest)*+` from `j` (inside a
 /// bracket group also `,`), nested groups allowed `left` deep.  The
 /// recursion is bounded by `left`.
-fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
+fn well_formed(s: &[u8], j: usize, left: usize, nested: bool) -> usize {
+    well_formed_in(s, j, left, nested, &mut ())
+}
+
+/// [`well_formed`] with decorations found through `decos`.
+fn well_formed_in<D: Decos>(
+    s: &[u8],
+    mut j: usize,
+    left: usize,
+    nested: bool,
+    decos: &mut D,
+) -> usize {
     while j < s.len() {
         let c = s[j];
         if ARG_PLAIN[c as usize] {
@@ -389,7 +456,7 @@ fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
             b'\'' => j = char_end(s, j).unwrap_or(j + 1),
             // `1<<16`: a shift, not a decoration
             b'<' if at(s, j + 1) == b'<' => j += 2,
-            b'<' => match deco_end(s, j) {
+            b'<' => match decos.end(s, j) {
                 Some(k) => j = k,
                 None => return j,
             },
@@ -407,7 +474,7 @@ fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
             b',' if nested => j += 1,
             _ => {
                 if is_opener(c) && left > 0 {
-                    let k = well_formed(s, j + 1, left - 1, true);
+                    let k = well_formed_in(s, j + 1, left - 1, true, decos);
                     if k < s.len() && is_closer(s[k]) {
                         j = k + 1;
                         continue;
@@ -428,6 +495,7 @@ fn scan_args<'a>(
     pos: usize,
     n: usize,
     mut args: Args<'a>,
+    seen: &mut Seen,
 ) -> Option<(Args<'a>, Option<usize>)> {
     let s = &line.as_bytes()[..n];
     // sized for the six register arguments (pushing onto an empty Vec
@@ -436,7 +504,7 @@ fn scan_args<'a>(
     args.reserve(6);
     let mut j = pos;
     loop {
-        let e = well_formed(s, j, MAX_DEPTH, false);
+        let e = well_formed_in(s, j, MAX_DEPTH, false, seen);
         if e >= n {
             let (a, b) = strip(s, j, n);
             if b > a {
@@ -744,11 +812,12 @@ fn result_general(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
 /// The tokens of a line of the common shapes (see the module's text), or
 /// `None` for the general grammar.
 pub fn scan_line(line: &str) -> Option<Scanned<'_>> {
-    scan_line_in(line, Vec::new())
+    scan_line_in(line, Vec::new(), &mut Seen::default())
 }
 
-/// [`scan_line`] with an empty list for the arguments ([`reuse_args`]).
-pub fn scan_line_in<'a>(line: &'a str, args: Args<'a>) -> Option<Scanned<'a>> {
+/// [`scan_line`] with an empty list for the arguments ([`reuse_args`])
+/// and the decorations earlier lines had.
+pub fn scan_line_in<'a>(line: &'a str, args: Args<'a>, seen: &mut Seen) -> Option<Scanned<'a>> {
     if !line.is_ascii() {
         return None;
     }
@@ -809,8 +878,8 @@ pub fn scan_line_in<'a>(line: &'a str, args: Args<'a>) -> Option<Scanned<'a>> {
     }
     let body = k + 1;
     match s[body] {
-        b'<' => resumed(line, body, tid, time, args),
-        c if is_name_start(c) => call(line, body, tid, time, args),
+        b'<' => resumed(line, body, tid, time, args, seen),
+        c if is_name_start(c) => call(line, body, tid, time, args, seen),
         _ => None, // +++, ---, a number: the general grammar
     }
 }
@@ -822,6 +891,7 @@ fn resumed<'a>(
     tid: u32,
     time: f64,
     args: Args<'a>,
+    seen: &mut Seen,
 ) -> Option<Scanned<'a>> {
     let s = line.as_bytes();
     let n = s.len();
@@ -840,7 +910,7 @@ fn resumed<'a>(
     {
         return None;
     }
-    let (args, close) = scan_args(line, n1 + 9, n, args)?;
+    let (args, close) = scan_args(line, n1 + 9, n, args, seen)?;
     let close = close?;
     let outcome = result(line, close + 1, n)?;
     Some(Scanned {
@@ -861,6 +931,7 @@ fn call<'a>(
     tid: u32,
     time: f64,
     args: Args<'a>,
+    seen: &mut Seen,
 ) -> Option<Scanned<'a>> {
     let s = line.as_bytes();
     let n = s.len();
@@ -883,7 +954,7 @@ fn call<'a>(
     if has_unfinished_close(&s[body..end]) {
         return None;
     }
-    let (args, close) = scan_args(line, args0, end, args)?;
+    let (args, close) = scan_args(line, args0, end, args, seen)?;
     let outcome = if unfinished {
         None
     } else {

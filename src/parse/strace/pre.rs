@@ -49,6 +49,8 @@ pub struct PreState<'a> {
     joined: Vec<u8>,
     /// the last call's argument list, emptied, for the next line's
     spare: tokens::Args<'static>,
+    /// the decorations the batch's last lines had (the tokenizer's)
+    seen: tokens::Seen,
 }
 
 /// An unfinished call a worker made, waiting in its batch.
@@ -144,7 +146,8 @@ pub fn pre_parse_in<'a>(
     if !c.is_ascii_digit() || memchr::memchr(0x1b, line).is_some() {
         return None;
     }
-    let r = tokens::scan_line_in(text, tokens::reuse_args(std::mem::take(&mut st.spare)))?;
+    let spare = tokens::reuse_args(std::mem::take(&mut st.spare));
+    let r = tokens::scan_line_in(text, spare, &mut st.seen)?;
     match r.kind {
         ScanKind::Call => {}
         ScanKind::Unfinished => {

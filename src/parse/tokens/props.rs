@@ -425,6 +425,23 @@ proptest! {
         );
     }
 
+    /// An argument scan that knows earlier lines' decorations ends where
+    /// one that knows none ends, line after line.
+    #[test]
+    fn seen_decorations_change_no_scan(texts in prop::collection::vec(args_text(), 1..8)) {
+        let mut seen = tokens::Seen::default();
+        for t in &texts {
+            let s = t.as_bytes();
+            for j in 0..=s.len() {
+                prop_assert_eq!(
+                    tokens::well_formed_in(s, j, tokens::MAX_DEPTH, false, &mut seen),
+                    tokens::well_formed(s, j, tokens::MAX_DEPTH, false),
+                    "{:?} from {}", t, j
+                );
+            }
+        }
+    }
+
     /// The search for `<unfinished ...>)` from its `u` is memmem's.
     #[test]
     fn unfinished_close_from_its_u(
