@@ -877,22 +877,34 @@ pub fn scan_line_in<'a>(line: &'a str, args: Args<'a>, seen: &mut Seen) -> Optio
         return None;
     }
     let body = k + 1;
+    let sc = Scan {
+        line,
+        tid,
+        time,
+        args,
+        seen,
+    };
     match s[body] {
-        b'<' => resumed(line, body, tid, time, args, seen),
-        c if is_name_start(c) => call(line, body, tid, time, args, seen),
+        b'<' => resumed(sc, body),
+        c if is_name_start(c) => call(sc, body),
         _ => None, // +++, ---, a number: the general grammar
     }
 }
 
-/// `<... name resumed>args) = result` from `body`.
-fn resumed<'a>(
+/// What [`scan_line_in`] hands the shape it found at the line's body: the
+/// line, its prefix's values, the list for the arguments and the
+/// decorations seen.
+struct Scan<'a, 's> {
     line: &'a str,
-    body: usize,
     tid: u32,
     time: f64,
     args: Args<'a>,
-    seen: &mut Seen,
-) -> Option<Scanned<'a>> {
+    seen: &'s mut Seen,
+}
+
+/// `<... name resumed>args) = result` from `body`.
+fn resumed<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
+    let line = sc.line;
     let s = line.as_bytes();
     let n = s.len();
     if !s[body..].starts_with(b"<... ") {
@@ -910,13 +922,13 @@ fn resumed<'a>(
     {
         return None;
     }
-    let (args, close) = scan_args(line, n1 + 9, n, args, seen)?;
+    let (args, close) = scan_args(line, n1 + 9, n, sc.args, sc.seen)?;
     let close = close?;
     let outcome = result(line, close + 1, n)?;
     Some(Scanned {
         kind: Kind::Resumed,
-        tid,
-        time,
+        tid: sc.tid,
+        time: sc.time,
         name: &line[n0..n1],
         args,
         args_end: close,
@@ -925,14 +937,8 @@ fn resumed<'a>(
 }
 
 /// `name(args) = result` or `name(args <unfinished ...>` from `body`.
-fn call<'a>(
-    line: &'a str,
-    body: usize,
-    tid: u32,
-    time: f64,
-    args: Args<'a>,
-    seen: &mut Seen,
-) -> Option<Scanned<'a>> {
+fn call<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
+    let line = sc.line;
     let s = line.as_bytes();
     let n = s.len();
     let n1 = skip(s, body + 1, is_name_char);
@@ -954,7 +960,7 @@ fn call<'a>(
     if has_unfinished_close(&s[body..end]) {
         return None;
     }
-    let (args, close) = scan_args(line, args0, end, args, seen)?;
+    let (args, close) = scan_args(line, args0, end, sc.args, sc.seen)?;
     let outcome = if unfinished {
         None
     } else {
@@ -966,8 +972,8 @@ fn call<'a>(
         } else {
             Kind::Call
         },
-        tid,
-        time,
+        tid: sc.tid,
+        time: sc.time,
         name: &line[body..n1],
         args,
         args_end: close.unwrap_or(end),
