@@ -200,6 +200,11 @@ pub struct Parser {
     modules: HashMap<Vec<u8>, Arc<str>>,
     /// a split call's two lines, joined for its event's text
     joined: Vec<u8>,
+    /// the last call's argument list, emptied, for the next line's
+    /// ([`tokens::reuse_args`])
+    spare: tokens::Args<'static>,
+    /// the decorations the last lines' arguments had (the tokenizer's)
+    seen: tokens::Seen,
     /// where the next line fed is (set by [`Parser::at`])
     next_at: Span,
     /// the line being fed
@@ -253,6 +258,8 @@ impl Parser {
             next_id: 1,
             modules: HashMap::new(),
             joined: Vec::new(),
+            spare: Vec::new(),
+            seen: tokens::Seen::default(),
             next_at: Span::default(),
             fed: Fed::default(),
             fast: true,
@@ -557,7 +564,11 @@ impl Parser {
     fn line_text(&mut self, lineno: u64, line: &[u8], text: Option<&str>) -> bool {
         if self.fast
             && let Some(text) = text.or_else(|| std::str::from_utf8(line).ok())
-            && let Some(r) = tokens::scan_line(text)
+            && let Some(r) = tokens::scan_line_in(
+                text,
+                tokens::reuse_args(std::mem::take(&mut self.spare)),
+                &mut self.seen,
+            )
             && let Some(done) = self.scanned(lineno, line, r)
         {
             return done;
@@ -779,6 +790,9 @@ impl Parser {
         if b.decoded {
             self.info.decoded_structs = true;
         }
+        if b.spare.capacity() > 0 {
+            self.spare = b.spare;
+        }
         let mut ev = b.ev?;
         let e = own(&mut ev);
         e.h.pid = pid;
@@ -824,8 +838,15 @@ impl Parser {
                 self.complete(lineno, line, r.name, args, res, false, tid, Some(r.time))
             }
             ScanKind::Unfinished => {
-                let args = args.iter().map(|a| &a[..]);
-                self.start(lineno, line, r.name, args, tid, Some(r.time));
+                self.start(
+                    lineno,
+                    line,
+                    r.name,
+                    args.iter().map(|a| &a[..]),
+                    tid,
+                    Some(r.time),
+                );
+                self.spare = tokens::reuse_args(args);
             }
             ScanKind::Resumed => {
                 let p = self.take(r.name, tid);

@@ -131,6 +131,15 @@ fn int_of(tok: Option<&[u8]>, table: Option<Names>, default: i128) -> i128 {
     let Some(tok) = tok else {
         return default;
     };
+    // a name first (NULL, PROT_READ|PROT_WRITE): no number and no fd (they
+    // start with a digit or `-`, a comment cut off or not) reads it
+    if tok.first().is_some_and(u8::is_ascii_alphabetic) {
+        return if tok == b"NULL" {
+            0
+        } else {
+            flags_of(tok, table).unwrap_or(default)
+        };
+    }
     if let Some(v) = parse_int(tok) {
         return v;
     }
@@ -375,31 +384,27 @@ pub fn normalize(call: &mut Call<'_>) -> Normalized {
 }
 
 fn open(call: &mut Call<'_>) -> Kind {
-    let name = call.name.to_string();
-    let mut path = call.ret_path.clone();
-    let (ptok, ftok): (Option<Vec<u8>>, Option<Vec<u8>>) = match &*name {
-        "open" | "creat" => (
-            call.arg(0).map(<[u8]>::to_vec),
-            call.arg(1).map(<[u8]>::to_vec),
-        ),
-        "openat2" | "openat" | "open_by_handle_at" => (
-            call.arg(1).map(<[u8]>::to_vec),
-            call.arg(2).map(<[u8]>::to_vec),
-        ),
-        _ => (None, Some(call.args.join(&b' '))),
+    // (the tokens borrowed from the call, not copied: this is every
+    // open's event)
+    let mut path = call.ret_path.take();
+    let name: &str = &call.name;
+    let (ptok, ftok): (Option<&[u8]>, Option<Cow<'_, [u8]>>) = match name {
+        "open" | "creat" => (call.arg(0), call.arg(1).map(Cow::Borrowed)),
+        "openat2" | "openat" | "open_by_handle_at" => (call.arg(1), call.arg(2).map(Cow::Borrowed)),
+        _ => (None, Some(Cow::Owned(call.args.join(&b' ')))),
     };
     if path.is_none()
-        && let Some(p) = ptok.as_deref().filter(|p| p.starts_with(b"\""))
-        && matches!(&*name, "open" | "openat" | "openat2" | "creat")
+        && let Some(p) = ptok.filter(|p| p.starts_with(b"\""))
+        && matches!(name, "open" | "openat" | "openat2" | "creat")
     {
         path = Some(parse_string(p).0);
     }
     let mut cloexec = cloexec_flag(ftok.as_deref())
-        || matches!(&*name, "pidfd_open" | "pidfd_getfd" | "memfd_secret");
+        || matches!(name, "pidfd_open" | "pidfd_getfd" | "memfd_secret");
     if name == "creat" {
         cloexec = false;
     }
-    let origin = Cow::Borrowed(fd_result(&name).unwrap_or("open"));
+    let origin = Cow::Borrowed(fd_result(name).unwrap_or("open"));
     let ok = call.ok_fd_result();
     let fds = call.ret_fds();
     let paths = if ok { vec![text(path)] } else { vec![] };

@@ -60,7 +60,27 @@ impl<'a> Number<'a> {
     /// its big integer from [`Number::text`]).
     pub fn value(&self) -> Option<i128> {
         match self.0.strip_prefix("0x") {
+            // (at most 16 hex digits fit a u64: read without i128's parse)
+            Some(hex) if hex.len() <= 16 => u64::from_str_radix(hex, 16).ok().map(i128::from),
             Some(hex) => i128::from_str_radix(hex, 16).ok(),
+            // at most 18 digits: an i64's digit loop, not i128's parse
+            None if self.0.len() <= 18 => {
+                let (neg, digits) = match self.0.strip_prefix('-') {
+                    Some(d) => (true, d),
+                    None => (false, self.0),
+                };
+                if digits.is_empty() {
+                    return None;
+                }
+                let mut v = 0i64;
+                for &c in digits.as_bytes() {
+                    if !c.is_ascii_digit() {
+                        return None;
+                    }
+                    v = v * 10 + i64::from(c - b'0');
+                }
+                Some(i128::from(if neg { -v } else { v }))
+            }
             None => self.0.parse().ok(),
         }
     }
@@ -101,6 +121,28 @@ pub struct Scanned<'a> {
 /// A call's arguments, slices of its line (a builder may own one it
 /// rewrites).
 pub type Args<'a> = Vec<Cow<'a, [u8]>>;
+
+/// An argument list done with, emptied, for another line's arguments:
+/// the same allocation with another element lifetime (a list a line was
+/// an allocation and a free a line; the parser keeps the last one and
+/// hands it to [`scan_line_in`]).  A list longer than [`ARGS_KEPT_MAX`]
+/// is dropped instead, so what is kept stays small.
+pub fn reuse_args<'a, 'b>(v: Vec<Cow<'a, [u8]>>) -> Vec<Cow<'b, [u8]>> {
+    if v.capacity() > ARGS_KEPT_MAX {
+        return Vec::new();
+    }
+    let mut v = std::mem::ManuallyDrop::new(v);
+    v.clear();
+    let cap = v.capacity();
+    // SAFETY: the buffer comes from a Vec of the same element type but for
+    // its lifetime (same layout, same allocator), with its capacity, and
+    // it holds no element (cleared above), so nothing of lifetime 'a can
+    // be read through the new vector; the old one is never dropped.
+    unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<Cow<'b, [u8]>>(), 0, cap) }
+}
+
+/// The longest argument list [`reuse_args`] keeps.
+const ARGS_KEPT_MAX: usize = 64;
 
 /// Where a piece of `line` (a slice of it) lies in it.
 fn span_of(line: &str, part: &[u8]) -> (usize, usize) {
@@ -179,9 +221,15 @@ impl Spans {
 
 const UNFINISHED: &[u8] = b"<unfinished ...>";
 
+/// Whether `<unfinished ...>)` is in `s`, found from its `u`, a byte a
+/// call's text seldom has (one memchr over the usual line, where memmem's
+/// searcher cost twice that).
+fn has_unfinished_close(s: &[u8]) -> bool {
+    memchr::memchr_iter(b'u', s).any(|i| i > 0 && s[i - 1..].starts_with(UNFINISHED_CLOSE))
+}
+const UNFINISHED_CLOSE: &[u8] = b"<unfinished ...>)";
+
 // memmem's searchers, built once (building one costs more than most searches)
-static UNFINISHED_CLOSE: LazyLock<memmem::Finder<'static>> =
-    LazyLock::new(|| memmem::Finder::new(b"<unfinished ...>)"));
 static COMMENT_CLOSE: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"*/"));
 
@@ -322,10 +370,77 @@ pub fn deco_end(s: &[u8], i: usize) -> Option<usize> {
     None
 }
 
+/// Where [`well_formed`] finds the end of a decoration: [`deco_end`]
+/// itself, or [`Seen`] first.
+trait Decos {
+    fn end(&mut self, s: &[u8], i: usize) -> Option<usize>;
+}
+
+impl Decos for () {
+    #[inline(always)]
+    fn end(&mut self, s: &[u8], i: usize) -> Option<usize> {
+        deco_end(s, i)
+    }
+}
+
+/// The fd decorations the last lines' arguments began with
+/// (`3</dev/kfd<char 238:0>>`): a trace names a few fds with their paths
+/// on most of its lines, and one that starts with a decoration seen before
+/// ends where that one ended ([`deco_end`]'s scan reads no byte past the
+/// `>` that closes it, and none before its `<`), so its bytes are compared
+/// instead of scanned again.  Kept by the parser (and a worker) from line
+/// to line; what it holds changes no scan's result.
+#[derive(Debug, Default)]
+pub struct Seen {
+    decos: [Vec<u8>; 2],
+    /// the slot the next decoration goes to
+    next: usize,
+}
+
+/// The longest decoration [`Seen`] keeps.
+const SEEN_MAX: usize = 96;
+
+impl Decos for Seen {
+    fn end(&mut self, s: &[u8], i: usize) -> Option<usize> {
+        let rest = &s[i..];
+        for d in &self.decos {
+            if !d.is_empty() && rest.starts_with(d) {
+                let k = i + d.len();
+                return Some(if s[k..].starts_with(b"(deleted)") {
+                    k + 9
+                } else {
+                    k
+                });
+            }
+        }
+        let k = deco_end(s, i)?;
+        // the decoration without the `(deleted)` after it (it ends in `>`)
+        let e = if s[k - 1] == b')' { k - 9 } else { k };
+        if e - i <= SEEN_MAX {
+            let d = &mut self.decos[self.next];
+            d.clear();
+            d.extend_from_slice(&s[i..e]);
+            self.next ^= 1;
+        }
+        Some(k)
+    }
+}
+
 /// End of the possessive match of `(?:atom|nest)*+` from `j` (inside a
 /// bracket group also `,`), nested groups allowed `left` deep.  The
 /// recursion is bounded by `left`.
-fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
+fn well_formed(s: &[u8], j: usize, left: usize, nested: bool) -> usize {
+    well_formed_in(s, j, left, nested, &mut ())
+}
+
+/// [`well_formed`] with decorations found through `decos`.
+fn well_formed_in<D: Decos>(
+    s: &[u8],
+    mut j: usize,
+    left: usize,
+    nested: bool,
+    decos: &mut D,
+) -> usize {
     while j < s.len() {
         let c = s[j];
         if ARG_PLAIN[c as usize] {
@@ -341,7 +456,7 @@ fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
             b'\'' => j = char_end(s, j).unwrap_or(j + 1),
             // `1<<16`: a shift, not a decoration
             b'<' if at(s, j + 1) == b'<' => j += 2,
-            b'<' => match deco_end(s, j) {
+            b'<' => match decos.end(s, j) {
                 Some(k) => j = k,
                 None => return j,
             },
@@ -359,7 +474,7 @@ fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
             b',' if nested => j += 1,
             _ => {
                 if is_opener(c) && left > 0 {
-                    let k = well_formed(s, j + 1, left - 1, true);
+                    let k = well_formed_in(s, j + 1, left - 1, true, decos);
                     if k < s.len() && is_closer(s[k]) {
                         j = k + 1;
                         continue;
@@ -375,14 +490,21 @@ fn well_formed(s: &[u8], mut j: usize, left: usize, nested: bool) -> usize {
 /// The argument scan of `line[pos..n]` for a well-formed list: the stripped
 /// arguments and the index of the closing `)` (`None`: the list never
 /// closes); `None` when the text is outside the well-formed language.
-fn scan_args(line: &str, pos: usize, n: usize) -> Option<(Args<'_>, Option<usize>)> {
+fn scan_args<'a>(
+    line: &'a str,
+    pos: usize,
+    n: usize,
+    mut args: Args<'a>,
+    seen: &mut Seen,
+) -> Option<(Args<'a>, Option<usize>)> {
     let s = &line.as_bytes()[..n];
-    // sized once for the six register arguments (pushing onto an empty Vec
-    // went through grow_one for the first and again for the fifth)
-    let mut args = Vec::with_capacity(6);
+    // sized for the six register arguments (pushing onto an empty Vec
+    // went through grow_one for the first and again for the fifth), when
+    // the list handed in is not
+    args.reserve(6);
     let mut j = pos;
     loop {
-        let e = well_formed(s, j, MAX_DEPTH, false);
+        let e = well_formed_in(s, j, MAX_DEPTH, false, seen);
         if e >= n {
             let (a, b) = strip(s, j, n);
             if b > a {
@@ -528,8 +650,60 @@ fn decimal_ok(text: &str) -> bool {
     !(digits.len() > 1 && digits[0] == b'0' && digits.iter().any(|&c| c != b'0'))
 }
 
+/// [`result`]'s answer for the usual result ` = N <S.UUUUUU>` or ` = N`
+/// to the end of the text (N a decimal other than `-1` and without a sign
+/// or a leading zero, or `0x` and hex digits; one digit of seconds), read
+/// straight off; None: another shape, which [`result`] reads the long way.
+/// (props.rs checks the two agree.)
+fn plain_result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
+    let s = &line.as_bytes()[..n];
+    if s.get(pos..pos + 3)? != b" = " {
+        return None;
+    }
+    let v0 = pos + 3;
+    let k = if at(s, v0) == b'0' && at(s, v0 + 1) == b'x' {
+        let k = skip(s, v0 + 2, |c| c.is_ascii_hexdigit());
+        if k == v0 + 2 || k - v0 - 2 > MAX_DIGITS {
+            return None;
+        }
+        k
+    } else {
+        let k = skip(s, v0, |c| c.is_ascii_digit());
+        if k == v0 || k - v0 > MAX_DIGITS || (k - v0 > 1 && s[v0] == b'0') {
+            return None;
+        }
+        k
+    };
+    let mut out = Outcome {
+        ret: Some(Number(&line[v0..k])),
+        err: None,
+        ret_path: None,
+        dur: None,
+    };
+    if k == n {
+        return Some(out);
+    }
+    if n != k + 11 || s[k] != b' ' || s[k + 1] != b'<' || s[n - 1] != b'>' {
+        return None;
+    }
+    let (e, v) = usec(s, k + 2, 1)?;
+    if e != n - 1 {
+        return None;
+    }
+    out.dur = Some(v);
+    Some(out)
+}
+
 /// `Parser._result` on `line[pos..n]`; `None` refuses the line.
 fn result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
+    if let Some(o) = plain_result(line, pos, n) {
+        return Some(o);
+    }
+    result_general(line, pos, n)
+}
+
+/// [`result`] for any shape.
+fn result_general(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
     let s = &line.as_bytes()[..n];
     let mut k = skip(s, pos, is_ws);
     if at(s, k) != b'=' {
@@ -638,6 +812,12 @@ fn result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
 /// The tokens of a line of the common shapes (see the module's text), or
 /// `None` for the general grammar.
 pub fn scan_line(line: &str) -> Option<Scanned<'_>> {
+    scan_line_in(line, Vec::new(), &mut Seen::default())
+}
+
+/// [`scan_line`] with an empty list for the arguments ([`reuse_args`])
+/// and the decorations earlier lines had.
+pub fn scan_line_in<'a>(line: &'a str, args: Args<'a>, seen: &mut Seen) -> Option<Scanned<'a>> {
     if !line.is_ascii() {
         return None;
     }
@@ -697,15 +877,34 @@ pub fn scan_line(line: &str) -> Option<Scanned<'_>> {
         return None;
     }
     let body = k + 1;
+    let sc = Scan {
+        line,
+        tid,
+        time,
+        args,
+        seen,
+    };
     match s[body] {
-        b'<' => resumed(line, body, tid, time),
-        c if is_name_start(c) => call(line, body, tid, time),
+        b'<' => resumed(sc, body),
+        c if is_name_start(c) => call(sc, body),
         _ => None, // +++, ---, a number: the general grammar
     }
 }
 
+/// What [`scan_line_in`] hands the shape it found at the line's body: the
+/// line, its prefix's values, the list for the arguments and the
+/// decorations seen.
+struct Scan<'a, 's> {
+    line: &'a str,
+    tid: u32,
+    time: f64,
+    args: Args<'a>,
+    seen: &'s mut Seen,
+}
+
 /// `<... name resumed>args) = result` from `body`.
-fn resumed(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> {
+fn resumed<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
+    let line = sc.line;
     let s = line.as_bytes();
     let n = s.len();
     if !s[body..].starts_with(b"<... ") {
@@ -723,13 +922,13 @@ fn resumed(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> 
     {
         return None;
     }
-    let (args, close) = scan_args(line, n1 + 9, n)?;
+    let (args, close) = scan_args(line, n1 + 9, n, sc.args, sc.seen)?;
     let close = close?;
     let outcome = result(line, close + 1, n)?;
     Some(Scanned {
         kind: Kind::Resumed,
-        tid,
-        time,
+        tid: sc.tid,
+        time: sc.time,
         name: &line[n0..n1],
         args,
         args_end: close,
@@ -738,7 +937,8 @@ fn resumed(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> 
 }
 
 /// `name(args) = result` or `name(args <unfinished ...>` from `body`.
-fn call(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> {
+fn call<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
+    let line = sc.line;
     let s = line.as_bytes();
     let n = s.len();
     let n1 = skip(s, body + 1, is_name_char);
@@ -757,10 +957,10 @@ fn call(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> {
             return None;
         }
     }
-    if UNFINISHED_CLOSE.find(&s[body..end]).is_some() {
+    if has_unfinished_close(&s[body..end]) {
         return None;
     }
-    let (args, close) = scan_args(line, args0, end)?;
+    let (args, close) = scan_args(line, args0, end, sc.args, sc.seen)?;
     let outcome = if unfinished {
         None
     } else {
@@ -772,8 +972,8 @@ fn call(line: &str, body: usize, tid: u32, time: f64) -> Option<Scanned<'_>> {
         } else {
             Kind::Call
         },
-        tid,
-        time,
+        tid: sc.tid,
+        time: sc.time,
         name: &line[body..n1],
         args,
         args_end: close.unwrap_or(end),

@@ -14,6 +14,8 @@ pub struct Built<E = Rc<Event>> {
     pub unparsed: bool,
     pub intent: bool,
     pub decoded: bool,
+    /// the argument list, emptied, for the next line's ([`tokens::reuse_args`])
+    pub spare: Vec<Cow<'static, [u8]>>,
 }
 
 /// Where [`build_call`] puts the event it makes.
@@ -60,6 +62,7 @@ pub fn build_call<E: Place>(
         unparsed: false,
         intent: false,
         decoded: false,
+        spare: Vec::new(),
     };
     let mut names = Vec::new();
     if !args.is_empty() {
@@ -100,6 +103,7 @@ pub fn build_call<E: Place>(
     call.ret_path = rpath;
     call.names = names;
     let n = syscalls::normalize(&mut call);
+    b.spare = tokens::reuse_args(std::mem::take(&mut call.args));
     let mut overflow = call.overflow;
     let hret = match ret {
         None => None,

@@ -7,15 +7,15 @@ use super::*;
 /// A call waiting for its resumed line.
 #[derive(Debug, Clone)]
 pub struct Pending {
-    /// the entry line's text, the call's name, then its arguments, in one
-    /// allocation
+    /// the entry line's text, the call's name, its arguments, then where
+    /// each argument ends (a u32 each, little-endian), in one allocation
     bytes: Vec<u8>,
     /// where the text ends in `bytes`
     text_end: usize,
     /// where the name ends in `bytes`, after the text
     name_end: usize,
-    /// where each argument ends in `bytes`, after the name
-    arg_ends: Vec<usize>,
+    /// where the arguments end in `bytes`: the argument ends follow
+    args_end: usize,
     pub line: u64,
     /// where the entry line is in the input (nowhere: its text is kept)
     pub at: Span,
@@ -40,20 +40,26 @@ impl Pending {
         pid: Option<u32>,
         tid: Option<u32>,
     ) -> Self {
+        let n = args.len();
         let len = text.len() + name.len() + args.clone().map(<[u8]>::len).sum::<usize>();
-        let mut bytes = Vec::with_capacity(len);
+        let mut bytes = Vec::with_capacity(len + 4 * n);
         bytes.extend_from_slice(text);
         bytes.extend_from_slice(name.as_bytes());
-        let mut arg_ends = Vec::with_capacity(args.len());
-        for a in args {
+        for a in args.clone() {
             bytes.extend_from_slice(a);
-            arg_ends.push(bytes.len());
+        }
+        let args_end = bytes.len();
+        let mut end = text.len() + name.len();
+        for a in args {
+            end += a.len();
+            // (a line is far shorter than 4 GiB)
+            bytes.extend_from_slice(&(end as u32).to_le_bytes());
         }
         Pending {
             bytes,
             text_end: text.len(),
             name_end: text.len() + name.len(),
-            arg_ends,
+            args_end,
             line,
             at,
             time,
@@ -85,13 +91,14 @@ impl Pending {
 
     /// The arguments the entry line gave.
     pub fn args(&self) -> impl ExactSizeIterator<Item = &[u8]> + std::clone::Clone {
-        (0..self.arg_ends.len()).map(|i| {
-            let start = if i == 0 {
-                self.name_end
-            } else {
-                self.arg_ends[i - 1]
-            };
-            &self.bytes[start..self.arg_ends[i]]
+        let ends = &self.bytes[self.args_end..];
+        let end = move |i: usize| {
+            let e: [u8; 4] = ends[4 * i..4 * i + 4].try_into().unwrap();
+            u32::from_le_bytes(e) as usize
+        };
+        (0..ends.len() / 4).map(move |i| {
+            let start = if i == 0 { self.name_end } else { end(i - 1) };
+            &self.bytes[start..end(i)]
         })
     }
 
@@ -207,33 +214,43 @@ pub(super) fn join_args<'a>(
     entry: Option<impl ExactSizeIterator<Item = &'a [u8]>>,
     cont: Vec<Cow<'a, [u8]>>,
 ) -> Vec<Cow<'a, [u8]>> {
-    let mut args: Vec<Cow<'a, [u8]>> = match entry {
-        Some(e) => {
-            let mut a = Vec::with_capacity(e.len() + cont.len());
-            a.extend(e.map(Cow::Borrowed));
-            a
-        }
-        None => Vec::with_capacity(cont.len()),
+    // built in the resumed half's own list (no second list a line): the
+    // entry's arguments without its empty last ones, then the half's
+    // without an empty first one, an entry's last argument and a first
+    // `=> …` of the half made one
+    let mut args = cont;
+    if args.first().is_some_and(|c| c.is_empty()) {
+        args.remove(0);
+    }
+    let Some(e) = entry else {
+        return args;
     };
-    while args.last().is_some_and(|a| a.is_empty()) {
-        args.pop();
+    // (the entry's arguments on the stack: a call has six at most)
+    let mut inline: [&'a [u8]; 8] = [&[]; 8];
+    let heap: Vec<&'a [u8]>;
+    let n = e.len();
+    let mut entry: &[&'a [u8]] = if n <= inline.len() {
+        for (slot, a) in inline.iter_mut().zip(e) {
+            *slot = a;
+        }
+        &inline[..n]
+    } else {
+        heap = e.collect();
+        &heap
+    };
+    while entry.last().is_some_and(|a| a.is_empty()) {
+        entry = &entry[..entry.len() - 1];
     }
-    let mut cont = cont.into_iter().peekable();
-    if cont.peek().is_some_and(|c| c.is_empty()) {
-        cont.next();
-    }
-    if !args.is_empty()
-        && let Some(c0) = cont.peek()
-        && c0.starts_with(b"=>")
+    if let Some((&last, rest)) = entry.split_last()
+        && args.first().is_some_and(|c0| c0.starts_with(b"=>"))
     {
-        let c0 = cont.next().unwrap();
-        let last = args.last_mut().unwrap();
         let mut joined = last.to_vec();
         joined.push(b' ');
-        joined.extend_from_slice(&c0);
-        *last = Cow::Owned(joined);
+        joined.extend_from_slice(&args[0]);
+        args[0] = Cow::Owned(joined);
+        entry = rest;
     }
-    args.extend(cont);
+    args.splice(0..0, entry.iter().map(|&a| Cow::Borrowed(a)));
     args
 }
 

@@ -47,6 +47,10 @@ pub struct PreState<'a> {
     open: Vec<Open<'a>>,
     /// the two lines of a joined call
     joined: Vec<u8>,
+    /// the last call's argument list, emptied, for the next line's
+    spare: tokens::Args<'static>,
+    /// the decorations the batch's last lines had (the tokenizer's)
+    seen: tokens::Seen,
 }
 
 /// An unfinished call a worker made, waiting in its batch.
@@ -142,7 +146,8 @@ pub fn pre_parse_in<'a>(
     if !c.is_ascii_digit() || memchr::memchr(0x1b, line).is_some() {
         return None;
     }
-    let r = tokens::scan_line(text)?;
+    let spare = tokens::reuse_args(std::mem::take(&mut st.spare));
+    let r = tokens::scan_line_in(text, spare, &mut st.seen)?;
     match r.kind {
         ScanKind::Call => {}
         ScanKind::Unfinished => {
@@ -180,7 +185,8 @@ pub fn pre_parse_in<'a>(
     let res = outcome_of(r.outcome.as_ref())?;
     let place = (lineno, None, r.time, None);
     let src = Fed::new(line, at).source(line);
-    let (built, has_dur, has_rpath) = build_res(file, r.name, r.args, res, place, line, src);
+    let (mut built, has_dur, has_rpath) = build_res(file, r.name, r.args, res, place, line, src);
+    st.spare = std::mem::take(&mut built.spare);
     Some(PreCall::Call(PreBuilt {
         tid: r.tid,
         time: r.time,
@@ -200,6 +206,7 @@ impl Built<Event> {
             unparsed: self.unparsed,
             intent: self.intent,
             decoded: self.decoded,
+            spare: Vec::new(),
         }
     }
 }

@@ -396,6 +396,74 @@ proptest! {
         }
     }
 
+    /// The straight reading of the usual result gives what the long one
+    /// gives, on tails of both shapes and near misses of them.
+    #[test]
+    fn plain_results_read_as_the_general_reading(
+        tail in "( ?= ?| = )(0x[0-9a-fA-F]{0,20}|-?[0-9]{0,22}|\\?|0x)(<[^>]{0,6}>)?( ?<[0-9]{0,3}\\.?[0-9]{0,8}>?| <unavailable>| \\(INJECTED\\)| ENOENT \\(x\\)|[ x>]{0,2})",
+    ) {
+        let line = format!("f(3){tail}");
+        if let Some(o) = tokens::plain_result(&line, 4, line.len()) {
+            prop_assert_eq!(Some(o), tokens::result_general(&line, 4, line.len()), "{}", line);
+        }
+    }
+
+    /// The eight-at-a-time skip stops where the byte loop stops, for the
+    /// classes it is used with, from any start.
+    #[test]
+    fn skip_table_is_the_byte_loop(
+        text in "[ -~]{0,40}",
+        start in any::<prop::sample::Index>(),
+        deco in any::<bool>(),
+    ) {
+        let s = text.as_bytes();
+        let i = start.index(s.len() + 1);
+        let class = if deco { &tokens::DECO_PLAIN } else { &tokens::ARG_PLAIN };
+        prop_assert_eq!(
+            tokens::skip_table(s, i, class),
+            tokens::skip(s, i, |c| class[c as usize])
+        );
+    }
+
+    /// An argument scan that knows earlier lines' decorations ends where
+    /// one that knows none ends, line after line.
+    #[test]
+    fn seen_decorations_change_no_scan(texts in prop::collection::vec(args_text(), 1..8)) {
+        let mut seen = tokens::Seen::default();
+        for t in &texts {
+            let s = t.as_bytes();
+            for j in 0..=s.len() {
+                prop_assert_eq!(
+                    tokens::well_formed_in(s, j, tokens::MAX_DEPTH, false, &mut seen),
+                    tokens::well_formed(s, j, tokens::MAX_DEPTH, false),
+                    "{:?} from {}", t, j
+                );
+            }
+        }
+    }
+
+    /// The search for `<unfinished ...>)` from its `u` is memmem's.
+    #[test]
+    fn unfinished_close_from_its_u(
+        text in prop::collection::vec(pick(&["<unfinished ...>)", "<unfinished ...>", "u", "<u", "x", "(", ")", " "]), 0..8),
+    ) {
+        let t = text.concat();
+        prop_assert_eq!(
+            tokens::has_unfinished_close(t.as_bytes()),
+            memchr::memmem::find(t.as_bytes(), b"<unfinished ...>)").is_some()
+        );
+    }
+
+    /// A return value's value read the short way is i128's parse of it.
+    #[test]
+    fn number_values_are_the_parse(digits in "-?[0-9]{1,40}|0x[0-9a-fA-F]{0,40}") {
+        let parsed = match digits.strip_prefix("0x") {
+            Some(h) => i128::from_str_radix(h, 16).ok(),
+            None => digits.parse::<i128>().ok(),
+        };
+        prop_assert_eq!(tokens::Number(&digits).value(), parsed);
+    }
+
     #[test]
     fn one_pass_walk_is_the_two_pass_walk(tok in structs()) {
         same_walk(&tok);
