@@ -26,6 +26,11 @@ pub const IN_PLACE: u32 = kfd::ATTR_ACCESS_IN_PLACE;
 pub const NO_ACCESS: u32 = kfd::ATTR_NO_ACCESS;
 const UNDEF: u32 = kfd::SVM_LOCATION_UNDEFINED;
 
+/// From this many pieces replaced on, [`PieceMap::place`] overwrites them
+/// in one pass over the tree rather than looking each up (measured: one or
+/// two lookups cost less than the pass).
+const PLACE_IN_ONE_PASS: usize = 3;
+
 /// Non-overlapping `[start, end) -> value` pieces, never merged unless the
 /// caller asks ([`PieceMap::coalesce`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -115,11 +120,50 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// update leaves most pieces where they were).
     fn splice(&mut self, old: &[u64], new: Vec<(u64, u64, V)>) {
         self.unsplice(old, &new);
+        self.place(old, &new);
+    }
+
+    /// The second half of `splice`: put `new` (in address order) in place,
+    /// once `unsplice` removed the starts in `old` it does not reuse.
+    /// `old` are the starts of the pieces of one walk, consecutive in the
+    /// map, so the keys left between its first and last are exactly the
+    /// starts `new` reuses, in order.  A few pieces are looked up one by
+    /// one; more are overwritten in one pass over the tree (one descent,
+    /// not one a piece), the new starts (a split, a filled gap) inserted
+    /// after it.
+    fn place(&mut self, old: &[u64], new: &[(u64, u64, V)]) {
+        let (Some(&lo), Some(&hi)) = (old.first(), old.last()) else {
+            for (s, e, v) in new {
+                self.map.insert(*s, (*e, v.clone()));
+            }
+            return;
+        };
+        if old.len() < PLACE_IN_ONE_PASS {
+            for (s, e, v) in new {
+                match self.map.get_mut(s) {
+                    Some(slot) => *slot = (*e, v.clone()),
+                    None => {
+                        self.map.insert(*s, (*e, v.clone()));
+                    }
+                }
+            }
+            return;
+        }
+        let mut fresh = 0;
+        let mut slots = self.map.range_mut(lo..=hi).peekable();
         for (s, e, v) in new {
-            match self.map.get_mut(&s) {
-                Some(slot) => *slot = (e, v),
-                None => {
-                    self.map.insert(s, (e, v));
+            match slots.peek() {
+                Some((k, _)) if **k == *s => {
+                    let (_, slot) = slots.next().expect("peeked");
+                    *slot = (*e, v.clone());
+                }
+                _ => fresh += 1,
+            }
+        }
+        if fresh > 0 {
+            for (s, e, v) in new {
+                if old.binary_search(s).is_err() {
+                    self.map.insert(*s, (*e, v.clone()));
                 }
             }
         }
@@ -146,14 +190,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         // the caller keeps `new`: the map takes copies of its values, not a
         // copy of the vector
         self.unsplice(&keys, &new);
-        for (s, e, v) in &new {
-            match self.map.get_mut(s) {
-                Some(slot) => *slot = (*e, v.clone()),
-                None => {
-                    self.map.insert(*s, (*e, v.clone()));
-                }
-            }
-        }
+        self.place(&keys, &new);
         new
     }
 
