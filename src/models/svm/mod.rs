@@ -276,7 +276,7 @@ pub struct SvmModel {
     /// the event being fed, shared once something keeps it
     cur: Option<Ev>,
     /// events waiting for their turn in completion order
-    pending: BinaryHeap<Reverse<Pending>>,
+    pending: Waiting,
     /// the latest entry time seen
     horizon: f64,
     arrivals: u64,
@@ -323,7 +323,7 @@ impl SvmModel {
             findings: Vec::new(),
             files: Vec::new(),
             cur: None,
-            pending: BinaryHeap::new(),
+            pending: Waiting::default(),
             horizon: f64::NEG_INFINITY,
             arrivals: 0,
             thread_keys: HashMap::new(),

@@ -49,6 +49,66 @@ impl Ord for Pending {
     }
 }
 
+/// The completion-order buffer: the waiting events, smallest (end, arrival)
+/// first.  Records arrive nearly in that order (a thread's keys never go
+/// back; threads interleave by a few calls), so most go to the back of a
+/// sorted run or a few places before it, and the smallest is its front:
+/// no heap's log n sift for each.  One that would go further back (a
+/// record written very late, a file fed after another) waits in a heap
+/// beside it; the smallest is the lesser of the two fronts, so events come
+/// out in exactly the order one heap gives (the keys are all distinct).
+#[derive(Default)]
+pub(super) struct Waiting {
+    run: VecDeque<Pending>,
+    late: BinaryHeap<Reverse<Pending>>,
+}
+
+/// How far from the back of the sorted run an event is put in place.
+const RUN_REACH: usize = 32;
+
+impl Waiting {
+    pub(super) fn len(&self) -> usize {
+        self.run.len() + self.late.len()
+    }
+
+    fn push(&mut self, p: Pending) {
+        let n = self.run.len();
+        let mut at = n;
+        while at > 0 && n - at < RUN_REACH && self.run[at - 1] > p {
+            at -= 1;
+        }
+        if at == n {
+            self.run.push_back(p);
+        } else if at == 0 || self.run[at - 1] < p {
+            self.run.insert(at, p);
+        } else {
+            self.late.push(Reverse(p));
+        }
+    }
+
+    /// The smallest waiting event's end.
+    fn first_end(&self) -> Option<f64> {
+        match (self.run.front(), self.late.peek()) {
+            (Some(a), Some(Reverse(b))) => Some(if a < b { a.end } else { b.end }),
+            (Some(a), None) => Some(a.end),
+            (None, Some(Reverse(b))) => Some(b.end),
+            (None, None) => None,
+        }
+    }
+
+    fn pop(&mut self) -> Option<Pending> {
+        let from_run = match (self.run.front(), self.late.peek()) {
+            (Some(a), Some(Reverse(b))) => a < b,
+            (a, _) => a.is_some(),
+        };
+        if from_run {
+            self.run.pop_front()
+        } else {
+            self.late.pop().map(|Reverse(p)| p)
+        }
+    }
+}
+
 /// The events the SVM model reads; every other one passes it by.
 fn relevant(ev: &Event) -> bool {
     match &ev.kind {
@@ -124,11 +184,11 @@ impl SvmModel {
             .or_insert(f64::NEG_INFINITY);
         let end = (ev.h.end().unwrap_or(t) + slack).max(*last);
         *last = end;
-        self.pending.push(Reverse(Pending {
+        self.pending.push(Pending {
             end,
             n: self.arrivals,
             ev: ev.clone(),
-        }));
+        });
         self.horizon = self.horizon.max(t);
         self.drain(self.horizon - REORDER_SECS);
     }
@@ -136,11 +196,11 @@ impl SvmModel {
     /// Replay the waiting events that ended before `upto`, and the oldest
     /// ones beyond the buffer's bound.
     pub(super) fn drain(&mut self, upto: f64) {
-        while let Some(Reverse(top)) = self.pending.peek() {
-            if top.end >= upto && self.pending.len() <= REORDER_MAX {
+        while let Some(end) = self.pending.first_end() {
+            if end >= upto && self.pending.len() <= REORDER_MAX {
                 break;
             }
-            let Reverse(p) = self.pending.pop().expect("peeked");
+            let p = self.pending.pop().expect("peeked");
             self.replay(&p.ev);
         }
     }
