@@ -312,3 +312,63 @@ impl SvmModel {
         }
     }
 }
+
+#[cfg(test)]
+mod waiting_tests {
+    use super::*;
+    use crate::events::{Header, Syscall};
+
+    /// The buffer gives back exactly the order one heap gives, whatever the
+    /// arrival order: nearly sorted, far back (past the run's reach), ties
+    /// of the end broken by arrival, pops in between.
+    #[test]
+    fn waiting_pops_in_heap_order() {
+        let ev: Ev = Rc::new(Event::new(
+            Header::default(),
+            Kind::Syscall(Syscall::default()),
+        ));
+        let mut seed: u64 = 7;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for round in 0..40 {
+            let (mut w, mut h) = (Waiting::default(), BinaryHeap::new());
+            let mut clock = 0.0f64;
+            for n in 0..2000u64 {
+                clock += (next() % 10) as f64;
+                let back = match next() % 20 {
+                    0 => (next() % 5000) as f64, // written very late
+                    1..=9 => (next() % 40) as f64,
+                    _ => 0.0,
+                };
+                // whole numbers: ends repeat, arrival breaks the tie
+                let end = (clock - back).max(0.0) + (round % 3) as f64;
+                w.push(Pending {
+                    end,
+                    n,
+                    ev: ev.clone(),
+                });
+                h.push(Reverse(Pending {
+                    end,
+                    n,
+                    ev: ev.clone(),
+                }));
+                assert_eq!(w.len(), h.len());
+                while next() % 3 == 0 || w.len() > 300 {
+                    let Some(Reverse(want)) = h.pop() else { break };
+                    assert_eq!(w.first_end(), Some(want.end));
+                    let got = w.pop().expect("as many as the heap");
+                    assert_eq!((got.end, got.n), (want.end, want.n));
+                }
+            }
+            while let Some(Reverse(want)) = h.pop() {
+                let got = w.pop().expect("as many as the heap");
+                assert_eq!((got.end, got.n), (want.end, want.n));
+            }
+            assert!(w.pop().is_none() && w.first_end().is_none());
+        }
+    }
+}
