@@ -460,15 +460,35 @@ pub struct SvmMap {
     memo: Memo,
 }
 
-/// The last states one attribute list turned into which (state before,
-/// state after): SET_ATTR is a pure function of the two.
+/// For the last few attribute lists, the last states each turned into
+/// which (state before, state after): SET_ATTR is a pure function of the
+/// two.  A program registers and revokes in turn, so a memo of the latest
+/// list alone was emptied by nearly every call.  The latest list first.
 #[derive(Debug, Clone, Default)]
 struct Memo {
-    attrs: Vec<Attr>,
-    seen: Vec<(State, State)>,
+    lists: Vec<(Vec<Attr>, Vec<(State, State)>)>,
 }
 
+/// States remembered per list, and lists remembered.
 const MEMO: usize = 4;
+const MEMO_LISTS: usize = 4;
+
+impl Memo {
+    /// The states remembered for `attrs`, made the latest list.
+    fn of(&mut self, attrs: &[Attr]) -> &mut Vec<(State, State)> {
+        match self.lists.iter().position(|(a, _)| a[..] == *attrs) {
+            Some(0) => {}
+            Some(i) => self.lists[..=i].rotate_right(1),
+            None => {
+                if self.lists.len() >= MEMO_LISTS {
+                    self.lists.pop();
+                }
+                self.lists.insert(0, (attrs.to_vec(), Vec::new()));
+            }
+        }
+        &mut self.lists[0].1
+    }
+}
 
 impl SvmMap {
     pub fn new(clean_start: bool) -> Self {
@@ -501,17 +521,12 @@ impl SvmMap {
         let fill = self.fill.clone();
         // pieces a split left share one state, and one program sets the
         // same few states over and over: remember the last answers
-        let memo = &mut self.memo;
-        if memo.attrs[..] != *attrs {
-            memo.attrs = attrs.to_vec();
-            memo.seen.clear();
-        }
+        let seen = self.memo.of(attrs);
         self.pieces.update(
             s,
             e,
             |st| {
-                if let Some((_, now)) = memo
-                    .seen
+                if let Some((_, now)) = seen
                     .iter()
                     .find(|(was, _)| Arc::ptr_eq(was, st) || **was == **st)
                 {
@@ -519,10 +534,10 @@ impl SvmMap {
                 }
                 let nv = st.apply(attrs);
                 let now = if nv == **st { st.clone() } else { Arc::new(nv) };
-                if memo.seen.len() >= MEMO {
-                    memo.seen.remove(0);
+                if seen.len() >= MEMO {
+                    seen.remove(0);
                 }
-                memo.seen.push((st.clone(), now.clone()));
+                seen.push((st.clone(), now.clone()));
                 now
             },
             Some(&fill),

@@ -32,14 +32,10 @@ impl SvmModel {
         let evr = rc(&mut self.cur, ev);
         let (sh, p) = self.split(ev.h.pid);
         p.seen.borrow_mut().intents += 1;
-        let recs: Vec<RecRef> = p
-            .recent_pop(ev.h.tid)
-            .into_iter()
-            .filter(|r| {
-                let d = r.r.borrow();
-                d.eff.kind == EffKind::Registration && d.claim.is_some() && inside(&d.event, ev)
-            })
-            .collect();
+        let recs: Vec<RecRef> = p.recent_take(ev.h.tid, |r| {
+            let d = r.r.borrow();
+            d.eff.kind == EffKind::Registration && d.claim.is_some() && inside(&d.event, ev)
+        });
         let userptr = p
             .allocs
             .remove(&ev.h.tid)
@@ -225,14 +221,10 @@ impl SvmModel {
         let evr = rc(&mut self.cur, ev);
         let (sh, p) = self.split(ev.h.pid);
         p.seen.borrow_mut().intents += 1;
-        let recs: Vec<RecRef> = p
-            .recent_pop(ev.h.tid)
-            .into_iter()
-            .filter(|r| {
-                let d = r.r.borrow();
-                d.eff.kind == EffKind::Revoke && inside(&d.event, ev)
-            })
-            .collect();
+        let recs: Vec<RecRef> = p.recent_take(ev.h.tid, |r| {
+            let d = r.r.borrow();
+            d.eff.kind == EffKind::Revoke && inside(&d.event, ev)
+        });
         p.allocs.remove(&ev.h.tid);
         let ptr = arg_int(ev, "host_ptr").and_then(|x| u64::try_from(x).ok());
         let Some(ptr) = ptr else { return };
@@ -336,11 +328,7 @@ impl SvmModel {
     pub(super) fn svm_intent(&mut self, ev: &Event) {
         let evr = self.sh.watch.map(|_| rc(&mut self.cur, ev));
         let (sh, p) = self.split(ev.h.pid);
-        let recs: Vec<RecRef> = p
-            .recent_pop(ev.h.tid)
-            .into_iter()
-            .filter(|r| inside(&r.r.borrow().event, ev))
-            .collect();
+        let recs: Vec<RecRef> = p.recent_take(ev.h.tid, |r| inside(&r.r.borrow().event, ev));
         p.allocs.remove(&ev.h.tid);
         for r in &recs {
             let (kind, has_claim) = {

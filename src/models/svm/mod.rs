@@ -146,8 +146,14 @@ impl Proc {
         out.into_iter().collect()
     }
 
-    fn recent_pop(&mut self, tid: Tid) -> VecDeque<RecRef> {
-        self.recent.remove(&tid).unwrap_or_default()
+    /// The thread's recent records that `keep` keeps; the others are
+    /// forgotten too (the thread's queue is left empty, its room kept for
+    /// the next ones).
+    fn recent_take(&mut self, tid: Tid, keep: impl FnMut(&RecRef) -> bool) -> Vec<RecRef> {
+        match self.recent.get_mut(&tid) {
+            Some(dq) => dq.drain(..).filter(keep).collect(),
+            None => Vec::new(),
+        }
     }
 }
 
@@ -249,7 +255,8 @@ pub(crate) struct Shared {
     ids: u64,
     rec_ids: u64,
     pub counts: Counts,
-    effects: HashMap<Vec<Attr>, Rc<Effect>>,
+    /// attribute list -> the list shared by the records of it, its effect
+    effects: HashMap<Vec<Attr>, (Rc<[Attr]>, Rc<Effect>)>,
     /// every process's runtime behaviour, in the order they appeared
     seens: Vec<Rc<RefCell<Seen>>>,
 }
