@@ -474,8 +474,11 @@ pub struct SvmMap {
 /// list alone was emptied by nearly every call.  The latest list first.
 #[derive(Debug, Clone, Default)]
 struct Memo {
-    lists: Vec<(Vec<Attr>, Vec<(State, State)>)>,
+    lists: Vec<(Vec<Attr>, Vec<Turn>)>,
 }
+
+/// A state before an attribute list, and after.
+type Turn = (State, State);
 
 /// States remembered per list, and lists remembered.
 const MEMO: usize = 4;
@@ -483,7 +486,7 @@ const MEMO_LISTS: usize = 4;
 
 impl Memo {
     /// The states remembered for `attrs`, made the latest list.
-    fn of(&mut self, attrs: &[Attr]) -> &mut Vec<(State, State)> {
+    fn of(&mut self, attrs: &[Attr]) -> &mut Vec<Turn> {
         match self.lists.iter().position(|(a, _)| a[..] == *attrs) {
             Some(0) => {}
             Some(i) => self.lists[..=i].rotate_right(1),

@@ -242,6 +242,9 @@ fn arg_int(ev: &Event, field: &str) -> Option<i128> {
     }
 }
 
+/// An attribute list as its records share it, and its effect.
+type Shape = (Rc<[Attr]>, Rc<Effect>);
+
 /// Model-wide state the per-process steps share.
 pub(crate) struct Shared {
     watch: Option<(u128, u128)>,
@@ -256,7 +259,7 @@ pub(crate) struct Shared {
     rec_ids: u64,
     pub counts: Counts,
     /// attribute list -> the list shared by the records of it, its effect
-    effects: HashMap<Vec<Attr>, (Rc<[Attr]>, Rc<Effect>)>,
+    effects: HashMap<Vec<Attr>, Shape>,
     /// every process's runtime behaviour, in the order they appeared
     seens: Vec<Rc<RefCell<Seen>>>,
 }

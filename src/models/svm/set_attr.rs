@@ -10,14 +10,14 @@ const ENDED_BY_OTHER: usize = 64;
 
 impl Shared {
     /// The effect of `attrs`, and the list as its records share it.
-    fn effect(&mut self, attrs: &[Attr]) -> (Rc<[Attr]>, Rc<Effect>) {
+    fn effect(&mut self, attrs: &[Attr]) -> Shape {
         if let Some(e) = self.effects.get(attrs) {
             return e.clone();
         }
         if self.effects.len() > 1024 {
             self.effects.clear();
         }
-        let e: (Rc<[Attr]>, Rc<Effect>) = (attrs.into(), Rc::new(effect_of(attrs)));
+        let e: Shape = (attrs.into(), Rc::new(effect_of(attrs)));
         self.effects.insert(attrs.to_vec(), e.clone());
         e
     }
