@@ -454,10 +454,14 @@ impl Shared {
     /// A revoke inside an unlock's window releases that unlock's claim.
     fn rebind(&mut self, p: &mut Proc, rec: &RecRef, c: &CRef, unlock: &Ev) {
         rec.r.borrow_mut().unlock = Some(unlock.clone());
-        let old = rec.r.borrow().released.clone();
-        if old.len() == 1 && old[0] == *c {
+        let only_c = {
+            let d = rec.r.borrow();
+            d.released.len() == 1 && d.released[0] == *c
+        };
+        if only_c {
             return;
         }
+        let old = rec.r.borrow().released.clone();
         self.unrelease(p, rec, std::slice::from_ref(c));
         if !old.contains(c) {
             let idx = self.raw_by_rec.get(&rec.id).cloned().unwrap_or_default();
