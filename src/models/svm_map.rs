@@ -26,20 +26,32 @@ pub const IN_PLACE: u32 = kfd::ATTR_ACCESS_IN_PLACE;
 pub const NO_ACCESS: u32 = kfd::ATTR_NO_ACCESS;
 const UNDEF: u32 = kfd::SVM_LOCATION_UNDEFINED;
 
+/// From this many pieces replaced on, [`PieceMap::place`] overwrites them
+/// in one pass over the tree rather than looking each up (measured: one or
+/// two lookups cost less than the pass).
+const PLACE_IN_ONE_PASS: usize = 3;
+
 /// Non-overlapping `[start, end) -> value` pieces, never merged unless the
 /// caller asks ([`PieceMap::coalesce`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PieceMap<V> {
     map: BTreeMap<u64, (u64, V)>,
+    /// room for the pieces a change walks (empty between calls, so equal
+    /// maps stay equal): no allocation a change
+    room: Vec<(u64, u64, V)>,
 }
 
 impl<V> Default for PieceMap<V> {
     fn default() -> Self {
         PieceMap {
             map: BTreeMap::new(),
+            room: Vec::new(),
         }
     }
 }
+
+/// The most pieces whose room a [`PieceMap`] keeps for the next change.
+const ROOM: usize = 64;
 
 impl<V: Clone + PartialEq> PieceMap<V> {
     pub fn new() -> Self {
@@ -85,6 +97,22 @@ impl<V: Clone + PartialEq> PieceMap<V> {
             .map(|(&k, (pe, v))| (k, *pe, v))
     }
 
+    /// The pieces overlapping [s, e), unclipped, in order, in the map's
+    /// room (give it back with [`PieceMap::give_back`]).
+    fn take_walk(&mut self, s: u64, e: u64) -> Vec<(u64, u64, V)> {
+        let mut out = std::mem::take(&mut self.room);
+        out.extend(self.walk_back(s, e).map(|(a, b, v)| (a, b, v.clone())));
+        out.reverse();
+        out
+    }
+
+    fn give_back(&mut self, mut room: Vec<(u64, u64, V)>) {
+        if room.capacity() <= ROOM {
+            room.clear();
+            self.room = room;
+        }
+    }
+
     /// Pieces overlapping [s, e), unclipped, in address order.
     pub fn overlapping(&self, s: u64, e: u64) -> Vec<(u64, u64, V)> {
         self.walk(s, e)
@@ -113,13 +141,52 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// Both are in address order; a start in both is overwritten in place
     /// rather than removed and inserted again (half the tree work when an
     /// update leaves most pieces where they were).
-    fn splice(&mut self, old: &[u64], new: Vec<(u64, u64, V)>) {
+    fn splice(&mut self, old: &[(u64, u64, V)], new: Vec<(u64, u64, V)>) {
         self.unsplice(old, &new);
+        self.place(old, &new);
+    }
+
+    /// The second half of `splice`: put `new` (in address order) in place,
+    /// once `unsplice` removed the starts in `old` it does not reuse.
+    /// `old` are the starts of the pieces of one walk, consecutive in the
+    /// map, so the keys left between its first and last are exactly the
+    /// starts `new` reuses, in order.  A few pieces are looked up one by
+    /// one; more are overwritten in one pass over the tree (one descent,
+    /// not one a piece), the new starts (a split, a filled gap) inserted
+    /// after it.
+    fn place(&mut self, old: &[(u64, u64, V)], new: &[(u64, u64, V)]) {
+        let (Some(&(lo, _, _)), Some(&(hi, _, _))) = (old.first(), old.last()) else {
+            for (s, e, v) in new {
+                self.map.insert(*s, (*e, v.clone()));
+            }
+            return;
+        };
+        if old.len() < PLACE_IN_ONE_PASS {
+            for (s, e, v) in new {
+                match self.map.get_mut(s) {
+                    Some(slot) => *slot = (*e, v.clone()),
+                    None => {
+                        self.map.insert(*s, (*e, v.clone()));
+                    }
+                }
+            }
+            return;
+        }
+        let mut fresh = 0;
+        let mut slots = self.map.range_mut(lo..=hi).peekable();
         for (s, e, v) in new {
-            match self.map.get_mut(&s) {
-                Some(slot) => *slot = (e, v),
-                None => {
-                    self.map.insert(s, (e, v));
+            match slots.peek() {
+                Some((k, _)) if **k == *s => {
+                    let (_, slot) = slots.next().expect("peeked");
+                    *slot = (*e, v.clone());
+                }
+                _ => fresh += 1,
+            }
+        }
+        if fresh > 0 {
+            for (s, e, v) in new {
+                if old.binary_search_by_key(s, |p| p.0).is_err() {
+                    self.map.insert(*s, (*e, v.clone()));
                 }
             }
         }
@@ -142,26 +209,21 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         if e <= s {
             return Vec::new();
         }
-        let (keys, new) = self.updated(s, e, f, fill, always);
+        let old = self.take_walk(s, e);
+        let new = updated(&old, s, e, f, fill, always);
         // the caller keeps `new`: the map takes copies of its values, not a
         // copy of the vector
-        self.unsplice(&keys, &new);
-        for (s, e, v) in &new {
-            match self.map.get_mut(s) {
-                Some(slot) => *slot = (*e, v.clone()),
-                None => {
-                    self.map.insert(*s, (*e, v.clone()));
-                }
-            }
-        }
+        self.unsplice(&old, &new);
+        self.place(&old, &new);
+        self.give_back(old);
         new
     }
 
     /// The first half of `splice`: remove the starts in `old` that `new`
     /// does not reuse.
-    fn unsplice(&mut self, old: &[u64], new: &[(u64, u64, V)]) {
+    fn unsplice(&mut self, old: &[(u64, u64, V)], new: &[(u64, u64, V)]) {
         let mut starts = new.iter().map(|p| p.0).peekable();
-        for &k in old {
+        for &(k, _, _) in old {
             while starts.next_if(|&n| n < k).is_some() {}
             if starts.next_if_eq(&k).is_none() {
                 self.map.remove(&k);
@@ -169,30 +231,13 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         }
     }
 
-    /// The starts of the pieces `update` replaces on [s, e), and what it
-    /// puts in their place.
-    fn updated(
-        &self,
-        s: u64,
-        e: u64,
-        f: impl FnMut(&V) -> V,
-        fill: Option<&V>,
-        always: bool,
-    ) -> (Vec<u64>, Vec<(u64, u64, V)>) {
-        let old = self.walk(s, e);
-        let keys = old.iter().map(|p| p.0).collect();
-        (keys, updated(&old, s, e, f, fill, always))
-    }
-
     /// Remove [s, e); heads and tails that stick out survive.  Returns the
     /// removed parts, clipped.
     pub fn delete(&mut self, s: u64, e: u64) -> Vec<(u64, u64, V)> {
-        let old = self.walk(s, e);
-        let mut keys = Vec::with_capacity(old.len());
+        let old = self.take_walk(s, e);
         let mut removed = Vec::with_capacity(old.len());
         let mut new = Vec::new();
-        for (ps, pe, v) in old {
-            keys.push(ps);
+        for &(ps, pe, ref v) in &old {
             let (lo, hi) = (ps.max(s), pe.min(e));
             removed.push((lo, hi, v.clone()));
             if ps < lo {
@@ -202,7 +247,8 @@ impl<V: Clone + PartialEq> PieceMap<V> {
                 new.push((hi, pe, v.clone()));
             }
         }
-        self.splice(&keys, new);
+        self.splice(&old, new);
+        self.give_back(old);
         removed
     }
 
@@ -210,13 +256,13 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// [s - 1, e + 1)) and drop those whose value `drop` rejects (used by
     /// CoverIndex, never by the SVM map).
     pub fn coalesce(&mut self, s: u64, e: u64, drop: impl Fn(&V) -> bool) {
-        let old = self.walk(s.saturating_sub(1), e.saturating_add(1));
-        let keys: Vec<u64> = old.iter().map(|p| p.0).collect();
-        let out = coalesced(old.into_iter().map(|(a, b, v)| (a, b, v.clone())), drop);
+        let old = self.take_walk(s.saturating_sub(1), e.saturating_add(1));
+        let out = coalesced(old.iter().cloned(), drop);
         // nothing merged or dropped: the map stays as it is
-        if out.len() != keys.len() {
-            self.splice(&keys, out);
+        if out.len() != old.len() {
+            self.splice(&old, out);
         }
+        self.give_back(old);
     }
 
     /// `update(s, e, f, fill, false)` then `coalesce(s, e, drop)` in one
@@ -234,27 +280,26 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         if e <= s {
             return;
         }
-        let around = self.walk(s.saturating_sub(1), e.saturating_add(1));
-        let keys: Vec<u64> = around.iter().map(|p| p.0).collect();
+        let around = self.take_walk(s.saturating_sub(1), e.saturating_add(1));
         // the pieces overlapping [s, e) lie between those that only touch it
         let i0 = around.iter().take_while(|p| p.1 <= s).count();
         let i1 = i0 + around[i0..].iter().take_while(|p| p.0 < e).count();
         let new = updated(&around[i0..i1], s, e, f, fill, false);
-        let own = |p: &(u64, u64, &V)| (p.0, p.1, p.2.clone());
         let seq = around[..i0]
             .iter()
-            .map(own)
+            .cloned()
             .chain(new)
-            .chain(around[i1..].iter().map(own));
+            .chain(around[i1..].iter().cloned());
         let out = coalesced(seq, drop);
-        self.splice(&keys, out);
+        self.splice(&around, out);
+        self.give_back(around);
     }
 }
 
 /// What `update` puts in place of the pieces `old` (those overlapping
 /// [s, e), in order).
 fn updated<V: Clone + PartialEq>(
-    old: &[(u64, u64, &V)],
+    old: &[(u64, u64, V)],
     s: u64,
     e: u64,
     mut f: impl FnMut(&V) -> V,
@@ -263,7 +308,7 @@ fn updated<V: Clone + PartialEq>(
 ) -> Vec<(u64, u64, V)> {
     let mut new = Vec::with_capacity(old.len() + 2);
     let mut pos = s;
-    for &(ps, pe, v) in old {
+    for &(ps, pe, ref v) in old {
         if let Some(fv) = fill
             && pos < ps
         {
@@ -423,15 +468,38 @@ pub struct SvmMap {
     memo: Memo,
 }
 
-/// The last states one attribute list turned into which (state before,
-/// state after): SET_ATTR is a pure function of the two.
+/// For the last few attribute lists, the last states each turned into
+/// which (state before, state after): SET_ATTR is a pure function of the
+/// two.  A program registers and revokes in turn, so a memo of the latest
+/// list alone was emptied by nearly every call.  The latest list first.
 #[derive(Debug, Clone, Default)]
 struct Memo {
-    attrs: Vec<Attr>,
-    seen: Vec<(State, State)>,
+    lists: Vec<(Vec<Attr>, Vec<Turn>)>,
 }
 
+/// A state before an attribute list, and after.
+type Turn = (State, State);
+
+/// States remembered per list, and lists remembered.
 const MEMO: usize = 4;
+const MEMO_LISTS: usize = 4;
+
+impl Memo {
+    /// The states remembered for `attrs`, made the latest list.
+    fn of(&mut self, attrs: &[Attr]) -> &mut Vec<Turn> {
+        match self.lists.iter().position(|(a, _)| a[..] == *attrs) {
+            Some(0) => {}
+            Some(i) => self.lists[..=i].rotate_right(1),
+            None => {
+                if self.lists.len() >= MEMO_LISTS {
+                    self.lists.pop();
+                }
+                self.lists.insert(0, (attrs.to_vec(), Vec::new()));
+            }
+        }
+        &mut self.lists[0].1
+    }
+}
 
 impl SvmMap {
     pub fn new(clean_start: bool) -> Self {
@@ -464,17 +532,12 @@ impl SvmMap {
         let fill = self.fill.clone();
         // pieces a split left share one state, and one program sets the
         // same few states over and over: remember the last answers
-        let memo = &mut self.memo;
-        if memo.attrs[..] != *attrs {
-            memo.attrs = attrs.to_vec();
-            memo.seen.clear();
-        }
+        let seen = self.memo.of(attrs);
         self.pieces.update(
             s,
             e,
             |st| {
-                if let Some((_, now)) = memo
-                    .seen
+                if let Some((_, now)) = seen
                     .iter()
                     .find(|(was, _)| Arc::ptr_eq(was, st) || **was == **st)
                 {
@@ -482,10 +545,10 @@ impl SvmMap {
                 }
                 let nv = st.apply(attrs);
                 let now = if nv == **st { st.clone() } else { Arc::new(nv) };
-                if memo.seen.len() >= MEMO {
-                    memo.seen.remove(0);
+                if seen.len() >= MEMO {
+                    seen.remove(0);
                 }
-                memo.seen.push((st.clone(), now.clone()));
+                seen.push((st.clone(), now.clone()));
                 now
             },
             Some(&fill),

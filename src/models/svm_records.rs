@@ -408,13 +408,18 @@ impl Claim {
         self.grants.push(g);
     }
 
+    /// `gpus` and `flags`: the union of the grants' (in the room `gpus`
+    /// had).
     pub fn recompute(&mut self) {
-        let mut g: Gpus = Vec::new();
+        let mut g = std::mem::take(&mut self.gpus);
+        g.clear();
         let mut f = 0;
         for gr in &self.grants {
-            g = g_union(&g, &gr.gpus);
+            g.extend_from_slice(&gr.gpus);
             f |= gr.flags;
         }
+        g.sort_unstable();
+        g.dedup();
         self.gpus = g;
         self.flags = f;
     }

@@ -29,13 +29,14 @@ impl Shared {
     }
 
     pub(super) fn unindex(&mut self, p: &mut Proc, c: &CRef) {
-        let (pages, key) = {
+        // (the index orders claims by id: it never borrows the claim)
+        let key = {
             let b = c.b();
-            (b.pages.clone(), (b.start, b.end))
+            for &(s, e) in &b.pages {
+                p.cover.remove(s, e, c);
+            }
+            (b.start, b.end)
         };
-        for (s, e) in pages {
-            p.cover.remove(s, e, c);
-        }
         if p.reg.get(&key) == Some(c) {
             p.reg.remove(&key);
         }

@@ -32,14 +32,10 @@ impl SvmModel {
         let evr = rc(&mut self.cur, ev);
         let (sh, p) = self.split(ev.h.pid);
         p.seen.borrow_mut().intents += 1;
-        let recs: Vec<RecRef> = p
-            .recent_pop(ev.h.tid)
-            .into_iter()
-            .filter(|r| {
-                let d = r.r.borrow();
-                d.eff.kind == EffKind::Registration && d.claim.is_some() && inside(&d.event, ev)
-            })
-            .collect();
+        let recs: Vec<RecRef> = p.recent_take(ev.h.tid, |r| {
+            let d = r.r.borrow();
+            d.eff.kind == EffKind::Registration && d.claim.is_some() && inside(&d.event, ev)
+        });
         let userptr = p
             .allocs
             .remove(&ev.h.tid)
@@ -225,14 +221,10 @@ impl SvmModel {
         let evr = rc(&mut self.cur, ev);
         let (sh, p) = self.split(ev.h.pid);
         p.seen.borrow_mut().intents += 1;
-        let recs: Vec<RecRef> = p
-            .recent_pop(ev.h.tid)
-            .into_iter()
-            .filter(|r| {
-                let d = r.r.borrow();
-                d.eff.kind == EffKind::Revoke && inside(&d.event, ev)
-            })
-            .collect();
+        let recs: Vec<RecRef> = p.recent_take(ev.h.tid, |r| {
+            let d = r.r.borrow();
+            d.eff.kind == EffKind::Revoke && inside(&d.event, ev)
+        });
         p.allocs.remove(&ev.h.tid);
         let ptr = arg_int(ev, "host_ptr").and_then(|x| u64::try_from(x).ok());
         let Some(ptr) = ptr else { return };
@@ -326,11 +318,7 @@ impl SvmModel {
     pub(super) fn svm_intent(&mut self, ev: &Event) {
         let evr = self.sh.watch.map(|_| rc(&mut self.cur, ev));
         let (sh, p) = self.split(ev.h.pid);
-        let recs: Vec<RecRef> = p
-            .recent_pop(ev.h.tid)
-            .into_iter()
-            .filter(|r| inside(&r.r.borrow().event, ev))
-            .collect();
+        let recs: Vec<RecRef> = p.recent_take(ev.h.tid, |r| inside(&r.r.borrow().event, ev));
         p.allocs.remove(&ev.h.tid);
         for r in &recs {
             let (kind, has_claim) = {
@@ -456,10 +444,14 @@ impl Shared {
     /// A revoke inside an unlock's window releases that unlock's claim.
     fn rebind(&mut self, p: &mut Proc, rec: &RecRef, c: &CRef, unlock: &Ev) {
         rec.r.borrow_mut().unlock = Some(unlock.clone());
-        let old = rec.r.borrow().released.clone();
-        if old.len() == 1 && old[0] == *c {
+        let only_c = {
+            let d = rec.r.borrow();
+            d.released.len() == 1 && d.released[0] == *c
+        };
+        if only_c {
             return;
         }
+        let old = rec.r.borrow().released.clone();
         self.unrelease(p, rec, std::slice::from_ref(c));
         if !old.contains(c) {
             let idx = self.raw_by_rec.get(&rec.id).cloned().unwrap_or_default();

@@ -189,8 +189,14 @@ impl Proc {
         out.into_iter().collect()
     }
 
-    fn recent_pop(&mut self, tid: Tid) -> VecDeque<RecRef> {
-        self.recent.remove(&tid).unwrap_or_default()
+    /// The thread's recent records that `keep` keeps; the others are
+    /// forgotten too (the thread's queue is left empty, its room kept for
+    /// the next ones).
+    fn recent_take(&mut self, tid: Tid, keep: impl FnMut(&RecRef) -> bool) -> Vec<RecRef> {
+        match self.recent.get_mut(&tid) {
+            Some(dq) => dq.drain(..).filter(keep).collect(),
+            None => Vec::new(),
+        }
     }
 }
 
@@ -279,6 +285,9 @@ fn arg_int(ev: &Event, field: &str) -> Option<i128> {
     }
 }
 
+/// An attribute list as its records share it, and its effect.
+type Shape = (Rc<[Attr]>, Rc<Effect>);
+
 /// Model-wide state the per-process steps share.
 pub(crate) struct Shared {
     watch: Option<(u128, u128)>,
@@ -292,7 +301,8 @@ pub(crate) struct Shared {
     ids: u64,
     rec_ids: u64,
     pub counts: Counts,
-    effects: HashMap<Vec<Attr>, Rc<Effect>>,
+    /// attribute list -> the list shared by the records of it, its effect
+    effects: HashMap<Vec<Attr>, Shape>,
     /// every process's runtime behaviour, in the order they appeared
     seens: Vec<Rc<RefCell<Seen>>>,
 }
@@ -319,7 +329,7 @@ pub struct SvmModel {
     /// the event being fed, shared once something keeps it
     cur: Option<Ev>,
     /// events waiting for their turn in completion order
-    pending: BinaryHeap<Reverse<Pending>>,
+    pending: Waiting,
     /// the latest entry time seen
     horizon: f64,
     arrivals: u64,
@@ -366,7 +376,7 @@ impl SvmModel {
             findings: Vec::new(),
             files: Vec::new(),
             cur: None,
-            pending: BinaryHeap::new(),
+            pending: Waiting::default(),
             horizon: f64::NEG_INFINITY,
             arrivals: 0,
             thread_keys: HashMap::new(),

@@ -9,20 +9,21 @@ const RECENT: usize = 256;
 const ENDED_BY_OTHER: usize = 64;
 
 impl Shared {
-    fn effect(&mut self, attrs: &[Attr]) -> Rc<Effect> {
+    /// The effect of `attrs`, and the list as its records share it.
+    fn effect(&mut self, attrs: &[Attr]) -> Shape {
         if let Some(e) = self.effects.get(attrs) {
             return e.clone();
         }
         if self.effects.len() > 1024 {
             self.effects.clear();
         }
-        let e = Rc::new(effect_of(attrs));
+        let e: Shape = (attrs.into(), Rc::new(effect_of(attrs)));
         self.effects.insert(attrs.to_vec(), e.clone());
         e
     }
 
     pub(super) fn set_attr(&mut self, p: &mut Proc, ev: Ev, s: u64, e: u64, attrs: Vec<Attr>) {
-        let mut eff = self.effect(&attrs);
+        let (shared, mut eff) = self.effect(&attrs);
         if eff.kind == EffKind::Registration {
             let in_place = attrs.iter().any(|a| a.ty == kfd::ATTR_ACCESS_IN_PLACE);
             let flags = attrs
@@ -47,7 +48,7 @@ impl Shared {
         }
         let kind = eff.kind;
         self.rec_ids += 1;
-        let attrs: Rc<[Attr]> = attrs.into();
+        let attrs: Rc<[Attr]> = shared;
         let mut own = match kind {
             EffKind::Registration => p.reg.get(&(s, e)).cloned(),
             EffKind::Application => p.app.get(&(s, e)).cloned(),
@@ -200,7 +201,8 @@ impl Shared {
                 e,
                 claim: None,
                 grant: None,
-                released: released.clone(),
+                // (set below, once this call is done with it)
+                released: Vec::new(),
                 losses,
                 stale_pre,
                 unlock: None,
@@ -308,6 +310,7 @@ impl Shared {
         if self.watch.is_some() && self.watched(p, s, e) {
             self.note_set_attr(p, &rec, &released);
         }
+        rec.r.borrow_mut().released = released;
         let dq = p.recent.entry(ev.h.tid).or_default();
         if dq.len() >= RECENT {
             dq.pop_front();
