@@ -29,8 +29,7 @@
 
 use foldhash::{HashMap, HashMapExt};
 use std::cell::RefCell;
-use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::rc::Rc;
 
 use crate::events::{Event, Kind, Text, Value};
@@ -276,7 +275,7 @@ pub struct SvmModel {
     /// the event being fed, shared once something keeps it
     cur: Option<Ev>,
     /// events waiting for their turn in completion order
-    pending: BinaryHeap<Reverse<Pending>>,
+    pending: crate::ordered::MinQueue<Pending>,
     /// the latest entry time seen
     horizon: f64,
     arrivals: u64,
@@ -323,7 +322,7 @@ impl SvmModel {
             findings: Vec::new(),
             files: Vec::new(),
             cur: None,
-            pending: BinaryHeap::new(),
+            pending: Default::default(),
             horizon: f64::NEG_INFINITY,
             arrivals: 0,
             thread_keys: HashMap::new(),

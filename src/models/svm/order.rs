@@ -124,11 +124,11 @@ impl SvmModel {
             .or_insert(f64::NEG_INFINITY);
         let end = (ev.h.end().unwrap_or(t) + slack).max(*last);
         *last = end;
-        self.pending.push(Reverse(Pending {
+        self.pending.push(Pending {
             end,
             n: self.arrivals,
             ev: ev.clone(),
-        }));
+        });
         self.horizon = self.horizon.max(t);
         self.drain(self.horizon - REORDER_SECS);
     }
@@ -136,11 +136,11 @@ impl SvmModel {
     /// Replay the waiting events that ended before `upto`, and the oldest
     /// ones beyond the buffer's bound.
     pub(super) fn drain(&mut self, upto: f64) {
-        while let Some(Reverse(top)) = self.pending.peek() {
+        while let Some(top) = self.pending.peek() {
             if top.end >= upto && self.pending.len() <= REORDER_MAX {
                 break;
             }
-            let Reverse(p) = self.pending.pop().expect("peeked");
+            let p = self.pending.pop().expect("peeked");
             self.replay(&p.ev);
         }
     }
