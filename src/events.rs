@@ -345,6 +345,29 @@ pub fn own(ev: &mut std::rc::Rc<Event>) -> &mut Event {
     std::rc::Rc::make_mut(ev)
 }
 
+/// An event in an `Rc` that nothing else shares: a --jobs worker builds
+/// its events where they stay, and the parsing thread takes the `Rc` as it
+/// is (no allocation and no copy of the event on the serial path).
+#[derive(Debug)]
+pub struct Lone(std::rc::Rc<Event>);
+
+// SAFETY: a Lone holds the only handle to its Rc (made in `new`, never
+// cloned or lent out, strong count 1 and no weak one), so moving it to
+// another thread moves the whole ownership, as moving a Box<Event> would;
+// no count is ever touched by two threads.  Event itself is Send.
+unsafe impl Send for Lone {}
+
+impl Lone {
+    pub fn new(ev: Event) -> Self {
+        Lone(std::rc::Rc::new(ev))
+    }
+
+    /// The `Rc`, for this thread to share from now on.
+    pub fn rc(self) -> std::rc::Rc<Event> {
+        self.0
+    }
+}
+
 impl Event {
     /// An event with its kind's default name.
     pub fn new(h: Header, kind: Kind) -> Self {

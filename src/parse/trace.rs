@@ -180,6 +180,8 @@ impl FileEvents {
                 }
             }
         }
+        b.pre = pre;
+        c.recycle(b);
         self.chunks.set(c.chunks);
     }
 

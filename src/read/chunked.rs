@@ -20,7 +20,7 @@
 use super::InputError;
 use super::lines::CleanLines;
 use crate::events::{FileId, InputInfo, Span, Text};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::{self, JoinHandle};
 
 /// Files smaller than this are parsed on one thread.
@@ -157,6 +157,8 @@ impl Reader {
 /// worker threads, handed out in file order.
 pub struct Chunked<P> {
     from: Vec<Receiver<Batch<P>>>,
+    /// batches the parse is done with, back to the worker that had them
+    spent: Vec<Sender<Batch<P>>>,
     threads: Vec<JoinHandle<()>>,
     got: usize,
     ended: bool,
@@ -164,9 +166,20 @@ pub struct Chunked<P> {
     pub chunks: u64,
 }
 
-fn work<P>(file: FileId, pre: PreParse<P>, jobs: Receiver<Batch<P>>, done: SyncSender<Batch<P>>) {
+fn work<P>(
+    file: FileId,
+    pre: PreParse<P>,
+    jobs: Receiver<Batch<P>>,
+    spent: Receiver<Batch<P>>,
+    done: SyncSender<Batch<P>>,
+) {
+    // a spent batch (its text, what of its pre-parse the parse left) is
+    // freed here, not on the parsing thread, whose work is the serial part
+    let free = || while spent.try_recv().is_ok() {};
     for mut b in jobs {
+        free();
         b.pre = pre(file, &b);
+        free();
         if done.send(b).is_err() {
             return;
         }
@@ -217,18 +230,21 @@ impl<P: Send + 'static> Chunked<P> {
     ) -> Result<Self, CleanLines> {
         let mut to = Vec::new();
         let mut from = Vec::new();
+        let mut spent = Vec::new();
         let mut threads = Vec::new();
         for i in 0..jobs.max(1) {
             let (jtx, jrx) = sync_channel(1);
             let (dtx, drx) = sync_channel(1);
+            let (stx, srx) = channel();
             let spawned = thread::Builder::new()
                 .name(format!("rocrtrace-parse-{i}"))
-                .spawn(move || work(file, pre, jrx, dtx));
+                .spawn(move || work(file, pre, jrx, srx, dtx));
             match spawned {
                 Ok(h) => {
                     threads.push(h);
                     to.push(jtx);
                     from.push(drx);
+                    spent.push(stx);
                 }
                 Err(_) => break,
             }
@@ -243,6 +259,7 @@ impl<P: Send + 'static> Chunked<P> {
         });
         let me = Chunked {
             from,
+            spent,
             threads,
             got: 0,
             ended: false,
@@ -275,12 +292,20 @@ impl<P: Send + 'static> Chunked<P> {
         self.ended = matches!(b.items.last(), Some(Item::End | Item::Err(_)));
         Some(b)
     }
+
+    /// Hand back the batch [`Chunked::next_batch`] gave last, once parsed:
+    /// the worker that pre-parsed it frees it (a worker gone: freed here).
+    pub fn recycle(&mut self, b: Batch<P>) {
+        let n = self.spent.len();
+        let _ = self.spent[(self.got + n - 1) % n].send(b);
+    }
 }
 
 impl<P> Drop for Chunked<P> {
     fn drop(&mut self) {
         // nobody takes results: the workers end, then the reader
         self.from.clear();
+        self.spent.clear();
         // (the workers only: see new)
         for h in self.threads.drain(..) {
             let _ = h.join();

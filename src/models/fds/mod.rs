@@ -324,22 +324,24 @@ impl FdModel {
             return; // the kernel never ran it: no fd changed, none was used
         }
         let pid = ev.h.pid;
-        let live = self.procs.get(&pid).is_some_and(|p| !p.ended);
-        if !live {
-            let table = self.new_table(Table {
-                users: 1,
-                ..Default::default()
-            });
-            let p = Proc {
-                pid,
-                table,
-                first: true,
-                ..Default::default()
-            };
-            self.procs.insert(pid, Box::new(p));
-        }
         let stand_in = self.spare.take().unwrap_or_default();
-        let mut p = self.procs.swap(&pid, stand_in);
+        let mut p = match self.procs.swap_live(&pid, stand_in) {
+            Ok(p) => p,
+            Err(stand_in) => {
+                let table = self.new_table(Table {
+                    users: 1,
+                    ..Default::default()
+                });
+                let p = Proc {
+                    pid,
+                    table,
+                    first: true,
+                    ..Default::default()
+                };
+                self.procs.insert(pid, Box::new(p));
+                self.procs.swap(&pid, stand_in)
+            }
+        };
         // a process first met by a plain call while every other one was seen
         // from its start: a child (strace -f follows each from its first
         // call) whose clone result strace has not printed yet

@@ -271,6 +271,27 @@ impl Out {
         path: Option<&Text>,
         role: Option<String>,
     ) {
+        let allocs = p.allocs();
+        let count = |s: &mut Slot, role: Option<String>| {
+            s.last_use = Some(ev.clone());
+            s.uses += 1;
+            s.allocs_at_use = allocs;
+            if let Some(r) = role {
+                s.note(r, ev);
+            }
+        };
+        // the usual use: of an fd the model holds, whose path (if the
+        // trace shows one) changes nothing (what `reconcile` would find)
+        if let Some(s) = t.slots.get_mut(&fd)
+            && path.filter(|x| !x.0.is_empty()).is_none_or(|x| {
+                s.kind != FdKind::Unknown
+                    && (s.path.is_some() || !IOCTL_ORIGINS.iter().any(|o| s.origin.starts_with(o)))
+                    && kind_of(Some(x)) == s.kind
+            })
+        {
+            count(s, role);
+            return;
+        }
         if !t.slots.contains_key(&fd)
             && let Some(c) = t.closed.get(&fd).cloned()
             && c.borrow()
@@ -293,14 +314,7 @@ impl Out {
             return;
         }
         self.reconcile(p, t, l, fd, ev, path);
-        let allocs = p.allocs();
-        let s = t.slots.get_mut(&fd).expect("installed");
-        s.last_use = Some(ev.clone());
-        s.uses += 1;
-        s.allocs_at_use = allocs;
-        if let Some(r) = role {
-            s.note(r, ev);
-        }
+        count(t.slots.get_mut(&fd).expect("installed"), role);
     }
 
     /// What a successful call naming `fd` proves without being a use of it:

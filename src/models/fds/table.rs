@@ -313,6 +313,19 @@ impl Procs {
         out
     }
 
+    /// [`Procs::swap`] for a process that has not ended; one that has
+    /// (or none) leaves the map as it was and gives `with` back.
+    pub(super) fn swap_live(&mut self, pid: &Pid, with: Box<Proc>) -> Result<Box<Proc>, Box<Proc>> {
+        match self.map.get_mut(pid) {
+            Some(slot) if !slot.ended => {
+                let out = std::mem::replace(slot, with);
+                self.count(&out, -1);
+                Ok(out)
+            }
+            _ => Err(with),
+        }
+    }
+
     /// Put back what [`Procs::swap`] took out; returns the stand-in.
     pub(super) fn put_back(&mut self, pid: &Pid, p: Box<Proc>) -> Box<Proc> {
         self.count(&p, 1);

@@ -32,11 +32,11 @@ impl Place for Rc<Event> {
     }
 }
 
-/// By value: a worker's (--jobs), for the parser's thread to place.
-impl Place for Event {
+/// A worker's (--jobs): in its `Rc` too, which the parser's thread takes.
+impl Place for crate::events::Lone {
     #[inline(always)]
     fn place(ev: Event) -> Self {
-        ev
+        crate::events::Lone::new(ev)
     }
 }
 

@@ -34,7 +34,7 @@ pub struct PreJoined {
     pub(super) time: f64,
     pub(super) dur: bool,
     pub(super) rpath: bool,
-    pub(super) built: Built<Event>,
+    pub(super) built: Built<Lone>,
     /// the half alone: when another entry waits for the tid
     pub(super) half: Box<tokens::Spans>,
 }
@@ -87,7 +87,7 @@ pub struct PreBuilt {
     pub(super) rpath: bool,
     /// (its event by value: the parser puts it in its one `Rc`, so each
     /// event is allocated once, on the thread that keeps it)
-    pub(super) built: Built<Event>,
+    pub(super) built: Built<Lone>,
 }
 
 /// A scanned line's result as the parser keeps it: None when its return
@@ -196,12 +196,12 @@ pub fn pre_parse_in<'a>(
     }))
 }
 
-impl Built<Event> {
+impl Built<Lone> {
     /// A worker's event in its `Rc`, on the parser's thread (taken out of
     /// the batch: the one copy of it).
     pub(super) fn placed(&mut self) -> Built {
         Built {
-            ev: self.ev.take().map(Rc::new),
+            ev: self.ev.take().map(Lone::rc),
             decorated: self.decorated,
             unparsed: self.unparsed,
             intent: self.intent,
@@ -271,7 +271,7 @@ fn build_res(
     place: (u64, Option<u64>, f64, Option<f64>),
     text: &[u8],
     src: Source,
-) -> (Built<Event>, bool, bool) {
+) -> (Built<Lone>, bool, bool) {
     let Res {
         ret,
         err,
