@@ -279,6 +279,7 @@ impl SvmModel {
         let mut ended = false;
         if c.b().refcount <= 0 {
             c.m().unlocked = true;
+            p.forget_lock(ptr, &c);
             if p.by_ptr.get(&ptr) == Some(&c) {
                 p.by_ptr.remove(&ptr); // (not a claim split off it above)
             }

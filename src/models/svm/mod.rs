@@ -127,6 +127,16 @@ impl Proc {
         list.push(c.clone());
     }
 
+    /// `c`, a claim of `ptr`, is unlocked: no unlock is to come for it.
+    fn forget_lock(&mut self, ptr: u64, c: &CRef) {
+        if let Some(list) = self.locks.get_mut(&ptr) {
+            list.retain(|x| x != c && !x.b().unlocked);
+            if list.is_empty() {
+                self.locks.remove(&ptr);
+            }
+        }
+    }
+
     /// The claim an unlock of `ptr` that began at `began` is for: the
     /// newest of the pointer's claims not unlocked yet whose lock began
     /// before it (a claim locked after the unlock began is not its own:
