@@ -150,12 +150,12 @@ def test_generated_trace(generated, kind):
 
 def test_default_chunks_and_threshold(generated):
     """Files under the threshold (2 MiB by default) are read on one thread;
-    over it, in chunks (512 lines by default)."""
+    over it, in chunks (256 lines by default)."""
     path = generated["strace"]
     assert os.path.getsize(path) > 2 << 20
     lines = sum(1 for _ in open(path, "rb"))
     # the end of the file comes in the last chunk, or one of its own
-    assert _engine.analyze([path], jobs=2)[0]["chunks"] == lines // 512 + 1
+    assert _engine.analyze([path], jobs=2)[0]["chunks"] == lines // 256 + 1
     assert _engine.analyze([path], jobs=2, chunking=(1000, 1 << 40))[0]["chunks"] == 0
     assert 20 <= _engine.analyze([path], jobs=2, chunking=(1000, 0))[0]["chunks"] <= 22
     assert _engine.analyze([path], jobs=1, chunking=(1000, 0))[0]["chunks"] == 0

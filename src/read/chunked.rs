@@ -28,8 +28,11 @@ pub const MIN_BYTES: u64 = 2 << 20;
 /// Lines per batch.  Memory grows with it (a pre-parsed line with its
 /// event is about 1 KB, and freed on another thread than made it): peak
 /// RSS of --jobs 2 on a strace log was +8 MB at 128 lines, +22 MB at 512,
-/// +44 MB at 2048.
-pub const BATCH_LINES: usize = 512;
+/// +44 MB at 2048.  On the 1M-line preload benchmark log (longer lines,
+/// bigger events) --jobs 2 peaked at 63 MiB with 512, 55 with 256 and 52
+/// with 128 (1.95 s at 256 against 2.19 s at 512; the 2M-line strace log
+/// 1.34 s and 44 MiB either way).
+pub const BATCH_LINES: usize = 256;
 /// Bytes of text per batch at most (a batch of long lines ends sooner).
 const BATCH_BYTES: usize = 1 << 20;
 
