@@ -1057,3 +1057,26 @@ def test_an_unlock_whose_pointer_was_locked_again_still_ends_its_claim():
     t.end(1, "hsa_amd_memory_unlock")
     loud = [f for f in t.run().findings if f.rule.startswith("svm-") and f.severity != "note"]
     assert loud == []
+
+
+def test_a_registration_all_of_whose_pages_others_cover_may_leave_silently():
+    """A runtime that revokes a range minus what other registrations still
+    cover issues nothing for a range they cover whole.  B is registered
+    over the last page of A and the first of C; its deregistration comes
+    later and is silent; then A's release revokes A's pages, B's first one
+    among them.  Nothing shows B was still registered: a note, not an error
+    (the emulation's `mixed v1 wide` run gave six errors against such a B,
+    "certainly live" to the end of the trace, where the program's own
+    record shows no damage)."""
+    t = Trace(False)
+    t.mmap(1, X, 0x40000)
+    t.svm(3, X, 2 * PAGE, FINE)  # A [0, 2)
+    t.svm(3, X, 2 * PAGE, [AIP(G)])
+    t.svm(1, X + 2 * PAGE, 9 * PAGE, FINE)  # C [2, 11)
+    t.svm(1, X + 2 * PAGE, 9 * PAGE, [AIP(G)])
+    t.svm(2, X + PAGE, 2 * PAGE, FINE)  # B [1, 3): A and C cover it
+    t.svm(2, X + PAGE, 2 * PAGE, [AIP(G)])
+    t.now += 1e-4  # B's deregistration: nothing left to revoke, no ioctl
+    t.svm(3, X, 2 * PAGE, v1_revoke([G]))  # A's release takes page 1
+    found = [f for f in t.run().findings if f.rule.startswith("svm-")]
+    assert found and {f.severity for f in found} == {"note"}

@@ -306,6 +306,9 @@ impl Shared {
                 let st = self.noaccess_gpus(p, s, e, Some(&after));
                 o.m().stale_gpus = st;
             }
+            if kind == EffKind::Registration {
+                may_vanish(p, &ev, s, e);
+            }
         }
         if self.watch.is_some() && self.watched(p, s, e) {
             self.note_set_attr(p, &rec, &released);
@@ -665,6 +668,55 @@ fn record_burst(
 }
 
 /// True when the claim was made on another thread than `ev`'s.
+/// After a registration of [s, e): a registration there (this one, or one
+/// it overlaps) all of whose pages other live claims now cover may be
+/// released silently from now on, by a runtime that revokes a range minus
+/// what others still cover (nothing is left: no ioctl), so its release
+/// may have begun when this registration ended: a possible release (seen
+/// in the emulation: a victim "certainly live" to the end of the trace,
+/// released by an unpin that issued nothing).
+fn may_vanish(p: &mut Proc, ev: &Ev, s: u64, e: u64) {
+    let Some(t) = ev.h.end() else { return };
+    for c in p.cover.query(s, e) {
+        let covered = {
+            let b = c.b();
+            b.live && b.kind == ClaimKind::Registration && covered_by_others(p, &c, b.start, b.end)
+        };
+        if covered {
+            let mut b = c.m();
+            let m = &mut b.maybe_release;
+            m.push((t, ev.h.seq));
+            m.sort_by(|x, y| x.0.total_cmp(&y.0));
+            m.truncate(2);
+        }
+    }
+}
+
+/// Whether every page of [s, e) is covered by a live registration (or
+/// lock) other than `c`: what a subtracting runtime leaves out of `c`'s revoke.
+fn covered_by_others(p: &Proc, c: &CRef, s: u64, e: u64) -> bool {
+    let mut spans: Vec<(u64, u64)> = Vec::new();
+    for (a, b, items) in p.cover.pieces.overlapping(s, e) {
+        let other = items.iter().any(|x| {
+            let xb = x.b();
+            x != c && xb.live && matches!(xb.kind, ClaimKind::Registration | ClaimKind::Explicit)
+        });
+        if !other {
+            return false;
+        }
+        spans.push((a.max(s), b.min(e)));
+    }
+    spans.sort_unstable();
+    let mut at = s;
+    for (a, b) in spans {
+        if a > at {
+            return false;
+        }
+        at = at.max(b);
+    }
+    at >= e
+}
+
 fn made_elsewhere(c: &Claim, ev: &Ev) -> bool {
     c.born.as_ref().is_some_and(|r| r.h.tid != ev.h.tid)
 }
