@@ -262,10 +262,11 @@ pub struct Claim {
     /// the page range of the revoke that released it: what the runtime
     /// still counted when it computed that revoke
     pub release_range: Option<(u64, u64)>,
-    /// (earliest computation, seq) of the revokes inside its range
-    /// that the model gave to another claim while it lived, the two
-    /// computed earliest: any may have been its own release (minus the
-    /// pages others covered), if none is seen
+    /// (earliest computation, seq) of the calls that may have been its
+    /// release though the model gave them to none of it (revokes inside
+    /// its range given to another claim while it lived; a registration
+    /// after which others covered all its pages, so its own revoke may
+    /// have been empty), the two computed earliest
     pub maybe_release: Vec<(f64, u64)>,
     /// the (gpus, flags) of the SET_ATTR that made it, how many SET_ATTRs
     /// of that shape registered its range while it lived (identical grants
@@ -346,6 +347,15 @@ impl CRef {
 }
 
 impl Claim {
+    /// A call (`seq`) computed at `after` at the earliest may have been
+    /// its release: kept if among the two earliest.
+    pub fn may_be_released(&mut self, after: f64, seq: u64) {
+        let m = &mut self.maybe_release;
+        m.push((after, seq));
+        m.sort_by(|x, y| x.0.total_cmp(&y.0));
+        m.truncate(2);
+    }
+
     /// Count grant `g` as another registration of the claim's range when
     /// it has the shape of the one that made it (no copy of its gpus).
     pub fn count_registration(&mut self, g: &Grant) {

@@ -610,10 +610,7 @@ fn possible_releases(
         for c in touched.iter().filter(|c| !released.contains(c)) {
             let mut b = c.m();
             if b.kind == ClaimKind::Registration && b.start <= s && e <= b.end {
-                let m = &mut b.maybe_release;
-                m.push((after, ev.h.seq));
-                m.sort_by(|x, y| x.0.total_cmp(&y.0));
-                m.truncate(2);
+                b.may_be_released(after, ev.h.seq);
             }
         }
     }
@@ -683,11 +680,7 @@ fn may_vanish(p: &mut Proc, ev: &Ev, s: u64, e: u64) {
             b.live && b.kind == ClaimKind::Registration && covered_by_others(p, &c, b.start, b.end)
         };
         if covered {
-            let mut b = c.m();
-            let m = &mut b.maybe_release;
-            m.push((t, ev.h.seq));
-            m.sort_by(|x, y| x.0.total_cmp(&y.0));
-            m.truncate(2);
+            c.m().may_be_released(t, ev.h.seq);
         }
     }
 }
