@@ -16,12 +16,13 @@ use libmimalloc_sys as mi;
 
 unsafe extern "C" {
     fn mi_option_set(option: c_int, value: c_long);
-    #[cfg(test)]
-    fn mi_option_get(option: c_int) -> c_long;
 }
 
 /// `mi_option_purge_delay` in the mimalloc v2 that libmimalloc-sys 0.1.49
 /// builds (its `mi_option_t`, counted from 0; the crate names only some).
+/// No unit test can tell one option from another (a set and a get of any
+/// index agree); the figures below (minor faults with and without) are
+/// what show this is the purge delay.
 const PURGE_DELAY: c_int = 15;
 
 /// Milliseconds mimalloc waits before giving freed pages back to the OS.
@@ -89,16 +90,6 @@ unsafe impl GlobalAlloc for MiMalloc {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `tune` sets the option it names (a wrong index would set another
-    /// option or none: mimalloc ignores an index past its last).
-    #[test]
-    fn tune_sets_the_purge_delay() {
-        unsafe {
-            tune();
-            assert_eq!(mi_option_get(PURGE_DELAY), PURGE_DELAY_MS);
-        }
-    }
 
     /// Every size and alignment up to a few pages comes back aligned,
     /// zeroed where asked, and keeps its bytes through a realloc.
