@@ -1,12 +1,12 @@
-//! `--jobs N` on one file: its lines are read in batches (chunks),
+//! `--jobs N` on one file: its lines are read in batches (chunks), and
 //! each batch's state-free parse (the dialect's pre-parse, strace's
 //! `pre_parse`: tokenizing, the syscall's normalized event) runs on one of
-//! N worker threads, and the
+//! N threads -- N - 1 workers and the parsing thread itself -- and the
 //! batches come back in order for the parser's state-dependent rest (pids,
-//! split calls, held events, frames) and the replay on this thread.
+//! split calls, held events, frames) and the replay on the parsing thread.
 //!
 //! Why this and not parsers seeded per chunk and their results stitched
-//! (the retired Python engine's way): what runs on a worker reads no
+//! (the retired Python engine's way): what the pre-parse does reads no
 //! parser state, so the result is the sequential parse whatever the cut
 //! points -- inside an `<unfinished ...>`/`resumed` pair, a multi-line
 //! record, a `#+` continuation, before a `+++`: there is nothing to stitch,
@@ -14,13 +14,24 @@
 //! stays one pass with the sequential reader, so over-long lines, the
 //! layout clean-up and what they count come out in the same order.
 //!
-//! Threads: one reads, N pre-parse, this one parses the rest and replays.
-//! Memory: at most `3 × N + 1` batches of [`BATCH_LINES`] lines in flight.
+//! Threads: the reader is a shared source, not a thread: a worker takes
+//! the next batch from it (reads it, under its lock, in file order, with
+//! its sequence number), pre-parses it and puts it in its place in the
+//! order; the parsing thread takes the batches in order and, when the next
+//! one is not ready yet, takes and pre-parses the source's next batch
+//! itself rather than wait.  On two cores, `--jobs 2` is then two threads
+//! that both stay busy (a reader thread and two workers beside the parsing
+//! thread were four threads handing each batch over twice: 20,000 context
+//! switches on a 2M-line log).
+//!
+//! Memory: at most [`IN_FLIGHT`] batches of [`BATCH_LINES`] lines taken
+//! and not yet parsed, and the batches parsed since a worker last ran.
 
 use super::InputError;
 use super::lines::CleanLines;
 use crate::events::{FileId, InputInfo, Span, Text};
-use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 
 /// Files smaller than this are parsed on one thread.
@@ -35,6 +46,8 @@ pub const MIN_BYTES: u64 = 2 << 20;
 pub const BATCH_LINES: usize = 256;
 /// Bytes of text per batch at most (a batch of long lines ends sooner).
 const BATCH_BYTES: usize = 1 << 20;
+/// Batches taken from the source and not yet handed to the parse, at most.
+pub const IN_FLIGHT: usize = 6;
 
 /// One step of the sequential reading, in file order.
 #[derive(Debug)]
@@ -52,16 +65,19 @@ pub enum Item {
     End,
 }
 
-/// A run of items and, once a worker had it, each line's pre-parse.
+/// A run of items and, once pre-parsed, each line's pre-parse.
 #[derive(Debug)]
 pub struct Batch<P> {
     pub text: String,
     pub items: Vec<Item>,
     /// per item (None: not a complete call, or not a line)
     pub pre: Vec<Option<P>>,
+    /// the worker that read and pre-parsed it (None: the parsing thread),
+    /// which frees it once parsed
+    owner: Option<usize>,
 }
 
-/// A worker's pre-parse of one batch: per item, what of each line needs no
+/// A pre-parse of one batch: per item, what of each line needs no
 /// parser state (the dialect may carry state from line to line within the
 /// batch: strace joins a resumed line with its entry there).
 pub type PreParse<P> = fn(FileId, &Batch<P>) -> Vec<Option<P>>;
@@ -86,8 +102,8 @@ pub fn add_counts(info: &mut InputInfo, d: &InputInfo) {
     info.crlf |= d.crlf;
 }
 
-/// The reading side: the sequential reader, counting into a scratch info
-/// that becomes a [`Item::Counts`] wherever it changed.
+/// The reading: the sequential reader, counting into a scratch info that
+/// becomes a [`Item::Counts`] wherever it changed.
 struct Reader {
     lines: CleanLines,
     scratch: InputInfo,
@@ -99,6 +115,8 @@ struct Reader {
     batch_lines: usize,
     /// bytes of text the last batch held
     text_size: usize,
+    /// the next batch's number
+    seq: u64,
 }
 
 impl Reader {
@@ -121,13 +139,19 @@ impl Reader {
         items.push(Item::Counts(Box::new(d)));
     }
 
-    fn batch<P>(&mut self) -> Batch<P> {
+    /// The next batch and its number; None once the end or an error was
+    /// read.
+    fn batch<P>(&mut self, owner: Option<usize>) -> Option<(u64, Batch<P>)> {
+        if self.done {
+            return None;
+        }
         let mut b = Batch {
             items: Vec::with_capacity(self.batch_lines + 2),
             // the last batch's size: growing the text from empty was a
-            // fifth of this thread's work (reallocations and copies)
+            // fifth of the reading (reallocations and copies)
             text: String::with_capacity(self.text_size),
             pre: Vec::new(),
+            owner,
         };
         while !self.done && b.items.len() < self.batch_lines && b.text.len() < BATCH_BYTES {
             let got = self.lines.next(&mut self.scratch);
@@ -152,76 +176,142 @@ impl Reader {
             b.items.push(item);
         }
         self.text_size = b.text.len().clamp(4096, BATCH_BYTES + 4096);
-        b
+        self.seq += 1;
+        Some((self.seq - 1, b))
     }
 }
 
-/// The batches of one file, read on a thread of their own, pre-parsed by
-/// worker threads, handed out in file order.
-pub struct Chunked<P> {
-    from: Vec<Receiver<Batch<P>>>,
-    /// batches the parse is done with, back to the worker that had them
-    spent: Vec<Sender<Batch<P>>>,
-    threads: Vec<JoinHandle<()>>,
-    got: usize,
-    ended: bool,
-    /// batches that went through a worker (a debug stat)
-    pub chunks: u64,
+/// What the threads share besides the reading.
+struct Order<P> {
+    /// the batches from number `got` on, in order (None: taken, not yet
+    /// pre-parsed)
+    ready: VecDeque<Option<Batch<P>>>,
+    /// the next batch the parse takes
+    got: u64,
+    /// batches taken from the source (or about to be) and not yet handed
+    /// to the parse
+    taken: usize,
+    /// per worker, the batches parsed that it is to free
+    spent: Vec<Vec<Batch<P>>>,
+    /// the source gave its last batch
+    read_all: bool,
+    /// the parsing thread waits for batch `got`
+    parse_waits: bool,
+    /// workers waiting for room
+    room_waits: usize,
+    /// the parse is gone (nobody takes batches any more)
+    gone: bool,
+    /// a worker panicked
+    failed: bool,
 }
 
-fn work<P>(
+struct Shared<P> {
+    source: Mutex<Reader>,
+    order: Mutex<Order<P>>,
+    /// batch `got` is ready (or a worker failed)
+    ready: Condvar,
+    /// room for a worker to take a batch (or the parse is gone)
+    room: Condvar,
     file: FileId,
     pre: PreParse<P>,
-    jobs: Receiver<Batch<P>>,
-    spent: Receiver<Batch<P>>,
-    done: SyncSender<Batch<P>>,
-) {
-    // a spent batch (its text, what of its pre-parse the parse left) is
-    // freed here, not on the parsing thread, whose work is the serial part
-    let free = || while spent.try_recv().is_ok() {};
-    for mut b in jobs {
-        free();
-        b.pre = pre(file, &b);
-        free();
-        if done.send(b).is_err() {
+    cap: usize,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // a panicking worker marks `failed`; what it held stays consistent
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<P> Shared<P> {
+    /// The next batch from the source, pre-parsed by the calling thread,
+    /// put in its place; false when the source had none left (the room
+    /// `taken` counted for it given back).  `taken` was counted before.
+    fn take_one(&self, owner: Option<usize>) -> bool {
+        let got = lock(&self.source).batch(owner);
+        let Some((seq, mut b)) = got else {
+            let mut o = lock(&self.order);
+            o.taken -= 1;
+            o.read_all = true;
+            return false;
+        };
+        b.pre = (self.pre)(self.file, &b);
+        let last = matches!(b.items.last(), Some(Item::End | Item::Err(_)));
+        let mut o = lock(&self.order);
+        if last {
+            o.read_all = true;
+        }
+        let at = (seq - o.got) as usize;
+        while o.ready.len() <= at {
+            o.ready.push_back(None);
+        }
+        o.ready[at] = Some(b);
+        if at == 0 && o.parse_waits {
+            self.ready.notify_one();
+        }
+        true
+    }
+}
+
+/// Marks the order failed if its worker panics (the parse then fails too,
+/// instead of waiting for a batch that never comes).
+struct FailGuard<'a, P>(&'a Shared<P>);
+
+impl<P> Drop for FailGuard<'_, P> {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            lock(&self.0.order).failed = true;
+            self.0.ready.notify_all();
+        }
+    }
+}
+
+fn work<P>(sh: Arc<Shared<P>>, me: usize) {
+    let _guard = FailGuard(&sh);
+    loop {
+        let spent = {
+            let mut o = lock(&sh.order);
+            loop {
+                if o.gone || o.read_all {
+                    return;
+                }
+                if o.taken < sh.cap {
+                    break;
+                }
+                o.room_waits += 1;
+                o = sh.room.wait(o).unwrap_or_else(|e| e.into_inner());
+                o.room_waits -= 1;
+            }
+            o.taken += 1;
+            std::mem::take(&mut o.spent[me])
+        };
+        // batches this worker made, freed here, not on the parsing thread
+        // (whose work is the serial part), and by the thread that
+        // allocated them
+        drop(spent);
+        if !sh.take_one(Some(me)) {
             return;
         }
     }
 }
 
-/// Batch k to worker k mod n; each worker's queue holds one, so the
-/// reading stays a few batches ahead of the parse.
-fn read<P>(
-    lines: Receiver<CleanLines>,
-    blank: InputInfo,
-    batch_lines: usize,
-    to: Vec<SyncSender<Batch<P>>>,
-) {
-    let Ok(lines) = lines.recv() else { return };
-    let mut r = Reader {
-        lines,
-        scratch: blank.clone(),
-        blank,
-        crlf: false,
-        mid: false,
-        done: false,
-        batch_lines,
-        text_size: 4096,
-    };
-    let mut k = 0;
-    while !r.done {
-        if to[k % to.len()].send(r.batch()).is_err() {
-            return; // the consumer is gone
-        }
-        k += 1;
-    }
+/// The batches of one file, read and pre-parsed by worker threads and the
+/// parsing thread, handed out in file order.
+pub struct Chunked<P> {
+    sh: Arc<Shared<P>>,
+    threads: Vec<JoinHandle<()>>,
+    /// parsed batches on their way back to their workers
+    spent: Vec<Batch<P>>,
+    ended: bool,
+    /// batches handed to the parse (a debug stat: how many the file was
+    /// cut into, whichever thread pre-parsed each)
+    pub chunks: u64,
 }
 
 impl<P: Send + 'static> Chunked<P> {
-    /// A reader thread and `jobs` workers over `lines` (the file `file`'s),
-    /// each worker running `pre` on the lines of its batches; the lines
-    /// back when no thread can be started (the caller then parses on its
-    /// own).
+    /// `jobs` threads over `lines` (the file `file`'s): `jobs - 1` workers
+    /// and the caller, each running `pre` on the lines of the batches it
+    /// takes; the lines back when no worker can be started (the caller
+    /// then parses on its own).
     #[allow(clippy::result_large_err)] // once per file
     pub fn new(
         lines: CleanLines,
@@ -231,53 +321,60 @@ impl<P: Send + 'static> Chunked<P> {
         batch_lines: usize,
         pre: PreParse<P>,
     ) -> Result<Self, CleanLines> {
-        let mut to = Vec::new();
-        let mut from = Vec::new();
-        let mut spent = Vec::new();
+        let blank = InputInfo::new(Text::from(path));
+        let workers = jobs.max(2) - 1;
+        let sh = Arc::new(Shared {
+            source: Mutex::new(Reader {
+                lines,
+                scratch: blank.clone(),
+                blank,
+                crlf: false,
+                mid: false,
+                done: false,
+                batch_lines: batch_lines.max(1),
+                text_size: 4096,
+                seq: 0,
+            }),
+            order: Mutex::new(Order {
+                ready: VecDeque::new(),
+                got: 0,
+                taken: 0,
+                spent: (0..workers).map(|_| Vec::new()).collect(),
+                read_all: false,
+                parse_waits: false,
+                room_waits: 0,
+                gone: false,
+                failed: false,
+            }),
+            ready: Condvar::new(),
+            room: Condvar::new(),
+            file,
+            pre,
+            cap: IN_FLIGHT,
+        });
         let mut threads = Vec::new();
-        for i in 0..jobs.max(1) {
-            let (jtx, jrx) = sync_channel(1);
-            let (dtx, drx) = sync_channel(1);
-            let (stx, srx) = channel();
+        for i in 0..workers {
+            let sh = sh.clone();
             let spawned = thread::Builder::new()
                 .name(format!("rocrtrace-parse-{i}"))
-                .spawn(move || work(file, pre, jrx, srx, dtx));
+                .spawn(move || work(sh, i));
             match spawned {
-                Ok(h) => {
-                    threads.push(h);
-                    to.push(jtx);
-                    from.push(drx);
-                    spent.push(stx);
-                }
+                Ok(h) => threads.push(h),
                 Err(_) => break,
             }
         }
-        let (ltx, lrx) = sync_channel(1);
-        let blank = InputInfo::new(Text::from(path));
-        let batch_lines = batch_lines.max(1);
-        let spawned = (!to.is_empty()).then(|| {
-            thread::Builder::new()
-                .name("rocrtrace-read".into())
-                .spawn(move || read(lrx, blank, batch_lines, to))
-        });
-        let me = Chunked {
-            from,
-            spent,
+        if threads.is_empty() {
+            let sh = Arc::into_inner(sh).expect("no worker holds it");
+            let r = sh.source.into_inner().unwrap_or_else(|e| e.into_inner());
+            return Err(r.lines);
+        }
+        Ok(Chunked {
+            sh,
             threads,
-            got: 0,
+            spent: Vec::new(),
             ended: false,
             chunks: 0,
-        };
-        match spawned {
-            // the reader is not joined: blocked on a pipe it could hold a
-            // drop up; it ends at its next hand-over once nobody takes it
-            Some(Ok(_)) => {
-                // the reader waits for its lines: it cannot be gone
-                ltx.send(lines).expect("the reader thread runs");
-                Ok(me)
-            }
-            _ => Err(lines),
-        }
+        })
     }
 
     /// The next batch in file order, its lines pre-parsed; None after the
@@ -286,32 +383,66 @@ impl<P: Send + 'static> Chunked<P> {
         if self.ended {
             return None;
         }
-        let n = self.from.len();
-        let b = self.from[self.got % n]
-            .recv()
-            .expect("a parse thread failed");
-        self.got += 1;
+        let sh = &*self.sh;
+        let mut o = lock(&sh.order);
+        for b in self.spent.drain(..) {
+            let w = b.owner.expect("a worker's batch");
+            o.spent[w].push(b);
+        }
+        let b = loop {
+            assert!(!o.failed, "a parse thread failed");
+            if let Some(Some(_)) = o.ready.front() {
+                break o.ready.pop_front().flatten().expect("ready");
+            }
+            if !o.read_all && o.taken < sh.cap {
+                // rather than wait: this thread pre-parses the next batch
+                o.taken += 1;
+                drop(o);
+                sh.take_one(None);
+                o = lock(&sh.order);
+                continue;
+            }
+            o.parse_waits = true;
+            o = sh.ready.wait(o).unwrap_or_else(|e| e.into_inner());
+            o.parse_waits = false;
+        };
+        o.got += 1;
+        o.taken -= 1;
+        // a waiting worker is woken once half the room is free, not for
+        // each batch
+        if o.room_waits > 0 && o.taken <= sh.cap / 2 {
+            sh.room.notify_all();
+        }
+        drop(o);
         self.chunks += 1;
         self.ended = matches!(b.items.last(), Some(Item::End | Item::Err(_)));
         Some(b)
     }
 
     /// Hand back the batch [`Chunked::next_batch`] gave last, once parsed:
-    /// the worker that pre-parsed it frees it (a worker gone: freed here).
+    /// the thread that made it frees it.
     pub fn recycle(&mut self, b: Batch<P>) {
-        let n = self.spent.len();
-        let _ = self.spent[(self.got + n - 1) % n].send(b);
+        if b.owner.is_some() {
+            self.spent.push(b);
+        }
     }
 }
 
 impl<P> Drop for Chunked<P> {
     fn drop(&mut self) {
-        // nobody takes results: the workers end, then the reader
-        self.from.clear();
-        self.spent.clear();
-        // (the workers only: see new)
-        for h in self.threads.drain(..) {
-            let _ = h.join();
+        // nobody takes results: the workers end at their next batch
+        let read_all = {
+            let mut o = lock(&self.sh.order);
+            o.gone = true;
+            o.read_all
+        };
+        self.sh.room.notify_all();
+        if read_all {
+            for h in self.threads.drain(..) {
+                let _ = h.join();
+            }
         }
+        // else not joined: one may be blocked on a pipe that holds the
+        // drop up; it ends once its read returns
     }
 }
