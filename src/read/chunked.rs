@@ -446,3 +446,230 @@ impl<P> Drop for Chunked<P> {
         // drop up; it ends once its read returns
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::layout::Layout;
+    use std::io::Read;
+    use std::time::Duration;
+
+    /// (line number, whether a worker pre-parsed it)
+    type Tag = (u64, bool);
+
+    fn on_worker() -> bool {
+        thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("rocrtrace-parse"))
+    }
+
+    fn tags(b: &Batch<Tag>) -> Vec<Option<Tag>> {
+        let w = on_worker();
+        b.items
+            .iter()
+            .map(|it| match *it {
+                Item::Line(n, ..) => Some((n, w)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn pre_plain(_: FileId, b: &Batch<Tag>) -> Vec<Option<Tag>> {
+        tags(b)
+    }
+
+    /// A worker that is slow: the parsing thread pre-parses most batches.
+    fn pre_slow_worker(_: FileId, b: &Batch<Tag>) -> Vec<Option<Tag>> {
+        if on_worker() {
+            thread::sleep(Duration::from_millis(2));
+        }
+        tags(b)
+    }
+
+    /// A reader that fails after `ok` bytes (a disk error, a broken
+    /// stream), giving at most 100 bytes a read.
+    struct Failing {
+        data: Vec<u8>,
+        at: usize,
+        ok: usize,
+    }
+
+    impl Read for Failing {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.at >= self.ok {
+                return Err(std::io::Error::other("the disk is gone"));
+            }
+            let n = buf.len().min(100).min(self.ok - self.at);
+            buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    fn text(n: usize) -> Vec<u8> {
+        let mut s = String::new();
+        for i in 1..=n {
+            if i % 97 == 0 {
+                s.push_str(&"x".repeat(300)); // over max_line
+            } else {
+                s.push_str(&format!("line {i}"));
+            }
+            s.push('\n');
+        }
+        s.into_bytes()
+    }
+
+    fn lines_of(r: Box<dyn Read + Send>) -> CleanLines {
+        CleanLines::new(r, "t.log", Layout::default(), 200, 4096)
+    }
+
+    /// What the sequential reader gives: (line number, text) and None for
+    /// an over-long line, then the error if any.
+    fn sequential(r: Box<dyn Read + Send>) -> (Vec<Option<(u64, String)>>, Option<String>) {
+        let mut cl = lines_of(r);
+        let mut info = InputInfo::new(Text::from("t.log"));
+        let mut out = Vec::new();
+        loop {
+            match cl.next(&mut info) {
+                Ok(Some((n, Some(t)))) => out.push(Some((n, t.into_owned()))),
+                Ok(Some((_, None))) => out.push(None),
+                Ok(None) => return (out, None),
+                Err(e) => return (out, Some(format!("{e:?}"))),
+            }
+        }
+    }
+
+    /// Every batch through `Chunked`, in the order it hands them out:
+    /// (the items as [`sequential`] gives them, the error, batches, batches
+    /// a worker pre-parsed, batches the parsing thread did).
+    fn chunked(
+        r: Box<dyn Read + Send>,
+        jobs: usize,
+        batch: usize,
+        pre: PreParse<Tag>,
+        slow_parse: bool,
+    ) -> (
+        Vec<Option<(u64, String)>>,
+        Option<String>,
+        u64,
+        usize,
+        usize,
+    ) {
+        let mut c = Chunked::new(lines_of(r), "t.log", FileId(0), jobs, batch, pre)
+            .unwrap_or_else(|_| panic!("threads start"));
+        let (mut out, mut err, mut by_worker, mut by_me) = (Vec::new(), None, 0, 0);
+        let mut batches = 0;
+        while let Some(b) = c.next_batch() {
+            batches += 1;
+            assert_eq!(b.pre.len(), b.items.len());
+            let mut worker = None;
+            for (it, p) in b.items.iter().zip(&b.pre) {
+                match *it {
+                    Item::Line(n, s, e, _) => {
+                        let &(pn, w) = p.as_ref().expect("each line pre-parsed");
+                        assert_eq!(pn, n, "the pre-parse of its own line");
+                        assert!(worker.is_none_or(|x| x == w), "one thread a batch");
+                        worker = Some(w);
+                        out.push(Some((n, b.line(s, e).to_string())));
+                    }
+                    Item::Long => out.push(None),
+                    Item::Err(ref e) => err = Some(format!("{e:?}")),
+                    Item::Counts(_) | Item::End => {}
+                }
+            }
+            match worker {
+                Some(true) => by_worker += 1,
+                Some(false) => by_me += 1,
+                None => {}
+            }
+            if slow_parse {
+                thread::sleep(Duration::from_millis(1));
+            }
+            c.recycle(b);
+        }
+        assert!(c.next_batch().is_none(), "nothing after the end");
+        assert_eq!(c.chunks, batches);
+        (out, err, c.chunks, by_worker, by_me)
+    }
+
+    #[test]
+    fn batches_come_in_file_order_whoever_pre_parses_them() {
+        let data = text(3000);
+        let (want, no_err) = sequential(Box::new(std::io::Cursor::new(data.clone())));
+        assert!(no_err.is_none() && want.len() == 3000);
+        for (jobs, batch) in [(2, 1), (2, 7), (3, 7), (2, 256), (4, 3)] {
+            for (pre, slow_parse) in [
+                (pre_plain as PreParse<Tag>, false),
+                (pre_slow_worker, false),
+                (pre_plain, true),
+            ] {
+                let r = Box::new(std::io::Cursor::new(data.clone()));
+                let (got, err, chunks, by_worker, by_me) = chunked(r, jobs, batch, pre, slow_parse);
+                assert!(err.is_none());
+                assert_eq!(got, want, "jobs {jobs}, batches of {batch}");
+                // (an over-long line is two items: its counts, then it)
+                let n = 3000u64.div_ceil(batch as u64);
+                assert!(
+                    chunks >= n && chunks <= (3000 + 2 * 30 + 1),
+                    "{chunks} of {batch}"
+                );
+                if batch == 7 && jobs == 2 {
+                    // a slow worker: the parsing thread does most; a slow
+                    // parse: the worker does most
+                    if pre == pre_slow_worker as PreParse<Tag> {
+                        assert!(by_me > by_worker, "{by_me} {by_worker}");
+                    } else if slow_parse {
+                        assert!(by_worker > by_me, "{by_me} {by_worker}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_read_error_mid_file_ends_the_batches_after_the_lines_before_it() {
+        let data = text(2000);
+        for ok in [0, 1, 5000, 12_345] {
+            let r = || {
+                Box::new(Failing {
+                    data: data.clone(),
+                    at: 0,
+                    ok,
+                })
+            };
+            let (want, want_err) = sequential(r());
+            assert!(want_err.is_some());
+            for (jobs, batch) in [(2, 1), (3, 50)] {
+                for pre in [pre_plain as PreParse<Tag>, pre_slow_worker] {
+                    let (got, err, ..) = chunked(r(), jobs, batch, pre, false);
+                    assert_eq!((&got, &err), (&want, &want_err), "{ok} {jobs} {batch}");
+                }
+            }
+        }
+    }
+
+    /// The parse stops early (an error of its own, a consumer gone): the
+    /// drop neither hangs nor leaves a worker waiting.
+    #[test]
+    fn an_early_drop_ends_the_workers() {
+        let data = text(20_000);
+        for jobs in [2, 3] {
+            let r = Box::new(std::io::Cursor::new(data.clone()));
+            let mut c = Chunked::new(lines_of(r), "t.log", FileId(0), jobs, 5, pre_plain)
+                .unwrap_or_else(|_| panic!("threads start"));
+            let b = c.next_batch().expect("a batch");
+            c.recycle(b);
+            // wait until the workers filled the room and sleep
+            thread::sleep(Duration::from_millis(20));
+            let sh = Arc::downgrade(&c.sh);
+            drop(c);
+            for _ in 0..200 {
+                if sh.strong_count() == 0 {
+                    break;
+                }
+                thread::sleep(Duration::from_millis(5));
+            }
+            assert_eq!(sh.strong_count(), 0, "a worker still runs");
+        }
+    }
+}
