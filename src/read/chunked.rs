@@ -539,6 +539,14 @@ mod tests {
         }
     }
 
+    type Handed = (
+        Vec<Option<(u64, String)>>,
+        Option<String>,
+        u64,
+        usize,
+        usize,
+    );
+
     /// Every batch through `Chunked`, in the order it hands them out:
     /// (the items as [`sequential`] gives them, the error, batches, batches
     /// a worker pre-parsed, batches the parsing thread did).
@@ -548,13 +556,7 @@ mod tests {
         batch: usize,
         pre: PreParse<Tag>,
         slow_parse: bool,
-    ) -> (
-        Vec<Option<(u64, String)>>,
-        Option<String>,
-        u64,
-        usize,
-        usize,
-    ) {
+    ) -> Handed {
         let mut c = Chunked::new(lines_of(r), "t.log", FileId(0), jobs, batch, pre)
             .unwrap_or_else(|_| panic!("threads start"));
         let (mut out, mut err, mut by_worker, mut by_me) = (Vec::new(), None, 0, 0);
@@ -598,11 +600,12 @@ mod tests {
         let (want, no_err) = sequential(Box::new(std::io::Cursor::new(data.clone())));
         assert!(no_err.is_none() && want.len() == 3000);
         for (jobs, batch) in [(2, 1), (2, 7), (3, 7), (2, 256), (4, 3)] {
-            for (pre, slow_parse) in [
-                (pre_plain as PreParse<Tag>, false),
-                (pre_slow_worker, false),
-                (pre_plain, true),
-            ] {
+            for (slow_worker, slow_parse) in [(false, false), (true, false), (false, true)] {
+                let pre: PreParse<Tag> = if slow_worker {
+                    pre_slow_worker
+                } else {
+                    pre_plain
+                };
                 let r = Box::new(std::io::Cursor::new(data.clone()));
                 let (got, err, chunks, by_worker, by_me) = chunked(r, jobs, batch, pre, slow_parse);
                 assert!(err.is_none());
@@ -616,7 +619,7 @@ mod tests {
                 if batch == 7 && jobs == 2 {
                     // a slow worker: the parsing thread does most; a slow
                     // parse: the worker does most
-                    if pre == pre_slow_worker as PreParse<Tag> {
+                    if slow_worker {
                         assert!(by_me > by_worker, "{by_me} {by_worker}");
                     } else if slow_parse {
                         assert!(by_worker > by_me, "{by_me} {by_worker}");
