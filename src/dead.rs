@@ -10,6 +10,7 @@
 use crate::events::Event;
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// An event no one else holds, on its way to the thread that frees it.
 pub struct Dead(#[allow(dead_code)] Rc<Event>);
@@ -19,6 +20,10 @@ pub struct Dead(#[allow(dead_code)] Rc<Event>);
 // to another thread moves the whole ownership, as moving a Box<Event>
 // would (events::Lone's argument); Event itself is Send.
 unsafe impl Send for Dead {}
+
+/// Threads collecting (a load of it is all a bury costs a run without
+/// --jobs, instead of a thread-local's lookup).
+static COLLECTING: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
     /// The events buried on this thread while a chunked parse runs on it
@@ -31,9 +36,12 @@ thread_local! {
 /// elsewhere.
 #[inline]
 pub fn bury(ev: Rc<Event>) {
-    if Rc::strong_count(&ev) == 1 && Rc::weak_count(&ev) == 0 {
+    if COLLECTING.load(Ordering::Relaxed) > 0
+        && Rc::strong_count(&ev) == 1
+        && Rc::weak_count(&ev) == 0
+    {
         last(ev)
-    } // else a count decremented
+    } // else a count decremented, or a plain drop
 }
 
 #[inline(never)]
@@ -58,9 +66,16 @@ pub fn bury_opt(ev: Option<Rc<Event>>) {
 pub fn collect(on: bool) -> bool {
     DEAD.with_borrow_mut(|d| {
         if on {
-            d.is_none() && d.replace(Vec::new()).is_none()
+            let start = d.is_none();
+            if start {
+                *d = Some(Vec::new());
+                COLLECTING.fetch_add(1, Ordering::Relaxed);
+            }
+            start
         } else {
-            d.take();
+            if d.take().is_some() {
+                COLLECTING.fetch_sub(1, Ordering::Relaxed);
+            }
             false
         }
     })

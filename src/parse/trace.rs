@@ -448,12 +448,7 @@ fn with_seq(
         }
         Some(match r {
             Ok(mut ev) => {
-                // the stream's events are the parser's alone here: no
-                // make_mut (a call, and a clone path) for each
-                match Rc::get_mut(&mut ev) {
-                    Some(e) => e.h.seq = seq,
-                    None => own(&mut ev).h.seq = seq,
-                }
+                own(&mut ev).h.seq = seq;
                 seq += 1;
                 Ok(ev)
             }
