@@ -251,7 +251,13 @@ impl Iterator for FileEvents {
                 Ok(Some((lineno, Some(line), at))) => {
                     self.parser.at(at);
                     self.parser.feed(lineno, &line, &mut self.buf);
-                    self.take_buf();
+                    // the usual line makes one event or none: it goes out
+                    // as it is (`out` is empty here), without the trade
+                    match self.buf.len() {
+                        0 => {}
+                        1 => return self.buf.pop().map(Ok),
+                        _ => self.take_buf(),
+                    }
                 }
                 Ok(None) => {
                     self.parser.finish(&mut self.buf);
