@@ -11,7 +11,6 @@
 //! both agreed on.
 
 pub mod analyze;
-pub mod dead;
 pub mod events;
 pub mod findings;
 pub mod kfd;

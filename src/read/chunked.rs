@@ -29,7 +29,6 @@
 
 use super::InputError;
 use super::lines::CleanLines;
-use crate::dead::{self, Dead};
 use crate::events::{FileId, InputInfo, Span, Text};
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -194,10 +193,6 @@ struct Order<P> {
     taken: usize,
     /// per worker, the batches parsed that it is to free
     spent: Vec<Vec<Batch<P>>>,
-    /// per worker, the events the parse is done with that it is to free
-    dead: Vec<Vec<Dead>>,
-    /// the worker the next dead events go to
-    next_dead: usize,
     /// the source gave its last batch
     read_all: bool,
     /// the parsing thread waits for batch `got`
@@ -287,14 +282,11 @@ fn work<P>(sh: Arc<Shared<P>>, me: usize) {
                 o.room_waits -= 1;
             }
             o.taken += 1;
-            (
-                std::mem::take(&mut o.spent[me]),
-                std::mem::take(&mut o.dead[me]),
-            )
+            std::mem::take(&mut o.spent[me])
         };
         // batches this worker made, freed here, not on the parsing thread
         // (whose work is the serial part), and by the thread that
-        // allocated them; events the parse is done with
+        // allocated them
         drop(spent);
         if !sh.take_one(Some(me)) {
             return;
@@ -309,8 +301,6 @@ pub struct Chunked<P> {
     threads: Vec<JoinHandle<()>>,
     /// parsed batches on their way back to their workers
     spent: Vec<Batch<P>>,
-    /// this one collects the events buried on its thread ([`dead`])
-    buries: bool,
     ended: bool,
     /// batches handed to the parse (a debug stat: how many the file was
     /// cut into, whichever thread pre-parsed each)
@@ -350,8 +340,6 @@ impl<P: Send + 'static> Chunked<P> {
                 got: 0,
                 taken: 0,
                 spent: (0..workers).map(|_| Vec::new()).collect(),
-                dead: (0..workers).map(|_| Vec::new()).collect(),
-                next_dead: 0,
                 read_all: false,
                 parse_waits: false,
                 room_waits: 0,
@@ -380,13 +368,10 @@ impl<P: Send + 'static> Chunked<P> {
             let r = sh.source.into_inner().unwrap_or_else(|e| e.into_inner());
             return Err(r.lines);
         }
-        // the events this thread buries from now on go to the workers
-        let buries = dead::collect(true);
         Ok(Chunked {
             sh,
             threads,
             spent: Vec::new(),
-            buries,
             ended: false,
             chunks: 0,
         })
@@ -403,18 +388,6 @@ impl<P: Send + 'static> Chunked<P> {
         for b in self.spent.drain(..) {
             let w = b.owner.expect("a worker's batch");
             o.spent[w].push(b);
-        }
-        if self.buries {
-            let w = o.next_dead;
-            let dead = dead::take();
-            if !dead.is_empty() {
-                if o.dead[w].is_empty() {
-                    o.dead[w] = dead;
-                } else {
-                    o.dead[w].extend(dead);
-                }
-                o.next_dead = (w + 1) % o.dead.len();
-            }
         }
         let b = loop {
             assert!(!o.failed, "a parse thread failed");
@@ -457,10 +430,6 @@ impl<P: Send + 'static> Chunked<P> {
 
 impl<P> Drop for Chunked<P> {
     fn drop(&mut self) {
-        if self.buries {
-            // what is buried from now on is freed where it is dropped
-            dead::collect(false);
-        }
         // nobody takes results: the workers end at their next batch
         let read_all = {
             let mut o = lock(&self.sh.order);

@@ -273,7 +273,7 @@ impl Out {
     ) {
         let allocs = p.allocs();
         let count = |s: &mut Slot, role: Option<String>| {
-            crate::dead::bury_opt(s.last_use.replace(ev.clone()));
+            s.last_use = Some(ev.clone());
             s.uses += 1;
             s.allocs_at_use = allocs;
             if let Some(r) = role {
@@ -303,7 +303,7 @@ impl Out {
             // close released the number (a read on a fd being closed
             // completes): proof the fd was open when it began, not now.
             let mut c = c.borrow_mut();
-            crate::dead::bury_opt(c.slot.last_use.replace(ev.clone()));
+            c.slot.last_use = Some(ev.clone());
             c.slot.uses += 1;
             let name = call_name(ev).to_owned();
             self.hist(Some(t), ev, p.pid, fd, || {

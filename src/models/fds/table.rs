@@ -206,11 +206,12 @@ impl Slot {
     }
 
     pub(super) fn copy(&self, origin: Option<&Name>) -> Slot {
-        let mut s = self.clone();
-        s.origin = origin.cloned().unwrap_or_else(|| self.origin.clone());
-        s.prev = None;
-        s.racing = None;
-        s
+        Slot {
+            origin: origin.cloned().unwrap_or_else(|| self.origin.clone()),
+            prev: None,
+            racing: None,
+            ..self.clone()
+        }
     }
 }
 
@@ -241,17 +242,6 @@ impl Release {
     }
 }
 
-/// A slot's events (and a closed one's close) are freed on a worker under
-/// --jobs ([`crate::dead`]).
-impl Drop for Slot {
-    fn drop(&mut self) {
-        crate::dead::bury_opt(self.creator.take());
-        crate::dead::bury_opt(self.root.take());
-        crate::dead::bury_opt(self.last_use.take());
-        crate::dead::bury_opt(self.racing.take());
-    }
-}
-
 #[derive(Debug)]
 pub struct Closed {
     pub slot: Box<Slot>,
@@ -261,12 +251,6 @@ pub struct Closed {
     pub flagged: bool,
     pub image: u64,
     pub pid: Pid,
-}
-
-impl Drop for Closed {
-    fn drop(&mut self) {
-        crate::dead::bury_opt(self.event.take());
-    }
 }
 
 pub(super) type ClosedRef = Rc<RefCell<Closed>>;

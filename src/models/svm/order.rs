@@ -202,7 +202,6 @@ impl SvmModel {
             }
             let p = self.pending.pop().expect("peeked");
             self.replay(&p.ev);
-            crate::dead::bury(p.ev);
         }
     }
 
