@@ -93,7 +93,8 @@ pub struct TraceOut {
     pub table: Option<EventTable>,
     pub fds: FdModel,
     pub svm: SvmModel,
-    /// chunks --jobs parsed on other threads (a debug stat)
+    /// chunks --jobs cut the file into (a debug stat; each pre-parsed on a
+    /// worker, or on the parsing thread when the next was not ready)
     pub chunks: u64,
     /// the inputs as evidence is read back from them (by FileId)
     pub origins: Vec<Origin>,

@@ -286,7 +286,7 @@ pub struct Trace<D: Dialects> {
     pub batch_lines: usize,
     /// smaller plain files are not chunked
     pub min_bytes: u64,
-    /// chunks that went through the threads
+    /// chunks --jobs cut its file into (whichever thread pre-parsed each)
     pub chunks: Rc<Cell<u64>>,
     /// events keep their text even where it can be read back (a consumer
     /// of every event's text: the perfetto report's calls)
