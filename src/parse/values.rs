@@ -632,8 +632,52 @@ fn int_value(v: i128, text: &[u8]) -> Value {
     Value::int(v).unwrap_or_else(|| Value::Raw(Text::from(text)))
 }
 
+/// The value of the usual number token, read straight off: `0x` and 1 to
+/// 15 hex digits, or 1 to 18 decimal digits without a leading zero (`0`
+/// alone too), and nothing else, not even whitespace.  What [`value`]
+/// makes of such a token by its longer way (no name, no comment, no
+/// bracket, no string: [`parse_int`]'s short form, a value an i64 holds),
+/// so `None` for any other token, which takes that way.  (An intent
+/// call's addresses and sizes are such tokens, and the longer way cost
+/// some 500 instructions each.)
+fn plain_int(tok: &[u8]) -> Option<Value> {
+    let v = match tok {
+        [b'0', b'x', d @ ..] if (1..=15).contains(&d.len()) => {
+            let mut v: u64 = 0;
+            for &c in d {
+                let x = match c {
+                    b'0'..=b'9' => c - b'0',
+                    b'a'..=b'f' => c - b'a' + 10,
+                    b'A'..=b'F' => c - b'A' + 10,
+                    _ => return None,
+                };
+                v = v << 4 | u64::from(x);
+            }
+            v
+        }
+        [b'0'] => 0,
+        [b'1'..=b'9', ..] if tok.len() <= 18 => {
+            let mut v: u64 = 0;
+            for &c in tok {
+                let x = c.wrapping_sub(b'0');
+                if x > 9 {
+                    return None;
+                }
+                v = v * 10 + u64::from(x);
+            }
+            v
+        }
+        _ => return None,
+    };
+    // (below 2^60: an i64)
+    Some(Value::Int(v as i64))
+}
+
 /// The value of an argument token (no name table: every caller passes none).
 pub fn parse_value(tok: &[u8]) -> Value {
+    if let Some(v) = plain_int(tok) {
+        return v;
+    }
     if tok.len() > 4 * MAX_NESTING as usize && too_deep(tok) {
         return Value::Raw(Text::from(strip(tok)));
     }
@@ -814,6 +858,14 @@ fn bare_name(tok: &[u8]) -> Value {
 /// The value of `tok` at nesting `depth`.
 fn value(tok: &[u8], depth: isize) -> Value {
     let tok = strip(tok);
+    if let Some(v) = plain_int(tok) {
+        return v;
+    }
+    value_long(tok, depth)
+}
+
+/// [`value`] of a stripped token the long way.
+fn value_long(tok: &[u8], depth: isize) -> Value {
     if tok.is_empty() {
         return Value::Raw(Text::default());
     }

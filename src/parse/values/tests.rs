@@ -191,3 +191,83 @@ fn futex_op_shifts() {
     assert_eq!(parse_flags(op, None), None); // names it does not know
     assert_eq!(parse_flags(b"1<<200", None), None);
 }
+
+/// Tokens around the edges of [`plain_int`]'s shape: every width of hex and
+/// decimal digits up to past its limits, leading zeros, signs, cases,
+/// whitespace, a comment, a name, a decoration.
+fn number_like_tokens() -> Vec<String> {
+    let mut toks: Vec<String> = [
+        "",
+        "0",
+        "00",
+        "0x",
+        "0X1",
+        "x1",
+        "-0",
+        "-1",
+        "+1",
+        " 1",
+        "1 ",
+        "0755",
+        "0x0",
+        "0xg",
+        "0x1g",
+        "1a",
+        "NULL",
+        "3</dev/kfd>",
+        "1 /* one */",
+        "0x1 /* x */",
+        "1<<16",
+        "[1]",
+        "{a=1}",
+        "\"1\"",
+        "9223372036854775807",
+        "18446744073709551615",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for n in 1..=20 {
+        toks.push(format!("0x{}", "f".repeat(n)));
+        toks.push(format!("0x{}", "A".repeat(n)));
+        toks.push(format!("0x{}", "1".repeat(n)));
+        toks.push("9".repeat(n));
+        toks.push(format!("1{}", "0".repeat(n)));
+        toks.push(format!("-{}", "7".repeat(n)));
+        toks.push(format!("0{}", "1".repeat(n)));
+    }
+    toks
+}
+
+#[test]
+fn plain_int_is_the_long_way() {
+    // where the short reading answers, the long one answers the same, and
+    // it answers for the usual numbers
+    for t in number_like_tokens() {
+        let b = t.as_bytes();
+        if let Some(v) = plain_int(b) {
+            assert_eq!(v, value_long(strip(b), 0), "{t:?}");
+            assert_eq!(v, parse(b, 0), "{t:?}");
+        }
+    }
+    for t in [
+        "0",
+        "1",
+        "4096",
+        "0x7f3a005c6010",
+        "0xFFFF",
+        "999999999999999999",
+    ] {
+        assert!(plain_int(t.as_bytes()).is_some(), "{t:?}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..Default::default() })]
+    #[test]
+    fn plain_int_agrees(t in "(0x)?[0-9a-fA-Fx -]{0,20}") {
+        if let Some(v) = plain_int(t.as_bytes()) {
+            proptest::prop_assert_eq!(v, value_long(strip(t.as_bytes()), 0));
+        }
+    }
+}
