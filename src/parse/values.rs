@@ -673,9 +673,30 @@ fn plain_int(tok: &[u8]) -> Option<Value> {
     Some(Value::Int(v as i64))
 }
 
+/// The value of `[N, N, ...]` (at least one N, each a [`plain_int`] token,
+/// `, ` between them and nothing else): the list of their values, as the
+/// general way reads it; `None` for any other token.  (An intent call's
+/// agent and out-pointer lists are such tokens: `[0x5612a0]`.)
+fn plain_list(tok: &[u8]) -> Option<Value> {
+    let inner = tok.strip_prefix(b"[")?.strip_suffix(b"]")?;
+    let mut out = Vec::with_capacity(1);
+    let mut rest = inner;
+    loop {
+        let (item, more) = match memchr(b',', rest) {
+            Some(k) => (&rest[..k], Some(rest[k + 1..].strip_prefix(b" ")?)),
+            None => (rest, None),
+        };
+        out.push(plain_int(item)?);
+        match more {
+            Some(m) => rest = m,
+            None => return Some(Value::List(out)),
+        }
+    }
+}
+
 /// The value of an argument token (no name table: every caller passes none).
 pub fn parse_value(tok: &[u8]) -> Value {
-    if let Some(v) = plain_int(tok) {
+    if let Some(v) = plain_int(tok).or_else(|| plain_list(tok)) {
         return v;
     }
     if tok.len() > 4 * MAX_NESTING as usize && too_deep(tok) {

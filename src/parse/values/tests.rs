@@ -262,12 +262,67 @@ fn plain_int_is_the_long_way() {
     }
 }
 
+#[test]
+fn plain_list_is_the_general_way() {
+    let mut toks: Vec<String> = [
+        "[]",
+        "[ ]",
+        "[0x1]",
+        "[0x5612a0]",
+        "[1, 2]",
+        "[1,2]",
+        "[1,  2]",
+        "[1, 2,]",
+        "[, 1]",
+        "[1, ...]",
+        "[...]",
+        "[ 1]",
+        "[1 ]",
+        "[[1]]",
+        "[1] ",
+        " [1]",
+        "[0x1, 0755]",
+        "[NULL]",
+        "[3</dev/kfd>]",
+        "[1 /* x */]",
+        "[-1]",
+        "[1, -2]",
+        "{1}",
+        "[1}",
+        "[1, [2]]",
+        "[1<<2]",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for t in number_like_tokens() {
+        toks.push(format!("[{t}]"));
+        toks.push(format!("[{t}, 0x1]"));
+        toks.push(format!("[1, {t}]"));
+    }
+    for t in toks {
+        if let Some(v) = plain_list(t.as_bytes()) {
+            assert_eq!(v, parse(t.as_bytes(), 0), "{t:?}");
+            assert_eq!(v, quick::quick(t.as_bytes()).unwrap(), "{t:?}");
+        }
+    }
+    assert!(plain_list(b"[0x5612a0]").is_some());
+    assert!(plain_list(b"[1, 0x2, 3]").is_some());
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..Default::default() })]
     #[test]
     fn plain_int_agrees(t in "(0x)?[0-9a-fA-Fx -]{0,20}") {
         if let Some(v) = plain_int(t.as_bytes()) {
             proptest::prop_assert_eq!(v, value_long(strip(t.as_bytes()), 0));
+        }
+    }
+
+    #[test]
+    fn plain_list_agrees(t in r"\[((0x)?[0-9a-fA-F]{0,17}[, ]{0,3}){0,4}\]") {
+        if let Some(v) = plain_list(t.as_bytes()) {
+            proptest::prop_assert_eq!(v, parse(t.as_bytes(), 0));
         }
     }
 }
