@@ -347,6 +347,14 @@ pub fn decoration_path(inner: &[u8]) -> Vec<u8> {
 /// Python's `int(text, 0)`: sign, whitespace, `0x`/`0o`/`0b`, underscores
 /// between digits, no leading zero in a decimal other than zeros.
 pub fn int0(text: &[u8]) -> Option<i128> {
+    if let Some(v) = plain_signed(text) {
+        return Some(v);
+    }
+    int0_long(text)
+}
+
+/// [`int0`] of any text.
+fn int0_long(text: &[u8]) -> Option<i128> {
     let t = strip(text);
     let (neg, t) = match t.first() {
         Some(b'-') => (true, &t[1..]),
@@ -447,6 +455,14 @@ pub fn strip_name(arg: &[u8]) -> (Option<&[u8]>, &[u8]) {
 /// Decimal, `0x` hex, `0644` octal (`-` allowed).
 /// None also for numbers past i128.
 pub fn parse_int(tok: &[u8]) -> Option<i128> {
+    if let Some(v) = plain_signed(tok) {
+        return Some(v);
+    }
+    parse_int_long(tok)
+}
+
+/// [`parse_int`] of any token.
+fn parse_int_long(tok: &[u8]) -> Option<i128> {
     let tok = strip(tok);
     if tok.is_empty() {
         return None;
@@ -641,21 +657,29 @@ fn int_value(v: i128, text: &[u8]) -> Value {
 /// call's addresses and sizes are such tokens, and the longer way cost
 /// some 500 instructions each.)
 fn plain_int(tok: &[u8]) -> Option<Value> {
-    let v = match tok {
+    // (below 2^60: an i64)
+    plain_u64(tok).map(|v| Value::Int(v as i64))
+}
+
+/// The value of the usual number token: `0x` and 1 to 15 hex digits, or 1
+/// to 18 decimal digits without a leading zero (`0` alone too), and
+/// nothing else; `None` for any other token.  Every reader of numbers here
+/// ([`parse_int`], [`int0`], [`value`]) reads such a token as this value
+/// (the tests compare them), and tries this first.
+pub fn plain_u64(tok: &[u8]) -> Option<u64> {
+    match tok {
         [b'0', b'x', d @ ..] if (1..=15).contains(&d.len()) => {
             let mut v: u64 = 0;
             for &c in d {
-                let x = match c {
-                    b'0'..=b'9' => c - b'0',
-                    b'a'..=b'f' => c - b'a' + 10,
-                    b'A'..=b'F' => c - b'A' + 10,
-                    _ => return None,
-                };
+                let x = HEX_DIGIT[c as usize];
+                if x > 15 {
+                    return None;
+                }
                 v = v << 4 | u64::from(x);
             }
-            v
+            Some(v)
         }
-        [b'0'] => 0,
+        [b'0'] => Some(0),
         [b'1'..=b'9', ..] if tok.len() <= 18 => {
             let mut v: u64 = 0;
             for &c in tok {
@@ -665,12 +689,35 @@ fn plain_int(tok: &[u8]) -> Option<Value> {
                 }
                 v = v * 10 + u64::from(x);
             }
-            v
+            Some(v)
         }
-        _ => return None,
-    };
-    // (below 2^60: an i64)
-    Some(Value::Int(v as i64))
+        _ => None,
+    }
+}
+
+/// A byte's value as a hex digit, 0xFF for no digit.
+const HEX_DIGIT: [u8; 256] = {
+    let mut t = [0xFF; 256];
+    let mut c = 0;
+    while c < 10 {
+        t[b'0' as usize + c] = c as u8;
+        c += 1;
+    }
+    let mut c = 0;
+    while c < 6 {
+        t[b'a' as usize + c] = 10 + c as u8;
+        t[b'A' as usize + c] = 10 + c as u8;
+        c += 1;
+    }
+    t
+};
+
+/// [`plain_u64`] after an optional `-`, signed.
+fn plain_signed(tok: &[u8]) -> Option<i128> {
+    match tok {
+        [b'-', t @ ..] => plain_u64(t).map(|v| -i128::from(v)),
+        t => plain_u64(t).map(i128::from),
+    }
 }
 
 /// The value of `[N, N, ...]` (at least one N, each a [`plain_int`] token,

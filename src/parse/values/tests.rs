@@ -310,6 +310,23 @@ fn plain_list_is_the_general_way() {
     assert!(plain_list(b"[1, 0x2, 3]").is_some());
 }
 
+#[test]
+fn plain_numbers_are_every_readers() {
+    // parse_int and int0 answer as their long ways where the usual number
+    // (signed or not) answers, and a value reads it as parse_int does
+    for t in number_like_tokens() {
+        let b = t.as_bytes();
+        if let Some(v) = plain_signed(b) {
+            assert_eq!(Some(v), parse_int_long(b), "{t:?}");
+            assert_eq!(Some(v), int0_long(b), "{t:?}");
+        }
+        assert_eq!(parse_int(b), parse_int_long(b), "{t:?}");
+        assert_eq!(int0(b), int0_long(b), "{t:?}");
+    }
+    assert_eq!(plain_signed(b"-1"), Some(-1));
+    assert_eq!(plain_signed(b"-0x10"), Some(-16));
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..Default::default() })]
     #[test]
@@ -317,6 +334,13 @@ proptest::proptest! {
         if let Some(v) = plain_int(t.as_bytes()) {
             proptest::prop_assert_eq!(v, value_long(strip(t.as_bytes()), 0));
         }
+    }
+
+    #[test]
+    fn plain_signed_agrees(t in "-?(0x)?[0-9a-fA-Fx_ +-]{0,20}") {
+        let b = t.as_bytes();
+        proptest::prop_assert_eq!(parse_int(b), parse_int_long(b));
+        proptest::prop_assert_eq!(int0(b), int0_long(b));
     }
 
     #[test]
