@@ -372,7 +372,7 @@ pub fn normalize(call: &mut Call<'_>) -> Normalized {
     }
     if call.name.starts_with("hsa_") {
         return Normalized {
-            name: Cow::Owned(call.name.to_string()),
+            name: intent::intent_name(&call.name),
             kind: intent(call),
         };
     }
