@@ -162,10 +162,12 @@ impl Cursor<'_> {
     /// general way's.
     fn list(&mut self, mut item: impl FnMut(&mut Self) -> Option<Value>) -> Option<Value> {
         self.lit(b"[")?;
-        let mut out = Vec::new();
         if self.lit(b"]").is_some() {
-            return Some(Value::List(out));
+            return Some(Value::List(Vec::new()));
         }
+        // (room for an SVM call's usual attributes at once: pushing onto
+        // an empty list went through the grow path)
+        let mut out = Vec::with_capacity(4);
         loop {
             out.push(item(self)?);
             if self.lit(b"]").is_some() {
