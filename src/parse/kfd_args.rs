@@ -119,6 +119,56 @@ fn dec_run(s: &[u8], mut i: usize) -> (usize, u64) {
     (i, v)
 }
 
+/// The longest name [`constant`] remembers.
+const NAME_KEPT: usize = 48;
+/// How many names [`constant`] remembers (a power of two).
+const NAMES_KEPT: usize = 64;
+
+/// A name [`constant`] remembers: its bytes (the first `len`), and what
+/// the catalogue answered for it.
+#[derive(Clone, Copy)]
+struct KeptName {
+    bytes: [u8; NAME_KEPT],
+    len: u8,
+    value: Option<u64>,
+}
+
+thread_local! {
+    static NAMES: std::cell::RefCell<[KeptName; NAMES_KEPT]> = const {
+        std::cell::RefCell::new(
+            [KeptName { bytes: [0; NAME_KEPT], len: 0, value: None }; NAMES_KEPT],
+        )
+    };
+}
+
+/// [`kfd::constant_bytes`], remembered for recent names in a table
+/// indexed by a cheap mix of the name's length and its first and last
+/// eight bytes, and compared whole: a log's structs name a dozen
+/// constants over and over (an SVM call five of them), and the
+/// catalogue's hash map cost some 120 instructions a name.
+fn constant(name: &[u8]) -> Option<u64> {
+    let len = name.len();
+    if !(8..=NAME_KEPT).contains(&len) {
+        return kfd::constant_bytes(name);
+    }
+    let word = |k: usize| u64::from_le_bytes(name[k..k + 8].try_into().unwrap());
+    let mix =
+        (word(0) ^ word(len - 8).rotate_left(29) ^ len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let slot = (mix >> (64 - NAMES_KEPT.trailing_zeros())) as usize;
+    NAMES.with(|t| {
+        let mut t = t.borrow_mut();
+        let e = &mut t[slot];
+        if usize::from(e.len) == len && e.bytes[..len] == *name {
+            return e.value;
+        }
+        let value = kfd::constant_bytes(name);
+        e.bytes[..len].copy_from_slice(name);
+        e.len = len as u8;
+        e.value = value;
+        value
+    })
+}
+
 struct Cursor<'a> {
     s: &'a [u8],
     i: usize,
@@ -237,7 +287,7 @@ impl Cursor<'_> {
                 // (a name is long: one search for the end byte, and the
                 // table's lookup of the whole text is its check)
                 memchr::memchr3(b',', b'}', b']', &s[a..]).and_then(|n| {
-                    let v = Value::int(kfd::constant_bytes(&s[a..a + n])?.into())?;
+                    let v = Value::int(constant(&s[a..a + n])?.into())?;
                     Some((a + n, v))
                 })
             }
