@@ -134,11 +134,10 @@ struct KeptName {
 }
 
 thread_local! {
-    static NAMES: std::cell::RefCell<[KeptName; NAMES_KEPT]> = const {
-        std::cell::RefCell::new(
-            [KeptName { bytes: [0; NAME_KEPT], len: 0, value: None }; NAMES_KEPT],
-        )
-    };
+    /// (on the heap, made at the first name: a thread-local of its size
+    /// would not fit the static TLS block the Python extension is loaded
+    /// with)
+    static NAMES: std::cell::RefCell<Vec<KeptName>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// [`kfd::constant_bytes`], remembered for recent names in a table
@@ -157,6 +156,14 @@ fn constant(name: &[u8]) -> Option<u64> {
     let slot = (mix >> (64 - NAMES_KEPT.trailing_zeros())) as usize;
     NAMES.with(|t| {
         let mut t = t.borrow_mut();
+        if t.is_empty() {
+            let empty = KeptName {
+                bytes: [0; NAME_KEPT],
+                len: 0,
+                value: None,
+            };
+            t.resize(NAMES_KEPT, empty);
+        }
         let e = &mut t[slot];
         if usize::from(e.len) == len && e.bytes[..len] == *name {
             return e.value;
