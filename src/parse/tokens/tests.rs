@@ -466,3 +466,56 @@ fn eight_digits_at_once() {
         assert_eq!(eight_digits(bad), want, "{bad:?}");
     }
 }
+
+/// usec reads its two shapes as from_str does, and takes no other: a byte
+/// other than a digit (or the dot) at any place of them, a seventh digit
+/// after the dot, or text that ends early.
+#[test]
+fn usec_is_from_str_on_its_shapes_only() {
+    let mut x: u64 = 99;
+    for _ in 0..20000 {
+        x = lcg(x);
+        let width = if x & 1 == 0 { 1 } else { 10 };
+        let mut d = x;
+        let mut t: Vec<u8> = (0..width + 7)
+            .map(|_| {
+                d = lcg(d);
+                b'0' + ((d >> 33) % 10) as u8
+            })
+            .collect();
+        t[width] = b'.';
+        t.extend_from_slice(b" <");
+        let text = std::str::from_utf8(&t).unwrap();
+        let want: f64 = text[..width + 7].parse().unwrap();
+        let got = usec(&t, 0, width);
+        if want < 9.0e9 {
+            assert_eq!(
+                got.map(|(e, v)| (e, v.to_bits())),
+                Some((width + 7, want.to_bits())),
+                "{text:?}"
+            );
+        }
+        // one byte changed: no digit where one was, the dot moved or gone
+        let k = (x >> 20) as usize % (width + 7);
+        for bad in [b'x', b'.', b'/', b':', 0x80] {
+            let mut u = t.clone();
+            if u[k] == bad {
+                continue;
+            }
+            u[k] = bad;
+            assert_eq!(
+                usec(&u, 0, width),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(&u)
+            );
+        }
+        // a seventh digit, or the text cut short
+        let mut u = t[..width + 7].to_vec();
+        u.push(b'5');
+        assert_eq!(usec(&u, 0, width), None);
+        for cut in 0..width + 7 {
+            assert_eq!(usec(&t[..cut], 0, width), None);
+        }
+    }
+}
