@@ -519,3 +519,20 @@ fn usec_is_from_str_on_its_shapes_only() {
         }
     }
 }
+
+/// The sixteen-at-a-time check is is_ascii, a byte past ASCII anywhere in
+/// texts of every length up to past three steps.
+#[test]
+fn ascii_is_is_ascii() {
+    for len in 0..56 {
+        let t: Vec<u8> = (0..len).map(|k| b' ' + (k * 7 % 90) as u8).collect();
+        assert!(ascii(&t), "{len}");
+        for k in 0..len {
+            for bad in [0x80u8, 0xC3, 0xFF] {
+                let mut u = t.clone();
+                u[k] = bad;
+                assert!(!ascii(&u), "{len} {k}");
+            }
+        }
+    }
+}
