@@ -818,31 +818,6 @@ fn result_general(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
     Some(out)
 }
 
-/// `s.is_ascii()`, sixteen bytes a step on x86-64 (SSE2, which every
-/// x86-64 has): the high bits of all of them or-ed together, the last
-/// sixteen read once more (overlapping) instead of a byte loop; std's
-/// word-at-a-time check cost ~100 instructions on the usual line, a
-/// tenth of the tokenizer's own work.
-fn ascii(s: &[u8]) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    if s.len() >= 16 {
-        use std::arch::x86_64::*;
-        // SAFETY: SSE2 is part of x86-64; every load reads s[k..k + 16]
-        // with k + 16 <= s.len()
-        unsafe {
-            let p = s.as_ptr();
-            let mut acc = _mm_loadu_si128(p.add(s.len() - 16).cast());
-            let mut k = 0;
-            while k + 16 <= s.len() {
-                acc = _mm_or_si128(acc, _mm_loadu_si128(p.add(k).cast()));
-                k += 16;
-            }
-            return _mm_movemask_epi8(acc) == 0;
-        }
-    }
-    s.is_ascii()
-}
-
 /// The tokens of a line of the common shapes (see the module's text), or
 /// `None` for the general grammar.
 pub fn scan_line(line: &str) -> Option<Scanned<'_>> {
@@ -852,7 +827,7 @@ pub fn scan_line(line: &str) -> Option<Scanned<'_>> {
 /// [`scan_line`] with an empty list for the arguments ([`reuse_args`])
 /// and the decorations earlier lines had.
 pub fn scan_line_in<'a>(line: &'a str, args: Args<'a>, seen: &mut Seen) -> Option<Scanned<'a>> {
-    if !ascii(line.as_bytes()) {
+    if !crate::parse::lex::ascii(line.as_bytes()) {
         return None;
     }
     let s = line.as_bytes();

@@ -520,18 +520,23 @@ fn usec_is_from_str_on_its_shapes_only() {
     }
 }
 
-/// The sixteen-at-a-time check is is_ascii, a byte past ASCII anywhere in
-/// texts of every length up to past three steps.
+/// The sixteen-at-a-time checks are is_ascii and a search for ESC, a byte
+/// past ASCII or an ESC anywhere in texts of every length up to past three
+/// steps.
 #[test]
-fn ascii_is_is_ascii() {
+fn ascii_and_esc_checks_are_the_byte_loops() {
     for len in 0..56 {
         let t: Vec<u8> = (0..len).map(|k| b' ' + (k * 7 % 90) as u8).collect();
-        assert!(ascii(&t), "{len}");
+        assert!(crate::parse::lex::ascii(&t), "{len}");
+        assert!(!crate::parse::lex::has_esc(&t), "{len}");
         for k in 0..len {
             for bad in [0x80u8, 0xC3, 0xFF] {
                 let mut u = t.clone();
                 u[k] = bad;
-                assert!(!ascii(&u), "{len} {k}");
+                assert!(!crate::parse::lex::ascii(&u), "{len} {k}");
+                assert!(!crate::parse::lex::has_esc(&u), "{len} {k}");
+                u[k] = 0x1b;
+                assert!(crate::parse::lex::has_esc(&u), "{len} {k}");
             }
         }
     }
