@@ -570,7 +570,7 @@ fn fd_text(tok: Option<&[u8]>) -> (Option<i128>, Option<Text>) {
     };
     // (a token past FD_TOKEN_MAX is decoded each time: the cache stays small
     // whatever a line holds)
-    if tok.len() > FD_TOKEN_MAX || memchr::memchr(b'<', tok).is_none() {
+    if tok.len() > FD_TOKEN_MAX || crate::parse::lex::find_byte(tok, b'<').is_none() {
         let (fd, path) = fd_of(Some(tok));
         return (fd, text(path));
     }

@@ -225,7 +225,15 @@ const UNFINISHED: &[u8] = b"<unfinished ...>";
 /// call's text seldom has (one memchr over the usual line, where memmem's
 /// searcher cost twice that).
 fn has_unfinished_close(s: &[u8]) -> bool {
-    memchr::memchr_iter(b'u', s).any(|i| i > 0 && s[i - 1..].starts_with(UNFINISHED_CLOSE))
+    let mut from = 0;
+    while let Some(k) = crate::parse::lex::find_byte(&s[from..], b'u') {
+        let i = from + k;
+        if i > 0 && s[i - 1..].starts_with(UNFINISHED_CLOSE) {
+            return true;
+        }
+        from = i + 1;
+    }
+    false
 }
 const UNFINISHED_CLOSE: &[u8] = b"<unfinished ...>)";
 

@@ -69,7 +69,8 @@ pub fn build_call<E: Place>(
     if !args.is_empty() {
         // only a word can be `name=` (the loop below takes no other)
         let named = |a: &[u8]| {
-            a.first().is_some_and(u8::is_ascii_alphabetic) && memchr::memchr(b'=', a).is_some()
+            a.first().is_some_and(u8::is_ascii_alphabetic)
+                && crate::parse::lex::find_byte(a, b'=').is_some()
         };
         if args.iter().any(|a| named(a)) {
             for (i, a) in args.iter_mut().enumerate() {
@@ -94,7 +95,10 @@ pub fn build_call<E: Place>(
             }
         }
         let a0 = &args[0];
-        if !a0.is_empty() && a0[0].is_ascii_digit() && memchr::memchr(b'<', a0).is_some() {
+        if !a0.is_empty()
+            && a0[0].is_ascii_digit()
+            && crate::parse::lex::find_byte(a0, b'<').is_some()
+        {
             b.decorated = true;
         }
     }

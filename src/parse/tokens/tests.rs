@@ -541,3 +541,26 @@ fn ascii_and_esc_checks_are_the_byte_loops() {
         }
     }
 }
+
+/// find_byte is memchr: each byte of texts of every length to past three
+/// steps, found first where it first is, or not found.
+#[test]
+fn find_byte_is_memchr() {
+    for len in 0..56 {
+        let t: Vec<u8> = (0..len).map(|k| b'a' + (k * 5 % 26) as u8).collect();
+        for b in [b'a', b'e', b'z', b'<', 0u8] {
+            assert_eq!(
+                crate::parse::lex::find_byte(&t, b),
+                memchr::memchr(b, &t),
+                "{len} {b}"
+            );
+        }
+        for k in 0..len {
+            let mut u = t.clone();
+            u[k] = b'<';
+            assert_eq!(crate::parse::lex::find_byte(&u, b'<'), Some(k));
+            u[len - 1] = b'<';
+            assert_eq!(crate::parse::lex::find_byte(&u, b'<'), Some(k.min(len - 1)));
+        }
+    }
+}
