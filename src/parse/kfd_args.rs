@@ -293,7 +293,7 @@ impl Cursor<'_> {
             Some(b'A'..=b'Z' | b'a'..=b'z' | b'_') => {
                 // (a name is long: one search for the end byte, and the
                 // table's lookup of the whole text is its check)
-                memchr::memchr3(b',', b'}', b']', &s[a..]).and_then(|n| {
+                crate::parse::lex::find_byte3(&s[a..], b',', b'}', b']').and_then(|n| {
                     let v = Value::int(constant(&s[a..a + n])?.into())?;
                     Some((a + n, v))
                 })

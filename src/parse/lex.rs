@@ -66,38 +66,72 @@ pub fn has_esc(s: &[u8]) -> bool {
     memchr::memchr(0x1b, s).is_some()
 }
 
-/// The first `b` in `s` (memchr's answer), sixteen bytes a step on x86-64
-/// (SSE2), the last sixteen read overlapping, and a byte loop for a text
-/// shorter than sixteen: the tokens searched are short (an argument, a
+/// The first byte of `s` that `mark` marks (the high bit of a byte of its
+/// result), sixteen bytes a step on x86-64 (SSE2, which every x86-64
+/// has), the last sixteen read overlapping; `None` for a text shorter than
+/// sixteen bytes (the caller's byte loop then).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn first16(
+    s: &[u8],
+    mark: impl Fn(std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i,
+) -> Option<Option<usize>> {
+    use std::arch::x86_64::*;
+    let n = s.len();
+    if n < 16 {
+        return None;
+    }
+    // SAFETY: every load reads s[k..k + 16] with k + 16 <= n
+    unsafe {
+        let p = s.as_ptr();
+        let hits = |k: usize| _mm_movemask_epi8(mark(_mm_loadu_si128(p.add(k).cast()))) as u32;
+        let mut k = 0;
+        while k + 16 <= n {
+            let m = hits(k);
+            if m != 0 {
+                return Some(Some(k + m.trailing_zeros() as usize));
+            }
+            k += 16;
+        }
+        // (the bytes before k are unmarked: the first mark of the last
+        // sixteen is at k or after)
+        let m = hits(n - 16);
+        Some((m != 0).then(|| n - 16 + m.trailing_zeros() as usize))
+    }
+}
+
+/// The first `b` in `s` (memchr's answer), by [`first16`] and a byte loop
+/// under sixteen bytes: the tokens searched are short (an argument, a
 /// line's body), and memchr's dispatch cost ~50 instructions a call.
 pub fn find_byte(s: &[u8], b: u8) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
-    if s.len() >= 16 {
+    {
         use std::arch::x86_64::*;
-        let n = s.len();
-        // SAFETY: SSE2 is part of x86-64; every load reads s[k..k + 16]
-        // with k + 16 <= n
-        unsafe {
-            let p = s.as_ptr();
-            let needle = _mm_set1_epi8(b as i8);
-            let hits = |k: usize| {
-                _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(p.add(k).cast()), needle)) as u32
-            };
-            let mut k = 0;
-            while k + 16 <= n {
-                let m = hits(k);
-                if m != 0 {
-                    return Some(k + m.trailing_zeros() as usize);
-                }
-                k += 16;
-            }
-            // (the bytes before k have no `b`: the first hit of the last
-            // sixteen is at k or after)
-            let m = hits(n - 16);
-            return (m != 0).then(|| n - 16 + m.trailing_zeros() as usize);
+        // SAFETY: SSE2 is part of x86-64
+        let is_b = |v| unsafe { _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8)) };
+        if let Some(at) = first16(s, is_b) {
+            return at;
         }
     }
     s.iter().position(|&c| c == b)
+}
+
+/// The first of `a`, `b` or `c` in `s` (memchr3's answer), as
+/// [`find_byte`].
+pub fn find_byte3(s: &[u8], a: u8, b: u8, c: u8) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of x86-64
+        let is_one = |v| unsafe {
+            let eq = |x: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(x as i8));
+            _mm_or_si128(_mm_or_si128(eq(a), eq(b)), eq(c))
+        };
+        if let Some(at) = first16(s, is_one) {
+            return at;
+        }
+    }
+    s.iter().position(|&x| x == a || x == b || x == c)
 }
 
 /// At `k`: the end of a C character literal.

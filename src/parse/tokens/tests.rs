@@ -542,7 +542,7 @@ fn ascii_and_esc_checks_are_the_byte_loops() {
     }
 }
 
-/// find_byte is memchr: each byte of texts of every length to past three
+/// find_byte is memchr and find_byte3 memchr3: each byte of texts of every length to past three
 /// steps, found first where it first is, or not found.
 #[test]
 fn find_byte_is_memchr() {
@@ -554,6 +554,13 @@ fn find_byte_is_memchr() {
                 memchr::memchr(b, &t),
                 "{len} {b}"
             );
+            for (x, y) in [(b'b', b'c'), (b'<', b'>'), (b'z', b'a')] {
+                assert_eq!(
+                    crate::parse::lex::find_byte3(&t, b, x, y),
+                    memchr::memchr3(b, x, y, &t),
+                    "{len} {b} {x} {y}"
+                );
+            }
         }
         for k in 0..len {
             let mut u = t.clone();
