@@ -330,7 +330,8 @@ fn has_comment(s: &[u8]) -> bool {
 fn string_end(s: &[u8], i: usize) -> Option<usize> {
     let mut k = i + 1;
     loop {
-        k += memchr2(b'"', b'\\', &s[k..])?;
+        // (a quote or a backslash: find_byte3 with the quote twice)
+        k += crate::parse::lex::find_byte3(&s[k..], b'"', b'\\', b'"')?;
         if s[k] == b'\\' {
             // `.` matches no newline
             if k + 1 >= s.len() || s[k + 1] == b'\n' {
