@@ -81,7 +81,7 @@ pub fn decode(ls: &LogStruct, tok: &[u8]) -> Option<(Value, Option<Value>)> {
 fn hex_run(s: &[u8], mut i: usize) -> (usize, u64) {
     let mut v: u64 = 0;
     while let Some(&c) = s.get(i) {
-        let x = HEX[c as usize];
+        let x = crate::parse::lex::HEX_DIGIT[c as usize];
         if x > 15 {
             break;
         }
@@ -90,23 +90,6 @@ fn hex_run(s: &[u8], mut i: usize) -> (usize, u64) {
     }
     (i, v)
 }
-
-/// A byte's value as a hex digit, 0xFF for no digit.
-const HEX: [u8; 256] = {
-    let mut t = [0xFF; 256];
-    let mut c = 0;
-    while c < 10 {
-        t[b'0' as usize + c] = c as u8;
-        c += 1;
-    }
-    let mut c = 0;
-    while c < 6 {
-        t[b'a' as usize + c] = 10 + c as u8;
-        t[b'A' as usize + c] = 10 + c as u8;
-        c += 1;
-    }
-    t
-};
 
 /// The end of the decimal digits from `i` and their value (wrapped past
 /// 19 digits: the caller takes at most 19).

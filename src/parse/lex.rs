@@ -134,6 +134,23 @@ pub fn find_byte3(s: &[u8], a: u8, b: u8, c: u8) -> Option<usize> {
     s.iter().position(|&x| x == a || x == b || x == c)
 }
 
+/// A byte's value as a hex digit, 0xFF for no digit.
+pub const HEX_DIGIT: [u8; 256] = {
+    let mut t = [0xFF; 256];
+    let mut c = 0;
+    while c < 10 {
+        t[b'0' as usize + c] = c as u8;
+        c += 1;
+    }
+    let mut c = 0;
+    while c < 6 {
+        t[b'a' as usize + c] = 10 + c as u8;
+        t[b'A' as usize + c] = 10 + c as u8;
+        c += 1;
+    }
+    t
+};
+
 /// At `k`: the end of a C character literal.
 pub(crate) fn char_end(s: &[u8], k: usize) -> Option<usize> {
     if at(s, k) != b'\'' {

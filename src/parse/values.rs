@@ -671,7 +671,7 @@ pub fn plain_u64(tok: &[u8]) -> Option<u64> {
         [b'0', b'x', d @ ..] if (1..=15).contains(&d.len()) => {
             let mut v: u64 = 0;
             for &c in d {
-                let x = HEX_DIGIT[c as usize];
+                let x = crate::parse::lex::HEX_DIGIT[c as usize];
                 if x > 15 {
                     return None;
                 }
@@ -694,23 +694,6 @@ pub fn plain_u64(tok: &[u8]) -> Option<u64> {
         _ => None,
     }
 }
-
-/// A byte's value as a hex digit, 0xFF for no digit.
-const HEX_DIGIT: [u8; 256] = {
-    let mut t = [0xFF; 256];
-    let mut c = 0;
-    while c < 10 {
-        t[b'0' as usize + c] = c as u8;
-        c += 1;
-    }
-    let mut c = 0;
-    while c < 6 {
-        t[b'a' as usize + c] = 10 + c as u8;
-        t[b'A' as usize + c] = 10 + c as u8;
-        c += 1;
-    }
-    t
-};
 
 /// [`plain_u64`] after an optional `-`, signed.
 fn plain_signed(tok: &[u8]) -> Option<i128> {
