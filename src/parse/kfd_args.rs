@@ -81,7 +81,7 @@ pub fn decode(ls: &LogStruct, tok: &[u8]) -> Option<(Value, Option<Value>)> {
 fn hex_run(s: &[u8], mut i: usize) -> (usize, u64) {
     let mut v: u64 = 0;
     while let Some(&c) = s.get(i) {
-        let x = HEX[c as usize];
+        let x = crate::parse::lex::HEX_DIGIT[c as usize];
         if x > 15 {
             break;
         }
@@ -90,23 +90,6 @@ fn hex_run(s: &[u8], mut i: usize) -> (usize, u64) {
     }
     (i, v)
 }
-
-/// A byte's value as a hex digit, 0xFF for no digit.
-const HEX: [u8; 256] = {
-    let mut t = [0xFF; 256];
-    let mut c = 0;
-    while c < 10 {
-        t[b'0' as usize + c] = c as u8;
-        c += 1;
-    }
-    let mut c = 0;
-    while c < 6 {
-        t[b'a' as usize + c] = 10 + c as u8;
-        t[b'A' as usize + c] = 10 + c as u8;
-        c += 1;
-    }
-    t
-};
 
 /// The end of the decimal digits from `i` and their value (wrapped past
 /// 19 digits: the caller takes at most 19).
@@ -117,6 +100,63 @@ fn dec_run(s: &[u8], mut i: usize) -> (usize, u64) {
         i += 1;
     }
     (i, v)
+}
+
+/// The longest name [`constant`] remembers.
+const NAME_KEPT: usize = 48;
+/// How many names [`constant`] remembers (a power of two).
+const NAMES_KEPT: usize = 64;
+
+/// A name [`constant`] remembers: its bytes (the first `len`), and what
+/// the catalogue answered for it.
+#[derive(Clone, Copy)]
+struct KeptName {
+    bytes: [u8; NAME_KEPT],
+    len: u8,
+    value: Option<u64>,
+}
+
+thread_local! {
+    /// (on the heap, made at the first name: a thread-local of its size
+    /// would not fit the static TLS block the Python extension is loaded
+    /// with)
+    static NAMES: std::cell::RefCell<Vec<KeptName>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// [`kfd::constant_bytes`], remembered for recent names in a table
+/// indexed by a cheap mix of the name's length and its first and last
+/// eight bytes, and compared whole: a log's structs name a dozen
+/// constants over and over (an SVM call five of them), and the
+/// catalogue's hash map cost some 120 instructions a name.
+fn constant(name: &[u8]) -> Option<u64> {
+    let len = name.len();
+    if !(8..=NAME_KEPT).contains(&len) {
+        return kfd::constant_bytes(name);
+    }
+    let word = |k: usize| u64::from_le_bytes(name[k..k + 8].try_into().unwrap());
+    let mix =
+        (word(0) ^ word(len - 8).rotate_left(29) ^ len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let slot = (mix >> (64 - NAMES_KEPT.trailing_zeros())) as usize;
+    NAMES.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.is_empty() {
+            let empty = KeptName {
+                bytes: [0; NAME_KEPT],
+                len: 0,
+                value: None,
+            };
+            t.resize(NAMES_KEPT, empty);
+        }
+        let e = &mut t[slot];
+        if usize::from(e.len) == len && e.bytes[..len] == *name {
+            return e.value;
+        }
+        let value = kfd::constant_bytes(name);
+        e.bytes[..len].copy_from_slice(name);
+        e.len = len as u8;
+        e.value = value;
+        value
+    })
 }
 
 struct Cursor<'a> {
@@ -162,10 +202,12 @@ impl Cursor<'_> {
     /// general way's.
     fn list(&mut self, mut item: impl FnMut(&mut Self) -> Option<Value>) -> Option<Value> {
         self.lit(b"[")?;
-        let mut out = Vec::new();
         if self.lit(b"]").is_some() {
-            return Some(Value::List(out));
+            return Some(Value::List(Vec::new()));
         }
+        // (room for an SVM call's usual attributes at once: pushing onto
+        // an empty list went through the grow path)
+        let mut out = Vec::with_capacity(4);
         loop {
             out.push(item(self)?);
             if self.lit(b"]").is_some() {
@@ -234,8 +276,8 @@ impl Cursor<'_> {
             Some(b'A'..=b'Z' | b'a'..=b'z' | b'_') => {
                 // (a name is long: one search for the end byte, and the
                 // table's lookup of the whole text is its check)
-                memchr::memchr3(b',', b'}', b']', &s[a..]).and_then(|n| {
-                    let v = Value::int(kfd::constant_bytes(&s[a..a + n])?.into())?;
+                crate::parse::lex::find_byte3(&s[a..], b',', b'}', b']').and_then(|n| {
+                    let v = Value::int(constant(&s[a..a + n])?.into())?;
                     Some((a + n, v))
                 })
             }

@@ -14,6 +14,143 @@ pub fn skip(s: &[u8], mut i: usize, class: impl Fn(u8) -> bool) -> usize {
     i
 }
 
+/// Whether `mark` marks a byte of `s` (the high bit of a byte of its
+/// result), sixteen bytes a step on x86-64 (SSE2, which every x86-64
+/// has): the marks of every step or-ed, the last sixteen bytes read once
+/// more (overlapping) instead of a byte loop; `None` for a text shorter
+/// than sixteen bytes.  The whole-line checks of every line (ASCII, ESC)
+/// cost ~100 and ~80 instructions as std's and memchr's loops.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn any16(
+    s: &[u8],
+    mark: impl Fn(std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i,
+) -> Option<bool> {
+    use std::arch::x86_64::*;
+    if s.len() < 16 {
+        return None;
+    }
+    // SAFETY: every load reads s[k..k + 16] with k + 16 <= s.len()
+    unsafe {
+        let p = s.as_ptr();
+        let mut acc = mark(_mm_loadu_si128(p.add(s.len() - 16).cast()));
+        let mut k = 0;
+        while k + 16 <= s.len() {
+            acc = _mm_or_si128(acc, mark(_mm_loadu_si128(p.add(k).cast())));
+            k += 16;
+        }
+        Some(_mm_movemask_epi8(acc) != 0)
+    }
+}
+
+/// `s.is_ascii()`.
+pub fn ascii(s: &[u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(high) = any16(s, |v| v) {
+        return !high;
+    }
+    s.is_ascii()
+}
+
+/// Whether `s` holds an ESC (0x1b: an ANSI colour sequence).
+pub fn has_esc(s: &[u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of x86-64
+        let esc = |v| unsafe { _mm_cmpeq_epi8(v, _mm_set1_epi8(0x1b)) };
+        if let Some(esc) = any16(s, esc) {
+            return esc;
+        }
+    }
+    memchr::memchr(0x1b, s).is_some()
+}
+
+/// The first byte of `s` that `mark` marks (the high bit of a byte of its
+/// result), sixteen bytes a step on x86-64 (SSE2, which every x86-64
+/// has), the last sixteen read overlapping; `None` for a text shorter than
+/// sixteen bytes (the caller's byte loop then).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn first16(
+    s: &[u8],
+    mark: impl Fn(std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i,
+) -> Option<Option<usize>> {
+    use std::arch::x86_64::*;
+    let n = s.len();
+    if n < 16 {
+        return None;
+    }
+    // SAFETY: every load reads s[k..k + 16] with k + 16 <= n
+    unsafe {
+        let p = s.as_ptr();
+        let hits = |k: usize| _mm_movemask_epi8(mark(_mm_loadu_si128(p.add(k).cast()))) as u32;
+        let mut k = 0;
+        while k + 16 <= n {
+            let m = hits(k);
+            if m != 0 {
+                return Some(Some(k + m.trailing_zeros() as usize));
+            }
+            k += 16;
+        }
+        // (the bytes before k are unmarked: the first mark of the last
+        // sixteen is at k or after)
+        let m = hits(n - 16);
+        Some((m != 0).then(|| n - 16 + m.trailing_zeros() as usize))
+    }
+}
+
+/// The first `b` in `s` (memchr's answer), by [`first16`] and a byte loop
+/// under sixteen bytes: the tokens searched are short (an argument, a
+/// line's body), and memchr's dispatch cost ~50 instructions a call.
+pub fn find_byte(s: &[u8], b: u8) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of x86-64
+        let is_b = |v| unsafe { _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8)) };
+        if let Some(at) = first16(s, is_b) {
+            return at;
+        }
+    }
+    s.iter().position(|&c| c == b)
+}
+
+/// The first of `a`, `b` or `c` in `s` (memchr3's answer), as
+/// [`find_byte`].
+pub fn find_byte3(s: &[u8], a: u8, b: u8, c: u8) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of x86-64
+        let is_one = |v| unsafe {
+            let eq = |x: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(x as i8));
+            _mm_or_si128(_mm_or_si128(eq(a), eq(b)), eq(c))
+        };
+        if let Some(at) = first16(s, is_one) {
+            return at;
+        }
+    }
+    s.iter().position(|&x| x == a || x == b || x == c)
+}
+
+/// A byte's value as a hex digit, 0xFF for no digit.
+pub const HEX_DIGIT: [u8; 256] = {
+    let mut t = [0xFF; 256];
+    let mut c = 0;
+    while c < 10 {
+        t[b'0' as usize + c] = c as u8;
+        c += 1;
+    }
+    let mut c = 0;
+    while c < 6 {
+        t[b'a' as usize + c] = 10 + c as u8;
+        t[b'A' as usize + c] = 10 + c as u8;
+        c += 1;
+    }
+    t
+};
+
 /// At `k`: the end of a C character literal.
 pub(crate) fn char_end(s: &[u8], k: usize) -> Option<usize> {
     if at(s, k) != b'\'' {

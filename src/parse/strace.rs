@@ -357,7 +357,7 @@ impl Parser {
         let stripped;
         let mut pre = pre;
         let mut text = text;
-        let line: &[u8] = if memchr::memchr(0x1b, line).is_some() {
+        let line: &[u8] = if crate::parse::lex::has_esc(line) {
             // pre_parse saw the line before this: it made nothing of it
             pre = None;
             text = None;

@@ -330,12 +330,14 @@ pub fn normalize(call: &mut Call<'_>) -> Normalized {
             call.name = Cow::Borrowed(n);
         }
     }
+    // (the kind made where the Normalized is returned, with no Option of
+    // it first: a Kind moved is a copy of ~180 bytes, an event a line)
     let kind = match &*call.name {
-        "close" => Some(close(call)),
-        "close_range" => Some(close_range(call)),
-        "ioctl" => Some(ioctl(call)),
-        "mmap" | "mmap2" => Some(mmap(call)),
-        "munmap" => Some(Kind::Munmap(Munmap {
+        "close" => close(call),
+        "close_range" => close_range(call),
+        "ioctl" => ioctl(call),
+        "mmap" | "mmap2" => mmap(call),
+        "munmap" => Kind::Munmap(Munmap {
             addr: {
                 let v = int_of(call.arg(0), None, 0);
                 call.u64(v)
@@ -344,35 +346,41 @@ pub fn normalize(call: &mut Call<'_>) -> Normalized {
                 let v = int_of(call.arg(1), None, 0);
                 call.u64(v)
             },
-        })),
-        "mremap" => Some(mremap(call)),
-        "clone" | "clone2" | "clone3" | "fork" | "vfork" => Some(clone(call)),
-        "execve" | "execveat" => Some(exec(call)),
-        "exit" | "exit_group" => Some(exit(call)),
-        "dup" | "dup2" | "dup3" => Some(dup(call)),
-        "fcntl" | "fcntl64" => fcntl(call),
-        "pipe" | "pipe2" | "socketpair" => Some(pair(call)),
-        "recvmsg" | "recvmmsg" => Some(recvmsg(call)),
-        "sendmsg" | "sendmmsg" => Some(sendmsg(call)),
-        "pidfd_getfd" => Some(pidfd_getfd(call)),
-        n if fd_result(n).is_some() => Some(open(call)),
-        _ => None,
+        }),
+        "mremap" => mremap(call),
+        "clone" | "clone2" | "clone3" | "fork" | "vfork" => clone(call),
+        "execve" | "execveat" => exec(call),
+        "exit" | "exit_group" => exit(call),
+        "dup" | "dup2" | "dup3" => dup(call),
+        "fcntl" | "fcntl64" => match fcntl(call) {
+            Some(k) => k,
+            None => return other(call),
+        },
+        "pipe" | "pipe2" | "socketpair" => pair(call),
+        "recvmsg" | "recvmmsg" => recvmsg(call),
+        "sendmsg" | "sendmmsg" => sendmsg(call),
+        "pidfd_getfd" => pidfd_getfd(call),
+        n if fd_result(n).is_some() => open(call),
+        _ => return other(call),
     };
-    if let Some(kind) = kind {
-        let name = match &kind {
-            // the kinds whose name is their KINDS default (events.py)
-            Kind::Close(_) => Cow::Borrowed("close"),
-            Kind::CloseRange(_) => Cow::Borrowed("close_range"),
-            Kind::Ioctl(_) => Cow::Borrowed("ioctl"),
-            Kind::Munmap(_) => Cow::Borrowed("munmap"),
-            Kind::Mremap(_) => Cow::Borrowed("mremap"),
-            _ => owned_name(&call.name),
-        };
-        return Normalized { name, kind };
-    }
+    let name = match &kind {
+        // the kinds whose name is their KINDS default (events.py)
+        Kind::Close(_) => Cow::Borrowed("close"),
+        Kind::CloseRange(_) => Cow::Borrowed("close_range"),
+        Kind::Ioctl(_) => Cow::Borrowed("ioctl"),
+        Kind::Munmap(_) => Cow::Borrowed("munmap"),
+        Kind::Mremap(_) => Cow::Borrowed("mremap"),
+        _ => owned_name(&call.name),
+    };
+    Normalized { name, kind }
+}
+
+/// [`normalize`] of a call no kind of its own takes: an intent call, else
+/// a syscall with the fds it uses.
+fn other(call: &mut Call<'_>) -> Normalized {
     if call.name.starts_with("hsa_") {
         return Normalized {
-            name: Cow::Owned(call.name.to_string()),
+            name: intent::intent_name(&call.name),
             kind: intent(call),
         };
     }
@@ -562,7 +570,7 @@ fn fd_text(tok: Option<&[u8]>) -> (Option<i128>, Option<Text>) {
     };
     // (a token past FD_TOKEN_MAX is decoded each time: the cache stays small
     // whatever a line holds)
-    if tok.len() > FD_TOKEN_MAX || memchr::memchr(b'<', tok).is_none() {
+    if tok.len() > FD_TOKEN_MAX || crate::parse::lex::find_byte(tok, b'<').is_none() {
         let (fd, path) = fd_of(Some(tok));
         return (fd, text(path));
     }

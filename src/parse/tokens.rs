@@ -225,7 +225,15 @@ const UNFINISHED: &[u8] = b"<unfinished ...>";
 /// call's text seldom has (one memchr over the usual line, where memmem's
 /// searcher cost twice that).
 fn has_unfinished_close(s: &[u8]) -> bool {
-    memchr::memchr_iter(b'u', s).any(|i| i > 0 && s[i - 1..].starts_with(UNFINISHED_CLOSE))
+    let mut from = 0;
+    while let Some(k) = crate::parse::lex::find_byte(&s[from..], b'u') {
+        let i = from + k;
+        if i > 0 && s[i - 1..].starts_with(UNFINISHED_CLOSE) {
+            return true;
+        }
+        from = i + 1;
+    }
+    false
 }
 const UNFINISHED_CLOSE: &[u8] = b"<unfinished ...>)";
 
@@ -322,7 +330,8 @@ fn has_comment(s: &[u8]) -> bool {
 fn string_end(s: &[u8], i: usize) -> Option<usize> {
     let mut k = i + 1;
     loop {
-        k += memchr2(b'"', b'\\', &s[k..])?;
+        // (a quote or a backslash: find_byte3 with the quote twice)
+        k += crate::parse::lex::find_byte3(&s[k..], b'"', b'\\', b'"')?;
         if s[k] == b'\\' {
             // `.` matches no newline
             if k + 1 >= s.len() || s[k + 1] == b'\n' {
@@ -598,31 +607,40 @@ fn fixed(int: Option<u64>, frac: Option<u64>, k: usize) -> Option<f64> {
 /// two words of eight digits instead of a digit at a time.  None: another
 /// shape (or a value past 2^53 microseconds), for [`seconds`].
 fn usec(s: &[u8], i: usize, width: usize) -> Option<(usize, f64)> {
-    let int = match width {
-        1 if at(s, i).is_ascii_digit() => u64::from(s[i] - b'0'),
+    // the digits as whole words: the int's (ten: eight, then two with the
+    // six after the dot; one: with the six, a zero in front) and the
+    // fraction's, the dot taken out, in one eight-digit read each
+    let word = |k: usize| {
+        s.get(k..k + 8)
+            .map(|w| u64::from_le_bytes(w.try_into().unwrap()))
+    };
+    let dot = i + width;
+    let n = match width {
+        1 => {
+            // `d.ffffff`: "0" d f0..f5 (the dot was byte 1)
+            let w = word(i)?;
+            if (w >> 8) as u8 != b'.' {
+                return None;
+            }
+            let digits = u64::from(b'0') | (w & 0xFF) << 8 | (w >> 16) << 16;
+            eight_digits(digits.to_le_bytes())?
+        }
         10 => {
-            let hi = eight_digits(s.get(i..i + 8)?.try_into().unwrap())?;
-            let lo = eight_digits([
-                b'0',
-                b'0',
-                b'0',
-                b'0',
-                b'0',
-                b'0',
-                at(s, i + 8),
-                at(s, i + 9),
-            ])?;
-            hi * 100 + lo
+            // `dddddddd` `dd.fffff` `f`: d8 d9 f0..f5 (the dot was byte 2)
+            let hi = eight_digits(word(i)?.to_le_bytes())?;
+            let w = word(i + 8)?;
+            if (w >> 16) as u8 != b'.' {
+                return None;
+            }
+            let f5 = u64::from(at(s, i + 16));
+            let digits = (w & 0xFFFF) | ((w >> 8) & 0x00FF_FFFF_FFFF_0000) | f5 << 56;
+            hi * 100_000_000 + eight_digits(digits.to_le_bytes())?
         }
         _ => return None,
     };
-    let dot = i + width;
-    if at(s, dot) != b'.' || at(s, dot + 7).is_ascii_digit() {
+    if at(s, dot + 7).is_ascii_digit() {
         return None;
     }
-    let f = s.get(dot + 1..dot + 7)?;
-    let frac = eight_digits([b'0', b'0', f[0], f[1], f[2], f[3], f[4], f[5]])?;
-    let n = int * 1_000_000 + frac;
     (n < 1 << 53).then(|| (dot + 7, n as f64 / POW10[6]))
 }
 
@@ -818,7 +836,7 @@ pub fn scan_line(line: &str) -> Option<Scanned<'_>> {
 /// [`scan_line`] with an empty list for the arguments ([`reuse_args`])
 /// and the decorations earlier lines had.
 pub fn scan_line_in<'a>(line: &'a str, args: Args<'a>, seen: &mut Seen) -> Option<Scanned<'a>> {
-    if !line.is_ascii() {
+    if !crate::parse::lex::ascii(line.as_bytes()) {
         return None;
     }
     let s = line.as_bytes();

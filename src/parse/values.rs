@@ -347,6 +347,14 @@ pub fn decoration_path(inner: &[u8]) -> Vec<u8> {
 /// Python's `int(text, 0)`: sign, whitespace, `0x`/`0o`/`0b`, underscores
 /// between digits, no leading zero in a decimal other than zeros.
 pub fn int0(text: &[u8]) -> Option<i128> {
+    if let Some(v) = plain_signed(text) {
+        return Some(v);
+    }
+    int0_long(text)
+}
+
+/// [`int0`] of any text.
+fn int0_long(text: &[u8]) -> Option<i128> {
     let t = strip(text);
     let (neg, t) = match t.first() {
         Some(b'-') => (true, &t[1..]),
@@ -447,6 +455,14 @@ pub fn strip_name(arg: &[u8]) -> (Option<&[u8]>, &[u8]) {
 /// Decimal, `0x` hex, `0644` octal (`-` allowed).
 /// None also for numbers past i128.
 pub fn parse_int(tok: &[u8]) -> Option<i128> {
+    if let Some(v) = plain_signed(tok) {
+        return Some(v);
+    }
+    parse_int_long(tok)
+}
+
+/// [`parse_int`] of any token.
+fn parse_int_long(tok: &[u8]) -> Option<i128> {
     let tok = strip(tok);
     if tok.is_empty() {
         return None;
@@ -632,8 +648,87 @@ fn int_value(v: i128, text: &[u8]) -> Value {
     Value::int(v).unwrap_or_else(|| Value::Raw(Text::from(text)))
 }
 
+/// The value of the usual number token, read straight off: `0x` and 1 to
+/// 15 hex digits, or 1 to 18 decimal digits without a leading zero (`0`
+/// alone too), and nothing else, not even whitespace.  What [`value`]
+/// makes of such a token by its longer way (no name, no comment, no
+/// bracket, no string: [`parse_int`]'s short form, a value an i64 holds),
+/// so `None` for any other token, which takes that way.  (An intent
+/// call's addresses and sizes are such tokens, and the longer way cost
+/// some 500 instructions each.)
+fn plain_int(tok: &[u8]) -> Option<Value> {
+    // (below 2^60: an i64)
+    plain_u64(tok).map(|v| Value::Int(v as i64))
+}
+
+/// The value of the usual number token: `0x` and 1 to 15 hex digits, or 1
+/// to 18 decimal digits without a leading zero (`0` alone too), and
+/// nothing else; `None` for any other token.  Every reader of numbers here
+/// ([`parse_int`], [`int0`], [`value`]) reads such a token as this value
+/// (the tests compare them), and tries this first.
+pub fn plain_u64(tok: &[u8]) -> Option<u64> {
+    match tok {
+        [b'0', b'x', d @ ..] if (1..=15).contains(&d.len()) => {
+            let mut v: u64 = 0;
+            for &c in d {
+                let x = crate::parse::lex::HEX_DIGIT[c as usize];
+                if x > 15 {
+                    return None;
+                }
+                v = v << 4 | u64::from(x);
+            }
+            Some(v)
+        }
+        [b'0'] => Some(0),
+        [b'1'..=b'9', ..] if tok.len() <= 18 => {
+            let mut v: u64 = 0;
+            for &c in tok {
+                let x = c.wrapping_sub(b'0');
+                if x > 9 {
+                    return None;
+                }
+                v = v * 10 + u64::from(x);
+            }
+            Some(v)
+        }
+        _ => None,
+    }
+}
+
+/// [`plain_u64`] after an optional `-`, signed.
+fn plain_signed(tok: &[u8]) -> Option<i128> {
+    match tok {
+        [b'-', t @ ..] => plain_u64(t).map(|v| -i128::from(v)),
+        t => plain_u64(t).map(i128::from),
+    }
+}
+
+/// The value of `[N, N, ...]` (at least one N, each a [`plain_int`] token,
+/// `, ` between them and nothing else): the list of their values, as the
+/// general way reads it; `None` for any other token.  (An intent call's
+/// agent and out-pointer lists are such tokens: `[0x5612a0]`.)
+fn plain_list(tok: &[u8]) -> Option<Value> {
+    let inner = tok.strip_prefix(b"[")?.strip_suffix(b"]")?;
+    let mut out = Vec::with_capacity(1);
+    let mut rest = inner;
+    loop {
+        let (item, more) = match memchr(b',', rest) {
+            Some(k) => (&rest[..k], Some(rest[k + 1..].strip_prefix(b" ")?)),
+            None => (rest, None),
+        };
+        out.push(plain_int(item)?);
+        match more {
+            Some(m) => rest = m,
+            None => return Some(Value::List(out)),
+        }
+    }
+}
+
 /// The value of an argument token (no name table: every caller passes none).
 pub fn parse_value(tok: &[u8]) -> Value {
+    if let Some(v) = plain_int(tok).or_else(|| plain_list(tok)) {
+        return v;
+    }
     if tok.len() > 4 * MAX_NESTING as usize && too_deep(tok) {
         return Value::Raw(Text::from(strip(tok)));
     }
@@ -814,6 +909,14 @@ fn bare_name(tok: &[u8]) -> Value {
 /// The value of `tok` at nesting `depth`.
 fn value(tok: &[u8], depth: isize) -> Value {
     let tok = strip(tok);
+    if let Some(v) = plain_int(tok) {
+        return v;
+    }
+    value_long(tok, depth)
+}
+
+/// [`value`] of a stripped token the long way.
+fn value_long(tok: &[u8], depth: isize) -> Value {
     if tok.is_empty() {
         return Value::Raw(Text::default());
     }

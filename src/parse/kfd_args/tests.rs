@@ -269,3 +269,35 @@ fn each_struct_names_its_members_once() {
         }
     }
 }
+
+#[test]
+fn remembered_constants_are_the_catalogues() {
+    // every name of the catalogue, names one byte off (last, first, one
+    // longer, one shorter) and the lengths around the kept ones, three
+    // rounds in turn so that names evict each other from shared slots:
+    // each answer is the catalogue's
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    for &(n, _) in kfd::CONSTANT_NAMES {
+        let b = n.as_bytes().to_vec();
+        let mut last = b.clone();
+        *last.last_mut().unwrap() ^= 1;
+        let mut first = b.clone();
+        first[0] ^= 0x20;
+        let mut longer = b.clone();
+        longer.push(b'X');
+        names.extend([b.clone(), last, first, longer, b[..b.len() - 1].to_vec()]);
+    }
+    for len in [7, 8, 9, 47, 48, 49] {
+        names.push(vec![b'A'; len]);
+    }
+    for _ in 0..3 {
+        for n in &names {
+            assert_eq!(
+                constant(n),
+                kfd::constant_bytes(n),
+                "{}",
+                String::from_utf8_lossy(n)
+            );
+        }
+    }
+}

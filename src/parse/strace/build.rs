@@ -20,23 +20,24 @@ pub struct Built<E = Rc<Event>> {
 
 /// Where [`build_call`] puts the event it makes.
 pub trait Place: Sized {
-    fn place(ev: Event) -> Self;
+    /// The event of these parts, where it stays.
+    fn place(h: Header, name: Name, kind: Kind) -> Self;
 }
 
 /// In its `Rc` at once: the parser's thread builds the event where it
 /// stays, and the calls after it move a pointer.
 impl Place for Rc<Event> {
     #[inline(always)]
-    fn place(ev: Event) -> Self {
-        Rc::new(ev)
+    fn place(h: Header, name: Name, kind: Kind) -> Self {
+        crate::events::rc_event(h, name, kind)
     }
 }
 
 /// A worker's (--jobs): in its `Rc` too, which the parser's thread takes.
 impl Place for crate::events::Lone {
     #[inline(always)]
-    fn place(ev: Event) -> Self {
-        crate::events::Lone::new(ev)
+    fn place(h: Header, name: Name, kind: Kind) -> Self {
+        crate::events::Lone::of_parts(h, name, kind)
     }
 }
 
@@ -68,7 +69,8 @@ pub fn build_call<E: Place>(
     if !args.is_empty() {
         // only a word can be `name=` (the loop below takes no other)
         let named = |a: &[u8]| {
-            a.first().is_some_and(u8::is_ascii_alphabetic) && memchr::memchr(b'=', a).is_some()
+            a.first().is_some_and(u8::is_ascii_alphabetic)
+                && crate::parse::lex::find_byte(a, b'=').is_some()
         };
         if args.iter().any(|a| named(a)) {
             for (i, a) in args.iter_mut().enumerate() {
@@ -93,7 +95,10 @@ pub fn build_call<E: Place>(
             }
         }
         let a0 = &args[0];
-        if !a0.is_empty() && a0[0].is_ascii_digit() && memchr::memchr(b'<', a0).is_some() {
+        if !a0.is_empty()
+            && a0[0].is_ascii_digit()
+            && crate::parse::lex::find_byte(a0, b'<').is_some()
+        {
             b.decorated = true;
         }
     }
@@ -156,10 +161,6 @@ pub fn build_call<E: Place>(
         partial,
         injected: false,
     };
-    b.ev = Some(E::place(Event {
-        h,
-        name: n.name,
-        kind: n.kind,
-    }));
+    b.ev = Some(E::place(h, n.name, n.kind));
     b
 }

@@ -143,7 +143,7 @@ pub fn pre_parse_in<'a>(
 ) -> Option<PreCall> {
     let line = text.as_bytes();
     let &c = line.first()?;
-    if !c.is_ascii_digit() || memchr::memchr(0x1b, line).is_some() {
+    if !c.is_ascii_digit() || crate::parse::lex::has_esc(line) {
         return None;
     }
     let spare = tokens::reuse_args(std::mem::take(&mut st.spare));

@@ -3,24 +3,62 @@
 
 use super::*;
 
+/// The intent calls [`intent_args`] names the arguments of: their names,
+/// as the events carry them (no copy of the line's).
+const INTENT_NAMES: &[&str] = &[
+    "hsa_amd_memory_lock",
+    "hsa_amd_memory_lock_to_pool",
+    "hsa_amd_memory_unlock",
+    "hsa_amd_svm_attributes_set",
+    "hsa_amd_portable_export_dmabuf",
+    "hsa_amd_portable_close_dmabuf",
+    "hsa_amd_vmem_handle_create",
+    "hsa_amd_vmem_handle_release",
+    "hsa_amd_vmem_map",
+    "hsa_amd_vmem_unmap",
+    "hsa_amd_vmem_set_access",
+    "hsa_amd_vmem_export_shareable_handle",
+    "hsa_amd_vmem_import_shareable_handle",
+    "hsa_amd_vmem_retain_alloc_handle",
+];
+
+/// An intent call's name as an event's [`Name`]: static for the calls the
+/// log format names (every one of a capture library's), else a copy.
+pub(super) fn intent_name(name: &str) -> Name {
+    match INTENT_NAMES.iter().find(|&&n| n == name) {
+        Some(&n) => Cow::Borrowed(n),
+        None => Cow::Owned(name.to_owned()),
+    }
+}
+
 /// Argument names of intent calls (docs/preload-log.md); '*' marks out-params.
-fn intent_args(name: &str) -> &'static str {
+/// (Lists, not one text split at each call: the split cost ~190
+/// instructions an intent line.)
+fn intent_args(name: &str) -> &'static [&'static str] {
     match name {
-        "hsa_amd_memory_lock" => "host_ptr size agents num_agent agent_ptr*",
-        "hsa_amd_memory_lock_to_pool" => "host_ptr size agents num_agent pool flags agent_ptr*",
-        "hsa_amd_memory_unlock" => "host_ptr",
-        "hsa_amd_svm_attributes_set" => "ptr size attribute_list attribute_count",
-        "hsa_amd_portable_export_dmabuf" => "ptr size dmabuf* offset*",
-        "hsa_amd_portable_close_dmabuf" => "dmabuf",
-        "hsa_amd_vmem_handle_create" => "pool size type flags memory_handle*",
-        "hsa_amd_vmem_handle_release" => "memory_handle",
-        "hsa_amd_vmem_map" => "va size in_offset memory_handle flags",
-        "hsa_amd_vmem_unmap" => "va size",
-        "hsa_amd_vmem_set_access" => "va size desc desc_cnt",
-        "hsa_amd_vmem_export_shareable_handle" => "dmabuf_fd* handle flags",
-        "hsa_amd_vmem_import_shareable_handle" => "dmabuf_fd handle*",
-        "hsa_amd_vmem_retain_alloc_handle" => "memory_handle* addr",
-        _ => "",
+        "hsa_amd_memory_lock" => &["host_ptr", "size", "agents", "num_agent", "agent_ptr*"],
+        "hsa_amd_memory_lock_to_pool" => &[
+            "host_ptr",
+            "size",
+            "agents",
+            "num_agent",
+            "pool",
+            "flags",
+            "agent_ptr*",
+        ],
+        "hsa_amd_memory_unlock" => &["host_ptr"],
+        "hsa_amd_svm_attributes_set" => &["ptr", "size", "attribute_list", "attribute_count"],
+        "hsa_amd_portable_export_dmabuf" => &["ptr", "size", "dmabuf*", "offset*"],
+        "hsa_amd_portable_close_dmabuf" => &["dmabuf"],
+        "hsa_amd_vmem_handle_create" => &["pool", "size", "type", "flags", "memory_handle*"],
+        "hsa_amd_vmem_handle_release" => &["memory_handle"],
+        "hsa_amd_vmem_map" => &["va", "size", "in_offset", "memory_handle", "flags"],
+        "hsa_amd_vmem_unmap" => &["va", "size"],
+        "hsa_amd_vmem_set_access" => &["va", "size", "desc", "desc_cnt"],
+        "hsa_amd_vmem_export_shareable_handle" => &["dmabuf_fd*", "handle", "flags"],
+        "hsa_amd_vmem_import_shareable_handle" => &["dmabuf_fd", "handle*"],
+        "hsa_amd_vmem_retain_alloc_handle" => &["memory_handle*", "addr"],
+        _ => &[],
     }
 }
 
@@ -79,7 +117,7 @@ fn set_field(fields: &mut Vec<(Name, Value)>, key: Name, val: Value) {
 
 pub(super) fn intent(call: &mut Call<'_>) -> Kind {
     // the spec's names in argument order, read as the arguments are
-    let mut spec = intent_args(&call.name).split(' ').filter(|s| !s.is_empty());
+    let mut spec = intent_args(&call.name).iter().copied();
     let mut args = Vec::with_capacity(call.args.len());
     let mut outs = Vec::new();
     for i in 0..call.args.len() {
@@ -104,19 +142,48 @@ pub(super) fn intent(call: &mut Call<'_>) -> Kind {
             call.malformed = true;
             continue;
         }
-        if out {
-            if let Value::List(mut x) = val {
-                // a one-element list is its element; [] stays the empty list
-                val = if x.len() == 1 {
-                    x.pop().unwrap()
-                } else {
-                    Value::List(x)
-                };
-            }
-            set_field(&mut outs, key, val);
+        if out && let Value::List(mut x) = val {
+            // a one-element list is its element; [] stays the empty list
+            val = if x.len() == 1 {
+                x.pop().unwrap()
+            } else {
+                Value::List(x)
+            };
+        }
+        let fields = if out { &mut outs } else { &mut args };
+        if named.is_some() {
+            // the spec's names are distinct, and come before any other
+            // (intent_args_are_distinct): no earlier field has this one
+            fields.push((key, val));
         } else {
-            set_field(&mut args, key, val);
+            set_field(fields, key, val);
         }
     }
     Kind::Intent(Box::new(Intent { args, outs }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The spec of every intent call names each argument once (so a named
+    /// argument is pushed, not looked up), and the static names are the
+    /// calls that have a spec.
+    #[test]
+    fn intent_args_are_distinct() {
+        for &n in INTENT_NAMES {
+            let keys: Vec<&str> = intent_args(n)
+                .iter()
+                .map(|k| k.trim_end_matches('*'))
+                .collect();
+            assert!(!keys.is_empty(), "{n}");
+            let mut sorted = keys.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(sorted.len(), keys.len(), "{n}: {keys:?}");
+            assert!(matches!(intent_name(n), Cow::Borrowed(_)));
+        }
+        assert!(matches!(intent_name("hsa_other"), Cow::Owned(_)));
+        assert!(intent_args("hsa_other").is_empty());
+    }
 }

@@ -466,3 +466,108 @@ fn eight_digits_at_once() {
         assert_eq!(eight_digits(bad), want, "{bad:?}");
     }
 }
+
+/// usec reads its two shapes as from_str does, and takes no other: a byte
+/// other than a digit (or the dot) at any place of them, a seventh digit
+/// after the dot, or text that ends early.
+#[test]
+fn usec_is_from_str_on_its_shapes_only() {
+    let mut x: u64 = 99;
+    for _ in 0..20000 {
+        x = lcg(x);
+        let width = if x & 1 == 0 { 1 } else { 10 };
+        let mut d = x;
+        let mut t: Vec<u8> = (0..width + 7)
+            .map(|_| {
+                d = lcg(d);
+                b'0' + ((d >> 33) % 10) as u8
+            })
+            .collect();
+        t[width] = b'.';
+        t.extend_from_slice(b" <");
+        let text = std::str::from_utf8(&t).unwrap();
+        let want: f64 = text[..width + 7].parse().unwrap();
+        let got = usec(&t, 0, width);
+        if want < 9.0e9 {
+            assert_eq!(
+                got.map(|(e, v)| (e, v.to_bits())),
+                Some((width + 7, want.to_bits())),
+                "{text:?}"
+            );
+        }
+        // one byte changed: no digit where one was, the dot moved or gone
+        let k = (x >> 20) as usize % (width + 7);
+        for bad in [b'x', b'.', b'/', b':', 0x80] {
+            let mut u = t.clone();
+            if u[k] == bad {
+                continue;
+            }
+            u[k] = bad;
+            assert_eq!(
+                usec(&u, 0, width),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(&u)
+            );
+        }
+        // a seventh digit, or the text cut short
+        let mut u = t[..width + 7].to_vec();
+        u.push(b'5');
+        assert_eq!(usec(&u, 0, width), None);
+        for cut in 0..width + 7 {
+            assert_eq!(usec(&t[..cut], 0, width), None);
+        }
+    }
+}
+
+/// The sixteen-at-a-time checks are is_ascii and a search for ESC, a byte
+/// past ASCII or an ESC anywhere in texts of every length up to past three
+/// steps.
+#[test]
+fn ascii_and_esc_checks_are_the_byte_loops() {
+    for len in 0..56 {
+        let t: Vec<u8> = (0..len).map(|k| b' ' + (k * 7 % 90) as u8).collect();
+        assert!(crate::parse::lex::ascii(&t), "{len}");
+        assert!(!crate::parse::lex::has_esc(&t), "{len}");
+        for k in 0..len {
+            for bad in [0x80u8, 0xC3, 0xFF] {
+                let mut u = t.clone();
+                u[k] = bad;
+                assert!(!crate::parse::lex::ascii(&u), "{len} {k}");
+                assert!(!crate::parse::lex::has_esc(&u), "{len} {k}");
+                u[k] = 0x1b;
+                assert!(crate::parse::lex::has_esc(&u), "{len} {k}");
+            }
+        }
+    }
+}
+
+/// find_byte is memchr and find_byte3 memchr3: each byte of texts of every length to past three
+/// steps, found first where it first is, or not found.
+#[test]
+fn find_byte_is_memchr() {
+    for len in 0..56 {
+        let t: Vec<u8> = (0..len).map(|k| b'a' + (k * 5 % 26) as u8).collect();
+        for b in [b'a', b'e', b'z', b'<', 0u8] {
+            assert_eq!(
+                crate::parse::lex::find_byte(&t, b),
+                memchr::memchr(b, &t),
+                "{len} {b}"
+            );
+            for (x, y) in [(b'b', b'c'), (b'<', b'>'), (b'z', b'a')] {
+                assert_eq!(
+                    crate::parse::lex::find_byte3(&t, b, x, y),
+                    memchr::memchr3(b, x, y, &t),
+                    "{len} {b} {x} {y}"
+                );
+            }
+        }
+        for k in 0..len {
+            let mut u = t.clone();
+            u[k] = b'<';
+            assert_eq!(crate::parse::lex::find_byte(&u, b'<'), Some(k));
+            u[len - 1] = b'<';
+            assert_eq!(crate::parse::lex::find_byte(&u, b'<'), Some(k.min(len - 1)));
+        }
+    }
+}

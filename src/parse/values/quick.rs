@@ -14,7 +14,7 @@
 //! mimicked.  Scalars are [`super::value`]'s, as in the walk, and structs
 //! go through [`super::dict_of`].  The tests below compare the two ways.
 
-use super::{bare_name, dict_of, int_value, is_ws, parse_int, value};
+use super::{bare_name, dict_of, int_value, is_ws, parse_int, plain_int, value};
 use crate::events::Value;
 use crate::parse::tokens;
 
@@ -234,6 +234,7 @@ impl Quick<'_> {
         // value's other steps (no comment, fd, chain or `(` can be in it)
         Some(match text.first() {
             Some(&c) if kinds == WORD && (c.is_ascii_alphabetic() || c == b'_') => bare_name(text),
+            Some(_) if let Some(v) = plain_int(text) => v,
             Some(&c) if c.is_ascii_digit() || c == b'-' => match parse_int(text) {
                 Some(v) => int_value(v, text),
                 None => value(text, 0),

@@ -191,3 +191,162 @@ fn futex_op_shifts() {
     assert_eq!(parse_flags(op, None), None); // names it does not know
     assert_eq!(parse_flags(b"1<<200", None), None);
 }
+
+/// Tokens around the edges of [`plain_int`]'s shape: every width of hex and
+/// decimal digits up to past its limits, leading zeros, signs, cases,
+/// whitespace, a comment, a name, a decoration.
+fn number_like_tokens() -> Vec<String> {
+    let mut toks: Vec<String> = [
+        "",
+        "0",
+        "00",
+        "0x",
+        "0X1",
+        "x1",
+        "-0",
+        "-1",
+        "+1",
+        " 1",
+        "1 ",
+        "0755",
+        "0x0",
+        "0xg",
+        "0x1g",
+        "1a",
+        "NULL",
+        "3</dev/kfd>",
+        "1 /* one */",
+        "0x1 /* x */",
+        "1<<16",
+        "[1]",
+        "{a=1}",
+        "\"1\"",
+        "9223372036854775807",
+        "18446744073709551615",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for n in 1..=20 {
+        toks.push(format!("0x{}", "f".repeat(n)));
+        toks.push(format!("0x{}", "A".repeat(n)));
+        toks.push(format!("0x{}", "1".repeat(n)));
+        toks.push("9".repeat(n));
+        toks.push(format!("1{}", "0".repeat(n)));
+        toks.push(format!("-{}", "7".repeat(n)));
+        toks.push(format!("0{}", "1".repeat(n)));
+    }
+    toks
+}
+
+#[test]
+fn plain_int_is_the_long_way() {
+    // where the short reading answers, the long one answers the same, and
+    // it answers for the usual numbers
+    for t in number_like_tokens() {
+        let b = t.as_bytes();
+        if let Some(v) = plain_int(b) {
+            assert_eq!(v, value_long(strip(b), 0), "{t:?}");
+            assert_eq!(v, parse(b, 0), "{t:?}");
+        }
+    }
+    for t in [
+        "0",
+        "1",
+        "4096",
+        "0x7f3a005c6010",
+        "0xFFFF",
+        "999999999999999999",
+    ] {
+        assert!(plain_int(t.as_bytes()).is_some(), "{t:?}");
+    }
+}
+
+#[test]
+fn plain_list_is_the_general_way() {
+    let mut toks: Vec<String> = [
+        "[]",
+        "[ ]",
+        "[0x1]",
+        "[0x5612a0]",
+        "[1, 2]",
+        "[1,2]",
+        "[1,  2]",
+        "[1, 2,]",
+        "[, 1]",
+        "[1, ...]",
+        "[...]",
+        "[ 1]",
+        "[1 ]",
+        "[[1]]",
+        "[1] ",
+        " [1]",
+        "[0x1, 0755]",
+        "[NULL]",
+        "[3</dev/kfd>]",
+        "[1 /* x */]",
+        "[-1]",
+        "[1, -2]",
+        "{1}",
+        "[1}",
+        "[1, [2]]",
+        "[1<<2]",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for t in number_like_tokens() {
+        toks.push(format!("[{t}]"));
+        toks.push(format!("[{t}, 0x1]"));
+        toks.push(format!("[1, {t}]"));
+    }
+    for t in toks {
+        if let Some(v) = plain_list(t.as_bytes()) {
+            assert_eq!(v, parse(t.as_bytes(), 0), "{t:?}");
+            assert_eq!(v, quick::quick(t.as_bytes()).unwrap(), "{t:?}");
+        }
+    }
+    assert!(plain_list(b"[0x5612a0]").is_some());
+    assert!(plain_list(b"[1, 0x2, 3]").is_some());
+}
+
+#[test]
+fn plain_numbers_are_every_readers() {
+    // parse_int and int0 answer as their long ways where the usual number
+    // (signed or not) answers, and a value reads it as parse_int does
+    for t in number_like_tokens() {
+        let b = t.as_bytes();
+        if let Some(v) = plain_signed(b) {
+            assert_eq!(Some(v), parse_int_long(b), "{t:?}");
+            assert_eq!(Some(v), int0_long(b), "{t:?}");
+        }
+        assert_eq!(parse_int(b), parse_int_long(b), "{t:?}");
+        assert_eq!(int0(b), int0_long(b), "{t:?}");
+    }
+    assert_eq!(plain_signed(b"-1"), Some(-1));
+    assert_eq!(plain_signed(b"-0x10"), Some(-16));
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..Default::default() })]
+    #[test]
+    fn plain_int_agrees(t in "(0x)?[0-9a-fA-Fx -]{0,20}") {
+        if let Some(v) = plain_int(t.as_bytes()) {
+            proptest::prop_assert_eq!(v, value_long(strip(t.as_bytes()), 0));
+        }
+    }
+
+    #[test]
+    fn plain_signed_agrees(t in "-?(0x)?[0-9a-fA-Fx_ +-]{0,20}") {
+        let b = t.as_bytes();
+        proptest::prop_assert_eq!(parse_int(b), parse_int_long(b));
+        proptest::prop_assert_eq!(int0(b), int0_long(b));
+    }
+
+    #[test]
+    fn plain_list_agrees(t in r"\[((0x)?[0-9a-fA-F]{0,17}[, ]{0,3}){0,4}\]") {
+        if let Some(v) = plain_list(t.as_bytes()) {
+            proptest::prop_assert_eq!(v, parse(t.as_bytes(), 0));
+        }
+    }
+}
