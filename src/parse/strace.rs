@@ -355,11 +355,11 @@ impl Parser {
         }
         let fresh = self.fresh.take();
         let stripped;
-        let mut pre = pre;
         let mut text = text;
-        let line: &[u8] = if crate::parse::lex::has_esc(line) {
-            // pre_parse saw the line before this: it made nothing of it
-            pre = None;
+        // a pre-parse is made of a line without an ESC only (pre_parse_in
+        // checked): the check is not made twice on the serial path
+        debug_assert!(pre.is_none() || !crate::parse::lex::has_esc(line));
+        let line: &[u8] = if pre.is_none() && crate::parse::lex::has_esc(line) {
             text = None;
             stripped = grammar::strip_ansi(line);
             if stripped.is_empty() {
