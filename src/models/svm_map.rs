@@ -195,28 +195,11 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// Replace each overlapped value v by fn(v) on [s, e) only, splitting
     /// pieces that stick out; a piece fn leaves equal is left whole (the
     /// kernel's svm_range_is_same_attrs) unless `always`.  Gaps get
-    /// fn(fill) when `fill` is given.  Returns the pieces that replaced the
-    /// overlapped ones, in address order: they cover what was there (and the
-    /// gaps, with `fill`) and may stick out of [s, e).
-    pub fn update(
-        &mut self,
-        s: u64,
-        e: u64,
-        f: impl FnMut(&V) -> V,
-        fill: Option<&V>,
-        always: bool,
-    ) -> Vec<(u64, u64, V)> {
-        if e <= s {
-            return Vec::new();
-        }
-        let mut new = Vec::new();
-        self.change(s, e, f, fill, always, &mut new);
-        // (the caller keeps `new`: the map took copies of its values)
-        new
-    }
-
-    /// `update`, the pieces it made shown to `look` rather than handed
-    /// back: they are made in the map's room (no allocation a change).
+    /// fn(fill) when `fill` is given.  `look` is shown the pieces that
+    /// replaced the overlapped ones, in address order: they cover what was
+    /// there (and the gaps, with `fill`) and may stick out of [s, e).  They
+    /// are made in the map's room (no allocation a change): `look` answers
+    /// what the caller wants of them (`<[_]>::to_vec`: all of them).
     pub fn apply<R>(
         &mut self,
         s: u64,
@@ -228,27 +211,14 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     ) -> R {
         let mut new = std::mem::take(&mut self.spare);
         if e > s {
-            self.change(s, e, f, fill, always, &mut new);
+            let old = self.take_walk(s, e);
+            updated(&mut new, &old, s, e, f, fill, always);
+            self.splice(&old, &new);
+            self.give_back(old);
         }
         let seen = look(&new);
         keep_room(&mut self.spare, new);
         seen
-    }
-
-    /// `update` on a non-empty range, the pieces it makes pushed on `new`.
-    fn change(
-        &mut self,
-        s: u64,
-        e: u64,
-        f: impl FnMut(&V) -> V,
-        fill: Option<&V>,
-        always: bool,
-        new: &mut Vec<(u64, u64, V)>,
-    ) {
-        let old = self.take_walk(s, e);
-        updated(new, &old, s, e, f, fill, always);
-        self.splice(&old, new);
-        self.give_back(old);
     }
 
     /// The first half of `splice`: remove the starts in `old` that `new`
@@ -300,7 +270,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         keep_room(&mut self.spare, out);
     }
 
-    /// `update(s, e, f, fill, false)` then `coalesce(s, e, drop)` in one
+    /// `apply(s, e, f, fill, false, ..)` then `coalesce(s, e, drop)` in one
     /// walk.  After the update the pieces on
     /// [s - 1, e + 1) are the one ending at s, what the update made, and the
     /// one starting at e: one walk over [s - 1, e + 1) finds all three.
@@ -330,7 +300,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     }
 }
 
-/// What `update` puts in place of the pieces `old` (those overlapping
+/// What `apply` puts in place of the pieces `old` (those overlapping
 /// [s, e), in order), pushed on `new`.
 fn updated<V: Clone + PartialEq>(
     new: &mut Vec<(u64, u64, V)>,

@@ -344,13 +344,13 @@ proptest! {
     ) {
         let mut m: PieceMap<u8> = PieceMap::new();
         for (s, len, v) in cuts {
-            m.update(s, (s + len).min(N), |_| v, Some(&v), true);
+            m.apply(s, (s + len).min(N), |_| v, Some(&v), true, |_| ());
         }
         for ((s, e), add, gaps) in ops {
             let f = |v: &u8| (v + add) % 4;
             let fill = gaps.then_some(&0u8);
             let mut want = m.clone();
-            want.update(s, e, f, fill, false);
+            want.apply(s, e, f, fill, false, |_| ());
             want.coalesce(s, e, |v| *v == 0);
             m.update_coalesce(s, e, f, fill, |v| *v == 0);
             prop_assert_eq!(&m, &want);
@@ -391,6 +391,42 @@ proptest! {
             prop_assert!(pieces.iter().all(|p| !p.2.is_empty()));
         }
         prop_assert!(idx.len() <= 2 * live.len() + 1);
+    }
+
+    /// The cover index is a set of items per page: an item added on
+    /// overlapping ranges is there once, a removal takes it off exactly the
+    /// pages it names (a claim's parts, an unmap's cut), whatever else
+    /// added it there.
+    #[test]
+    fn cover_index_is_a_set_per_page(ops in prop::collection::vec((any::<bool>(), span(), 0u32..=4), 1..40)) {
+        let mut idx = CoverIndex::new();
+        let mut pages: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); N as usize];
+        for (add, (s, e), item) in ops {
+            for page in &mut pages[s as usize..e as usize] {
+                if add {
+                    page.insert(item);
+                } else {
+                    page.remove(&item);
+                }
+            }
+            if add {
+                idx.add(s, e, item);
+            } else {
+                idx.remove(s, e, &item);
+            }
+            for qs in 0..N {
+                for qe in qs + 1..=(qs + 8).min(N) {
+                    let want: BTreeSet<u32> =
+                        pages[qs as usize..qe as usize].iter().flatten().copied().collect();
+                    prop_assert_eq!(idx.query(qs, qe), want.into_iter().collect::<Vec<_>>());
+                }
+            }
+            let pieces: Vec<_> = idx.pieces.iter().collect();
+            for w in pieces.windows(2) {
+                prop_assert!(!(w[0].1 == w[1].0 && w[0].2 == w[1].2));
+            }
+            prop_assert!(pieces.iter().all(|p| !p.2.is_empty()));
+        }
     }
 }
 
@@ -802,7 +838,7 @@ proptest! {
         for op in &ops {
             match *op {
                 PmOp::Update(s, e, x, fill, always) => {
-                    let got = m.update(s, e, |v| pm_fn(x)(*v), fill.then_some(&1), always);
+                    let got = m.apply(s, e, |v| pm_fn(x)(*v), fill.then_some(&1), always, <[_]>::to_vec);
                     r.update(s, e, pm_fn(x), fill.then_some(1), always);
                     // what replaced the overlapped pieces is what the map now holds
                     // there (heads and tails may stick out of [s, e))
@@ -853,7 +889,7 @@ fn piece_map_many_pieces_against_the_page_array() {
         let k = rnd(10);
         if k < 6 {
             let x = rnd(5) as u8;
-            m.update(s, e, |v| pm_fn(x)(*v), Some(&1), x == 4);
+            m.apply(s, e, |v| pm_fn(x)(*v), Some(&1), x == 4, |_| ());
             r.update(s, e, pm_fn(x), Some(1), x == 4);
         } else if k < 8 {
             assert_eq!(m.delete(s, e), r.delete(s, e));
