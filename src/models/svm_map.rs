@@ -36,9 +36,10 @@ const PLACE_IN_ONE_PASS: usize = 3;
 #[derive(Debug, Clone, PartialEq)]
 pub struct PieceMap<V> {
     map: BTreeMap<u64, (u64, V)>,
-    /// room for the pieces a change walks (empty between calls, so equal
-    /// maps stay equal): no allocation a change
+    /// room for the pieces a change walks, and for those it makes (empty
+    /// between calls, so equal maps stay equal): no allocation a change
     room: Vec<(u64, u64, V)>,
+    spare: Vec<(u64, u64, V)>,
 }
 
 impl<V> Default for PieceMap<V> {
@@ -46,6 +47,7 @@ impl<V> Default for PieceMap<V> {
         PieceMap {
             map: BTreeMap::new(),
             room: Vec::new(),
+            spare: Vec::new(),
         }
     }
 }
@@ -76,7 +78,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// not overlap, so walking back from `e` the first piece ending at or
     /// before `s` ends the walk: one descent into the tree, not two, and
     /// each piece is read there (no second lookup by its start).
-    fn walk(&self, s: u64, e: u64) -> Vec<(u64, u64, &V)> {
+    pub fn walk(&self, s: u64, e: u64) -> Vec<(u64, u64, &V)> {
         // (a usual walk meets one to five pieces -- update_coalesce's walk
         // takes a neighbour on each side: room for them up front, not the
         // growth steps of a take_while without a size hint)
@@ -86,8 +88,9 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         out
     }
 
-    /// `walk` from the last piece back, without collecting it.
-    fn walk_back(&self, s: u64, e: u64) -> impl Iterator<Item = (u64, u64, &V)> {
+    /// The pieces overlapping [s, e), unclipped, from the last back,
+    /// without collecting them.
+    pub fn walk_back(&self, s: u64, e: u64) -> impl Iterator<Item = (u64, u64, &V)> {
         // (an empty range finds nothing: no piece starts before e and ends
         // after s >= e)
         self.map
@@ -106,11 +109,8 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         out
     }
 
-    fn give_back(&mut self, mut room: Vec<(u64, u64, V)>) {
-        if room.capacity() <= ROOM {
-            room.clear();
-            self.room = room;
-        }
+    fn give_back(&mut self, room: Vec<(u64, u64, V)>) {
+        keep_room(&mut self.room, room);
     }
 
     /// Pieces overlapping [s, e), unclipped, in address order.
@@ -141,9 +141,9 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// Both are in address order; a start in both is overwritten in place
     /// rather than removed and inserted again (half the tree work when an
     /// update leaves most pieces where they were).
-    fn splice(&mut self, old: &[(u64, u64, V)], new: Vec<(u64, u64, V)>) {
-        self.unsplice(old, &new);
-        self.place(old, &new);
+    fn splice(&mut self, old: &[(u64, u64, V)], new: &[(u64, u64, V)]) {
+        self.unsplice(old, new);
+        self.place(old, new);
     }
 
     /// The second half of `splice`: put `new` (in address order) in place,
@@ -195,28 +195,30 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// Replace each overlapped value v by fn(v) on [s, e) only, splitting
     /// pieces that stick out; a piece fn leaves equal is left whole (the
     /// kernel's svm_range_is_same_attrs) unless `always`.  Gaps get
-    /// fn(fill) when `fill` is given.  Returns the pieces that replaced the
-    /// overlapped ones, in address order: they cover what was there (and the
-    /// gaps, with `fill`) and may stick out of [s, e).
-    pub fn update(
+    /// fn(fill) when `fill` is given.  `look` is shown the pieces that
+    /// replaced the overlapped ones, in address order: they cover what was
+    /// there (and the gaps, with `fill`) and may stick out of [s, e).  They
+    /// are made in the map's room (no allocation a change): `look` answers
+    /// what the caller wants of them (`<[_]>::to_vec`: all of them).
+    pub fn apply<R>(
         &mut self,
         s: u64,
         e: u64,
         f: impl FnMut(&V) -> V,
         fill: Option<&V>,
         always: bool,
-    ) -> Vec<(u64, u64, V)> {
-        if e <= s {
-            return Vec::new();
+        look: impl FnOnce(&[(u64, u64, V)]) -> R,
+    ) -> R {
+        let mut new = std::mem::take(&mut self.spare);
+        if e > s {
+            let old = self.take_walk(s, e);
+            updated(&mut new, &old, s, e, f, fill, always);
+            self.splice(&old, &new);
+            self.give_back(old);
         }
-        let old = self.take_walk(s, e);
-        let new = updated(&old, s, e, f, fill, always);
-        // the caller keeps `new`: the map takes copies of its values, not a
-        // copy of the vector
-        self.unsplice(&old, &new);
-        self.place(&old, &new);
-        self.give_back(old);
-        new
+        let seen = look(&new);
+        keep_room(&mut self.spare, new);
+        seen
     }
 
     /// The first half of `splice`: remove the starts in `old` that `new`
@@ -247,7 +249,7 @@ impl<V: Clone + PartialEq> PieceMap<V> {
                 new.push((hi, pe, v.clone()));
             }
         }
-        self.splice(&old, new);
+        self.splice(&old, &new);
         self.give_back(old);
         removed
     }
@@ -257,15 +259,18 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// CoverIndex, never by the SVM map).
     pub fn coalesce(&mut self, s: u64, e: u64, drop: impl Fn(&V) -> bool) {
         let old = self.take_walk(s.saturating_sub(1), e.saturating_add(1));
-        let out = coalesced(old.iter().cloned(), drop);
+        let mut out = std::mem::take(&mut self.spare);
+        out.extend(old.iter().cloned());
+        coalesce_in_place(&mut out, drop);
         // nothing merged or dropped: the map stays as it is
         if out.len() != old.len() {
-            self.splice(&old, out);
+            self.splice(&old, &out);
         }
         self.give_back(old);
+        keep_room(&mut self.spare, out);
     }
 
-    /// `update(s, e, f, fill, false)` then `coalesce(s, e, drop)` in one
+    /// `apply(s, e, f, fill, false, ..)` then `coalesce(s, e, drop)` in one
     /// walk.  After the update the pieces on
     /// [s - 1, e + 1) are the one ending at s, what the update made, and the
     /// one starting at e: one walk over [s - 1, e + 1) finds all three.
@@ -284,29 +289,29 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         // the pieces overlapping [s, e) lie between those that only touch it
         let i0 = around.iter().take_while(|p| p.1 <= s).count();
         let i1 = i0 + around[i0..].iter().take_while(|p| p.0 < e).count();
-        let new = updated(&around[i0..i1], s, e, f, fill, false);
-        let seq = around[..i0]
-            .iter()
-            .cloned()
-            .chain(new)
-            .chain(around[i1..].iter().cloned());
-        let out = coalesced(seq, drop);
-        self.splice(&around, out);
+        let mut out = std::mem::take(&mut self.spare);
+        out.extend(around[..i0].iter().cloned());
+        updated(&mut out, &around[i0..i1], s, e, f, fill, false);
+        out.extend(around[i1..].iter().cloned());
+        coalesce_in_place(&mut out, drop);
+        self.splice(&around, &out);
         self.give_back(around);
+        keep_room(&mut self.spare, out);
     }
 }
 
-/// What `update` puts in place of the pieces `old` (those overlapping
-/// [s, e), in order).
+/// What `apply` puts in place of the pieces `old` (those overlapping
+/// [s, e), in order), pushed on `new`.
 fn updated<V: Clone + PartialEq>(
+    new: &mut Vec<(u64, u64, V)>,
     old: &[(u64, u64, V)],
     s: u64,
     e: u64,
     mut f: impl FnMut(&V) -> V,
     fill: Option<&V>,
     always: bool,
-) -> Vec<(u64, u64, V)> {
-    let mut new = Vec::with_capacity(old.len() + 2);
+) {
+    new.reserve(old.len() + 2);
     let mut pos = s;
     for &(ps, pe, ref v) in old {
         if let Some(fv) = fill
@@ -337,29 +342,38 @@ fn updated<V: Clone + PartialEq>(
     {
         new.push((pos, e, f(fv)));
     }
-    new
 }
 
-/// Touching equal neighbours merged, pieces `drop`
-/// rejects left out (a dropped piece breaks the run).
-fn coalesced<V: Clone + PartialEq>(
-    pieces: impl Iterator<Item = (u64, u64, V)>,
-    drop: impl Fn(&V) -> bool,
-) -> Vec<(u64, u64, V)> {
-    let mut out: Vec<(u64, u64, V)> = Vec::with_capacity(pieces.size_hint().0);
+/// Touching equal neighbours merged, pieces `drop` rejects left out (a
+/// dropped piece breaks the run), in place.
+fn coalesce_in_place<V: PartialEq>(v: &mut Vec<(u64, u64, V)>, drop: impl Fn(&V) -> bool) {
+    // v[..w]: the pieces kept so far; `run`: the piece before the current
+    // one was kept (merged into v[w - 1] or moved there)
+    let mut w = 0;
     let mut run = false;
-    for (ps, pe, v) in pieces {
-        if drop(&v) {
+    for r in 0..v.len() {
+        if drop(&v[r].2) {
             run = false;
             continue;
         }
-        match out.last_mut() {
-            Some(last) if run && last.1 == ps && last.2 == v => last.1 = pe,
-            _ => out.push((ps, pe, v)),
+        if run && v[w - 1].1 == v[r].0 && v[w - 1].2 == v[r].2 {
+            v[w - 1].1 = v[r].1;
+        } else {
+            v.swap(w, r);
+            w += 1;
         }
         run = true;
     }
-    out
+    v.truncate(w);
+}
+
+/// Keep `v`'s room in `slot` for the next change, emptied (not past
+/// [`ROOM`] pieces).
+fn keep_room<V>(slot: &mut Vec<(u64, u64, V)>, mut v: Vec<(u64, u64, V)>) {
+    if v.capacity() <= ROOM {
+        v.clear();
+        *slot = v;
+    }
 }
 
 /// One SVM attribute of a SET_ATTR or GET_ATTR (kfd_ioctl_svm_attribute:
@@ -415,6 +429,11 @@ impl PageState {
             prefetch: None,
             granularity: None,
         }
+    }
+
+    /// Whether a gpu has access `a` (ACCESS, IN_PLACE, NO_ACCESS) here.
+    pub fn has(&self, a: u32) -> bool {
+        self.access.iter().any(|x| x.1 == a)
     }
 
     pub fn access_of(&self, gpu: u32) -> Option<u32> {
@@ -523,17 +542,16 @@ impl SvmMap {
         self.pieces.is_empty()
     }
 
-    /// Apply a SET_ATTR on [s, e).  Returns the pieces that replaced the ones
-    /// it overlapped, in address order: they cover [s, e) and may stick out
-    /// of it.  PREFETCH_LOC always counts as a change (it re-migrates), so
-    /// it splits even where it changes nothing.
-    pub fn set_attr(&mut self, s: u64, e: u64, attrs: &[Attr]) -> Vec<(u64, u64, State)> {
+    /// Apply a SET_ATTR on [s, e).  PREFETCH_LOC always counts as a change
+    /// (it re-migrates), so it splits even where it changes nothing.
+    /// Returns whether a piece it left on [s, e) is NO_ACCESS to a gpu.
+    pub fn set_attr(&mut self, s: u64, e: u64, attrs: &[Attr]) -> bool {
         let always = attrs.iter().any(|a| a.ty == kfd::ATTR_PREFETCH_LOC);
         let fill = self.fill.clone();
         // pieces a split left share one state, and one program sets the
         // same few states over and over: remember the last answers
         let seen = self.memo.of(attrs);
-        self.pieces.update(
+        self.pieces.apply(
             s,
             e,
             |st| {
@@ -553,6 +571,10 @@ impl SvmMap {
             },
             Some(&fill),
             always,
+            |new| {
+                new.iter()
+                    .any(|(ps, pe, st)| *ps < e && *pe > s && st.has(NO_ACCESS))
+            },
         )
     }
 
@@ -803,14 +825,15 @@ pub struct CoverIndex<T: Ord + Clone> {
 }
 
 /// The items on one piece of a [`CoverIndex`]: sorted, each once (a piece
-/// holds a few claims: a vector beats a tree at that size).
-pub type Items<T> = Rc<Vec<T>>;
+/// holds a few claims: a slice beats a tree at that size; one allocation
+/// a set, not a vector's and its box's).
+pub type Items<T> = Rc<[T]>;
 
 impl<T: Ord + Clone> Default for CoverIndex<T> {
     fn default() -> Self {
         CoverIndex {
             pieces: PieceMap::new(),
-            empty: Rc::new(Vec::new()),
+            empty: Rc::new([]),
         }
     }
 }
@@ -843,11 +866,13 @@ impl<T: Ord + Clone> CoverIndex<T> {
                 {
                     return now.clone();
                 }
-                let mut n = Vec::with_capacity(v.len() + 1);
-                n.extend_from_slice(&v[..at]);
-                n.push(item.clone());
-                n.extend_from_slice(&v[at..]);
-                let n = Rc::new(n);
+                // (an exact-size iterator: the set is allocated once)
+                let n: Items<T> = v[..at]
+                    .iter()
+                    .cloned()
+                    .chain(std::iter::once(item.clone()))
+                    .chain(v[at..].iter().cloned())
+                    .collect();
                 last = Some((v.clone(), n.clone()));
                 n
             },
@@ -870,9 +895,11 @@ impl<T: Ord + Clone> CoverIndex<T> {
                 {
                     return now.clone();
                 }
-                let mut n = Vec::clone(v);
-                n.remove(at);
-                let n = Rc::new(n);
+                let n: Items<T> = v[..at]
+                    .iter()
+                    .cloned()
+                    .chain(v[at + 1..].iter().cloned())
+                    .collect();
                 last = Some((v.clone(), n.clone()));
                 n
             },
@@ -881,11 +908,32 @@ impl<T: Ord + Clone> CoverIndex<T> {
         );
     }
 
+    /// The pieces overlapping [s, e) and their items, from the last back,
+    /// unclipped (no copy of them).
+    pub fn pieces_back(&self, s: u64, e: u64) -> impl Iterator<Item = (u64, u64, &Items<T>)> {
+        self.pieces.walk_back(s, e)
+    }
+
+    /// Whether an item on a page of [s, e) passes `f` (`query(s, e)`
+    /// asked without copying it).
+    pub fn any(&self, s: u64, e: u64, mut f: impl FnMut(&T) -> bool) -> bool {
+        self.pieces
+            .walk_back(s, e)
+            .any(|(_, _, items)| items.iter().any(&mut f))
+    }
+
     /// The items on any page of [s, e), in order, each once.
     pub fn query(&self, s: u64, e: u64) -> Vec<T> {
+        let mut out = Vec::new();
+        self.query_into(s, e, &mut out);
+        out
+    }
+
+    /// `query` into `out` (emptied first), in the room it has.
+    pub fn query_into(&self, s: u64, e: u64, out: &mut Vec<T>) {
         // the pieces in any order (several are sorted and deduplicated
         // below), so straight from the walk, not from a vector of it
-        let mut out: Vec<T> = Vec::new();
+        out.clear();
         let mut pieces = 0;
         for (_, _, items) in self.pieces.walk_back(s, e) {
             out.extend(items.iter().cloned());
@@ -896,7 +944,6 @@ impl<T: Ord + Clone> CoverIndex<T> {
             out.sort_unstable();
             out.dedup();
         }
-        out
     }
 }
 

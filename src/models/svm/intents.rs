@@ -113,7 +113,7 @@ impl SvmModel {
                         .map_or_else(|| evr.clone(), |r| r.r.borrow().event.clone());
                     let t = CRef::new(sh.ids, Claim::new(ClaimKind::Explicit, s, e, Some(born)));
                     p.cover.add(s, e, t.clone());
-                    let stale = sh.noaccess_gpus(p, s, e, None);
+                    let stale = sh.noaccess_gpus(p, s, e);
                     t.m().stale_gpus = stale;
                     t
                 };

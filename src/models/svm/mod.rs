@@ -99,6 +99,8 @@ struct Proc {
     burst: HashMap<Tid, Burst>,
     /// the call being replayed was a revoke (its thread's burst goes on)
     in_burst: bool,
+    /// room for the claims a SET_ATTR touches (empty between calls)
+    touched: Vec<CRef>,
 }
 
 #[derive(Clone, Copy)]
@@ -180,6 +182,7 @@ impl Proc {
             ended_by_other: VecDeque::new(),
             burst: HashMap::new(),
             in_burst: false,
+            touched: Vec::new(),
         }
     }
 
@@ -225,10 +228,6 @@ fn wanted(granted: &[u32], kind: ClaimKind, xnack: Option<bool>, taken: &Gpus) -
     } else {
         Vec::new()
     }
-}
-
-fn noaccess(st: &State) -> bool {
-    st.access.iter().any(|a| a.1 == NO_ACCESS)
 }
 
 /// Logs give entry times and durations to the microsecond, each cut

@@ -54,7 +54,9 @@ impl Shared {
             EffKind::Application => p.app.get(&(s, e)).cloned(),
             _ => None,
         };
-        let touched = p.cover.query(s, e);
+        // (in the room the last call left: given back at the end)
+        let mut touched = std::mem::take(&mut p.touched);
+        p.cover.query_into(s, e, &mut touched);
         let mut released: Vec<CRef> = Vec::new();
         let mut ambiguous: Vec<CRef> = Vec::new();
         if kind == EffKind::Revoke {
@@ -164,7 +166,7 @@ impl Shared {
         let mut stale_pre: Vec<(CRef, Option<StaleRes>)> = Vec::new();
         let (taken, cleared) = (&eff.taken, eff.cleared);
         if !touched.is_empty() && (!taken.is_empty() || cleared != 0) {
-            let mut near: Option<Vec<(u64, u64, State)>> = None;
+            let mut near: Option<Vec<(u64, u64, &State)>> = None;
             for c in &touched {
                 if own.as_ref() == Some(c) || (own_change && within(c)) {
                     continue;
@@ -181,7 +183,7 @@ impl Shared {
                     )
                 };
                 if !want.is_empty() || cflags & cleared != 0 {
-                    let near = near.get_or_insert_with(|| p.map.pieces.overlapping(s, e));
+                    let near = near.get_or_insert_with(|| p.map.pieces.walk(s, e));
                     if let Some(loss) = loss_of(&c.b(), want, cflags & cleared, s, e, near) {
                         losses.push((c.clone(), loss));
                     }
@@ -234,13 +236,13 @@ impl Shared {
                 }
             }
         }
-        let after = p.map.set_attr(s, e, &attrs);
+        let noaccess_left = p.map.set_attr(s, e, &attrs);
         if !taken.is_empty() {
             if released
                 .iter()
                 .any(|c| c.b().kind != ClaimKind::Application)
             {
-                p.dereg.update(s, e, |_| true, Some(&true), false);
+                p.dereg.apply(s, e, |_| true, Some(&true), false, |_| ());
             } else {
                 p.dereg.delete(s, e);
             }
@@ -302,12 +304,15 @@ impl Shared {
                 d.claim = Some(o.clone());
                 d.grant = Some(g);
             }
-            if new && kind == EffKind::Registration {
-                let st = self.noaccess_gpus(p, s, e, Some(&after));
+            // (nothing NO_ACCESS on [s, e) at all: no gpu is)
+            if new && kind == EffKind::Registration && noaccess_left {
+                let st = self.noaccess_gpus(p, s, e);
                 o.m().stale_gpus = st;
             }
             if kind == EffKind::Registration {
-                may_vanish(p, &ev, s, e);
+                // (the claims on [s, e) now: those it touched, and its own
+                // if it made one: nothing else changed the index since)
+                may_vanish(p, &ev, &touched, new.then_some(&o));
             }
         }
         if self.watch.is_some() && self.watched(p, s, e) {
@@ -319,6 +324,8 @@ impl Shared {
             dq.pop_front();
         }
         dq.push_back(rec);
+        touched.clear();
+        p.touched = touched;
     }
 
     fn note_set_attr(&mut self, p: &Proc, rec: &RecRef, released: &[CRef]) {
@@ -351,33 +358,13 @@ impl Shared {
         self.note(p, &ev, s, e, what);
     }
 
-    pub(super) fn noaccess_gpus(
-        &self,
-        p: &Proc,
-        s: u64,
-        e: u64,
-        after: Option<&[(u64, u64, State)]>,
-    ) -> Gpus {
+    /// The gpus NO_ACCESS now on the pages of [s, e) a deregistration
+    /// took last (pieces walked in place, no copy of them).
+    pub(super) fn noaccess_gpus(&self, p: &Proc, s: u64, e: u64) -> Gpus {
         let mut out: Gpus = Vec::new();
-        if let Some(after) = after
-            && !after
-                .iter()
-                .any(|(ps, pe, st)| *ps < e && *pe > s && noaccess(st))
-        {
-            // nothing NO_ACCESS on [s, e) at all
-            return out;
-        }
-        for (ds, de, _) in p.dereg.overlapping(s, e) {
+        for (ds, de, _) in p.dereg.walk_back(s, e) {
             let (a, b) = (ds.max(s), de.min(e));
-            let states: Vec<State> = match after {
-                None => p.map.overlapping(a, b).into_iter().map(|x| x.2).collect(),
-                Some(after) => after
-                    .iter()
-                    .filter(|(ps, pe, _)| *ps < b && *pe > a)
-                    .map(|x| x.2.clone())
-                    .collect(),
-            };
-            for st in states {
+            for (_, _, st) in p.map.pieces.walk_back(a, b) {
                 for &(g, x) in &st.access {
                     if x == NO_ACCESS && !out.contains(&g) {
                         out.push(g);
@@ -452,10 +439,9 @@ pub(super) fn release_range(
         .iter()
         .filter(|(a, b)| a < b)
         .any(|&(a, b)| {
-            p.cover
-                .query(a, b)
-                .iter()
-                .any(|o| o != c && !released.contains(o) && o.b().kind == ClaimKind::Registration)
+            p.cover.any(a, b, |o| {
+                o != c && !released.contains(o) && o.b().kind == ClaimKind::Registration
+            })
         });
     (!explained).then_some((s, e))
 }
@@ -501,14 +487,15 @@ fn infer_release(s: u64, e: u64, touched: &[CRef]) -> Vec<CRef> {
 }
 
 /// What claim `c` loses on [s, e): `want` the gpus it may lose, `want_flags`
-/// the flags.  `near`: the map's pieces overlapping [s, e), unclipped.
+/// the flags.  `near`: the map's pieces overlapping [s, e), unclipped
+/// (in place).
 fn loss_of(
     c: &Claim,
     want: Gpus,
     want_flags: u32,
     s: u64,
     e: u64,
-    near: &[(u64, u64, State)],
+    near: &[(u64, u64, &State)],
 ) -> Option<Loss> {
     if want.is_empty() && want_flags == 0 {
         return None;
@@ -664,20 +651,20 @@ fn record_burst(
     p.in_burst = true;
 }
 
-/// True when the claim was made on another thread than `ev`'s.
-/// After a registration of [s, e): a registration there (this one, or one
+/// After a registration of [s, e) (`touched`: the claims on it before it,
+/// `made`: the claim it made, if new): a registration there (this one, or one
 /// it overlaps) all of whose pages other live claims now cover may be
 /// released silently from now on, by a runtime that revokes a range minus
 /// what others still cover (nothing is left: no ioctl), so its release
 /// may have begun when this registration ended: a possible release (seen
 /// in the emulation: a victim "certainly live" to the end of the trace,
 /// released by an unpin that issued nothing).
-fn may_vanish(p: &mut Proc, ev: &Ev, s: u64, e: u64) {
+fn may_vanish(p: &mut Proc, ev: &Ev, touched: &[CRef], made: Option<&CRef>) {
     let Some(t) = ev.h.end() else { return };
-    for c in p.cover.query(s, e) {
+    for c in touched.iter().chain(made) {
         let covered = {
             let b = c.b();
-            b.live && b.kind == ClaimKind::Registration && covered_by_others(p, &c, b.start, b.end)
+            b.live && b.kind == ClaimKind::Registration && covered_by_others(p, c, b.start, b.end)
         };
         if covered {
             c.m().may_be_released(t, ev.h.seq);
@@ -688,28 +675,23 @@ fn may_vanish(p: &mut Proc, ev: &Ev, s: u64, e: u64) {
 /// Whether every page of [s, e) is covered by a live registration (or
 /// lock) other than `c`: what a subtracting runtime leaves out of `c`'s revoke.
 fn covered_by_others(p: &Proc, c: &CRef, s: u64, e: u64) -> bool {
-    let mut spans: Vec<(u64, u64)> = Vec::new();
-    for (a, b, items) in p.cover.pieces.overlapping(s, e) {
+    // the pieces from the last back: each holds another, and each ends
+    // where the one after it begins (the first at e, the last from s)
+    let mut at = e;
+    for (a, b, items) in p.cover.pieces_back(s, e) {
         let other = items.iter().any(|x| {
             let xb = x.b();
             x != c && xb.live && matches!(xb.kind, ClaimKind::Registration | ClaimKind::Explicit)
         });
-        if !other {
+        if !other || b.min(e) < at {
             return false;
         }
-        spans.push((a.max(s), b.min(e)));
+        at = a.max(s);
     }
-    spans.sort_unstable();
-    let mut at = s;
-    for (a, b) in spans {
-        if a > at {
-            return false;
-        }
-        at = at.max(b);
-    }
-    at >= e
+    at <= s
 }
 
+/// True when the claim was made on another thread than `ev`'s.
 fn made_elsewhere(c: &Claim, ev: &Ev) -> bool {
     c.born.as_ref().is_some_and(|r| r.h.tid != ev.h.tid)
 }

@@ -344,13 +344,13 @@ proptest! {
     ) {
         let mut m: PieceMap<u8> = PieceMap::new();
         for (s, len, v) in cuts {
-            m.update(s, (s + len).min(N), |_| v, Some(&v), true);
+            m.apply(s, (s + len).min(N), |_| v, Some(&v), true, |_| ());
         }
         for ((s, e), add, gaps) in ops {
             let f = |v: &u8| (v + add) % 4;
             let fill = gaps.then_some(&0u8);
             let mut want = m.clone();
-            want.update(s, e, f, fill, false);
+            want.apply(s, e, f, fill, false, |_| ());
             want.coalesce(s, e, |v| *v == 0);
             m.update_coalesce(s, e, f, fill, |v| *v == 0);
             prop_assert_eq!(&m, &want);
@@ -392,6 +392,42 @@ proptest! {
         }
         prop_assert!(idx.len() <= 2 * live.len() + 1);
     }
+
+    /// The cover index is a set of items per page: an item added on
+    /// overlapping ranges is there once, a removal takes it off exactly the
+    /// pages it names (a claim's parts, an unmap's cut), whatever else
+    /// added it there.
+    #[test]
+    fn cover_index_is_a_set_per_page(ops in prop::collection::vec((any::<bool>(), span(), 0u32..=4), 1..40)) {
+        let mut idx = CoverIndex::new();
+        let mut pages: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); N as usize];
+        for (add, (s, e), item) in ops {
+            for page in &mut pages[s as usize..e as usize] {
+                if add {
+                    page.insert(item);
+                } else {
+                    page.remove(&item);
+                }
+            }
+            if add {
+                idx.add(s, e, item);
+            } else {
+                idx.remove(s, e, &item);
+            }
+            for qs in 0..N {
+                for qe in qs + 1..=(qs + 8).min(N) {
+                    let want: BTreeSet<u32> =
+                        pages[qs as usize..qe as usize].iter().flatten().copied().collect();
+                    prop_assert_eq!(idx.query(qs, qe), want.into_iter().collect::<Vec<_>>());
+                }
+            }
+            let pieces: Vec<_> = idx.pieces.iter().collect();
+            for w in pieces.windows(2) {
+                prop_assert!(!(w[0].1 == w[1].0 && w[0].2 == w[1].2));
+            }
+            prop_assert!(pieces.iter().all(|p| !p.2.is_empty()));
+        }
+    }
 }
 
 fn a(ty: u32, value: u32) -> Attr {
@@ -414,10 +450,14 @@ fn set_attr_splits_and_never_merges() {
             .all(|(_, _, st)| st.access == [(0x11, IN_PLACE)])
     );
     // a SET_ATTR that changes nothing leaves the piece whole
-    let after = m.set_attr(1, 2, &[a(IN_PLACE, 0x11)]);
+    m.set_attr(1, 2, &[a(IN_PLACE, 0x11)]);
     assert_eq!(m.len(), 3);
     assert_eq!(
-        after.iter().map(|p| (p.0, p.1)).collect::<Vec<_>>(),
+        m.pieces
+            .overlapping(1, 2)
+            .iter()
+            .map(|p| (p.0, p.1))
+            .collect::<Vec<_>>(),
         [(0, 4)]
     );
     // ... unless it carries PREFETCH_LOC, which always re-migrates
@@ -491,7 +531,15 @@ fn unmap_forgets_pages_and_keeps_heads_and_tails() {
         [(2, 3), (3, 5), (5, 6)]
     );
     // empty ranges change nothing, find nothing
-    assert!(m.set_attr(4, 4, &[a(NO_ACCESS, 0x11)]).is_empty());
+    let pieces = |m: &SvmMap| -> Vec<_> {
+        m.pieces
+            .iter()
+            .map(|(s, e, st)| (s, e, st.clone()))
+            .collect()
+    };
+    let before = pieces(&m);
+    m.set_attr(4, 4, &[a(NO_ACCESS, 0x11)]);
+    assert_eq!(pieces(&m), before);
     assert!(m.overlapping(4, 4).is_empty());
     assert_eq!(m.len(), 3);
 }
@@ -790,7 +838,7 @@ proptest! {
         for op in &ops {
             match *op {
                 PmOp::Update(s, e, x, fill, always) => {
-                    let got = m.update(s, e, |v| pm_fn(x)(*v), fill.then_some(&1), always);
+                    let got = m.apply(s, e, |v| pm_fn(x)(*v), fill.then_some(&1), always, <[_]>::to_vec);
                     r.update(s, e, pm_fn(x), fill.then_some(1), always);
                     // what replaced the overlapped pieces is what the map now holds
                     // there (heads and tails may stick out of [s, e))
@@ -841,7 +889,7 @@ fn piece_map_many_pieces_against_the_page_array() {
         let k = rnd(10);
         if k < 6 {
             let x = rnd(5) as u8;
-            m.update(s, e, |v| pm_fn(x)(*v), Some(&1), x == 4);
+            m.apply(s, e, |v| pm_fn(x)(*v), Some(&1), x == 4, |_| ());
             r.update(s, e, pm_fn(x), Some(1), x == 4);
         } else if k < 8 {
             assert_eq!(m.delete(s, e), r.delete(s, e));
