@@ -318,7 +318,7 @@ def main(argv=None):
         print(f"rocrtrace / strace-process-tree: {ours / tree:.2f}x lines/s (it reads only process lifetimes)")
         targets.append(("vs strace-process-tree (same log)", f"{ours / tree:.1f}x", ">= 10x", ours / tree >= 10))
 
-    print("--- targets (issue 16)")
+    print("--- targets (issue 36)")
     w = max(len(t[0]) for t in targets)
     for what, fig, target, met in targets:
         print(f"{what:<{w}}  {fig:>22}  target {target:<22} {'met' if met else 'NOT met'}")
