@@ -16,6 +16,7 @@
 
 use crate::events::{Name, Value};
 use crate::kfd::{self, LogField, LogStruct, Shape};
+use crate::parse::lex::{dec_run, hex_run};
 use crate::parse::tokens::deco_end;
 use crate::parse::values::{parse_fd, parse_int};
 use std::borrow::Cow;
@@ -74,32 +75,6 @@ pub fn decode(ls: &LogStruct, tok: &[u8]) -> Option<(Value, Option<Value>)> {
     };
     TAKEN.with(|t| t.set(t.get() + 1));
     Some((arg, out))
-}
-
-/// The end of the hex digits from `i` and their value (wrapped past 16
-/// digits: the caller takes at most 15).
-fn hex_run(s: &[u8], mut i: usize) -> (usize, u64) {
-    let mut v: u64 = 0;
-    while let Some(&c) = s.get(i) {
-        let x = crate::parse::lex::HEX_DIGIT[c as usize];
-        if x > 15 {
-            break;
-        }
-        v = v.wrapping_shl(4) | u64::from(x);
-        i += 1;
-    }
-    (i, v)
-}
-
-/// The end of the decimal digits from `i` and their value (wrapped past
-/// 19 digits: the caller takes at most 19).
-fn dec_run(s: &[u8], mut i: usize) -> (usize, u64) {
-    let mut v: u64 = 0;
-    while let Some(&c) = s.get(i).filter(|c| c.is_ascii_digit()) {
-        v = v.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
-        i += 1;
-    }
-    (i, v)
 }
 
 /// The longest name [`constant`] remembers.

@@ -151,6 +151,32 @@ pub const HEX_DIGIT: [u8; 256] = {
     t
 };
 
+/// The end of the hex digits from `i` and their value (wrapped past 16
+/// digits: the caller takes at most 15).
+pub fn hex_run(s: &[u8], mut i: usize) -> (usize, u64) {
+    let mut v: u64 = 0;
+    while let Some(&c) = s.get(i) {
+        let x = HEX_DIGIT[c as usize];
+        if x > 15 {
+            break;
+        }
+        v = v.wrapping_shl(4) | u64::from(x);
+        i += 1;
+    }
+    (i, v)
+}
+
+/// The end of the decimal digits from `i` and their value (wrapped past
+/// 19 digits: the caller takes at most 19).
+pub fn dec_run(s: &[u8], mut i: usize) -> (usize, u64) {
+    let mut v: u64 = 0;
+    while let Some(&c) = s.get(i).filter(|c| c.is_ascii_digit()) {
+        v = v.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
+        i += 1;
+    }
+    (i, v)
+}
+
 /// At `k`: the end of a C character literal.
 pub(crate) fn char_end(s: &[u8], k: usize) -> Option<usize> {
     if at(s, k) != b'\'' {

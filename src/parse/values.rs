@@ -667,32 +667,14 @@ fn plain_int(tok: &[u8]) -> Option<Value> {
 /// ([`parse_int`], [`int0`], [`value`]) reads such a token as this value
 /// (the tests compare them), and tries this first.
 pub fn plain_u64(tok: &[u8]) -> Option<u64> {
-    match tok {
-        [b'0', b'x', d @ ..] if (1..=15).contains(&d.len()) => {
-            let mut v: u64 = 0;
-            for &c in d {
-                let x = crate::parse::lex::HEX_DIGIT[c as usize];
-                if x > 15 {
-                    return None;
-                }
-                v = v << 4 | u64::from(x);
-            }
-            Some(v)
-        }
-        [b'0'] => Some(0),
-        [b'1'..=b'9', ..] if tok.len() <= 18 => {
-            let mut v: u64 = 0;
-            for &c in tok {
-                let x = c.wrapping_sub(b'0');
-                if x > 9 {
-                    return None;
-                }
-                v = v * 10 + u64::from(x);
-            }
-            Some(v)
-        }
-        _ => None,
-    }
+    use crate::parse::lex::{dec_run, hex_run};
+    let (end, v) = match tok {
+        [b'0', b'x', d @ ..] if (1..=15).contains(&d.len()) => hex_run(tok, 2),
+        [b'0'] => (1, 0),
+        [b'1'..=b'9', ..] if tok.len() <= 18 => dec_run(tok, 0),
+        _ => return None,
+    };
+    (end == tok.len()).then_some(v)
 }
 
 /// [`plain_u64`] after an optional `-`, signed.
