@@ -429,6 +429,7 @@ impl Shared {
                 continue;
             }
             self.revive(p, &k);
+            self.give_back(p, &k, rec);
             let loss = rec
                 .r
                 .borrow()
@@ -438,6 +439,24 @@ impl Shared {
                 .map(|x| x.1.clone());
             if let Some(loss) = loss {
                 self.victim(p, rec, &k, loss);
+            }
+        }
+    }
+
+    /// `k`, released by `rec` as inferred, lived on (an intent call showed
+    /// `rec` was not its release): what the calls since took from it, held
+    /// back until now, were a live claim's losses.
+    fn give_back(&mut self, p: &mut Proc, k: &CRef, rec: &RecRef) {
+        let Some(i) = p.held_back.iter().position(|(c, _)| c == k) else {
+            return;
+        };
+        let (_, losses) = p.held_back.remove(i).expect("an index of the list");
+        if !k.b().live {
+            return;
+        }
+        for (r, loss) in losses {
+            if r.id != rec.id {
+                self.victim(p, &r, k, loss);
             }
         }
     }

@@ -91,6 +91,12 @@ struct Proc {
     /// another thread, may still come, even after their range was
     /// registered again
     ended_by_other: VecDeque<CRef>,
+    /// claims a revoke released by inference in a process with intent
+    /// calls, newest last (at most [`HELD_BACK`]), each with what later
+    /// calls took from its pages: the revoke's unlock, whose line comes at
+    /// its return, may show the revoke was another claim's, and then those
+    /// were losses of a live claim (see `unrelease`)
+    held_back: VecDeque<(CRef, Vec<(RecRef, Loss)>)>,
     /// threads whose last call was a revoke: when it was computed at the
     /// earliest, where its pieces so far began and ended, and the widest
     /// registration it released: a deregistration's pieces (its range
@@ -180,6 +186,7 @@ impl Proc {
             seen: Rc::new(RefCell::new(Seen::default())),
             last_end: HashMap::new(),
             ended_by_other: VecDeque::new(),
+            held_back: VecDeque::new(),
             burst: HashMap::new(),
             in_burst: false,
             touched: Vec::new(),

@@ -7,6 +7,9 @@ use super::*;
 const RECENT: usize = 256;
 /// registration claims released by another's revoke kept for their own
 const ENDED_BY_OTHER: usize = 64;
+/// Claims held back at most (`Proc::held_back`), and the losses kept for each.
+const HELD_BACK: usize = 32;
+const HELD_LOSSES: usize = 32;
 
 impl Shared {
     /// The effect of `attrs`, and the list as its records share it.
@@ -193,6 +196,9 @@ impl Shared {
                 }
             }
         }
+        // what it takes from claims held back (released by inference, an
+        // unlock still to come may give them back): losses if it does
+        let held_losses = held_back_losses(p, s, e, taken, cleared, &released, &ambiguous);
         let rec: RecRef = Rc::new(RecCell {
             id: self.rec_ids,
             r: RefCell::new(RecData {
@@ -216,8 +222,22 @@ impl Shared {
             possible_releases(p, &ev, s, e, quiet_from, &touched, &released);
             record_burst(p, &ev, piece, s, e, quiet_from, &released);
         }
+        for (i, loss) in held_losses {
+            let list = &mut p.held_back[i].1;
+            if list.len() < HELD_LOSSES {
+                list.push((rec.clone(), loss));
+            }
+        }
+        let hold = kind == EffKind::Revoke && p.seen.borrow().intents > 0;
         for c in &released {
             if c.b().live {
+                if hold && !c.b().unlocked {
+                    p.held_back.retain(|(k, _)| !k.b().live && !k.b().unlocked);
+                    if p.held_back.len() == HELD_BACK {
+                        p.held_back.pop_front();
+                    }
+                    p.held_back.push_back((c.clone(), Vec::new()));
+                }
                 let pre = rec.r.borrow().pre(c);
                 self.end(p, c, &ev, pre);
                 let range = release_range(p, c, s, e, &released);
@@ -444,6 +464,44 @@ pub(super) fn release_range(
             })
         });
     (!explained).then_some((s, e))
+}
+
+/// What a SET_ATTR on [s, e) taking `taken` and clearing `cleared` takes
+/// from the claims held back (`Proc::held_back`, not live now and not
+/// released by it), by their index there: what it would be a victim's
+/// loss if the claim turns out live.
+fn held_back_losses(
+    p: &Proc,
+    s: u64,
+    e: u64,
+    taken: &Gpus,
+    cleared: u32,
+    released: &[CRef],
+    ambiguous: &[CRef],
+) -> Vec<(usize, Loss)> {
+    let mut out = Vec::new();
+    if p.held_back.is_empty() || (taken.is_empty() && cleared == 0) {
+        return out;
+    }
+    let mut near: Option<Vec<(u64, u64, &State)>> = None;
+    for (i, (k, _)) in p.held_back.iter().enumerate() {
+        if released.contains(k) || ambiguous.contains(k) {
+            continue;
+        }
+        let b = k.b();
+        if b.live || b.unlocked || !b.pages.iter().any(|&(a, z)| a < e && s < z) {
+            continue;
+        }
+        let want = wanted(&b.gpus, b.kind, p.xnack, taken);
+        if want.is_empty() && b.flags & cleared == 0 {
+            continue;
+        }
+        let near = near.get_or_insert_with(|| p.map.pieces.walk(s, e));
+        if let Some(loss) = loss_of(&b, want, b.flags & cleared, s, e, near) {
+            out.push((i, loss));
+        }
+    }
+    out
 }
 
 /// The smallest registration claim containing [s, e), and every one lying

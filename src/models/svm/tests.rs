@@ -410,3 +410,117 @@ fn unlocked_pointers_are_forgotten() {
     assert_eq!(kept, vec![1]);
     assert!(m.findings.is_empty());
 }
+
+/// An intent call's line at `t0` lasting to `t1` (pushed where it stands:
+/// `run` feeds in completion order).
+fn call_at(
+    t: &mut Trace,
+    tid: u32,
+    name: &'static str,
+    args: Vec<(&'static str, u64)>,
+    t0: f64,
+    t1: f64,
+) {
+    let args = args
+        .into_iter()
+        .map(|(k, v)| (Cow::Borrowed(k), Value::UInt(v)))
+        .collect();
+    let ev = Kind::Intent(Box::new(Intent {
+        args,
+        outs: Vec::new(),
+    }));
+    t.push(tid, ev, t1 - t0, Some(t0));
+    t.events.last_mut().unwrap().name = Cow::Borrowed(name);
+}
+
+/// A lock whose window registers and maps [ptr, ptr + size) at `t0`.
+fn lock_at(t: &mut Trace, tid: u32, ptr: u64, size: u64, t0: f64) {
+    t.now = t0 + 1e-6;
+    t.svm(tid, ptr, size, &fine());
+    t.svm(tid, ptr, size, &[aip(G)]);
+    call_at(
+        t,
+        tid,
+        "hsa_amd_memory_lock",
+        vec![("host_ptr", ptr), ("size", size)],
+        t0,
+        t.now,
+    );
+}
+
+/// A revoke whose unlock's line (written at its return) comes later is
+/// given, until then, to the smallest claim containing it; when two do
+/// (same size), the guess may be the wrong one, and the unlock gives that
+/// claim back.  What other revokes took from it meanwhile, while the model
+/// held it released, is then a live claim's loss, reported like any other.
+#[test]
+fn a_claim_given_back_by_an_unlock_keeps_what_was_taken_meanwhile() {
+    let revoke = [
+        no(G),
+        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_COHERENT),
+        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_EXT_COHERENT),
+    ];
+    let p = |n: u64| X + n * PAGE;
+    let t0 = 1000.0;
+    let mut t = Trace::new();
+    // tid 3 holds C = pages [8, 16) and begins to unlock it
+    lock_at(&mut t, 3, p(8), 8 * PAGE, t0);
+    // tid 1 holds B = [5, 22) and begins to unlock it
+    lock_at(&mut t, 1, p(5), 17 * PAGE, t0 + 2e-4);
+    // tid 2 locks V = [0, 17), as large as B and newer: the victim
+    lock_at(&mut t, 2, p(0), 17 * PAGE, t0 + 4e-4);
+    // B's first piece [5, 9): B and V both contain it, V is guessed
+    t.now = t0 + 6e-4;
+    t.svm(1, p(5), 4 * PAGE, &revoke);
+    // C's revoke, its exact range: V is held released, not live, now
+    t.now = t0 + 7e-4;
+    t.svm(3, p(8), 8 * PAGE, &revoke);
+    call_at(
+        &mut t,
+        3,
+        "hsa_amd_memory_unlock",
+        vec![("host_ptr", p(8))],
+        t0 + 1e-4,
+        t0 + 1e-3,
+    );
+    call_at(
+        &mut t,
+        1,
+        "hsa_amd_memory_unlock",
+        vec![("host_ptr", p(5))],
+        t0 + 3e-4,
+        t0 + 1.1e-3,
+    );
+    let m = t.run();
+    let on_v = |at: f64| -> Vec<(String, String, Severity)> {
+        m.findings
+            .iter()
+            .filter(|f| {
+                f.rule == Rule::SvmOverRevoke
+                    && f.details["victim"]["start"] == format!("{:#x}", p(0))
+                    && f.event
+                        .as_ref()
+                        .and_then(|e| e.h.time)
+                        .is_some_and(|x| (x - at).abs() < 1e-7)
+            })
+            .map(|f| {
+                (
+                    f.subject["start"].as_str().unwrap().to_string(),
+                    f.subject["end"].as_str().unwrap().to_string(),
+                    // (None: the rule's own, error)
+                    f.severity.unwrap_or(Severity::Error),
+                )
+            })
+            .collect()
+    };
+    let hex = |x: u64| format!("{x:#x}");
+    // B's piece took [5, 9) from V, C's revoke the rest of C's pages
+    assert_eq!(
+        on_v(t0 + 6e-4),
+        vec![(hex(p(5)), hex(p(9)), Severity::Error)]
+    );
+    assert_eq!(
+        on_v(t0 + 7e-4),
+        vec![(hex(p(9)), hex(p(16)), Severity::Error)]
+    );
+}
