@@ -280,6 +280,8 @@ impl SvmModel {
         if c.b().refcount <= 0 {
             c.m().unlocked = true;
             p.forget_lock(ptr, &c);
+            // (nothing gives it back now)
+            p.held_back.retain(|(k, _)| *k != c);
             if p.by_ptr.get(&ptr) == Some(&c) {
                 p.by_ptr.remove(&ptr); // (not a claim split off it above)
             }
