@@ -55,7 +55,9 @@
  * Oracle: pins go in use (after their map) and out of use (before their
  * deregistration) under a truth mutex, and every revoke lands under it, so
  * the program knows exactly which pages of pins in use each revoke took:
- * one "DAMAGE <start> <end>" line per (revoke, pin) on stdout. */
+ * one "DAMAGE <start> <end> revoke <start> <end> pin <start> <end>" line
+ * per (revoke, pin) on stdout (the pages taken, then the revoke's range and
+ * the pin's, to find the revoke's line in the log when a page is missed). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -196,7 +198,8 @@ static void land(uintptr_t s, uintptr_t e) {
   for (int j = 0; j < nslot; j++) {
     if (!in_use[j] || slot_e(j) <= s || slot_s(j) >= e) continue;
     uintptr_t a = slot_s(j) > s ? slot_s(j) : s, b = slot_e(j) < e ? slot_e(j) : e;
-    printf("DAMAGE %#lx %#lx\n", (unsigned long)a, (unsigned long)b);
+    printf("DAMAGE %#lx %#lx revoke %#lx %#lx pin %#lx %#lx\n", (unsigned long)a, (unsigned long)b,
+           (unsigned long)s, (unsigned long)e, (unsigned long)slot_s(j), (unsigned long)slot_e(j));
   }
   struct attr a[3] = {{A_NO_ACCESS, GPU}, {A_CLR, F_COH}, {A_CLR, F_EXT}};
   svm(s, e, 0, 3, a);
