@@ -231,7 +231,7 @@ impl Shared {
         let hold = kind == EffKind::Revoke && p.seen.borrow().intents > 0;
         for c in &released {
             if c.b().live {
-                if hold && !c.b().unlocked {
+                if hold && !c.b().unlocked && c.b().kind != ClaimKind::Application {
                     p.held_back.retain(|(k, _)| !k.b().live && !k.b().unlocked);
                     if p.held_back.len() == HELD_BACK {
                         p.held_back.pop_front();
