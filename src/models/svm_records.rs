@@ -273,9 +273,12 @@ pub struct Claim {
     /// replace each other in `grants`), and when the latest one began
     pub born_shape: Option<(Gpus, u32)>,
     /// explicit claims: locks that joined it (refcount > 1) with their
-    /// entry time and the grants of their window, kept until an unlock
-    /// that began before them has been seen (see SvmModel::unlock)
+    /// entry time and the grants of their window, kept while it is locked
+    /// (at most [`JOINS_KEPT`], the newest; see SvmModel::unlock) ...
     pub joins: Vec<(f64, Ev, Vec<GrantRef>)>,
+    /// ... and the unlocks seen meanwhile: an unlock's line comes at its
+    /// return, so one seen later may have begun before them
+    pub unlocks: Vec<Ev>,
     /// explicit claims: its last unlock has been seen (nothing revives it)
     pub unlocked: bool,
     pub registrations: u32,
@@ -290,6 +293,9 @@ pub struct Claim {
     /// merged into another claim at adoption
     pub alias: Option<CRef>,
 }
+
+/// The joins and the unlocks an explicit claim keeps at most.
+pub const JOINS_KEPT: usize = 16;
 
 #[derive(Debug)]
 pub struct ClaimCell {
@@ -390,6 +396,7 @@ impl Claim {
             maybe_release: Vec::new(),
             born_shape: None,
             joins: Vec::new(),
+            unlocks: Vec::new(),
             unlocked: false,
             registrations: 0,
             last_registered: None,

@@ -134,7 +134,11 @@ impl SvmModel {
                 .iter()
                 .filter_map(|r| r.r.borrow().grant.clone())
                 .collect();
-            target.m().joins.push((t, evr.clone(), mine));
+            let mut tb = target.m();
+            if tb.joins.len() == JOINS_KEPT {
+                tb.joins.remove(0);
+            }
+            tb.joins.push((t, evr.clone(), mine));
         }
         // a second lock of the same pointer with another size widens the claim
         let be = (u128::from(ptr) + size).max(target.b().byte_end.unwrap_or(0));
@@ -254,18 +258,37 @@ impl SvmModel {
         // locks of the pointer that began after this unlock began, while it
         // was the only holder, joined an entry the runtime had already
         // dropped: they are a new claim, and what this unlock's revokes
-        // took from it before they landed is a loss
-        let late = match ev.h.time {
+        // took from it before they landed is a loss.  The holders when it
+        // began: those now, less the locks that began after it, plus the
+        // unlocks seen already that began after it (theirs: a late lock may
+        // be unlocked before this unlock's line comes)
+        let (late, after) = match ev.h.time {
             Some(u) => {
-                let mut cb = c.m();
-                cb.joins.retain(|j| j.0 > u + EPS);
-                cb.joins.clone()
+                let cb = c.b();
+                let late: Vec<_> = cb.joins.iter().filter(|j| j.0 > u + EPS).cloned().collect();
+                let after: Vec<Ev> = cb
+                    .unlocks
+                    .iter()
+                    .filter(|x| x.h.time.is_some_and(|t| t > u + EPS))
+                    .cloned()
+                    .collect();
+                (late, after)
             }
-            None => Vec::new(),
+            None => (Vec::new(), Vec::new()),
         };
-        let fresh = (!late.is_empty() && c.b().refcount == 1 + late.len() as i64)
-            .then(|| sh.split_late_locks(p, &c, &late, ptr));
-        c.m().refcount -= 1;
+        let holders = c.b().refcount - late.len() as i64 + after.len() as i64;
+        let fresh = (!late.is_empty() && holders == 1 && after.len() <= late.len())
+            .then(|| sh.split_late_locks(p, &c, &late, &after, ptr));
+        {
+            let mut cb = c.m();
+            cb.refcount -= 1;
+            if cb.refcount > 0 && !cb.joins.is_empty() {
+                if cb.unlocks.len() == JOINS_KEPT {
+                    cb.unlocks.remove(0);
+                }
+                cb.unlocks.push(evr.clone());
+            }
+        }
         for r in &recs {
             sh.rebind(p, r, &c, &evr);
         }
@@ -278,7 +301,12 @@ impl SvmModel {
         }
         let mut ended = false;
         if c.b().refcount <= 0 {
-            c.m().unlocked = true;
+            {
+                let mut cb = c.m();
+                cb.unlocked = true;
+                cb.joins.clear();
+                cb.unlocks.clear();
+            }
             p.forget_lock(ptr, &c);
             // (nothing gives it back now)
             p.held_back.retain(|(k, _)| *k != c);
@@ -388,6 +416,7 @@ impl Shared {
         p: &mut Proc,
         c: &CRef,
         late: &[(f64, Ev, Vec<GrantRef>)],
+        after: &[Ev],
         ptr: u64,
     ) -> CRef {
         let moved: Vec<GrantRef> = late.iter().flat_map(|j| j.2.iter().cloned()).collect();
@@ -396,8 +425,11 @@ impl Shared {
             cb.grants
                 .retain(|g| !moved.iter().any(|m| Rc::ptr_eq(m, g)));
             cb.recompute();
-            cb.refcount -= late.len() as i64;
+            // (the unlocks seen that began after the first unlock were the
+            // late locks', not its)
+            cb.refcount -= (late.len() - after.len()) as i64;
             cb.joins.clear();
+            cb.unlocks.clear();
             (cb.start, cb.end, cb.byte_end, cb.born_shape.clone())
         };
         self.ids += 1;
@@ -411,7 +443,7 @@ impl Shared {
             nb.ptr = Some(ptr);
             nb.byte_end = byte_end;
             nb.lock = Some(late[0].1.clone());
-            nb.refcount = late.len() as i64;
+            nb.refcount = (late.len() - after.len()) as i64;
             nb.born_shape = shape;
             nb.registrations = 1;
             nb.last_registered = moved.first().and_then(|g| g.event.h.time);
@@ -419,7 +451,17 @@ impl Shared {
             nb.recompute();
         }
         p.cover.add(s, e, n.clone());
-        p.add_lock(ptr, &n);
+        match after
+            .iter()
+            .max_by(|a, b| a.h.time.partial_cmp(&b.h.time).unwrap())
+        {
+            // unlocked as often as locked: it ended when the last began
+            Some(last) if after.len() == late.len() => {
+                n.m().unlocked = true;
+                self.end(p, &n, last, Pre::Now);
+            }
+            _ => p.add_lock(ptr, &n),
+        }
         n
     }
 

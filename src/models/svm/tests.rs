@@ -524,3 +524,68 @@ fn a_claim_given_back_by_an_unlock_keeps_what_was_taken_meanwhile() {
         vec![(hex(p(9)), hex(p(16)), Severity::Error)]
     );
 }
+
+/// Two threads lock one pointer.  The first one's unlock begins while it is
+/// the only holder (the runtime drops the entry and computes its revoke),
+/// the second one's lock comes after (a new entry, registered and mapped
+/// again) and its unlock too, both lines before the first unlock's, which
+/// comes at its return: the first revoke, landing while the second lock
+/// held the pages, took them from a live claim.
+#[test]
+fn a_late_lock_unlocked_before_the_first_unlock_line_is_still_a_new_claim() {
+    let revoke = [
+        no(G),
+        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_COHERENT),
+        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_EXT_COHERENT),
+    ];
+    let size = 17 * PAGE;
+    let t0 = 1000.0;
+    for second_unlock_first in [true, false] {
+        let mut t = Trace::new();
+        lock_at(&mut t, 1, X, size, t0);
+        // tid 1's unlock begins at t0 + 1e-4; tid 2 locks at t0 + 2e-4
+        lock_at(&mut t, 2, X, size, t0 + 2e-4);
+        // tid 1's revoke lands at t0 + 3e-4, tid 2's at t0 + 5e-4 (its
+        // unlock began at t0 + 4e-4: the revoke of tid 1 came first)
+        t.now = t0 + 3e-4;
+        t.svm(1, X, size, &revoke);
+        t.now = t0 + 5e-4;
+        t.svm(2, X, size, &revoke);
+        let (u2, u1) = if second_unlock_first {
+            (t0 + 6e-4, t0 + 7e-4)
+        } else {
+            (t0 + 7e-4, t0 + 6e-4)
+        };
+        call_at(
+            &mut t,
+            2,
+            "hsa_amd_memory_unlock",
+            vec![("host_ptr", X)],
+            t0 + 4e-4,
+            u2,
+        );
+        call_at(
+            &mut t,
+            1,
+            "hsa_amd_memory_unlock",
+            vec![("host_ptr", X)],
+            t0 + 1e-4,
+            u1,
+        );
+        let m = t.run();
+        let over: Vec<(f64, Severity)> = m
+            .findings
+            .iter()
+            .filter(|f| f.rule == Rule::SvmOverRevoke)
+            .map(|f| {
+                (
+                    f.event.as_ref().and_then(|e| e.h.time).unwrap(),
+                    f.severity.unwrap_or(Severity::Error),
+                )
+            })
+            .collect();
+        assert_eq!(over.len(), 1, "{second_unlock_first}: {over:?}");
+        assert!((over[0].0 - (t0 + 3e-4)).abs() < 1e-7, "{over:?}");
+        assert_eq!(over[0].1, Severity::Error);
+    }
+}
