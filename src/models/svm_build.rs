@@ -365,13 +365,22 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
             loss,
             shift,
             seen,
+            keyed,
         } => victim_finding(
             *over,
             rec,
             claim,
             loss,
             *shift,
-            if seen.borrow().silent() && claim.real().b().kind == ClaimKind::Registration {
+            if claim.real().b().kind == ClaimKind::Registration
+                && (seen.borrow().silent()
+                    || ((*keyed || claim.real().b().registrations > 1) && seen.borrow().grown > 0))
+            {
+                // its end is not seen: a runtime deregistering silently, or
+                // one keying its entries by first page, where another
+                // registration of that page or of the same range (one
+                // entry: registered again while it lived) holds the entry
+                // after this one's holder left
                 Live::Unproven
             } else {
                 live

@@ -527,6 +527,9 @@ pub(crate) enum RawKind {
         shift: u32,
         /// the process's runtime behaviour, read when the finding is built
         seen: Rc<RefCell<Seen>>,
+        /// another live registration of another range began on the
+        /// victim's first page when the call ran (see `Seen::grown`)
+        keyed: bool,
     },
     Stale {
         claim: CRef,
@@ -585,6 +588,12 @@ pub struct Seen {
     pub reused: u64,
     /// intent calls (lock/unlock) seen
     pub intents: u64,
+    /// release revokes reaching past every registration they released:
+    /// the runtime keys registrations by their first page and grows one
+    /// entry's extent (#6699), so a registration sharing its first page
+    /// with another joins its entry, and its deregistration issues nothing
+    /// while the other holds it
+    pub grown: u64,
 }
 
 impl Seen {
@@ -598,6 +607,7 @@ impl Seen {
         self.subtracts += o.subtracts;
         self.reused += o.reused;
         self.intents += o.intents;
+        self.grown += o.grown;
     }
 
     /// A runtime whose deregistrations issue nothing: registrations come
@@ -655,6 +665,14 @@ impl Seen {
             out += &format!(
                 "; {} SET_ATTR(s) of another shape read as the program's own ranges",
                 self.app_combined
+            );
+        }
+        if self.grown > 0 {
+            out += &format!(
+                "; {} revoke(s) reached past the registrations they released (the runtime \
+                 grows one entry per first page: a registration's end is not seen while \
+                 another of its first page holds it)",
+                self.grown
             );
         }
         if self.subtracts > 0 {

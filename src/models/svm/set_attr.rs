@@ -123,6 +123,21 @@ impl Shared {
             }) {
                 seen.subtracts += 1;
             }
+            // (pages of [s, e) no released registration covers; the
+            // program's own NO_ACCESS on its range reaches past what it
+            // held itself, not a grown extent)
+            let regs: Vec<(u64, u64)> = released
+                .iter()
+                .map(|c| c.b())
+                .filter(|b| b.kind == ClaimKind::Registration)
+                .map(|b| (b.start, b.end))
+                .collect();
+            let own = released
+                .iter()
+                .any(|c| c.b().kind == ClaimKind::Application);
+            if !own && !regs.is_empty() && !covers(&regs, s, e) {
+                seen.grown += 1;
+            }
         }
         if kind == EffKind::Registration
             && own.is_none()
@@ -413,6 +428,7 @@ impl Shared {
                     loss: loss.clone(),
                     shift: p.shift,
                     seen: p.seen.clone(),
+                    keyed: keyed(p, c),
                 },
                 dead: false,
             });
@@ -502,6 +518,43 @@ fn held_back_losses(
         }
     }
     out
+}
+
+/// Do the ranges `rs` cover [s, e) whole?
+fn covers(rs: &[(u64, u64)], s: u64, e: u64) -> bool {
+    let mut sorted = rs.to_vec();
+    sorted.sort_unstable();
+    let mut at = s;
+    for (a, b) in sorted {
+        if a > at {
+            break;
+        }
+        at = at.max(b);
+        if at >= e {
+            return true;
+        }
+    }
+    at >= e
+}
+
+/// Does another live registration of another range begin on the first
+/// page of registration `c`?  In a runtime keying its entries by first
+/// page, `c` joined its entry or it joined `c`'s: `c`'s end is silent
+/// while the other holds it.
+fn keyed(p: &Proc, c: &CRef) -> bool {
+    let (start, end) = {
+        let b = c.b();
+        if b.kind != ClaimKind::Registration {
+            return false;
+        }
+        (b.start, b.end)
+    };
+    p.cover.any(start, start + 1, |o| {
+        o != c && {
+            let b = o.b();
+            b.kind == ClaimKind::Registration && b.start == start && b.end != end
+        }
+    })
 }
 
 /// The smallest registration claim containing [s, e), and every one lying

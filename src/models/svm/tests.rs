@@ -589,3 +589,55 @@ fn a_late_lock_unlocked_before_the_first_unlock_line_is_still_a_new_claim() {
         assert_eq!(over[0].1, Severity::Error);
     }
 }
+
+/// A runtime that grows one entry per first page (a release revoke
+/// reaching past what it released shows it) joins a registration of a
+/// range already registered to that entry: the first holder's
+/// deregistration issues nothing, so a revoke taking the range's pages
+/// later does not prove a holder still used them (a note), where a range
+/// registered once, or the same trace without the grown extent, gives an
+/// error.  The same for a range whose first page begins another live
+/// registration (the entry they share outlives this one's holder).
+#[test]
+fn a_range_registered_twice_under_a_growing_runtime_is_not_proven_live() {
+    let revoke = [
+        no(G),
+        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_COHERENT),
+        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_EXT_COHERENT),
+    ];
+    let y = X + 0x100 * PAGE;
+    let reg = |t: &mut Trace, tid: u32, s: u64, n: u64| {
+        t.svm(tid, s, n * PAGE, &fine());
+        t.svm(tid, s, n * PAGE, &[aip(G)]);
+    };
+    let severity = |twice: bool, grown: bool, partner: bool| -> Vec<Severity> {
+        let mut t = Trace::new();
+        if grown {
+            // an entry of one page whose release revokes three
+            reg(&mut t, 3, y, 1);
+            t.svm(3, y, 3 * PAGE, &revoke);
+        }
+        reg(&mut t, 1, X, 4);
+        if twice {
+            reg(&mut t, 2, X, 4);
+        }
+        if partner {
+            // another range of the same first page: the same entry
+            reg(&mut t, 5, X, 1);
+        }
+        reg(&mut t, 4, X + 2 * PAGE, 1);
+        t.svm(4, X + 2 * PAGE, PAGE, &revoke);
+        let m = t.run();
+        m.findings
+            .iter()
+            .filter(|f| f.rule == Rule::SvmOverRevoke)
+            .map(|f| f.severity.unwrap_or(Severity::Error))
+            .collect()
+    };
+    assert_eq!(severity(true, true, false), vec![Severity::Note]);
+    assert_eq!(severity(false, true, false), vec![Severity::Error]);
+    assert_eq!(severity(true, false, false), vec![Severity::Error]);
+    // registered once, but another range of its first page holds the entry
+    assert_eq!(severity(false, true, true), vec![Severity::Note]);
+    assert_eq!(severity(false, false, true), vec![Severity::Error]);
+}
