@@ -127,6 +127,23 @@ fn fd_of(tok: Option<&[u8]>) -> (Option<i128>, Option<Vec<u8>>) {
     parse_fd(tok)
 }
 
+/// [`values::int0`] of a [`bare_number`]: the usual fd number (`3`, `-1`,
+/// no leading zero, at most 18 digits) read here, any other through int0.
+fn fd_number(head: &[u8]) -> Option<i128> {
+    let (neg, digits) = match head.strip_prefix(b"-") {
+        Some(d) => (true, d),
+        None => (false, head),
+    };
+    if digits.is_empty() || digits.len() > 18 || (digits[0] == b'0' && digits.len() > 1) {
+        return values::int0(head);
+    }
+    let mut v: i128 = 0;
+    for &c in digits {
+        v = v * 10 + i128::from(c - b'0');
+    }
+    Some(if neg { -v } else { v })
+}
+
 /// Digits, after a `-` or not (neither a comment nor a decoration in it).
 fn bare_number(tok: &[u8]) -> bool {
     let digits = tok.strip_prefix(b"-").unwrap_or(tok);
@@ -601,7 +618,7 @@ fn fd_text(tok: Option<&[u8]>) -> (Option<i128>, Option<Text>) {
             .map(|(_, path)| path.clone())
     });
     if let Some(path) = hit {
-        return match values::int0(head) {
+        return match fd_number(head) {
             Some(fd) => (Some(fd), path),
             None => (None, None),
         };
