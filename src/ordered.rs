@@ -75,10 +75,12 @@ impl<K: Hash + Eq + Clone, V> Ordered<K, V> {
         self.map.remove(k)
     }
 
-    /// Put back what [`Ordered::take`] gave (`place` None: at the end).
-    pub fn put(&mut self, k: K, place: Option<u64>, v: V) {
+    /// Put back what [`Ordered::take`] gave (`place` None: at the end);
+    /// returns the place it has.
+    pub fn put(&mut self, k: K, place: Option<u64>, v: V) -> u64 {
         let n = place.unwrap_or_else(|| self.arrival());
         self.map.insert(k, (n, v));
+        n
     }
 
     /// The place of `k` (smaller: came earlier).

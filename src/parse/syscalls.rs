@@ -115,11 +115,39 @@ fn fd_of(tok: Option<&[u8]>) -> (Option<i128>, Option<Vec<u8>>) {
     let Some(tok) = tok else {
         return (None, None);
     };
+    // a bare number (`-1`, `12`): no comment, no decoration, what
+    // parse_fd makes of it without the two searches for them
+    if bare_number(tok) {
+        return (values::int0(tok), None);
+    }
     if comment_start(tok).is_some() {
         let (t, _) = strip_comment(tok);
         return parse_fd(&t);
     }
     parse_fd(tok)
+}
+
+/// [`values::int0`] of a [`bare_number`]: the usual fd number (`3`, `-1`,
+/// no leading zero, at most 18 digits) read here, any other through int0.
+fn fd_number(head: &[u8]) -> Option<i128> {
+    let (neg, digits) = match head.strip_prefix(b"-") {
+        Some(d) => (true, d),
+        None => (false, head),
+    };
+    if digits.is_empty() || digits.len() > 18 || (digits[0] == b'0' && digits.len() > 1) {
+        return values::int0(head);
+    }
+    let mut v: i128 = 0;
+    for &c in digits {
+        v = v * 10 + i128::from(c - b'0');
+    }
+    Some(if neg { -v } else { v })
+}
+
+/// Digits, after a `-` or not (neither a comment nor a decoration in it).
+fn bare_number(tok: &[u8]) -> bool {
+    let digits = tok.strip_prefix(b"-").unwrap_or(tok);
+    !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
 }
 
 fn text(p: Option<Vec<u8>>) -> Option<Text> {
@@ -548,11 +576,12 @@ fn is_int(v: &Value) -> bool {
     matches!(v, Value::Int(_) | Value::UInt(_))
 }
 
-/// Recent decorated fd tokens (`3</dev/kfd<char 238:0>>`) and their
-/// (fd, path), direct-mapped by the token's hash: a trace names the same
-/// few fds with their paths on most of its calls, and each of those calls'
+/// Recent fd decorations (the `</dev/kfd<char 238:0>>` of
+/// `3</dev/kfd<char 238:0>>`) and the path each names, direct-mapped by
+/// the decoration's hash: a trace names the same few files on most of its
+/// calls, often through several fd numbers, and each of those calls'
 /// events shares the one path instead of decoding and copying it again.
-type FdCache = Vec<Option<(Box<[u8]>, Option<i128>, Option<Text>)>>;
+type FdCache = Vec<Option<(Box<[u8]>, Option<Text>)>>;
 
 thread_local! {
     static FDS: std::cell::RefCell<FdCache> = const { std::cell::RefCell::new(Vec::new()) };
@@ -563,38 +592,51 @@ const FD_CACHE: usize = 64;
 const FD_TOKEN_MAX: usize = 8192;
 
 /// [`fd_of`] with its path as a [`Text`], shared with earlier calls that
-/// named the same decorated token (the answer depends on the token alone).
+/// named the same decoration.  For a token that is a number then its
+/// decoration, with no comment in it (what the cache keeps), `fd_of`'s
+/// answer is the number's value and the path the decoration alone names
+/// (`parse_fd`), so the cache is keyed by the decoration.
 fn fd_text(tok: Option<&[u8]>) -> (Option<i128>, Option<Text>) {
     let Some(tok) = tok else {
         return (None, None);
     };
+    let lt = crate::parse::lex::find_byte(tok, b'<');
     // (a token past FD_TOKEN_MAX is decoded each time: the cache stays small
     // whatever a line holds)
-    if tok.len() > FD_TOKEN_MAX || crate::parse::lex::find_byte(tok, b'<').is_none() {
+    let Some(lt) = lt.filter(|&lt| tok.len() <= FD_TOKEN_MAX && bare_number(&tok[..lt])) else {
         let (fd, path) = fd_of(Some(tok));
         return (fd, text(path));
-    }
+    };
+    let (head, deco) = tok.split_at(lt);
     use std::hash::BuildHasher;
-    let slot = foldhash::fast::FixedState::default().hash_one(tok) as usize % FD_CACHE;
+    let slot = foldhash::fast::FixedState::default().hash_one(deco) as usize % FD_CACHE;
     let hit = FDS.with(|c| {
         c.borrow()
             .get(slot)
             .and_then(Option::as_ref)
-            .filter(|(k, _, _)| **k == *tok)
-            .map(|(_, fd, path)| (*fd, path.clone()))
+            .filter(|(k, _)| **k == *deco)
+            .map(|(_, path)| path.clone())
     });
-    if let Some(hit) = hit {
-        return hit;
+    if let Some(path) = hit {
+        return match fd_number(head) {
+            Some(fd) => (Some(fd), path),
+            None => (None, None),
+        };
     }
     let (fd, path) = fd_of(Some(tok));
     let path = text(path);
-    FDS.with(|c| {
-        let mut c = c.borrow_mut();
-        if c.is_empty() {
-            c.resize(FD_CACHE, None);
-        }
-        c[slot] = Some((tok.into(), fd, path.clone()));
-    });
+    // kept when the answer is the number's and the decoration's: no
+    // comment (which fd_of cuts first), no `<<` (no decoration), a number
+    // that has a value (else no path was read)
+    if fd.is_some() && at(deco, 1) != b'<' && comment_start(deco).is_none() {
+        FDS.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.is_empty() {
+                c.resize(FD_CACHE, None);
+            }
+            c[slot] = Some((deco.into(), path.clone()));
+        });
+    }
     (fd, path)
 }
 

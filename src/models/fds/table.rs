@@ -87,6 +87,13 @@ pub fn kind_of_path(path: Option<&[u8]>) -> FdKind {
 
 /// The kind the start of a path names.
 pub(super) fn kind_of_head(p: &[u8]) -> FdKind {
+    // (the prefixes tested start with `/d` or `an`: any other head, a
+    // file's usual `/usr`, `/sys`, `/proc` or a `socket:`, is Other at
+    // its first two bytes, without a comparison of each prefix)
+    match p {
+        [b'/', b'd', ..] | [b'a', b'n', ..] => {}
+        _ => return FdKind::Other,
+    }
     if p.starts_with(b"/dev/kfd") {
         FdKind::Kfd
     } else if p.starts_with(b"/dev/dri/renderD") {

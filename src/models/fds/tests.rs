@@ -8,6 +8,66 @@ fn kp(p: &str) -> &'static str {
     kind_of_path(Some(p.as_bytes())).as_str()
 }
 
+/// kind_of_head's first-two-bytes dispatch names what the prefix tests
+/// alone name, for every head around the prefixes (each prefix, its
+/// every cut, a byte changed at each place, and unrelated heads).
+#[test]
+fn kind_of_head_is_its_prefix_tests() {
+    fn by_prefix(p: &[u8]) -> FdKind {
+        let has = |x: &[u8]| p.starts_with(x);
+        if has(b"/dev/kfd") {
+            FdKind::Kfd
+        } else if has(b"/dev/dri/renderD") {
+            FdKind::DrmRender
+        } else if has(b"/dev/accel/") {
+            FdKind::Accel
+        } else if has(b"/dmabuf:") || has(b"anon_inode:dmabuf") || has(b"anon_inode:[dmabuf") {
+            FdKind::Dmabuf
+        } else if has(b"anon_inode:sync_file") || has(b"anon_inode:[sync_file") {
+            FdKind::SyncFile
+        } else {
+            FdKind::Other
+        }
+    }
+    let prefixes: [&[u8]; 9] = [
+        b"/dev/kfd",
+        b"/dev/dri/renderD128",
+        b"/dev/accel/accel0",
+        b"/dmabuf:x",
+        b"anon_inode:dmabuf",
+        b"anon_inode:[dmabuf]",
+        b"anon_inode:sync_file",
+        b"anon_inode:[sync_file]",
+        b"/sys/class/kfd",
+    ];
+    let mut heads: Vec<Vec<u8>> = vec![
+        b"".to_vec(),
+        b"/".to_vec(),
+        b"a".to_vec(),
+        b"socket:[1]".to_vec(),
+    ];
+    for p in prefixes {
+        for cut in 0..=p.len() {
+            heads.push(p[..cut].to_vec());
+            for at in 0..cut {
+                for b in [b'/', b'd', b'a', b'n', b'x'] {
+                    let mut h = p[..cut].to_vec();
+                    h[at] = b;
+                    heads.push(h);
+                }
+            }
+        }
+    }
+    for h in heads {
+        assert_eq!(
+            kind_of_head(&h),
+            by_prefix(&h),
+            "{:?}",
+            String::from_utf8_lossy(&h)
+        );
+    }
+}
+
 #[test]
 fn kind_of_path_is_tolerant() {
     assert_eq!(kp("/dmabuf:"), "dmabuf");

@@ -213,7 +213,7 @@ impl SvmModel {
             if let Some(end) = ev.h.end() {
                 p.last_end.insert(ev.h.tid, end);
             }
-            if !std::mem::take(&mut p.in_burst) {
+            if !std::mem::take(&mut p.in_burst) && !p.burst.is_empty() {
                 p.burst.remove(&ev.h.tid);
             }
         }
@@ -273,6 +273,12 @@ impl SvmModel {
             Kind::Munmap(m) if ev.h.ok() && m.length != 0 => {
                 let evr = rc(&mut self.cur, ev);
                 let (sh, p) = self.split(ev.h.pid);
+                // a process with no range, claim or deregistered page: the
+                // unmap forgets nothing and notes nothing (the usual munmap
+                // of a program that never touched SVM)
+                if p.map.is_empty() && p.cover.is_empty() && p.dereg.is_empty() {
+                    return;
+                }
                 let (s, e) = p.pages(m.addr.into(), m.length.into());
                 sh.unmap(p, &evr, s, e);
             }

@@ -160,8 +160,7 @@ impl Inflight {
             self.clones.remove(&n);
         }
         let clone = is_clone_name(p.name());
-        self.calls.put(tid, place, p);
-        let n = self.calls.place(&tid).expect("put");
+        let n = self.calls.put(tid, place, p);
         if clone {
             self.clones.insert(n, tid);
         }

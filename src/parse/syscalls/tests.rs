@@ -170,3 +170,72 @@ fn flag_cache_is_parse_flags() {
         }
     }
 }
+
+/// fd_text (the decoration cache, and fd_of's bare-number path) gives what
+/// parse_fd gives for each token: decorations shared by several numbers,
+/// numbers with no value, comments inside and after a decoration, `<<`,
+/// `(deleted)`, signs, undecorated and empty tokens, again and again and
+/// with more decorations than the cache has slots.
+#[test]
+fn fd_text_is_parse_fd() {
+    let decos = [
+        "</dev/kfd<char 238:0>>",
+        "</dev/dri/renderD128<char 226:128>>",
+        "</tmp/a b (deleted)>",
+        "</tmp/x>(deleted)",
+        "</tmp/c/*d*/e>",
+        "</tmp/f> /* 0x10 */",
+        "<<3",
+        "<",
+        "</no/end",
+        "<anon_inode:[dmabuf]>",
+        "<socket:[1234]>",
+    ];
+    let heads = [
+        "3",
+        "12",
+        "-1",
+        "0",
+        "-0",
+        "00",
+        "007",
+        "-",
+        "",
+        "999999999999999999",
+        "-999999999999999999",
+        "1000000000000000000",
+        "99999999999999999999999999999999999999999",
+        "0x10",
+        "3a",
+    ];
+    let mut toks: Vec<String> = Vec::new();
+    for d in decos {
+        for h in heads {
+            toks.push(format!("{h}{d}"));
+        }
+    }
+    toks.extend(heads.iter().map(|h| (*h).to_owned()));
+    toks.extend(
+        [
+            "3 /* fd */",
+            "-1 /* x */",
+            "/*3*/",
+            "12<",
+            "AT_FDCWD</work>",
+        ]
+        .map(str::to_owned),
+    );
+    toks.extend((0..200).map(|i| format!("{}</sys/nodes/{}/properties>", i % 7, i % 90)));
+    for round in 0..3 {
+        for t in &toks {
+            let (fd, path) = parse_fd(&values::strip_comment(t.as_bytes()).0);
+            let want = if comment_start(t.as_bytes()).is_some() {
+                (fd, text(path))
+            } else {
+                let (fd, path) = parse_fd(t.as_bytes());
+                (fd, text(path))
+            };
+            assert_eq!(fd_text(Some(t.as_bytes())), want, "{t:?} round {round}");
+        }
+    }
+}
