@@ -183,7 +183,10 @@ def test_mixed_pins_give_no_false_alarm(tmp_path, seed, flags):
     is asserted here.  `wide` (8 threads over 14 slots): 240 runs of 12
     flag sets, no false error or warning; later soaks of 560 runs (with
     intent calls and v1's growing extents, the program's own ranges among
-    the pins, `ordered` and `silent` runtimes) neither."""
+    the pins, `ordered` and `silent` runtimes) neither.  On 2026-12-07
+    `v1-poll-wide` gave one under load (a range registered three times
+    and by a 1-page range of its first page: v1's one entry, whose holders
+    leave silently); such victims are notes now."""
     data, damage = _run(tmp_path, "late", seed, *flags)
     for f in _svm(data, "error", "warning"):
         assert _pages(f) <= damage, f
