@@ -374,13 +374,16 @@ fn build_one(r: &Raw, live: Live, files: &[Text]) -> Built {
             *shift,
             if claim.real().b().kind == ClaimKind::Registration
                 && (seen.borrow().silent()
-                    || ((*keyed || claim.real().b().registrations > 1) && seen.borrow().grown > 0))
+                    || claim.real().b().registrations > 1
+                    || (*keyed && seen.borrow().grown > 0))
             {
-                // its end is not seen: a runtime deregistering silently, or
-                // one keying its entries by first page, where another
-                // registration of that page or of the same range (one
-                // entry: registered again while it lived) holds the entry
-                // after this one's holder left
+                // its end is not seen: a runtime deregistering silently; a
+                // range registered again while it lived, so a holder of it
+                // left without a revoke (a refcount, or a revoke its
+                // neighbours covered whole) and so may the last; or a
+                // runtime keying its entries by first page, where another
+                // registration of that page holds the entry after this
+                // one's holder left
                 Live::Unproven
             } else {
                 live
