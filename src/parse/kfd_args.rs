@@ -59,22 +59,92 @@ pub fn layout(type_: Option<u8>, nr: Option<u8>, name: Option<&str>) -> Option<&
 /// (arg, out) of the argument token `tok` of an ioctl whose struct is `ls`,
 /// as the general way trims them (nothing dropped: every member the text
 /// holds is one the models may read), or `None`: take the general way.
-pub fn decode(ls: &LogStruct, tok: &[u8]) -> Option<(Value, Option<Value>)> {
+/// The value [`decode_ahead`] kept for this text and struct is taken, not
+/// read again.
+pub fn decode(ls: &'static LogStruct, tok: &[u8]) -> Option<(Value, Option<Value>)> {
     let s = crate::parse::values::strip(tok);
-    let mut c = Cursor { s, i: 0 };
-    let arg = c.fields(ls.log_in)?;
-    let out = if c.i == s.len() {
-        None
-    } else {
-        c.lit(b" => ")?;
-        let o = c.fields(ls.log_out)?;
-        if c.i != s.len() {
-            return None;
+    let kept = KEPT.with(|k| {
+        let mut k = k.borrow_mut();
+        if k.value.is_some() && k.ls == Some(key(ls)) && k.text == s {
+            k.value.take()
+        } else {
+            None
         }
-        Some(o)
+    });
+    let (arg, out) = match kept {
+        Some(v) => v,
+        None => {
+            let (e, arg, out) = decode_at(ls, s, 0)?;
+            if e != s.len() {
+                return None;
+            }
+            (arg, out)
+        }
     };
     TAKEN.with(|t| t.set(t.get() + 1));
     Some((arg, out))
+}
+
+/// The argument `{…}` (or `{…} => {…}`) of an ioctl whose struct is `ls`
+/// that starts at `s[a]`, read while the line is scanned: where it ends,
+/// when [`decode`] answers its text; the value is kept for `decode` of that
+/// text (one struct a thread: the next one read ahead replaces it), so the
+/// struct is walked once.  `None`: the text leaves the capture library's
+/// shape (the scan then checks it the general way) or is longer than
+/// [`KEPT_MAX`].
+pub fn decode_ahead(ls: &'static LogStruct, s: &[u8], a: usize) -> Option<usize> {
+    let (e, arg, out) = decode_at(ls, s, a)?;
+    if e - a > KEPT_MAX {
+        return None;
+    }
+    KEPT.with(|k| {
+        let mut k = k.borrow_mut();
+        k.ls = Some(key(ls));
+        k.text.clear();
+        k.text.extend_from_slice(&s[a..e]);
+        k.value = Some((arg, out));
+    });
+    Some(e)
+}
+
+/// The longest text [`decode_ahead`] keeps a value for.
+const KEPT_MAX: usize = 4096;
+
+/// What tells a struct of the catalogue from the others (a const's
+/// address is not one: each use may make its own copy).
+fn key(ls: &'static LogStruct) -> (u8, u8, &'static str) {
+    (ls.type_, ls.nr, ls.name)
+}
+
+/// A value [`decode_ahead`] read, for [`decode`] of the same text.
+struct Kept {
+    ls: Option<(u8, u8, &'static str)>,
+    text: Vec<u8>,
+    value: Option<(Value, Option<Value>)>,
+}
+
+thread_local! {
+    static KEPT: std::cell::RefCell<Kept> = const {
+        std::cell::RefCell::new(Kept {
+            ls: None,
+            text: Vec::new(),
+            value: None,
+        })
+    };
+}
+
+/// (end, arg, out) of the struct text from `s[a]`: `{…}` with the labels
+/// of `ls.log_in`, then ` => {…}` with those of `ls.log_out` when the text
+/// goes on with ` => `.
+fn decode_at(ls: &LogStruct, s: &[u8], a: usize) -> Option<(usize, Value, Option<Value>)> {
+    let mut c = Cursor { s, i: a };
+    let arg = c.fields(ls.log_in)?;
+    let out = if c.lit(b" => ").is_some() {
+        Some(c.fields(ls.log_out)?)
+    } else {
+        None
+    };
+    Some((c.i, arg, out))
 }
 
 /// The longest name [`constant`] remembers.

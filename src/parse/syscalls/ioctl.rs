@@ -197,6 +197,15 @@ fn request_of(req_tok: &[u8], path: Option<&[u8]>) -> Decoded {
     out
 }
 
+/// The struct the capture library writes for the ioctl whose fd and
+/// request arguments are `fd_tok` and `req_tok` (the scan reads its third
+/// argument with it: kfd_args::decode_ahead), when the typed decoders are on.
+pub(crate) fn scan_layout(fd_tok: &[u8], req_tok: &[u8]) -> Option<&'static kfd::LogStruct> {
+    let (_, path) = fd_text(Some(fd_tok));
+    let (_, _, t, nr, _, _, name) = request_of(req_tok, path.as_ref().map(|p| &p.0[..]));
+    kfd_args::layout(t, nr, name)
+}
+
 pub(super) fn ioctl(call: &mut Call<'_>) -> Kind {
     let (fd, path) = fd_text(call.arg(0));
     let (mut request, d, t, nr, mut size, named, ioctl) =
