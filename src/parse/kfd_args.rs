@@ -42,6 +42,11 @@ pub fn general_only<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Whether the typed decoders are on on this thread.
+pub fn layout_on() -> bool {
+    ON.with(Cell::get)
+}
+
 /// How many arguments [`decode`] answered on this thread so far.
 pub fn taken() -> u64 {
     TAKEN.with(Cell::get)
@@ -50,7 +55,7 @@ pub fn taken() -> u64 {
 /// The struct the capture library writes for this ioctl, when the typed
 /// decoders are on.
 pub fn layout(type_: Option<u8>, nr: Option<u8>, name: Option<&str>) -> Option<&'static LogStruct> {
-    if !ON.with(Cell::get) {
+    if !layout_on() {
         return None;
     }
     kfd::log_struct(type_?, nr?, name?)

@@ -200,10 +200,67 @@ fn request_of(req_tok: &[u8], path: Option<&[u8]>) -> Decoded {
 /// The struct the capture library writes for the ioctl whose fd and
 /// request arguments are `fd_tok` and `req_tok` (the scan reads its third
 /// argument with it: kfd_args::decode_ahead), when the typed decoders are on.
+/// Remembered for recent pairs of texts (a log makes a handful of requests
+/// on a handful of fds; finding the fd's path and the request again cost
+/// some 280 instructions a line).
 pub(crate) fn scan_layout(fd_tok: &[u8], req_tok: &[u8]) -> Option<&'static kfd::LogStruct> {
-    let (_, path) = fd_text(Some(fd_tok));
-    let (_, _, t, nr, _, _, name) = request_of(req_tok, path.as_ref().map(|p| &p.0[..]));
-    kfd_args::layout(t, nr, name)
+    let answer = || {
+        let (_, path) = fd_text(Some(fd_tok));
+        let (_, _, t, nr, _, _, name) = request_of(req_tok, path.as_ref().map(|p| &p.0[..]));
+        kfd_args::layout(t, nr, name)
+    };
+    let (f, r) = (fd_tok.len(), req_tok.len());
+    if f > LAYOUT_TEXT || r > LAYOUT_TEXT || r == 0 || !kfd_args::layout_on() {
+        return answer();
+    }
+    // a cheap mix of the lengths and the request's last byte and middle one
+    let mix =
+        (r * 7 + f * 3 + usize::from(req_tok[r - 1]) + usize::from(req_tok[r / 2])) % LAYOUTS_KEPT;
+    LAYOUTS.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.is_empty() {
+            t.resize(LAYOUTS_KEPT, None);
+        }
+        if let Some(e) = &t[mix]
+            && e.fd[..usize::from(e.fd_len)] == *fd_tok
+            && e.req[..usize::from(e.req_len)] == *req_tok
+        {
+            return e.layout;
+        }
+        let layout = answer();
+        let mut e = KeptLayout {
+            fd: [0; LAYOUT_TEXT],
+            fd_len: f as u8,
+            req: [0; LAYOUT_TEXT],
+            req_len: r as u8,
+            layout,
+        };
+        e.fd[..f].copy_from_slice(fd_tok);
+        e.req[..r].copy_from_slice(req_tok);
+        t[mix] = Some(e);
+        layout
+    })
+}
+
+/// The longest fd or request text [`scan_layout`] remembers.
+const LAYOUT_TEXT: usize = 48;
+/// How many pairs [`scan_layout`] remembers.
+const LAYOUTS_KEPT: usize = 16;
+
+/// A pair of texts [`scan_layout`] remembers, with its answer.
+#[derive(Clone, Copy)]
+struct KeptLayout {
+    fd: [u8; LAYOUT_TEXT],
+    fd_len: u8,
+    req: [u8; LAYOUT_TEXT],
+    req_len: u8,
+    layout: Option<&'static kfd::LogStruct>,
+}
+
+thread_local! {
+    /// (on the heap, made at the first call: see kfd_args' NAMES)
+    static LAYOUTS: std::cell::RefCell<Vec<Option<KeptLayout>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 pub(super) fn ioctl(call: &mut Call<'_>) -> Kind {
