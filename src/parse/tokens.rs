@@ -499,15 +499,15 @@ fn well_formed_in<D: Decos>(
 /// The argument scan of `line[pos..n]` for a well-formed list: the stripped
 /// arguments and the index of the closing `)` (`None`: the list never
 /// closes); `None` when the text is outside the well-formed language.
-/// `ioctl`: the list is a complete ioctl call's, whose struct argument
-/// [`typed_arg`] reads.
-fn scan_args<'a>(
+/// `IOCTL`: the list is a complete ioctl call's, whose struct argument
+/// [`typed_arg`] reads (a parameter of the type: the loop of every other
+/// list is compiled without the test).
+fn scan_args<'a, const IOCTL: bool>(
     line: &'a str,
     pos: usize,
     n: usize,
     mut args: Args<'a>,
     seen: &mut Seen,
-    ioctl: bool,
 ) -> Option<(Args<'a>, Option<usize>)> {
     let s = &line.as_bytes()[..n];
     // sized for the six register arguments (pushing onto an empty Vec
@@ -516,7 +516,8 @@ fn scan_args<'a>(
     args.reserve(6);
     let mut j = pos;
     loop {
-        let typed = if ioctl && args.len() == 2 {
+        // (`, {`: the capture library's spacing; any other the general walk's)
+        let typed = if IOCTL && args.len() == 2 && at(s, j + 1) == b'{' {
             typed_arg(s, j, &args)
         } else {
             None
@@ -964,7 +965,7 @@ fn resumed<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
     {
         return None;
     }
-    let (args, close) = scan_args(line, n1 + 9, n, sc.args, sc.seen, false)?;
+    let (args, close) = scan_args::<false>(line, n1 + 9, n, sc.args, sc.seen)?;
     let close = close?;
     let outcome = result(line, close + 1, n)?;
     Some(Scanned {
@@ -1002,8 +1003,11 @@ fn call<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
     if has_unfinished_close(&s[body..end]) {
         return None;
     }
-    let ioctl = !unfinished && &s[body..n1] == b"ioctl";
-    let (args, close) = scan_args(line, args0, end, sc.args, sc.seen, ioctl)?;
+    let (args, close) = if !unfinished && &s[body..n1] == b"ioctl" {
+        scan_args::<true>(line, args0, end, sc.args, sc.seen)?
+    } else {
+        scan_args::<false>(line, args0, end, sc.args, sc.seen)?
+    };
     let outcome = if unfinished {
         None
     } else {
