@@ -16,7 +16,7 @@
 
 use crate::events::{Name, Value};
 use crate::kfd::{self, LogField, LogStruct, Shape};
-use crate::parse::lex::{dec_run, hex_run};
+use crate::parse::lex::{Short, dec_run, hex_run};
 use crate::parse::tokens::deco_end;
 use crate::parse::values::{parse_fd, parse_int};
 use std::borrow::Cow;
@@ -157,12 +157,10 @@ const NAME_KEPT: usize = 48;
 /// How many names [`constant`] remembers (a power of two).
 const NAMES_KEPT: usize = 64;
 
-/// A name [`constant`] remembers: its bytes (the first `len`), and what
-/// the catalogue answered for it.
+/// A name [`constant`] remembers, and what the catalogue answered for it.
 #[derive(Clone, Copy)]
 struct KeptName {
-    bytes: [u8; NAME_KEPT],
-    len: u8,
+    name: Short<NAME_KEPT>,
     value: Option<u64>,
 }
 
@@ -191,20 +189,19 @@ fn constant(name: &[u8]) -> Option<u64> {
         let mut t = t.borrow_mut();
         if t.is_empty() {
             let empty = KeptName {
-                bytes: [0; NAME_KEPT],
-                len: 0,
+                name: Short::EMPTY,
                 value: None,
             };
             t.resize(NAMES_KEPT, empty);
         }
         let e = &mut t[slot];
-        if usize::from(e.len) == len && e.bytes[..len] == *name {
+        if e.name.is(name) {
             return e.value;
         }
         let value = kfd::constant_bytes(name);
-        e.bytes[..len].copy_from_slice(name);
-        e.len = len as u8;
-        e.value = value;
+        if let Some(kept) = Short::new(name) {
+            *e = KeptName { name: kept, value };
+        }
         value
     })
 }

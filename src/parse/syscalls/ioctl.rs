@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::parse::kfd_args;
+use crate::parse::lex::Short;
 
 /// (request, dir, type, nr, size, hint, name) of a request argument.
 type Request = (
@@ -222,22 +223,15 @@ pub(crate) fn scan_layout(fd_tok: &[u8], req_tok: &[u8]) -> Option<&'static kfd:
             t.resize(LAYOUTS_KEPT, None);
         }
         if let Some(e) = &t[mix]
-            && e.fd[..usize::from(e.fd_len)] == *fd_tok
-            && e.req[..usize::from(e.req_len)] == *req_tok
+            && e.fd.is(fd_tok)
+            && e.req.is(req_tok)
         {
             return e.layout;
         }
         let layout = answer();
-        let mut e = KeptLayout {
-            fd: [0; LAYOUT_TEXT],
-            fd_len: f as u8,
-            req: [0; LAYOUT_TEXT],
-            req_len: r as u8,
-            layout,
-        };
-        e.fd[..f].copy_from_slice(fd_tok);
-        e.req[..r].copy_from_slice(req_tok);
-        t[mix] = Some(e);
+        if let (Some(fd), Some(req)) = (Short::new(fd_tok), Short::new(req_tok)) {
+            t[mix] = Some(KeptLayout { fd, req, layout });
+        }
         layout
     })
 }
@@ -250,10 +244,8 @@ const LAYOUTS_KEPT: usize = 16;
 /// A pair of texts [`scan_layout`] remembers, with its answer.
 #[derive(Clone, Copy)]
 struct KeptLayout {
-    fd: [u8; LAYOUT_TEXT],
-    fd_len: u8,
-    req: [u8; LAYOUT_TEXT],
-    req_len: u8,
+    fd: Short<LAYOUT_TEXT>,
+    req: Short<LAYOUT_TEXT>,
     layout: Option<&'static kfd::LogStruct>,
 }
 
