@@ -16,7 +16,7 @@
 
 use crate::events::{Name, Value};
 use crate::kfd::{self, LogField, LogStruct, Shape};
-use crate::parse::lex::{dec_run, hex_run};
+use crate::parse::lex::{Short, dec_run, hex_run};
 use crate::parse::tokens::deco_end;
 use crate::parse::values::{parse_fd, parse_int};
 use std::borrow::Cow;
@@ -42,6 +42,11 @@ pub fn general_only<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Whether the typed decoders are on on this thread.
+pub fn layout_on() -> bool {
+    ON.with(Cell::get)
+}
+
 /// How many arguments [`decode`] answered on this thread so far.
 pub fn taken() -> u64 {
     TAKEN.with(Cell::get)
@@ -50,7 +55,7 @@ pub fn taken() -> u64 {
 /// The struct the capture library writes for this ioctl, when the typed
 /// decoders are on.
 pub fn layout(type_: Option<u8>, nr: Option<u8>, name: Option<&str>) -> Option<&'static LogStruct> {
-    if !ON.with(Cell::get) {
+    if !layout_on() {
         return None;
     }
     kfd::log_struct(type_?, nr?, name?)
@@ -59,22 +64,92 @@ pub fn layout(type_: Option<u8>, nr: Option<u8>, name: Option<&str>) -> Option<&
 /// (arg, out) of the argument token `tok` of an ioctl whose struct is `ls`,
 /// as the general way trims them (nothing dropped: every member the text
 /// holds is one the models may read), or `None`: take the general way.
-pub fn decode(ls: &LogStruct, tok: &[u8]) -> Option<(Value, Option<Value>)> {
+/// The value [`decode_ahead`] kept for this text and struct is taken, not
+/// read again.
+pub fn decode(ls: &'static LogStruct, tok: &[u8]) -> Option<(Value, Option<Value>)> {
     let s = crate::parse::values::strip(tok);
-    let mut c = Cursor { s, i: 0 };
-    let arg = c.fields(ls.log_in)?;
-    let out = if c.i == s.len() {
-        None
-    } else {
-        c.lit(b" => ")?;
-        let o = c.fields(ls.log_out)?;
-        if c.i != s.len() {
-            return None;
+    let kept = KEPT.with(|k| {
+        let mut k = k.borrow_mut();
+        if k.value.is_some() && k.ls == Some(key(ls)) && k.text == s {
+            k.value.take()
+        } else {
+            None
         }
-        Some(o)
+    });
+    let (arg, out) = match kept {
+        Some(v) => v,
+        None => {
+            let (e, arg, out) = decode_at(ls, s, 0)?;
+            if e != s.len() {
+                return None;
+            }
+            (arg, out)
+        }
     };
     TAKEN.with(|t| t.set(t.get() + 1));
     Some((arg, out))
+}
+
+/// The argument `{…}` (or `{…} => {…}`) of an ioctl whose struct is `ls`
+/// that starts at `s[a]`, read while the line is scanned: where it ends,
+/// when [`decode`] answers its text; the value is kept for `decode` of that
+/// text (one struct a thread: the next one read ahead replaces it), so the
+/// struct is walked once.  `None`: the text leaves the capture library's
+/// shape (the scan then checks it the general way) or is longer than
+/// [`KEPT_MAX`].
+pub fn decode_ahead(ls: &'static LogStruct, s: &[u8], a: usize) -> Option<usize> {
+    let (e, arg, out) = decode_at(ls, s, a)?;
+    if e - a > KEPT_MAX {
+        return None;
+    }
+    KEPT.with(|k| {
+        let mut k = k.borrow_mut();
+        k.ls = Some(key(ls));
+        k.text.clear();
+        k.text.extend_from_slice(&s[a..e]);
+        k.value = Some((arg, out));
+    });
+    Some(e)
+}
+
+/// The longest text [`decode_ahead`] keeps a value for.
+const KEPT_MAX: usize = 4096;
+
+/// What tells a struct of the catalogue from the others (a const's
+/// address is not one: each use may make its own copy).
+fn key(ls: &'static LogStruct) -> (u8, u8, &'static str) {
+    (ls.type_, ls.nr, ls.name)
+}
+
+/// A value [`decode_ahead`] read, for [`decode`] of the same text.
+struct Kept {
+    ls: Option<(u8, u8, &'static str)>,
+    text: Vec<u8>,
+    value: Option<(Value, Option<Value>)>,
+}
+
+thread_local! {
+    static KEPT: std::cell::RefCell<Kept> = const {
+        std::cell::RefCell::new(Kept {
+            ls: None,
+            text: Vec::new(),
+            value: None,
+        })
+    };
+}
+
+/// (end, arg, out) of the struct text from `s[a]`: `{…}` with the labels
+/// of `ls.log_in`, then ` => {…}` with those of `ls.log_out` when the text
+/// goes on with ` => `.
+fn decode_at(ls: &LogStruct, s: &[u8], a: usize) -> Option<(usize, Value, Option<Value>)> {
+    let mut c = Cursor { s, i: a };
+    let arg = c.fields(ls.log_in)?;
+    let out = if c.lit(b" => ").is_some() {
+        Some(c.fields(ls.log_out)?)
+    } else {
+        None
+    };
+    Some((c.i, arg, out))
 }
 
 /// The longest name [`constant`] remembers.
@@ -82,12 +157,10 @@ const NAME_KEPT: usize = 48;
 /// How many names [`constant`] remembers (a power of two).
 const NAMES_KEPT: usize = 64;
 
-/// A name [`constant`] remembers: its bytes (the first `len`), and what
-/// the catalogue answered for it.
+/// A name [`constant`] remembers, and what the catalogue answered for it.
 #[derive(Clone, Copy)]
 struct KeptName {
-    bytes: [u8; NAME_KEPT],
-    len: u8,
+    name: Short<NAME_KEPT>,
     value: Option<u64>,
 }
 
@@ -116,20 +189,19 @@ fn constant(name: &[u8]) -> Option<u64> {
         let mut t = t.borrow_mut();
         if t.is_empty() {
             let empty = KeptName {
-                bytes: [0; NAME_KEPT],
-                len: 0,
+                name: Short::EMPTY,
                 value: None,
             };
             t.resize(NAMES_KEPT, empty);
         }
         let e = &mut t[slot];
-        if usize::from(e.len) == len && e.bytes[..len] == *name {
+        if e.name.is(name) {
             return e.value;
         }
         let value = kfd::constant_bytes(name);
-        e.bytes[..len].copy_from_slice(name);
-        e.len = len as u8;
-        e.value = value;
+        if let Some(kept) = Short::new(name) {
+            *e = KeptName { name: kept, value };
+        }
         value
     })
 }

@@ -134,6 +134,39 @@ pub fn find_byte3(s: &[u8], a: u8, b: u8, c: u8) -> Option<usize> {
     s.iter().position(|&x| x == a || x == b || x == c)
 }
 
+/// A short text kept inline, at most `N` bytes (no allocation): a key of
+/// the small tables that remember an answer for a recent text
+/// (kfd_args' constants, syscalls::ioctl's struct layouts).
+#[derive(Clone, Copy)]
+pub struct Short<const N: usize> {
+    bytes: [u8; N],
+    len: u8,
+}
+
+impl<const N: usize> Short<N> {
+    /// No text (equal to none but the empty one).
+    pub const EMPTY: Self = Short {
+        bytes: [0; N],
+        len: 0,
+    };
+
+    /// `t` kept, or `None` when it is longer than `N` (or 255) bytes.
+    pub fn new(t: &[u8]) -> Option<Self> {
+        let len = u8::try_from(t.len())
+            .ok()
+            .filter(|&l| usize::from(l) <= N)?;
+        let mut s = Self::EMPTY;
+        s.bytes[..t.len()].copy_from_slice(t);
+        s.len = len;
+        Some(s)
+    }
+
+    /// Whether this is the text `t`.
+    pub fn is(&self, t: &[u8]) -> bool {
+        usize::from(self.len) == t.len() && self.bytes[..t.len()] == *t
+    }
+}
+
 /// A byte's value as a hex digit, 0xFF for no digit.
 pub const HEX_DIGIT: [u8; 256] = {
     let mut t = [0xFF; 256];
@@ -245,4 +278,22 @@ pub const fn all_but(special: &[u8]) -> [bool; 256] {
         i += 1;
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Short;
+
+    #[test]
+    fn a_short_text_is_itself_only() {
+        let a = Short::<8>::new(b"AMDKFD").unwrap();
+        assert!(a.is(b"AMDKFD"));
+        for other in [&b"AMDKF"[..], b"AMDKFD_", b"AMDKFE", b""] {
+            assert!(!a.is(other), "{other:?}");
+        }
+        assert!(Short::<8>::new(b"12345678").unwrap().is(b"12345678"));
+        assert!(Short::<8>::new(b"123456789").is_none());
+        assert!(Short::<8>::EMPTY.is(b""));
+        assert!(!Short::<8>::EMPTY.is(b"\0"));
+    }
 }

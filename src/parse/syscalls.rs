@@ -22,6 +22,7 @@ use intent::intent;
 #[cfg(test)]
 pub(crate) use ioctl::general_arg;
 use ioctl::ioctl;
+pub(crate) use ioctl::scan_layout;
 pub use tables::{CLONE_FILES, CLONE_THREAD, CLONE_VFORK, CLONE_VM};
 use tables::{
     CLONE_FLAGS, CLOSE_RANGE_NAMES, MMAP_NAMES, O_CLOEXEC, SIGCHLD, SIGNALS, THREAD_GUESS,

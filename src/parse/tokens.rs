@@ -499,7 +499,10 @@ fn well_formed_in<D: Decos>(
 /// The argument scan of `line[pos..n]` for a well-formed list: the stripped
 /// arguments and the index of the closing `)` (`None`: the list never
 /// closes); `None` when the text is outside the well-formed language.
-fn scan_args<'a>(
+/// `IOCTL`: the list is a complete ioctl call's, whose struct argument
+/// [`typed_arg`] reads (a parameter of the type: the loop of every other
+/// list is compiled without the test).
+fn scan_args<'a, const IOCTL: bool>(
     line: &'a str,
     pos: usize,
     n: usize,
@@ -513,7 +516,13 @@ fn scan_args<'a>(
     args.reserve(6);
     let mut j = pos;
     loop {
-        let e = well_formed_in(s, j, MAX_DEPTH, false, seen);
+        // (`, {`: the capture library's spacing; any other the general walk's)
+        let typed = if IOCTL && args.len() == 2 && at(s, j + 1) == b'{' {
+            typed_arg(s, j, &args)
+        } else {
+            None
+        };
+        let e = typed.unwrap_or_else(|| well_formed_in(s, j, MAX_DEPTH, false, seen));
         if e >= n {
             let (a, b) = strip(s, j, n);
             if b > a {
@@ -535,6 +544,22 @@ fn scan_args<'a>(
         }
         j = e + 1;
     }
+}
+
+/// Where the third argument of an ioctl, from `s[j]`, ends (its `,` or
+/// `)`), when it is a struct the typed decoders read
+/// (kfd_args::decode_ahead, which keeps its value for the event): then
+/// [`well_formed_in`] would end it there too (the typed decoders read a
+/// part of its language; tests/props.rs), and the struct is walked once.
+/// `None`: the general walk decides, as it did.
+fn typed_arg(s: &[u8], j: usize, args: &Args<'_>) -> Option<usize> {
+    let a = skip(s, j, is_ws);
+    if at(s, a) != b'{' {
+        return None;
+    }
+    let ls = crate::parse::syscalls::scan_layout(&args[0], &args[1])?;
+    let e = crate::parse::kfd_args::decode_ahead(ls, s, a)?;
+    matches!(at(s, e), b',' | b')').then_some(e)
 }
 
 /// Exact powers of ten as f64 (10^22 is the largest).
@@ -940,7 +965,7 @@ fn resumed<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
     {
         return None;
     }
-    let (args, close) = scan_args(line, n1 + 9, n, sc.args, sc.seen)?;
+    let (args, close) = scan_args::<false>(line, n1 + 9, n, sc.args, sc.seen)?;
     let close = close?;
     let outcome = result(line, close + 1, n)?;
     Some(Scanned {
@@ -978,7 +1003,11 @@ fn call<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
     if has_unfinished_close(&s[body..end]) {
         return None;
     }
-    let (args, close) = scan_args(line, args0, end, sc.args, sc.seen)?;
+    let (args, close) = if !unfinished && &s[body..n1] == b"ioctl" {
+        scan_args::<true>(line, args0, end, sc.args, sc.seen)?
+    } else {
+        scan_args::<false>(line, args0, end, sc.args, sc.seen)?
+    };
     let outcome = if unfinished {
         None
     } else {

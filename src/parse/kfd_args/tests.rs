@@ -8,7 +8,7 @@ use super::*;
 use crate::events::{Event, FileId, InputInfo, Kind, Text};
 use crate::parse::fixtures::fixture_logs;
 use crate::parse::strace::Parser;
-use crate::parse::syscalls::general_arg;
+use crate::parse::syscalls::{general_arg, scan_layout};
 use std::path::Path;
 use std::rc::Rc;
 
@@ -300,4 +300,106 @@ fn remembered_constants_are_the_catalogues() {
             );
         }
     }
+}
+
+/// The fd an ioctl of `ls` is made on in a line of the tests: one of the
+/// device its request is of.
+fn fd_of(ls: &LogStruct) -> &'static str {
+    match ls.type_ {
+        kfd::TYPE_KFD => "3</dev/kfd>",
+        kfd::TYPE_DRM if ls.name.contains("AMDXDNA") => "5</dev/accel/accel0>",
+        kfd::TYPE_DRM => "4</dev/dri/renderD128<char 226:128>>",
+        _ => "6</dev/dma_heap/system>",
+    }
+}
+
+#[test]
+fn structs_read_while_scanning_scan_and_parse_as_the_general_walk() {
+    // every argument of the tests above and each text one byte away from
+    // it, as the third argument of an ioctl line: the scan that reads the
+    // struct ahead (tokens::typed_arg) takes the line exactly as the
+    // general walk takes it (the same arguments and result, or the same
+    // refusal), and the lines give the same events and counts
+    use crate::parse::tokens::scan_line;
+    let mut seen = std::collections::HashSet::new();
+    let mut lines = Vec::new();
+    let (mut ahead, mut compared) = (0u64, 0u64);
+    for (ls, tok) in made_arguments().into_iter().chain(fixture_arguments()) {
+        if !seen.insert((ls.name, tok.clone())) {
+            continue;
+        }
+        let fd = fd_of(ls);
+        // (asked twice: the second answer is the one remembered; and none
+        // with the typed decoders off)
+        for _ in 0..2 {
+            let layout = scan_layout(fd.as_bytes(), ls.name.as_bytes());
+            assert_eq!(layout.map(|l| l.name), Some(ls.name));
+            assert!(general_only(|| scan_layout(fd.as_bytes(), ls.name.as_bytes())).is_none());
+        }
+        // (one text in sixteen of them, a different sixteenth of each argument's)
+        let pick = seen.len() % 16;
+        for (k, m) in mutations(&tok).into_iter().enumerate() {
+            if k % 16 != pick {
+                continue;
+            }
+            // (a space or another argument after it, now and then)
+            let tail = [") = 0 <0.000010>", " ) = 0", ", 0x1) = 0 <0.000002>"][k % 3];
+            let line = format!("5000  1764435600.000013 ioctl({fd}, {}, {m}{tail}", ls.name);
+            KEPT.with(|k| k.borrow_mut().value = None);
+            let typed = scan_line(&line);
+            let general = general_only(|| scan_line(&line));
+            assert_eq!(typed, general, "{line}");
+            compared += 1;
+            ahead += u64::from(KEPT.with(|k| {
+                let k = k.borrow();
+                k.value.is_some() && typed.as_ref().is_some_and(|t| *t.args[2] == k.text[..])
+            }));
+            lines.push(line);
+        }
+    }
+    eprintln!("{ahead} of {compared} lines read their struct while scanning");
+    assert!(
+        ahead > 5_000 && ahead * 2 < compared,
+        "{ahead} of {compared}"
+    );
+    let typed = parse(&lines);
+    let general = general_only(|| parse(&lines));
+    assert_eq!(typed.0.len(), general.0.len(), "events");
+    for (t, g) in typed.0.iter().zip(&general.0) {
+        assert_eq!(t, g);
+    }
+    assert_eq!(typed.1, general.1, "counts");
+}
+
+#[test]
+fn a_value_read_ahead_answers_only_its_own_text() {
+    let svm = kfd::log_struct(kfd::SVM.0, kfd::SVM.1, "AMDKFD_IOC_SVM").unwrap();
+    let get = kfd::log_struct(kfd::TYPE_KFD, 0x21, "AMDKFD_IOC_SET_XNACK_MODE").unwrap();
+    let one = "{start_addr=0x1000, size=0x2000, op=KFD_IOCTL_SVM_OP_SET_ATTR, nattr=0, attrs=[]}";
+    let two = "{start_addr=0x1000, size=0x3000, op=KFD_IOCTL_SVM_OP_SET_ATTR, nattr=0, attrs=[]}";
+    let line = format!("f({one}) = 0");
+    let a = line.find('{').unwrap();
+    let e = decode_ahead(svm, line.as_bytes(), a).unwrap();
+    assert_eq!(&line[e..e + 1], ")");
+    // another text, or the same text of another struct: read again
+    let fresh = |ls, t: &str| general_only(|| decode_at(ls, t.as_bytes(), 0));
+    assert_eq!(
+        decode(svm, two.as_bytes()).unwrap().0,
+        fresh(svm, two).unwrap().1
+    );
+    assert_eq!(decode(get, one.as_bytes()), None);
+    // its own text: the value kept, once
+    assert_eq!(
+        decode(svm, one.as_bytes()).unwrap().0,
+        fresh(svm, one).unwrap().1
+    );
+    assert!(KEPT.with(|k| k.borrow().value.is_none()));
+    assert_eq!(
+        decode(svm, one.as_bytes()).unwrap().0,
+        fresh(svm, one).unwrap().1
+    );
+    // a struct followed by more than its end: not read ahead past it
+    let more = format!("{one} x");
+    let e = decode_ahead(svm, more.as_bytes(), 0).unwrap();
+    assert_eq!(e, one.len());
 }

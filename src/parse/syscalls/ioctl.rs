@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::parse::kfd_args;
+use crate::parse::lex::Short;
 
 /// (request, dir, type, nr, size, hint, name) of a request argument.
 type Request = (
@@ -195,6 +196,63 @@ fn request_of(req_tok: &[u8], path: Option<&[u8]>) -> Decoded {
         c.push((req_tok.into(), path.map(Into::into), out));
     });
     out
+}
+
+/// The struct the capture library writes for the ioctl whose fd and
+/// request arguments are `fd_tok` and `req_tok` (the scan reads its third
+/// argument with it: kfd_args::decode_ahead), when the typed decoders are on.
+/// Remembered for recent pairs of texts (a log makes a handful of requests
+/// on a handful of fds; finding the fd's path and the request again cost
+/// some 280 instructions a line).
+pub(crate) fn scan_layout(fd_tok: &[u8], req_tok: &[u8]) -> Option<&'static kfd::LogStruct> {
+    let answer = || {
+        let (_, path) = fd_text(Some(fd_tok));
+        let (_, _, t, nr, _, _, name) = request_of(req_tok, path.as_ref().map(|p| &p.0[..]));
+        kfd_args::layout(t, nr, name)
+    };
+    let (f, r) = (fd_tok.len(), req_tok.len());
+    if f > LAYOUT_TEXT || r > LAYOUT_TEXT || r == 0 || !kfd_args::layout_on() {
+        return answer();
+    }
+    // a cheap mix of the lengths and the request's last byte and middle one
+    let mix =
+        (r * 7 + f * 3 + usize::from(req_tok[r - 1]) + usize::from(req_tok[r / 2])) % LAYOUTS_KEPT;
+    LAYOUTS.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.is_empty() {
+            t.resize(LAYOUTS_KEPT, None);
+        }
+        if let Some(e) = &t[mix]
+            && e.fd.is(fd_tok)
+            && e.req.is(req_tok)
+        {
+            return e.layout;
+        }
+        let layout = answer();
+        if let (Some(fd), Some(req)) = (Short::new(fd_tok), Short::new(req_tok)) {
+            t[mix] = Some(KeptLayout { fd, req, layout });
+        }
+        layout
+    })
+}
+
+/// The longest fd or request text [`scan_layout`] remembers.
+const LAYOUT_TEXT: usize = 48;
+/// How many pairs [`scan_layout`] remembers.
+const LAYOUTS_KEPT: usize = 16;
+
+/// A pair of texts [`scan_layout`] remembers, with its answer.
+#[derive(Clone, Copy)]
+struct KeptLayout {
+    fd: Short<LAYOUT_TEXT>,
+    req: Short<LAYOUT_TEXT>,
+    layout: Option<&'static kfd::LogStruct>,
+}
+
+thread_local! {
+    /// (on the heap, made at the first call: see kfd_args' NAMES)
+    static LAYOUTS: std::cell::RefCell<Vec<Option<KeptLayout>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 pub(super) fn ioctl(call: &mut Call<'_>) -> Kind {
