@@ -778,7 +778,11 @@ fn may_vanish(p: &mut Proc, ev: &Ev, touched: &[CRef], made: Option<&CRef>) {
             b.live && b.kind == ClaimKind::Registration && covered_by_others(p, c, b.start, b.end)
         };
         if covered {
-            c.m().may_be_released(t, ev.h.seq);
+            // its deregistration, computed from now on, issues nothing; it
+            // may have begun (the program called it, the runtime waited for
+            // its lock) any time since the claim was last registered
+            let since = c.b().last_registered.map_or(t, |r| r.min(t));
+            c.m().may_be_released(since, ev.h.seq);
         }
     }
 }

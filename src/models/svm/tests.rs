@@ -641,3 +641,39 @@ fn a_range_registered_twice_under_a_growing_runtime_is_not_proven_live() {
     assert_eq!(severity(false, true, true), vec![Severity::Note]);
     assert_eq!(severity(false, false, true), vec![Severity::Error]);
 }
+
+/// A runtime that subtracts the registrations it still counts issues
+/// nothing for a deregistration its neighbours cover whole.  A registration
+/// that others come to cover whole may so have ended without a trace, and
+/// its deregistration may have begun (the runtime waiting for its lock)
+/// any time after it was registered: a revoke taking its pages before the
+/// cover came does not prove it live (a note).  Without the cover, an error.
+#[test]
+fn a_registration_others_came_to_cover_whole_may_have_ended_before() {
+    let revoke = [
+        no(G),
+        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_COHERENT),
+        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_EXT_COHERENT),
+    ];
+    let reg = |t: &mut Trace, tid: u32, s: u64, n: u64| {
+        t.svm(tid, s, n * PAGE, &fine());
+        t.svm(tid, s, n * PAGE, &[aip(G)]);
+    };
+    let severity = |covered: bool| -> Vec<Severity> {
+        let mut t = Trace::new();
+        reg(&mut t, 1, X, 4);
+        reg(&mut t, 2, X + 3 * PAGE, 3);
+        t.svm(1, X, 4 * PAGE, &revoke);
+        if covered {
+            reg(&mut t, 3, X + 2 * PAGE, 6);
+        }
+        let m = t.run();
+        m.findings
+            .iter()
+            .filter(|f| f.rule == Rule::SvmOverRevoke)
+            .map(|f| f.severity.unwrap_or(Severity::Error))
+            .collect()
+    };
+    assert_eq!(severity(false), vec![Severity::Error]);
+    assert_eq!(severity(true), vec![Severity::Note]);
+}
