@@ -858,8 +858,14 @@ proptest! {
                 PmOp::Query(s, e) => {
                     prop_assert_eq!(m.overlapping(s, e), r.overlapping(s, e));
                     prop_assert_eq!(m.get(s).copied(), r.get(s));
+                    // from the last back, and whether any, the same pieces
+                    let mut back: Vec<_> = m.walk_back(s, e).map(|(a, b, v)| (a, b, *v)).collect();
+                    back.reverse();
+                    prop_assert_eq!(&back, &r.overlapping(s, e));
+                    prop_assert_eq!(m.any_in(s, e), !back.is_empty());
                 }
             }
+            m.check_chunks();
             let got: Vec<_> = m.iter().map(|(s, e, v)| (s, e, *v)).collect();
             prop_assert_eq!(got, r.pieces());
             prop_assert_eq!(m.len(), r.pieces().len());
@@ -898,6 +904,7 @@ fn piece_map_many_pieces_against_the_page_array() {
             r.update(s, e, pm_fn(1), None, false);
             r.coalesce(s, e, |v| v == 0);
         }
+        m.check_chunks();
         if i % 100 == 0 {
             let got: Vec<_> = m.iter().map(|(s, e, v)| (s, e, *v)).collect();
             assert_eq!(got, r.pieces());
