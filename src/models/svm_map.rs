@@ -312,7 +312,15 @@ impl<V: Clone + PartialEq> PieceMap<V> {
             }
             return;
         }
-        chunk.splice(a..b, new.iter().cloned());
+        match (b - a, new) {
+            (0, [p]) => chunk.insert(a, p.clone()),
+            (1, []) => {
+                chunk.remove(a);
+            }
+            _ => {
+                chunk.splice(a..b, new.iter().cloned());
+            }
+        }
         self.settle(c);
     }
 
@@ -407,14 +415,38 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         let mut new = std::mem::take(&mut self.spare);
         if e > s {
             let (lo, hi) = self.span(s, e);
-            let old = self.take_run(lo, hi);
-            updated(&mut new, &old, s, e, f, fill, always);
-            self.replace(lo, hi, &new);
-            self.give_back(old);
+            self.remake(lo, hi, &mut new, |old, new| {
+                updated(new, old, s, e, f, fill, always);
+            });
         }
         let seen = look(&new);
         keep_room(&mut self.spare, new);
         seen
+    }
+
+    /// Replace the pieces from `lo` to `hi` by what `make` pushes on `new`
+    /// (empty) from them.  `make` reads them where they lie when they lie
+    /// in one chunk (no copy of them), from a copy in the map's room
+    /// otherwise.
+    fn remake(
+        &mut self,
+        lo: Pos,
+        hi: Pos,
+        new: &mut Vec<(u64, u64, V)>,
+        make: impl FnOnce(&[(u64, u64, V)], &mut Vec<(u64, u64, V)>),
+    ) {
+        if lo >= hi {
+            make(&[], new);
+        } else if lo.c == hi.c {
+            make(&self.chunks[lo.c][lo.i..hi.i], new);
+        } else if hi.c == lo.c + 1 && hi.i == 0 {
+            make(&self.chunks[lo.c][lo.i..], new);
+        } else {
+            let old = self.take_run(lo, hi);
+            make(&old, new);
+            self.give_back(old);
+        }
+        self.replace(lo, hi, new);
     }
 
     /// Remove [s, e); heads and tails that stick out survive.  Returns the
@@ -475,18 +507,44 @@ impl<V: Clone + PartialEq> PieceMap<V> {
             return;
         }
         let (lo, hi) = self.span(s.saturating_sub(1), e.saturating_add(1));
-        let around = self.take_run(lo, hi);
-        // the pieces overlapping [s, e) lie between those that only touch it
-        let i0 = around.iter().take_while(|p| p.1 <= s).count();
-        let i1 = i0 + around[i0..].iter().take_while(|p| p.0 < e).count();
         let mut out = std::mem::take(&mut self.spare);
-        out.extend(around[..i0].iter().cloned());
-        updated(&mut out, &around[i0..i1], s, e, f, fill, false);
-        out.extend(around[i1..].iter().cloned());
-        coalesce_in_place(&mut out, drop);
-        self.replace(lo, hi, &out);
-        self.give_back(around);
+        self.remake(lo, hi, &mut out, |around, out| {
+            // the pieces overlapping [s, e) lie between those that only touch it
+            let i0 = around.iter().take_while(|p| p.1 <= s).count();
+            let i1 = i0 + around[i0..].iter().take_while(|p| p.0 < e).count();
+            out.extend(around[..i0].iter().cloned());
+            updated(out, &around[i0..i1], s, e, f, fill, false);
+            out.extend(around[i1..].iter().cloned());
+            coalesce_in_place(out, drop);
+        });
         keep_room(&mut self.spare, out);
+    }
+
+    /// A piece [s, e) of `v()` when no piece lies on [s - 1, e + 1) (what
+    /// `update_coalesce` makes of a gap with nothing to merge); whether it
+    /// did.
+    fn put_alone(&mut self, s: u64, e: u64, v: impl FnOnce() -> V) -> bool {
+        let (lo, hi) = self.span(s.saturating_sub(1), e.saturating_add(1));
+        if lo != hi {
+            return false;
+        }
+        self.replace(lo, hi, &[(s, e, v())]);
+        true
+    }
+
+    /// Remove the one piece on [s - 1, e + 1) when it lies inside [s, e)
+    /// and `is` its value (what `update_coalesce` makes of a piece whose
+    /// value the update empties, with nothing to merge); whether it did.
+    fn take_alone(&mut self, s: u64, e: u64, is: impl FnOnce(&V) -> bool) -> bool {
+        let (lo, hi) = self.span(s.saturating_sub(1), e.saturating_add(1));
+        let Some((ps, pe, v)) = self.run(lo, hi).next() else {
+            return false;
+        };
+        let alone = ps >= s && pe <= e && self.count(lo, hi) == 1 && is(v);
+        if alone {
+            self.replace(lo, hi, &[]);
+        }
+        alone
     }
 
     /// Invariant: chunks are non-empty, at most [`CHUNK`] pieces, their
@@ -1056,6 +1114,10 @@ impl<T: Ord + Clone> CoverIndex<T> {
     }
 
     pub fn add(&mut self, s: u64, e: u64, item: T) {
+        // nothing on [s - 1, e + 1): a piece of its own, nothing to merge
+        if e > s && self.pieces.put_alone(s, e, || Rc::from([item.clone()])) {
+            return;
+        }
         let empty = &self.empty;
         let mut last: Option<(Items<T>, Items<T>)> = None;
         self.pieces.update_coalesce(
@@ -1086,6 +1148,14 @@ impl<T: Ord + Clone> CoverIndex<T> {
     }
 
     pub fn remove(&mut self, s: u64, e: u64, item: &T) {
+        // the item alone on a piece inside [s, e), nothing else on
+        // [s - 1, e + 1): the piece goes, nothing to merge
+        if self
+            .pieces
+            .take_alone(s, e, |v| v.len() == 1 && v[0] == *item)
+        {
+            return;
+        }
         let mut last: Option<(Items<T>, Items<T>)> = None;
         self.pieces.update_coalesce(
             s,
