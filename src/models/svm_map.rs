@@ -813,22 +813,33 @@ impl SvmMap {
         // pieces a split left share one state, and one program sets the
         // same few states over and over: remember the last answers
         let seen = self.memo.of(attrs);
+        // (neighbours a split left hold one state: the last answer first)
+        let mut last: Option<Turn> = None;
         self.pieces.apply(
             s,
             e,
             |st| {
-                if let Some((_, now)) = seen
-                    .iter()
-                    .find(|(was, _)| Arc::ptr_eq(was, st) || **was == **st)
+                if let Some((was, now)) = &last
+                    && Arc::ptr_eq(was, st)
                 {
                     return now.clone();
                 }
-                let nv = st.apply(attrs);
-                let now = if nv == **st { st.clone() } else { Arc::new(nv) };
-                if seen.len() >= MEMO {
-                    seen.remove(0);
-                }
-                seen.push((st.clone(), now.clone()));
+                let now = match seen
+                    .iter()
+                    .find(|(was, _)| Arc::ptr_eq(was, st) || **was == **st)
+                {
+                    Some((_, now)) => now.clone(),
+                    None => {
+                        let nv = st.apply(attrs);
+                        let now = if nv == **st { st.clone() } else { Arc::new(nv) };
+                        if seen.len() >= MEMO {
+                            seen.remove(0);
+                        }
+                        seen.push((st.clone(), now.clone()));
+                        now
+                    }
+                };
+                last = Some((st.clone(), now.clone()));
                 now
             },
             Some(&fill),
