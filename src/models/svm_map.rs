@@ -412,16 +412,60 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         always: bool,
         look: impl FnOnce(&[(u64, u64, V)]) -> R,
     ) -> R {
-        let mut new = std::mem::take(&mut self.spare);
-        if e > s {
-            let (lo, hi) = self.span(s, e);
-            self.remake(lo, hi, &mut new, |old, new| {
-                updated(new, old, s, e, f, fill, always);
-            });
+        if e <= s {
+            return look(&[]);
         }
+        let (lo, hi) = self.span(s, e);
+        if let Some((c, a, b)) = self.inside(lo, hi, s, e, fill.is_some()) {
+            // the pieces keep their bounds: their values changed where
+            // they lie
+            let mut f = f;
+            for p in &mut self.chunks[c][a..b] {
+                let nv = f(&p.2);
+                if always || nv != p.2 {
+                    p.2 = nv;
+                }
+            }
+            return look(&self.chunks[c][a..b]);
+        }
+        let mut new = std::mem::take(&mut self.spare);
+        self.remake(lo, hi, &mut new, |old, new| {
+            updated(new, old, s, e, f, fill, always);
+        });
         let seen = look(&new);
         keep_room(&mut self.spare, new);
         seen
+    }
+
+    /// The pieces from `lo` to `hi` as (chunk, from, to) when they are
+    /// some, lie in one chunk and inside [s, e) (an update splits none of
+    /// them), and, with `gapless`, cover it without a gap (an update
+    /// fills none).
+    fn inside(
+        &self,
+        lo: Pos,
+        hi: Pos,
+        s: u64,
+        e: u64,
+        gapless: bool,
+    ) -> Option<(usize, usize, usize)> {
+        if lo >= hi {
+            return None;
+        }
+        let c = lo.c;
+        let b = if hi.c == c {
+            hi.i
+        } else if hi.c == c + 1 && hi.i == 0 {
+            self.chunks[c].len()
+        } else {
+            return None;
+        };
+        let run = &self.chunks[c][lo.i..b];
+        let (first, last) = (run[0].0, run[run.len() - 1].1);
+        let within = first >= s && last <= e;
+        let whole =
+            !gapless || (first == s && last == e && run.windows(2).all(|w| w[0].1 == w[1].0));
+        (within && whole).then_some((c, lo.i, b))
     }
 
     /// Replace the pieces from `lo` to `hi` by what `make` pushes on `new`
