@@ -3,8 +3,8 @@
 //! The kernel holds a list of non-overlapping `svm_range` objects that
 //! SET_ATTR splits on its boundaries, fills gaps of with new default ranges,
 //! and never merges (drivers/gpu/drm/amd/amdkfd/kfd_svm.c).  [`PieceMap`]
-//! is that list, a `BTreeMap` from start to (end, value), so a lookup is
-//! log n and an update touches only the pieces it overlaps.  [`SvmMap`] puts the kernel's
+//! is that list, sorted by start in chunks, so a lookup is two binary
+//! searches and an update touches only the pieces it overlaps.  [`SvmMap`] puts the kernel's
 //! attribute semantics on top; [`CoverIndex`] reuses the structure to find
 //! which claims (which may overlap each other) lie on a page range.
 //!
@@ -15,7 +15,7 @@
 //! No range-map crate fits: `rangemap` and its kind merge touching equal
 //! values, and the kernel's list must keep every split.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -26,18 +26,24 @@ pub const IN_PLACE: u32 = kfd::ATTR_ACCESS_IN_PLACE;
 pub const NO_ACCESS: u32 = kfd::ATTR_NO_ACCESS;
 const UNDEF: u32 = kfd::SVM_LOCATION_UNDEFINED;
 
-/// From this many pieces replaced on, [`PieceMap::place`] overwrites them
-/// in one pass over the tree rather than looking each up (measured: one or
-/// two lookups cost less than the pass).
-const PLACE_IN_ONE_PASS: usize = 3;
-
 /// Non-overlapping `[start, end) -> value` pieces, never merged unless the
 /// caller asks ([`PieceMap::coalesce`]).
-#[derive(Debug, Clone, PartialEq)]
+///
+/// The pieces lie in address order in chunks of at most [`CHUNK`] (a
+/// sorted vector cut in blocks), the start of each chunk's first piece
+/// beside them: a change finds the pieces it touches by two binary
+/// searches and replaces them where they lie, one splice of one chunk,
+/// rather than a tree descent to find them and another a piece to remove
+/// or insert each.  Chunks are never empty and a small one is merged into
+/// its neighbour, so the memory follows the pieces.
+#[derive(Debug, Clone)]
 pub struct PieceMap<V> {
-    map: BTreeMap<u64, (u64, V)>,
+    chunks: Vec<Vec<(u64, u64, V)>>,
+    /// the start of each chunk's first piece
+    firsts: Vec<u64>,
+    len: usize,
     /// room for the pieces a change walks, and for those it makes (empty
-    /// between calls, so equal maps stay equal): no allocation a change
+    /// between calls): no allocation a change
     room: Vec<(u64, u64, V)>,
     spare: Vec<(u64, u64, V)>,
 }
@@ -45,15 +51,92 @@ pub struct PieceMap<V> {
 impl<V> Default for PieceMap<V> {
     fn default() -> Self {
         PieceMap {
-            map: BTreeMap::new(),
+            chunks: Vec::new(),
+            firsts: Vec::new(),
+            len: 0,
             room: Vec::new(),
             spare: Vec::new(),
         }
     }
 }
 
+/// Equal maps hold equal pieces, however they are cut in chunks.
+impl<V: PartialEq> PartialEq for PieceMap<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len
+            && self
+                .chunks
+                .iter()
+                .flatten()
+                .eq(other.chunks.iter().flatten())
+    }
+}
+
 /// The most pieces whose room a [`PieceMap`] keeps for the next change.
 const ROOM: usize = 64;
+
+/// The most pieces in one chunk of a [`PieceMap`] (small under test, so
+/// the property tests cross chunk boundaries all the time); a chunk below
+/// a quarter of it is merged into a neighbour.
+const CHUNK: usize = if cfg!(test) { 4 } else { 64 };
+const CHUNK_MIN: usize = CHUNK / 4;
+
+/// A piece's place: chunk and index in it; canonical when the index is
+/// inside the chunk, or `(chunks, 0)` past the last piece.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Pos {
+    c: usize,
+    i: usize,
+}
+
+/// The pieces between two places, in address order either way.
+pub struct Run<'a, V> {
+    chunks: &'a [Vec<(u64, u64, V)>],
+    front: Pos,
+    back: Pos,
+}
+
+impl<'a, V> Iterator for Run<'a, V> {
+    type Item = (u64, u64, &'a V);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.front >= self.back {
+            return None;
+        }
+        let chunk = &self.chunks[self.front.c];
+        let (s, e, ref v) = chunk[self.front.i];
+        self.front.i += 1;
+        if self.front.i == chunk.len() {
+            self.front = Pos {
+                c: self.front.c + 1,
+                i: 0,
+            };
+        }
+        Some((s, e, v))
+    }
+}
+
+impl<V> DoubleEndedIterator for Run<'_, V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.front >= self.back {
+            return None;
+        }
+        self.back = if self.back.i > 0 {
+            Pos {
+                c: self.back.c,
+                i: self.back.i - 1,
+            }
+        } else {
+            let c = self.back.c - 1;
+            Pos {
+                c,
+                i: self.chunks[c].len() - 1,
+            }
+        };
+        let (s, e, ref v) = self.chunks[self.back.c][self.back.i];
+        Some((s, e, v))
+    }
+}
 
 impl<V: Clone + PartialEq> PieceMap<V> {
     pub fn new() -> Self {
@@ -61,51 +144,92 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     }
 
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len == 0
     }
 
     /// Every piece as (start, end, value), in address order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, u64, &V)> {
-        self.map.iter().map(|(&s, (e, v))| (s, *e, v))
+        self.chunks.iter().flatten().map(|(s, e, v)| (*s, *e, v))
     }
 
-    /// The pieces overlapping [s, e), unclipped, in order:
-    /// the piece around `s`, then those starting inside (s, e).  Pieces do
-    /// not overlap, so walking back from `e` the first piece ending at or
-    /// before `s` ends the walk: one descent into the tree, not two, and
-    /// each piece is read there (no second lookup by its start).
+    /// The canonical place `(c, i)`: `(c + 1, 0)` when `i` is past chunk c.
+    fn canon(&self, c: usize, i: usize) -> Pos {
+        if c < self.chunks.len() && i == self.chunks[c].len() {
+            Pos { c: c + 1, i: 0 }
+        } else {
+            Pos { c, i }
+        }
+    }
+
+    /// The place of the first piece ending after `s` (the one around `s`,
+    /// or the first after it).
+    fn first_ending_after(&self, s: u64) -> Pos {
+        let c = self.firsts.partition_point(|&f| f <= s).saturating_sub(1);
+        match self.chunks.get(c) {
+            Some(chunk) => self.canon(c, chunk.partition_point(|p| p.1 <= s)),
+            None => Pos { c: 0, i: 0 },
+        }
+    }
+
+    /// The places of the pieces overlapping [s, e): from the first to past
+    /// the last (equal when none does; then where a piece on [s, e) goes).
+    /// One binary search finds the first; the others follow it (a walk
+    /// reads them anyway).
+    fn span(&self, s: u64, e: u64) -> (Pos, Pos) {
+        let lo = self.first_ending_after(s);
+        if e <= s {
+            return (lo, lo);
+        }
+        let mut hi = lo;
+        while let Some(chunk) = self.chunks.get(hi.c) {
+            let mut i = hi.i;
+            while i < chunk.len() && chunk[i].0 < e {
+                i += 1;
+            }
+            if i < chunk.len() {
+                hi.i = i;
+                break;
+            }
+            hi = Pos { c: hi.c + 1, i: 0 };
+        }
+        (lo, hi)
+    }
+
+    fn run(&self, lo: Pos, hi: Pos) -> Run<'_, V> {
+        Run {
+            chunks: &self.chunks,
+            front: lo,
+            back: hi,
+        }
+    }
+
+    /// The pieces overlapping [s, e), unclipped, in order.
     pub fn walk(&self, s: u64, e: u64) -> Vec<(u64, u64, &V)> {
-        // (a usual walk meets one to five pieces -- update_coalesce's walk
-        // takes a neighbour on each side: room for them up front, not the
-        // growth steps of a take_while without a size hint)
-        let mut out = Vec::with_capacity(8);
-        out.extend(self.walk_back(s, e));
-        out.reverse();
-        out
+        let (lo, hi) = self.span(s, e);
+        self.run(lo, hi).collect()
     }
 
     /// The pieces overlapping [s, e), unclipped, from the last back,
     /// without collecting them.
     pub fn walk_back(&self, s: u64, e: u64) -> impl Iterator<Item = (u64, u64, &V)> {
-        // (an empty range finds nothing: no piece starts before e and ends
-        // after s >= e)
-        self.map
-            .range(..e.max(s))
-            .rev()
-            .take_while(move |(_, (pe, _))| *pe > s && e > s)
-            .map(|(&k, (pe, v))| (k, *pe, v))
+        let (lo, hi) = self.span(s, e);
+        self.run(lo, hi).rev()
     }
 
-    /// The pieces overlapping [s, e), unclipped, in order, in the map's
-    /// room (give it back with [`PieceMap::give_back`]).
-    fn take_walk(&mut self, s: u64, e: u64) -> Vec<(u64, u64, V)> {
+    /// The pieces between two places, in the map's room (give it back
+    /// with [`PieceMap::give_back`]).
+    fn take_run(&mut self, lo: Pos, hi: Pos) -> Vec<(u64, u64, V)> {
         let mut out = std::mem::take(&mut self.room);
-        out.extend(self.walk_back(s, e).map(|(a, b, v)| (a, b, v.clone())));
-        out.reverse();
+        let run = Run {
+            chunks: &self.chunks,
+            front: lo,
+            back: hi,
+        };
+        out.extend(run.map(|(a, b, v)| (a, b, v.clone())));
         out
     }
 
@@ -115,80 +239,159 @@ impl<V: Clone + PartialEq> PieceMap<V> {
 
     /// Pieces overlapping [s, e), unclipped, in address order.
     pub fn overlapping(&self, s: u64, e: u64) -> Vec<(u64, u64, V)> {
-        self.walk(s, e)
-            .into_iter()
+        let (lo, hi) = self.span(s, e);
+        self.run(lo, hi)
             .map(|(ps, pe, v)| (ps, pe, v.clone()))
             .collect()
     }
 
     /// Whether any piece overlaps [s, e).
     pub fn any_in(&self, s: u64, e: u64) -> bool {
+        let lo = self.first_ending_after(s);
         e > s
             && self
-                .map
-                .range(..e)
-                .next_back()
-                .is_some_and(|(_, (pe, _))| *pe > s)
+                .chunks
+                .get(lo.c)
+                .and_then(|c| c.get(lo.i))
+                .is_some_and(|p| p.0 < e)
     }
 
     /// The value on `page`.
     pub fn get(&self, page: u64) -> Option<&V> {
-        let (_, (pe, v)) = self.map.range(..=page).next_back()?;
-        (*pe > page).then_some(v)
+        let lo = self.first_ending_after(page);
+        let (s, _, v) = self.chunks.get(lo.c)?.get(lo.i)?;
+        (*s <= page).then_some(v)
     }
 
-    /// Replace the pieces starting at `old` by `new`.
-    /// Both are in address order; a start in both is overwritten in place
-    /// rather than removed and inserted again (half the tree work when an
-    /// update leaves most pieces where they were).
-    fn splice(&mut self, old: &[(u64, u64, V)], new: &[(u64, u64, V)]) {
-        self.unsplice(old, new);
-        self.place(old, new);
-    }
-
-    /// The second half of `splice`: put `new` (in address order) in place,
-    /// once `unsplice` removed the starts in `old` it does not reuse.
-    /// `old` are the starts of the pieces of one walk, consecutive in the
-    /// map, so the keys left between its first and last are exactly the
-    /// starts `new` reuses, in order.  A few pieces are looked up one by
-    /// one; more are overwritten in one pass over the tree (one descent,
-    /// not one a piece), the new starts (a split, a filled gap) inserted
-    /// after it.
-    fn place(&mut self, old: &[(u64, u64, V)], new: &[(u64, u64, V)]) {
-        let (Some(&(lo, _, _)), Some(&(hi, _, _))) = (old.first(), old.last()) else {
-            for (s, e, v) in new {
-                self.map.insert(*s, (*e, v.clone()));
+    /// Put `new` (in address order) in place of the pieces from `lo` to
+    /// `hi` (consecutive; `new` lies between their neighbours).  Pieces
+    /// of one chunk are replaced by one splice of it; pieces across
+    /// chunks by those chunks cut again.
+    fn replace(&mut self, lo: Pos, hi: Pos, new: &[(u64, u64, V)]) {
+        self.len = self.len + new.len() - (self.count(lo, hi));
+        if self.chunks.is_empty() {
+            if !new.is_empty() {
+                self.chunks.push(new.to_vec());
+                self.firsts.push(new[0].0);
+                self.split(0);
             }
+            return;
+        }
+        // (c, a..b): the pieces replaced, all in chunk c
+        let (c, a, b) = if lo.c == self.chunks.len() {
+            // nothing replaced, past the last piece: appended to its chunk
+            let c = lo.c - 1;
+            let n = self.chunks[c].len();
+            (c, n, n)
+        } else if hi.c == lo.c {
+            (lo.c, lo.i, hi.i)
+        } else if hi.c == lo.c + 1 && hi.i == 0 {
+            // (up to the end of chunk lo.c)
+            (lo.c, lo.i, self.chunks[lo.c].len())
+        } else {
+            // across chunks: those from lo.c to hi's cut again
+            let last = if hi.i == 0 { hi.c - 1 } else { hi.c };
+            let mut all: Vec<(u64, u64, V)> = Vec::new();
+            all.extend(self.chunks[lo.c][..lo.i].iter().cloned());
+            all.extend(new.iter().cloned());
+            if hi.i > 0 {
+                all.extend(self.chunks[hi.c][hi.i..].iter().cloned());
+            }
+            self.chunks.drain(lo.c + 1..=last);
+            self.firsts.drain(lo.c + 1..=last);
+            self.chunks[lo.c] = all;
+            self.settle(lo.c);
             return;
         };
-        if old.len() < PLACE_IN_ONE_PASS {
-            for (s, e, v) in new {
-                match self.map.get_mut(s) {
-                    Some(slot) => *slot = (*e, v.clone()),
-                    None => {
-                        self.map.insert(*s, (*e, v.clone()));
-                    }
-                }
+        let chunk = &mut self.chunks[c];
+        if b - a == new.len() {
+            // as many pieces as before: overwritten where they lie
+            chunk[a..b].clone_from_slice(new);
+            if a == 0 {
+                self.firsts[c] = chunk[0].0;
             }
             return;
         }
-        let mut fresh = 0;
-        let mut slots = self.map.range_mut(lo..=hi).peekable();
-        for (s, e, v) in new {
-            match slots.peek() {
-                Some((k, _)) if **k == *s => {
-                    let (_, slot) = slots.next().expect("peeked");
-                    *slot = (*e, v.clone());
-                }
-                _ => fresh += 1,
+        match (b - a, new) {
+            (0, [p]) => chunk.insert(a, p.clone()),
+            (1, []) => {
+                chunk.remove(a);
+            }
+            _ => {
+                chunk.splice(a..b, new.iter().cloned());
             }
         }
-        if fresh > 0 {
-            for (s, e, v) in new {
-                if old.binary_search_by_key(s, |p| p.0).is_err() {
-                    self.map.insert(*s, (*e, v.clone()));
-                }
-            }
+        self.settle(c);
+    }
+
+    /// How many pieces lie from `lo` to `hi`.
+    fn count(&self, lo: Pos, hi: Pos) -> usize {
+        if lo >= hi {
+            return 0;
+        }
+        if lo.c == hi.c {
+            return hi.i - lo.i;
+        }
+        let mid: usize = self.chunks[lo.c + 1..hi.c].iter().map(Vec::len).sum();
+        self.chunks[lo.c].len() - lo.i + mid + hi.i
+    }
+
+    /// Chunk c after a change: dropped when empty, merged into a
+    /// neighbour when small, cut when big; its first start noted.
+    fn settle(&mut self, c: usize) {
+        let n = self.chunks[c].len();
+        if n == 0 {
+            self.chunks.remove(c);
+            self.firsts.remove(c);
+            return;
+        }
+        self.firsts[c] = self.chunks[c][0].0;
+        if n < CHUNK_MIN && self.chunks.len() > 1 {
+            // into the smaller neighbour
+            let into = if c == 0 {
+                1
+            } else if c + 1 == self.chunks.len()
+                || self.chunks[c - 1].len() <= self.chunks[c + 1].len()
+            {
+                c - 1
+            } else {
+                c + 1
+            };
+            let (a, b) = (c.min(into), c.max(into));
+            let tail = self.chunks.remove(b);
+            self.firsts.remove(b);
+            self.chunks[a].extend(tail);
+            self.split(a);
+        } else {
+            self.split(c);
+        }
+    }
+
+    /// Cut chunk c in chunks of at most [`CHUNK`] pieces, of about equal
+    /// size.
+    fn split(&mut self, c: usize) {
+        let n = self.chunks[c].len();
+        if n <= CHUNK {
+            return;
+        }
+        let parts = n.div_ceil(CHUNK);
+        let size = n.div_ceil(parts);
+        let mut rest = std::mem::take(&mut self.chunks[c]);
+        let mut at = c;
+        let mut heads = Vec::with_capacity(parts);
+        while rest.len() > size {
+            let tail = rest.split_off(size);
+            heads.push(rest);
+            rest = tail;
+        }
+        heads.push(rest);
+        let mut it = heads.into_iter();
+        self.chunks[c] = it.next().expect("one part");
+        self.firsts[c] = self.chunks[c][0].0;
+        for part in it {
+            at += 1;
+            self.firsts.insert(at, part[0].0);
+            self.chunks.insert(at, part);
         }
     }
 
@@ -209,36 +412,94 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         always: bool,
         look: impl FnOnce(&[(u64, u64, V)]) -> R,
     ) -> R {
-        let mut new = std::mem::take(&mut self.spare);
-        if e > s {
-            let old = self.take_walk(s, e);
-            updated(&mut new, &old, s, e, f, fill, always);
-            self.splice(&old, &new);
-            self.give_back(old);
+        if e <= s {
+            return look(&[]);
         }
+        let (lo, hi) = self.span(s, e);
+        if let Some((c, a, b)) = self.inside(lo, hi, s, e, fill.is_some()) {
+            // the pieces keep their bounds: their values changed where
+            // they lie
+            let mut f = f;
+            for p in &mut self.chunks[c][a..b] {
+                let nv = f(&p.2);
+                if always || nv != p.2 {
+                    p.2 = nv;
+                }
+            }
+            return look(&self.chunks[c][a..b]);
+        }
+        let mut new = std::mem::take(&mut self.spare);
+        self.remake(lo, hi, &mut new, |old, new| {
+            updated(new, old, s, e, f, fill, always);
+        });
         let seen = look(&new);
         keep_room(&mut self.spare, new);
         seen
     }
 
-    /// The first half of `splice`: remove the starts in `old` that `new`
-    /// does not reuse.
-    fn unsplice(&mut self, old: &[(u64, u64, V)], new: &[(u64, u64, V)]) {
-        let mut starts = new.iter().map(|p| p.0).peekable();
-        for &(k, _, _) in old {
-            while starts.next_if(|&n| n < k).is_some() {}
-            if starts.next_if_eq(&k).is_none() {
-                self.map.remove(&k);
-            }
+    /// The pieces from `lo` to `hi` as (chunk, from, to) when they are
+    /// some, lie in one chunk and inside [s, e) (an update splits none of
+    /// them), and, with `gapless`, cover it without a gap (an update
+    /// fills none).
+    fn inside(
+        &self,
+        lo: Pos,
+        hi: Pos,
+        s: u64,
+        e: u64,
+        gapless: bool,
+    ) -> Option<(usize, usize, usize)> {
+        if lo >= hi {
+            return None;
         }
+        let c = lo.c;
+        let b = if hi.c == c {
+            hi.i
+        } else if hi.c == c + 1 && hi.i == 0 {
+            self.chunks[c].len()
+        } else {
+            return None;
+        };
+        let run = &self.chunks[c][lo.i..b];
+        let (first, last) = (run[0].0, run[run.len() - 1].1);
+        let within = first >= s && last <= e;
+        let whole =
+            !gapless || (first == s && last == e && run.windows(2).all(|w| w[0].1 == w[1].0));
+        (within && whole).then_some((c, lo.i, b))
+    }
+
+    /// Replace the pieces from `lo` to `hi` by what `make` pushes on `new`
+    /// (empty) from them.  `make` reads them where they lie when they lie
+    /// in one chunk (no copy of them), from a copy in the map's room
+    /// otherwise.
+    fn remake(
+        &mut self,
+        lo: Pos,
+        hi: Pos,
+        new: &mut Vec<(u64, u64, V)>,
+        make: impl FnOnce(&[(u64, u64, V)], &mut Vec<(u64, u64, V)>),
+    ) {
+        if lo >= hi {
+            make(&[], new);
+        } else if lo.c == hi.c {
+            make(&self.chunks[lo.c][lo.i..hi.i], new);
+        } else if hi.c == lo.c + 1 && hi.i == 0 {
+            make(&self.chunks[lo.c][lo.i..], new);
+        } else {
+            let old = self.take_run(lo, hi);
+            make(&old, new);
+            self.give_back(old);
+        }
+        self.replace(lo, hi, new);
     }
 
     /// Remove [s, e); heads and tails that stick out survive.  Returns the
     /// removed parts, clipped.
     pub fn delete(&mut self, s: u64, e: u64) -> Vec<(u64, u64, V)> {
-        let old = self.take_walk(s, e);
+        let (lo, hi) = self.span(s, e);
+        let old = self.take_run(lo, hi);
         let mut removed = Vec::with_capacity(old.len());
-        let mut new = Vec::new();
+        let mut new = std::mem::take(&mut self.spare);
         for &(ps, pe, ref v) in &old {
             let (lo, hi) = (ps.max(s), pe.min(e));
             removed.push((lo, hi, v.clone()));
@@ -249,8 +510,11 @@ impl<V: Clone + PartialEq> PieceMap<V> {
                 new.push((hi, pe, v.clone()));
             }
         }
-        self.splice(&old, &new);
+        if !old.is_empty() {
+            self.replace(lo, hi, &new);
+        }
         self.give_back(old);
+        keep_room(&mut self.spare, new);
         removed
     }
 
@@ -258,13 +522,14 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     /// [s - 1, e + 1)) and drop those whose value `drop` rejects (used by
     /// CoverIndex, never by the SVM map).
     pub fn coalesce(&mut self, s: u64, e: u64, drop: impl Fn(&V) -> bool) {
-        let old = self.take_walk(s.saturating_sub(1), e.saturating_add(1));
+        let (lo, hi) = self.span(s.saturating_sub(1), e.saturating_add(1));
+        let old = self.take_run(lo, hi);
         let mut out = std::mem::take(&mut self.spare);
         out.extend(old.iter().cloned());
         coalesce_in_place(&mut out, drop);
         // nothing merged or dropped: the map stays as it is
         if out.len() != old.len() {
-            self.splice(&old, &out);
+            self.replace(lo, hi, &out);
         }
         self.give_back(old);
         keep_room(&mut self.spare, out);
@@ -285,18 +550,59 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         if e <= s {
             return;
         }
-        let around = self.take_walk(s.saturating_sub(1), e.saturating_add(1));
-        // the pieces overlapping [s, e) lie between those that only touch it
-        let i0 = around.iter().take_while(|p| p.1 <= s).count();
-        let i1 = i0 + around[i0..].iter().take_while(|p| p.0 < e).count();
+        let (lo, hi) = self.span(s.saturating_sub(1), e.saturating_add(1));
         let mut out = std::mem::take(&mut self.spare);
-        out.extend(around[..i0].iter().cloned());
-        updated(&mut out, &around[i0..i1], s, e, f, fill, false);
-        out.extend(around[i1..].iter().cloned());
-        coalesce_in_place(&mut out, drop);
-        self.splice(&around, &out);
-        self.give_back(around);
+        self.remake(lo, hi, &mut out, |around, out| {
+            // the pieces overlapping [s, e) lie between those that only touch it
+            let i0 = around.iter().take_while(|p| p.1 <= s).count();
+            let i1 = i0 + around[i0..].iter().take_while(|p| p.0 < e).count();
+            out.extend(around[..i0].iter().cloned());
+            updated(out, &around[i0..i1], s, e, f, fill, false);
+            out.extend(around[i1..].iter().cloned());
+            coalesce_in_place(out, drop);
+        });
         keep_room(&mut self.spare, out);
+    }
+
+    /// A piece [s, e) of `v()` when no piece lies on [s - 1, e + 1) (what
+    /// `update_coalesce` makes of a gap with nothing to merge); whether it
+    /// did.
+    fn put_alone(&mut self, s: u64, e: u64, v: impl FnOnce() -> V) -> bool {
+        let (lo, hi) = self.span(s.saturating_sub(1), e.saturating_add(1));
+        if lo != hi {
+            return false;
+        }
+        self.replace(lo, hi, &[(s, e, v())]);
+        true
+    }
+
+    /// Remove the one piece on [s - 1, e + 1) when it lies inside [s, e)
+    /// and `is` its value (what `update_coalesce` makes of a piece whose
+    /// value the update empties, with nothing to merge); whether it did.
+    fn take_alone(&mut self, s: u64, e: u64, is: impl FnOnce(&V) -> bool) -> bool {
+        let (lo, hi) = self.span(s.saturating_sub(1), e.saturating_add(1));
+        let Some((ps, pe, v)) = self.run(lo, hi).next() else {
+            return false;
+        };
+        let alone = ps >= s && pe <= e && self.count(lo, hi) == 1 && is(v);
+        if alone {
+            self.replace(lo, hi, &[]);
+        }
+        alone
+    }
+
+    /// Invariant: chunks are non-empty, at most [`CHUNK`] pieces, their
+    /// first starts noted, the count right (tests).
+    #[cfg(test)]
+    pub fn check_chunks(&self) {
+        assert_eq!(self.chunks.len(), self.firsts.len());
+        let mut n = 0;
+        for (c, f) in self.chunks.iter().zip(&self.firsts) {
+            assert!(!c.is_empty() && c.len() <= CHUNK, "chunk of {}", c.len());
+            assert_eq!(c[0].0, *f);
+            n += c.len();
+        }
+        assert_eq!(n, self.len);
     }
 }
 
@@ -551,22 +857,33 @@ impl SvmMap {
         // pieces a split left share one state, and one program sets the
         // same few states over and over: remember the last answers
         let seen = self.memo.of(attrs);
+        // (neighbours a split left hold one state: the last answer first)
+        let mut last: Option<Turn> = None;
         self.pieces.apply(
             s,
             e,
             |st| {
-                if let Some((_, now)) = seen
-                    .iter()
-                    .find(|(was, _)| Arc::ptr_eq(was, st) || **was == **st)
+                if let Some((was, now)) = &last
+                    && Arc::ptr_eq(was, st)
                 {
                     return now.clone();
                 }
-                let nv = st.apply(attrs);
-                let now = if nv == **st { st.clone() } else { Arc::new(nv) };
-                if seen.len() >= MEMO {
-                    seen.remove(0);
-                }
-                seen.push((st.clone(), now.clone()));
+                let now = match seen
+                    .iter()
+                    .find(|(was, _)| Arc::ptr_eq(was, st) || **was == **st)
+                {
+                    Some((_, now)) => now.clone(),
+                    None => {
+                        let nv = st.apply(attrs);
+                        let now = if nv == **st { st.clone() } else { Arc::new(nv) };
+                        if seen.len() >= MEMO {
+                            seen.remove(0);
+                        }
+                        seen.push((st.clone(), now.clone()));
+                        now
+                    }
+                };
+                last = Some((st.clone(), now.clone()));
                 now
             },
             Some(&fill),
@@ -852,6 +1169,10 @@ impl<T: Ord + Clone> CoverIndex<T> {
     }
 
     pub fn add(&mut self, s: u64, e: u64, item: T) {
+        // nothing on [s - 1, e + 1): a piece of its own, nothing to merge
+        if e > s && self.pieces.put_alone(s, e, || Rc::from([item.clone()])) {
+            return;
+        }
         let empty = &self.empty;
         let mut last: Option<(Items<T>, Items<T>)> = None;
         self.pieces.update_coalesce(
@@ -882,6 +1203,14 @@ impl<T: Ord + Clone> CoverIndex<T> {
     }
 
     pub fn remove(&mut self, s: u64, e: u64, item: &T) {
+        // the item alone on a piece inside [s, e), nothing else on
+        // [s - 1, e + 1): the piece goes, nothing to merge
+        if self
+            .pieces
+            .take_alone(s, e, |v| v.len() == 1 && v[0] == *item)
+        {
+            return;
+        }
         let mut last: Option<(Items<T>, Items<T>)> = None;
         self.pieces.update_coalesce(
             s,

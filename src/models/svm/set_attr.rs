@@ -719,9 +719,14 @@ fn possible_releases(
     // late: its release may have begun then (whatever this one
     // releases besides)
     let t = ev.h.time;
-    for c in p.ended_by_other.iter().filter(|c| !released.contains(c)) {
-        let mut b = c.m();
-        if !b.live && b.start <= s && e <= b.end {
+    for c in &p.ended_by_other {
+        // (most lie elsewhere: read before the list of released is)
+        let inside = {
+            let b = c.b();
+            !b.live && b.start <= s && e <= b.end
+        };
+        if inside && !released.contains(c) {
+            let mut b = c.m();
             b.release_began = min_time(b.release_began, t);
             b.release_after = min_time(b.release_after, quiet_from.or(t));
         }

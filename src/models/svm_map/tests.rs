@@ -426,6 +426,21 @@ proptest! {
                 prop_assert!(!(w[0].1 == w[1].0 && w[0].2 == w[1].2));
             }
             prop_assert!(pieces.iter().all(|p| !p.2.is_empty()));
+            // the pieces are the runs of pages holding one non-empty set
+            // (so however a change is made, the index is the same)
+            let mut runs: Vec<(u64, u64, Vec<u32>)> = Vec::new();
+            for (page, set) in pages.iter().enumerate() {
+                let (page, set): (u64, Vec<u32>) = (page as u64, set.iter().copied().collect());
+                match runs.last_mut() {
+                    Some(r) if r.1 == page && r.2 == set => r.1 = page + 1,
+                    _ if set.is_empty() => {}
+                    _ => runs.push((page, page + 1, set)),
+                }
+            }
+            let got: Vec<(u64, u64, Vec<u32>)> =
+                pieces.iter().map(|(s, e, v)| (*s, *e, v.to_vec())).collect();
+            prop_assert_eq!(got, runs);
+            idx.pieces.check_chunks();
         }
     }
 }
@@ -858,8 +873,14 @@ proptest! {
                 PmOp::Query(s, e) => {
                     prop_assert_eq!(m.overlapping(s, e), r.overlapping(s, e));
                     prop_assert_eq!(m.get(s).copied(), r.get(s));
+                    // from the last back, and whether any, the same pieces
+                    let mut back: Vec<_> = m.walk_back(s, e).map(|(a, b, v)| (a, b, *v)).collect();
+                    back.reverse();
+                    prop_assert_eq!(&back, &r.overlapping(s, e));
+                    prop_assert_eq!(m.any_in(s, e), !back.is_empty());
                 }
             }
+            m.check_chunks();
             let got: Vec<_> = m.iter().map(|(s, e, v)| (s, e, *v)).collect();
             prop_assert_eq!(got, r.pieces());
             prop_assert_eq!(m.len(), r.pieces().len());
@@ -898,6 +919,7 @@ fn piece_map_many_pieces_against_the_page_array() {
             r.update(s, e, pm_fn(1), None, false);
             r.coalesce(s, e, |v| v == 0);
         }
+        m.check_chunks();
         if i % 100 == 0 {
             let got: Vec<_> = m.iter().map(|(s, e, v)| (s, e, *v)).collect();
             assert_eq!(got, r.pieces());
