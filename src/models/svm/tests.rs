@@ -22,6 +22,15 @@ fn no(g: u32) -> Attr {
     attr(NO_ACCESS, g)
 }
 
+/// The deregistration's revoke: NO_ACCESS, COHERENT and EXT_COHERENT cleared.
+fn revoke() -> [Attr; 3] {
+    [
+        no(G),
+        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_COHERENT),
+        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_EXT_COHERENT),
+    ]
+}
+
 fn fine() -> Vec<Attr> {
     vec![
         attr(kfd::ATTR_SET_FLAGS, kfd::FLAG_COHERENT),
@@ -113,17 +122,8 @@ impl Trace {
         self.now += 1e-5;
         body(self);
         self.now += 1e-5;
-        let args = args
-            .into_iter()
-            .map(|(k, v)| (Cow::Borrowed(k), Value::UInt(v)))
-            .collect();
-        let ev = Kind::Intent(Box::new(Intent {
-            args,
-            outs: Vec::new(),
-        }));
-        let dur = self.now - t0;
-        self.push(tid, ev, dur, Some(t0));
-        self.events.last_mut().unwrap().name = Cow::Borrowed(name);
+        let t1 = self.now;
+        call_at(self, tid, name, args, t0, t1);
     }
 
     fn run(mut self) -> SvmModel {
@@ -211,11 +211,7 @@ fn c1(buggy: bool, explicit: bool) -> SvmModel {
     lock(&mut t, 1, X, 0x8000);
     lock(&mut t, 2, X + 0x2000, 0x1000);
     lock(&mut t, 1, X + 0x3000, 0x1000);
-    let revoke = [
-        no(G),
-        attr(kfd::ATTR_CLR_FLAGS, 2),
-        attr(kfd::ATTR_CLR_FLAGS, 0x80),
-    ];
+    let revoke = revoke();
     let body = |t: &mut Trace| {
         if buggy {
             t.svm(1, X + 0x3000, 0x1000, &revoke);
@@ -385,11 +381,7 @@ fn a_range_set_again_and_again_keeps_its_current_effect() {
 #[test]
 fn unlocked_pointers_are_forgotten() {
     let mut t = Trace::new();
-    let revoke = [
-        no(G),
-        attr(kfd::ATTR_CLR_FLAGS, 2),
-        attr(kfd::ATTR_CLR_FLAGS, 0x80),
-    ];
+    let revoke = revoke();
     let lock = |t: &mut Trace, ptr: u64| {
         let args = vec![("host_ptr", ptr), ("size", 0x1000)];
         t.intent(1, "hsa_amd_memory_lock", args, |t| {
@@ -409,6 +401,22 @@ fn unlocked_pointers_are_forgotten() {
     let kept: Vec<usize> = m.procs.values().map(|(_, p)| p.locks.len()).collect();
     assert_eq!(kept, vec![1]);
     assert!(m.findings.is_empty());
+}
+
+/// The severities of the model's svm-over-revoke findings (None: the
+/// rule's own, error).
+fn over_revokes(m: &SvmModel) -> Vec<Severity> {
+    m.findings
+        .iter()
+        .filter(|f| f.rule == Rule::SvmOverRevoke)
+        .map(|f| f.severity.unwrap_or(Severity::Error))
+        .collect()
+}
+
+/// Register and map `n` pages from `s` on thread `tid` (#6699's two calls).
+fn reg(t: &mut Trace, tid: u32, s: u64, n: u64) {
+    t.svm(tid, s, n * PAGE, &fine());
+    t.svm(tid, s, n * PAGE, &[aip(G)]);
 }
 
 /// An intent call's line at `t0` lasting to `t1` (pushed where it stands:
@@ -455,11 +463,7 @@ fn lock_at(t: &mut Trace, tid: u32, ptr: u64, size: u64, t0: f64) {
 /// held it released, is then a live claim's loss, reported like any other.
 #[test]
 fn a_claim_given_back_by_an_unlock_keeps_what_was_taken_meanwhile() {
-    let revoke = [
-        no(G),
-        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_COHERENT),
-        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_EXT_COHERENT),
-    ];
+    let revoke = revoke();
     let p = |n: u64| X + n * PAGE;
     let t0 = 1000.0;
     let mut t = Trace::new();
@@ -533,11 +537,7 @@ fn a_claim_given_back_by_an_unlock_keeps_what_was_taken_meanwhile() {
 /// held the pages, took them from a live claim.
 #[test]
 fn a_late_lock_unlocked_before_the_first_unlock_line_is_still_a_new_claim() {
-    let revoke = [
-        no(G),
-        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_COHERENT),
-        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_EXT_COHERENT),
-    ];
+    let revoke = revoke();
     let size = 17 * PAGE;
     let t0 = 1000.0;
     for second_unlock_first in [true, false] {
@@ -600,16 +600,8 @@ fn a_late_lock_unlocked_before_the_first_unlock_line_is_still_a_new_claim() {
 /// outlives this one's holder.
 #[test]
 fn a_range_registered_twice_under_a_growing_runtime_is_not_proven_live() {
-    let revoke = [
-        no(G),
-        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_COHERENT),
-        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_EXT_COHERENT),
-    ];
+    let revoke = revoke();
     let y = X + 0x100 * PAGE;
-    let reg = |t: &mut Trace, tid: u32, s: u64, n: u64| {
-        t.svm(tid, s, n * PAGE, &fine());
-        t.svm(tid, s, n * PAGE, &[aip(G)]);
-    };
     let severity = |twice: bool, grown: bool, partner: bool| -> Vec<Severity> {
         let mut t = Trace::new();
         if grown {
@@ -627,12 +619,7 @@ fn a_range_registered_twice_under_a_growing_runtime_is_not_proven_live() {
         }
         reg(&mut t, 4, X + 2 * PAGE, 1);
         t.svm(4, X + 2 * PAGE, PAGE, &revoke);
-        let m = t.run();
-        m.findings
-            .iter()
-            .filter(|f| f.rule == Rule::SvmOverRevoke)
-            .map(|f| f.severity.unwrap_or(Severity::Error))
-            .collect()
+        over_revokes(&t.run())
     };
     assert_eq!(severity(true, true, false), vec![Severity::Note]);
     assert_eq!(severity(false, true, false), vec![Severity::Error]);
@@ -650,15 +637,7 @@ fn a_range_registered_twice_under_a_growing_runtime_is_not_proven_live() {
 /// cover came does not prove it live (a note).  Without the cover, an error.
 #[test]
 fn a_registration_others_came_to_cover_whole_may_have_ended_before() {
-    let revoke = [
-        no(G),
-        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_COHERENT),
-        attr(kfd::ATTR_CLR_FLAGS, kfd::FLAG_EXT_COHERENT),
-    ];
-    let reg = |t: &mut Trace, tid: u32, s: u64, n: u64| {
-        t.svm(tid, s, n * PAGE, &fine());
-        t.svm(tid, s, n * PAGE, &[aip(G)]);
-    };
+    let revoke = revoke();
     let severity = |covered: bool| -> Vec<Severity> {
         let mut t = Trace::new();
         reg(&mut t, 1, X, 4);
@@ -667,12 +646,7 @@ fn a_registration_others_came_to_cover_whole_may_have_ended_before() {
         if covered {
             reg(&mut t, 3, X + 2 * PAGE, 6);
         }
-        let m = t.run();
-        m.findings
-            .iter()
-            .filter(|f| f.rule == Rule::SvmOverRevoke)
-            .map(|f| f.severity.unwrap_or(Severity::Error))
-            .collect()
+        over_revokes(&t.run())
     };
     assert_eq!(severity(false), vec![Severity::Error]);
     assert_eq!(severity(true), vec![Severity::Note]);
