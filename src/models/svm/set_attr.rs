@@ -189,22 +189,12 @@ impl Shared {
                 if own.as_ref() == Some(c) || (own_change && within(c)) {
                     continue;
                 }
-                let (want, cflags, stale_gpus_nonempty, gpus_empty, ckind) = {
+                let (stale_gpus_nonempty, gpus_empty, ckind) = {
                     let b = c.b();
-                    let want = wanted(&b.gpus, b.kind, p.xnack, taken);
-                    (
-                        want,
-                        b.flags,
-                        !b.stale_gpus.is_empty(),
-                        b.gpus.is_empty(),
-                        b.kind,
-                    )
+                    (!b.stale_gpus.is_empty(), b.gpus.is_empty(), b.kind)
                 };
-                if !want.is_empty() || cflags & cleared != 0 {
-                    let near = near.get_or_insert_with(|| p.map.pieces.walk(s, e));
-                    if let Some(loss) = loss_of(&c.b(), want, cflags & cleared, s, e, near) {
-                        losses.push((c.clone(), loss));
-                    }
+                if let Some(loss) = taken_from(p, &c.b(), taken, cleared, s, e, &mut near) {
+                    losses.push((c.clone(), loss));
                 }
                 if stale_gpus_nonempty && gpus_empty && default_reliant(ckind, p.xnack) {
                     stale_pre.push((c.clone(), still_stale(p, &c.b())));
@@ -508,16 +498,31 @@ fn held_back_losses(
         if b.live || b.unlocked || !b.pages.iter().any(|&(a, z)| a < e && s < z) {
             continue;
         }
-        let want = wanted(&b.gpus, b.kind, p.xnack, taken);
-        if want.is_empty() && b.flags & cleared == 0 {
-            continue;
-        }
-        let near = near.get_or_insert_with(|| p.map.pieces.walk(s, e));
-        if let Some(loss) = loss_of(&b, want, b.flags & cleared, s, e, near) {
+        if let Some(loss) = taken_from(p, &b, taken, cleared, s, e, &mut near) {
             out.push((i, loss));
         }
     }
     out
+}
+
+/// What a SET_ATTR on [s, e) taking `taken` and clearing `cleared` takes
+/// from claim `c` (the map's pieces there read once, into `near`, by the
+/// first claim that may lose something).
+fn taken_from<'m>(
+    p: &'m Proc,
+    c: &Claim,
+    taken: &Gpus,
+    cleared: u32,
+    s: u64,
+    e: u64,
+    near: &mut Option<Vec<(u64, u64, &'m State)>>,
+) -> Option<Loss> {
+    let want = wanted(&c.gpus, c.kind, p.xnack, taken);
+    if want.is_empty() && c.flags & cleared == 0 {
+        return None;
+    }
+    let near = near.get_or_insert_with(|| p.map.pieces.walk(s, e));
+    loss_of(c, want, c.flags & cleared, s, e, near)
 }
 
 /// Do the ranges `rs` cover [s, e) whole?
