@@ -207,3 +207,48 @@ def test_silent_deregistration_gives_notes_only(tmp_path, seed, intent):
     assert not damage  # nothing was ever revoked
     assert not _svm(data, "error", "warning")
     assert "no deregistration revokes" in " ".join(data["coverage"]["shows"])
+
+
+@pytest.mark.parametrize("seed", SCHEDULES[:2])
+@pytest.mark.parametrize("intent", [(), ("intent",)], ids=["ioctls", "intent"])
+def test_a_release_after_the_programs_joins_is_proven_late(tmp_path, seed, intent):
+    """pin17_race's shape: the forced race's victim is released by main after
+    it joined T1 and T2, main having made no call since before the victim was
+    pinned.  The capture logs the program's pthread_joins, so the release is
+    known to have begun after T1's revoke landed: an error.  The same log
+    without its pthread_join lines (a capture from before they were logged)
+    cannot show it: the release may have begun while the revoke was held, a
+    note; with intent calls the unlock's window shows it either way."""
+    data, damage = _run(tmp_path, "late", seed, "joined", *intent)
+    (log,) = glob.glob(str(tmp_path / "log.*"))
+    lines = Path(log).read_text().splitlines(keepends=True)
+    joins = [ln for ln in lines if " pthread_join(" in ln]
+    assert len(joins) >= 2 and all(ln.split(" = ")[1].startswith("0 <") for ln in joins[:2]), joins
+    # T1's revoke of slot 0, held until T2 had pinned slot 1: the first revoke
+    race = next(i for i, ln in enumerate(lines, 1) if "NO_ACCESS" in ln and "AMDKFD_IOC_SVM" in ln)
+    assert damage, "the forced race always takes a page of a pin in use"
+    for f in _svm(data, "error", "warning"):
+        assert _pages(f) <= damage, f  # no false alarm
+
+    def severities(d):
+        return {f["severity"] for f in _svm(d) if f["line"] == race}
+
+    assert severities(data) == {"error"}
+    stripped = tmp_path / "nojoin"
+    stripped.mkdir()
+    old = stripped / Path(log).name
+    kept, skip = [], False
+    for ln in lines:  # each join line with its stack frames
+        skip = " pthread_join(" in ln or (skip and ln.startswith(" > "))
+        if not skip:
+            kept.append(ln)
+    old.write_text("".join(kept))
+    p = subprocess.run(
+        [sys.executable, "-m", "rocrtrace", "analyze", "--format", "json", str(old)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode in (0, 1), p.stderr
+    # (with intent calls the unlock's window shows it already)
+    assert severities(json.loads(p.stdout)) == ({"error"} if intent else {"note"})

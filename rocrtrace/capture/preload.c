@@ -247,6 +247,7 @@ typedef int (*setrlimit_fn)(int, const struct rlimit *);
 typedef int (*prlimit_fn)(pid_t, int, const struct rlimit *, struct rlimit *);
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
                         const posix_spawnattr_t *, char *const[], char *const[]);
+typedef int (*join_fn)(pthread_t, void **);
 
 static struct {
   ioctl_fn ioctl;
@@ -276,6 +277,7 @@ static struct {
   setrlimit_fn setrlimit, setrlimit64;
   prlimit_fn prlimit, prlimit64;
   spawn_fn posix_spawn, posix_spawnp;
+  join_fn pthread_join;
 } R;
 
 #define RESOLVE(f) do { if (!R.f) R.f = dlsym(RTLD_NEXT, #f); } while (0)
@@ -290,7 +292,7 @@ static void resolve_all(void) {
   RESOLVE(readv); RESOLVE(writev); RESOLVE(lseek); RESOLVE(lseek64); RESOLVE(fstat);
   RESOLVE(fstat64); RESOLVE(sendmsg); RESOLVE(recvmsg); RESOLVE(sigaction);
   RESOLVE(setrlimit); RESOLVE(setrlimit64); RESOLVE(prlimit); RESOLVE(prlimit64);
-  RESOLVE(posix_spawn); RESOLVE(posix_spawnp);
+  RESOLVE(posix_spawn); RESOLVE(posix_spawnp); RESOLVE(pthread_join);
 }
 
 static void lib_init(void);
@@ -3312,6 +3314,31 @@ EXPORT void _Exit(int status) {
   if (R._Exit) R._Exit(status);
   syscall(SYS_exit_group, status);
   __builtin_unreachable();
+}
+
+/* ------------------------------------------------------------ thread joins
+ *
+ * pthread_join is the program's own wait for a thread's end, never a call a
+ * runtime makes between computing a revoke under its lock and issuing it:
+ * logged at return with the entry time, it shows the analyzer when this
+ * thread was last in the program, after every call of the joined thread had
+ * returned (a deregistration that follows on this thread began after them).
+ * `= N` is the function's result (0, or an error number).
+ */
+EXPORT int pthread_join(pthread_t th, void **retval) {
+  if (UNLIKELY(!R.pthread_join)) resolve_all();
+  if (UNLIKELY(!R.pthread_join)) return ENOSYS;
+  int on = tracing();
+  if (!on) return R.pthread_join(th, retval);
+  struct rec r; rec_begin(&r, on);
+  int ret = R.pthread_join(th, retval);
+  int e = errno; t_busy++;
+  struct ob *b = &r.b;
+  ob_s(b, "pthread_join("); ob_x(b, (uintptr_t)th); ob_s(b, ", ");
+  if (retval) ob_x(b, (uintptr_t)retval); else ob_s(b, "NULL");
+  rec_args_done(&r); ob_s(b, " = "); ob_d(b, ret);
+  rec_dur(&r); rec_emit(&r);
+  t_busy--; errno = e; return ret;
 }
 
 /* ---------------------------------------------------------- HSA intent calls

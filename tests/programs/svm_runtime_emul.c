@@ -3,7 +3,7 @@
  * (../shared/data/real-v1), reproduced on the fake KFD with schedules of our
  * own, with the program's own record of what each revoke really hit.
  *
- *   svm_runtime_emul MODE SEED [poll] [app] [intent] [shared] [mixed] [v1] [wide]
+ *   svm_runtime_emul MODE SEED [poll] [app] [intent] [shared] [mixed] [v1] [wide] [joined]
  *
  * The runtime keeps its registrations in a table under a mutex, like the
  * #6699 code: register = SET_ATTR [SET_FLAGS COHERENT, CLR_FLAGS
@@ -51,6 +51,10 @@
  *            are left out (a correct runtime).
  *   wide     8 worker threads over 14 slots instead of 4 over 8 (more
  *            pins in use at once, more sharing, more preempted revokes)
+ *   joined   the forced race's victim (slot 1) is unpinned by main after it
+ *            has joined T1 and T2, as pin17_race does, instead of by T2: only
+ *            the program's joins (which the capture logs) show that its
+ *            release began after T1's revoke landed
  *
  * Oracle: pins go in use (after their map) and out of use (before their
  * deregistration) under a truth mutex, and every revoke lands under it, so
@@ -87,7 +91,7 @@ struct attr { uint32_t type, value; };
 struct svm { uint64_t start, size; uint32_t op, nattr; struct attr a[4]; };
 
 static int kfd;
-static int mode_late, mode_ordered, mode_silent, poll_mode, app_mode, intent_mode, shared_mode;
+static int mode_late, mode_ordered, mode_silent, poll_mode, app_mode, intent_mode, shared_mode, joined_mode;
 static char *base;
 static pthread_mutex_t rt = PTHREAD_MUTEX_INITIALIZER;   /* the runtime's lock */
 static pthread_mutex_t tm = PTHREAD_MUTEX_INITIALIZER;   /* the oracle's lock */
@@ -331,6 +335,7 @@ static void *t2(void *u) {
   wait_stage(1);
   pin(1);
   set_stage(2);
+  if (joined_mode) return 0;   /* main unpins slot 1 after the joins */
   wait_stage(3);
   if (poll_mode) readback(1);
   unpin(1, 0, 0);
@@ -410,13 +415,14 @@ int emul_main(int argc, char **argv) {
 #else
 int main(int argc, char **argv) {
 #endif
-  if (argc < 3) { fprintf(stderr, "usage: %s late|ordered|silent SEED [poll] [app] [intent] [shared] [mixed] [v1] [wide]\n", argv[0]); return 2; }
+  if (argc < 3) { fprintf(stderr, "usage: %s late|ordered|silent SEED [poll] [app] [intent] [shared] [mixed] [v1] [wide] [joined]\n", argv[0]); return 2; }
   mode_late = !strcmp(argv[1], "late");
   mode_ordered = !strcmp(argv[1], "ordered");
   mode_silent = !strcmp(argv[1], "silent");
   unsigned seed0 = (unsigned)strtoul(argv[2], 0, 0);
   for (int i = 3; i < argc; i++) {
     poll_mode |= !strcmp(argv[i], "poll");
+    joined_mode |= !strcmp(argv[i], "joined");
     app_mode |= !strcmp(argv[i], "app");
     intent_mode |= !strcmp(argv[i], "intent");
     shared_mode |= !strcmp(argv[i], "shared");
@@ -441,6 +447,7 @@ int main(int argc, char **argv) {
   pthread_create(&y, 0, t2, 0);
   pthread_join(x, 0);
   pthread_join(y, 0);
+  if (joined_mode) unpin(1, 0, 0);
   for (int i = 0; i < nthr; i++)
     pthread_create(&t[i], 0, worker, (void *)(uintptr_t)(seed0 * 7919u + (unsigned)i + 1));
   for (int i = 0; i < nthr; i++) pthread_join(t[i], 0);

@@ -118,6 +118,7 @@ fn relevant(ev: &Event) -> bool {
                 .iter()
                 .any(|k| key == (Some(k.0), Some(k.1)))
         }
+        Kind::Syscall(_) => is_join(ev),
         Kind::Intent(_)
         | Kind::Munmap(_)
         | Kind::Mremap(_)
@@ -127,6 +128,15 @@ fn relevant(ev: &Event) -> bool {
         | Kind::Exec(_) => true,
         _ => false,
     }
+}
+
+/// The program's own wait for a thread's end (the preload capture logs
+/// `pthread_join`): its thread was in the program when it returned, after
+/// every call of the joined thread had returned, not inside a runtime call
+/// between computing a revoke and issuing it.  Replayed for the thread's
+/// last end only (a release that follows began after it).
+fn is_join(ev: &Event) -> bool {
+    ev.h.ret == Some(0) && ev.h.err.is_none() && ev.name == "pthread_join"
 }
 
 /// The event being fed as the model keeps it: the caller's own `Rc` when

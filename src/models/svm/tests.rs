@@ -651,3 +651,35 @@ fn a_registration_others_came_to_cover_whole_may_have_ended_before() {
     assert_eq!(severity(false), vec![Severity::Error]);
     assert_eq!(severity(true), vec![Severity::Note]);
 }
+
+/// pin17's race: main (tid 1) registers A; thread 3 registers B, which
+/// shares A's last page; thread 2's revoke of A (computed before B came,
+/// issued late) takes B's first page; main releases B afterwards.  Main was
+/// quiet since A's map, so its release of B may have begun before the
+/// revoke landed: a note.  A `pthread_join` line (the capture logs the
+/// program's joins) shows main in the program after the joined threads'
+/// calls had returned: its release began after the revoke, an error.  A
+/// failed join shows nothing.
+#[test]
+fn a_join_shows_a_release_began_after_the_joined_threads_calls() {
+    let revoke = revoke();
+    let b = X + 16 * PAGE;
+    let severity = |join: Option<i64>| -> Vec<Severity> {
+        let mut t = Trace::new();
+        reg(&mut t, 1, X, 17);
+        reg(&mut t, 3, b, 17);
+        t.svm(2, X, 17 * PAGE, &revoke);
+        if let Some(ret) = join {
+            let at = t.push(1, Kind::Syscall(Default::default()), 1e-5, None);
+            let ev = t.events.last_mut().unwrap();
+            assert_eq!(ev.h.time, Some(at));
+            ev.name = Cow::Borrowed("pthread_join");
+            ev.h.ret = Some(ret);
+        }
+        t.svm(1, b, 17 * PAGE, &revoke);
+        over_revokes(&t.run())
+    };
+    assert_eq!(severity(None), vec![Severity::Note]);
+    assert_eq!(severity(Some(0)), vec![Severity::Error]);
+    assert_eq!(severity(Some(3)), vec![Severity::Note]);
+}
