@@ -341,6 +341,7 @@ pub struct Event {
 /// reference (its seq, pid, frames): no copy then (a shared one would be
 /// copied first, never changed under another holder).  The stream carries
 /// `Rc<Event>`s, each event allocated once, where the parser places it.
+#[inline]
 pub fn own(ev: &mut std::rc::Rc<Event>) -> &mut Event {
     std::rc::Rc::make_mut(ev)
 }

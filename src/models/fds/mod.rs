@@ -350,7 +350,10 @@ impl FdModel {
             self.first_event(&mut p, ev, whole);
         }
         if ev.h.tid.is_some() {
-            p.tids.insert(ev.h.tid);
+            if p.tid_in != ev.h.tid {
+                p.tids.insert(ev.h.tid);
+                p.tid_in = ev.h.tid;
+            }
             p.threaded |= p.tids.len() > 1;
         }
         if !self.runs.is_empty() {
