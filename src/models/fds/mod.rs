@@ -350,10 +350,7 @@ impl FdModel {
             self.first_event(&mut p, ev, whole);
         }
         if ev.h.tid.is_some() {
-            if p.tid_in != ev.h.tid {
-                p.tids.insert(ev.h.tid);
-                p.tid_in = ev.h.tid;
-            }
+            p.tids.insert(ev.h.tid);
             p.threaded |= p.tids.len() > 1;
         }
         if !self.runs.is_empty() {

@@ -179,7 +179,6 @@ impl FdModel {
         if ev.h.tid.is_some() {
             p.tids.clear();
             p.tids.insert(ev.h.tid);
-            p.tid_in = None;
         }
         let mut t = self.take_table(p);
         for n in t.ordered() {
@@ -258,7 +257,6 @@ impl FdModel {
         }
         if ev.h.tid.is_some() {
             p.tids.remove(&ev.h.tid);
-            p.tid_in = None;
             if p.tids.is_empty() {
                 self.end(p, Some(ev), true, l);
             }

@@ -411,9 +411,6 @@ pub struct Proc {
     pub pid: Pid,
     pub(super) table: u64,
     pub(super) tids: HashSet<Option<u32>>,
-    /// a tid known to be in `tids` (the last one an event added), so the
-    /// next event of that thread does not hash it again; None: none known
-    pub(super) tid_in: Option<u32>,
     /// a fork child that has not exec'd
     pub forked: bool,
     /// saw fd-creating ioctls without their structs
