@@ -1012,9 +1012,7 @@ impl Parser {
             tid.is_none() && matches!(&*ev.name, "set_tid_address" | "getpid" | "gettid");
         if names_tid && self.pidless && self.root_alias.is_none() {
             self.root_alias = ret.and_then(|r| u32::try_from(r).ok());
-        } else if names_tid
-            && let Some(r) = ret.and_then(|r| u32::try_from(r).ok())
-        {
+        } else if names_tid && let Some(r) = ret.and_then(|r| u32::try_from(r).ok()) {
             self.learn_root(r);
             let pid = self.tgid.get(&r).unwrap_or(Some(r));
             let e = own(&mut ev);

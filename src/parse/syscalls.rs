@@ -621,7 +621,10 @@ const FD_TOKEN_MAX: usize = 8192;
 /// then a `<` (the first `<` of the token, all before it digits).
 fn deco_start(tok: &[u8]) -> Option<usize> {
     let from = usize::from(tok.first() == Some(&b'-'));
-    let digits = tok[from..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let digits = tok[from..]
+        .iter()
+        .take_while(|c| c.is_ascii_digit())
+        .count();
     let lt = from + digits;
     (digits > 0 && tok.get(lt) == Some(&b'<')).then_some(lt)
 }
