@@ -808,6 +808,7 @@ impl Parser {
 
     /// A line the compiled tokenizer took; None when a
     /// number does not fit (the general path then decides).
+    #[inline(always)]
     fn scanned(&mut self, lineno: u64, line: &[u8], r: tokens::Scanned<'_>) -> Option<bool> {
         let res = outcome_of(r.outcome.as_ref())?;
         let tid = self.scanned_head(r.time, res.dur.is_some(), res.rpath.is_some(), r.tid);
@@ -830,6 +831,7 @@ impl Parser {
     }
 
     /// [`Parser::scanned`] once its head is done.
+    #[inline(always)]
     fn scanned_rest(
         &mut self,
         lineno: u64,
