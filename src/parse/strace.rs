@@ -869,6 +869,7 @@ impl Parser {
         }
     }
 
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn complete(
         &mut self,
@@ -969,6 +970,7 @@ impl Parser {
         })
     }
 
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn call_event(
         &mut self,
