@@ -349,6 +349,7 @@ pub fn own(ev: &mut std::rc::Rc<Event>) -> &mut Event {
 /// The event of these parts in a new `Rc`, each part written where the
 /// `Rc` keeps it: `Rc::new` of an `Event` made first copied its 350 bytes
 /// once or twice on the way (the parser makes an event a line).
+#[inline(always)]
 pub fn rc_event(h: Header, name: Name, kind: Kind) -> std::rc::Rc<Event> {
     let mut rc = std::rc::Rc::<Event>::new_uninit();
     let slot = std::rc::Rc::get_mut(&mut rc)

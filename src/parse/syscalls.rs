@@ -348,6 +348,7 @@ fn owned_name(name: &str) -> Name {
 }
 
 /// syscalls.normalize
+#[inline(always)]
 pub fn normalize(call: &mut Call<'_>) -> Normalized {
     if let Some(rest) = call.name.strip_prefix("syscall_") {
         let num = if rest.starts_with("0x") {
