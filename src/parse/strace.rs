@@ -1009,6 +1009,7 @@ impl Parser {
 
     /// Bookkeeping once a call completed: learn pids, clone children, hold
     /// exits for their frames.
+    #[inline]
     fn after_call(&mut self, mut ev: Rc<Event>, mut tid: Option<u32>) {
         let ret = ev.h.ret.filter(|&r| r > 0);
         // (read only for a line of no known thread)
