@@ -65,6 +65,7 @@ impl std::fmt::Display for FdKind {
 
 /// fd kind from a readlink / -y decoration; tolerant of ' (deleted)' and
 /// -yy '<char M:m>' nesting a parser may have left in place.
+#[inline]
 pub fn kind_of_path(path: Option<&[u8]>) -> FdKind {
     let Some(path) = path.filter(|p| !p.is_empty()) else {
         return FdKind::Unknown;
@@ -86,6 +87,7 @@ pub fn kind_of_path(path: Option<&[u8]>) -> FdKind {
 }
 
 /// The kind the start of a path names.
+#[inline]
 pub(super) fn kind_of_head(p: &[u8]) -> FdKind {
     // (the prefixes tested start with `/d` or `an`: any other head, a
     // file's usual `/usr`, `/sys`, `/proc` or a `socket:`, is Other at
@@ -128,6 +130,7 @@ pub(super) fn strip_dev_suffix(p: &str) -> &str {
     if digits(a) && digits(b) { &p[..i] } else { p }
 }
 
+#[inline]
 pub(super) fn kind_of(path: Option<&Text>) -> FdKind {
     kind_of_path(path.map(|t| t.as_bytes()))
 }
