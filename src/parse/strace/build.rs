@@ -140,10 +140,12 @@ pub(super) fn build_call_of<E: Place>(
     }
     let mut call = Call::new(Cow::Borrowed(name), args);
     call.ret = ret;
-    call.err = err.clone();
+    call.err = err;
     call.ret_path = rpath;
     call.names = names;
     let n = syscalls::normalize(&mut call);
+    // (lent to normalize, not copied: normalize reads it and leaves it)
+    let err = call.err.take();
     b.spare = tokens::reuse_args(std::mem::take(&mut call.args));
     let mut overflow = call.overflow;
     let hret = match ret {
