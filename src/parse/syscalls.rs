@@ -586,9 +586,12 @@ fn is_int(v: &Value) -> bool {
 /// The two slots hit last are tried first, by comparison alone: most calls
 /// name the fd the call before named (the kfd, a render node), and hashing
 /// a decoration cost more than comparing it.
+/// A decoration and the path it names.
+type FdEntry = (Box<[u8]>, Option<Text>);
+
 #[derive(Default)]
 struct FdCache {
-    slots: Vec<Option<(Box<[u8]>, Option<Text>)>>,
+    slots: Vec<Option<FdEntry>>,
     /// the slots hit or filled last, newest first
     recent: [usize; 2],
 }
