@@ -341,13 +341,27 @@ pub struct Event {
 /// reference (its seq, pid, frames): no copy then (a shared one would be
 /// copied first, never changed under another holder).  The stream carries
 /// `Rc<Event>`s, each event allocated once, where the parser places it.
+#[inline]
 pub fn own(ev: &mut std::rc::Rc<Event>) -> &mut Event {
+    // (the usual case, an event the parser alone holds, checked here: a
+    // call of make_mut cost three times the check, three times an event)
+    if std::rc::Rc::get_mut(ev).is_none() {
+        return shared_own(ev);
+    }
+    std::rc::Rc::get_mut(ev).expect("unique")
+}
+
+/// [`own`] of an event another holder shares: a copy.
+#[cold]
+#[inline(never)]
+fn shared_own(ev: &mut std::rc::Rc<Event>) -> &mut Event {
     std::rc::Rc::make_mut(ev)
 }
 
 /// The event of these parts in a new `Rc`, each part written where the
 /// `Rc` keeps it: `Rc::new` of an `Event` made first copied its 350 bytes
 /// once or twice on the way (the parser makes an event a line).
+#[inline(always)]
 pub fn rc_event(h: Header, name: Name, kind: Kind) -> std::rc::Rc<Event> {
     let mut rc = std::rc::Rc::<Event>::new_uninit();
     let slot = std::rc::Rc::get_mut(&mut rc)

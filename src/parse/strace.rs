@@ -778,6 +778,16 @@ impl Parser {
         pid: Option<u32>,
         tid: Option<u32>,
     ) -> Option<Rc<Event>> {
+        let mut ev = self.counted(lineno, text, b)?;
+        let e = own(&mut ev);
+        e.h.pid = pid;
+        e.h.tid = tid;
+        Some(ev)
+    }
+
+    /// What building a call's event counted, into info; the event.
+    #[inline(always)]
+    fn counted(&mut self, lineno: u64, text: &[u8], b: Built) -> Option<Rc<Event>> {
         if b.decorated {
             self.info.has_decorations = true;
         }
@@ -793,15 +803,12 @@ impl Parser {
         if b.spare.capacity() > 0 {
             self.spare = b.spare;
         }
-        let mut ev = b.ev?;
-        let e = own(&mut ev);
-        e.h.pid = pid;
-        e.h.tid = tid;
-        Some(ev)
+        b.ev
     }
 
     /// A line the compiled tokenizer took; None when a
     /// number does not fit (the general path then decides).
+    #[inline(always)]
     fn scanned(&mut self, lineno: u64, line: &[u8], r: tokens::Scanned<'_>) -> Option<bool> {
         let res = outcome_of(r.outcome.as_ref())?;
         let tid = self.scanned_head(r.time, res.dur.is_some(), res.rpath.is_some(), r.tid);
@@ -824,6 +831,7 @@ impl Parser {
     }
 
     /// [`Parser::scanned`] once its head is done.
+    #[inline(always)]
     fn scanned_rest(
         &mut self,
         lineno: u64,
@@ -861,6 +869,7 @@ impl Parser {
         }
     }
 
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn complete(
         &mut self,
@@ -961,6 +970,7 @@ impl Parser {
         })
     }
 
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn call_event(
         &mut self,
@@ -979,27 +989,35 @@ impl Parser {
         src: Source,
         partial: bool,
     ) -> Option<Rc<Event>> {
-        let b = build_call::<Rc<Event>>(
-            self.file, name, args, ret, err, rpath, line, end_line, t, dur, text, src, partial,
+        let b = build::build_call_of::<Rc<Event>>(
+            self.file,
+            name,
+            args,
+            ret,
+            err,
+            rpath,
+            (line, end_line),
+            (pid, tid),
+            t,
+            dur,
+            text,
+            src,
+            partial,
         );
-        self.apply_built(line, text, b, pid, tid)
+        self.counted(line, text, b)
     }
 
     /// Bookkeeping once a call completed: learn pids, clone children, hold
     /// exits for their frames.
+    #[inline]
     fn after_call(&mut self, mut ev: Rc<Event>, mut tid: Option<u32>) {
-        let name = ev.name.clone();
         let ret = ev.h.ret.filter(|&r| r > 0);
-        if tid.is_none()
-            && self.pidless
-            && self.root_alias.is_none()
-            && matches!(&*name, "set_tid_address" | "getpid" | "gettid")
-        {
+        // (read only for a line of no known thread)
+        let names_tid =
+            tid.is_none() && matches!(&*ev.name, "set_tid_address" | "getpid" | "gettid");
+        if names_tid && self.pidless && self.root_alias.is_none() {
             self.root_alias = ret.and_then(|r| u32::try_from(r).ok());
-        } else if tid.is_none()
-            && matches!(&*name, "set_tid_address" | "getpid" | "gettid")
-            && let Some(r) = ret.and_then(|r| u32::try_from(r).ok())
-        {
+        } else if names_tid && let Some(r) = ret.and_then(|r| u32::try_from(r).ok()) {
             self.learn_root(r);
             let pid = self.tgid.get(&r).unwrap_or(Some(r));
             let e = own(&mut ev);
@@ -1007,7 +1025,10 @@ impl Parser {
             e.h.pid = pid;
             tid = Some(r);
         }
-        if matches!(&*name, "clone" | "clone2" | "clone3" | "fork" | "vfork")
+        // (a call's kind says its name: normalize makes a Clone of
+        // clone, clone2, clone3, fork and vfork alone, and an Exit of exit
+        // and exit_group alone)
+        if matches!(ev.kind, Kind::Clone(_))
             && let Some(child) = ret.and_then(|r| u32::try_from(r).ok())
         {
             let parent_g = ev.h.pid.or(tid);
@@ -1029,7 +1050,7 @@ impl Parser {
             }
             self.live.insert(child);
         }
-        if matches!(&*name, "exit" | "exit_group")
+        if matches!(ev.kind, Kind::Exit(_))
             && ev.h.ret.is_none()
             && let Some(t) = tid
         {

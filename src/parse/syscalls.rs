@@ -348,6 +348,7 @@ fn owned_name(name: &str) -> Name {
 }
 
 /// syscalls.normalize
+#[inline(always)]
 pub fn normalize(call: &mut Call<'_>) -> Normalized {
     if let Some(rest) = call.name.strip_prefix("syscall_") {
         let num = if rest.starts_with("0x") {
@@ -582,15 +583,55 @@ fn is_int(v: &Value) -> bool {
 /// the decoration's hash: a trace names the same few files on most of its
 /// calls, often through several fd numbers, and each of those calls'
 /// events shares the one path instead of decoding and copying it again.
-type FdCache = Vec<Option<(Box<[u8]>, Option<Text>)>>;
+/// The two slots hit last are tried first, by comparison alone: most calls
+/// name the fd the call before named (the kfd, a render node), and hashing
+/// a decoration cost more than comparing it.
+/// A decoration and the path it names.
+type FdEntry = (Box<[u8]>, Option<Text>);
+
+#[derive(Default)]
+struct FdCache {
+    slots: Vec<Option<FdEntry>>,
+    /// the slots hit or filled last, newest first
+    recent: [usize; 2],
+}
+
+impl FdCache {
+    /// The path of `deco` when slot `i` holds it.
+    fn at(&self, i: usize, deco: &[u8]) -> Option<Option<Text>> {
+        self.slots
+            .get(i)?
+            .as_ref()
+            .filter(|(k, _)| k.len() == deco.len() && **k == *deco)
+            .map(|(_, path)| path.clone())
+    }
+
+    fn touch(&mut self, i: usize) {
+        if self.recent[0] != i {
+            self.recent = [i, self.recent[0]];
+        }
+    }
+}
 
 thread_local! {
-    static FDS: std::cell::RefCell<FdCache> = const { std::cell::RefCell::new(Vec::new()) };
+    static FDS: std::cell::RefCell<FdCache> = std::cell::RefCell::new(FdCache::default());
 }
 const FD_CACHE: usize = 64;
 /// The longest token the cache keeps: an fd number with a decorated path
 /// of up to PATH_MAX, and more.
 const FD_TOKEN_MAX: usize = 8192;
+
+/// Where the decoration of `tok` starts when `tok` is a [`bare_number`]
+/// then a `<` (the first `<` of the token, all before it digits).
+fn deco_start(tok: &[u8]) -> Option<usize> {
+    let from = usize::from(tok.first() == Some(&b'-'));
+    let digits = tok[from..]
+        .iter()
+        .take_while(|c| c.is_ascii_digit())
+        .count();
+    let lt = from + digits;
+    (digits > 0 && tok.get(lt) == Some(&b'<')).then_some(lt)
+}
 
 /// [`fd_of`] with its path as a [`Text`], shared with earlier calls that
 /// named the same decoration.  For a token that is a number then its
@@ -601,28 +642,41 @@ fn fd_text(tok: Option<&[u8]>) -> (Option<i128>, Option<Text>) {
     let Some(tok) = tok else {
         return (None, None);
     };
-    let lt = crate::parse::lex::find_byte(tok, b'<');
     // (a token past FD_TOKEN_MAX is decoded each time: the cache stays small
     // whatever a line holds)
-    let Some(lt) = lt.filter(|&lt| tok.len() <= FD_TOKEN_MAX && bare_number(&tok[..lt])) else {
+    let Some(lt) = deco_start(tok).filter(|_| tok.len() <= FD_TOKEN_MAX) else {
         let (fd, path) = fd_of(Some(tok));
         return (fd, text(path));
     };
     let (head, deco) = tok.split_at(lt);
+    let hit = |path: Option<Text>| match fd_number(head) {
+        Some(fd) => (Some(fd), path),
+        None => (None, None),
+    };
+    let recent = FDS.with(|c| {
+        let mut c = c.borrow_mut();
+        let [a, b] = c.recent;
+        for i in [a, b] {
+            if let Some(path) = c.at(i, deco) {
+                c.touch(i);
+                return Some(path);
+            }
+        }
+        None
+    });
+    if let Some(path) = recent {
+        return hit(path);
+    }
     use std::hash::BuildHasher;
     let slot = foldhash::fast::FixedState::default().hash_one(deco) as usize % FD_CACHE;
-    let hit = FDS.with(|c| {
-        c.borrow()
-            .get(slot)
-            .and_then(Option::as_ref)
-            .filter(|(k, _)| **k == *deco)
-            .map(|(_, path)| path.clone())
+    let cached = FDS.with(|c| {
+        let mut c = c.borrow_mut();
+        let path = c.at(slot, deco)?;
+        c.touch(slot);
+        Some(path)
     });
-    if let Some(path) = hit {
-        return match fd_number(head) {
-            Some(fd) => (Some(fd), path),
-            None => (None, None),
-        };
+    if let Some(path) = cached {
+        return hit(path);
     }
     let (fd, path) = fd_of(Some(tok));
     let path = text(path);
@@ -632,10 +686,11 @@ fn fd_text(tok: Option<&[u8]>) -> (Option<i128>, Option<Text>) {
     if fd.is_some() && at(deco, 1) != b'<' && comment_start(deco).is_none() {
         FDS.with(|c| {
             let mut c = c.borrow_mut();
-            if c.is_empty() {
-                c.resize(FD_CACHE, None);
+            if c.slots.is_empty() {
+                c.slots.resize(FD_CACHE, None);
             }
-            c[slot] = Some((deco.into(), path.clone()));
+            c.slots[slot] = Some((deco.into(), path.clone()));
+            c.touch(slot);
         });
     }
     (fd, path)

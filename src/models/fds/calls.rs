@@ -4,6 +4,7 @@
 use super::*;
 
 impl FdModel {
+    #[inline]
     pub(super) fn on_syscall(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
         let Kind::Syscall(k) = &ev.kind else { return };
         if &*ev.name == "unshare" && ev.h.ok() && unshares_files(ev.h.src.text()) {
@@ -75,6 +76,7 @@ impl FdModel {
         self.put_table(p, t);
     }
 
+    #[inline]
     pub(super) fn on_mmap(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
         let Kind::Mmap(k) = &ev.kind else { return };
         if k.flags & MAP_ANONYMOUS != 0 {
@@ -97,6 +99,7 @@ impl FdModel {
         self.put_table(p, t);
     }
 
+    #[inline]
     pub(super) fn on_ioctl(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
         let Kind::Ioctl(k) = &ev.kind else { return };
         let key = match (k.type_, k.nr) {

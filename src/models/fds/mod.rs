@@ -450,6 +450,7 @@ impl FdModel {
         }
     }
 
+    #[inline(always)]
     fn handle(&mut self, p: &mut Proc, ev: &Ev, l: &mut dyn Listener) {
         match &ev.kind {
             Kind::FdCreate(_) => self.on_create(p, ev, l),

@@ -261,6 +261,7 @@ impl Out {
     /// A successful use proves the fd is open: reconcile the model, and
     /// count the use.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(super) fn use_fd(
         &mut self,
         p: &Proc,
@@ -271,15 +272,6 @@ impl Out {
         path: Option<&Text>,
         role: Option<String>,
     ) {
-        let allocs = p.allocs();
-        let count = |s: &mut Slot, role: Option<String>| {
-            s.last_use = Some(ev.clone());
-            s.uses += 1;
-            s.allocs_at_use = allocs;
-            if let Some(r) = role {
-                s.note(r, ev);
-            }
-        };
         // the usual use: of an fd the model holds, whose path (if the
         // trace shows one) changes nothing (what `reconcile` would find)
         if let Some(s) = t.slots.get_mut(&fd)
@@ -289,9 +281,27 @@ impl Out {
                     && kind_of(Some(x)) == s.kind
             })
         {
-            count(s, role);
+            count_use(s, p.allocs(), ev, role);
             return;
         }
+        self.use_fd_rest(p, t, l, fd, ev, path, role);
+    }
+
+    /// [`Out::use_fd`] of an fd the model does not hold as the use shows it.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn use_fd_rest(
+        &mut self,
+        p: &Proc,
+        t: &mut Table,
+        l: &mut dyn Listener,
+        fd: Fd,
+        ev: &Ev,
+        path: Option<&Text>,
+        role: Option<String>,
+    ) {
+        let allocs = p.allocs();
+        let count = |s: &mut Slot, role: Option<String>| count_use(s, allocs, ev, role);
         if !t.slots.contains_key(&fd)
             && let Some(c) = t.closed.get(&fd).cloned()
             && c.borrow()
@@ -377,6 +387,18 @@ impl Out {
             s.path = path.cloned();
             s.gpu = s.gpu || pk.is_gpu_object();
         }
+    }
+}
+
+/// A use of the fd in `s`: the last one, counted, with the allocations
+/// its process had made by then (and its role, when it has one).
+#[inline]
+fn count_use(s: &mut Slot, allocs: u64, ev: &Ev, role: Option<String>) {
+    s.last_use = Some(ev.clone());
+    s.uses += 1;
+    s.allocs_at_use = allocs;
+    if let Some(r) = role {
+        s.note(r, ev);
     }
 }
 

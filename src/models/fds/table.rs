@@ -65,6 +65,7 @@ impl std::fmt::Display for FdKind {
 
 /// fd kind from a readlink / -y decoration; tolerant of ' (deleted)' and
 /// -yy '<char M:m>' nesting a parser may have left in place.
+#[inline(always)]
 pub fn kind_of_path(path: Option<&[u8]>) -> FdKind {
     let Some(path) = path.filter(|p| !p.is_empty()) else {
         return FdKind::Unknown;
@@ -76,6 +77,12 @@ pub fn kind_of_path(path: Option<&[u8]>) -> FdKind {
     if path[0].is_ascii() && !py_space(char::from(path[0])) {
         return kind_of_head(path);
     }
+    kind_of_decoded(path)
+}
+
+/// [`kind_of_path`] of a path that starts with a space or a byte past ASCII.
+#[inline(never)]
+fn kind_of_decoded(path: &[u8]) -> FdKind {
     let s = String::from_utf8_lossy(path);
     let mut p: &str = s.trim_matches(py_space);
     p = strip_dev_suffix(p);
@@ -86,6 +93,7 @@ pub fn kind_of_path(path: Option<&[u8]>) -> FdKind {
 }
 
 /// The kind the start of a path names.
+#[inline(always)]
 pub(super) fn kind_of_head(p: &[u8]) -> FdKind {
     // (the prefixes tested start with `/d` or `an`: any other head, a
     // file's usual `/usr`, `/sys`, `/proc` or a `socket:`, is Other at
@@ -128,6 +136,7 @@ pub(super) fn strip_dev_suffix(p: &str) -> &str {
     if digits(a) && digits(b) { &p[..i] } else { p }
 }
 
+#[inline]
 pub(super) fn kind_of(path: Option<&Text>) -> FdKind {
     kind_of_path(path.map(|t| t.as_bytes()))
 }
@@ -457,18 +466,22 @@ impl Proc {
 pub(super) struct Tables(Vec<Option<Box<Table>>>);
 
 impl Tables {
+    #[inline]
     pub(super) fn get(&self, id: &u64) -> Option<&Table> {
         self.0.get(*id as usize)?.as_deref()
     }
 
+    #[inline]
     pub(super) fn get_mut(&mut self, id: &u64) -> Option<&mut Table> {
         self.0.get_mut(*id as usize)?.as_deref_mut()
     }
 
+    #[inline]
     pub(super) fn remove(&mut self, id: &u64) -> Option<Box<Table>> {
         self.0.get_mut(*id as usize)?.take()
     }
 
+    #[inline]
     pub(super) fn insert(&mut self, id: u64, t: Box<Table>) {
         let i = id as usize;
         if self.0.len() <= i {

@@ -45,12 +45,48 @@ impl Place for crate::events::Lone {
 pub fn build_call<E: Place>(
     file: FileId,
     name: &str,
-    mut args: Vec<Cow<'_, [u8]>>,
+    args: Vec<Cow<'_, [u8]>>,
     ret: Option<i128>,
     err: Option<Name>,
     rpath: Option<Vec<u8>>,
     line: u64,
     end_line: Option<u64>,
+    t: Option<f64>,
+    dur: Option<f64>,
+    text: &[u8],
+    src: Source,
+    partial: bool,
+) -> Built<E> {
+    build_call_of(
+        file,
+        name,
+        args,
+        ret,
+        err,
+        rpath,
+        (line, end_line),
+        (None, None),
+        t,
+        dur,
+        text,
+        src,
+        partial,
+    )
+}
+
+/// [`build_call`] of a call whose (pid, tid) is known: the event is made
+/// with them (the parser's thread), not changed after.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn build_call_of<E: Place>(
+    file: FileId,
+    name: &str,
+    mut args: Vec<Cow<'_, [u8]>>,
+    ret: Option<i128>,
+    err: Option<Name>,
+    rpath: Option<Vec<u8>>,
+    (line, end_line): (u64, Option<u64>),
+    (pid, tid): (Option<u32>, Option<u32>),
     t: Option<f64>,
     dur: Option<f64>,
     text: &[u8],
@@ -104,10 +140,12 @@ pub fn build_call<E: Place>(
     }
     let mut call = Call::new(Cow::Borrowed(name), args);
     call.ret = ret;
-    call.err = err.clone();
+    call.err = err;
     call.ret_path = rpath;
     call.names = names;
     let n = syscalls::normalize(&mut call);
+    // (lent to normalize, not copied: normalize reads it and leaves it)
+    let err = call.err.take();
     b.spare = tokens::reuse_args(std::mem::take(&mut call.args));
     let mut overflow = call.overflow;
     let hret = match ret {
@@ -142,8 +180,8 @@ pub fn build_call<E: Place>(
         line,
         end_line,
         seq: 0,
-        pid: None,
-        tid: None,
+        pid,
+        tid,
         time: t,
         dur,
         ret: hret,

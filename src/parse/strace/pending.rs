@@ -397,6 +397,7 @@ impl Parser {
         p
     }
 
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn finish_resumed(
         &mut self,

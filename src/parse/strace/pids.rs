@@ -149,6 +149,7 @@ impl Parser {
         self.out.extend(n);
     }
 
+    #[inline]
     pub(super) fn tgid_of(&mut self, tid: Option<u32>) -> Option<u32> {
         let tid = tid?;
         if self.fixed_tgid.is_some() {
@@ -179,6 +180,7 @@ impl Parser {
 
     /// tid of a prefix's pid (else the implied tracee); Err for a pid that
     /// is no u32 (the line is unparsed).
+    #[inline]
     pub(super) fn who(&mut self, p: Option<u32>) -> Option<u32> {
         if let Some(tid) = p {
             self.info.has_pids = true;
