@@ -252,8 +252,21 @@ fn is_name_start(c: u8) -> bool {
 
 /// `[\w#:]`
 fn is_name_char(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'#' | b':')
+    NAME_CHAR[c as usize]
 }
+
+/// [`is_name_char`] as a table (a name's bytes: one load a byte, where the
+/// ranges' tests were five instructions)
+const NAME_CHAR: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || matches!(b, b'_' | b'#' | b':');
+        c += 1;
+    }
+    t
+};
 
 fn is_opener(c: u8) -> bool {
     matches!(c, b'(' | b'{' | b'[')
@@ -522,7 +535,21 @@ fn scan_args<'a, const IOCTL: bool>(
         } else {
             None
         };
-        let e = typed.unwrap_or_else(|| well_formed_in(s, j, MAX_DEPTH, false, seen));
+        let e = match typed {
+            Some(e) => e,
+            None => {
+                // most arguments are one run of plain bytes (`3`, ` 4096`,
+                // ` O_RDONLY|O_CLOEXEC`) up to their `,` or `)`, where the
+                // walk would stop too: read the run here, and walk only
+                // from a byte that is neither
+                let e = skip(s, j, |c| ARG_PLAIN[c as usize]);
+                if e < n && matches!(s[e], b',' | b')') {
+                    e
+                } else {
+                    well_formed_in(s, e, MAX_DEPTH, false, seen)
+                }
+            }
+        };
         if e >= n {
             let (a, b) = strip(s, j, n);
             if b > a {
