@@ -243,19 +243,27 @@ static COMMENT_CLOSE: LazyLock<memmem::Finder<'static>> =
 
 /// `str.isspace()` / `str.strip()` / re's `\s` on ASCII
 fn is_ws(c: u8) -> bool {
-    c == b' ' || (9..=13).contains(&c) || (0x1c..=0x1f).contains(&c)
+    WS[c as usize]
 }
+
+/// [`is_ws`] as a table (a load, where the three tests were six
+/// instructions: every argument is stripped at both ends)
+const WS: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b == b' ' || (9 <= b && b <= 13) || (0x1c <= b && b <= 0x1f);
+        c += 1;
+    }
+    t
+};
 
 fn is_name_start(c: u8) -> bool {
     c.is_ascii_alphabetic() || c == b'_'
 }
 
-/// `[\w#:]`
-fn is_name_char(c: u8) -> bool {
-    NAME_CHAR[c as usize]
-}
-
-/// [`is_name_char`] as a table (a name's bytes: one load a byte, where the
+/// `[\w#:]` as a table (a name's bytes: one load a byte, where the
 /// ranges' tests were five instructions)
 const NAME_CHAR: [bool; 256] = {
     let mut t = [false; 256];
@@ -789,15 +797,23 @@ fn plain_result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
 }
 
 /// `Parser._result` on `line[pos..n]`; `None` refuses the line.
-fn result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
+fn result<'a>(line: &'a str, pos: usize, n: usize, seen: &mut Seen) -> Option<Outcome<'a>> {
     if let Some(o) = plain_result(line, pos, n) {
         return Some(o);
     }
-    result_general(line, pos, n)
+    result_general(line, pos, n, seen)
 }
 
 /// [`result`] for any shape.
-fn result_general(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
+/// A decorated fd (`= 3</dev/kfd<char 238:0>>`) ends where `decos` says
+/// (the decorations seen: the path an open returns is the one the next
+/// lines' arguments name).
+fn result_general<'a, D: Decos>(
+    line: &'a str,
+    pos: usize,
+    n: usize,
+    decos: &mut D,
+) -> Option<Outcome<'a>> {
     let s = &line.as_bytes()[..n];
     let mut k = skip(s, pos, is_ws);
     if at(s, k) != b'=' {
@@ -841,7 +857,7 @@ fn result_general(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
     if !unknown {
         out.ret = Some(Number(&line[v0..k]));
         if at(s, k) == b'<' {
-            let e = deco_end(s, k)?;
+            let e = decos.end(s, k)?;
             // "(deleted)" takes the general grammar's other branches
             if s[e - 1] != b'>' || s[k..e - 1].ends_with(b"(deleted)") {
                 return None;
@@ -1018,7 +1034,7 @@ fn resumed<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
     }
     let (args, close) = scan_args::<false>(line, n1 + 9, n, sc.args, sc.seen)?;
     let close = close?;
-    let outcome = result(line, close + 1, n)?;
+    let outcome = result(line, close + 1, n, sc.seen)?;
     Some(Scanned {
         kind: Kind::Resumed,
         tid: sc.tid,
@@ -1062,7 +1078,7 @@ fn call<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
     let outcome = if unfinished {
         None
     } else {
-        Some(result(line, close? + 1, end)?)
+        Some(result(line, close? + 1, end, sc.seen)?)
     };
     Some(Scanned {
         kind: if unfinished {
