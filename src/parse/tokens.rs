@@ -690,7 +690,19 @@ fn fixed(int: Option<u64>, frac: Option<u64>, k: usize) -> Option<f64> {
 /// ends and its value, what [`fixed`] makes of it (so from_str's), read in
 /// two words of eight digits instead of a digit at a time.  None: another
 /// shape (or a value past 2^53 microseconds), for [`seconds`].
+/// (`width` a constant at every call: each width its own small function)
+#[inline(always)]
 fn usec(s: &[u8], i: usize, width: usize) -> Option<(usize, f64)> {
+    match width {
+        1 => usec_of::<1>(s, i),
+        10 => usec_of::<10>(s, i),
+        _ => None,
+    }
+}
+
+/// [`usec`] of width `W`.
+fn usec_of<const W: usize>(s: &[u8], i: usize) -> Option<(usize, f64)> {
+    let width = W;
     // the digits as whole words: the int's (ten: eight, then two with the
     // six after the dot; one: with the six, a zero in front) and the
     // fraction's, the dot taken out, in one eight-digit read each
