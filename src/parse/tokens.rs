@@ -446,10 +446,14 @@ impl Decos for () {
 /// to line; what it holds changes no scan's result.
 #[derive(Debug, Default)]
 pub struct Seen {
-    decos: [Vec<u8>; 2],
+    decos: [Vec<u8>; SEEN_SLOTS],
     /// the slot the next decoration goes to
     next: usize,
 }
+
+/// The decorations [`Seen`] keeps (the device fds a trace's ioctls name,
+/// and the file an open, read and close name between them).
+const SEEN_SLOTS: usize = 4;
 
 /// The longest decoration [`Seen`] keeps.
 const SEEN_MAX: usize = 96;
@@ -474,7 +478,7 @@ impl Decos for Seen {
             let d = &mut self.decos[self.next];
             d.clear();
             d.extend_from_slice(&s[i..e]);
-            self.next ^= 1;
+            self.next = (self.next + 1) % SEEN_SLOTS;
         }
         Some(k)
     }
@@ -1079,7 +1083,9 @@ fn call<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
             return None;
         }
     }
-    if has_unfinished_close(&s[body..end]) {
+    // (from the list: a name and its `(` hold no `<`, so every match
+    // starts there; a `u` of the name is no longer tried)
+    if has_unfinished_close(&s[args0..end]) {
         return None;
     }
     let (args, close) = if !unfinished && &s[body..n1] == b"ioctl" {
