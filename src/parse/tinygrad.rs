@@ -15,7 +15,7 @@ use crate::kfd;
 use crate::parse::strace::Fed;
 use crate::parse::trace::{Dialect, Threads};
 use crate::read::open::FileSpec;
-use crate::read::pytext::{self, py_regex};
+use crate::read::pytext::{self, PyRegex, py_regex};
 use regex::{Captures, Regex};
 use std::borrow::Cow;
 use std::rc::Rc;
@@ -464,8 +464,8 @@ fn svm_done(ev: &mut Event) {
     }
 }
 
-static SNIFF: LazyLock<Regex> = LazyLock::new(|| {
-    py_regex(r"\A(?:%s*-?\d+(?:\.\d+)? ms \+%s*-?\d+(?:\.\d+)? ms : |ioctl idir=)")
+pub(crate) static SNIFF: LazyLock<PyRegex> = LazyLock::new(|| {
+    PyRegex::new(r"\A(?:%s*-?\d+(?:\.\d+)? ms \+%s*-?\d+(?:\.\d+)? ms : |ioctl idir=)")
 });
 
 /// A tinygrad line (detection's test): a timed line or an `ioctl idir=`.

@@ -243,17 +243,38 @@ static COMMENT_CLOSE: LazyLock<memmem::Finder<'static>> =
 
 /// `str.isspace()` / `str.strip()` / re's `\s` on ASCII
 fn is_ws(c: u8) -> bool {
-    c == b' ' || (9..=13).contains(&c) || (0x1c..=0x1f).contains(&c)
+    WS[c as usize]
 }
+
+/// [`is_ws`] as a table (a load, where the three tests were six
+/// instructions: every argument is stripped at both ends)
+const WS: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b == b' ' || (9 <= b && b <= 13) || (0x1c <= b && b <= 0x1f);
+        c += 1;
+    }
+    t
+};
 
 fn is_name_start(c: u8) -> bool {
     c.is_ascii_alphabetic() || c == b'_'
 }
 
-/// `[\w#:]`
-fn is_name_char(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'#' | b':')
-}
+/// `[\w#:]` as a table (a name's bytes: one load a byte, where the
+/// ranges' tests were five instructions)
+const NAME_CHAR: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || matches!(b, b'_' | b'#' | b':');
+        c += 1;
+    }
+    t
+};
 
 fn is_opener(c: u8) -> bool {
     matches!(c, b'(' | b'{' | b'[')
@@ -285,6 +306,30 @@ fn skip_table(s: &[u8], mut i: usize, class: &[bool; 256]) -> usize {
             break;
         }
         i += 8;
+    }
+    skip(s, i, |c| class[c as usize])
+}
+
+/// `skip(s, i, class)` for a table, four bytes a step (a test and a
+/// branch a byte, without the bound's test and the loop's jump each): the
+/// runs an argument list is made of are mostly short, where
+/// [`skip_table`]'s eight-byte test costs more than it saves.
+#[inline(always)]
+fn run_end(s: &[u8], mut i: usize, class: &[bool; 256]) -> usize {
+    while let Some(w) = s.get(i..i + 4) {
+        if !class[w[0] as usize] {
+            return i;
+        }
+        if !class[w[1] as usize] {
+            return i + 1;
+        }
+        if !class[w[2] as usize] {
+            return i + 2;
+        }
+        if !class[w[3] as usize] {
+            return i + 3;
+        }
+        i += 4;
     }
     skip(s, i, |c| class[c as usize])
 }
@@ -401,10 +446,14 @@ impl Decos for () {
 /// to line; what it holds changes no scan's result.
 #[derive(Debug, Default)]
 pub struct Seen {
-    decos: [Vec<u8>; 2],
+    decos: [Vec<u8>; SEEN_SLOTS],
     /// the slot the next decoration goes to
     next: usize,
 }
+
+/// The decorations [`Seen`] keeps (the device fds a trace's ioctls name,
+/// and the file an open, read and close name between them).
+const SEEN_SLOTS: usize = 4;
 
 /// The longest decoration [`Seen`] keeps.
 const SEEN_MAX: usize = 96;
@@ -429,7 +478,7 @@ impl Decos for Seen {
             let d = &mut self.decos[self.next];
             d.clear();
             d.extend_from_slice(&s[i..e]);
-            self.next ^= 1;
+            self.next = (self.next + 1) % SEEN_SLOTS;
         }
         Some(k)
     }
@@ -453,7 +502,7 @@ fn well_formed_in<D: Decos>(
     while j < s.len() {
         let c = s[j];
         if ARG_PLAIN[c as usize] {
-            j = skip_table(s, j + 1, &ARG_PLAIN);
+            j = run_end(s, j + 1, &ARG_PLAIN);
             continue;
         }
         match c {
@@ -522,7 +571,21 @@ fn scan_args<'a, const IOCTL: bool>(
         } else {
             None
         };
-        let e = typed.unwrap_or_else(|| well_formed_in(s, j, MAX_DEPTH, false, seen));
+        let e = match typed {
+            Some(e) => e,
+            None => {
+                // most arguments are one run of plain bytes (`3`, ` 4096`,
+                // ` O_RDONLY|O_CLOEXEC`) up to their `,` or `)`, where the
+                // walk would stop too: read the run here, and walk only
+                // from a byte that is neither
+                let e = run_end(s, j, &ARG_PLAIN);
+                if e < n && matches!(s[e], b',' | b')') {
+                    e
+                } else {
+                    well_formed_in(s, e, MAX_DEPTH, false, seen)
+                }
+            }
+        };
         if e >= n {
             let (a, b) = strip(s, j, n);
             if b > a {
@@ -631,7 +694,19 @@ fn fixed(int: Option<u64>, frac: Option<u64>, k: usize) -> Option<f64> {
 /// ends and its value, what [`fixed`] makes of it (so from_str's), read in
 /// two words of eight digits instead of a digit at a time.  None: another
 /// shape (or a value past 2^53 microseconds), for [`seconds`].
+/// (`width` a constant at every call: each width its own small function)
+#[inline(always)]
 fn usec(s: &[u8], i: usize, width: usize) -> Option<(usize, f64)> {
+    match width {
+        1 => usec_of::<1>(s, i),
+        10 => usec_of::<10>(s, i),
+        _ => None,
+    }
+}
+
+/// [`usec`] of width `W`.
+fn usec_of<const W: usize>(s: &[u8], i: usize) -> Option<(usize, f64)> {
+    let width = W;
     // the digits as whole words: the int's (ten: eight, then two with the
     // six after the dot; one: with the six, a zero in front) and the
     // fraction's, the dot taken out, in one eight-digit read each
@@ -738,15 +813,23 @@ fn plain_result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
 }
 
 /// `Parser._result` on `line[pos..n]`; `None` refuses the line.
-fn result(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
+fn result<'a>(line: &'a str, pos: usize, n: usize, seen: &mut Seen) -> Option<Outcome<'a>> {
     if let Some(o) = plain_result(line, pos, n) {
         return Some(o);
     }
-    result_general(line, pos, n)
+    result_general(line, pos, n, seen)
 }
 
 /// [`result`] for any shape.
-fn result_general(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
+/// A decorated fd (`= 3</dev/kfd<char 238:0>>`) ends where `decos` says
+/// (the decorations seen: the path an open returns is the one the next
+/// lines' arguments name).
+fn result_general<'a, D: Decos>(
+    line: &'a str,
+    pos: usize,
+    n: usize,
+    decos: &mut D,
+) -> Option<Outcome<'a>> {
     let s = &line.as_bytes()[..n];
     let mut k = skip(s, pos, is_ws);
     if at(s, k) != b'=' {
@@ -790,7 +873,7 @@ fn result_general(line: &str, pos: usize, n: usize) -> Option<Outcome<'_>> {
     if !unknown {
         out.ret = Some(Number(&line[v0..k]));
         if at(s, k) == b'<' {
-            let e = deco_end(s, k)?;
+            let e = decos.end(s, k)?;
             // "(deleted)" takes the general grammar's other branches
             if s[e - 1] != b'>' || s[k..e - 1].ends_with(b"(deleted)") {
                 return None;
@@ -954,7 +1037,7 @@ fn resumed<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
         return None;
     }
     let n0 = body + 5;
-    let n1 = skip(s, n0, is_name_char);
+    let n1 = run_end(s, n0, &NAME_CHAR);
     if n1 == n0 || !s[n1..].starts_with(b" resumed>") {
         return None;
     }
@@ -967,7 +1050,7 @@ fn resumed<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
     }
     let (args, close) = scan_args::<false>(line, n1 + 9, n, sc.args, sc.seen)?;
     let close = close?;
-    let outcome = result(line, close + 1, n)?;
+    let outcome = result(line, close + 1, n, sc.seen)?;
     Some(Scanned {
         kind: Kind::Resumed,
         tid: sc.tid,
@@ -984,7 +1067,7 @@ fn call<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
     let line = sc.line;
     let s = line.as_bytes();
     let n = s.len();
-    let n1 = skip(s, body + 1, is_name_char);
+    let n1 = run_end(s, body + 1, &NAME_CHAR);
     if at(s, n1) != b'(' {
         return None;
     }
@@ -1000,7 +1083,9 @@ fn call<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
             return None;
         }
     }
-    if has_unfinished_close(&s[body..end]) {
+    // (from the list: a name and its `(` hold no `<`, so every match
+    // starts there; a `u` of the name is no longer tried)
+    if has_unfinished_close(&s[args0..end]) {
         return None;
     }
     let (args, close) = if !unfinished && &s[body..n1] == b"ioctl" {
@@ -1011,7 +1096,7 @@ fn call<'a>(sc: Scan<'a, '_>, body: usize) -> Option<Scanned<'a>> {
     let outcome = if unfinished {
         None
     } else {
-        Some(result(line, close? + 1, end)?)
+        Some(result(line, close? + 1, end, sc.seen)?)
     };
     Some(Scanned {
         kind: if unfinished {

@@ -5,7 +5,7 @@
 
 use regex::Regex;
 use std::borrow::Cow;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 /// str.isspace for one character.
 pub fn is_space(c: char) -> bool {
@@ -28,11 +28,74 @@ pub const S: &str = r"[\s\x1c-\x1f]";
 pub const NS: &str = r"[^\s\x1c-\x1f]";
 pub const W: &str = r"[\p{L}\p{N}_]";
 
+/// Letters and digits (`\w` less `_`) to write inside a class: `%W`.
+const LN: &str = r"\p{L}\p{N}";
+
 /// A pattern written with Python's `\s`, `\S`, `\w` spelled as the classes
-/// above (`%s`, `%S`, `%w`), compiled.
+/// above (`%s`, `%S`, `%w`; `%W` inside a class), compiled.
 pub fn py_regex(pat: &str) -> Regex {
-    let p = pat.replace("%s", S).replace("%S", NS).replace("%w", W);
-    Regex::new(&p).expect("a valid pattern")
+    Regex::new(&spelled(pat, W, LN)).expect("a valid pattern")
+}
+
+fn spelled(pat: &str, w: &str, ln: &str) -> String {
+    pat.replace("%s", S)
+        .replace("%S", NS)
+        .replace("%w", w)
+        .replace("%W", ln)
+}
+
+/// A [`py_regex`] pattern compiled on first use for the text it is asked
+/// about.  An ASCII text is matched by the pattern with its classes
+/// restricted to ASCII, on bytes, with Unicode off (`(?-u)`: `\d` is
+/// `[0-9]`, `\s` is `[\t\n\v\f\r ]`, `%w` is `[0-9A-Za-z_]`, and a
+/// negated class matches any other byte): every class of it takes the same
+/// ASCII characters as the Unicode one, so on ASCII text the two find the
+/// same match (tested: `sniff_ascii_agrees`), and the ASCII one compiles in
+/// a small part of the time (Unicode classes are large automata: compiling
+/// the strace sniff's cost more than reading a small trace).  The Unicode
+/// pattern is compiled only when a text that is not ASCII is asked.
+pub struct PyRegex {
+    pat: String,
+    ascii: OnceLock<regex::bytes::Regex>,
+    unicode: OnceLock<Regex>,
+}
+
+impl PyRegex {
+    pub fn new(pat: impl Into<String>) -> Self {
+        PyRegex {
+            pat: pat.into(),
+            ascii: OnceLock::new(),
+            unicode: OnceLock::new(),
+        }
+    }
+
+    /// The (start, end) of the leftmost-first match in `s`.
+    pub fn find(&self, s: &str) -> Option<(usize, usize)> {
+        if s.is_ascii() {
+            self.find_ascii(s)
+        } else {
+            self.find_unicode(s)
+        }
+    }
+
+    pub fn is_match(&self, s: &str) -> bool {
+        self.find(s).is_some()
+    }
+
+    /// The match with the ASCII pattern (`s` ASCII).
+    pub(crate) fn find_ascii(&self, s: &str) -> Option<(usize, usize)> {
+        let re = self.ascii.get_or_init(|| {
+            let p = format!("(?-u){}", spelled(&self.pat, r"[0-9A-Za-z_]", "0-9A-Za-z"));
+            regex::bytes::Regex::new(&p).expect("a valid pattern")
+        });
+        re.find(s.as_bytes()).map(|m| (m.start(), m.end()))
+    }
+
+    /// The match with the Unicode pattern (any `s`).
+    pub(crate) fn find_unicode(&self, s: &str) -> Option<(usize, usize)> {
+        let re = self.unicode.get_or_init(|| py_regex(&self.pat));
+        re.find(s).map(|m| (m.start(), m.end()))
+    }
 }
 
 static ND: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\A\d\z").unwrap());

@@ -3,31 +3,33 @@
 //! summary table's lines.
 
 use crate::parse::grammar;
-use crate::read::pytext::{self, py_regex};
+use crate::read::pytext::{self, PyRegex};
 use regex::Regex;
 use std::sync::LazyLock;
 
+type Find = fn(&PyRegex, &str) -> Option<(usize, usize)>;
+
 struct Res {
-    ansi: Regex,
-    diag: Regex,
-    prefix: Regex,
-    name: Regex,
-    resumed: Regex,
-    exited: Regex,
-    signal: Regex,
+    diag: PyRegex,
+    prefix: PyRegex,
+    name: PyRegex,
+    resumed: PyRegex,
+    exited: PyRegex,
+    signal: PyRegex,
 }
 
 /// `[\w.+-]` and `[\w#:]` of Python re.
-const WDOT: &str = r"[\p{L}\p{N}_.+\-]";
-const WHASH: &str = r"[\p{L}\p{N}_#:]";
+const WDOT: &str = r"[%W_.+\-]";
+const WHASH: &str = r"[%W_#:]";
+
+static ANSI: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\x1b\[[0-9;]*[A-Za-z]").unwrap());
 
 static RE: LazyLock<Res> = LazyLock::new(|| Res {
-    ansi: Regex::new(r"\x1b\[[0-9;]*[A-Za-z]").unwrap(),
-    diag: py_regex(&format!(
+    diag: PyRegex::new(format!(
         r"(?:strace{WDOT}*: |\A)(?:\[ )?Process (\d{{1,10}}) (attached|detached)(?: with \d+ threads)?(?: - interrupt to quit)?%s*\z"
     )),
     // the strace line prefix (every part optional: it always matches)
-    prefix: py_regex(concat!(
+    prefix: PyRegex::new(concat!(
         r"\A(?:\[pid%s+(\d{1,10})(<[^>]*>)?\]%s+|(\d{1,7})(<[^>]*>)?%s+)?",
         r"(?:\[([^\]\s\x1c-\x1f]*:[^\]]*)\]%s+)?",
         r"(?:(\d\d:\d\d:\d\d(?:\.\d+)?)%s+|(\d{9,}(?:\.\d+)?)%s+|%s*(\d{1,8}(?:\.\d+)?)%s+)?",
@@ -35,22 +37,27 @@ static RE: LazyLock<Res> = LazyLock::new(|| Res {
         r"(?:\[%s*([\d?]+)\]%s+)?",
         r"(?:\[([0-9a-f?]{8,16})\]%s+)?",
     )),
-    name: py_regex(&format!(r"\A(?:[A-Za-z_]{WHASH}*|\?\?\?)\(")),
-    resumed: py_regex(&format!(r"\A<\.\.\. (?:{WHASH}+|\?\?\?) resumed>")),
-    exited: py_regex(
+    name: PyRegex::new(format!(r"\A(?:[A-Za-z_]{WHASH}*|\?\?\?)\(")),
+    resumed: PyRegex::new(format!(r"\A<\.\.\. (?:{WHASH}+|\?\?\?) resumed>")),
+    exited: PyRegex::new(
         r"\A\+\+\+ (?:exited with (-?\d{1,20})|killed by (%w+)(?: \(core dumped\))?|superseded by execve in pid (\d{1,10})) \+\+\+",
     ),
-    signal: py_regex(r"\A--- (?:stopped by )?(?:SIG%w+|%w+)"),
+    signal: PyRegex::new(r"\A--- (?:stopped by )?(?:SIG%w+|%w+)"),
 });
 
 /// Does this line belong to the strace grammar (or the preload dialect)?
 pub fn looks_like_trace_line(line: &str) -> bool {
+    looks(line, PyRegex::find)
+}
+
+/// [`looks_like_trace_line`] with the patterns matched by `find`.
+fn looks(line: &str, find: Find) -> bool {
     if pytext::is_blank(line) {
         return false;
     }
     let cleaned;
     let line = if line.contains('\x1b') {
-        cleaned = RE.ansi.replace_all(line, "");
+        cleaned = ANSI.replace_all(line, "");
         cleaned.as_ref()
     } else {
         line
@@ -58,8 +65,9 @@ pub fn looks_like_trace_line(line: &str) -> bool {
     if line.starts_with(" > ") || line.starts_with(" | ") {
         return true;
     }
+    let is = |re: &PyRegex, s: &str| find(re, s).is_some();
     if line.starts_with("# rocrtrace-log")
-        || RE.diag.is_match(line)
+        || is(&RE.diag, line)
         || grammar::diag_prefix(line.as_bytes())
     {
         // strace's own messages under any program name (`strace: `,
@@ -67,15 +75,15 @@ pub fn looks_like_trace_line(line: &str) -> bool {
         // capture of only those is a strace log (SPEC 2)
         return true;
     }
-    let end = RE.prefix.find(line).map_or(0, |m| m.end());
+    let end = find(&RE.prefix, line).map_or(0, |m| m.1);
     let body = &line[end..];
-    if RE.name.is_match(body) {
+    if is(&RE.name, body) {
         // the name's '(' is in the body: any such line is a call
         return true;
     }
-    RE.resumed.is_match(body)
-        || RE.exited.is_match(body)
-        || RE.signal.is_match(body)
+    is(&RE.resumed, body)
+        || is(&RE.exited, body)
+        || is(&RE.signal, body)
         || grammar::summary_header(body.trim().as_bytes())
 }
 
@@ -100,3 +108,6 @@ pub fn summary_table_lines(lines: &[&str], own: &mut [bool]) {
         *k = table;
     }
 }
+
+#[cfg(test)]
+mod tests;

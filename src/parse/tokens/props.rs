@@ -404,7 +404,23 @@ proptest! {
     ) {
         let line = format!("f(3){tail}");
         if let Some(o) = tokens::plain_result(&line, 4, line.len()) {
-            prop_assert_eq!(Some(o), tokens::result_general(&line, 4, line.len()), "{}", line);
+            prop_assert_eq!(Some(o), tokens::result_general(&line, 4, line.len(), &mut ()), "{}", line);
+        }
+    }
+
+    /// A result's decoration ends where the decorations seen say, as
+    /// where deco_end says: asked afresh, and again once it was seen.
+    #[test]
+    fn results_read_alike_with_decorations_seen(
+        fd in "[0-9]{1,3}",
+        deco in "<[a-z/ <>:0-9-]{0,30}>(\\(deleted\\))?",
+        tail in "( <0\\.[0-9]{6}>| ENOENT \\(x\\)|)",
+    ) {
+        let line = format!("f(3) = {fd}{deco}{tail}");
+        let want = tokens::result_general(&line, 4, line.len(), &mut ());
+        let mut seen = tokens::Seen::default();
+        for _ in 0..2 {
+            prop_assert_eq!(tokens::result_general(&line, 4, line.len(), &mut seen), want, "{}", line);
         }
     }
 
