@@ -355,6 +355,8 @@ pub(crate) struct Shared {
     pub counts: Counts,
     /// attribute list -> the list shared by the records of it, its effect
     effects: HashMap<Vec<Attr>, Shape>,
+    /// the last two of them asked, the latest first
+    last_effects: [Shape; 2],
     /// every process's runtime behaviour, in the order they appeared
     seens: Vec<Rc<RefCell<Seen>>>,
 }
@@ -391,7 +393,8 @@ pub struct SvmModel {
     /// event: one thread's records are written in the order its calls
     /// return, so its events keep their file order whatever their logged
     /// ends say
-    thread_keys: HashMap<Option<u32>, HashMap<Option<u32>, f64>>,
+    /// (one map keyed by both: one lookup an event)
+    thread_keys: HashMap<(Option<u32>, Option<u32>), f64>,
 }
 
 /// How the model is set up (SvmModel's keyword arguments).
@@ -421,6 +424,10 @@ impl SvmModel {
                 rec_ids: 0,
                 counts: Counts::default(),
                 effects: HashMap::new(),
+                last_effects: std::array::from_fn(|_| {
+                    let none: Rc<[Attr]> = Rc::new([]);
+                    (none, Rc::new(effect_of(&[])))
+                }),
                 seens: Vec::new(),
             },
             procs: HashMap::new(),

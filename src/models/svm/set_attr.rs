@@ -14,6 +14,18 @@ const HELD_LOSSES: usize = 32;
 impl Shared {
     /// The effect of `attrs`, and the list as its records share it.
     fn effect(&mut self, attrs: &[Attr]) -> Shape {
+        // (a program registers and revokes in turn: the last two lists
+        // asked are compared before the table is hashed)
+        if let Some(e) = self.last_effects.iter().find(|e| *e.0 == *attrs) {
+            return e.clone();
+        }
+        let e = self.effect_of(attrs);
+        self.last_effects.rotate_right(1);
+        self.last_effects[0] = e.clone();
+        e
+    }
+
+    fn effect_of(&mut self, attrs: &[Attr]) -> Shape {
         if let Some(e) = self.effects.get(attrs) {
             return e.clone();
         }
