@@ -529,6 +529,7 @@ fn taken_from<'m>(
     near: &mut Option<Run<'m, State>>,
 ) -> Option<Loss> {
     let want = Want::of(&c.gpus, c.kind, p.xnack, taken);
+    let want = want.gpus();
     if want.is_empty() && c.flags & cleared == 0 {
         return None;
     }
@@ -536,45 +537,53 @@ fn taken_from<'m>(
     loss_of(c, want, c.flags & cleared, s, e, near)
 }
 
-/// [`wanted`] without the set made: the gpus of `taken` a SET_ATTR can take
-/// from a claim, read in place (`taken` and a claim's gpus are sorted sets,
-/// so their intersection is the same set whichever is filtered).
-#[derive(Clone, Copy)]
-struct Want<'a> {
-    taken: &'a [u32],
-    /// Some: only those it granted; None: every one taken
-    granted: Option<&'a [u32]>,
+/// [`wanted`] without a set allocated: the gpus of `taken` a SET_ATTR can
+/// take from a claim, on the stack when they are few (`taken` and a
+/// claim's gpus are sorted sets, so their intersection is the same set
+/// whichever is filtered).
+struct Want {
+    inline: [u32; WANT_INLINE],
+    n: usize,
+    /// all of them, when more than fit inline
+    more: Vec<u32>,
 }
 
-impl<'a> Want<'a> {
-    fn of(granted: &'a [u32], kind: ClaimKind, xnack: Option<bool>, taken: &'a [u32]) -> Self {
-        if !granted.is_empty() {
-            Want {
-                taken,
-                granted: Some(granted),
+const WANT_INLINE: usize = 8;
+
+impl Want {
+    fn of(granted: &[u32], kind: ClaimKind, xnack: Option<bool>, taken: &[u32]) -> Self {
+        let mut w = Want {
+            inline: [0; WANT_INLINE],
+            n: 0,
+            more: Vec::new(),
+        };
+        let pick = |g: &u32| {
+            if !granted.is_empty() {
+                granted.contains(g)
+            } else {
+                default_reliant(kind, xnack)
             }
-        } else if default_reliant(kind, xnack) {
-            Want {
-                taken,
-                granted: None,
+        };
+        for &g in taken.iter().filter(|g| pick(g)) {
+            if w.n < WANT_INLINE {
+                w.inline[w.n] = g;
+            } else {
+                if w.more.is_empty() {
+                    w.more.extend_from_slice(&w.inline);
+                }
+                w.more.push(g);
             }
-        } else {
-            Want {
-                taken: &[],
-                granted: None,
-            }
+            w.n += 1;
         }
+        w
     }
 
-    fn iter(self) -> impl Iterator<Item = u32> + Clone + 'a {
-        self.taken
-            .iter()
-            .copied()
-            .filter(move |g| self.granted.is_none_or(|gr| gr.contains(g)))
-    }
-
-    fn is_empty(self) -> bool {
-        self.iter().next().is_none()
+    fn gpus(&self) -> &[u32] {
+        if self.n > WANT_INLINE {
+            &self.more
+        } else {
+            &self.inline[..self.n]
+        }
     }
 }
 
@@ -678,7 +687,7 @@ fn infer_release_of(s: u64, e: u64, touched: &[CRef]) -> Vec<CRef> {
 /// (in place).
 fn loss_of(
     c: &Claim,
-    want: Want<'_>,
+    want: &[u32],
     want_flags: u32,
     s: u64,
     e: u64,
@@ -720,11 +729,14 @@ fn loss_of(
                 let fl = want_flags & kfd::DEFAULT_SVM_FLAGS;
                 if want_any || fl != 0 {
                     lost_f |= fl;
-                    add_gpus(&mut lost_g, &mut want.iter());
+                    add_gpus(&mut lost_g, &mut want.iter().copied());
                     add(pos, ps);
                 }
             }
-            let mut gl = want.iter().filter(|&g| st.access_of(g) != Some(NO_ACCESS));
+            let mut gl = want
+                .iter()
+                .copied()
+                .filter(|&g| st.access_of(g) != Some(NO_ACCESS));
             let fl = want_flags & !st.flags_clr;
             if fl != 0 || gl.clone().next().is_some() {
                 lost_f |= fl;
@@ -737,7 +749,7 @@ fn loss_of(
             let fl = want_flags & kfd::DEFAULT_SVM_FLAGS;
             if want_any || fl != 0 {
                 lost_f |= fl;
-                add_gpus(&mut lost_g, &mut want.iter());
+                add_gpus(&mut lost_g, &mut want.iter().copied());
                 add(pos, b);
             }
         }
@@ -892,4 +904,73 @@ fn covered_by_others(p: &Proc, c: &CRef, s: u64, e: u64) -> bool {
 /// True when the claim was made on another thread than `ev`'s.
 fn made_elsewhere(c: &Claim, ev: &Ev) -> bool {
     c.born.as_ref().is_some_and(|r| r.h.tid != ev.h.tid)
+}
+
+#[cfg(test)]
+mod shortcut_tests {
+    use super::*;
+
+    /// `Want` (on the stack, and past its inline room) is `wanted`'s set,
+    /// for every kind and xnack mode.
+    #[test]
+    fn want_is_wanted() {
+        let sets: Vec<Gpus> = vec![
+            vec![],
+            vec![3],
+            vec![1, 3, 5],
+            (0..12).collect(),
+            (4..20).step_by(2).collect(),
+        ];
+        for granted in &sets {
+            for taken in &sets {
+                for kind in [
+                    ClaimKind::Registration,
+                    ClaimKind::Application,
+                    ClaimKind::Explicit,
+                ] {
+                    for xnack in [None, Some(true), Some(false)] {
+                        let w = Want::of(granted, kind, xnack, taken);
+                        assert_eq!(
+                            w.gpus(),
+                            &wanted(granted, kind, xnack, taken)[..],
+                            "{granted:?} {taken:?} {kind:?} {xnack:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// `covers` of one range answers what the sorted walk answers.
+    #[test]
+    fn covers_one_range_is_the_walk() {
+        let walk = |rs: &[(u64, u64)], s: u64, e: u64| {
+            let mut sorted = rs.to_vec();
+            sorted.sort_unstable();
+            let mut at = s;
+            for (a, b) in sorted {
+                if a > at {
+                    break;
+                }
+                at = at.max(b);
+            }
+            at >= e
+        };
+        for a in 0..6u64 {
+            for b in a..7 {
+                for s in 0..6u64 {
+                    for e in s..7 {
+                        let one = [(a, b)];
+                        assert_eq!(
+                            covers(one.iter().copied(), s, e),
+                            walk(&one, s, e),
+                            "{a} {b} {s} {e}"
+                        );
+                        let two = [(a, b), (b, b + 2)];
+                        assert_eq!(covers(two.iter().copied(), s, e), walk(&two, s, e));
+                    }
+                }
+            }
+        }
+    }
 }
