@@ -594,7 +594,11 @@ fn covers(rs: impl Iterator<Item = (u64, u64)> + Clone, s: u64, e: u64) -> bool 
     if let (Some((a, b)), None) = (one.next(), one.next()) {
         return s >= e || (a <= s && b >= e);
     }
-    let mut sorted: Vec<(u64, u64)> = rs.collect();
+    covers_walk(rs.collect(), s, e)
+}
+
+/// `covers` the general way: the ranges sorted, walked from s.
+fn covers_walk(mut sorted: Vec<(u64, u64)>, s: u64, e: u64) -> bool {
     sorted.sort_unstable();
     let mut at = s;
     for (a, b) in sorted {
@@ -944,18 +948,7 @@ mod shortcut_tests {
     /// `covers` of one range answers what the sorted walk answers.
     #[test]
     fn covers_one_range_is_the_walk() {
-        let walk = |rs: &[(u64, u64)], s: u64, e: u64| {
-            let mut sorted = rs.to_vec();
-            sorted.sort_unstable();
-            let mut at = s;
-            for (a, b) in sorted {
-                if a > at {
-                    break;
-                }
-                at = at.max(b);
-            }
-            at >= e
-        };
+        let walk = |rs: &[(u64, u64)], s: u64, e: u64| covers_walk(rs.to_vec(), s, e);
         for a in 0..6u64 {
             for b in a..7 {
                 for s in 0..6u64 {
@@ -966,8 +959,6 @@ mod shortcut_tests {
                             walk(&one, s, e),
                             "{a} {b} {s} {e}"
                         );
-                        let two = [(a, b), (b, b + 2)];
-                        assert_eq!(covers(two.iter().copied(), s, e), walk(&two, s, e));
                     }
                 }
             }
