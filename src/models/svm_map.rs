@@ -96,6 +96,17 @@ pub struct Run<'a, V> {
     back: Pos,
 }
 
+// (a walk copied to be walked again: no `V: Clone` asked)
+impl<V> Clone for Run<'_, V> {
+    fn clone(&self) -> Self {
+        Run {
+            chunks: self.chunks,
+            front: self.front,
+            back: self.back,
+        }
+    }
+}
+
 impl<'a, V> Iterator for Run<'a, V> {
     type Item = (u64, u64, &'a V);
 
@@ -211,6 +222,13 @@ impl<V: Clone + PartialEq> PieceMap<V> {
     pub fn walk(&self, s: u64, e: u64) -> Vec<(u64, u64, &V)> {
         let (lo, hi) = self.span(s, e);
         self.run(lo, hi).collect()
+    }
+
+    /// `walk` without collecting: the pieces overlapping [s, e),
+    /// unclipped, in order, read in place (a clone walks them again).
+    pub fn walk_run(&self, s: u64, e: u64) -> Run<'_, V> {
+        let (lo, hi) = self.span(s, e);
+        self.run(lo, hi)
     }
 
     /// The pieces overlapping [s, e), unclipped, from the last back,
@@ -564,23 +582,47 @@ impl<V: Clone + PartialEq> PieceMap<V> {
         keep_room(&mut self.spare, out);
     }
 
-    /// A piece [s, e) of `v()` when no piece lies on [s - 1, e + 1) (what
-    /// `update_coalesce` makes of a gap with nothing to merge); whether it
-    /// did.
+    /// A piece [s, e) of `v()` when no piece lies on [s, e) and no piece
+    /// touching it holds an equal value (what `update_coalesce` makes of a
+    /// gap with nothing to merge: the pieces around it stay as they are);
+    /// whether it did.
     fn put_alone(&mut self, s: u64, e: u64, v: impl FnOnce() -> V) -> bool {
-        let (lo, hi) = self.span(s.saturating_sub(1), e.saturating_add(1));
+        let (lo, hi) = self.span(s, e);
         if lo != hi {
             return false;
         }
-        self.replace(lo, hi, &[(s, e, v())]);
+        let v = v();
+        // (the piece before `lo` ends at s at the latest, the one at `lo`
+        // begins at e at the earliest)
+        let joins = |p: Option<&(u64, u64, V)>, touch: bool| p.is_some_and(|p| touch && p.2 == v);
+        let before = self.before(lo);
+        let at = self.chunks.get(lo.c).and_then(|c| c.get(lo.i));
+        if joins(before, before.is_some_and(|p| p.1 == s))
+            || joins(at, at.is_some_and(|p| p.0 == e))
+        {
+            return false;
+        }
+        self.replace(lo, hi, &[(s, e, v)]);
         true
     }
 
-    /// Remove the one piece on [s - 1, e + 1) when it lies inside [s, e)
-    /// and `is` its value (what `update_coalesce` makes of a piece whose
-    /// value the update empties, with nothing to merge); whether it did.
+    /// The piece before place `lo`, if any.
+    fn before(&self, lo: Pos) -> Option<&(u64, u64, V)> {
+        if lo.i > 0 {
+            self.chunks.get(lo.c).and_then(|c| c.get(lo.i - 1))
+        } else if lo.c > 0 {
+            self.chunks.get(lo.c - 1).and_then(|c| c.last())
+        } else {
+            None
+        }
+    }
+
+    /// Remove the one piece on [s, e) when it lies inside [s, e) and `is`
+    /// its value (what `update_coalesce` makes of a piece whose value the
+    /// update empties: the pieces around it, apart now, stay as they
+    /// are); whether it did.
     fn take_alone(&mut self, s: u64, e: u64, is: impl FnOnce(&V) -> bool) -> bool {
-        let (lo, hi) = self.span(s.saturating_sub(1), e.saturating_add(1));
+        let (lo, hi) = self.span(s, e);
         let Some((ps, pe, v)) = self.run(lo, hi).next() else {
             return false;
         };
@@ -1169,7 +1211,8 @@ impl<T: Ord + Clone> CoverIndex<T> {
     }
 
     pub fn add(&mut self, s: u64, e: u64, item: T) {
-        // nothing on [s - 1, e + 1): a piece of its own, nothing to merge
+        // nothing on [s, e) and nothing equal touching it: a piece of its
+        // own, nothing to merge
         if e > s && self.pieces.put_alone(s, e, || Rc::from([item.clone()])) {
             return;
         }
@@ -1203,8 +1246,8 @@ impl<T: Ord + Clone> CoverIndex<T> {
     }
 
     pub fn remove(&mut self, s: u64, e: u64, item: &T) {
-        // the item alone on a piece inside [s, e), nothing else on
-        // [s - 1, e + 1): the piece goes, nothing to merge
+        // the item alone on the one piece on [s, e), inside it: the piece
+        // goes, nothing to merge
         if self
             .pieces
             .take_alone(s, e, |v| v.len() == 1 && v[0] == *item)

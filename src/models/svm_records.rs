@@ -268,10 +268,11 @@ pub struct Claim {
     /// after which others covered all its pages, so its own revoke may
     /// have been empty), the two computed earliest
     pub maybe_release: Vec<(f64, u64)>,
-    /// the (gpus, flags) of the SET_ATTR that made it, how many SET_ATTRs
-    /// of that shape registered its range while it lived (identical grants
-    /// replace each other in `grants`), and when the latest one began
-    pub born_shape: Option<(Gpus, u32)>,
+    /// the grant of the SET_ATTR that made it (its gpus and flags: the
+    /// shape), how many SET_ATTRs of that shape registered its range while
+    /// it lived (identical grants replace each other in `grants`), and when
+    /// the latest one began
+    pub born_shape: Option<GrantRef>,
     /// explicit claims: locks that joined it (refcount > 1) with their
     /// entry time and the grants of their window, kept while it is locked
     /// (at most [`JOINS_KEPT`], the newest; see SvmModel::unlock) ...
@@ -368,7 +369,7 @@ impl Claim {
         if self
             .born_shape
             .as_ref()
-            .is_some_and(|(gpus, flags)| *gpus == g.gpus && *flags == g.flags)
+            .is_some_and(|b| b.gpus == g.gpus && b.flags == g.flags)
         {
             self.registrations += 1;
             self.last_registered = match (self.last_registered, g.event.h.time) {

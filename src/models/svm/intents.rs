@@ -85,15 +85,18 @@ impl SvmModel {
                 let first = recs
                     .first()
                     .map(|r| r.r.borrow().claim.clone().unwrap().real());
-                let mine: Vec<GrantRef> = recs
-                    .iter()
-                    .filter_map(|r| r.r.borrow().grant.clone())
-                    .collect();
+                // (the grants of its window read in place: no list of them)
+                let mine = |g: &GrantRef| {
+                    recs.iter().any(|r| {
+                        r.r.borrow()
+                            .grant
+                            .as_ref()
+                            .is_some_and(|x| Rc::ptr_eq(x, g))
+                    })
+                };
                 let adopt = first.as_ref().is_some_and(|f| {
                     let fc = f.b();
-                    fc.kind == ClaimKind::Registration
-                        && fc.live
-                        && fc.grants.iter().all(|g| grant_in(&mine, g).is_some())
+                    fc.kind == ClaimKind::Registration && fc.live && fc.grants.iter().all(mine)
                 });
                 let t = if adopt {
                     // the provisional claim becomes the lock's: findings

@@ -16,13 +16,42 @@ impl SvmModel {
         let Kind::Ioctl(io) = &ev.kind else { return };
         let Some(arg) = io.arg.as_ref() else { return };
         let Value::Struct(fields) = arg else { return };
-        if fields.is_empty() || arg.get("op").is_none() {
-            return; // strace: no struct, nothing to replay
+        // the members read, in one pass (the last of a name, as `get` finds)
+        let (mut op, mut start, mut size, mut list) = (None, None, None, None);
+        for (k, v) in fields {
+            match &**k {
+                "op" => op = Some(v),
+                "start_addr" => start = Some(v),
+                "size" => size = Some(v),
+                "attrs" => list = Some(v),
+                _ => {}
+            }
         }
-        let op = arg.get("op").and_then(Value::as_i128);
-        let start = int_of(arg.get("start_addr")).unwrap_or(Some(0));
-        let size = int_of(arg.get("size")).unwrap_or(Some(0));
-        let attrs = attrs_of(arg.get("attrs"));
+        let Some(op) = op else {
+            return; // strace: no struct, nothing to replay
+        };
+        let op = op.as_i128();
+        let start = int_of(start).unwrap_or(Some(0));
+        let size = int_of(size).unwrap_or(Some(0));
+        // (in the room the last call left: given back at the end)
+        let mut attrs = std::mem::take(&mut self.attrs_room);
+        let whole = attrs_into(list, &mut attrs);
+        self.svm_call(ev, io, op, start, size, whole.then_some(&attrs));
+        attrs.clear();
+        self.attrs_room = attrs;
+    }
+
+    /// The SVM call `ev` (`op`, `start`, `size` and `attrs` read from its
+    /// argument; None: not a number, not pairs of u32s).
+    fn svm_call(
+        &mut self,
+        ev: &Event,
+        io: &Ioctl,
+        op: Option<i128>,
+        start: Option<i128>,
+        size: Option<i128>,
+        attrs: Option<&Vec<Attr>>,
+    ) {
         let pid = ev.h.pid;
         self.proc(pid);
         let (Some(start), Some(size), Some(attrs)) = (start, size, attrs) else {
@@ -46,7 +75,7 @@ impl SvmModel {
             {
                 let s = (start >> p.shift) as u64;
                 let e = ((start + size) >> p.shift) as u64;
-                sh.get_attr(p, &rc(&mut self.cur, ev), s, e, &attrs, &answered);
+                sh.get_attr(p, &rc(&mut self.cur, ev), s, e, attrs, &answered);
             }
             return;
         }

@@ -33,13 +33,13 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 use std::rc::Rc;
 
-use crate::events::{Event, Kind, Text, Value};
+use crate::events::{Event, Ioctl, Kind, Text, Value};
 use crate::findings::Finding;
 use crate::kfd;
 use crate::models::common::hex;
 use crate::models::svm_build;
 use crate::models::svm_map::{
-    Attr, CoverIndex, NO_ACCESS, PieceMap, Row, State, SvmMap, mremap_unmaps,
+    Attr, CoverIndex, NO_ACCESS, PieceMap, Row, Run, State, SvmMap, mremap_unmaps,
 };
 use crate::models::svm_records::*;
 
@@ -73,6 +73,9 @@ struct Proc {
     /// come after a later lock of its pointer made the pointer's claim
     /// another (its own claim was released by inference meanwhile)
     locks: HashMap<u64, Vec<CRef>>,
+    /// emptied lists of `locks`, for the next pointers (a program locks
+    /// ever-new pointers: no list allocated a lock)
+    lock_room: Vec<Vec<CRef>>,
     recent: HashMap<Tid, VecDeque<RecRef>>,
     /// pages whose access a deregistration took last
     dereg: PieceMap<bool>,
@@ -123,11 +126,18 @@ struct Burst {
 /// being unlocked, and each such claim waits here for its unlock.
 const LOCKS_PER_PTR: usize = 8;
 
+/// Emptied lists of locks a process keeps for reuse (`Proc::lock_room`).
+const LOCK_ROOM: usize = 16;
+
 impl Proc {
     /// `c` is now the claim of the lock of `ptr` (a new one).
     fn add_lock(&mut self, ptr: u64, c: &CRef) {
         self.by_ptr.insert(ptr, c.clone());
-        let list = self.locks.entry(ptr).or_default();
+        let room = &mut self.lock_room;
+        let list = self
+            .locks
+            .entry(ptr)
+            .or_insert_with(|| room.pop().unwrap_or_default());
         list.retain(|x| !x.b().unlocked);
         if list.len() == LOCKS_PER_PTR {
             list.remove(0);
@@ -140,7 +150,7 @@ impl Proc {
         if let Some(list) = self.locks.get_mut(&ptr) {
             list.retain(|x| x != c && !x.b().unlocked);
             if list.is_empty() {
-                self.locks.remove(&ptr);
+                self.drop_locks(ptr);
             }
         }
     }
@@ -161,9 +171,19 @@ impl Proc {
             })
             .cloned();
         if list.is_empty() {
-            self.locks.remove(&ptr);
+            self.drop_locks(ptr);
         }
         found
+    }
+
+    /// Forget the (empty) list of `ptr`'s locks, its room kept.
+    fn drop_locks(&mut self, ptr: u64) {
+        if let Some(list) = self.locks.remove(&ptr)
+            && self.lock_room.len() < LOCK_ROOM
+        {
+            debug_assert!(list.is_empty());
+            self.lock_room.push(list);
+        }
     }
 
     fn new(pid: Option<u32>, clean_start: bool, xnack: Option<bool>) -> Self {
@@ -176,6 +196,7 @@ impl Proc {
             app: HashMap::new(),
             by_ptr: HashMap::new(),
             locks: HashMap::new(),
+            lock_room: Vec::new(),
             recent: HashMap::new(),
             dereg: PieceMap::new(),
             xnack,
@@ -271,22 +292,37 @@ fn int_of(v: Option<&Value>) -> Option<Option<i128>> {
 /// An `attrs` list as (type, value) pairs; `None` when an entry is not a
 /// pair of u32s (no kernel attribute: the model leaves such a call alone).
 fn attrs_of(v: Option<&Value>) -> Option<Vec<Attr>> {
+    let mut out = Vec::new();
+    attrs_into(v, &mut out).then_some(out)
+}
+
+/// [`attrs_of`] into `out` (emptied first, in the room it has): whether
+/// every entry is a pair of u32s.
+fn attrs_into(v: Option<&Value>, out: &mut Vec<Attr>) -> bool {
+    out.clear();
     let Some(v) = v else {
-        return Some(Vec::new());
+        return true;
     };
-    let items = v.as_list()?;
-    let mut out = Vec::with_capacity(items.len());
+    let Some(items) = v.as_list() else {
+        return false;
+    };
+    out.reserve(items.len());
     for it in items {
         let (t, x) = match it {
             Value::List(p) if p.len() == 2 => (&p[0], &p[1]),
             Value::Pair(p) => (&p.0, &p.1),
-            _ => return None,
+            _ => return false,
         };
-        let t = u32::try_from(t.as_i128()?).ok()?;
-        let x = u32::try_from(x.as_i128()?).ok()?;
+        let pair = t
+            .as_i128()
+            .and_then(|t| u32::try_from(t).ok())
+            .zip(x.as_i128().and_then(|x| u32::try_from(x).ok()));
+        let Some((t, x)) = pair else {
+            return false;
+        };
         out.push(Attr::new(t, x));
     }
-    Some(out)
+    true
 }
 
 fn arg_int(ev: &Event, field: &str) -> Option<i128> {
@@ -319,6 +355,8 @@ pub(crate) struct Shared {
     pub counts: Counts,
     /// attribute list -> the list shared by the records of it, its effect
     effects: HashMap<Vec<Attr>, Shape>,
+    /// the last two of them asked, the latest first
+    last_effects: [Shape; 2],
     /// every process's runtime behaviour, in the order they appeared
     seens: Vec<Rc<RefCell<Seen>>>,
 }
@@ -349,11 +387,14 @@ pub struct SvmModel {
     /// the latest entry time seen
     horizon: f64,
     arrivals: u64,
+    /// room for a SET_ATTR's or GET_ATTR's attributes (empty between calls)
+    attrs_room: Vec<Attr>,
     /// per process and thread, the completion key given to its latest
     /// event: one thread's records are written in the order its calls
     /// return, so its events keep their file order whatever their logged
     /// ends say
-    thread_keys: HashMap<Option<u32>, HashMap<Option<u32>, f64>>,
+    /// (one map keyed by both: one lookup an event)
+    thread_keys: HashMap<(Option<u32>, Option<u32>), f64>,
 }
 
 /// How the model is set up (SvmModel's keyword arguments).
@@ -383,6 +424,10 @@ impl SvmModel {
                 rec_ids: 0,
                 counts: Counts::default(),
                 effects: HashMap::new(),
+                last_effects: std::array::from_fn(|_| {
+                    let none: Rc<[Attr]> = Rc::new([]);
+                    (none, Rc::new(effect_of(&[])))
+                }),
                 seens: Vec::new(),
             },
             procs: HashMap::new(),
@@ -395,6 +440,7 @@ impl SvmModel {
             pending: Waiting::default(),
             horizon: f64::NEG_INFINITY,
             arrivals: 0,
+            attrs_room: Vec::new(),
             thread_keys: HashMap::new(),
         }
     }

@@ -174,7 +174,8 @@ impl SvmModel {
             self.drain(f64::INFINITY);
             self.replay(ev);
             if matches!(ev.kind, Kind::Exit(_)) {
-                self.thread_keys.remove(&ev.h.pid);
+                let pid = ev.h.pid;
+                self.thread_keys.retain(|k, _| k.0 != pid);
             }
             return;
         };
@@ -188,9 +189,7 @@ impl SvmModel {
         };
         let last = self
             .thread_keys
-            .entry(ev.h.pid)
-            .or_default()
-            .entry(ev.h.tid)
+            .entry((ev.h.pid, ev.h.tid))
             .or_insert(f64::NEG_INFINITY);
         let end = (ev.h.end().unwrap_or(t) + slack).max(*last);
         *last = end;

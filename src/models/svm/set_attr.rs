@@ -14,6 +14,18 @@ const HELD_LOSSES: usize = 32;
 impl Shared {
     /// The effect of `attrs`, and the list as its records share it.
     fn effect(&mut self, attrs: &[Attr]) -> Shape {
+        // (a program registers and revokes in turn: the last two lists
+        // asked are compared before the table is hashed)
+        if let Some(e) = self.last_effects.iter().find(|e| *e.0 == *attrs) {
+            return e.clone();
+        }
+        let e = self.effect_of(attrs);
+        self.last_effects.rotate_right(1);
+        self.last_effects[0] = e.clone();
+        e
+    }
+
+    fn effect_of(&mut self, attrs: &[Attr]) -> Shape {
         if let Some(e) = self.effects.get(attrs) {
             return e.clone();
         }
@@ -25,8 +37,8 @@ impl Shared {
         e
     }
 
-    pub(super) fn set_attr(&mut self, p: &mut Proc, ev: Ev, s: u64, e: u64, attrs: Vec<Attr>) {
-        let (shared, mut eff) = self.effect(&attrs);
+    pub(super) fn set_attr(&mut self, p: &mut Proc, ev: Ev, s: u64, e: u64, attrs: &[Attr]) {
+        let (shared, mut eff) = self.effect(attrs);
         if eff.kind == EffKind::Registration {
             let in_place = attrs.iter().any(|a| a.ty == kfd::ATTR_ACCESS_IN_PLACE);
             let flags = attrs
@@ -89,7 +101,7 @@ impl Shared {
                         let b = c.b();
                         (b.start, b.end) == (s, e)
                     });
-                for c in infer_release(s, e, &touched) {
+                infer_release(s, e, &touched, |c| {
                     let keep = {
                         let b = c.b();
                         let inside = s <= b.start && b.end <= e;
@@ -100,7 +112,7 @@ impl Shared {
                     } else {
                         ambiguous.push(c);
                     }
-                }
+                });
             }
         }
         if kind == EffKind::Revoke
@@ -126,16 +138,15 @@ impl Shared {
             // (pages of [s, e) no released registration covers; the
             // program's own NO_ACCESS on its range reaches past what it
             // held itself, not a grown extent)
-            let regs: Vec<(u64, u64)> = released
+            let regs = released
                 .iter()
                 .map(|c| c.b())
                 .filter(|b| b.kind == ClaimKind::Registration)
-                .map(|b| (b.start, b.end))
-                .collect();
+                .map(|b| (b.start, b.end));
             let own = released
                 .iter()
                 .any(|c| c.b().kind == ClaimKind::Application);
-            if !own && !regs.is_empty() && !covers(&regs, s, e) {
+            if !own && regs.clone().next().is_some() && !covers(regs, s, e) {
                 seen.grown += 1;
             }
         }
@@ -184,7 +195,7 @@ impl Shared {
         let mut stale_pre: Vec<(CRef, Option<StaleRes>)> = Vec::new();
         let (taken, cleared) = (&eff.taken, eff.cleared);
         if !touched.is_empty() && (!taken.is_empty() || cleared != 0) {
-            let mut near: Option<Vec<(u64, u64, &State)>> = None;
+            let mut near: Option<Run<'_, State>> = None;
             for c in &touched {
                 if own.as_ref() == Some(c) || (own_change && within(c)) {
                     continue;
@@ -318,7 +329,7 @@ impl Shared {
                 // (a registration of a range the model still holds: the
                 // runtime's refcount, or a late release not landed yet)
                 if new {
-                    ob.born_shape = Some((g.gpus.clone(), g.flags));
+                    ob.born_shape = Some(g.clone());
                 }
                 ob.count_registration(&g);
                 ob.add_grant(g.clone());
@@ -489,7 +500,7 @@ fn held_back_losses(
     if p.held_back.is_empty() || (taken.is_empty() && cleared == 0) {
         return out;
     }
-    let mut near: Option<Vec<(u64, u64, &State)>> = None;
+    let mut near: Option<Run<'_, State>> = None;
     for (i, (k, _)) in p.held_back.iter().enumerate() {
         if released.contains(k) || ambiguous.contains(k) {
             continue;
@@ -506,8 +517,8 @@ fn held_back_losses(
 }
 
 /// What a SET_ATTR on [s, e) taking `taken` and clearing `cleared` takes
-/// from claim `c` (the map's pieces there read once, into `near`, by the
-/// first claim that may lose something).
+/// from claim `c` (`near`: the map's pieces there, found once by the first
+/// claim that may lose something, walked in place).
 fn taken_from<'m>(
     p: &'m Proc,
     c: &Claim,
@@ -515,19 +526,79 @@ fn taken_from<'m>(
     cleared: u32,
     s: u64,
     e: u64,
-    near: &mut Option<Vec<(u64, u64, &'m State)>>,
+    near: &mut Option<Run<'m, State>>,
 ) -> Option<Loss> {
-    let want = wanted(&c.gpus, c.kind, p.xnack, taken);
+    let want = Want::of(&c.gpus, c.kind, p.xnack, taken);
+    let want = want.gpus();
     if want.is_empty() && c.flags & cleared == 0 {
         return None;
     }
-    let near = near.get_or_insert_with(|| p.map.pieces.walk(s, e));
+    let near = near.get_or_insert_with(|| p.map.pieces.walk_run(s, e));
     loss_of(c, want, c.flags & cleared, s, e, near)
 }
 
+/// [`wanted`] without a set allocated: the gpus of `taken` a SET_ATTR can
+/// take from a claim, on the stack when they are few (`taken` and a
+/// claim's gpus are sorted sets, so their intersection is the same set
+/// whichever is filtered).
+struct Want {
+    inline: [u32; WANT_INLINE],
+    n: usize,
+    /// all of them, when more than fit inline
+    more: Vec<u32>,
+}
+
+const WANT_INLINE: usize = 8;
+
+impl Want {
+    fn of(granted: &[u32], kind: ClaimKind, xnack: Option<bool>, taken: &[u32]) -> Self {
+        let mut w = Want {
+            inline: [0; WANT_INLINE],
+            n: 0,
+            more: Vec::new(),
+        };
+        let pick = |g: &u32| {
+            if !granted.is_empty() {
+                granted.contains(g)
+            } else {
+                default_reliant(kind, xnack)
+            }
+        };
+        for &g in taken.iter().filter(|g| pick(g)) {
+            if w.n < WANT_INLINE {
+                w.inline[w.n] = g;
+            } else {
+                if w.more.is_empty() {
+                    w.more.extend_from_slice(&w.inline);
+                }
+                w.more.push(g);
+            }
+            w.n += 1;
+        }
+        w
+    }
+
+    fn gpus(&self) -> &[u32] {
+        if self.n > WANT_INLINE {
+            &self.more
+        } else {
+            &self.inline[..self.n]
+        }
+    }
+}
+
 /// Do the ranges `rs` cover [s, e) whole?
-fn covers(rs: &[(u64, u64)], s: u64, e: u64) -> bool {
-    let mut sorted = rs.to_vec();
+fn covers(rs: impl Iterator<Item = (u64, u64)> + Clone, s: u64, e: u64) -> bool {
+    // (one range, the usual case: no sorted copy)
+    let mut one = rs.clone();
+    if let (Some((a, b)), None) = (one.next(), one.next()) {
+        return s >= e || (a <= s && b >= e);
+    }
+    covers_walk(rs.collect(), s, e)
+}
+
+/// `covers` the general way: the ranges sorted, walked from s.
+fn covers_walk(mut sorted: Vec<(u64, u64)>, s: u64, e: u64) -> bool {
     sorted.sort_unstable();
     let mut at = s;
     for (a, b) in sorted {
@@ -563,21 +634,34 @@ fn keyed(p: &Proc, c: &CRef) -> bool {
 }
 
 /// The smallest registration claim containing [s, e), and every one lying
-/// wholly inside it.
-fn infer_release(s: u64, e: u64, touched: &[CRef]) -> Vec<CRef> {
+/// wholly inside it, each given to `found`.
+fn infer_release(s: u64, e: u64, touched: &[CRef], mut found: impl FnMut(CRef)) {
+    let mut regs = touched
+        .iter()
+        .filter(|c| c.b().kind != ClaimKind::Application);
+    let first = regs.next();
+    if regs.next().is_none() {
+        // (one or none: no list made)
+        if let Some(c) = first {
+            let b = c.b();
+            if (b.start <= s && b.end >= e) || (b.start >= s && b.end <= e) {
+                drop(b);
+                found(c.clone());
+            }
+        }
+        return;
+    }
+    for c in infer_release_of(s, e, touched) {
+        found(c);
+    }
+}
+
+/// [`infer_release`] among two registration claims or more.
+fn infer_release_of(s: u64, e: u64, touched: &[CRef]) -> Vec<CRef> {
     let regs: Vec<&CRef> = touched
         .iter()
         .filter(|c| c.b().kind != ClaimKind::Application)
         .collect();
-    if regs.len() < 2 {
-        if let Some(c) = regs.first() {
-            let b = c.b();
-            if (b.start <= s && b.end >= e) || (b.start >= s && b.end <= e) {
-                return vec![(*c).clone()];
-            }
-        }
-        return Vec::new();
-    }
     let mut out: Vec<CRef> = Vec::new();
     // ties (identical ranges, explicit claims only) go to the newest
     let containing = regs
@@ -607,28 +691,31 @@ fn infer_release(s: u64, e: u64, touched: &[CRef]) -> Vec<CRef> {
 /// (in place).
 fn loss_of(
     c: &Claim,
-    want: Gpus,
+    want: &[u32],
     want_flags: u32,
     s: u64,
     e: u64,
-    near: &[(u64, u64, &State)],
+    near: &Run<'_, State>,
 ) -> Option<Loss> {
-    if want.is_empty() && want_flags == 0 {
+    let want_any = !want.is_empty();
+    if !want_any && want_flags == 0 {
         return None;
     }
     let mut lost_g: Gpus = Vec::new();
     let mut lost_f = 0u32;
     let (mut lo, mut hi): (Option<u64>, Option<u64>) = (None, None);
     let mut n = 0u64;
-    let mut add = |lost_g: &mut Gpus, gl: &[u32], a: u64, b: u64| {
-        for g in gl {
-            if !lost_g.contains(g) {
-                lost_g.push(*g);
-            }
-        }
+    let mut add = |a: u64, b: u64| {
         lo = Some(lo.map_or(a, |x| x.min(a)));
         hi = Some(hi.map_or(b, |x| x.max(b)));
         n += b - a;
+    };
+    let add_gpus = |lost_g: &mut Gpus, gl: &mut dyn Iterator<Item = u32>| {
+        for g in gl {
+            if !lost_g.contains(&g) {
+                lost_g.push(g);
+            }
+        }
     };
     for &(cs, ce) in &c.pages {
         let (a, b) = (cs.max(s), ce.min(e));
@@ -636,36 +723,38 @@ fn loss_of(
             continue;
         }
         let mut pos = a;
-        for (ps0, pe0, st) in near {
-            if !(*ps0 < b && *pe0 > a) {
+        for (ps0, pe0, st) in near.clone() {
+            if !(ps0 < b && pe0 > a) {
                 continue;
             }
-            let (ps, pe) = ((*ps0).max(a), (*pe0).min(b));
+            let (ps, pe) = (ps0.max(a), pe0.min(b));
             if pos < ps {
                 // no range yet: default access, default flags
                 let fl = want_flags & kfd::DEFAULT_SVM_FLAGS;
-                if !want.is_empty() || fl != 0 {
+                if want_any || fl != 0 {
                     lost_f |= fl;
-                    add(&mut lost_g, &want, pos, ps);
+                    add_gpus(&mut lost_g, &mut want.iter().copied());
+                    add(pos, ps);
                 }
             }
-            let gl: Gpus = want
+            let mut gl = want
                 .iter()
                 .copied()
-                .filter(|&g| st.access_of(g) != Some(NO_ACCESS))
-                .collect();
+                .filter(|&g| st.access_of(g) != Some(NO_ACCESS));
             let fl = want_flags & !st.flags_clr;
-            if !gl.is_empty() || fl != 0 {
+            if fl != 0 || gl.clone().next().is_some() {
                 lost_f |= fl;
-                add(&mut lost_g, &gl, ps, pe);
+                add_gpus(&mut lost_g, &mut gl);
+                add(ps, pe);
             }
             pos = pe;
         }
         if pos < b {
             let fl = want_flags & kfd::DEFAULT_SVM_FLAGS;
-            if !want.is_empty() || fl != 0 {
+            if want_any || fl != 0 {
                 lost_f |= fl;
-                add(&mut lost_g, &want, pos, b);
+                add_gpus(&mut lost_g, &mut want.iter().copied());
+                add(pos, b);
             }
         }
     }
@@ -819,4 +908,60 @@ fn covered_by_others(p: &Proc, c: &CRef, s: u64, e: u64) -> bool {
 /// True when the claim was made on another thread than `ev`'s.
 fn made_elsewhere(c: &Claim, ev: &Ev) -> bool {
     c.born.as_ref().is_some_and(|r| r.h.tid != ev.h.tid)
+}
+
+#[cfg(test)]
+mod shortcut_tests {
+    use super::*;
+
+    /// `Want` (on the stack, and past its inline room) is `wanted`'s set,
+    /// for every kind and xnack mode.
+    #[test]
+    fn want_is_wanted() {
+        let sets: Vec<Gpus> = vec![
+            vec![],
+            vec![3],
+            vec![1, 3, 5],
+            (0..12).collect(),
+            (4..20).step_by(2).collect(),
+        ];
+        for granted in &sets {
+            for taken in &sets {
+                for kind in [
+                    ClaimKind::Registration,
+                    ClaimKind::Application,
+                    ClaimKind::Explicit,
+                ] {
+                    for xnack in [None, Some(true), Some(false)] {
+                        let w = Want::of(granted, kind, xnack, taken);
+                        assert_eq!(
+                            w.gpus(),
+                            &wanted(granted, kind, xnack, taken)[..],
+                            "{granted:?} {taken:?} {kind:?} {xnack:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// `covers` of one range answers what the sorted walk answers.
+    #[test]
+    fn covers_one_range_is_the_walk() {
+        let walk = |rs: &[(u64, u64)], s: u64, e: u64| covers_walk(rs.to_vec(), s, e);
+        for a in 0..6u64 {
+            for b in a..7 {
+                for s in 0..6u64 {
+                    for e in s..7 {
+                        let one = [(a, b)];
+                        assert_eq!(
+                            covers(one.iter().copied(), s, e),
+                            walk(&one, s, e),
+                            "{a} {b} {s} {e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

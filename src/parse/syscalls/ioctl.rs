@@ -143,10 +143,26 @@ pub(crate) fn general_arg(atok: &[u8]) -> (Option<Value>, Option<Value>, bool) {
     (a, o, bad_a || bad_o)
 }
 
-fn svm_ok(arg: &Value) -> bool {
-    ["start_addr", "size", "op", "nattr"]
-        .iter()
-        .all(|k| arg.get(k).is_some_and(is_int))
+/// Whether an SVM struct's start_addr, size, op and nattr are ints (the
+/// last member of each name, as `Value::get` finds it), and its nattr;
+/// one pass over the members.
+fn svm_ok(arg: &Value) -> (bool, Option<i128>) {
+    let Value::Struct(fields) = arg else {
+        return (false, None);
+    };
+    let mut last: [Option<&Value>; 4] = [None; 4];
+    for (k, v) in fields {
+        let at = match &**k {
+            "start_addr" => 0,
+            "size" => 1,
+            "op" => 2,
+            "nattr" => 3,
+            _ => continue,
+        };
+        last[at] = Some(v);
+    }
+    let ok = last.iter().all(|v| v.is_some_and(is_int));
+    (ok, last[3].and_then(Value::as_i128))
 }
 
 /// A decoded request: (request, dir, type, nr, size, named by a hint that
@@ -281,14 +297,18 @@ pub(super) fn ioctl(call: &mut Call<'_>) -> Kind {
             call.malformed = true;
         }
         let svm = (t, nr) == (Some(kfd::SVM.0), Some(kfd::SVM.1));
-        if svm && arg.as_ref().is_some_and(|a| !svm_ok(a)) {
+        let (ok, nattr) = match (&arg, svm) {
+            (Some(a), true) => svm_ok(a),
+            _ => (true, None),
+        };
+        if !ok {
             arg = None;
             out = None;
         }
         if svm
             && let Some(a) = &arg
             && matches!(a, Value::Struct(f) if !f.is_empty())
-            && let Some(nattr) = a.get("nattr").and_then(Value::as_i128)
+            && let Some(nattr) = nattr
             && named
         {
             let s = 24 + 8 * nattr;
