@@ -101,10 +101,14 @@ impl Shared {
                         let b = c.b();
                         (b.start, b.end) == (s, e)
                     });
+                let mut chosen: Option<(u64, u64)> = None;
                 infer_release(s, e, &touched, |c| {
                     let keep = {
                         let b = c.b();
                         let inside = s <= b.start && b.end <= e;
+                        if !inside {
+                            chosen = Some((b.start, b.end));
+                        }
                         inside || !awaited || !made_elsewhere(&b, &ev)
                     };
                     if keep {
@@ -113,6 +117,29 @@ impl Shared {
                         ambiguous.push(c);
                     }
                 });
+                // a revoke that is not the exact range of the claim
+                // containing it that it released is a range minus what
+                // others cover: another registration containing it, made
+                // on the revoking thread, may as well be the one it
+                // releases (seen in the emulation: a 9-page pin's own
+                // release, the smallest claim around it another thread's)
+                if let Some(range) = chosen
+                    && range != (s, e)
+                {
+                    for c in &touched {
+                        let other = {
+                            let b = c.b();
+                            b.kind == ClaimKind::Registration
+                                && b.start <= s
+                                && e <= b.end
+                                && (b.start, b.end) != range
+                                && !made_elsewhere(&b, &ev)
+                        };
+                        if other && !released.contains(c) && !ambiguous.contains(c) {
+                            ambiguous.push(c.clone());
+                        }
+                    }
+                }
             }
         }
         if kind == EffKind::Revoke

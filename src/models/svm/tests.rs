@@ -683,3 +683,23 @@ fn a_join_shows_a_release_began_after_the_joined_threads_calls() {
     assert_eq!(severity(Some(0)), vec![Severity::Error]);
     assert_eq!(severity(Some(3)), vec![Severity::Note]);
 }
+
+/// A revoke inside two registrations is given to the smaller one (SPEC
+/// 4.3).  When it is not that claim's exact range it is a range minus what
+/// others cover, and the larger one, made on the revoking thread, may as
+/// well be the one it releases (its holder's own deregistration, the
+/// smaller claim another thread's): not a proven victim, a note.  From a
+/// third thread, the larger one stays a victim.
+#[test]
+fn a_subtracted_revoke_inside_its_own_threads_registration_may_be_its_release() {
+    let revoke = revoke();
+    let severity = |by: u32| -> Vec<Severity> {
+        let mut t = Trace::new();
+        reg(&mut t, 1, X + 3 * PAGE, 9);
+        reg(&mut t, 2, X, 8);
+        t.svm(by, X + 3 * PAGE, 4 * PAGE, &revoke);
+        over_revokes(&t.run())
+    };
+    assert_eq!(severity(1), vec![Severity::Note]);
+    assert_eq!(severity(3), vec![Severity::Error]);
+}
