@@ -989,7 +989,7 @@ impl Parser {
         src: Source,
         partial: bool,
     ) -> Option<Rc<Event>> {
-        let b = build::build_call_of::<Rc<Event>>(
+        let b = build::build_call::<Rc<Event>>(
             self.file,
             name,
             args,

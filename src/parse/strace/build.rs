@@ -41,44 +41,11 @@ impl Place for crate::events::Lone {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-pub fn build_call<E: Place>(
-    file: FileId,
-    name: &str,
-    args: Vec<Cow<'_, [u8]>>,
-    ret: Option<i128>,
-    err: Option<Name>,
-    rpath: Option<Vec<u8>>,
-    line: u64,
-    end_line: Option<u64>,
-    t: Option<f64>,
-    dur: Option<f64>,
-    text: &[u8],
-    src: Source,
-    partial: bool,
-) -> Built<E> {
-    build_call_of(
-        file,
-        name,
-        args,
-        ret,
-        err,
-        rpath,
-        (line, end_line),
-        (None, None),
-        t,
-        dur,
-        text,
-        src,
-        partial,
-    )
-}
-
-/// [`build_call`] of a call whose (pid, tid) is known: the event is made
-/// with them (the parser's thread), not changed after.
+/// A call's event from its scanned parts; made with its (pid, tid) where
+/// the parser knows them (its thread), not changed after.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) fn build_call_of<E: Place>(
+pub fn build_call<E: Place>(
     file: FileId,
     name: &str,
     mut args: Vec<Cow<'_, [u8]>>,
